@@ -1,0 +1,2 @@
+//! `nf`: the ninefold command line.
+fn main() {}
