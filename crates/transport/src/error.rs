@@ -1,0 +1,69 @@
+//! The transport layer's error type.
+
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong moving bytes between two endpoints.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// A system call on a named resource failed.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// The operation that failed.
+        what: &'static str,
+        /// The file or resource it was applied to.
+        path: PathBuf,
+        /// The underlying OS error.
+        source: std::io::Error,
+    },
+    /// A segment exists but does not look like one of ours, or disagrees with the job.
+    #[error("shared-memory segment {path} is unusable: {why}")]
+    BadSegment {
+        /// The segment's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A setting is outside what the transport supports.
+    #[error("invalid transport setting: {0}")]
+    Config(String),
+    /// A peer wrote something that breaks the protocol; the packet was dropped.
+    #[error("corrupt packet from local rank {src} in ring {ring}: {why}")]
+    Corrupt {
+        /// The sender as far as it could be told (u32::MAX if unknown).
+        src: u32,
+        /// The ring it arrived on.
+        ring: usize,
+        /// What check failed.
+        why: String,
+    },
+    /// A destination outside the transport's peers.
+    #[error("no such peer {dest}: this transport reaches local ranks 0..{size}")]
+    NoPeer {
+        /// The destination asked for.
+        dest: usize,
+        /// Number of peers.
+        size: usize,
+    },
+    /// A packet larger than the transport carries in one piece.
+    #[error("packet of {len} B exceeds the {max} B a frame carries")]
+    TooLarge {
+        /// Requested length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The operation is not implemented by this transport.
+    #[error("{0} is not supported by this transport")]
+    Unsupported(&'static str),
+}
+
+impl TransportError {
+    /// An I/O error with the operation and path it applies to.
+    pub fn io(what: &'static str, path: &Path, source: std::io::Error) -> Self {
+        TransportError::Io {
+            what,
+            path: path.to_owned(),
+            source,
+        }
+    }
+}

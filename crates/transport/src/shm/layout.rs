@@ -1,0 +1,355 @@
+//! The shared-memory layout of one receiver's segment, and every raw access to it.
+//!
+//! Each rank owns one segment: the frames other ranks write into and the rings that
+//! tell it where to look (seed 002, SMT). Everything in it is an array indexed by
+//! integers — no pointers live in shared memory, because every process maps the
+//! segment at a different address.
+//!
+//! ```text
+//!  offset 0      +-----------------------------+
+//!                | SegmentHeader   (1 line)    |  magic (published last), version, geometry, owner pid
+//!  64            +-----------------------------+
+//!                | CreditLine[nsenders]        |  one line per sender: frames the receiver gave back
+//!                +-----------------------------+
+//!  ring r        | RingControl     (2 lines)   |  free_head (senders F&I) | tail (senders F&I)
+//!                | Slot[frames]    (16 B each) |  seq (ready flag, = ticket + 1) and frame index
+//!                | Frame[frames]               |  FrameHeader (1 line: in-use flag, src, lengths, meta)
+//!                |                             |  + payload (frame_size - 64 bytes)
+//!                +-----------------------------+  … repeated for each of `nrings` rings
+//! ```
+//!
+//! Access rules (who writes what):
+//! 1. `SegmentHeader` is written only by the owner before `magic` is stored (Release);
+//!    readers load `magic` (Acquire) first and never write the header.
+//! 2. `CreditLine[s]` is written only by the owner (the receiver), read by sender `s`.
+//! 3. `free_head` and `tail` are fetch-and-incremented by senders only; the receiver
+//!    keeps its ring head in private memory (it is the only consumer).
+//! 4. A frame belongs to whoever flipped its `in_use` flag 0 → 1 (a sender), until the
+//!    slot naming it is published; then to the receiver until it stores `in_use = 0`.
+//!    Only the current owner reads or writes the frame's header fields and payload.
+//! 5. A slot is written by the sender holding its ticket; `seq` is stored last (Release)
+//!    and is what the receiver polls: an empty poll reads exactly this one cache line.
+//!
+//! Credits (frames per sender per ring, summed ≤ frames) guarantee that a sender with
+//! credit always finds a free frame, and that the ring never holds more tickets than
+//! slots, so the slot of ticket `t` is free again once ticket `t - frames` was read.
+
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Identifies a ninefold shm segment ("nf-shm", then format byte 1).
+pub const MAGIC: u64 = u64::from_le_bytes(*b"nf-shm\0\x01");
+/// Layout version; bump on any change to the structures below.
+pub const VERSION: u32 = 1;
+/// Cache line size assumed for padding (x86-64 and most arm64 parts).
+pub const CACHE_LINE: usize = 64;
+/// Bytes of protocol metadata a frame carries besides its payload.
+pub const META_MAX: usize = 48;
+/// Size of the header at the start of each frame.
+pub const FRAME_HEADER: usize = 64;
+
+/// The first cache line of a segment.
+#[repr(C, align(64))]
+pub struct SegmentHeader {
+    /// [`MAGIC`] once the segment is initialised; zero before.
+    pub magic: AtomicU64,
+    /// Total length of the segment in bytes.
+    pub total_len: u64,
+    /// [`VERSION`] of the layout.
+    pub version: u32,
+    /// Number of receive rings.
+    pub nrings: u32,
+    /// Frames (and slots) per ring; a power of two.
+    pub frames: u32,
+    /// Bytes per frame including its header; a multiple of the cache line.
+    pub frame_size: u32,
+    /// Number of senders (local ranks) that may write to this segment.
+    pub nsenders: u32,
+    /// Process id of the owner, for stale-segment detection and single-copy reads.
+    pub owner_pid: u32,
+    /// Local rank of the owner.
+    pub owner_rank: u32,
+    _reserved: [u32; 5],
+}
+
+/// One sender's credit return counter, alone on its cache line.
+#[repr(C, align(64))]
+pub struct CreditLine {
+    /// Frames from this sender the receiver has consumed and freed, ever.
+    pub returned: AtomicU64,
+}
+
+/// Free-list head and ring tail, on separate lines because all senders hit both.
+#[repr(C, align(64))]
+pub struct RingControl {
+    /// Clock hand over the frames: senders fetch-and-increment it to pick a frame.
+    pub free_head: AtomicU64,
+    _pad0: [u8; CACHE_LINE - 8],
+    /// Next ticket in the receive ring: senders fetch-and-increment it.
+    pub tail: AtomicU64,
+    _pad1: [u8; CACHE_LINE - 8],
+}
+
+/// One entry of a receive ring.
+#[repr(C)]
+pub struct Slot {
+    /// `ticket + 1` once the entry for `ticket` is published; the ready flag.
+    pub seq: AtomicU64,
+    /// Index of the frame holding the packet.
+    pub frame: AtomicU32,
+    _pad: u32,
+}
+
+/// The first cache line of a frame.
+#[repr(C, align(64))]
+pub struct FrameHeader {
+    /// 1 while a sender or the receiver owns the frame, 0 when free.
+    pub in_use: AtomicU32,
+    /// Local rank of the sender.
+    pub src: u32,
+    /// Valid bytes in `meta`.
+    pub meta_len: u16,
+    _pad: u16,
+    /// Valid bytes of payload after the header.
+    pub payload_len: u32,
+    /// Protocol metadata of the layer above (opaque here).
+    pub meta: [u8; META_MAX],
+}
+
+const _: () = assert!(std::mem::size_of::<SegmentHeader>() == CACHE_LINE);
+const _: () = assert!(std::mem::size_of::<CreditLine>() == CACHE_LINE);
+const _: () = assert!(std::mem::size_of::<RingControl>() == 2 * CACHE_LINE);
+const _: () = assert!(std::mem::size_of::<Slot>() == 16);
+const _: () = assert!(std::mem::size_of::<FrameHeader>() == FRAME_HEADER);
+
+/// The geometry of a segment: everything needed to compute offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Number of receive rings (1 ..= nsenders).
+    pub nrings: usize,
+    /// Frames per ring, a power of two.
+    pub frames: usize,
+    /// Bytes per frame including the header, a multiple of [`CACHE_LINE`].
+    pub frame_size: usize,
+    /// Number of local ranks that may send to the owner.
+    pub nsenders: usize,
+}
+
+impl Geometry {
+    fn credits_offset(&self) -> usize {
+        CACHE_LINE
+    }
+
+    fn ring_offset(&self, ring: usize) -> usize {
+        self.credits_offset() + self.nsenders * CACHE_LINE + ring * self.ring_len()
+    }
+
+    fn slots_len(&self) -> usize {
+        (self.frames * std::mem::size_of::<Slot>()).next_multiple_of(CACHE_LINE)
+    }
+
+    fn ring_len(&self) -> usize {
+        std::mem::size_of::<RingControl>() + self.slots_len() + self.frames * self.frame_size
+    }
+
+    /// Total bytes of a segment with this geometry.
+    pub fn total_len(&self) -> usize {
+        self.ring_offset(self.nrings)
+    }
+
+    /// Largest payload one frame carries.
+    pub fn max_payload(&self) -> usize {
+        self.frame_size - FRAME_HEADER
+    }
+
+    /// The ring that sender `src` writes to (seed 002: "I mod M").
+    pub fn ring_of(&self, src: usize) -> usize {
+        src % self.nrings
+    }
+
+    /// Frames sender `src` may hold at once in its ring: the ring's frames split evenly.
+    pub fn credit_of(&self, src: usize) -> u64 {
+        let ring = self.ring_of(src);
+        let senders_on_ring = (self.nsenders - ring).div_ceil(self.nrings);
+        (self.frames / senders_on_ring.max(1)) as u64
+    }
+
+    /// Checks the invariants the access code relies on.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.nsenders == 0 {
+            return Err("nsenders must be at least 1".into());
+        }
+        if self.nrings == 0 || self.nrings > self.nsenders {
+            return Err(format!(
+                "rings per receiver must be 1..={} (one per sender at most), got {}",
+                self.nsenders, self.nrings
+            ));
+        }
+        if !self.frames.is_power_of_two() || self.frames > (1 << 20) {
+            return Err(format!(
+                "frames per ring must be a power of two ≤ 2^20, got {}",
+                self.frames
+            ));
+        }
+        let senders_on_ring0 = self.nsenders.div_ceil(self.nrings);
+        if self.frames < senders_on_ring0 {
+            return Err(format!(
+                "{} frames per ring cannot give each of {} senders a credit",
+                self.frames, senders_on_ring0
+            ));
+        }
+        if self.frame_size % CACHE_LINE != 0
+            || self.frame_size < FRAME_HEADER + CACHE_LINE
+            || self.frame_size > u32::MAX as usize
+        {
+            return Err(format!(
+                "frame size must be a multiple of {CACHE_LINE} B of at least {} B, got {}",
+                FRAME_HEADER + CACHE_LINE,
+                self.frame_size
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Typed access to a mapped segment. Holds a raw base pointer; the owner of the
+/// mapping (see `segment.rs`) guarantees it outlives every `View`.
+#[derive(Clone, Copy)]
+pub struct View {
+    base: *mut u8,
+    geo: Geometry,
+}
+
+impl View {
+    /// Wraps a mapping of at least `geo.total_len()` bytes, aligned to a page.
+    ///
+    /// # Safety
+    /// `base` must point to a live, page-aligned, shared mapping of at least
+    /// `geo.total_len()` bytes that stays mapped while this view (or a copy) is used.
+    pub unsafe fn new(base: *mut u8, geo: Geometry) -> View {
+        View { base, geo }
+    }
+
+    /// The geometry this view was built with.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// The segment header.
+    pub fn header(&self) -> &SegmentHeader {
+        // SAFETY: offset 0 of a page-aligned mapping is aligned for SegmentHeader, the
+        // mapping is live (View::new contract), and all fields written after
+        // publication are atomics (access rule 1).
+        unsafe { &*(self.base as *const SegmentHeader) }
+    }
+
+    /// Writes the header fields; only the owner, before publishing `magic`.
+    pub fn init_header(&self, owner_pid: u32, owner_rank: u32) {
+        let g = self.geo;
+        // SAFETY: the owner has exclusive use of the header until `magic` is stored
+        // (rule 1); the pointer is in bounds and aligned as in `header()`.
+        unsafe {
+            let h = self.base as *mut SegmentHeader;
+            std::ptr::addr_of_mut!((*h).total_len).write(g.total_len() as u64);
+            std::ptr::addr_of_mut!((*h).version).write(VERSION);
+            std::ptr::addr_of_mut!((*h).nrings).write(g.nrings as u32);
+            std::ptr::addr_of_mut!((*h).frames).write(g.frames as u32);
+            std::ptr::addr_of_mut!((*h).frame_size).write(g.frame_size as u32);
+            std::ptr::addr_of_mut!((*h).nsenders).write(g.nsenders as u32);
+            std::ptr::addr_of_mut!((*h).owner_pid).write(owner_pid);
+            std::ptr::addr_of_mut!((*h).owner_rank).write(owner_rank);
+        }
+    }
+
+    /// The credit line of sender `src` (`src < nsenders`).
+    pub fn credit(&self, src: usize) -> &CreditLine {
+        assert!(src < self.geo.nsenders, "credit line {src} out of range");
+        // SAFETY: in bounds by the assert and the geometry; 64-byte aligned because
+        // every offset is a multiple of CACHE_LINE; the field is atomic.
+        unsafe {
+            &*(self.base.add(self.geo.credits_offset() + src * CACHE_LINE) as *const CreditLine)
+        }
+    }
+
+    /// The control lines of ring `ring`.
+    pub fn control(&self, ring: usize) -> &RingControl {
+        assert!(ring < self.geo.nrings, "ring {ring} out of range");
+        // SAFETY: in bounds and line-aligned (ring offsets are multiples of
+        // CACHE_LINE); all fields are atomics.
+        unsafe { &*(self.base.add(self.geo.ring_offset(ring)) as *const RingControl) }
+    }
+
+    /// Slot `index & (frames - 1)` of ring `ring`.
+    pub fn slot(&self, ring: usize, index: u64) -> &Slot {
+        let i = (index as usize) & (self.geo.frames - 1);
+        let off = self.geo.ring_offset(ring) + std::mem::size_of::<RingControl>() + i * 16;
+        // SAFETY: masked index is < frames, so in bounds; 16-byte aligned; atomics only.
+        unsafe { &*(self.base.add(off) as *const Slot) }
+    }
+
+    fn frame_ptr(&self, ring: usize, frame: usize) -> *mut u8 {
+        assert!(ring < self.geo.nrings && frame < self.geo.frames);
+        let off = self.geo.ring_offset(ring)
+            + std::mem::size_of::<RingControl>()
+            + self.geo.slots_len()
+            + frame * self.geo.frame_size;
+        // SAFETY: in bounds by the assert and the geometry.
+        unsafe { self.base.add(off) }
+    }
+
+    /// The in-use flag of a frame.
+    pub fn in_use(&self, ring: usize, frame: usize) -> &AtomicU32 {
+        // SAFETY: frame_ptr is line-aligned and in bounds; in_use is an atomic.
+        unsafe { &(*(self.frame_ptr(ring, frame) as *const FrameHeader)).in_use }
+    }
+
+    /// Fills a frame the caller owns (rule 4): header fields, metadata and payload.
+    pub fn write_frame(&self, ring: usize, frame: usize, src: u32, meta: &[u8], payload: &[u8]) {
+        assert!(meta.len() <= META_MAX && payload.len() <= self.geo.max_payload());
+        let p = self.frame_ptr(ring, frame);
+        // SAFETY: the caller owns the frame (it flipped in_use 0 → 1 and has not yet
+        // published it), so no other process touches these bytes; lengths are checked.
+        unsafe {
+            let h = p as *mut FrameHeader;
+            std::ptr::addr_of_mut!((*h).src).write(src);
+            std::ptr::addr_of_mut!((*h).meta_len).write(meta.len() as u16);
+            std::ptr::addr_of_mut!((*h).payload_len).write(payload.len() as u32);
+            let m = std::ptr::addr_of_mut!((*h).meta) as *mut u8;
+            std::ptr::copy_nonoverlapping(meta.as_ptr(), m, meta.len());
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), p.add(FRAME_HEADER), payload.len());
+        }
+    }
+
+    /// Reads the header fields of a frame the receiver owns: (src, meta_len, payload_len).
+    pub fn read_frame_header(&self, ring: usize, frame: usize) -> (u32, usize, usize) {
+        let h = self.frame_ptr(ring, frame) as *const FrameHeader;
+        // SAFETY: the receiver owns the frame (rule 4: it acquired the slot's seq), so
+        // the sender's writes are visible and no one writes concurrently.
+        unsafe {
+            (
+                std::ptr::addr_of!((*h).src).read(),
+                std::ptr::addr_of!((*h).meta_len).read() as usize,
+                std::ptr::addr_of!((*h).payload_len).read() as usize,
+            )
+        }
+    }
+
+    /// Metadata bytes of an owned frame; `len` must have been checked ≤ META_MAX.
+    ///
+    /// # Safety
+    /// The caller owns the frame (rule 4) for as long as the returned slice lives,
+    /// and the mapping outlives it.
+    pub unsafe fn frame_meta<'a>(&self, ring: usize, frame: usize, len: usize) -> &'a [u8] {
+        assert!(len <= META_MAX);
+        let h = self.frame_ptr(ring, frame) as *const FrameHeader;
+        std::slice::from_raw_parts(std::ptr::addr_of!((*h).meta) as *const u8, len)
+    }
+
+    /// Payload bytes of an owned frame; `len` must have been checked ≤ max_payload.
+    ///
+    /// # Safety
+    /// As for [`View::frame_meta`].
+    pub unsafe fn frame_payload<'a>(&self, ring: usize, frame: usize, len: usize) -> &'a [u8] {
+        assert!(len <= self.geo.max_payload());
+        std::slice::from_raw_parts(self.frame_ptr(ring, frame).add(FRAME_HEADER), len)
+    }
+}

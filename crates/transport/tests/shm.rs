@@ -1,0 +1,202 @@
+//! The shm transport over real shared-memory segments, several endpoints per process.
+
+use std::io::Write;
+use std::time::Duration;
+
+use nf_transport::shm::{segment, ShmConfig, ShmTransport};
+use nf_transport::{Messaging, Packet, SendStatus, TransportError};
+
+fn config(dir: &std::path::Path) -> ShmConfig {
+    ShmConfig {
+        dir: dir.to_owned(),
+        rings: 1,
+        frames: 8,
+        frame_size: 256,
+    }
+}
+
+/// Creates, connects and unlinks `n` endpoints of one job, as the core does.
+fn job(cfg: &ShmConfig, n: usize) -> Vec<ShmTransport> {
+    let mut eps: Vec<_> = (0..n)
+        .map(|r| ShmTransport::create(cfg, "t1", r, n).unwrap())
+        .collect();
+    for ep in &mut eps {
+        ep.connect().unwrap();
+    }
+    for ep in &eps {
+        ep.unlink_own().unwrap();
+    }
+    eps
+}
+
+#[test]
+fn packets_arrive_intact_and_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut eps = job(&config(dir.path()), 2);
+    let mut got = Vec::new();
+    for i in 0..1000u32 {
+        let payload: Vec<u8> = (0..(i as usize % 193))
+            .map(|b| (b as u32 ^ i) as u8)
+            .collect();
+        while eps[0].try_send(1, &i.to_le_bytes(), &payload).unwrap() == SendStatus::NoCredit {
+            while let Some(p) = eps[1].poll().unwrap() {
+                got.push((p.src(), p.meta().to_vec(), p.payload().to_vec()));
+            }
+        }
+    }
+    while let Some(p) = eps[1].poll().unwrap() {
+        got.push((p.src(), p.meta().to_vec(), p.payload().to_vec()));
+    }
+    assert_eq!(got.len(), 1000);
+    for (i, (src, meta, payload)) in got.into_iter().enumerate() {
+        assert_eq!(src, 0);
+        assert_eq!(meta, (i as u32).to_le_bytes());
+        let want: Vec<u8> = (0..(i % 193))
+            .map(|b| (b as u32 ^ i as u32) as u8)
+            .collect();
+        assert_eq!(payload, want, "packet {i}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "names unlinked after wire-up"
+    );
+}
+
+#[test]
+fn credit_runs_out_and_comes_back_when_packets_are_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut eps = job(&config(dir.path()), 3);
+    // 8 frames shared by 3 senders on one ring: 8 / 3 = 2 each.
+    assert_eq!(eps[0].try_send(2, &[], b"a").unwrap(), SendStatus::Sent);
+    assert_eq!(eps[0].try_send(2, &[], b"b").unwrap(), SendStatus::Sent);
+    assert_eq!(eps[0].try_send(2, &[], b"c").unwrap(), SendStatus::NoCredit);
+    // Another sender has its own share.
+    assert_eq!(eps[1].try_send(2, &[], b"x").unwrap(), SendStatus::Sent);
+    let held = eps[2].poll().unwrap().unwrap();
+    assert_eq!(
+        eps[0].try_send(2, &[], b"c").unwrap(),
+        SendStatus::NoCredit,
+        "credit returns on drop, not on poll"
+    );
+    assert_eq!(held.payload(), b"a");
+    drop(held);
+    assert_eq!(eps[0].try_send(2, &[], b"c").unwrap(), SendStatus::Sent);
+    let rest: Vec<Vec<u8>> = std::iter::from_fn(|| eps[2].poll().unwrap())
+        .map(|p| p.payload().to_vec())
+        .collect();
+    assert_eq!(rest, [b"b".to_vec(), b"x".to_vec(), b"c".to_vec()]);
+}
+
+#[test]
+fn several_rings_per_receiver_keep_per_sender_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = ShmConfig {
+        rings: 3,
+        frames: 16,
+        ..config(dir.path())
+    };
+    let mut eps = job(&cfg, 4);
+    let mut next = [0u32; 4];
+    for round in 0..50u32 {
+        for s in 0..3 {
+            while eps[s]
+                .try_send(3, &round.to_le_bytes(), &[s as u8])
+                .unwrap()
+                == SendStatus::NoCredit
+            {
+                drain_checking(&mut eps[3], &mut next);
+            }
+        }
+    }
+    drain_checking(&mut eps[3], &mut next);
+    assert_eq!(&next[..3], &[50, 50, 50]);
+}
+
+fn drain_checking(ep: &mut ShmTransport, next: &mut [u32; 4]) {
+    while let Some(p) = ep.poll().unwrap() {
+        let seq = u32::from_le_bytes(p.meta().try_into().unwrap());
+        assert_eq!(seq, next[p.src()], "order from sender {}", p.src());
+        assert_eq!(p.payload(), [p.src() as u8]);
+        next[p.src()] += 1;
+    }
+}
+
+#[test]
+fn bad_arguments_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut eps = job(&config(dir.path()), 2);
+    assert!(matches!(
+        eps[0].try_send(5, &[], b""),
+        Err(TransportError::NoPeer { dest: 5, size: 2 })
+    ));
+    assert!(
+        matches!(
+            eps[0].try_send(0, &[], b""),
+            Err(TransportError::NoPeer { .. })
+        ),
+        "no shm path to self"
+    );
+    let big = vec![0u8; 256];
+    assert!(matches!(
+        eps[0].try_send(1, &[], &big),
+        Err(TransportError::TooLarge { max: 192, .. })
+    ));
+    assert!(matches!(
+        eps[0].try_send(1, &[0; 49], b""),
+        Err(TransportError::TooLarge { max: 48, .. })
+    ));
+    let bad = ShmConfig {
+        frames: 6,
+        ..config(dir.path())
+    };
+    assert!(matches!(
+        ShmTransport::create(&bad, "t2", 0, 2),
+        Err(TransportError::Config(_))
+    ));
+}
+
+#[test]
+fn foreign_or_garbage_segments_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let mut a = ShmTransport::create(&cfg, "t3", 0, 2).unwrap();
+    std::fs::File::create(segment::segment_path(dir.path(), "t3", 1))
+        .unwrap()
+        .write_all(&[0xAB; 4096])
+        .unwrap();
+    let err = a.connect().err().expect("garbage must be refused");
+    assert!(err.to_string().contains("not a ninefold segment"), "{err}");
+    // A peer created for a different job size.
+    let _b = ShmTransport::create(&cfg, "t4", 1, 3).unwrap();
+    let mut c = ShmTransport::create(&cfg, "t4", 0, 2).unwrap();
+    let err = c.connect().err().expect("size mismatch must be refused");
+    assert!(err.to_string().contains("3 local ranks"), "{err}");
+}
+
+#[test]
+fn stale_segments_of_dead_owners_are_reclaimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let live = ShmTransport::create(&cfg, "live", 0, 1).unwrap();
+    let dead_path = segment::segment_path(dir.path(), "dead", 0);
+    drop(ShmTransport::create(&cfg, "dead", 0, 1).unwrap());
+    // Make its owner a pid that cannot exist (beyond pid_max).
+    let mut bytes = std::fs::read(&dead_path).unwrap();
+    bytes[36..40].copy_from_slice(&(i32::MAX as u32).to_le_bytes());
+    std::fs::write(&dead_path, &bytes).unwrap();
+    // Half-made (no magic yet), fresh: kept; with zero grace: removed.
+    let half = dir.path().join("nf-half-0");
+    std::fs::write(&half, [0u8; 64]).unwrap();
+    let removed = segment::reclaim_stale(dir.path(), Duration::from_secs(3600));
+    assert_eq!(removed, vec![dead_path]);
+    assert!(half.exists());
+    let removed = segment::reclaim_stale(dir.path(), Duration::ZERO);
+    assert_eq!(removed, vec![half]);
+    assert!(live.geometry().nsenders == 1);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "the live job's segment stays"
+    );
+}
