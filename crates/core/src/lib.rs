@@ -1,1 +1,40 @@
-//! placeholder
+//! ninefold's core runtime: ranks, active messages, progress, collectives.
+//!
+//! Glossary:
+//! - **rank**: one process of a job, numbered 0 ..< size.
+//! - **world**: this rank's handle on the job ([`World`]).
+//! - **active message (AM)**: a message naming a handler that runs on the receiver
+//!   with the message's small header and payload ([`Am`]).
+//! - **progress**: polling the transports and running handlers; nothing arrives
+//!   unless someone polls ([`World::poll`], [`World::wait_until`], collectives).
+//! - **eager / rendezvous**: small payloads are copied through shared frames;
+//!   large ones are read by the receiver straight out of the sender's buffer.
+//! - **collective**: an operation every rank calls in the same order (barrier,
+//!   broadcast, allreduce).
+//!
+//! ```no_run
+//! let world = nf_core::World::init()?;
+//! world.register(1, |w, am| println!("rank {} got {} B from {}", w.rank(), am.payload.len(), am.src))?;
+//! world.barrier()?;
+//! world.send((world.rank() + 1) % world.size(), 1, &[], b"hello")?;
+//! world.finalize()?;
+//! # Ok::<(), nf_core::CoreError>(())
+//! ```
+#![warn(missing_docs)]
+
+pub mod am;
+pub mod bootstrap;
+pub mod collectives;
+pub mod config;
+pub mod error;
+mod progress;
+pub mod protocol;
+pub mod wait;
+pub mod world;
+
+pub use am::{Am, HandlerId, RESERVED_BASE};
+pub use collectives::{ReduceOp, Reducible};
+pub use config::{Config, WaitMode};
+pub use error::CoreError;
+pub use protocol::MAX_AM_HEADER;
+pub use world::World;

@@ -197,7 +197,7 @@ impl Geometry {
                 self.frames, senders_on_ring0
             ));
         }
-        if self.frame_size % CACHE_LINE != 0
+        if !self.frame_size.is_multiple_of(CACHE_LINE)
             || self.frame_size < FRAME_HEADER + CACHE_LINE
             || self.frame_size > u32::MAX as usize
         {
