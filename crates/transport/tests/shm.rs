@@ -165,12 +165,12 @@ fn foreign_or_garbage_segments_are_refused() {
         .unwrap()
         .write_all(&[0xAB; 4096])
         .unwrap();
-    let err = a.connect().err().expect("garbage must be refused");
+    let err = a.connect().expect_err("garbage must be refused");
     assert!(err.to_string().contains("not a ninefold segment"), "{err}");
     // A peer created for a different job size.
     let _b = ShmTransport::create(&cfg, "t4", 1, 3).unwrap();
     let mut c = ShmTransport::create(&cfg, "t4", 0, 2).unwrap();
-    let err = c.connect().err().expect("size mismatch must be refused");
+    let err = c.connect().expect_err("size mismatch must be refused");
     assert!(err.to_string().contains("3 local ranks"), "{err}");
 }
 
