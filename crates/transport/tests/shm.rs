@@ -67,25 +67,27 @@ fn packets_arrive_intact_and_in_order() {
 fn credit_runs_out_and_comes_back_when_packets_are_freed() {
     let dir = tempfile::tempdir().unwrap();
     let mut eps = job(&config(dir.path()), 3);
-    // 8 frames shared by 3 senders on one ring: 8 / 3 = 2 each.
-    assert_eq!(eps[0].try_send(2, &[], b"a").unwrap(), SendStatus::Sent);
-    assert_eq!(eps[0].try_send(2, &[], b"b").unwrap(), SendStatus::Sent);
-    assert_eq!(eps[0].try_send(2, &[], b"c").unwrap(), SendStatus::NoCredit);
+    // Payloads too big for the fast box. 8 frames shared by 3 senders: 2 each.
+    let [a, b, c, x] = [[b'a'; 100], [b'b'; 100], [b'c'; 100], [b'x'; 100]];
+    assert_eq!(eps[0].try_send(2, &[], &a).unwrap(), SendStatus::Sent);
+    assert_eq!(eps[0].try_send(2, &[], &b).unwrap(), SendStatus::Sent);
+    assert_eq!(eps[0].try_send(2, &[], &c).unwrap(), SendStatus::NoCredit);
     // Another sender has its own share.
-    assert_eq!(eps[1].try_send(2, &[], b"x").unwrap(), SendStatus::Sent);
+    assert_eq!(eps[1].try_send(2, &[], &x).unwrap(), SendStatus::Sent);
     let held = eps[2].poll().unwrap().unwrap();
+    let again = eps[0].try_send(2, &[], &c).unwrap();
     assert_eq!(
-        eps[0].try_send(2, &[], b"c").unwrap(),
+        again,
         SendStatus::NoCredit,
         "credit returns on drop, not on poll"
     );
-    assert_eq!(held.payload(), b"a");
+    assert_eq!(held.payload(), a);
     drop(held);
-    assert_eq!(eps[0].try_send(2, &[], b"c").unwrap(), SendStatus::Sent);
+    assert_eq!(eps[0].try_send(2, &[], &c).unwrap(), SendStatus::Sent);
     let rest: Vec<Vec<u8>> = std::iter::from_fn(|| eps[2].poll().unwrap())
         .map(|p| p.payload().to_vec())
         .collect();
-    assert_eq!(rest, [b"b".to_vec(), b"x".to_vec(), b"c".to_vec()]);
+    assert_eq!(rest, [b.to_vec(), x.to_vec(), c.to_vec()]);
 }
 
 #[test]
@@ -101,7 +103,7 @@ fn several_rings_per_receiver_keep_per_sender_order() {
     for round in 0..50u32 {
         for s in 0..3 {
             while eps[s]
-                .try_send(3, &round.to_le_bytes(), &[s as u8])
+                .try_send(3, &round.to_le_bytes(), &[s as u8; 64])
                 .unwrap()
                 == SendStatus::NoCredit
             {
@@ -117,7 +119,7 @@ fn drain_checking(ep: &mut ShmTransport, next: &mut [u32; 4]) {
     while let Some(p) = ep.poll().unwrap() {
         let seq = u32::from_le_bytes(p.meta().try_into().unwrap());
         assert_eq!(seq, next[p.src()], "order from sender {}", p.src());
-        assert_eq!(p.payload(), [p.src() as u8]);
+        assert_eq!(p.payload(), [p.src() as u8; 64]);
         next[p.src()] += 1;
     }
 }
@@ -199,4 +201,51 @@ fn stale_segments_of_dead_owners_are_reclaimed() {
         1,
         "the live job's segment stays"
     );
+}
+
+#[test]
+fn small_packets_take_the_fast_box_and_order_holds_across_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut eps = job(&config(dir.path()), 2);
+    let small = |i: u8| [i; 8];
+    // 16 fast slots per pair: the 17th small packet waits (the box is full).
+    for i in 0..16 {
+        assert_eq!(
+            eps[0].try_send(1, &[i], &small(i)).unwrap(),
+            SendStatus::Sent
+        );
+    }
+    assert_eq!(
+        eps[0].try_send(1, &[16], &small(16)).unwrap(),
+        SendStatus::NoCredit
+    );
+    // A large packet may not overtake the small ones still in the box.
+    let big = [0xEEu8; 150];
+    assert_eq!(
+        eps[0].try_send(1, &[99], &big).unwrap(),
+        SendStatus::NoCredit
+    );
+    let first = eps[1].poll().unwrap().unwrap();
+    assert_eq!((first.meta(), first.payload()), (&[0u8][..], &small(0)[..]));
+    drop(first);
+    assert_eq!(eps[1].poll().unwrap().unwrap().meta(), [1]);
+    // Two slots free, but 14 small packets are still queued: the large one waits.
+    assert_eq!(
+        eps[0].try_send(1, &[99], &big).unwrap(),
+        SendStatus::NoCredit
+    );
+    let mut metas: Vec<u8> = std::iter::from_fn(|| eps[1].poll().unwrap())
+        .map(|p| p.meta()[0])
+        .collect();
+    assert_eq!(metas, (2..16).collect::<Vec<u8>>());
+    // Drained: the large one goes by frame, and a small one right after follows it there.
+    assert_eq!(eps[0].try_send(1, &[99], &big).unwrap(), SendStatus::Sent);
+    assert_eq!(
+        eps[0].try_send(1, &[100], &small(100)).unwrap(),
+        SendStatus::Sent
+    );
+    metas = std::iter::from_fn(|| eps[1].poll().unwrap())
+        .map(|p| p.meta()[0])
+        .collect();
+    assert_eq!(metas, [99, 100]);
 }

@@ -22,20 +22,40 @@ pub fn available() -> bool {
 
 /// Copies `dst.len()` bytes from address `addr` in process `pid` into `dst`.
 pub fn read(pid: u32, addr: u64, dst: &mut [u8]) -> io::Result<()> {
+    // SAFETY: `dst` is a live, writable buffer of exactly this length.
+    unsafe { read_raw(pid, addr, dst.as_mut_ptr(), dst.len()) }
+}
+
+/// Replaces `buf`'s contents with `len` bytes read from `addr` in process `pid`,
+/// without zeroing them first (a recycled buffer costs no memset).
+pub fn read_to_vec(pid: u32, addr: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    buf.reserve(len);
+    // SAFETY: after `reserve`, the allocation has room for `len` bytes past the
+    // (zero) length; the kernel only writes into that range.
+    unsafe { read_raw(pid, addr, buf.as_mut_ptr(), len)? };
+    // SAFETY: `read_raw` returned Ok, so all `len` bytes are initialised; len ≤ capacity.
+    unsafe { buf.set_len(len) };
+    Ok(())
+}
+
+/// Reads until `len` bytes are in, or fails.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes for the duration of the call.
+unsafe fn read_raw(pid: u32, addr: u64, dst: *mut u8, len: usize) -> io::Result<()> {
     let mut done = 0usize;
-    while done < dst.len() {
+    while done < len {
         let local = libc::iovec {
-            iov_base: dst[done..].as_mut_ptr().cast(),
-            iov_len: dst.len() - done,
+            iov_base: dst.add(done).cast(),
+            iov_len: len - done,
         };
         let remote = libc::iovec {
             iov_base: (addr as usize + done) as *mut libc::c_void,
-            iov_len: dst.len() - done,
+            iov_len: len - done,
         };
-        // SAFETY: `local` covers exactly the unwritten tail of `dst`, which we borrow
-        // mutably; the kernel validates the remote range and fails with EFAULT
-        // rather than touching anything of ours outside `local`.
-        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        // The kernel validates the remote range (EFAULT) and writes only into `local`.
+        let n = libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0);
         if n < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -11,6 +11,8 @@
 //!  64            +-----------------------------+
 //!                | CreditLine[nsenders]        |  one line per sender: frames the receiver gave back
 //!                +-----------------------------+
+//!                | FastSlot[nsenders][FAST]    |  per sender a single-producer box of one-line slots
+//!                +-----------------------------+
 //!  ring r        | RingControl     (2 lines)   |  free_head (senders F&I) | tail (senders F&I)
 //!                | Slot[frames]    (16 B each) |  seq (ready flag, = ticket + 1) and frame index
 //!                | Frame[frames]               |  FrameHeader (1 line: in-use flag, src, lengths, meta)
@@ -29,6 +31,9 @@
 //!    Only the current owner reads or writes the frame's header fields and payload.
 //! 5. A slot is written by the sender holding its ticket; `seq` is stored last (Release)
 //!    and is what the receiver polls: an empty poll reads exactly this one cache line.
+//! 6. Fast box `[s]` is written only by sender `s`, one slot at a time, when the slot's
+//!    `seq` is 0; the receiver reads it once `seq` is `ticket + 1` and stores 0 when
+//!    done. A small packet fits the slot's one cache line: sending it moves one line.
 //!
 //! Credits (frames per sender per ring, summed ≤ frames) guarantee that a sender with
 //! credit always finds a free frame, and that the ring never holds more tickets than
@@ -46,6 +51,10 @@ pub const CACHE_LINE: usize = 64;
 pub const META_MAX: usize = 48;
 /// Size of the header at the start of each frame.
 pub const FRAME_HEADER: usize = 64;
+/// Slots per fast box (per sender, per receiver); a power of two.
+pub const FAST_SLOTS: usize = 16;
+/// Bytes of metadata plus payload a fast-box slot carries.
+pub const FAST_DATA: usize = CACHE_LINE - 16;
 
 /// The first cache line of a segment.
 #[repr(C, align(64))]
@@ -76,6 +85,20 @@ pub struct SegmentHeader {
 pub struct CreditLine {
     /// Frames from this sender the receiver has consumed and freed, ever.
     pub returned: AtomicU64,
+}
+
+/// One fast-box slot: a whole small packet in one cache line.
+#[repr(C, align(64))]
+pub struct FastSlot {
+    /// `ticket + 1` when full, 0 when free; stored last by the sender (Release).
+    pub seq: AtomicU64,
+    /// Valid metadata bytes at the start of `data`.
+    pub meta_len: u8,
+    /// Valid payload bytes after the metadata.
+    pub payload_len: u8,
+    _pad: [u8; 6],
+    /// Metadata, then payload.
+    pub data: [u8; FAST_DATA],
 }
 
 /// Free-list head and ring tail, on separate lines because all senders hit both.
@@ -119,6 +142,8 @@ const _: () = assert!(std::mem::size_of::<SegmentHeader>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<CreditLine>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<RingControl>() == 2 * CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<Slot>() == 16);
+const _: () = assert!(std::mem::size_of::<FastSlot>() == CACHE_LINE);
+const _: () = assert!(FAST_SLOTS.is_power_of_two());
 const _: () = assert!(std::mem::size_of::<FrameHeader>() == FRAME_HEADER);
 
 /// The geometry of a segment: everything needed to compute offsets.
@@ -139,8 +164,12 @@ impl Geometry {
         CACHE_LINE
     }
 
+    fn fast_offset(&self) -> usize {
+        self.credits_offset() + self.nsenders * CACHE_LINE
+    }
+
     fn ring_offset(&self, ring: usize) -> usize {
-        self.credits_offset() + self.nsenders * CACHE_LINE + ring * self.ring_len()
+        self.fast_offset() + self.nsenders * FAST_SLOTS * CACHE_LINE + ring * self.ring_len()
     }
 
     fn slots_len(&self) -> usize {
@@ -268,6 +297,53 @@ impl View {
         unsafe {
             &*(self.base.add(self.geo.credits_offset() + src * CACHE_LINE) as *const CreditLine)
         }
+    }
+
+    fn fast_ptr(&self, src: usize, ticket: u64) -> *mut FastSlot {
+        assert!(src < self.geo.nsenders, "fast box {src} out of range");
+        let i = src * FAST_SLOTS + (ticket as usize & (FAST_SLOTS - 1));
+        // SAFETY: in bounds by the assert, the mask and the geometry.
+        unsafe { self.base.add(self.geo.fast_offset() + i * CACHE_LINE) as *mut FastSlot }
+    }
+
+    /// The `seq` word of slot `ticket mod FAST_SLOTS` in sender `src`'s fast box.
+    pub fn fast_seq(&self, src: usize, ticket: u64) -> &AtomicU64 {
+        // SAFETY: line-aligned and in bounds (fast_ptr); `seq` is an atomic.
+        unsafe { &(*self.fast_ptr(src, ticket)).seq }
+    }
+
+    /// Fills a fast-box slot the caller (sender `src`) found free (rule 6).
+    pub fn write_fast(&self, src: usize, ticket: u64, meta: &[u8], payload: &[u8]) {
+        assert!(meta.len() + payload.len() <= FAST_DATA);
+        let p = self.fast_ptr(src, ticket);
+        // SAFETY: the sender owns a slot whose seq is 0 (rule 6), so nobody else
+        // accesses these bytes until it stores seq; lengths are checked above.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).meta_len).write(meta.len() as u8);
+            std::ptr::addr_of_mut!((*p).payload_len).write(payload.len() as u8);
+            let d = std::ptr::addr_of_mut!((*p).data) as *mut u8;
+            std::ptr::copy_nonoverlapping(meta.as_ptr(), d, meta.len());
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), d.add(meta.len()), payload.len());
+        }
+    }
+
+    /// The (meta, payload) of a full slot, or None if its lengths are corrupt.
+    ///
+    /// # Safety
+    /// The caller (the receiver) acquired `seq == ticket + 1` and has not released the
+    /// slot, for as long as the returned slices live; the mapping outlives them.
+    pub unsafe fn read_fast<'a>(&self, src: usize, ticket: u64) -> Option<(&'a [u8], &'a [u8])> {
+        let p = self.fast_ptr(src, ticket);
+        let m = std::ptr::addr_of!((*p).meta_len).read() as usize;
+        let n = std::ptr::addr_of!((*p).payload_len).read() as usize;
+        if m > META_MAX || m + n > FAST_DATA {
+            return None;
+        }
+        let d = std::ptr::addr_of!((*p).data) as *const u8;
+        Some((
+            std::slice::from_raw_parts(d, m),
+            std::slice::from_raw_parts(d.add(m), n),
+        ))
     }
 
     /// The control lines of ring `ring`.

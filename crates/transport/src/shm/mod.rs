@@ -15,6 +15,13 @@
 //! 4. Fetch-and-increment `tail` for a ticket; store the frame index, then `seq`.
 //!
 //! Receiving polls the slot at each ring's private head: one cache line when empty.
+//!
+//! Small packets (metadata + payload ≤ 48 B) go through the pair's *fast box*
+//! instead: a single-producer ring of one-line slots, so a small message moves one
+//! cache line. To keep per-pair order across the two paths, a sender switches path
+//! only when the other one is drained: to the fast box once the receiver has freed
+//! all our frames, to the rings once all our fast slots are empty; until then a small
+//! packet follows the ring, and a large one waits (`NoCredit`).
 
 pub mod cma;
 pub mod layout;
@@ -26,7 +33,7 @@ use std::sync::atomic::Ordering;
 
 use crate::error::TransportError;
 use crate::{Messaging, Packet, SendStatus};
-use layout::{Geometry, META_MAX};
+use layout::{Geometry, FAST_DATA, FAST_SLOTS, META_MAX};
 use segment::Segment;
 
 /// Settings of the shm transport (the core fills them from `NF_SHM_*`).
@@ -62,6 +69,10 @@ struct TxState {
     returned: u64,
     /// Packets we may have outstanding at the peer.
     credit: u64,
+    /// Next fast-box ticket.
+    fast_tail: u64,
+    /// Whether our last packet went through the fast box.
+    last_fast: bool,
 }
 
 impl TxState {
@@ -74,6 +85,19 @@ impl TxState {
         self.returned = seg.view().credit(me).returned.load(Ordering::Acquire);
         self.sent - self.returned < self.credit
     }
+
+    /// Whether the receiver has freed every frame we sent it.
+    fn frames_drained(&mut self, seg: &Segment, me: usize) -> bool {
+        if self.sent != self.returned {
+            self.returned = seg.view().credit(me).returned.load(Ordering::Acquire);
+        }
+        self.sent == self.returned
+    }
+}
+
+/// Whether the receiver has emptied every slot of our fast box.
+fn fast_drained(seg: &Segment, me: usize) -> bool {
+    (0..FAST_SLOTS as u64).all(|t| seg.view().fast_seq(me, t).load(Ordering::Acquire) == 0)
 }
 
 /// One rank's endpoint of the shm transport.
@@ -86,6 +110,8 @@ pub struct ShmTransport {
     tx: Vec<TxState>,
     heads: Vec<u64>,
     next_ring: usize,
+    fast_heads: Vec<u64>,
+    next_fast: usize,
     dir: PathBuf,
     job: String,
 }
@@ -117,6 +143,8 @@ impl ShmTransport {
             peer_pids: vec![std::process::id(); size],
             tx: vec![TxState::default(); size],
             next_ring: 0,
+            fast_heads: vec![0; size],
+            next_fast: 0,
             dir: cfg.dir.clone(),
             job: job.to_owned(),
         })
@@ -213,9 +241,37 @@ impl ShmTransport {
         }
         Ok(Some(ShmPacket {
             seg: Rc::clone(&self.own),
-            ring,
-            frame,
+            at: At::Frame { ring, frame },
             src: src as usize,
+            meta_len,
+            payload_len,
+        }))
+    }
+
+    fn poll_fast(&mut self, src: usize) -> Result<Option<ShmPacket>, TransportError> {
+        let view = self.own.view();
+        let ticket = self.fast_heads[src];
+        let seq = view.fast_seq(src, ticket);
+        if seq.load(Ordering::Acquire) != ticket + 1 {
+            return Ok(None);
+        }
+        self.fast_heads[src] = ticket + 1;
+        // SAFETY: we acquired seq == ticket + 1 (layout rule 6); the slices are dropped
+        // before this function returns, only their lengths are kept.
+        let Some((meta, payload)) = (unsafe { view.read_fast(src, ticket) }) else {
+            seq.store(0, Ordering::Release);
+            let why = "fast-box slot lengths exceed the slot".to_string();
+            return Err(TransportError::Corrupt {
+                src: src as u32,
+                ring: usize::MAX,
+                why,
+            });
+        };
+        let (meta_len, payload_len) = (meta.len(), payload.len());
+        Ok(Some(ShmPacket {
+            seg: Rc::clone(&self.own),
+            at: At::Fast { ticket },
+            src,
             meta_len,
             payload_len,
         }))
@@ -254,7 +310,23 @@ impl Messaging for ShmTransport {
                 size: self.size,
             });
         };
-        if !self.tx[dest].has_credit(seg, self.me) {
+        let me = self.me;
+        let tx = &mut self.tx[dest];
+        if meta.len() + payload.len() <= FAST_DATA && (tx.last_fast || tx.frames_drained(seg, me)) {
+            let seq = seg.view().fast_seq(me, tx.fast_tail);
+            if seq.load(Ordering::Acquire) == 0 {
+                seg.view().write_fast(me, tx.fast_tail, meta, payload);
+                seq.store(tx.fast_tail + 1, Ordering::Release);
+                tx.fast_tail += 1;
+                tx.last_fast = true;
+                return Ok(SendStatus::Sent);
+            }
+        }
+        if tx.last_fast && !fast_drained(seg, me) {
+            return Ok(SendStatus::NoCredit);
+        }
+        tx.last_fast = false;
+        if !tx.has_credit(seg, me) {
             return Ok(SendStatus::NoCredit);
         }
         let view = seg.view();
@@ -289,6 +361,17 @@ impl Messaging for ShmTransport {
     }
 
     fn poll(&mut self) -> Result<Option<ShmPacket>, TransportError> {
+        let peers = self.size;
+        for i in 0..peers {
+            let src = (self.next_fast + i) % peers;
+            if src == self.me {
+                continue;
+            }
+            if let Some(p) = self.poll_fast(src)? {
+                self.next_fast = (src + 1) % peers;
+                return Ok(Some(p));
+            }
+        }
         let n = self.heads.len();
         for i in 0..n {
             let ring = (self.next_ring + i) % n;
@@ -301,12 +384,17 @@ impl Messaging for ShmTransport {
     }
 }
 
-/// A received packet; the frame is ours until this is dropped, which frees it and
-/// returns the sender's credit.
+/// Where a received packet sits in our segment.
+enum At {
+    Frame { ring: usize, frame: usize },
+    Fast { ticket: u64 },
+}
+
+/// A received packet; its frame or fast-box slot is ours until this is dropped,
+/// which frees it (and, for a frame, returns the sender's credit).
 pub struct ShmPacket {
     seg: Rc<Segment>,
-    ring: usize,
-    frame: usize,
+    at: At,
     src: usize,
     meta_len: usize,
     payload_len: usize,
@@ -318,21 +406,25 @@ impl Packet for ShmPacket {
     }
 
     fn meta(&self) -> &[u8] {
-        // SAFETY: we own the frame until drop (layout rule 4), the Rc keeps the mapping
-        // alive for the borrow, and meta_len was checked in poll_ring.
+        let view = self.seg.view();
+        // SAFETY: we own the frame or slot until drop (layout rules 4 and 6), the Rc
+        // keeps the mapping alive for the borrow, and the lengths were checked at poll.
         unsafe {
-            self.seg
-                .view()
-                .frame_meta(self.ring, self.frame, self.meta_len)
+            match self.at {
+                At::Frame { ring, frame } => view.frame_meta(ring, frame, self.meta_len),
+                At::Fast { ticket } => view.read_fast(self.src, ticket).map_or(&[][..], |(m, _)| m),
+            }
         }
     }
 
     fn payload(&self) -> &[u8] {
-        // SAFETY: as in `meta`; payload_len was checked against the frame size.
+        let view = self.seg.view();
+        // SAFETY: as in `meta`.
         unsafe {
-            self.seg
-                .view()
-                .frame_payload(self.ring, self.frame, self.payload_len)
+            match self.at {
+                At::Frame { ring, frame } => view.frame_payload(ring, frame, self.payload_len),
+                At::Fast { ticket } => view.read_fast(self.src, ticket).map_or(&[][..], |(_, p)| p),
+            }
         }
     }
 }
@@ -340,11 +432,15 @@ impl Packet for ShmPacket {
 impl Drop for ShmPacket {
     fn drop(&mut self) {
         let view = self.seg.view();
-        view.in_use(self.ring, self.frame)
-            .store(0, Ordering::Release);
-        view.credit(self.src)
-            .returned
-            .fetch_add(1, Ordering::Release);
+        match self.at {
+            At::Frame { ring, frame } => {
+                view.in_use(ring, frame).store(0, Ordering::Release);
+                view.credit(self.src)
+                    .returned
+                    .fetch_add(1, Ordering::Release);
+            }
+            At::Fast { ticket } => view.fast_seq(self.src, ticket).store(0, Ordering::Release),
+        }
     }
 }
 
