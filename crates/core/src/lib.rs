@@ -28,7 +28,8 @@ pub mod collectives;
 pub mod config;
 pub mod error;
 mod progress;
-pub mod protocol;
+mod protocol;
+pub mod tune;
 pub mod wait;
 pub mod world;
 

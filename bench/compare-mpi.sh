@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Ping-pong: ninefold (shm) against Open MPI (ob1 + vader) on this machine, same run.
+#
+# usage: bench/compare-mpi.sh [--alternations K] [--sizes LIST] [--iters N]
+#                             [--warmup W] [--out DIR]
+#
+#   --alternations K  pairs of runs, default 3; odd pairs run Open MPI first, even
+#                     pairs ninefold first, so neither side always runs on a cold or
+#                     a warm machine
+#   --sizes LIST      comma-separated bytes, default 8 B ... 8 MiB (powers of two)
+#                     plus 2000000
+#   --iters N         timed round trips per size, default 10000 (see the rule below)
+#   --warmup W        untimed round trips per size, default 1000
+#   --out DIR         default bench/out/compare-mpi-<UTC timestamp>/
+#
+# Both sides get the same --sizes/--iters/--warmup and apply the same rule
+# (bench/mpi/pingpong.c, nf_bench::pingpong::iters_for):
+#   iters(size)  = N                                     if size <= 64 KiB
+#                = max(20, min(N, N * 64 KiB / size))    otherwise (integer division)
+#   warmup(size) = min(W, iters(size))
+#
+# Per size, the table shows the best of K runs on each side (latency: smallest
+# median half round trip; bandwidth: largest MB/s, MB = 10^6 B) and the ratios
+# ours / Open MPI. Everything lands in the out directory: each run's JSON and text,
+# compare.{txt,csv,json}, best-{ninefold,openmpi}.json and, when `nf bench plot`
+# exists, compare.png.
+set -euo pipefail
+
+die() {
+    echo "compare-mpi: $*" >&2
+    exit 1
+}
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+alternations=3
+sizes=""
+iters=10000
+warmup=1000
+out=""
+
+while (($#)); do
+    case $1 in
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        --alternations | --sizes | --iters | --warmup | --out)
+            (($# >= 2)) || die "$1 needs a value"
+            case $1 in
+                --alternations) alternations=$2 ;;
+                --sizes) sizes=$2 ;;
+                --iters) iters=$2 ;;
+                --warmup) warmup=$2 ;;
+                --out) out=$2 ;;
+            esac
+            shift 2
+            ;;
+        *)
+            usage >&2
+            die "unknown argument: $1"
+            ;;
+    esac
+done
+
+[[ $alternations =~ ^[1-9][0-9]*$ ]] || die "--alternations must be a positive integer, not '$alternations'"
+[[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters must be a positive integer, not '$iters'"
+[[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
+[[ -z $sizes || $sizes =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--sizes must be like 8,64,4096, not '$sizes'"
+
+for tool in mpicc mpirun; do
+    command -v "$tool" >/dev/null 2>&1 ||
+        die "$tool not found: run scripts/setup.sh or apt-get install openmpi-bin libopenmpi-dev"
+done
+command -v python3 >/dev/null 2>&1 || die "python3 not found (needed for the ratio table)"
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (see scripts/setup.sh)"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+out=${out:-$repo/bench/out/compare-mpi-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
+
+echo "compare-mpi: building the MPI ping-pong and nf (release) ..." >&2
+mpi_bin=$out/pingpong-mpi
+mpicc -O2 -Wall -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" -lm
+(cd "$repo" && cargo build --release -p nf-cli)
+nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
+[[ $nf = /* ]] || nf=$repo/$nf
+[[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+
+common=(--iters "$iters" --warmup "$warmup")
+[[ -z $sizes ]] || common+=(--sizes "$sizes")
+mpi_extra=()
+[[ -z $git_rev ]] || mpi_extra=(--git "$git_rev")
+
+run_openmpi() {
+    echo "== run $1/$alternations: Open MPI (pml ob1, btl vader,self)" >&2
+    mpirun --allow-run-as-root -np 2 --bind-to core --mca pml ob1 --mca btl vader,self \
+        "$mpi_bin" "${common[@]}" "${mpi_extra[@]}" --json "$out/openmpi-$1.json" |
+        tee "$out/openmpi-$1.txt"
+}
+
+run_ninefold() {
+    echo "== run $1/$alternations: ninefold (shm)" >&2
+    "$nf" run -n 2 --bind-to core -- "$nf" bench pingpong "${common[@]}" --json "$out/ninefold-$1.json" |
+        tee "$out/ninefold-$1.txt"
+}
+
+ours=()
+theirs=()
+for ((k = 1; k <= alternations; k++)); do
+    if ((k % 2)); then
+        run_openmpi "$k"
+        run_ninefold "$k"
+    else
+        run_ninefold "$k"
+        run_openmpi "$k"
+    fi
+    for f in "$out/ninefold-$k.json" "$out/openmpi-$k.json"; do
+        [[ -s $f ]] || die "run $k wrote no report $f"
+    done
+    ours+=("$out/ninefold-$k.json")
+    theirs+=("$out/openmpi-$k.json")
+done
+
+echo >&2
+python3 "$repo/bench/compare_report.py" \
+    --ours "${ours[@]}" --theirs "${theirs[@]}" \
+    --ours-label ninefold --theirs-label "Open MPI" \
+    --csv "$out/compare.csv" --json "$out/compare.json" \
+    --best-ours "$out/best-ninefold.json" --best-theirs "$out/best-openmpi.json" |
+    tee "$out/compare.txt"
+
+if "$nf" bench plot --help >/dev/null 2>&1; then
+    "$nf" bench plot --out "$out/compare.png" "$out/best-ninefold.json" "$out/best-openmpi.json"
+    echo "compare-mpi: plot in $out/compare.png" >&2
+else
+    echo "compare-mpi: no 'nf bench plot' in this build; skipping the plot" >&2
+fi
+echo "compare-mpi: results in $out" >&2

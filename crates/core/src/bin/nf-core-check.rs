@@ -1,0 +1,364 @@
+//! Scenario program for the core's multi-process tests: run it under `nf run`.
+//!
+//! `nf-core-check MODE ARGS…` where MODE is one of
+//! - `integrity SEED COUNT MAXSIZE`: COUNT messages from every rank to every rank
+//!   (itself included) of random sizes 0 ..= MAXSIZE, each verified byte by byte,
+//!   in per-pair order;
+//! - `flood COUNT SIZE`: every rank but 0 sends COUNT messages to rank 0;
+//! - `headtohead COUNT SIZE`: ranks 0 and 1 send to each other at the same time;
+//! - `collectives`: barrier, broadcast from every root, allreduce sum/min/max;
+//! - `badinput`: every misuse the API must refuse, with the error it must give;
+//! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
+//! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get a
+//!   `PeerDied` error naming it from their own liveness check, not hang.
+//!
+//! Exit status 0 means every check passed; failures print what differed.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use nf_core::{CoreError, ReduceOp, World};
+
+const DATA: u16 = 1;
+
+type Check = Result<(), String>;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = run(&args) {
+        eprintln!("nf-core-check {}: FAILED: {e}", args.join(" "));
+        std::process::exit(1);
+    }
+}
+
+fn num(args: &[String], i: usize) -> Result<u64, String> {
+    args.get(i)
+        .ok_or(format!("missing argument {i}"))?
+        .parse()
+        .map_err(|e| format!("argument {i}: {e}"))
+}
+
+fn run(args: &[String]) -> Check {
+    let world = World::init().map_err(|e| e.to_string())?;
+    let mode = args.first().map(String::as_str).unwrap_or("");
+    match mode {
+        "integrity" => integrity(
+            &world,
+            num(args, 1)?,
+            num(args, 2)? as usize,
+            num(args, 3)? as usize,
+        )?,
+        "flood" => flood(&world, num(args, 1)? as usize, num(args, 2)? as usize)?,
+        "headtohead" => head_to_head(&world, num(args, 1)? as usize, num(args, 2)? as usize)?,
+        "collectives" => collectives(&world)?,
+        "badinput" => bad_input(&world)?,
+        "die" => die(&world, num(args, 1)? as usize)?,
+        "vanish" => return vanish(&world, num(args, 1)? as usize),
+        m => return Err(format!("unknown mode {m:?}")),
+    }
+    world.finalize().map_err(|e| e.to_string())
+}
+
+/// Deterministic bytes for message `seq` from `src` to `dst`.
+fn fill(buf: &mut [u8], src: usize, dst: usize, seq: u64) {
+    let mut x = (src as u64) << 48 ^ (dst as u64) << 32 ^ seq ^ 0x9E37_79B9_7F4A_7C15;
+    let mut chunks = buf.chunks_exact_mut(8);
+    for c in &mut chunks {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.copy_from_slice(&x.to_le_bytes());
+    }
+    for b in chunks.into_remainder() {
+        *b = x as u8;
+        x >>= 8;
+    }
+}
+
+/// Sizes log-uniform in 0 ..= max, so small and huge both occur.
+fn size_for(rng: &mut u64, max: usize) -> usize {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    let bits = 64 - (max as u64).leading_zeros() as u64;
+    let b = *rng % (bits + 1);
+    let s = if b == 0 { 0 } else { (*rng >> 8) % (1u64 << b) };
+    (s as usize).min(max)
+}
+
+/// Per-source receive bookkeeping shared with the handler.
+#[derive(Default)]
+struct Inbox {
+    next: Vec<u64>,
+    bytes: u64,
+    errors: Vec<String>,
+}
+
+fn verifying_handler(world: &World, inbox: Rc<RefCell<Inbox>>) -> Result<(), CoreError> {
+    let me = world.rank();
+    world.register(DATA, move |_, am| {
+        let mut ib = inbox.borrow_mut();
+        let seq = u64::from_le_bytes(am.header.try_into().unwrap_or([0xff; 8]));
+        if seq != ib.next[am.src] {
+            let e = format!(
+                "from {}: got message {seq}, expected {}",
+                am.src, ib.next[am.src]
+            );
+            ib.errors.push(e);
+        }
+        let mut want = vec![0u8; am.payload.len()];
+        fill(&mut want, am.src, me, seq);
+        if want != am.payload {
+            let e = format!(
+                "from {}: message {seq} ({} B) corrupted",
+                am.src,
+                am.payload.len()
+            );
+            ib.errors.push(e);
+        }
+        ib.next[am.src] = seq + 1;
+        ib.bytes += am.payload.len() as u64;
+    })
+}
+
+fn integrity(world: &World, seed: u64, count: usize, max: usize) -> Check {
+    let (me, n) = (world.rank(), world.size());
+    let inbox = Rc::new(RefCell::new(Inbox {
+        next: vec![0; n],
+        ..Inbox::default()
+    }));
+    verifying_handler(world, Rc::clone(&inbox)).map_err(|e| e.to_string())?;
+    world.barrier().map_err(|e| e.to_string())?;
+    let mut rng = seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ (me as u64 + 1);
+    let mut buf = Vec::new();
+    for seq in 0..count as u64 {
+        for k in 0..n {
+            let dst = (me + k) % n;
+            let size = if seq == 0 {
+                max
+            } else {
+                size_for(&mut rng, max)
+            };
+            buf.resize(size, 0);
+            fill(&mut buf, me, dst, seq);
+            world
+                .send(dst, DATA, &seq.to_le_bytes(), &buf)
+                .map_err(|e| e.to_string())?;
+        }
+        world.poll().map_err(|e| e.to_string())?;
+    }
+    let done = || inbox.borrow().next.iter().all(|&c| c == count as u64);
+    world.wait_until(done).map_err(|e| e.to_string())?;
+    let ib = inbox.borrow();
+    if !ib.errors.is_empty() {
+        return Err(ib.errors.join("; "));
+    }
+    println!(
+        "rank {me}: integrity ok, {} messages, {} bytes received",
+        count * n,
+        ib.bytes
+    );
+    Ok(())
+}
+
+fn flood(world: &World, count: usize, size: usize) -> Check {
+    let (me, n) = (world.rank(), world.size());
+    let inbox = Rc::new(RefCell::new(Inbox {
+        next: vec![0; n],
+        ..Inbox::default()
+    }));
+    verifying_handler(world, Rc::clone(&inbox)).map_err(|e| e.to_string())?;
+    world.barrier().map_err(|e| e.to_string())?;
+    if me != 0 {
+        let mut buf = vec![0u8; size];
+        for seq in 0..count as u64 {
+            fill(&mut buf, me, 0, seq);
+            world
+                .send(0, DATA, &seq.to_le_bytes(), &buf)
+                .map_err(|e| e.to_string())?;
+        }
+    } else {
+        let done = || inbox.borrow().next[1..].iter().all(|&c| c == count as u64);
+        world.wait_until(done).map_err(|e| e.to_string())?;
+        let ib = inbox.borrow();
+        if !ib.errors.is_empty() {
+            return Err(ib.errors.join("; "));
+        }
+        println!(
+            "rank 0: flood ok, {} messages from {} senders",
+            count * (n - 1),
+            n - 1
+        );
+    }
+    Ok(())
+}
+
+fn head_to_head(world: &World, count: usize, size: usize) -> Check {
+    let (me, n) = (world.rank(), world.size());
+    let inbox = Rc::new(RefCell::new(Inbox {
+        next: vec![0; n],
+        ..Inbox::default()
+    }));
+    verifying_handler(world, Rc::clone(&inbox)).map_err(|e| e.to_string())?;
+    world.barrier().map_err(|e| e.to_string())?;
+    if me < 2 && n >= 2 {
+        let peer = 1 - me;
+        let mut buf = vec![0u8; size];
+        for seq in 0..count as u64 {
+            fill(&mut buf, me, peer, seq);
+            world
+                .send(peer, DATA, &seq.to_le_bytes(), &buf)
+                .map_err(|e| e.to_string())?;
+        }
+        world
+            .wait_until(|| inbox.borrow().next[peer] == count as u64)
+            .map_err(|e| e.to_string())?;
+        let ib = inbox.borrow();
+        if !ib.errors.is_empty() {
+            return Err(ib.errors.join("; "));
+        }
+        println!("rank {me}: head-to-head ok, {count} × {size} B each way");
+    }
+    Ok(())
+}
+
+fn collectives(world: &World) -> Check {
+    let (me, n) = (world.rank(), world.size());
+    let e = |e: CoreError| e.to_string();
+    for _ in 0..3 {
+        world.barrier().map_err(e)?;
+    }
+    for root in 0..n {
+        let len = 1 + root * 1000;
+        let mut data = if me == root {
+            (0..len).map(|i| (i * 7 + root) as u8).collect()
+        } else {
+            Vec::new()
+        };
+        world.broadcast(root, &mut data).map_err(e)?;
+        let want: Vec<u8> = (0..len).map(|i| (i * 7 + root) as u8).collect();
+        if data != want {
+            return Err(format!(
+                "broadcast from {root}: got {} B, wrong content",
+                data.len()
+            ));
+        }
+    }
+    let mut sum: Vec<i64> = (0..5).map(|i| me as i64 * 10 + i).collect();
+    world.allreduce(&mut sum, ReduceOp::Sum).map_err(e)?;
+    let ranks: i64 = (0..n as i64).sum();
+    let want: Vec<i64> = (0..5).map(|i| ranks * 10 + i * n as i64).collect();
+    check("allreduce sum", &sum, &want)?;
+    let mut min = [me as f64 - 0.5, -(me as f64)];
+    world.allreduce(&mut min, ReduceOp::Min).map_err(e)?;
+    check("allreduce min", &min, &[-0.5, -(n as f64 - 1.0)])?;
+    let mut max = [me as u32, 1000 - me as u32];
+    world.allreduce(&mut max, ReduceOp::Max).map_err(e)?;
+    check("allreduce max", &max, &[n as u32 - 1, 1000])?;
+    let mut big = vec![1.0f32; 50_000];
+    world.allreduce(&mut big, ReduceOp::Sum).map_err(e)?;
+    if big.iter().any(|&x| x != n as f32) {
+        return Err("allreduce of 50000 floats: wrong sum".into());
+    }
+    println!("rank {me}: collectives ok on {n} ranks");
+    Ok(())
+}
+
+fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> Check {
+    if got != want {
+        return Err(format!("{what}: got {got:?}, want {want:?}"));
+    }
+    Ok(())
+}
+
+fn expect_err(what: &str, r: Result<(), CoreError>, needle: &str) -> Check {
+    match r {
+        Err(e) if e.to_string().contains(needle) => {
+            println!("{what}: refused as expected: {e}");
+            Ok(())
+        }
+        Err(e) => Err(format!("{what}: wrong error: {e}")),
+        Ok(()) => Err(format!("{what}: was accepted")),
+    }
+}
+
+fn bad_input(world: &World) -> Check {
+    let (me, n) = (world.rank(), world.size());
+    let e = |e: CoreError| e.to_string();
+    world.register(DATA, |_, _| {}).map_err(e)?;
+    expect_err(
+        "register twice",
+        world.register(DATA, |_, _| {}),
+        "already registered",
+    )?;
+    expect_err(
+        "reserved id",
+        world.register(nf_core::RESERVED_BASE, |_, _| {}),
+        "reserved",
+    )?;
+    expect_err(
+        "rank outside world",
+        world.send(n, DATA, &[], b"x"),
+        "outside the world",
+    )?;
+    expect_err(
+        "big header",
+        world.send(0, DATA, &[0; 100], b""),
+        "header of 100 B",
+    )?;
+    let limit = world.config().max_payload;
+    expect_err(
+        "big payload",
+        world.send(0, DATA, &[], &vec![0; limit + 1]),
+        "NF_MAX_PAYLOAD",
+    )?;
+    world.barrier().map_err(e)?;
+    // Rank 0 sends to a handler no one registered: the receiver reports it, by id and sender.
+    if me == 0 && n > 1 {
+        world.send(1, 77, &[], b"who handles this?").map_err(e)?;
+    }
+    if me == 1 {
+        let mut seen = None;
+        world
+            .wait_until(|| match world.poll() {
+                Err(err) => {
+                    seen = Some(err.to_string());
+                    true
+                }
+                Ok(_) => false,
+            })
+            .map_err(e)?;
+        let msg = seen.unwrap_or_default();
+        if !msg.contains("handler 77") || !msg.contains("rank 0") {
+            return Err(format!("unknown handler: wrong error {msg:?}"));
+        }
+        println!("unknown handler: reported as expected: {msg}");
+    }
+    world.barrier().map_err(e)
+}
+
+fn die(world: &World, victim: usize) -> Check {
+    world.barrier().map_err(|e| e.to_string())?;
+    if world.rank() == victim {
+        // SAFETY: raising a signal on ourselves has no memory-safety preconditions.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    // The others wait for a barrier the victim never joins; the launcher (or our own
+    // liveness check) must end this.
+    world.barrier().map_err(|e| e.to_string())
+}
+
+fn vanish(world: &World, victim: usize) -> Check {
+    world.barrier().map_err(|e| e.to_string())?;
+    if world.rank() == victim {
+        std::process::exit(0);
+    }
+    match world.barrier() {
+        Err(CoreError::PeerDied { rank, .. }) if rank == victim => {
+            println!("rank {}: peer death detected: rank {rank}", world.rank());
+            Ok(())
+        }
+        Err(e) => Err(format!("expected PeerDied for rank {victim}, got {e}")),
+        Ok(()) => Err("barrier completed without the vanished rank".into()),
+    }
+}

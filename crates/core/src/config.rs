@@ -1,0 +1,130 @@
+//! Every setting of the runtime, read once from the environment.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `NF_SHM_DIR` | directory (a tmpfs) for shared-memory segments | `/dev/shm` |
+//! | `NF_SHM_RINGS` | receive rings per receiver, 1 ..= local ranks (seed 002's M) | `1` |
+//! | `NF_SHM_FRAMES` | frames per ring, a power of two | `128` |
+//! | `NF_SHM_FRAME_SIZE` | bytes per frame including its 64 B header | `16384` |
+//! | `NF_RNDV_THRESHOLD` | payloads of at least this many bytes go single-copy after a handshake | what `nf tune` cached, else `32768` |
+//! | `NF_TUNE_FILE` | where `nf tune` caches its measurements | `$XDG_CACHE_HOME/ninefold/tune.json` or `~/.cache/ninefold/tune.json` |
+//! | `NF_MAX_PAYLOAD` | largest active-message payload accepted, sent or received | `1073741824` |
+//! | `NF_WAIT` | `spin`, `yield` (spin, then yield, then nap) or `auto` (spin unless oversubscribed) | `auto` |
+//! | `NF_PEER_CHECK_MS` | how often a waiting rank checks that its peers are alive | `250` |
+//!
+//! The rank, size and wire-up come from the launcher (`NF_RANK`, `NF_SIZE`, `NF_PMI_ADDR`
+//! …, see `nf-pmi`); without them a program runs as a singleton, rank 0 of 1.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use nf_transport::shm::ShmConfig;
+
+use crate::error::CoreError;
+
+/// How a rank waits for something to arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Busy-poll: lowest latency, one core per rank.
+    Spin,
+    /// Poll, then yield the core, then take short naps: for more ranks than cores.
+    Yield,
+    /// `Spin` when ranks on this host ≤ cores, else `Yield`.
+    Auto,
+}
+
+/// The runtime's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Shared-memory transport geometry and location.
+    pub shm: ShmConfig,
+    /// Payload size from which messages go single-copy (rendezvous).
+    pub rndv_threshold: usize,
+    /// Largest payload accepted.
+    pub max_payload: usize,
+    /// Waiting policy.
+    pub wait: WaitMode,
+    /// Period of peer liveness checks while waiting.
+    pub peer_check: Duration,
+}
+
+/// Default single-copy threshold, measured with `nf tune` on the development machine.
+pub const DEFAULT_RNDV_THRESHOLD: usize = 32 * 1024;
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            shm: ShmConfig::default(),
+            rndv_threshold: DEFAULT_RNDV_THRESHOLD,
+            max_payload: 1 << 30,
+            wait: WaitMode::Auto,
+            peer_check: Duration::from_millis(250),
+        }
+    }
+}
+
+fn var<T: FromStr>(name: &'static str, expected: &'static str) -> Result<Option<T>, CoreError> {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().map(Some).map_err(|_| CoreError::Config {
+            var: name,
+            value: v,
+            expected,
+        }),
+        Err(_) => Ok(None),
+    }
+}
+
+impl Config {
+    /// Reads every `NF_*` setting, falling back to the defaults above.
+    pub fn from_env() -> Result<Config, CoreError> {
+        let mut c = Config::default();
+        if let Ok(dir) = std::env::var("NF_SHM_DIR") {
+            c.shm.dir = PathBuf::from(dir);
+        }
+        let count = "a positive integer";
+        if let Some(v) = var("NF_SHM_RINGS", count)? {
+            c.shm.rings = v;
+        }
+        if let Some(v) = var("NF_SHM_FRAMES", "a power of two")? {
+            c.shm.frames = v;
+        }
+        if let Some(v) = var("NF_SHM_FRAME_SIZE", "a byte count, multiple of 64")? {
+            c.shm.frame_size = v;
+        }
+        if let Some(t) = crate::tune::cached().and_then(|t| t.rndv_threshold) {
+            c.rndv_threshold = t;
+        }
+        if let Some(v) = var("NF_RNDV_THRESHOLD", "a byte count")? {
+            c.rndv_threshold = v;
+        }
+        if let Some(v) = var("NF_MAX_PAYLOAD", "a byte count")? {
+            c.max_payload = v;
+        }
+        if let Some(ms) = var::<u64>("NF_PEER_CHECK_MS", "milliseconds")? {
+            c.peer_check = Duration::from_millis(ms.max(1));
+        }
+        if let Ok(v) = std::env::var("NF_WAIT") {
+            c.wait = match v.as_str() {
+                "spin" => WaitMode::Spin,
+                "yield" => WaitMode::Yield,
+                "auto" => WaitMode::Auto,
+                _ => {
+                    return Err(CoreError::Config {
+                        var: "NF_WAIT",
+                        value: v,
+                        expected: "spin, yield or auto",
+                    })
+                }
+            };
+        }
+        if c.shm.rings == 0 {
+            return Err(CoreError::Config {
+                var: "NF_SHM_RINGS",
+                value: "0".into(),
+                expected: count,
+            });
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,259 @@
+//! The core's packet metadata: what kind of packet, for which handler, how long.
+//!
+//! Every packet's metadata starts with a kind byte:
+//!
+//! | kind | layout after the kind byte | meaning |
+//! |---|---|---|
+//! | `EAGER` | hlen u8, handler u16, header | a whole message in one packet |
+//! | `FIRST` | hlen u8, handler u16, total u64, header | first fragment of a longer message |
+//! | `FRAG`  | — | next fragment of the sender's current message |
+//! | `RTS`   | hlen u8, handler u16, id u32, total u64, addr u64, header | ready to send: read `total` bytes at `addr` in my process |
+//! | `FIN`   | id u32 | your rendezvous `id` has been read; the buffer is yours again |
+//! | `NACK`  | id u32 | could not read rendezvous `id`; send it another way |
+//!
+//! Integers are little-endian. Fragments of one message are never interleaved with
+//! another message from the same sender (a sender does not run handlers while it
+//! sends), so `FRAG` needs no id.
+
+use nf_transport::META_MAX;
+
+/// Largest active-message header the protocol carries.
+pub const MAX_AM_HEADER: usize = META_MAX - 24;
+
+const EAGER: u8 = 1;
+const FIRST: u8 = 2;
+const FRAG: u8 = 3;
+const RTS: u8 = 4;
+const FIN: u8 = 5;
+const NACK: u8 = 6;
+
+/// Decoded packet metadata, borrowing the header bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meta<'a> {
+    /// A whole message.
+    Eager { handler: u16, header: &'a [u8] },
+    /// First fragment of a message of `total` payload bytes.
+    First {
+        handler: u16,
+        total: u64,
+        header: &'a [u8],
+    },
+    /// The next fragment.
+    Frag,
+    /// Rendezvous request: `total` bytes at `addr` in the sender.
+    Rts {
+        handler: u16,
+        id: u32,
+        total: u64,
+        addr: u64,
+        header: &'a [u8],
+    },
+    /// Rendezvous `id` completed.
+    Fin { id: u32 },
+    /// Rendezvous `id` failed at the receiver.
+    Nack { id: u32 },
+}
+
+/// An encoded metadata block.
+pub struct Encoded {
+    buf: [u8; META_MAX],
+    len: usize,
+}
+
+impl Encoded {
+    /// The bytes to hand to the transport.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+}
+
+impl Meta<'_> {
+    /// Encodes; the header must already be checked to be ≤ [`MAX_AM_HEADER`].
+    pub fn encode(&self) -> Encoded {
+        let mut e = Encoded {
+            buf: [0; META_MAX],
+            len: 0,
+        };
+        match *self {
+            Meta::Eager { handler, header } => {
+                e.put(&[EAGER, header.len() as u8]);
+                e.put(&handler.to_le_bytes());
+                e.put(header);
+            }
+            Meta::First {
+                handler,
+                total,
+                header,
+            } => {
+                e.put(&[FIRST, header.len() as u8]);
+                e.put(&handler.to_le_bytes());
+                e.put(&total.to_le_bytes());
+                e.put(header);
+            }
+            Meta::Frag => e.put(&[FRAG]),
+            Meta::Rts {
+                handler,
+                id,
+                total,
+                addr,
+                header,
+            } => {
+                e.put(&[RTS, header.len() as u8]);
+                e.put(&handler.to_le_bytes());
+                e.put(&id.to_le_bytes());
+                e.put(&total.to_le_bytes());
+                e.put(&addr.to_le_bytes());
+                e.put(header);
+            }
+            Meta::Fin { id } => {
+                e.put(&[FIN]);
+                e.put(&id.to_le_bytes());
+            }
+            Meta::Nack { id } => {
+                e.put(&[NACK]);
+                e.put(&id.to_le_bytes());
+            }
+        }
+        e
+    }
+
+    /// Decodes, checking every length against the bytes present.
+    pub fn decode(b: &[u8]) -> Result<Meta<'_>, String> {
+        let mut r = Reader { b, at: 0 };
+        let kind = r.u8()?;
+        let meta = match kind {
+            EAGER => {
+                let hlen = r.u8()? as usize;
+                let handler = r.u16()?;
+                Meta::Eager {
+                    handler,
+                    header: r.bytes(hlen)?,
+                }
+            }
+            FIRST => {
+                let hlen = r.u8()? as usize;
+                let handler = r.u16()?;
+                let total = r.u64()?;
+                Meta::First {
+                    handler,
+                    total,
+                    header: r.bytes(hlen)?,
+                }
+            }
+            FRAG => Meta::Frag,
+            RTS => {
+                let hlen = r.u8()? as usize;
+                let handler = r.u16()?;
+                let id = r.u32()?;
+                let total = r.u64()?;
+                let addr = r.u64()?;
+                Meta::Rts {
+                    handler,
+                    id,
+                    total,
+                    addr,
+                    header: r.bytes(hlen)?,
+                }
+            }
+            FIN => Meta::Fin { id: r.u32()? },
+            NACK => Meta::Nack { id: r.u32()? },
+            k => return Err(format!("unknown packet kind {k}")),
+        };
+        if r.at != b.len() {
+            return Err(format!("{} stray metadata bytes", b.len() - r.at));
+        }
+        Ok(meta)
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len());
+        let end =
+            end.ok_or_else(|| format!("metadata truncated: need {n} B at offset {}", self.at))?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.bytes(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(
+            self.bytes(2)?.try_into().expect("2 bytes"),
+        ))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.bytes(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.bytes(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips() {
+        let h = [7u8; MAX_AM_HEADER];
+        let all = [
+            Meta::Eager {
+                handler: 3,
+                header: &h,
+            },
+            Meta::Eager {
+                handler: 0,
+                header: &[],
+            },
+            Meta::First {
+                handler: 65000,
+                total: 1 << 40,
+                header: &h[..5],
+            },
+            Meta::Frag,
+            Meta::Rts {
+                handler: 9,
+                id: 77,
+                total: 123456,
+                addr: 0xdead_beef,
+                header: &h,
+            },
+            Meta::Fin { id: u32::MAX },
+            Meta::Nack { id: 1 },
+        ];
+        for m in all {
+            let e = m.encode();
+            assert!(e.as_bytes().len() <= META_MAX);
+            assert_eq!(Meta::decode(e.as_bytes()), Ok(m));
+        }
+    }
+
+    #[test]
+    fn malformed_metadata_is_an_error() {
+        assert!(Meta::decode(&[]).is_err());
+        assert!(Meta::decode(&[99]).is_err());
+        assert!(
+            Meta::decode(&[EAGER, 10, 0, 0, 1, 2]).is_err(),
+            "header longer than bytes"
+        );
+        assert!(Meta::decode(&[FIN, 1, 2]).is_err(), "truncated id");
+        assert!(Meta::decode(&[FRAG, 0]).is_err(), "stray byte");
+        assert!(Meta::decode(&[RTS, 0, 1, 0]).is_err());
+    }
+}

@@ -1,0 +1,468 @@
+//! The world: this rank's view of the job, and sending active messages.
+//!
+//! Start-up, in order:
+//! 1. Read settings ([`Config`]) and the launcher's environment ([`Boot`]).
+//! 2. Local rank 0 reclaims segments left by dead jobs.
+//! 3. Create this rank's shm receive segment; fence.
+//! 4. Map every peer's segment; fence.
+//! 5. Unlink our segment's name (nothing is left behind if we are killed from here on);
+//!    enable single-copy reads if the kernel allows them.
+//!
+//! Sending picks one of three protocols by payload size (seed 001's eager vs rendezvous):
+//! one packet when it fits a frame; a single-copy read by the receiver (rendezvous)
+//! from `NF_RNDV_THRESHOLD` up; fragments through frames in between, or when
+//! single-copy is unavailable.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+use std::time::Duration;
+
+use nf_transport::shm::{cma, segment, ShmTransport};
+use nf_transport::{Messaging, SendStatus};
+
+use crate::am::{Am, HandlerId, OwnedAm, Registry, COLL_HANDLER, RESERVED_BASE};
+use crate::bootstrap::Boot;
+use crate::config::Config;
+use crate::error::CoreError;
+use crate::protocol::{Meta, MAX_AM_HEADER};
+use crate::wait::Waiter;
+
+/// State of one rendezvous send, keyed by its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rndv {
+    Waiting,
+    Done,
+    Refused,
+}
+
+/// A message being reassembled from fragments.
+pub(crate) struct Partial {
+    pub msg: OwnedAm,
+    pub total: usize,
+}
+
+/// Mutable protocol state; borrowed briefly, never across a handler call.
+#[derive(Default)]
+pub(crate) struct State {
+    /// Messages to deliver at the next top-level poll, in arrival order.
+    pub deferred: VecDeque<OwnedAm>,
+    /// Per source rank, the message whose fragments are arriving.
+    pub partial: Vec<Option<Partial>>,
+    /// Control packets (FIN / NACK) waiting for credit: (dest, is_fin, id).
+    pub ctrl: VecDeque<(usize, bool, u32)>,
+    /// Our rendezvous sends in flight.
+    pub rndv: HashMap<u32, Rndv>,
+    pub next_rndv: u32,
+    /// Peers that could not read our memory: no rendezvous to them.
+    pub no_single_copy: Vec<bool>,
+    /// Collective messages by (sequence, round, source).
+    pub mailbox: HashMap<(u32, u16, usize), Vec<u8>>,
+    /// Messages delivered to handlers, ever.
+    pub delivered: u64,
+    /// Spare receive buffers, so large receives do not fault fresh pages every time.
+    pub spare: Vec<Vec<u8>>,
+}
+
+impl State {
+    pub(crate) fn take_buffer(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    pub(crate) fn give_buffer(&mut self, mut b: Vec<u8>) {
+        if self.spare.len() < 4 && b.capacity() > 0 {
+            b.clear();
+            self.spare.push(b);
+        }
+    }
+}
+
+/// This rank's handle on the job: identity, handlers, transports, protocol state.
+///
+/// A `World` belongs to one thread; handlers receive `&World` and may send.
+pub struct World {
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
+    pub(crate) cfg: Config,
+    pub(crate) waiter: Waiter,
+    pub(crate) shm: RefCell<ShmTransport>,
+    pub(crate) single_copy: bool,
+    pub(crate) boot: RefCell<Boot>,
+    pub(crate) handlers: RefCell<Registry>,
+    pub(crate) state: RefCell<State>,
+    /// >0 while a handler runs or a send waits: packets are then queued, not handled.
+    pub(crate) depth: Cell<u32>,
+    pub(crate) coll_seq: Cell<u32>,
+    /// Payload size from which sends go single-copy; starts at the configured value.
+    rndv_threshold: Cell<usize>,
+    job: String,
+}
+
+impl World {
+    /// Joins the job described by the environment (or runs as a singleton).
+    pub fn init() -> Result<World, CoreError> {
+        Self::init_with(Config::from_env()?)
+    }
+
+    /// Joins the job with explicit settings.
+    pub fn init_with(cfg: Config) -> Result<World, CoreError> {
+        let mut boot = Boot::from_env()?;
+        if boot.local_size != boot.size {
+            return Err(CoreError::Unsupported(format!(
+                "this job spans hosts ({} of {} ranks here); multi-host jobs need the tcp/ofi transports",
+                boot.local_size, boot.size
+            )));
+        }
+        if boot.local_rank == 0 {
+            segment::reclaim_stale(&cfg.shm.dir, Duration::from_secs(60));
+        }
+        let mut shm = ShmTransport::create(&cfg.shm, &boot.job, boot.local_rank, boot.local_size)?;
+        boot.fence()?;
+        shm.connect()?;
+        boot.fence()?;
+        shm.unlink_own()?;
+        cma::allow_peer_reads();
+        let single_copy = cma::available();
+        if !single_copy {
+            tracing::info!("process_vm_readv unavailable: large messages go through frames");
+        }
+        let size = boot.size;
+        let world = World {
+            rank: boot.rank,
+            size,
+            waiter: Waiter::new(cfg.wait, boot.local_size),
+            rndv_threshold: Cell::new(cfg.rndv_threshold),
+            cfg,
+            shm: RefCell::new(shm),
+            single_copy,
+            job: boot.job.clone(),
+            boot: RefCell::new(boot),
+            handlers: RefCell::new(Registry::default()),
+            state: RefCell::new(State {
+                partial: (0..size).map(|_| None).collect(),
+                no_single_copy: vec![false; size],
+                ..State::default()
+            }),
+            depth: Cell::new(0),
+            coll_seq: Cell::new(0),
+        };
+        world
+            .handlers
+            .borrow_mut()
+            .insert(COLL_HANDLER, Rc::new(crate::collectives::mailbox_handler))?;
+        Ok(world)
+    }
+
+    /// This rank's number, 0 ..< size.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The job's id (unique per run).
+    pub fn job_id(&self) -> &str {
+        &self.job
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Whether large messages can move with a single copy on this host.
+    pub fn single_copy(&self) -> bool {
+        self.single_copy
+    }
+
+    /// Changes the single-copy threshold of this rank's sends (the receiver accepts
+    /// either protocol, so ranks may differ). Used by `nf tune` to measure it.
+    pub fn set_rndv_threshold(&self, bytes: usize) {
+        self.rndv_threshold.set(bytes);
+    }
+
+    /// Payload size from which this rank's sends go single-copy.
+    pub fn rndv_threshold(&self) -> usize {
+        self.rndv_threshold.get()
+    }
+
+    /// Whether this rank busy-polls (it has a core to itself) or yields.
+    pub fn busy_polls(&self) -> bool {
+        self.waiter.spins()
+    }
+
+    /// Registers `handler` under `id` (below [`RESERVED_BASE`]); do it on every rank
+    /// before anyone sends to `id`, e.g. before a barrier.
+    pub fn register(
+        &self,
+        id: HandlerId,
+        handler: impl Fn(&World, &Am<'_>) + 'static,
+    ) -> Result<(), CoreError> {
+        if id >= RESERVED_BASE {
+            return Err(CoreError::ReservedHandler {
+                id,
+                limit: RESERVED_BASE,
+            });
+        }
+        self.handlers.borrow_mut().insert(id, Rc::new(handler))
+    }
+
+    /// Sends an active message: `handler` runs on `dest` with `header` (at most
+    /// [`MAX_AM_HEADER`] bytes) and `payload` (any size up to `NF_MAX_PAYLOAD`).
+    /// Returns once `payload` may be reused; sending to oneself is allowed.
+    pub fn send(
+        &self,
+        dest: usize,
+        handler: HandlerId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        if handler >= RESERVED_BASE {
+            return Err(CoreError::ReservedHandler {
+                id: handler,
+                limit: RESERVED_BASE,
+            });
+        }
+        self.send_am(dest, handler, header, payload)
+    }
+
+    /// [`World::send`] without the reserved-id check, for the runtime's own protocols.
+    pub(crate) fn send_am(
+        &self,
+        dest: usize,
+        handler: HandlerId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        if dest >= self.size {
+            return Err(CoreError::NoSuchRank {
+                rank: dest,
+                size: self.size,
+            });
+        }
+        if header.len() > MAX_AM_HEADER {
+            return Err(CoreError::HeaderTooLarge {
+                len: header.len(),
+                max: MAX_AM_HEADER,
+            });
+        }
+        if payload.len() > self.cfg.max_payload {
+            return Err(CoreError::PayloadTooLarge {
+                len: payload.len(),
+                max: self.cfg.max_payload,
+            });
+        }
+        if dest == self.rank {
+            let msg = OwnedAm {
+                src: dest,
+                handler,
+                header: header.to_vec(),
+                payload: payload.to_vec(),
+            };
+            self.state.borrow_mut().deferred.push_back(msg);
+            return Ok(());
+        }
+        let frame_payload = self.shm.borrow().max_payload();
+        if payload.len() <= frame_payload {
+            let meta = Meta::Eager { handler, header }.encode();
+            return self.send_packet(dest, meta.as_bytes(), payload);
+        }
+        let single_copy = self.single_copy && !self.state.borrow().no_single_copy[dest];
+        if single_copy
+            && payload.len() >= self.rndv_threshold.get()
+            && self.send_rendezvous(dest, handler, header, payload)?
+        {
+            return Ok(());
+        }
+        self.send_fragments(dest, handler, header, payload, frame_payload)
+    }
+
+    /// Sends one packet, polling (without running user handlers) while out of credit.
+    pub(crate) fn send_packet(
+        &self,
+        dest: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        let mut backoff = Backoff::new(self);
+        loop {
+            if self.shm.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
+                return Ok(());
+            }
+            let _nested = Nested::enter(self);
+            let progressed = self.progress()?;
+            if let Some(dead) = backoff.after(progressed) {
+                return Err(dead);
+            }
+        }
+    }
+
+    fn send_fragments(
+        &self,
+        dest: usize,
+        handler: HandlerId,
+        header: &[u8],
+        payload: &[u8],
+        chunk: usize,
+    ) -> Result<(), CoreError> {
+        let (first, rest) = payload.split_at(chunk);
+        let meta = Meta::First {
+            handler,
+            total: payload.len() as u64,
+            header,
+        }
+        .encode();
+        self.send_packet(dest, meta.as_bytes(), first)?;
+        let frag = Meta::Frag.encode();
+        for piece in rest.chunks(chunk) {
+            self.send_packet(dest, frag.as_bytes(), piece)?;
+        }
+        Ok(())
+    }
+
+    /// Offers `payload` for a single-copy read by `dest` and waits until it is read.
+    /// Returns false if `dest` could not read it (the caller sends it another way).
+    fn send_rendezvous(
+        &self,
+        dest: usize,
+        handler: HandlerId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<bool, CoreError> {
+        let id = {
+            let mut st = self.state.borrow_mut();
+            let id = st.next_rndv;
+            st.next_rndv = id.wrapping_add(1);
+            st.rndv.insert(id, Rndv::Waiting);
+            id
+        };
+        let addr = payload.as_ptr() as u64;
+        let meta = Meta::Rts {
+            handler,
+            id,
+            total: payload.len() as u64,
+            addr,
+            header,
+        }
+        .encode();
+        let waited = self.send_packet(dest, meta.as_bytes(), &[]).and_then(|()| {
+            let _nested = Nested::enter(self);
+            self.wait_until(|| self.state.borrow().rndv.get(&id) != Some(&Rndv::Waiting))
+        });
+        let outcome = self.state.borrow_mut().rndv.remove(&id);
+        waited?;
+        if outcome == Some(Rndv::Refused) {
+            tracing::warn!(
+                dest,
+                "peer could not read our memory; falling back to copies through frames"
+            );
+            self.state.borrow_mut().no_single_copy[dest] = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Polls until `cond` holds, running handlers when called at top level.
+    /// Fails if a peer dies while we wait and `cond` still does not hold.
+    pub fn wait_until(&self, mut cond: impl FnMut() -> bool) -> Result<(), CoreError> {
+        let mut backoff = Backoff::new(self);
+        loop {
+            if cond() {
+                return Ok(());
+            }
+            let progressed = self.progress()?;
+            if let Some(dead) = backoff.after(progressed) {
+                // What the dead peer sent before dying may still be queued for us.
+                self.progress()?;
+                return if cond() { Ok(()) } else { Err(dead) };
+            }
+        }
+    }
+
+    /// The first peer whose process is gone, as an error.
+    pub(crate) fn dead_peer(&self) -> Option<CoreError> {
+        let shm = self.shm.borrow();
+        (0..self.size)
+            .filter(|&p| p != self.rank && !shm.peer_alive(p))
+            .map(|p| CoreError::PeerDied {
+                rank: p,
+                pid: shm.peer_pid(p).unwrap_or(0),
+            })
+            .next()
+    }
+
+    /// Drains all traffic in flight, then leaves the job.
+    pub fn finalize(self) -> Result<(), CoreError> {
+        // Everything sent before a barrier is in its receiver's queue when the barrier
+        // ends; drain it, and repeat while draining made handlers send more.
+        loop {
+            self.barrier()?;
+            let before = self.state.borrow().delivered;
+            self.wait_until(|| {
+                let st = self.state.borrow();
+                st.deferred.is_empty() && st.ctrl.is_empty()
+            })?;
+            while self.progress()? > 0 {}
+            let mut handled = [self.state.borrow().delivered - before];
+            self.allreduce(&mut handled, crate::collectives::ReduceOp::Sum)?;
+            if handled[0] == 0 {
+                break;
+            }
+        }
+        if let Some(p) = self.boot.borrow_mut().pmi.as_mut() {
+            p.finalize()?;
+        }
+        Ok(())
+    }
+}
+
+/// Marks a nested section: packets for user handlers are queued, not run.
+pub(crate) struct Nested<'a>(&'a World);
+
+impl<'a> Nested<'a> {
+    pub(crate) fn enter(w: &'a World) -> Self {
+        w.depth.set(w.depth.get() + 1);
+        Nested(w)
+    }
+}
+
+impl Drop for Nested<'_> {
+    fn drop(&mut self) {
+        self.0.depth.set(self.0.depth.get() - 1);
+    }
+}
+
+/// Escalating idle policy plus a rate-limited check that peers are alive.
+pub(crate) struct Backoff<'a> {
+    world: &'a World,
+    idle: u32,
+    last_check: std::time::Instant,
+}
+
+impl<'a> Backoff<'a> {
+    pub(crate) fn new(world: &'a World) -> Self {
+        Backoff {
+            world,
+            idle: 0,
+            last_check: std::time::Instant::now(),
+        }
+    }
+
+    /// Call after each progress attempt; returns a dead peer's error if one is found.
+    pub(crate) fn after(&mut self, progressed: usize) -> Option<CoreError> {
+        if progressed > 0 {
+            self.idle = 0;
+            return None;
+        }
+        self.idle = self.idle.saturating_add(1);
+        self.world.waiter.idle(self.idle);
+        if self.idle.is_multiple_of(64) && self.last_check.elapsed() >= self.world.cfg.peer_check {
+            self.last_check = std::time::Instant::now();
+            return self.world.dead_peer();
+        }
+        None
+    }
+}

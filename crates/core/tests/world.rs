@@ -1,0 +1,158 @@
+//! The core over real processes and real shared memory, started by the real launcher.
+//!
+//! Each test runs `nf-core-check MODE …` (src/bin) as an N-rank job with segments in a
+//! private directory under /dev/shm, and checks the job's outcome and that no segment
+//! outlives it.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nf_launch::{Binding, Cause, LaunchSpec, Outcome};
+
+struct Job {
+    shm: tempfile::TempDir,
+}
+
+impl Job {
+    fn new() -> Job {
+        Job {
+            shm: tempfile::tempdir_in("/dev/shm").expect("a tmpfs at /dev/shm"),
+        }
+    }
+
+    fn spec(&self, n: usize, args: &[&str], env: &[(&str, &str)]) -> LaunchSpec {
+        let mut env: Vec<(OsString, OsString)> =
+            env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+        env.push(("NF_SHM_DIR".into(), self.shm.path().into()));
+        LaunchSpec {
+            nprocs: n,
+            program: env!("CARGO_BIN_EXE_nf-core-check").into(),
+            args: args.iter().map(OsString::from).collect(),
+            // A safety net only: every test here finishes in seconds.
+            timeout: Some(Duration::from_secs(120)),
+            tag_output: true,
+            bind: Binding::None,
+            env,
+        }
+    }
+
+    fn run(&self, n: usize, args: &[&str], env: &[(&str, &str)]) -> Outcome {
+        let spec = self.spec(n, args, env);
+        let report = nf_launch::run(&spec).expect("launch");
+        leftovers_are_gone(self.shm.path());
+        report.outcome
+    }
+
+    fn expect_success(&self, n: usize, args: &[&str], env: &[(&str, &str)]) {
+        let outcome = self.run(n, args, env);
+        assert!(
+            matches!(outcome, Outcome::Success),
+            "{args:?} on {n} ranks: {outcome}"
+        );
+    }
+}
+
+/// Segments are unlinked right after wire-up, so nothing remains once a job is over.
+fn leftovers_are_gone(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "segments left behind: {left:?}");
+}
+
+#[test]
+fn integrity_every_pair_random_sizes_up_to_16_mib() {
+    Job::new().expect_success(4, &["integrity", "1", "12", &(16 << 20).to_string()], &[]);
+}
+
+#[test]
+fn integrity_without_single_copy_goes_through_fragments() {
+    let huge = (1u64 << 40).to_string();
+    Job::new().expect_success(
+        3,
+        &["integrity", "2", "10", &(4 << 20).to_string()],
+        &[("NF_RNDV_THRESHOLD", &huge)],
+    );
+}
+
+#[test]
+fn integrity_with_several_rings_and_tiny_frames() {
+    let env = [
+        ("NF_SHM_RINGS", "2"),
+        ("NF_SHM_FRAMES", "8"),
+        ("NF_SHM_FRAME_SIZE", "1024"),
+    ];
+    Job::new().expect_success(4, &["integrity", "3", "40", "70000"], &env);
+}
+
+#[test]
+fn many_to_one_flood_loses_nothing() {
+    let job = Job::new();
+    job.expect_success(4, &["flood", "3000", "200"], &[]);
+    job.expect_success(4, &["flood", "100", "100000"], &[]);
+}
+
+#[test]
+fn head_to_head_large_sends_do_not_deadlock() {
+    let job = Job::new();
+    job.expect_success(2, &["headtohead", "40", &(4 << 20).to_string()], &[]);
+    let huge = (1u64 << 40).to_string();
+    job.expect_success(
+        2,
+        &["headtohead", "20", &(1 << 20).to_string()],
+        &[("NF_RNDV_THRESHOLD", &huge)],
+    );
+}
+
+#[test]
+fn oversubscribed_flood_with_8_ranks_finishes() {
+    Job::new().expect_success(8, &["flood", "500", "3000"], &[]);
+}
+
+#[test]
+fn collectives_are_correct_for_1_2_3_4_7_ranks() {
+    let job = Job::new();
+    for n in [1, 2, 3, 4, 7] {
+        job.expect_success(n, &["collectives"], &[]);
+    }
+}
+
+#[test]
+fn bad_input_gets_clear_errors_and_the_job_still_finishes() {
+    Job::new().expect_success(2, &["badinput"], &[("NF_MAX_PAYLOAD", "4096")]);
+}
+
+#[test]
+fn a_rank_killed_mid_run_fails_the_job_and_the_next_job_starts_cleanly() {
+    let job = Job::new();
+    let t = Instant::now();
+    // Survivors' own liveness check is slowed down so that the launcher is the one
+    // to notice: this test is about `nf run`'s report.
+    let outcome = job.run(4, &["die", "2"], &[("NF_PEER_CHECK_MS", "20000")]);
+    match outcome {
+        Outcome::RankFailed { rank, cause, .. } => {
+            assert_eq!(rank, 2, "{outcome}");
+            assert!(matches!(cause, Cause::Signal(9)), "{outcome}");
+        }
+        other => panic!("expected rank 2 to be reported killed, got {other}"),
+    }
+    // Bounded, not timed: far below the 120 s safety timeout.
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
+    job.expect_success(4, &["collectives"], &[]);
+}
+
+#[test]
+fn a_vanished_peer_is_an_error_not_a_hang() {
+    // The victim exits 0 without finalizing, so the launcher sees nothing wrong: only
+    // the survivors' own liveness check can end their barrier. They exit 0 only if
+    // they got PeerDied naming the victim.
+    let job = Job::new();
+    job.expect_success(3, &["vanish", "1"], &[("NF_PEER_CHECK_MS", "50")]);
+}
