@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::buf::RecvBuf;
 use crate::error::CoreError;
 use crate::world::World;
 
@@ -57,7 +58,7 @@ pub(crate) struct OwnedAm {
     pub src: usize,
     pub handler: HandlerId,
     pub header: Vec<u8>,
-    pub payload: Vec<u8>,
+    pub payload: RecvBuf,
 }
 
 impl OwnedAm {
@@ -66,7 +67,7 @@ impl OwnedAm {
             src: self.src,
             handler: self.handler,
             header: &self.header,
-            payload: &self.payload,
+            payload: self.payload.filled(),
         }
     }
 }

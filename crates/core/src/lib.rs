@@ -24,6 +24,7 @@
 
 pub mod am;
 pub mod bootstrap;
+mod buf;
 pub mod collectives;
 pub mod config;
 pub mod error;

@@ -1,15 +1,20 @@
 //! The progress engine: one step polls every transport and moves protocols forward.
 //!
 //! A step, in order:
-//! 1. Flush queued control packets (FIN / NACK) that waited for credit.
+//! 1. Flush queued control packets (CTS / DONE / FIN / NACK) that waited for credit.
 //! 2. At top level only: deliver messages queued earlier (self-sends, fragments
 //!    completed or packets received while nested), oldest first — so per-pair order
 //!    holds across the queued and the direct path.
 //! 3. Poll the transport for up to `BATCH` packets and act on each:
-//!    `EAGER` → deliver from the frame (top level) or copy and queue (nested);
-//!    `FIRST` / `FRAG` → reassemble, deliver when complete;
-//!    `RTS` → read the sender's buffer with one copy, send FIN (or NACK), deliver;
-//!    `FIN` / `NACK` → complete our rendezvous send.
+//!    - `EAGER` → deliver from the frame (top level) or copy and queue (nested);
+//!    - `FIRST` / `FRAG` → reassemble, deliver when complete;
+//!    - `RTS` → read the sender's buffer with one copy, send FIN (or NACK), deliver.
+//!      From `COOP_MIN` bytes up, first send CTS so the sender writes the second
+//!      half into our buffer while we read the first (two cores copy at once), and
+//!      deliver when its DONE arrives. A step never waits, so two ranks serving each
+//!      other's rendezvous cannot deadlock;
+//!    - `CTS` → note it for our waiting rendezvous send; `DONE` → complete a receive;
+//!    - `FIN` / `NACK` → complete our rendezvous send.
 //!
 //! "Nested" means a handler is running or a send waits for credit; user handlers are
 //! then never re-entered, only queued, so a handler can send without recursion. The
@@ -20,11 +25,16 @@ use nf_transport::shm::cma;
 use nf_transport::{Messaging, Packet, SendStatus};
 
 use crate::am::{Am, OwnedAm, COLL_HANDLER};
+use crate::buf::RecvBuf;
 use crate::error::CoreError;
 use crate::protocol::Meta;
-use crate::world::{Nested, Partial, Rndv, World};
+use crate::world::{CoopRecv, Nested, Partial, Rndv, World};
 
+/// Packets handled per step at most, so a flood cannot starve the caller.
 const BATCH: usize = 16;
+
+/// Rendezvous size from which sender and receiver copy halves at the same time.
+const COOP_MIN: usize = 256 * 1024;
 
 impl World {
     /// Makes progress once: runs handlers for what has arrived (at top level).
@@ -58,16 +68,21 @@ impl World {
             let Some(msg) = self.state.borrow_mut().deferred.pop_front() else {
                 break;
             };
-            self.run_handler(&msg.as_am())?;
+            let r = self.run_handler(&msg.as_am());
             self.state.borrow_mut().give_buffer(msg.payload);
+            r?;
         }
         Ok(queued)
     }
 
     fn handle_packet(&self, pkt: &impl Packet) -> Result<(), CoreError> {
         let src = pkt.src();
-        let protocol = |why: String| CoreError::Protocol { src, why };
-        match Meta::decode(pkt.meta()).map_err(protocol)? {
+        let protocol = |why: &str| CoreError::Protocol {
+            src,
+            why: why.to_owned(),
+        };
+        let meta = Meta::decode(pkt.meta()).map_err(|why| CoreError::Protocol { src, why })?;
+        match meta {
             Meta::Eager { handler, header } => {
                 let am = Am {
                     src,
@@ -76,11 +91,17 @@ impl World {
                     payload: pkt.payload(),
                 };
                 if self.runs_now(handler) {
-                    self.run_handler(&am)
-                } else {
-                    self.queue_copy(&am);
-                    Ok(())
+                    return self.run_handler(&am);
                 }
+                let mut st = self.state.borrow_mut();
+                let payload = RecvBuf::copy_of(st.spare.pop().unwrap_or_default(), am.payload);
+                st.deferred.push_back(OwnedAm {
+                    src,
+                    handler,
+                    header: header.to_vec(),
+                    payload,
+                });
+                Ok(())
             }
             Meta::First {
                 handler,
@@ -88,41 +109,39 @@ impl World {
                 header,
             } => {
                 let total = self.checked_len(src, total)?;
-                let mut payload = self.state.borrow_mut().take_buffer();
-                payload.reserve(total);
-                payload.extend_from_slice(pkt.payload());
+                let mut st = self.state.borrow_mut();
+                if st.partial[src].is_some() {
+                    return Err(protocol("new message while the previous one is incomplete"));
+                }
+                let mut payload = st.take_buffer(total);
+                if !payload.push(pkt.payload()) {
+                    return Err(protocol("first fragment longer than the message"));
+                }
                 let msg = OwnedAm {
                     src,
                     handler,
                     header: header.to_vec(),
                     payload,
                 };
-                let mut st = self.state.borrow_mut();
-                if st.partial[src].is_some() {
-                    return Err(protocol(
-                        "new message while the previous one is incomplete".into(),
-                    ));
-                }
                 st.partial[src] = Some(Partial { msg, total });
                 Ok(())
             }
             Meta::Frag => {
-                let done = {
+                let complete = {
                     let mut st = self.state.borrow_mut();
                     let p = st.partial[src]
                         .as_mut()
-                        .ok_or_else(|| protocol("fragment without a first packet".into()))?;
-                    if p.msg.payload.len() + pkt.payload().len() > p.total {
+                        .ok_or_else(|| protocol("fragment without a first packet"))?;
+                    if !p.msg.payload.push(pkt.payload()) {
                         st.partial[src] = None;
-                        return Err(protocol("fragments exceed the announced length".into()));
+                        return Err(protocol("fragments exceed the announced length"));
                     }
-                    p.msg.payload.extend_from_slice(pkt.payload());
-                    p.msg.payload.len() == p.total
+                    p.msg.payload.filled().len() == p.total
                 };
-                if done {
+                if complete {
                     let p = self.state.borrow_mut().partial[src]
                         .take()
-                        .expect("partial checked above");
+                        .expect("present: checked above");
                     self.deliver_owned(p.msg)?;
                 }
                 Ok(())
@@ -134,6 +153,10 @@ impl World {
                 addr,
                 header,
             } => self.serve_rendezvous(src, handler, id, total, addr, header),
+            Meta::Cts { id, addr, split } => {
+                self.complete_rendezvous(src, id, Rndv::Cts { addr, split })
+            }
+            Meta::Done { id, ok } => self.finish_coop(src, id, ok),
             Meta::Fin { id } => self.complete_rendezvous(src, id, Rndv::Done),
             Meta::Nack { id } => self.complete_rendezvous(src, id, Rndv::Refused),
         }
@@ -164,30 +187,85 @@ impl World {
         let total = match self.checked_len(src, total) {
             Ok(t) => t,
             Err(e) => {
-                self.queue_ctrl(src, false, id);
+                self.queue_ctrl(src, Meta::Nack { id });
                 return Err(e);
             }
         };
         let pid = self.shm.borrow().peer_pid(src).unwrap_or(0);
-        let mut payload = self.state.borrow_mut().take_buffer();
-        match cma::read_to_vec(pid, addr, total, &mut payload) {
-            Ok(()) => {
-                self.queue_ctrl(src, true, id);
-                self.flush_ctrl()?;
-                self.deliver_owned(OwnedAm {
-                    src,
-                    handler,
-                    header: header.to_vec(),
-                    payload,
-                })
-            }
+        let mut payload = self.state.borrow_mut().take_buffer(total);
+        let split = if total >= COOP_MIN {
+            (total / 2) & !4095
+        } else {
+            total
+        };
+        if split < total {
+            // The sender writes bytes split.. while we read ..split.
+            self.queue_ctrl(
+                src,
+                Meta::Cts {
+                    id,
+                    addr: payload.addr_of(split),
+                    split: split as u64,
+                },
+            );
+            self.flush_ctrl()?;
+        }
+        let read_ok = match cma::read(pid, addr, payload.room(0..split)) {
+            Ok(()) => true,
             Err(e) => {
                 tracing::warn!(src, pid, error = %e, "single-copy read failed; asking the sender to resend");
-                self.state.borrow_mut().give_buffer(payload);
-                self.queue_ctrl(src, false, id);
-                Ok(())
+                false
             }
+        };
+        let msg = OwnedAm {
+            src,
+            handler,
+            header: header.to_vec(),
+            payload,
+        };
+        let coop = CoopRecv {
+            msg,
+            total,
+            split,
+            sender_addr: addr,
+            read_ok,
+        };
+        if split < total {
+            self.state.borrow_mut().coop.insert((src, id), coop);
+            return Ok(());
         }
+        self.complete_receive(src, id, coop)
+    }
+
+    /// The sender's DONE for cooperative receive `id`: its half is in (or not).
+    fn finish_coop(&self, src: usize, id: u32, ok: bool) -> Result<(), CoreError> {
+        let coop = self.state.borrow_mut().coop.remove(&(src, id));
+        let why = || CoreError::Protocol {
+            src,
+            why: format!("DONE for unknown rendezvous {id}"),
+        };
+        let mut coop = coop.ok_or_else(why)?;
+        if !ok && coop.read_ok {
+            // It could not write; read its half ourselves.
+            let pid = self.shm.borrow().peer_pid(src).unwrap_or(0);
+            let from = coop.sender_addr + coop.split as u64;
+            coop.read_ok =
+                cma::read(pid, from, coop.msg.payload.room(coop.split..coop.total)).is_ok();
+        }
+        self.complete_receive(src, id, coop)
+    }
+
+    /// Ends a rendezvous receive: FIN and delivery, or NACK so the sender resends.
+    fn complete_receive(&self, src: usize, id: u32, mut coop: CoopRecv) -> Result<(), CoreError> {
+        if !coop.read_ok {
+            self.state.borrow_mut().give_buffer(coop.msg.payload);
+            self.queue_ctrl(src, Meta::Nack { id });
+            return self.flush_ctrl();
+        }
+        coop.msg.payload.set_filled(coop.total);
+        self.queue_ctrl(src, Meta::Fin { id });
+        self.flush_ctrl()?;
+        self.deliver_owned(coop.msg)
     }
 
     fn complete_rendezvous(&self, src: usize, id: u32, outcome: Rndv) -> Result<(), CoreError> {
@@ -199,44 +277,31 @@ impl World {
             }
             _ => Err(CoreError::Protocol {
                 src,
-                why: format!("completion for unknown rendezvous {id}"),
+                why: format!("reply to unknown rendezvous {id}"),
             }),
         }
     }
 
-    fn queue_ctrl(&self, dest: usize, fin: bool, id: u32) {
-        self.state.borrow_mut().ctrl.push_back((dest, fin, id));
+    fn queue_ctrl(&self, dest: usize, meta: Meta<'static>) {
+        self.state.borrow_mut().ctrl.push_back((dest, meta));
     }
 
     /// Sends queued control packets until one lacks credit.
     fn flush_ctrl(&self) -> Result<(), CoreError> {
         loop {
-            let Some(&(dest, fin, id)) = self.state.borrow().ctrl.front() else {
+            let Some(&(dest, meta)) = self.state.borrow().ctrl.front() else {
                 return Ok(());
             };
-            let meta = if fin {
-                Meta::Fin { id }
-            } else {
-                Meta::Nack { id }
-            }
-            .encode();
-            if self.shm.borrow_mut().try_send(dest, meta.as_bytes(), &[])? == SendStatus::NoCredit {
+            if self
+                .shm
+                .borrow_mut()
+                .try_send(dest, meta.encode().as_bytes(), &[])?
+                == SendStatus::NoCredit
+            {
                 return Ok(());
             }
             self.state.borrow_mut().ctrl.pop_front();
         }
-    }
-
-    fn queue_copy(&self, am: &Am<'_>) {
-        let mut st = self.state.borrow_mut();
-        let mut payload = st.take_buffer();
-        payload.extend_from_slice(am.payload);
-        st.deferred.push_back(OwnedAm {
-            src: am.src,
-            handler: am.handler,
-            header: am.header.to_vec(),
-            payload,
-        });
     }
 
     fn deliver_owned(&self, msg: OwnedAm) -> Result<(), CoreError> {

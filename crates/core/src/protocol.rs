@@ -8,6 +8,8 @@
 //! | `FIRST` | hlen u8, handler u16, total u64, header | first fragment of a longer message |
 //! | `FRAG`  | — | next fragment of the sender's current message |
 //! | `RTS`   | hlen u8, handler u16, id u32, total u64, addr u64, header | ready to send: read `total` bytes at `addr` in my process |
+//! | `CTS`   | id u32, addr u64, split u64 | clear to send: write bytes `split..` of `id` to `addr` in my process |
+//! | `DONE`  | id u32, ok u8 | I wrote my part of your rendezvous `id` (or failed to) |
 //! | `FIN`   | id u32 | your rendezvous `id` has been read; the buffer is yours again |
 //! | `NACK`  | id u32 | could not read rendezvous `id`; send it another way |
 //!
@@ -26,6 +28,8 @@ const FRAG: u8 = 3;
 const RTS: u8 = 4;
 const FIN: u8 = 5;
 const NACK: u8 = 6;
+const CTS: u8 = 7;
+const DONE: u8 = 8;
 
 /// Decoded packet metadata, borrowing the header bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +52,10 @@ pub enum Meta<'a> {
         addr: u64,
         header: &'a [u8],
     },
+    /// Receiver to sender: write bytes `split..` of rendezvous `id` to `addr`.
+    Cts { id: u32, addr: u64, split: u64 },
+    /// Sender to receiver: its part of rendezvous `id` is written (`ok`) or failed.
+    Done { id: u32, ok: bool },
     /// Rendezvous `id` completed.
     Fin { id: u32 },
     /// Rendezvous `id` failed at the receiver.
@@ -110,6 +118,17 @@ impl Meta<'_> {
                 e.put(&addr.to_le_bytes());
                 e.put(header);
             }
+            Meta::Cts { id, addr, split } => {
+                e.put(&[CTS]);
+                e.put(&id.to_le_bytes());
+                e.put(&addr.to_le_bytes());
+                e.put(&split.to_le_bytes());
+            }
+            Meta::Done { id, ok } => {
+                e.put(&[DONE]);
+                e.put(&id.to_le_bytes());
+                e.put(&[ok as u8]);
+            }
             Meta::Fin { id } => {
                 e.put(&[FIN]);
                 e.put(&id.to_le_bytes());
@@ -160,6 +179,15 @@ impl Meta<'_> {
                     header: r.bytes(hlen)?,
                 }
             }
+            CTS => Meta::Cts {
+                id: r.u32()?,
+                addr: r.u64()?,
+                split: r.u64()?,
+            },
+            DONE => Meta::Done {
+                id: r.u32()?,
+                ok: r.u8()? != 0,
+            },
             FIN => Meta::Fin { id: r.u32()? },
             NACK => Meta::Nack { id: r.u32()? },
             k => return Err(format!("unknown packet kind {k}")),
@@ -234,6 +262,13 @@ mod tests {
                 addr: 0xdead_beef,
                 header: &h,
             },
+            Meta::Cts {
+                id: 4,
+                addr: 1 << 47,
+                split: 1 << 20,
+            },
+            Meta::Done { id: 4, ok: true },
+            Meta::Done { id: 5, ok: false },
             Meta::Fin { id: u32::MAX },
             Meta::Nack { id: 1 },
         ];

@@ -23,6 +23,7 @@ use nf_transport::{Messaging, SendStatus};
 
 use crate::am::{Am, HandlerId, OwnedAm, Registry, COLL_HANDLER, RESERVED_BASE};
 use crate::bootstrap::Boot;
+use crate::buf::RecvBuf;
 use crate::config::Config;
 use crate::error::CoreError;
 use crate::protocol::{Meta, MAX_AM_HEADER};
@@ -31,9 +32,24 @@ use crate::wait::Waiter;
 /// State of one rendezvous send, keyed by its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rndv {
+    /// Waiting for the receiver.
     Waiting,
+    /// The receiver asks us to write bytes `split..` to `addr` in its process.
+    Cts { addr: u64, split: u64 },
+    /// The receiver has everything; our buffer is free.
     Done,
+    /// The receiver could not read it; send another way.
     Refused,
+}
+
+/// A cooperative rendezvous receive: we read the first part while the sender
+/// writes the rest into `msg`'s buffer; it completes when the sender's DONE arrives.
+pub(crate) struct CoopRecv {
+    pub msg: OwnedAm,
+    pub total: usize,
+    pub split: usize,
+    pub sender_addr: u64,
+    pub read_ok: bool,
 }
 
 /// A message being reassembled from fragments.
@@ -49,10 +65,12 @@ pub(crate) struct State {
     pub deferred: VecDeque<OwnedAm>,
     /// Per source rank, the message whose fragments are arriving.
     pub partial: Vec<Option<Partial>>,
-    /// Control packets (FIN / NACK) waiting for credit: (dest, is_fin, id).
-    pub ctrl: VecDeque<(usize, bool, u32)>,
+    /// Control packets (CTS / DONE / FIN / NACK) waiting for credit.
+    pub ctrl: VecDeque<(usize, Meta<'static>)>,
     /// Our rendezvous sends in flight.
     pub rndv: HashMap<u32, Rndv>,
+    /// Cooperative rendezvous receives waiting for the sender's DONE, by (source, id).
+    pub coop: HashMap<(usize, u32), CoopRecv>,
     pub next_rndv: u32,
     /// Peers that could not read our memory: no rendezvous to them.
     pub no_single_copy: Vec<bool>,
@@ -65,14 +83,16 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn take_buffer(&mut self) -> Vec<u8> {
-        self.spare.pop().unwrap_or_default()
+    /// A receive buffer with room for `total` bytes, reusing the largest spare.
+    pub(crate) fn take_buffer(&mut self, total: usize) -> RecvBuf {
+        RecvBuf::with_room(self.spare.pop().unwrap_or_default(), total)
     }
 
-    pub(crate) fn give_buffer(&mut self, mut b: Vec<u8>) {
-        if self.spare.len() < 4 && b.capacity() > 0 {
-            b.clear();
-            self.spare.push(b);
+    pub(crate) fn give_buffer(&mut self, b: RecvBuf) {
+        let bytes = b.into_inner();
+        if self.spare.len() < 4 && !bytes.is_empty() {
+            self.spare.push(bytes);
+            self.spare.sort_by_key(Vec::len);
         }
     }
 }
@@ -256,13 +276,15 @@ impl World {
             });
         }
         if dest == self.rank {
+            let mut st = self.state.borrow_mut();
+            let payload = RecvBuf::copy_of(st.spare.pop().unwrap_or_default(), payload);
             let msg = OwnedAm {
                 src: dest,
                 handler,
                 header: header.to_vec(),
-                payload: payload.to_vec(),
+                payload,
             };
-            self.state.borrow_mut().deferred.push_back(msg);
+            st.deferred.push_back(msg);
             return Ok(());
         }
         let frame_payload = self.shm.borrow().max_payload();
@@ -348,13 +370,11 @@ impl World {
             header,
         }
         .encode();
-        let waited = self.send_packet(dest, meta.as_bytes(), &[]).and_then(|()| {
-            let _nested = Nested::enter(self);
-            self.wait_until(|| self.state.borrow().rndv.get(&id) != Some(&Rndv::Waiting))
-        });
-        let outcome = self.state.borrow_mut().rndv.remove(&id);
-        waited?;
-        if outcome == Some(Rndv::Refused) {
+        let outcome = self
+            .send_packet(dest, meta.as_bytes(), &[])
+            .and_then(|()| self.rendezvous_wait(dest, id, payload));
+        self.state.borrow_mut().rndv.remove(&id);
+        if outcome? == Rndv::Refused {
             tracing::warn!(
                 dest,
                 "peer could not read our memory; falling back to copies through frames"
@@ -363,6 +383,25 @@ impl World {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Waits for the receiver of rendezvous `id`; writes its share when it asks (CTS).
+    fn rendezvous_wait(&self, dest: usize, id: u32, payload: &[u8]) -> Result<Rndv, CoreError> {
+        let _nested = Nested::enter(self);
+        loop {
+            self.wait_until(|| self.state.borrow().rndv.get(&id) != Some(&Rndv::Waiting))?;
+            let state = self.state.borrow().rndv.get(&id).copied();
+            let Some(Rndv::Cts { addr, split }) = state else {
+                return Ok(state.unwrap_or(Rndv::Refused));
+            };
+            self.state.borrow_mut().rndv.insert(id, Rndv::Waiting);
+            let pid = self.shm.borrow().peer_pid(dest).unwrap_or(0);
+            let ok = usize::try_from(split)
+                .ok()
+                .and_then(|s| payload.get(s..))
+                .is_some_and(|part| cma::write(pid, addr, part).is_ok());
+            self.send_packet(dest, Meta::Done { id, ok }.encode().as_bytes(), &[])?;
+        }
     }
 
     /// Polls until `cond` holds, running handlers when called at top level.

@@ -1,5 +1,6 @@
 //! Single-copy transfers between processes with Linux cross-memory attach
-//! (`process_vm_readv`): the receiver copies straight out of the sender's buffer.
+//! (`process_vm_readv` / `process_vm_writev`): one side copies straight between its
+//! own buffer and the peer's.
 
 use std::io;
 
@@ -13,7 +14,7 @@ pub fn allow_peer_reads() {
     }
 }
 
-/// Whether `process_vm_readv` works here at all (seccomp or old kernels may forbid it).
+/// Whether cross-memory attach works here at all (seccomp or old kernels may forbid it).
 pub fn available() -> bool {
     let src = [0x5au8; 64];
     let mut dst = [0u8; 64];
@@ -22,40 +23,54 @@ pub fn available() -> bool {
 
 /// Copies `dst.len()` bytes from address `addr` in process `pid` into `dst`.
 pub fn read(pid: u32, addr: u64, dst: &mut [u8]) -> io::Result<()> {
-    // SAFETY: `dst` is a live, writable buffer of exactly this length.
-    unsafe { read_raw(pid, addr, dst.as_mut_ptr(), dst.len()) }
+    transfer(pid, addr, dst.as_mut_ptr(), dst.len(), Direction::Read)
 }
 
-/// Replaces `buf`'s contents with `len` bytes read from `addr` in process `pid`,
-/// without zeroing them first (a recycled buffer costs no memset).
-pub fn read_to_vec(pid: u32, addr: u64, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
-    buf.reserve(len);
-    // SAFETY: after `reserve`, the allocation has room for `len` bytes past the
-    // (zero) length; the kernel only writes into that range.
-    unsafe { read_raw(pid, addr, buf.as_mut_ptr(), len)? };
-    // SAFETY: `read_raw` returned Ok, so all `len` bytes are initialised; len ≤ capacity.
-    unsafe { buf.set_len(len) };
-    Ok(())
+/// Copies `src` to address `addr` in process `pid`.
+pub fn write(pid: u32, addr: u64, src: &[u8]) -> io::Result<()> {
+    transfer(
+        pid,
+        addr,
+        src.as_ptr() as *mut u8,
+        src.len(),
+        Direction::Write,
+    )
 }
 
-/// Reads until `len` bytes are in, or fails.
-///
-/// # Safety
-/// `dst` must be valid for writes of `len` bytes for the duration of the call.
-unsafe fn read_raw(pid: u32, addr: u64, dst: *mut u8, len: usize) -> io::Result<()> {
+enum Direction {
+    Read,
+    Write,
+}
+
+/// Moves `len` bytes between `local` and the peer's `addr`, looping over partial
+/// transfers. For `Read`, `local` must be writable for `len` bytes; for `Write`,
+/// readable — both callers pass a borrowed slice of exactly that length.
+fn transfer(pid: u32, addr: u64, local: *mut u8, len: usize, dir: Direction) -> io::Result<()> {
     let mut done = 0usize;
     while done < len {
-        let local = libc::iovec {
-            iov_base: dst.add(done).cast(),
-            iov_len: len - done,
+        let left = len - done;
+        // `wrapping_add` keeps this free of `unsafe`; `done < len` keeps it in the slice.
+        let here = libc::iovec {
+            iov_base: local.wrapping_add(done).cast(),
+            iov_len: left,
         };
-        let remote = libc::iovec {
+        let there = libc::iovec {
             iov_base: (addr as usize + done) as *mut libc::c_void,
-            iov_len: len - done,
+            iov_len: left,
         };
-        // The kernel validates the remote range (EFAULT) and writes only into `local`.
-        let n = libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0);
+        // SAFETY: `here` lies inside the caller's borrowed slice (writable for Read,
+        // only read for Write); the kernel validates `there` and fails with EFAULT
+        // rather than touching anything else.
+        let n = unsafe {
+            match dir {
+                Direction::Read => {
+                    libc::process_vm_readv(pid as libc::pid_t, &here, 1, &there, 1, 0)
+                }
+                Direction::Write => {
+                    libc::process_vm_writev(pid as libc::pid_t, &here, 1, &there, 1, 0)
+                }
+            }
+        };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
