@@ -1,0 +1,144 @@
+//! `nf bench …`: benchmarks whose reports are JSON / CSV / PNG.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use nf_bench::pingpong::{self, Measured, Params};
+use nf_bench::report::{Report, SizeResult};
+use nf_core::World;
+
+/// Benchmarks.
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Half round trip and bandwidth between ranks 0 and 1 (runs 2 ranks if started by hand).
+    Pingpong(PingpongArgs),
+    /// Plot ping-pong reports (JSON, ours or the MPI ping-pong's) on one figure.
+    Plot(PlotArgs),
+}
+
+/// Arguments of `nf bench plot`.
+#[derive(Args)]
+pub struct PlotArgs {
+    /// Output PNG.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Reports to plot; each is labelled by its `params.label`, else its transport.
+    #[arg(required = true)]
+    pub reports: Vec<PathBuf>,
+}
+
+/// Arguments of `nf bench pingpong`.
+#[derive(Args)]
+pub struct PingpongArgs {
+    /// Message sizes in bytes, comma-separated (default: 8 B … 8 MiB and 2000000).
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Option<Vec<usize>>,
+    /// Timed round trips for sizes up to 64 KiB (fewer above, at least 20).
+    #[arg(long, default_value_t = 10_000)]
+    pub iters: usize,
+    /// Untimed round trips before each size.
+    #[arg(long, default_value_t = 1_000)]
+    pub warmup: usize,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the report as CSV here.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Plot latency and bandwidth against size into this PNG.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+}
+
+/// Dispatches a bench subcommand.
+pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
+    match cmd {
+        BenchCommand::Pingpong(a) => run_pingpong(a),
+        BenchCommand::Plot(a) => plot(a),
+    }
+}
+
+fn plot(a: PlotArgs) -> anyhow::Result<i32> {
+    let reports = a
+        .reports
+        .iter()
+        .map(Report::read_json)
+        .collect::<Result<Vec<_>, _>>()?;
+    let labels: Vec<String> = reports
+        .iter()
+        .map(|r| {
+            r.params
+                .get("label")
+                .and_then(|l| l.as_str())
+                .unwrap_or(&r.transport)
+                .to_owned()
+        })
+        .collect();
+    let pairs: Vec<(&str, &Report)> = labels.iter().map(String::as_str).zip(&reports).collect();
+    nf_bench::plot::plot_pingpong(&pairs, &a.out)?;
+    println!("wrote {}", a.out.display());
+    Ok(0)
+}
+
+fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
+    if !super::run::under_launcher() {
+        return super::run::relaunch_self(2);
+    }
+    let world = World::init().context("joining the job")?;
+    let params = Params {
+        sizes: a.sizes.clone().unwrap_or_else(pingpong::default_sizes),
+        iters: a.iters,
+        warmup: a.warmup,
+    };
+    let bar = (world.rank() == 0).then(|| progress_bar(params.sizes.len() as u64));
+    let measured = pingpong::run(&world, &params, |size| {
+        if let Some(b) = &bar {
+            b.set_message(format!("{size} B"));
+            b.inc(1);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(m) = measured {
+        let report = report_of(&m, &world, &params);
+        print!("{}", report.to_table());
+        println!("empty poll: {:.1} ns", m.poll_empty_ns);
+        if let Some(p) = &a.json {
+            report.write_json(p)?;
+        }
+        if let Some(p) = &a.csv {
+            report.write_csv(p)?;
+        }
+        if let Some(p) = &a.plot {
+            nf_bench::plot::plot_pingpong(&[("ninefold shm", &report)], p)?;
+        }
+    }
+    world.finalize()?;
+    Ok(0)
+}
+
+/// A bar on stderr (hidden when stderr is not a terminal).
+fn progress_bar(len: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    let style =
+        indicatif::ProgressStyle::with_template("pingpong {bar:30} {pos}/{len} sizes, last {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+/// Turns rank 0's samples into a report.
+pub fn report_of(m: &Measured, world: &World, p: &Params) -> Report {
+    let results = m
+        .sizes
+        .iter()
+        .filter_map(|s| SizeResult::from_samples(s.size, &s.half_rtt_us))
+        .collect();
+    let mut report = Report::new("pingpong", "shm", world.size(), results);
+    report.poll_empty_ns = Some(m.poll_empty_ns);
+    report.params.insert("iters".into(), p.iters.into());
+    report.params.insert("warmup".into(), p.warmup.into());
+    report
+}

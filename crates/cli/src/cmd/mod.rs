@@ -1,0 +1,6 @@
+//! One module per `nf` subcommand.
+
+pub mod bench;
+pub mod demo;
+pub mod run;
+pub mod tune;
