@@ -1,1 +1,33 @@
-//! placeholder
+//! The local launcher behind `nf run -n N [--timeout S] [--tag-output] [--bind-to core|none] -- PROG ARGS…`.
+//!
+//! [`run`] starts `nprocs` copies of a program on this machine, serves their wire-up
+//! ([`nf_pmi`]) and supervises them:
+//!
+//! - every rank gets the environment contract of [`nf_pmi::env`] (`NF_RANK`, `NF_SIZE`,
+//!   `NF_LOCAL_RANK`, `NF_LOCAL_SIZE`, `NF_JOB_ID`, `NF_PMI_ADDR`; `NF_PMI_TIMEOUT` passes
+//!   through from the caller's environment or [`LaunchSpec::env`]);
+//! - the job succeeds when every rank exits with 0; the first rank that exits non-zero or
+//!   dies from a signal, a timeout, a SIGINT / SIGTERM to the launcher, or a rank's PMI
+//!   abort stops every rank (SIGTERM, then SIGKILL after 2 s) — see [`Outcome`];
+//! - afterwards the PMI socket is removed and an optional hook ([`run_with`]) gets the job
+//!   id, so layers that leave files behind (shared-memory segments) can clean up.
+//!
+//! Launch errors ([`LaunchError`]: no ranks, program not found…) are reported before
+//! anything is started. Logs go through `tracing`; the only output of its own is the
+//! tagged forwarding of rank output.
+
+#![warn(missing_docs)]
+
+mod error;
+mod job;
+mod outcome;
+pub mod output;
+mod signals;
+mod spawn;
+mod spec;
+mod supervise;
+
+pub use error::LaunchError;
+pub use job::{run, run_with};
+pub use outcome::{signal_name, Cause, JobReport, Outcome};
+pub use spec::{resolve_program, Binding, LaunchSpec};

@@ -1,1 +1,60 @@
-//! placeholder
+//! PMI-style wire-up for ninefold jobs: every rank learns who it is from its environment
+//! and exchanges small strings with the other ranks through the launcher.
+//!
+//! # Glossary
+//!
+//! - **rank**: one process of a job, numbered `0..size`.
+//! - **launcher**: the process that starts the ranks (`nf run`) and serves this protocol
+//!   with a [`Server`].
+//! - **put / get**: store a string under a key in the job-wide key-value space / read one.
+//! - **fence**: a job-wide barrier. Every put that any rank made before its fence is
+//!   visible to every rank's gets after that fence. Fences are counted in *epochs*
+//!   (1, 2, …) and may be repeated as often as needed.
+//!
+//! # Environment contract
+//!
+//! The launcher gives every rank the variables named in [`mod@env`]; [`Client::from_env`]
+//! reads them. Without `NF_PMI_ADDR` a program runs as a singleton (rank 0 of 1) and
+//! `Client::from_env` returns `Ok(None)`.
+//!
+//! # Wire protocol
+//!
+//! A rank talks to the launcher over the unix stream socket named by `NF_PMI_ADDR`.
+//! Each message is one line of JSON terminated by `\n`; every request gets exactly one
+//! response, in order. Requests carry an `"op"` field, responses a `"status"` field:
+//!
+//! | request | response |
+//! |---|---|
+//! | `{"op":"hello","rank":R,"size":N,"job_id":"J"}` (first, once) | `ok` |
+//! | `{"op":"put","key":"K","value":"V"}` | `ok` |
+//! | `{"op":"fence","epoch":E}` (E = 1, 2, …) | `ok` once all ranks reached fence E |
+//! | `{"op":"get","key":"K"}` | `{"status":"value","value":"V"}` or `{"status":"not_found","key":"K"}` |
+//! | `{"op":"abort","message":"M"}` | `ok`; the launcher then tears the job down |
+//! | `{"op":"finalize"}` | `ok`; the server closes the connection |
+//!
+//! `ok` is `{"status":"ok"}`. Any request may instead get `{"status":"error","message":"…"}`
+//! (malformed JSON, request before `hello`, a fence that can never complete because a rank
+//! left, …). Limits, checked by both sides: keys are 1 to [`MAX_KEY_LEN`] bytes, values
+//! and abort messages at most [`MAX_VALUE_LEN`] bytes, a line at most [`MAX_LINE_LEN`]
+//! bytes. A line over the limit gets an error response and the connection is closed.
+//! A put overwrites an earlier value under the same key (last writer wins).
+//!
+//! Every client call has a deadline (`NF_PMI_TIMEOUT`, default 60 s) and returns a
+//! [`PmiError`] on timeout, a closed socket, or an error response; it never hangs.
+
+#![warn(missing_docs)]
+
+mod client;
+mod conn;
+pub mod env;
+mod error;
+pub mod protocol;
+mod server;
+mod sock;
+mod store;
+
+pub use client::Client;
+pub use env::JobEnv;
+pub use error::PmiError;
+pub use protocol::{MAX_KEY_LEN, MAX_LINE_LEN, MAX_VALUE_LEN};
+pub use server::{Server, ServerEvent};

@@ -1,0 +1,196 @@
+//! Watching the ranks until the job ends, and stopping them.
+//!
+//! Each tick (at most [`TICK`]) the supervisor, in this order:
+//! 1. takes a PMI abort request, if any: stop all ranks, `Aborted`;
+//! 2. reaps ranks that exited: the first that failed (lowest rank among those seen in
+//!    the same tick) stops all ranks, `RankFailed`; all exited with 0: `Success`;
+//! 3. takes a SIGINT / SIGTERM received by the launcher: pass it on, stop all, `Interrupted`;
+//! 4. checks the job's timeout: stop all, `TimedOut`;
+//! 5. waits for the next PMI event or the end of the tick.
+//!
+//! Stopping: the signal (SIGTERM, or the one received) goes to every rank's process
+//! group; after [`GRACE`] (or at once on a second SIGINT / SIGTERM) the rest get
+//! SIGKILL; ranks still not reaped [`KILL_WAIT`] later are left behind with a warning.
+//! Every wait is bounded, so the supervisor always returns.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ExitStatus};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nf_pmi::ServerEvent;
+use tracing::{debug, warn};
+
+use crate::outcome::{Cause, Outcome, SignalName};
+use crate::signals::SignalWatch;
+
+/// Longest pause between two looks at the ranks.
+pub(crate) const TICK: Duration = Duration::from_millis(10);
+/// How long ranks get to exit after the first signal before SIGKILL.
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
+/// How long to wait for ranks to be reaped after SIGKILL.
+pub(crate) const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// One started rank.
+pub(crate) struct RankProc {
+    /// Its rank.
+    pub(crate) rank: usize,
+    /// Its process.
+    pub(crate) child: Child,
+    /// How it ended, once reaped.
+    pub(crate) exit: Option<Cause>,
+}
+
+impl RankProc {
+    fn running(&self) -> bool {
+        self.exit.is_none()
+    }
+
+    /// Reaps the rank if it has exited; returns its cause if it just did.
+    fn reap(&mut self) -> Option<Cause> {
+        if !self.running() {
+            return None;
+        }
+        let cause = match self.child.try_wait() {
+            Ok(None) => return None,
+            Ok(Some(status)) => cause_of(status),
+            Err(e) => {
+                warn!(
+                    rank = self.rank,
+                    pid = self.child.id(),
+                    "cannot wait for rank: {e}; counting it as failed"
+                );
+                Cause::Exit(-1)
+            }
+        };
+        debug!(rank = self.rank, pid = self.child.id(), %cause, "rank ended");
+        self.exit = Some(cause);
+        Some(cause)
+    }
+
+    fn signal(&self, sig: i32) {
+        // Only unreaped ranks are signalled, so the pid (and group id) is still ours.
+        let Ok(pid) = libc::pid_t::try_from(self.child.id()) else {
+            return;
+        };
+        // SAFETY: kill has no memory preconditions; a failure (the group or process is
+        // already gone) is harmless and ignored.
+        unsafe {
+            libc::kill(-pid, sig);
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+fn cause_of(status: ExitStatus) -> Cause {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Cause::Exit(code),
+        (None, Some(sig)) => Cause::Signal(sig),
+        (None, None) => Cause::Exit(-1),
+    }
+}
+
+/// Watches `ranks` until the job ends, and returns how it ended. All ranks are reaped
+/// (or given up on after SIGKILL) when this returns.
+pub(crate) fn supervise(
+    ranks: &mut [RankProc],
+    events: &Receiver<ServerEvent>,
+    signals: &mut SignalWatch,
+    timeout: Option<Duration>,
+) -> Outcome {
+    let start = Instant::now();
+    let mut pending: Option<ServerEvent> = None;
+    loop {
+        if let Some(ServerEvent::Abort { rank, message }) =
+            pending.take().or_else(|| events.try_recv().ok())
+        {
+            warn!(rank, "rank aborted the job: {message}");
+            stop_all(ranks, libc::SIGTERM, signals);
+            return Outcome::Aborted { rank, message };
+        }
+        let mut failed = None;
+        for r in ranks.iter_mut() {
+            if let Some(cause) = r.reap() {
+                if cause != Cause::Exit(0) && failed.is_none() {
+                    failed = Some((r.rank, r.child.id(), cause));
+                }
+            }
+        }
+        if let Some((rank, pid, cause)) = failed {
+            warn!(rank, pid, %cause, "rank failed; stopping the job");
+            stop_all(ranks, libc::SIGTERM, signals);
+            return Outcome::RankFailed { rank, pid, cause };
+        }
+        if ranks.iter().all(|r| !r.running()) {
+            return Outcome::Success;
+        }
+        if let Some(signal) = signals.take() {
+            warn!(
+                "launcher received {}; passing it on to the ranks",
+                SignalName(signal)
+            );
+            stop_all(ranks, signal, signals);
+            return Outcome::Interrupted { signal };
+        }
+        if let Some(after) = timeout {
+            if start.elapsed() >= after {
+                warn!(?after, "job timed out; stopping it");
+                stop_all(ranks, libc::SIGTERM, signals);
+                return Outcome::TimedOut { after };
+            }
+        }
+        match events.recv_timeout(TICK) {
+            Ok(ev) => pending = Some(ev),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => thread::sleep(TICK),
+        }
+    }
+}
+
+/// Sends `first` to every running rank, then SIGKILL after the grace period, and reaps them.
+pub(crate) fn stop_all(ranks: &mut [RankProc], first: i32, signals: &mut SignalWatch) {
+    let running = |ranks: &[RankProc]| ranks.iter().any(RankProc::running);
+    if !running(ranks) {
+        return;
+    }
+    debug!(signal = first, "stopping all ranks");
+    for r in ranks.iter().filter(|r| r.running()) {
+        r.signal(first);
+    }
+    wait_reaped(ranks, GRACE, Some(signals));
+    if running(ranks) {
+        debug!("grace period over; sending SIGKILL");
+        for r in ranks.iter().filter(|r| r.running()) {
+            r.signal(libc::SIGKILL);
+        }
+        wait_reaped(ranks, KILL_WAIT, None);
+    }
+    for r in ranks.iter().filter(|r| r.running()) {
+        warn!(
+            rank = r.rank,
+            pid = r.child.id(),
+            "rank survived SIGKILL for {KILL_WAIT:?}; leaving it behind"
+        );
+    }
+}
+
+/// Reaps ranks until none runs or `within` has passed (or, with `signals`, a new signal arrives).
+fn wait_reaped(ranks: &mut [RankProc], within: Duration, mut signals: Option<&mut SignalWatch>) {
+    let deadline = Instant::now() + within;
+    loop {
+        for r in ranks.iter_mut() {
+            r.reap();
+        }
+        if ranks.iter().all(|r| !r.running()) || Instant::now() >= deadline {
+            return;
+        }
+        if let Some(s) = signals.as_deref_mut() {
+            if s.take().is_some() {
+                debug!("second signal during the grace period; killing now");
+                return;
+            }
+        }
+        thread::sleep(TICK);
+    }
+}

@@ -1,0 +1,266 @@
+//! The launcher with real processes: `nf-launch-testprog` ranks, started through the
+//! library API or through `nf-launch-testrun` when the test must watch the launcher
+//! from outside (its output, its exit code, signals sent to it).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nf_launch::{Cause, LaunchError, LaunchSpec, Outcome};
+
+/// Every job here ends in seconds; this only keeps a broken launcher from hanging the suite.
+const BOUND: Duration = Duration::from_secs(20);
+
+fn spec(n: usize, args: &[&str]) -> LaunchSpec {
+    let mut spec = LaunchSpec::new(n, env!("CARGO_BIN_EXE_nf-launch-testprog"));
+    spec.args = args.iter().map(OsString::from).collect();
+    spec.timeout = Some(Duration::from_secs(60));
+    spec
+}
+
+/// Runs a job through the API; returns its outcome, the hook's job id and the run time.
+fn run(spec: &LaunchSpec) -> (Outcome, String, Duration) {
+    let start = Instant::now();
+    let mut hooked = None;
+    let report = nf_launch::run_with(spec, |job| hooked = Some(job.to_owned())).expect("launch");
+    let took = start.elapsed();
+    assert_eq!(
+        hooked.as_deref(),
+        Some(report.job_id.as_str()),
+        "cleanup hook called with the job id"
+    );
+    let pmi_dir = std::env::temp_dir().join(format!("nf-{}", report.job_id));
+    assert!(
+        !pmi_dir.exists(),
+        "PMI directory {} removed",
+        pmi_dir.display()
+    );
+    assert!(took < BOUND, "job took {took:?}");
+    (report.outcome, report.job_id, took)
+}
+
+#[test]
+fn four_ranks_wire_up() {
+    let (outcome, job, _) = run(&spec(4, &["wireup", "3"]));
+    assert_eq!(outcome, Outcome::Success, "{outcome}");
+    assert_eq!(outcome.exit_code(), 0);
+    assert!(
+        job.starts_with(&format!("{}x", std::process::id())),
+        "{job}"
+    );
+}
+
+#[test]
+fn a_failing_rank_fails_the_job_and_stops_the_others() {
+    let (outcome, _, _) = run(&spec(4, &["exit", "2", "3"]));
+    match &outcome {
+        Outcome::RankFailed {
+            rank: 2,
+            cause: Cause::Exit(3),
+            pid,
+        } => assert!(*pid > 0),
+        other => panic!("expected rank 2 to fail with exit 3, got {other}"),
+    }
+    assert_eq!(outcome.exit_code(), 3);
+    assert!(outcome.to_string().contains("rank 2"), "{outcome}");
+}
+
+#[test]
+fn a_rank_killed_by_a_signal_is_reported() {
+    let (outcome, _, _) = run(&spec(3, &["kill", "1"]));
+    assert!(
+        matches!(
+            outcome,
+            Outcome::RankFailed {
+                rank: 1,
+                cause: Cause::Signal(9),
+                ..
+            }
+        ),
+        "{outcome}"
+    );
+    assert!(
+        outcome.to_string().contains("signal 9 (SIGKILL)"),
+        "{outcome}"
+    );
+    assert_eq!(outcome.exit_code(), 137);
+}
+
+#[test]
+fn a_pmi_abort_tears_the_job_down() {
+    let (outcome, _, _) = run(&spec(3, &["abort", "1"]));
+    match &outcome {
+        Outcome::Aborted { rank: 1, message } => assert!(message.contains("gives up"), "{message}"),
+        other => panic!("expected rank 1 to abort, got {other}"),
+    }
+}
+
+#[test]
+fn the_timeout_stops_the_job() {
+    let mut s = spec(2, &["sleep", "60"]);
+    s.timeout = Some(Duration::from_millis(500));
+    let (outcome, _, took) = run(&s);
+    assert_eq!(
+        outcome,
+        Outcome::TimedOut {
+            after: Duration::from_millis(500)
+        }
+    );
+    assert!(took >= Duration::from_millis(500));
+    assert_eq!(outcome.exit_code(), 124);
+}
+
+#[test]
+fn ranks_that_ignore_sigterm_are_killed_after_the_grace_period() {
+    let mut s = LaunchSpec::new(2, "sh");
+    s.args = vec!["-c".into(), "trap '' TERM; sleep 60".into()];
+    s.timeout = Some(Duration::from_millis(300));
+    let (outcome, _, _) = run(&s);
+    assert!(matches!(outcome, Outcome::TimedOut { .. }), "{outcome}");
+}
+
+#[test]
+fn bad_specs_are_refused_before_anything_starts() {
+    let hook_must_not_run = |job: &str| panic!("cleanup hook ran for {job}");
+    let err = nf_launch::run_with(&spec(0, &["wireup"]), hook_must_not_run).unwrap_err();
+    assert!(matches!(err, LaunchError::NoRanks), "{err}");
+    assert!(err.to_string().contains("at least one rank"), "{err}");
+
+    let missing = LaunchSpec::new(2, "nf-no-such-program");
+    let err = nf_launch::run_with(&missing, hook_must_not_run).unwrap_err();
+    assert!(matches!(err, LaunchError::ProgramNotFound { .. }), "{err}");
+    assert!(err.to_string().contains("nf-no-such-program"), "{err}");
+
+    let not_exec = LaunchSpec::new(
+        2,
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
+    );
+    let err = nf_launch::run_with(&not_exec, hook_must_not_run).unwrap_err();
+    assert!(matches!(err, LaunchError::NotExecutable { .. }), "{err}");
+    assert!(err.to_string().contains("Cargo.toml"), "{err}");
+}
+
+#[test]
+fn extra_environment_reaches_the_ranks_but_not_over_the_contract() {
+    let mut s = LaunchSpec::new(2, "sh");
+    s.args = vec![
+        "-c".into(),
+        r#"test "$MY_VAR" = hello && test "$NF_SIZE" = 2 && test -S "$NF_PMI_ADDR""#.into(),
+    ];
+    s.env = vec![
+        ("MY_VAR".into(), "hello".into()),
+        ("NF_SIZE".into(), "7".into()),
+    ];
+    let (outcome, _, _) = run(&s);
+    assert_eq!(outcome, Outcome::Success, "{outcome}");
+}
+
+/// Starts `nf-launch-testrun LAUNCHER_ARGS -- nf-launch-testprog PROG_ARGS` with piped output.
+fn launcher(launcher_args: &[&str], prog_args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_nf-launch-testrun"))
+        .args(launcher_args)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_nf-launch-testprog"))
+        .args(prog_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start nf-launch-testrun")
+}
+
+/// Waits for a launcher process, at most [`BOUND`].
+fn finish(mut child: Child) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > BOUND {
+            let _ = child.kill();
+            panic!("launcher still running after {BOUND:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("launcher output")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn tagged_output_prefixes_every_line_with_the_rank() {
+    let out = finish(launcher(&["-n", "3", "--tag-output"], &["print"]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "stderr: {stderr}");
+    for r in 0..3 {
+        let mine: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("[{r}] ")))
+            .collect();
+        let want = [
+            format!("[{r}] hello from {r}"),
+            "[{r}] second line".replace("{r}", &r.to_string()),
+        ];
+        assert_eq!(&mine[..2], &want[..], "stdout:\n{stdout}");
+        assert_eq!(
+            mine[2],
+            format!("[{r}] no newline"),
+            "partial last line flushed"
+        );
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l == format!("[{r}] warning from {r}")),
+            "stderr:\n{stderr}"
+        );
+    }
+    assert_eq!(stdout.lines().count(), 9, "stdout:\n{stdout}");
+    assert!(stdout.ends_with('\n'));
+}
+
+#[test]
+fn bind_to_core_pins_each_rank_to_one_cpu() {
+    let out = finish(launcher(
+        &["-n", "2", "--tag-output", "--bind-to", "core"],
+        &["affinity"],
+    ));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let cpus: Vec<String> = (0..2)
+        .map(|r| {
+            let prefix = format!("[{r}] cpus: ");
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("{stdout}"));
+            line[prefix.len()..].to_owned()
+        })
+        .collect();
+    assert!(
+        cpus.iter().all(|c| !c.contains(',')),
+        "one CPU each: {cpus:?}"
+    );
+    let available = thread::available_parallelism().map_or(1, |n| n.get());
+    if available >= 2 {
+        assert_ne!(cpus[0], cpus[1], "ranks on different CPUs");
+    }
+}
+
+#[test]
+fn sigint_to_the_launcher_is_passed_on_and_reported() {
+    let child = launcher(&["-n", "3"], &["sleep", "60"]);
+    // Let the ranks start; a signal before that is handled the same way.
+    thread::sleep(Duration::from_millis(300));
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: plain kill of our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = finish(child);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "stderr: {stderr}");
+    assert!(
+        stderr.contains("interrupted by signal 2 (SIGINT)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cleanup: "), "cleanup hook ran: {stderr}");
+}

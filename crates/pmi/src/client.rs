@@ -1,0 +1,190 @@
+//! The rank's side: put, fence, get, abort and finalize against the launcher.
+
+use std::time::Duration;
+
+use tracing::debug;
+
+use crate::conn::Conn;
+use crate::env::JobEnv;
+use crate::error::PmiError;
+use crate::protocol::{check_key, check_value, Request, Response, MAX_VALUE_LEN};
+
+/// A rank's connection to the launcher's key-value service.
+pub struct Client {
+    env: JobEnv,
+    conn: Conn,
+    epoch: u64,
+    /// Set after a failure that leaves the connection in an unknown state.
+    broken: Option<String>,
+    finalized: bool,
+}
+
+impl Client {
+    /// Connects using the launcher's environment; `Ok(None)` for a singleton run (no `NF_PMI_ADDR`).
+    pub fn from_env() -> Result<Option<Client>, PmiError> {
+        match JobEnv::from_env()? {
+            Some(env) => Client::connect(env).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Connects to the server named in `env` and introduces this rank.
+    pub fn connect(env: JobEnv) -> Result<Client, PmiError> {
+        let conn = Conn::connect(&env.pmi_addr, env.timeout)?;
+        let mut client = Client {
+            env,
+            conn,
+            epoch: 0,
+            broken: None,
+            finalized: false,
+        };
+        let hello = Request::Hello {
+            rank: client.env.rank,
+            size: client.env.size,
+            job_id: client.env.job_id.clone(),
+        };
+        client.expect_ok(&hello)?;
+        debug!(rank = client.env.rank, job = %client.env.job_id, "PMI connected");
+        Ok(client)
+    }
+
+    /// This rank, `0..size()`.
+    pub fn rank(&self) -> usize {
+        self.env.rank
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> usize {
+        self.env.size
+    }
+
+    /// This rank's index among the ranks on its host.
+    pub fn local_rank(&self) -> usize {
+        self.env.local_rank
+    }
+
+    /// Ranks on this host.
+    pub fn local_size(&self) -> usize {
+        self.env.local_size
+    }
+
+    /// The job id: unique per job, safe in file names.
+    pub fn job_id(&self) -> &str {
+        &self.env.job_id
+    }
+
+    /// The deadline of every call.
+    pub fn timeout(&self) -> Duration {
+        self.env.timeout
+    }
+
+    /// Fences this rank has completed.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Stores `value` under `key`; other ranks see it after the next fence.
+    pub fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
+        check_key(key)?;
+        check_value(key, value)?;
+        self.expect_ok(&Request::Put {
+            key: key.to_owned(),
+            value: value.to_owned(),
+        })
+    }
+
+    /// Waits until every rank has reached this fence (bounded by the timeout).
+    pub fn fence(&mut self) -> Result<(), PmiError> {
+        self.expect_ok(&Request::Fence {
+            epoch: self.epoch + 1,
+        })?;
+        self.epoch += 1;
+        Ok(())
+    }
+
+    /// Reads the value under `key`; [`PmiError::KeyNotFound`] when no rank has put it.
+    pub fn get(&mut self, key: &str) -> Result<String, PmiError> {
+        check_key(key)?;
+        match self.call(&Request::Get {
+            key: key.to_owned(),
+        })? {
+            Response::Value { value } => Ok(value),
+            Response::NotFound { key } => Err(PmiError::KeyNotFound { key }),
+            other => Err(unexpected("get", other)),
+        }
+    }
+
+    /// Asks the launcher to tear the whole job down, this rank included, reporting `msg`.
+    ///
+    /// Returns once the launcher has the request; the rank should then exit (or wait to be
+    /// killed). A message over [`MAX_VALUE_LEN`] bytes is cut short.
+    pub fn abort(&mut self, msg: &str) -> Result<(), PmiError> {
+        let mut end = msg.len().min(MAX_VALUE_LEN);
+        while !msg.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.expect_ok(&Request::Abort {
+            message: msg[..end].to_owned(),
+        })
+    }
+
+    /// Says goodbye to the launcher; must be the last call. Calling it again does nothing.
+    pub fn finalize(&mut self) -> Result<(), PmiError> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.expect_ok(&Request::Finalize)?;
+        self.finalized = true;
+        Ok(())
+    }
+
+    fn expect_ok(&mut self, req: &Request) -> Result<(), PmiError> {
+        match self.call(req)? {
+            Response::Ok => Ok(()),
+            other => Err(unexpected(req.op(), other)),
+        }
+    }
+
+    /// Sends one request; error responses become [`PmiError::Refused`].
+    fn call(&mut self, req: &Request) -> Result<Response, PmiError> {
+        let op = req.op();
+        if self.finalized {
+            return Err(PmiError::Finalized { op });
+        }
+        if let Some(first) = &self.broken {
+            return Err(PmiError::Broken {
+                op,
+                first: first.clone(),
+            });
+        }
+        match self.conn.call(req) {
+            Ok(Response::Error { message }) => Err(PmiError::Refused { op, message }),
+            Ok(resp) => Ok(resp),
+            Err(e) => {
+                if e.poisons_connection() {
+                    self.broken = Some(e.to_string());
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+fn unexpected(op: &'static str, resp: Response) -> PmiError {
+    match resp {
+        Response::Error { message } => PmiError::Refused { op, message },
+        other => PmiError::Protocol {
+            op,
+            detail: format!("answer {other:?} does not fit the request"),
+        },
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("env", &self.env)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
