@@ -1,6 +1,7 @@
 //! Active messages: handler ids, the registry, and what a handler receives.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use crate::buf::RecvBuf;
@@ -32,10 +33,29 @@ pub struct Am<'a> {
 /// A registered handler: runs on the receiving rank inside `poll` / a wait.
 pub type Handler = Rc<dyn Fn(&World, &Am<'_>)>;
 
+/// Hashes a handler id to itself: ids are small and chosen by us, and the lookup is
+/// on every message's path (SipHash would cost more than the rest of it).
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u16(&mut self, n: u16) {
+        self.0 = u64::from(n);
+    }
+}
+
 /// Handler id → handler.
 #[derive(Default)]
 pub(crate) struct Registry {
-    map: HashMap<HandlerId, Handler>,
+    map: HashMap<HandlerId, Handler, BuildHasherDefault<IdHasher>>,
 }
 
 impl Registry {

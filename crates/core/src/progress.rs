@@ -45,10 +45,14 @@ impl World {
 
     pub(crate) fn progress(&self) -> Result<usize, CoreError> {
         let mut n = 0;
-        if !self.state.borrow().ctrl.is_empty() {
+        let (ctrl, deferred) = {
+            let st = self.state.borrow();
+            (!st.ctrl.is_empty(), !st.deferred.is_empty())
+        };
+        if ctrl {
             self.flush_ctrl()?;
         }
-        if self.depth.get() == 0 {
+        if deferred && self.depth.get() == 0 {
             n += self.deliver_deferred()?;
         }
         for _ in 0..BATCH {
