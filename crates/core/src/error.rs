@@ -89,3 +89,15 @@ pub enum CoreError {
     #[error("invalid collective call: {0}")]
     Collective(String),
 }
+
+impl CoreError {
+    /// Whether a peer's message caused this (it was dropped; the caller did nothing wrong).
+    pub fn is_peer_fault(&self) -> bool {
+        matches!(
+            self,
+            CoreError::UnknownHandler { .. }
+                | CoreError::Protocol { .. }
+                | CoreError::Transport(nf_transport::TransportError::Corrupt { .. })
+        )
+    }
+}

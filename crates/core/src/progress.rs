@@ -16,6 +16,11 @@
 //!    - `CTS` → note it for our waiting rendezvous send; `DONE` → complete a receive;
 //!    - `FIN` / `NACK` → complete our rendezvous send.
 //!
+//! A packet that breaks the protocol or names an unregistered handler is the
+//! sender's fault, not the caller's: it is dropped, logged, and queued as an error
+//! that [`World::poll`] returns — waits and collectives in progress carry on, so a
+//! bad message can never leave a barrier half done.
+//!
 //! "Nested" means a handler is running or a send waits for credit; user handlers are
 //! then never re-entered, only queued, so a handler can send without recursion. The
 //! collectives' mailbox runs at any depth (it only stores), so a collective called
@@ -38,9 +43,26 @@ const COOP_MIN: usize = 256 * 1024;
 
 impl World {
     /// Makes progress once: runs handlers for what has arrived (at top level).
-    /// Returns how many messages or packets were handled.
+    /// Returns how many messages or packets were handled, or the oldest error a
+    /// peer's bad message caused since the last call (the message was dropped).
     pub fn poll(&self) -> Result<usize, CoreError> {
-        self.progress()
+        let n = self.progress()?;
+        match self.state.borrow_mut().peer_errors.pop_front() {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    /// Keeps an error caused by a peer's message for `poll`; other errors go up.
+    fn absorb(&self, r: Result<(), CoreError>) -> Result<(), CoreError> {
+        match r {
+            Err(e) if e.is_peer_fault() => {
+                tracing::error!(error = %e, "dropped a bad message");
+                self.state.borrow_mut().peer_errors.push_back(e);
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     pub(crate) fn progress(&self) -> Result<usize, CoreError> {
@@ -74,7 +96,7 @@ impl World {
             };
             let r = self.run_handler(&msg.as_am());
             self.state.borrow_mut().give_buffer(msg.payload);
-            r?;
+            self.absorb(r)?;
         }
         Ok(queued)
     }

@@ -76,6 +76,8 @@ pub(crate) struct State {
     pub no_single_copy: Vec<bool>,
     /// Collective messages by (sequence, round, source).
     pub mailbox: HashMap<(u32, u16, usize), Vec<u8>>,
+    /// Errors caused by peers' bad messages, for `poll` to report.
+    pub peer_errors: VecDeque<CoreError>,
     /// Messages delivered to handlers, ever.
     pub delivered: u64,
     /// Spare receive buffers, so large receives do not fault fresh pages every time.

@@ -249,3 +249,38 @@ fn small_packets_take_the_fast_box_and_order_holds_across_paths() {
         .collect();
     assert_eq!(metas, [99, 100]);
 }
+
+#[test]
+fn a_held_fast_packet_is_never_overwritten_even_when_later_ones_are_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut eps = job(&config(dir.path()), 2);
+    for i in 0..16u8 {
+        assert_eq!(eps[0].try_send(1, &[i], &[i; 8]).unwrap(), SendStatus::Sent);
+    }
+    let held = eps[1].poll().unwrap().unwrap();
+    let later: Vec<_> = std::iter::from_fn(|| eps[1].poll().unwrap()).collect();
+    assert_eq!(later.len(), 15);
+    drop(later);
+    assert!(
+        eps[1].poll().unwrap().is_none(),
+        "idle poll publishes what was freed"
+    );
+    // Ticket 16 would reuse the held packet's slot: it must wait.
+    assert_eq!(
+        eps[0].try_send(1, &[16], &[16; 8]).unwrap(),
+        SendStatus::NoCredit
+    );
+    assert_eq!(
+        (held.meta(), held.payload()),
+        (&[0u8][..], &[0u8; 8][..]),
+        "held packet intact"
+    );
+    drop(held);
+    assert!(eps[1].poll().unwrap().is_none());
+    assert_eq!(
+        eps[0].try_send(1, &[16], &[16; 8]).unwrap(),
+        SendStatus::Sent
+    );
+    let p = eps[1].poll().unwrap().unwrap();
+    assert_eq!((p.meta(), p.payload()), (&[16u8][..], &[16u8; 8][..]));
+}

@@ -354,6 +354,8 @@ fn vanish(world: &World, victim: usize) -> Check {
     match world.barrier() {
         Err(CoreError::PeerDied { rank, .. }) if rank == victim => {
             println!("rank {}: peer death detected: rank {rank}", world.rank());
+            // Stay a moment, so the other survivors detect the victim, not us.
+            std::thread::sleep(std::time::Duration::from_secs(1));
             Ok(())
         }
         Err(e) => Err(format!("expected PeerDied for rank {victim}, got {e}")),

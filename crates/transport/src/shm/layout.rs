@@ -23,7 +23,8 @@
 //! Access rules (who writes what):
 //! 1. `SegmentHeader` is written only by the owner before `magic` is stored (Release);
 //!    readers load `magic` (Acquire) first and never write the header.
-//! 2. `CreditLine[s]` is written only by the owner (the receiver), read by sender `s`.
+//! 2. `CreditLine[s]` is written only by the owner (the receiver), read by sender `s`
+//!    only when its cached copy says it is out of frames or fast slots.
 //! 3. `free_head` and `tail` are fetch-and-incremented by senders only; the receiver
 //!    keeps its ring head in private memory (it is the only consumer).
 //! 4. A frame belongs to whoever flipped its `in_use` flag 0 → 1 (a sender), until the
@@ -31,9 +32,11 @@
 //!    Only the current owner reads or writes the frame's header fields and payload.
 //! 5. A slot is written by the sender holding its ticket; `seq` is stored last (Release)
 //!    and is what the receiver polls: an empty poll reads exactly this one cache line.
-//! 6. Fast box `[s]` is written only by sender `s`, one slot at a time, when the slot's
-//!    `seq` is 0; the receiver reads it once `seq` is `ticket + 1` and stores 0 when
-//!    done. A small packet fits the slot's one cache line: sending it moves one line.
+//! 6. Fast box `[s]` is written only by sender `s`: ticket `t` goes to slot
+//!    `t mod FAST_SLOTS`, allowed once `CreditLine[s].fast_released > t - FAST_SLOTS`;
+//!    `seq = t + 1` is stored last. The receiver reads slot `t` once `seq == t + 1`
+//!    and never writes the box: it publishes `fast_released` (tickets freed, in
+//!    order) on its credit line. A small packet moves one cache line, one way.
 //!
 //! Credits (frames per sender per ring, summed ≤ frames) guarantee that a sender with
 //! credit always finds a free frame, and that the ring never holds more tickets than
@@ -85,12 +88,14 @@ pub struct SegmentHeader {
 pub struct CreditLine {
     /// Frames from this sender the receiver has consumed and freed, ever.
     pub returned: AtomicU64,
+    /// Fast-box tickets of this sender the receiver has freed, in order, ever.
+    pub fast_released: AtomicU64,
 }
 
 /// One fast-box slot: a whole small packet in one cache line.
 #[repr(C, align(64))]
 pub struct FastSlot {
-    /// `ticket + 1` when full, 0 when free; stored last by the sender (Release).
+    /// `ticket + 1` of the packet in it; stored last by the sender (Release).
     pub seq: AtomicU64,
     /// Valid metadata bytes at the start of `data`.
     pub meta_len: u8,
@@ -316,8 +321,8 @@ impl View {
     pub fn write_fast(&self, src: usize, ticket: u64, meta: &[u8], payload: &[u8]) {
         assert!(meta.len() + payload.len() <= FAST_DATA);
         let p = self.fast_ptr(src, ticket);
-        // SAFETY: the sender owns a slot whose seq is 0 (rule 6), so nobody else
-        // accesses these bytes until it stores seq; lengths are checked above.
+        // SAFETY: the receiver released this slot's previous ticket (rule 6), so
+        // nobody else accesses these bytes until we store seq; lengths checked above.
         unsafe {
             std::ptr::addr_of_mut!((*p).meta_len).write(meta.len() as u8);
             std::ptr::addr_of_mut!((*p).payload_len).write(payload.len() as u8);

@@ -24,6 +24,7 @@
 //! packet follows the ring, and a large one waits (`NoCredit`).
 
 pub mod cma;
+mod fastbox;
 pub mod layout;
 pub mod segment;
 
@@ -33,6 +34,7 @@ use std::sync::atomic::Ordering;
 
 use crate::error::TransportError;
 use crate::{Messaging, Packet, SendStatus};
+use fastbox::FastReleases;
 use layout::{Geometry, FAST_DATA, FAST_SLOTS, META_MAX};
 use segment::Segment;
 
@@ -71,6 +73,8 @@ struct TxState {
     credit: u64,
     /// Next fast-box ticket.
     fast_tail: u64,
+    /// Last value read from the peer's `fast_released` for us.
+    fast_released: u64,
     /// Whether our last packet went through the fast box.
     last_fast: bool,
 }
@@ -93,11 +97,24 @@ impl TxState {
         }
         self.sent == self.returned
     }
-}
 
-/// Whether the receiver has emptied every slot of our fast box.
-fn fast_drained(seg: &Segment, me: usize) -> bool {
-    (0..FAST_SLOTS as u64).all(|t| seg.view().fast_seq(me, t).load(Ordering::Acquire) == 0)
+    /// Whether fast-box ticket `fast_tail` may be written now.
+    fn fast_slot_free(&mut self, seg: &Segment, me: usize) -> bool {
+        let free = |t: &Self| t.fast_tail - t.fast_released < FAST_SLOTS as u64;
+        if free(self) {
+            return true;
+        }
+        self.fast_released = seg.view().credit(me).fast_released.load(Ordering::Acquire);
+        free(self)
+    }
+
+    /// Whether the receiver has freed every fast-box packet we sent it.
+    fn fast_drained(&mut self, seg: &Segment, me: usize) -> bool {
+        if self.fast_tail != self.fast_released {
+            self.fast_released = seg.view().credit(me).fast_released.load(Ordering::Acquire);
+        }
+        self.fast_tail == self.fast_released
+    }
 }
 
 /// One rank's endpoint of the shm transport.
@@ -111,6 +128,7 @@ pub struct ShmTransport {
     heads: Vec<u64>,
     next_ring: usize,
     fast_heads: Vec<u64>,
+    fast_releases: Rc<FastReleases>,
     next_fast: usize,
     dir: PathBuf,
     job: String,
@@ -144,6 +162,7 @@ impl ShmTransport {
             tx: vec![TxState::default(); size],
             next_ring: 0,
             fast_heads: vec![0; size],
+            fast_releases: Rc::new(FastReleases::new(size)),
             next_fast: 0,
             dir: cfg.dir.clone(),
             job: job.to_owned(),
@@ -259,7 +278,7 @@ impl ShmTransport {
         // SAFETY: we acquired seq == ticket + 1 (layout rule 6); the slices are dropped
         // before this function returns, only their lengths are kept.
         let Some((meta, payload)) = (unsafe { view.read_fast(src, ticket) }) else {
-            seq.store(0, Ordering::Release);
+            self.fast_releases.release(view, src, ticket);
             let why = "fast-box slot lengths exceed the slot".to_string();
             return Err(TransportError::Corrupt {
                 src: src as u32,
@@ -270,7 +289,10 @@ impl ShmTransport {
         let (meta_len, payload_len) = (meta.len(), payload.len());
         Ok(Some(ShmPacket {
             seg: Rc::clone(&self.own),
-            at: At::Fast { ticket },
+            at: At::Fast {
+                ticket,
+                releases: Rc::clone(&self.fast_releases),
+            },
             src,
             meta_len,
             payload_len,
@@ -312,17 +334,19 @@ impl Messaging for ShmTransport {
         };
         let me = self.me;
         let tx = &mut self.tx[dest];
-        if meta.len() + payload.len() <= FAST_DATA && (tx.last_fast || tx.frames_drained(seg, me)) {
-            let seq = seg.view().fast_seq(me, tx.fast_tail);
-            if seq.load(Ordering::Acquire) == 0 {
-                seg.view().write_fast(me, tx.fast_tail, meta, payload);
-                seq.store(tx.fast_tail + 1, Ordering::Release);
-                tx.fast_tail += 1;
-                tx.last_fast = true;
-                return Ok(SendStatus::Sent);
-            }
+        if meta.len() + payload.len() <= FAST_DATA
+            && (tx.last_fast || tx.frames_drained(seg, me))
+            && tx.fast_slot_free(seg, me)
+        {
+            seg.view().write_fast(me, tx.fast_tail, meta, payload);
+            seg.view()
+                .fast_seq(me, tx.fast_tail)
+                .store(tx.fast_tail + 1, Ordering::Release);
+            tx.fast_tail += 1;
+            tx.last_fast = true;
+            return Ok(SendStatus::Sent);
         }
-        if tx.last_fast && !fast_drained(seg, me) {
+        if tx.last_fast && !tx.fast_drained(seg, me) {
             return Ok(SendStatus::NoCredit);
         }
         tx.last_fast = false;
@@ -380,14 +404,22 @@ impl Messaging for ShmTransport {
                 return Ok(Some(p));
             }
         }
+        // Idle: let senders see the fast-box slots we freed (fastbox.rs, rule 2).
+        self.fast_releases.publish(self.own.view());
         Ok(None)
     }
 }
 
 /// Where a received packet sits in our segment.
 enum At {
-    Frame { ring: usize, frame: usize },
-    Fast { ticket: u64 },
+    Frame {
+        ring: usize,
+        frame: usize,
+    },
+    Fast {
+        ticket: u64,
+        releases: Rc<FastReleases>,
+    },
 }
 
 /// A received packet; its frame or fast-box slot is ours until this is dropped,
@@ -412,7 +444,9 @@ impl Packet for ShmPacket {
         unsafe {
             match self.at {
                 At::Frame { ring, frame } => view.frame_meta(ring, frame, self.meta_len),
-                At::Fast { ticket } => view.read_fast(self.src, ticket).map_or(&[][..], |(m, _)| m),
+                At::Fast { ticket, .. } => {
+                    view.read_fast(self.src, ticket).map_or(&[][..], |(m, _)| m)
+                }
             }
         }
     }
@@ -423,7 +457,9 @@ impl Packet for ShmPacket {
         unsafe {
             match self.at {
                 At::Frame { ring, frame } => view.frame_payload(ring, frame, self.payload_len),
-                At::Fast { ticket } => view.read_fast(self.src, ticket).map_or(&[][..], |(_, p)| p),
+                At::Fast { ticket, .. } => {
+                    view.read_fast(self.src, ticket).map_or(&[][..], |(_, p)| p)
+                }
             }
         }
     }
@@ -432,14 +468,14 @@ impl Packet for ShmPacket {
 impl Drop for ShmPacket {
     fn drop(&mut self) {
         let view = self.seg.view();
-        match self.at {
+        match &self.at {
             At::Frame { ring, frame } => {
-                view.in_use(ring, frame).store(0, Ordering::Release);
+                view.in_use(*ring, *frame).store(0, Ordering::Release);
                 view.credit(self.src)
                     .returned
                     .fetch_add(1, Ordering::Release);
             }
-            At::Fast { ticket } => view.fast_seq(self.src, ticket).store(0, Ordering::Release),
+            At::Fast { ticket, releases } => releases.release(view, self.src, *ticket),
         }
     }
 }
