@@ -10,4 +10,4 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
-cargo test --workspace --quiet 2>&1 | tee target/test.log
+cargo test --workspace --no-fail-fast --quiet 2>&1 | tee target/test.log

@@ -1,0 +1,131 @@
+//! The `nf` binary as a user runs it: real processes, real shared memory.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn nf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nf"))
+        .args(args)
+        .output()
+        .expect("run nf")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn zero_ranks_and_missing_programs_are_refused_clearly() {
+    let out = nf(&["run", "-n", "0", "--", "true"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("at least one rank"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = nf(&["run", "-n", "2", "--", "/no/such/program"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("/no/such/program"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn tagged_output_names_each_rank() {
+    let out = nf(&[
+        "run",
+        "-n",
+        "3",
+        "--tag-output",
+        "--",
+        "sh",
+        "-c",
+        "echo hello from $NF_RANK of $NF_SIZE",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for r in 0..3 {
+        assert!(
+            stdout.contains(&format!("[{r}] hello from {r} of 3")),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_killed_rank_fails_the_job_naming_it() {
+    let t = Instant::now();
+    let script = r#"if [ "$NF_RANK" = 1 ]; then kill -9 $$; fi; sleep 30"#;
+    let out = nf(&["run", "-n", "3", "--", "sh", "-c", script]);
+    assert_eq!(out.status.code(), Some(137), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("rank 1") && err.contains("SIGKILL"), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(25),
+        "the sleepers were not stopped"
+    );
+}
+
+#[test]
+fn the_demo_runs_to_completion() {
+    let out = nf(&["demo", "-n", "3", "--laps", "20"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("3 ranks said hello"), "{stdout}");
+    assert!(stdout.contains("60 hops"), "{stdout}");
+    assert!(stdout.contains("sum of ranks = 3"), "{stdout}");
+    assert!(stdout.contains("ping-pong rank 0 <-> rank 1"), "{stdout}");
+}
+
+#[test]
+fn pingpong_writes_json_csv_and_a_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv, png) = (
+        dir.path().join("pp.json"),
+        dir.path().join("pp.csv"),
+        dir.path().join("pp.png"),
+    );
+    let out = nf(&[
+        "bench",
+        "pingpong",
+        "--sizes",
+        "8,100000,2000000",
+        "--iters",
+        "40",
+        "--warmup",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        png.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let sizes: Vec<u64> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [8, 100_000, 2_000_000]);
+    for r in report["results"].as_array().unwrap() {
+        let (min, med, max) = (
+            r["min_us"].as_f64().unwrap(),
+            r["median_us"].as_f64().unwrap(),
+            r["max_us"].as_f64().unwrap(),
+        );
+        assert!(0.0 < min && min <= med && med <= max, "{r}");
+    }
+    assert!(report["poll_empty_ns"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap().lines().count(),
+        4,
+        "header + 3 sizes"
+    );
+    assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+}
