@@ -78,11 +78,18 @@ impl World {
             n += self.deliver_deferred()?;
         }
         for _ in 0..BATCH {
-            let Some(pkt) = self.shm.borrow_mut().poll()? else {
-                break;
+            let polled = self.shm.borrow_mut().poll();
+            let pkt = match polled {
+                Ok(Some(pkt)) => pkt,
+                Ok(None) => break,
+                Err(e) => {
+                    self.absorb(Err(e.into()))?;
+                    continue;
+                }
             };
             n += 1;
-            self.handle_packet(&pkt)?;
+            let handled = self.handle_packet(&pkt);
+            self.absorb(handled)?;
         }
         Ok(n)
     }

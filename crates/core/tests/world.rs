@@ -69,6 +69,16 @@ fn integrity_every_pair_random_sizes_up_to_16_mib() {
 }
 
 #[test]
+fn integrity_with_single_copy_from_20_kb_covers_plain_and_cooperative_reads() {
+    // Below 256 KiB the receiver reads alone; from there the sender writes half.
+    Job::new().expect_success(
+        3,
+        &["integrity", "4", "10", &(3 << 20).to_string()],
+        &[("NF_RNDV_THRESHOLD", "20000")],
+    );
+}
+
+#[test]
 fn integrity_without_single_copy_goes_through_fragments() {
     let huge = (1u64 << 40).to_string();
     Job::new().expect_success(

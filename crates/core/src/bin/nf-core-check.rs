@@ -56,7 +56,7 @@ fn run(args: &[String]) -> Check {
         "vanish" => return vanish(&world, num(args, 1)? as usize),
         m => return Err(format!("unknown mode {m:?}")),
     }
-    world.finalize().map_err(|e| e.to_string())
+    world.finalize().map_err(|e| format!("finalize: {e}"))
 }
 
 /// Deterministic bytes for message `seq` from `src` to `dst`.
@@ -312,10 +312,12 @@ fn bad_input(world: &World) -> Check {
         world.send(0, DATA, &[], &vec![0; limit + 1]),
         "NF_MAX_PAYLOAD",
     )?;
-    world.barrier().map_err(e)?;
+    world.barrier().map_err(|x| format!("first barrier: {x}"))?;
     // Rank 0 sends to a handler no one registered: the receiver reports it, by id and sender.
     if me == 0 && n > 1 {
-        world.send(1, 77, &[], b"who handles this?").map_err(e)?;
+        world
+            .send(1, 77, &[], b"who handles this?")
+            .map_err(|x| format!("send to 77: {x}"))?;
     }
     if me == 1 {
         // Poll until the error surfaces (bounded: the message is already on its way).
@@ -332,7 +334,7 @@ fn bad_input(world: &World) -> Check {
         }
         println!("unknown handler: reported as expected: {msg}");
     }
-    world.barrier().map_err(e)
+    world.barrier().map_err(|x| format!("last barrier: {x}"))
 }
 
 fn die(world: &World, victim: usize) -> Check {
