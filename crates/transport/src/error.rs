@@ -1,5 +1,6 @@
 //! The transport layer's error type.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong moving bytes between two endpoints.
@@ -51,6 +52,43 @@ pub enum TransportError {
         len: usize,
         /// The limit.
         max: usize,
+    },
+    /// A socket operation on a network address failed (binding, polling, connecting).
+    #[error("{what} {addr}: {source}")]
+    Net {
+        /// The operation that failed.
+        what: &'static str,
+        /// The local or remote address it was applied to.
+        addr: SocketAddr,
+        /// The underlying OS error.
+        source: std::io::Error,
+    },
+    /// The connection to a peer broke (closed, reset, timed out or sent garbage);
+    /// nothing more can be sent to or received from that rank.
+    #[error("connection to rank {peer} lost: {why}")]
+    PeerLost {
+        /// The peer's rank.
+        peer: usize,
+        /// What happened, with the remote address where known.
+        why: String,
+    },
+    /// A peer answered our connection with a hello we cannot accept, or none at all.
+    #[error("tcp handshake with rank {peer} at {addr} failed: {why}")]
+    Handshake {
+        /// The rank we were connecting to.
+        peer: usize,
+        /// The address we connected to.
+        addr: SocketAddr,
+        /// What was wrong, and what to check.
+        why: String,
+    },
+    /// A connection that wire-up should have made is missing.
+    #[error("tcp wire-up with rank {peer} failed: {why}")]
+    WireUp {
+        /// The rank without a connection.
+        peer: usize,
+        /// Why, and what to check.
+        why: String,
     },
     /// The operation is not implemented by this transport.
     #[error("{0} is not supported by this transport")]

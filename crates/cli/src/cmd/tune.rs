@@ -77,7 +77,8 @@ pub fn main(a: TuneArgs) -> anyhow::Result<i32> {
             println!("{size:>10} {frag:>14.2} {single:>14.2}");
         }
         let threshold = (0..rows.len())
-            .find(|&i| rows[i..].iter().all(|r| r.2 < r.1))
+            .find(|&i| rows[i..].iter().all(|r| r.2 <= r.1 * TOLERANCE))
+
             .map(|i| rows[i].0);
         let tuned = Tuned {
             rndv_threshold: Some(threshold.unwrap_or(SIZES[SIZES.len() - 1])),
