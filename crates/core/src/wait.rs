@@ -47,7 +47,10 @@ impl Waiter {
     }
 }
 
-/// Cores this process may run on.
+/// Online cores of this host. Not this process's affinity mask: a rank pinned to
+/// one core (`nf run --bind-to core`) still has that core to itself.
 pub fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    // SAFETY: sysconf takes an integer name and has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
 }

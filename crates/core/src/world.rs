@@ -115,6 +115,8 @@ pub struct World {
     /// >0 while a handler runs or a send waits: packets are then queued, not handled.
     pub(crate) depth: Cell<u32>,
     pub(crate) coll_seq: Cell<u32>,
+    /// Largest payload of one shm packet (cached: it is on every send's path).
+    frame_payload: usize,
     /// Payload size from which sends go single-copy; starts at the configured value.
     rndv_threshold: Cell<usize>,
     job: String,
@@ -154,6 +156,8 @@ impl World {
             size,
             waiter: Waiter::new(cfg.wait, boot.local_size),
             rndv_threshold: Cell::new(cfg.rndv_threshold),
+            frame_payload: shm.max_payload(),
+
             cfg,
             shm: RefCell::new(shm),
             single_copy,
@@ -289,7 +293,7 @@ impl World {
             st.deferred.push_back(msg);
             return Ok(());
         }
-        let frame_payload = self.shm.borrow().max_payload();
+        let frame_payload = self.frame_payload;
         if payload.len() <= frame_payload {
             let meta = Meta::Eager { handler, header }.encode();
             return self.send_packet(dest, meta.as_bytes(), payload);
@@ -477,10 +481,13 @@ impl Drop for Nested<'_> {
 }
 
 /// Escalating idle policy plus a rate-limited check that peers are alive.
+///
+/// The clock is read only once a wait has been idle for a while: a wait that ends
+/// at the first poll (the common case for small messages) costs no clock read.
 pub(crate) struct Backoff<'a> {
     world: &'a World,
     idle: u32,
-    last_check: std::time::Instant,
+    last_check: Option<std::time::Instant>,
 }
 
 impl<'a> Backoff<'a> {
@@ -488,7 +495,7 @@ impl<'a> Backoff<'a> {
         Backoff {
             world,
             idle: 0,
-            last_check: std::time::Instant::now(),
+            last_check: None,
         }
     }
 
@@ -500,8 +507,13 @@ impl<'a> Backoff<'a> {
         }
         self.idle = self.idle.saturating_add(1);
         self.world.waiter.idle(self.idle);
-        if self.idle.is_multiple_of(64) && self.last_check.elapsed() >= self.world.cfg.peer_check {
-            self.last_check = std::time::Instant::now();
+        if !self.idle.is_multiple_of(64) {
+            return None;
+        }
+        let now = std::time::Instant::now();
+        let since = *self.last_check.get_or_insert(now);
+        if now - since >= self.world.cfg.peer_check {
+            self.last_check = Some(now);
             return self.world.dead_peer();
         }
         None

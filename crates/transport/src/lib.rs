@@ -7,11 +7,13 @@
 //! receiver (credit-based flow control: a full receiver is [`SendStatus::NoCredit`],
 //! an outcome to retry after polling, not a failure).
 //!
-//! Transports: [`shm`] (same host). `tcp` and `ofi` follow the same traits.
+//! Transports: [`shm`] (same host), [`tcp`] (between hosts). `ofi` follows the same
+//! traits.
 #![warn(missing_docs)]
 
 pub mod error;
 pub mod shm;
+pub mod tcp;
 
 pub use error::TransportError;
 pub use shm::layout::META_MAX;

@@ -11,7 +11,7 @@ fn config(dir: &std::path::Path) -> ShmConfig {
         dir: dir.to_owned(),
         rings: 1,
         frames: 8,
-        frame_size: 256,
+        frame_size: 1024,
     }
 }
 
@@ -35,7 +35,7 @@ fn packets_arrive_intact_and_in_order() {
     let mut eps = job(&config(dir.path()), 2);
     let mut got = Vec::new();
     for i in 0..1000u32 {
-        let payload: Vec<u8> = (0..(i as usize % 193))
+        let payload: Vec<u8> = (0..(i as usize % 900))
             .map(|b| (b as u32 ^ i) as u8)
             .collect();
         while eps[0].try_send(1, &i.to_le_bytes(), &payload).unwrap() == SendStatus::NoCredit {
@@ -51,7 +51,7 @@ fn packets_arrive_intact_and_in_order() {
     for (i, (src, meta, payload)) in got.into_iter().enumerate() {
         assert_eq!(src, 0);
         assert_eq!(meta, (i as u32).to_le_bytes());
-        let want: Vec<u8> = (0..(i % 193))
+        let want: Vec<u8> = (0..(i % 900))
             .map(|b| (b as u32 ^ i as u32) as u8)
             .collect();
         assert_eq!(payload, want, "packet {i}");
@@ -68,7 +68,7 @@ fn credit_runs_out_and_comes_back_when_packets_are_freed() {
     let dir = tempfile::tempdir().unwrap();
     let mut eps = job(&config(dir.path()), 3);
     // Payloads too big for the fast box. 8 frames shared by 3 senders: 2 each.
-    let [a, b, c, x] = [[b'a'; 100], [b'b'; 100], [b'c'; 100], [b'x'; 100]];
+    let [a, b, c, x] = [[b'a'; 600], [b'b'; 600], [b'c'; 600], [b'x'; 600]];
     assert_eq!(eps[0].try_send(2, &[], &a).unwrap(), SendStatus::Sent);
     assert_eq!(eps[0].try_send(2, &[], &b).unwrap(), SendStatus::Sent);
     assert_eq!(eps[0].try_send(2, &[], &c).unwrap(), SendStatus::NoCredit);
@@ -103,7 +103,7 @@ fn several_rings_per_receiver_keep_per_sender_order() {
     for round in 0..50u32 {
         for s in 0..3 {
             while eps[s]
-                .try_send(3, &round.to_le_bytes(), &[s as u8; 64])
+                .try_send(3, &round.to_le_bytes(), &[s as u8; 600])
                 .unwrap()
                 == SendStatus::NoCredit
             {
@@ -119,7 +119,7 @@ fn drain_checking(ep: &mut ShmTransport, next: &mut [u32; 4]) {
     while let Some(p) = ep.poll().unwrap() {
         let seq = u32::from_le_bytes(p.meta().try_into().unwrap());
         assert_eq!(seq, next[p.src()], "order from sender {}", p.src());
-        assert_eq!(p.payload(), [p.src() as u8; 64]);
+        assert_eq!(p.payload(), [p.src() as u8; 600]);
         next[p.src()] += 1;
     }
 }
@@ -139,10 +139,10 @@ fn bad_arguments_are_typed_errors() {
         ),
         "no shm path to self"
     );
-    let big = vec![0u8; 256];
+    let big = vec![0u8; 1024];
     assert!(matches!(
         eps[0].try_send(1, &[], &big),
-        Err(TransportError::TooLarge { max: 192, .. })
+        Err(TransportError::TooLarge { max: 960, .. })
     ));
     assert!(matches!(
         eps[0].try_send(1, &[0; 49], b""),
@@ -220,7 +220,7 @@ fn small_packets_take_the_fast_box_and_order_holds_across_paths() {
         SendStatus::NoCredit
     );
     // A large packet may not overtake the small ones still in the box.
-    let big = [0xEEu8; 150];
+    let big = [0xEEu8; 600];
     assert_eq!(
         eps[0].try_send(1, &[99], &big).unwrap(),
         SendStatus::NoCredit

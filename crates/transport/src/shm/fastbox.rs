@@ -11,6 +11,7 @@
 //!    believing the box is full).
 //!
 //! Publishing lazily is what keeps the receiver from writing to the sender's lines
+
 //! on every message.
 
 use std::cell::Cell;

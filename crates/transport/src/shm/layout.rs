@@ -11,7 +11,7 @@
 //!  64            +-----------------------------+
 //!                | CreditLine[nsenders]        |  one line per sender: frames the receiver gave back
 //!                +-----------------------------+
-//!                | FastSlot[nsenders][FAST]    |  per sender a single-producer box of one-line slots
+//!                | FastSlot[nsenders][FAST]    |  per sender a single-producer box of 8-line slots
 //!                +-----------------------------+
 //!  ring r        | RingControl     (2 lines)   |  free_head (senders F&I) | tail (senders F&I)
 //!                | Slot[frames]    (16 B each) |  seq (ready flag, = ticket + 1) and frame index
@@ -57,7 +57,10 @@ pub const FRAME_HEADER: usize = 64;
 /// Slots per fast box (per sender, per receiver); a power of two.
 pub const FAST_SLOTS: usize = 16;
 /// Bytes of metadata plus payload a fast-box slot carries.
-pub const FAST_DATA: usize = CACHE_LINE - 16;
+pub const FAST_DATA: usize = FAST_SLOT_LINES * CACHE_LINE - 16;
+/// Cache lines per fast-box slot. The ready word and the first 48 data bytes share
+/// line 0, so an 8 B message touches one line; up to ~490 B avoid the rings.
+pub const FAST_SLOT_LINES: usize = 8;
 
 /// The first cache line of a segment.
 #[repr(C, align(64))]
@@ -92,16 +95,17 @@ pub struct CreditLine {
     pub fast_released: AtomicU64,
 }
 
-/// One fast-box slot: a whole small packet in one cache line.
+/// One fast-box slot: a whole small packet, its ready word on the first line.
 #[repr(C, align(64))]
 pub struct FastSlot {
     /// `ticket + 1` of the packet in it; stored last by the sender (Release).
     pub seq: AtomicU64,
     /// Valid metadata bytes at the start of `data`.
     pub meta_len: u8,
+    _pad0: u8,
     /// Valid payload bytes after the metadata.
-    pub payload_len: u8,
-    _pad: [u8; 6],
+    pub payload_len: u16,
+    _pad: [u8; 4],
     /// Metadata, then payload.
     pub data: [u8; FAST_DATA],
 }
@@ -147,8 +151,10 @@ const _: () = assert!(std::mem::size_of::<SegmentHeader>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<CreditLine>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<RingControl>() == 2 * CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<Slot>() == 16);
-const _: () = assert!(std::mem::size_of::<FastSlot>() == CACHE_LINE);
+const _: () = assert!(std::mem::size_of::<FastSlot>() == FAST_SLOT_LINES * CACHE_LINE);
 const _: () = assert!(FAST_SLOTS.is_power_of_two());
+const FAST_SLOT_BYTES: usize = FAST_SLOT_LINES * CACHE_LINE;
+
 const _: () = assert!(std::mem::size_of::<FrameHeader>() == FRAME_HEADER);
 
 /// The geometry of a segment: everything needed to compute offsets.
@@ -174,7 +180,7 @@ impl Geometry {
     }
 
     fn ring_offset(&self, ring: usize) -> usize {
-        self.fast_offset() + self.nsenders * FAST_SLOTS * CACHE_LINE + ring * self.ring_len()
+        self.fast_offset() + self.nsenders * FAST_SLOTS * FAST_SLOT_BYTES + ring * self.ring_len()
     }
 
     fn slots_len(&self) -> usize {
@@ -308,7 +314,7 @@ impl View {
         assert!(src < self.geo.nsenders, "fast box {src} out of range");
         let i = src * FAST_SLOTS + (ticket as usize & (FAST_SLOTS - 1));
         // SAFETY: in bounds by the assert, the mask and the geometry.
-        unsafe { self.base.add(self.geo.fast_offset() + i * CACHE_LINE) as *mut FastSlot }
+        unsafe { self.base.add(self.geo.fast_offset() + i * FAST_SLOT_BYTES) as *mut FastSlot }
     }
 
     /// The `seq` word of slot `ticket mod FAST_SLOTS` in sender `src`'s fast box.
@@ -325,7 +331,7 @@ impl View {
         // nobody else accesses these bytes until we store seq; lengths checked above.
         unsafe {
             std::ptr::addr_of_mut!((*p).meta_len).write(meta.len() as u8);
-            std::ptr::addr_of_mut!((*p).payload_len).write(payload.len() as u8);
+            std::ptr::addr_of_mut!((*p).payload_len).write(payload.len() as u16);
             let d = std::ptr::addr_of_mut!((*p).data) as *mut u8;
             std::ptr::copy_nonoverlapping(meta.as_ptr(), d, meta.len());
             std::ptr::copy_nonoverlapping(payload.as_ptr(), d.add(meta.len()), payload.len());

@@ -16,9 +16,10 @@
 //!
 //! Receiving polls the slot at each ring's private head: one cache line when empty.
 //!
-//! Small packets (metadata + payload ≤ 48 B) go through the pair's *fast box*
-//! instead: a single-producer ring of one-line slots, so a small message moves one
-//! cache line. To keep per-pair order across the two paths, a sender switches path
+//! Small packets (metadata + payload ≤ 496 B) go through the pair's *fast box*
+//! instead: a single-producer ring of 8-line slots whose ready word shares the first
+//! line with the first 48 bytes, so an 8 B message moves one cache line.
+//! To keep per-pair order across the two paths, a sender switches path
 //! only when the other one is drained: to the fast box once the receiver has freed
 //! all our frames, to the rings once all our fast slots are empty; until then a small
 //! packet follows the ring, and a large one waits (`NoCredit`).

@@ -1,0 +1,97 @@
+//! Where the progress thread leaves arrivals for the poll loop (seed 002's unified
+//! polling: the network side deposits into memory the poll loop reads).
+//!
+//! Rules:
+//! 1. Only the progress thread pushes (and the sending thread, for a connection it
+//!    found broken); only the transport's owner takes.
+//! 2. `count` is raised after the items are in the queue, so a non-zero `count` seen by
+//!    the taker means the lock holds at least that many items; an empty poll is one
+//!    atomic load.
+//! 3. The taker takes everything at once (one lock per batch, not per packet).
+//! 4. Memory is bounded: the progress thread stops reading sockets while `bytes`
+//!    exceeds the limit (then TCP's own window stops the sender), after announcing it
+//!    in `stalled`; the taker wakes it after taking. Both sides use `SeqCst` so that
+//!    one of them always sees the other (a stall is never missed).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::TcpPacket;
+use crate::error::TransportError;
+
+/// One arrival: a packet, or the news that a connection broke.
+pub(crate) type Arrival = Result<TcpPacket, TransportError>;
+
+/// Locks a mutex, recovering the data if a thread panicked while holding it (every
+/// critical section here leaves its data consistent between statements).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Arrival>,
+    bytes: usize,
+}
+
+/// The arrival queue shared by the progress thread and the poll loop.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    queue: Mutex<Queue>,
+    count: AtomicUsize,
+    bytes: AtomicUsize,
+    stalled: AtomicBool,
+}
+
+impl Inbox {
+    /// Appends `batch` (emptying it); `bytes` is the sum of its packets' sizes.
+    pub(crate) fn push(&self, batch: &mut Vec<Arrival>, bytes: usize) {
+        if batch.is_empty() {
+            return;
+        }
+        let n = batch.len();
+        {
+            let mut q = lock(&self.queue);
+            q.items.extend(batch.drain(..));
+            q.bytes += bytes;
+        }
+        self.bytes.fetch_add(bytes, Ordering::SeqCst);
+        self.count.fetch_add(n, Ordering::Release);
+    }
+
+    /// Moves every queued arrival into `into` (which must be empty). Returns whether
+    /// anything was taken and whether the progress thread waits to be woken.
+    pub(crate) fn take_all(&self, into: &mut VecDeque<Arrival>) -> (bool, bool) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return (false, false);
+        }
+        let bytes = {
+            let mut q = lock(&self.queue);
+            std::mem::swap(&mut q.items, into);
+            std::mem::take(&mut q.bytes)
+        };
+        self.count.fetch_sub(into.len(), Ordering::AcqRel);
+        self.bytes.fetch_sub(bytes, Ordering::SeqCst);
+        let wake =
+            self.stalled.load(Ordering::SeqCst) && self.stalled.swap(false, Ordering::SeqCst);
+        (true, wake)
+    }
+
+    /// Whether more than `limit` bytes wait to be taken.
+    pub(crate) fn over(&self, limit: usize) -> bool {
+        self.bytes.load(Ordering::SeqCst) > limit
+    }
+
+    /// The progress thread is about to stop reading because the inbox is over `limit`:
+    /// announces it, then re-checks. Returns false if the taker drained the inbox in
+    /// between (keep reading), true if the thread must wait to be woken.
+    pub(crate) fn stall(&self, limit: usize) -> bool {
+        self.stalled.store(true, Ordering::SeqCst);
+        if self.bytes.load(Ordering::SeqCst) > limit {
+            return true;
+        }
+        self.stalled.store(false, Ordering::SeqCst);
+        false
+    }
+}

@@ -1,0 +1,394 @@
+//! `tcp`: the transport between hosts when nothing faster is there.
+//!
+//! Wire-up (the core drives it, with the launcher's key-value store and fences):
+//! 1. [`TcpTransport::listen`] binds a listener on `(bind, any port)` and starts the
+//!    transport's one progress thread; [`TcpTransport::local_addr`] is what the core
+//!    publishes for the peers.
+//! 2. After a job-wide fence, [`TcpTransport::connect`] gets every peer's address
+//!    (`None` for peers reached another way, and for ourselves). Each pair gets one
+//!    connection: the lower rank dials the higher one and they exchange hellos
+//!    ([`handshake`]); the call returns once every expected connection is up, or
+//!    fails after `connect_timeout` naming the missing rank.
+//!
+//! Sending a packet to a peer (the caller's thread, never blocking; see [`conn`]):
+//! 1. Nothing queued for that peer → header, metadata and payload go out in one
+//!    vectored write; what the socket did not take is queued.
+//! 2. Bytes queued → the packet joins the queue while the queue stays within
+//!    `queue_limit`, otherwise [`SendStatus::NoCredit`]: the caller polls (making
+//!    progress on its own receives) and retries: credit-based flow control.
+//! 3. The progress thread, or the next send, drains the queue when the socket is
+//!    writable. Per-pair order holds because each pair has one stream and one queue.
+//!
+//! Receiving (seed 002's unified polling; see [`progress`] and [`recv`]):
+//! 1. The progress thread sleeps in epoll; on arrival it reads whole frames (lengths
+//!    checked before anything is allocated) and deposits them in the inbox.
+//! 2. [`Messaging::poll`] takes from the inbox: when it is empty that is one atomic
+//!    load, about what polling shared memory costs.
+//! 3. The inbox is bounded (`recv_limit`): past it, the progress thread stops reading
+//!    and TCP's window stops the sender, whose queue fills, whose sends get `NoCredit`.
+//!
+//! Faults:
+//! 1. A connection that closes without a goodbye, is reset, times out (`dead_after`)
+//!    or carries a malformed frame is closed; `poll` returns one
+//!    [`TransportError::PeerLost`] for it after the packets that arrived before, and
+//!    every later send to that rank fails with the same reason. Nothing hangs.
+//! 2. A connection to the listener that does not complete a valid hello within
+//!    `hello_timeout` is closed with a warning naming the remote address and the
+//!    reason; the listener keeps serving.
+//!
+//! Shutdown (dropping the transport):
+//! 1. A goodbye frame is queued behind each peer's traffic; the queues are flushed for
+//!    at most `linger`, then each connection is shut for writing. A peer that reads
+//!    the goodbye marks us [`PeerState::Left`]: no error, since leaving is normal.
+//! 2. The progress thread is told to stop, woken, and joined (bounded wait).
+//! 3. The sockets close. [`TcpTransport::abort`] skips step 1, as a crash would.
+
+mod conn;
+mod handshake;
+mod inbox;
+mod progress;
+mod recv;
+pub mod wire;
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::error::TransportError;
+use crate::{Messaging, Packet, SendStatus, META_MAX};
+use conn::{Link, Peer};
+use inbox::{lock, Arrival, Inbox};
+use wire::Hello;
+
+/// Settings of the tcp transport (the core fills them from `NF_TCP_*`).
+#[derive(Debug, Clone)]
+pub struct TcpConfig {
+    /// Address to listen on (an interface of this host).
+    pub bind: IpAddr,
+    /// The job cookie: connections presenting another one are refused.
+    pub cookie: u64,
+    /// Largest payload of one packet; every rank must use the same value.
+    pub max_payload: usize,
+    /// Bytes queued per peer before sends to it get `NoCredit`.
+    pub queue_limit: usize,
+    /// Bytes of arrived packets held for `poll` before the progress thread stops
+    /// reading (the receiver-side bound).
+    pub recv_limit: usize,
+    /// How long wire-up may take: dialling, hellos and waiting for lower ranks.
+    pub connect_timeout: Duration,
+    /// How long an accepted connection may take to send its hello.
+    pub hello_timeout: Duration,
+    /// A peer that stops acknowledging (host down, link cut) is lost after about this.
+    pub dead_after: Duration,
+    /// How long dropping the transport waits to flush queued packets and goodbyes.
+    pub linger: Duration,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            cookie: 0,
+            max_payload: 256 * 1024,
+            queue_limit: 4 << 20,
+            recv_limit: 64 << 20,
+            connect_timeout: Duration::from_secs(30),
+            hello_timeout: Duration::from_secs(2),
+            dead_after: Duration::from_secs(20),
+            linger: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What is known about the connection to a peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerState {
+    /// No connection: not yet wired up, or not reached over tcp.
+    Unconnected,
+    /// Connected.
+    Up,
+    /// The peer said goodbye: it left the job normally.
+    Left,
+    /// The connection broke.
+    Lost,
+}
+
+/// What the owner and the progress thread share.
+pub(crate) struct Shared {
+    pub(crate) cfg: TcpConfig,
+    /// Our hello (rank, job size, cookie, max payload).
+    pub(crate) hello: Hello,
+    /// Every rank of the job, indexed by rank.
+    pub(crate) peers: Vec<Peer>,
+    pub(crate) inbox: Inbox,
+    /// Connections the owner dialled, for the progress thread to watch.
+    pub(crate) dialled: Mutex<Vec<(usize, Arc<TcpStream>)>>,
+    pub(crate) stop: AtomicBool,
+}
+
+/// One rank's endpoint of the tcp transport.
+pub struct TcpTransport {
+    sh: Arc<Shared>,
+    waker: mio::Waker,
+    thread: Option<JoinHandle<()>>,
+    /// Arrivals taken from the inbox, not yet returned by `poll`.
+    taken: VecDeque<Arrival>,
+    addr: SocketAddr,
+    graceful: bool,
+}
+
+impl TcpTransport {
+    /// Step 1 of wire-up: listens on `(cfg.bind, any port)` and starts the progress
+    /// thread, as rank `me` of `size`.
+    pub fn listen(cfg: TcpConfig, me: usize, size: usize) -> Result<Self, TransportError> {
+        if me >= size {
+            return Err(TransportError::NoPeer { dest: me, size });
+        }
+        let too_big = |what: &str, v: usize| {
+            TransportError::Config(format!("tcp {what} {v} does not fit in 32 bits"))
+        };
+        let size32 = u32::try_from(size).map_err(|_| too_big("job size", size))?;
+        let max32 =
+            u32::try_from(cfg.max_payload).map_err(|_| too_big("max_payload", cfg.max_payload))?;
+        if cfg.max_payload == 0 {
+            return Err(TransportError::Config(
+                "tcp max_payload must be at least 1 B".into(),
+            ));
+        }
+        let want = SocketAddr::new(cfg.bind, 0);
+        let net = |what, addr, source| TransportError::Net { what, addr, source };
+        let listener =
+            TcpListener::bind(want).map_err(|e| net("binding a tcp listener on", want, e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| net("reading the address of the listener on", want, e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| net("configuring the listener on", addr, e))?;
+        let (poll, waker) = progress::prepare(&listener)
+            .map_err(|e| net("creating an epoll instance for", addr, e))?;
+        let hello = Hello {
+            cookie: cfg.cookie,
+            rank: me as u32,
+            size: size32,
+            max_payload: max32,
+        };
+        let sh = Arc::new(Shared {
+            cfg,
+            hello,
+            peers: (0..size).map(Peer::new).collect(),
+            inbox: Inbox::default(),
+            dialled: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+        });
+        let thread = progress::spawn(Arc::clone(&sh), poll, listener)
+            .map_err(|e| net("starting the progress thread of", addr, e))?;
+        Ok(TcpTransport {
+            sh,
+            waker,
+            thread: Some(thread),
+            taken: VecDeque::new(),
+            addr,
+            graceful: true,
+        })
+    }
+
+    /// Step 2 of wire-up: connects to every peer with an address (indexed by rank;
+    /// `None` for ourselves and for peers reached another way). Every rank must call
+    /// it with the same table, after a fence that follows everyone's `listen`.
+    pub fn connect(&mut self, peers: &[Option<SocketAddr>]) -> Result<(), TransportError> {
+        let (me, size) = (self.rank(), self.size());
+        if peers.len() != size {
+            return Err(TransportError::Config(format!(
+                "tcp connect got {} addresses for a job of {size} ranks",
+                peers.len()
+            )));
+        }
+        let cfg = &self.sh.cfg;
+        let deadline = Instant::now() + cfg.connect_timeout;
+        for (p, addr) in peers.iter().enumerate().skip(me + 1) {
+            let Some(addr) = *addr else { continue };
+            if self.sh.peers[p].was_connected() {
+                continue;
+            }
+            let stream = Arc::new(handshake::dial(
+                addr,
+                p,
+                &self.sh.hello,
+                deadline,
+                cfg.dead_after,
+            )?);
+            self.sh.peers[p].install(Arc::clone(&stream), addr);
+            lock(&self.sh.dialled).push((p, stream));
+            self.wake()?;
+        }
+        loop {
+            let missing: Vec<usize> = (0..me)
+                .filter(|&p| peers[p].is_some() && !self.sh.peers[p].was_connected())
+                .collect();
+            let Some(&first) = missing.first() else {
+                return Ok(());
+            };
+            if Instant::now() >= deadline {
+                return Err(TransportError::WireUp {
+                    peer: first,
+                    why: format!(
+                        "it did not connect to us at {} within {:?} (ranks missing: {missing:?}); \
+                         check that it reached wire-up and can reach this address",
+                        self.addr, cfg.connect_timeout
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The address peers must connect to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// This endpoint's rank.
+    pub fn rank(&self) -> usize {
+        self.sh.hello.rank as usize
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> usize {
+        self.sh.peers.len()
+    }
+
+    /// The state of the connection to `peer` (`Unconnected` for an unknown rank).
+    pub fn peer_state(&self, peer: usize) -> PeerState {
+        let Some(p) = self.sh.peers.get(peer) else {
+            return PeerState::Unconnected;
+        };
+        match lock(&p.tx).link {
+            Link::Down => PeerState::Unconnected,
+            Link::Up(_) => PeerState::Up,
+            Link::Left(_) => PeerState::Left,
+            Link::Lost(_) => PeerState::Lost,
+        }
+    }
+
+    /// Closes every connection without the goodbye, as a crashed process would (the
+    /// peers see their connection lost); for fault tests and emergency exits.
+    pub fn abort(mut self) {
+        self.graceful = false;
+    }
+
+    fn wake(&self) -> Result<(), TransportError> {
+        self.waker.wake().map_err(|source| TransportError::Net {
+            what: "waking the tcp progress thread of",
+            addr: self.addr,
+            source,
+        })
+    }
+}
+
+impl Messaging for TcpTransport {
+    type Packet = TcpPacket;
+
+    fn max_payload(&self) -> usize {
+        self.sh.cfg.max_payload
+    }
+
+    fn try_send(
+        &mut self,
+        dest: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<SendStatus, TransportError> {
+        if meta.len() > META_MAX {
+            return Err(TransportError::TooLarge {
+                len: meta.len(),
+                max: META_MAX,
+            });
+        }
+        if payload.len() > self.sh.cfg.max_payload {
+            return Err(TransportError::TooLarge {
+                len: payload.len(),
+                max: self.sh.cfg.max_payload,
+            });
+        }
+        let Some(peer) = self.sh.peers.get(dest) else {
+            return Err(TransportError::NoPeer {
+                dest,
+                size: self.size(),
+            });
+        };
+        peer.try_send(meta, payload, self.sh.cfg.queue_limit, &self.sh.inbox)
+    }
+
+    fn poll(&mut self) -> Result<Option<TcpPacket>, TransportError> {
+        if self.taken.is_empty() {
+            let (got, wake) = self.sh.inbox.take_all(&mut self.taken);
+            if wake {
+                self.wake()?;
+            }
+            if !got {
+                return Ok(None);
+            }
+        }
+        self.taken.pop_front().transpose()
+    }
+}
+
+impl Drop for TcpTransport {
+    fn drop(&mut self) {
+        let (peers, inbox) = (&self.sh.peers, &self.sh.inbox);
+        if self.graceful {
+            for p in peers {
+                p.say_goodbye(inbox);
+            }
+            let deadline = Instant::now() + self.sh.cfg.linger;
+            while !peers.iter().all(|p| p.flush_queue(inbox)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            for p in peers {
+                p.shutdown(Shutdown::Write);
+            }
+        }
+        self.sh.stop.store(true, Ordering::Release);
+        let _ = self.waker.wake();
+        if let Some(thread) = self.thread.take() {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !thread.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                tracing::warn!(addr = %self.addr, "tcp: progress thread did not stop; leaving it");
+            }
+        }
+        for p in peers {
+            p.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A received packet; owns its bytes.
+pub struct TcpPacket {
+    src: usize,
+    meta_len: usize,
+    /// Metadata, then payload.
+    data: Vec<u8>,
+}
+
+impl Packet for TcpPacket {
+    fn src(&self) -> usize {
+        self.src
+    }
+
+    fn meta(&self) -> &[u8] {
+        &self.data[..self.meta_len]
+    }
+
+    fn payload(&self) -> &[u8] {
+        &self.data[self.meta_len..]
+    }
+}

@@ -1,0 +1,205 @@
+//! One peer's connection, receiving side: turns the byte stream into packets.
+//!
+//! Reading (the progress thread, when the socket is readable):
+//! 1. Bytes are read into a staging buffer, so many small frames cost one `read`.
+//! 2. Complete frames are cut out of it: the header is checked first (lengths within
+//!    bounds), then metadata and payload are copied into the packet's own buffer.
+//! 3. A frame whose body is large is read straight into its packet buffer (allocated
+//!    once at the checked length, never initialised twice), the staging buffer being
+//!    only for what had already arrived.
+//! 4. Before every `read`, packets cut so far go to the inbox; if the inbox is over
+//!    its limit, reading stops ([`Outcome::Full`]).
+//! 5. Reading goes on until the socket has nothing more (edge-triggered polling), or
+//!    until a byte budget is spent, so one busy peer cannot starve the others.
+
+use std::io::{self, Read};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+use super::inbox::{Arrival, Inbox};
+use super::wire::{Header, Kind, HEADER_LEN};
+use super::TcpPacket;
+
+/// Size of the staging buffer.
+const STAGING: usize = 64 * 1024;
+/// Frames with a body from this size up are read straight into their buffer.
+const DIRECT: usize = 16 * 1024;
+
+/// Why a reader stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The socket has nothing more for now.
+    Blocked,
+    /// The byte budget is spent; more may be waiting.
+    Budget,
+    /// The inbox is over its limit.
+    Full,
+    /// The peer said goodbye.
+    Bye,
+    /// The connection is closed or failed.
+    Closed(String),
+    /// The peer sent something that is not a valid frame.
+    Garbage(String),
+}
+
+/// A frame body being read straight into its packet buffer.
+struct Body {
+    meta_len: usize,
+    data: Vec<u8>,
+    len: usize,
+}
+
+/// Receiving state of one connection.
+pub(crate) struct Reader {
+    pub(crate) stream: Arc<TcpStream>,
+    rank: usize,
+    staging: Box<[u8]>,
+    start: usize,
+    end: usize,
+    body: Option<Body>,
+}
+
+impl Reader {
+    /// A reader for the connection to `rank`.
+    pub(crate) fn new(stream: Arc<TcpStream>, rank: usize) -> Reader {
+        Reader {
+            stream,
+            rank,
+            staging: vec![0; STAGING].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            body: None,
+        }
+    }
+
+    /// Reads and delivers frames as described in the module docs.
+    pub(crate) fn read(
+        &mut self,
+        inbox: &Inbox,
+        max_payload: usize,
+        limit: usize,
+        budget: usize,
+    ) -> Outcome {
+        let mut batch: Vec<Arrival> = Vec::new();
+        let mut bytes = 0;
+        let mut spent = 0;
+        loop {
+            if let Some(mut body) = self.body.take() {
+                let before = body.data.len();
+                let want = (body.len - before) as u64;
+                // `read_to_end` reads into the spare capacity without zeroing it; on
+                // WouldBlock the bytes read so far stay appended.
+                let r = (&*self.stream).take(want).read_to_end(&mut body.data);
+                spent += body.data.len() - before;
+                if body.data.len() == body.len {
+                    bytes += body.data.len();
+                    batch.push(Ok(TcpPacket {
+                        src: self.rank,
+                        meta_len: body.meta_len,
+                        data: body.data,
+                    }));
+                } else {
+                    let why = match r {
+                        Ok(_) => mid_packet(body.data.len(), body.len),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            self.body = Some(body);
+                            inbox.push(&mut batch, bytes);
+                            return Outcome::Blocked;
+                        }
+                        Err(e) => format!("read failed: {e}"),
+                    };
+                    inbox.push(&mut batch, bytes);
+                    return Outcome::Closed(why);
+                }
+            }
+            if let Err(why) = self.cut_frames(&mut batch, &mut bytes, max_payload) {
+                inbox.push(&mut batch, bytes);
+                return why;
+            }
+            if self.body.is_some() {
+                continue;
+            }
+            inbox.push(&mut batch, bytes);
+            bytes = 0;
+            if spent >= budget {
+                return Outcome::Budget;
+            }
+            if inbox.over(limit) {
+                return Outcome::Full;
+            }
+            match (&*self.stream).read(&mut self.staging[self.end..]) {
+                Ok(0) if self.end > self.start => {
+                    return Outcome::Closed(format!(
+                        "connection closed in the middle of a frame ({} bytes of it arrived)",
+                        self.end - self.start
+                    ))
+                }
+                Ok(0) => return Outcome::Closed("connection closed without goodbye".into()),
+                Ok(n) => {
+                    self.end += n;
+                    spent += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Blocked,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Outcome::Closed(format!("read failed: {e}")),
+            }
+        }
+    }
+
+    /// Cuts complete frames out of the staging buffer; starts a direct body read for a
+    /// large frame; compacts what is left to the buffer's start.
+    fn cut_frames(
+        &mut self,
+        batch: &mut Vec<Arrival>,
+        bytes: &mut usize,
+        max_payload: usize,
+    ) -> Result<(), Outcome> {
+        while self.end - self.start >= HEADER_LEN {
+            let mut raw = [0u8; HEADER_LEN];
+            raw.copy_from_slice(&self.staging[self.start..self.start + HEADER_LEN]);
+            let header = Header::decode(&raw, max_payload).map_err(Outcome::Garbage)?;
+            if header.kind == Kind::Bye {
+                self.start += HEADER_LEN;
+                return Err(Outcome::Bye);
+            }
+            let need = header.body_len();
+            let from = self.start + HEADER_LEN;
+            let have = self.end - from;
+            if have >= need {
+                *bytes += need;
+                batch.push(Ok(TcpPacket {
+                    src: self.rank,
+                    meta_len: header.meta_len as usize,
+                    data: self.staging[from..from + need].to_vec(),
+                }));
+                self.start = from + need;
+            } else if need >= DIRECT {
+                let mut data = Vec::with_capacity(need);
+                data.extend_from_slice(&self.staging[from..self.end]);
+                self.body = Some(Body {
+                    meta_len: header.meta_len as usize,
+                    data,
+                    len: need,
+                });
+                self.start = 0;
+                self.end = 0;
+                return Ok(());
+            } else {
+                break;
+            }
+        }
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.start > 0 {
+            self.staging.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        Ok(())
+    }
+}
+
+fn mid_packet(got: usize, len: usize) -> String {
+    format!("connection closed in the middle of a packet ({got} of {len} body bytes arrived)")
+}
