@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use plotters::style::register_font;
 
@@ -161,97 +162,90 @@ pub fn plot_pingpong(reports: &[(&str, &Report)], path: impl AsRef<Path>) -> Res
         .map_err(|e| draw_err(&e))?;
     let panels = root.split_evenly((1, 2));
 
-    let size_label = |v: &f64| fmt_size(v.round() as usize);
-    let colors = |i: usize| Palette99::pick(i).to_rgba();
-
-    // Left: latency, log-log.
-    {
-        let mut chart = ChartBuilder::on(&panels[0])
-            .caption("half round trip (median)", (FAMILY, 22))
-            .margin(15)
-            .x_label_area_size(55)
-            .y_label_area_size(80)
-            .build_cartesian_2d(x_range.clone().log_scale().base(2.0), l_range.log_scale())
-            .map_err(|e| draw_err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("message size")
-            .y_desc("half round trip (µs)")
-            .x_labels(12)
-            .y_labels(12)
-            .x_label_formatter(&size_label)
-            .y_label_formatter(&|v: &f64| fmt_number(*v))
-            .label_style((FAMILY, 15))
-            .axis_desc_style((FAMILY, 18))
-            .draw()
-            .map_err(|e| draw_err(&e))?;
-        for (i, (label, pts)) in series.iter().enumerate() {
-            let c = colors(i);
-            chart
-                .draw_series(
-                    LineSeries::new(pts.iter().map(|p| (p.0, p.1)), c.stroke_width(2))
-                        .point_size(4),
-                )
-                .map_err(|e| draw_err(&e))?
-                .label(*label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FAMILY, 17))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| draw_err(&e))?;
-    }
-
-    // Right: bandwidth, log size axis, linear rate axis.
-    {
-        let mut chart = ChartBuilder::on(&panels[1])
-            .caption("bandwidth (size / mean half round trip)", (FAMILY, 22))
-            .margin(15)
-            .x_label_area_size(55)
-            .y_label_area_size(90)
-            .build_cartesian_2d(x_range.log_scale().base(2.0), b_range)
-            .map_err(|e| draw_err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("message size")
-            .y_desc("bandwidth (MB/s, MB = 10^6 B)")
-            .x_labels(12)
-            .y_labels(10)
-            .x_label_formatter(&size_label)
-            .y_label_formatter(&|v: &f64| fmt_number(*v))
-            .label_style((FAMILY, 15))
-            .axis_desc_style((FAMILY, 18))
-            .draw()
-            .map_err(|e| draw_err(&e))?;
-        for (i, (label, pts)) in series.iter().enumerate() {
-            let c = colors(i);
-            chart
-                .draw_series(
-                    LineSeries::new(pts.iter().map(|p| (p.0, p.2)), c.stroke_width(2))
-                        .point_size(4),
-                )
-                .map_err(|e| draw_err(&e))?
-                .label(*label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FAMILY, 17))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| draw_err(&e))?;
-    }
+    let left = Panel {
+        caption: "half round trip (median)",
+        y_desc: "half round trip (µs)",
+        y_labels: 12,
+        y_area: 80,
+    };
+    let right = Panel {
+        caption: "bandwidth (size / mean half round trip)",
+        y_desc: "bandwidth (MB/s, MB = 10^6 B)",
+        y_labels: 10,
+        y_area: 90,
+    };
+    let x = || x_range.clone().log_scale().base(2.0);
+    draw_panel(&panels[0], &left, x(), l_range.log_scale(), &series, |p| {
+        p.1
+    })
+    .map_err(|e| draw_err(&e))?;
+    draw_panel(&panels[1], &right, x(), b_range, &series, |p| p.2).map_err(|e| draw_err(&e))?;
     root.present().map_err(|e| draw_err(&e))?;
+    Ok(())
+}
+
+/// Titles and sizes of one panel.
+struct Panel {
+    caption: &'static str,
+    y_desc: &'static str,
+    y_labels: usize,
+    y_area: u32,
+}
+
+/// Draws one panel: axes over message size (log 2), one line per series with `y` of
+/// each point, and a legend.
+fn draw_panel<'a, DB, Y>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+    x: impl AsRangedCoord<CoordDescType = LogCoord<f64>, Value = f64>,
+    y: Y,
+    series: &[(&'a str, Vec<Point>)],
+    pick: fn(&Point) -> f64,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let mut chart = ChartBuilder::on(area)
+        .caption(panel.caption, (FAMILY, 22))
+        .margin(15)
+        .x_label_area_size(55)
+        .y_label_area_size(panel.y_area)
+        .build_cartesian_2d(x, y)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("message size")
+        .y_desc(panel.y_desc)
+        .x_labels(12)
+        .y_labels(panel.y_labels)
+        .x_label_formatter(&|v: &f64| fmt_size(v.round() as usize))
+        .y_label_formatter(&|v: &f64| fmt_number(*v))
+        .label_style((FAMILY, 15))
+        .axis_desc_style((FAMILY, 18))
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, (label, pts)) in series.iter().enumerate() {
+        let c = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(
+                LineSeries::new(pts.iter().map(|p| (p.0, pick(p))), c.stroke_width(2))
+                    .point_size(4),
+            )
+            .map_err(|e| err(&e))?
+            .label(*label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font((FAMILY, 17))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
     Ok(())
 }
 

@@ -94,41 +94,56 @@ struct Inbox {
     errors: Vec<String>,
 }
 
-fn verifying_handler(world: &World, inbox: Rc<RefCell<Inbox>>) -> Result<(), CoreError> {
+/// Registers the checking handler on every rank, then waits for all to have done so.
+fn verifying_inbox(world: &World) -> Result<Rc<RefCell<Inbox>>, String> {
+    let inbox = Rc::new(RefCell::new(Inbox {
+        next: vec![0; world.size()],
+        ..Inbox::default()
+    }));
+    let ib = Rc::clone(&inbox);
     let me = world.rank();
-    world.register(DATA, move |_, am| {
-        let mut ib = inbox.borrow_mut();
-        let seq = u64::from_le_bytes(am.header.try_into().unwrap_or([0xff; 8]));
-        if seq != ib.next[am.src] {
-            let e = format!(
-                "from {}: got message {seq}, expected {}",
-                am.src, ib.next[am.src]
-            );
-            ib.errors.push(e);
-        }
-        let mut want = vec![0u8; am.payload.len()];
-        fill(&mut want, am.src, me, seq);
-        if want != am.payload {
-            let e = format!(
-                "from {}: message {seq} ({} B) corrupted",
-                am.src,
-                am.payload.len()
-            );
-            ib.errors.push(e);
-        }
-        ib.next[am.src] = seq + 1;
-        ib.bytes += am.payload.len() as u64;
-    })
+    world
+        .register(DATA, move |_, am| {
+            let mut ib = ib.borrow_mut();
+            let seq = u64::from_le_bytes(am.header.try_into().unwrap_or([0xff; 8]));
+            if seq != ib.next[am.src] {
+                let e = format!(
+                    "from {}: got message {seq}, expected {}",
+                    am.src, ib.next[am.src]
+                );
+                ib.errors.push(e);
+            }
+            let mut want = vec![0u8; am.payload.len()];
+            fill(&mut want, am.src, me, seq);
+            if want != am.payload {
+                let e = format!(
+                    "from {}: message {seq} ({} B) corrupted",
+                    am.src,
+                    am.payload.len()
+                );
+                ib.errors.push(e);
+            }
+            ib.next[am.src] = seq + 1;
+            ib.bytes += am.payload.len() as u64;
+        })
+        .map_err(|e| e.to_string())?;
+    world.barrier().map_err(|e| e.to_string())?;
+    Ok(inbox)
+}
+
+/// The mismatches the handler recorded, as a failure.
+fn inbox_ok(inbox: &RefCell<Inbox>) -> Check {
+    let ib = inbox.borrow();
+    if ib.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ib.errors.join("; "))
+    }
 }
 
 fn integrity(world: &World, seed: u64, count: usize, max: usize) -> Check {
     let (me, n) = (world.rank(), world.size());
-    let inbox = Rc::new(RefCell::new(Inbox {
-        next: vec![0; n],
-        ..Inbox::default()
-    }));
-    verifying_handler(world, Rc::clone(&inbox)).map_err(|e| e.to_string())?;
-    world.barrier().map_err(|e| e.to_string())?;
+    let inbox = verifying_inbox(world)?;
     let mut rng = seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ (me as u64 + 1);
     let mut buf = Vec::new();
     for seq in 0..count as u64 {
@@ -149,10 +164,8 @@ fn integrity(world: &World, seed: u64, count: usize, max: usize) -> Check {
     }
     let done = || inbox.borrow().next.iter().all(|&c| c == count as u64);
     world.wait_until(done).map_err(|e| e.to_string())?;
+    inbox_ok(&inbox)?;
     let ib = inbox.borrow();
-    if !ib.errors.is_empty() {
-        return Err(ib.errors.join("; "));
-    }
     println!(
         "rank {me}: integrity ok, {} messages, {} bytes received",
         count * n,
@@ -163,12 +176,7 @@ fn integrity(world: &World, seed: u64, count: usize, max: usize) -> Check {
 
 fn flood(world: &World, count: usize, size: usize) -> Check {
     let (me, n) = (world.rank(), world.size());
-    let inbox = Rc::new(RefCell::new(Inbox {
-        next: vec![0; n],
-        ..Inbox::default()
-    }));
-    verifying_handler(world, Rc::clone(&inbox)).map_err(|e| e.to_string())?;
-    world.barrier().map_err(|e| e.to_string())?;
+    let inbox = verifying_inbox(world)?;
     if me != 0 {
         let mut buf = vec![0u8; size];
         for seq in 0..count as u64 {
@@ -180,10 +188,7 @@ fn flood(world: &World, count: usize, size: usize) -> Check {
     } else {
         let done = || inbox.borrow().next[1..].iter().all(|&c| c == count as u64);
         world.wait_until(done).map_err(|e| e.to_string())?;
-        let ib = inbox.borrow();
-        if !ib.errors.is_empty() {
-            return Err(ib.errors.join("; "));
-        }
+        inbox_ok(&inbox)?;
         println!(
             "rank 0: flood ok, {} messages from {} senders",
             count * (n - 1),
@@ -195,12 +200,7 @@ fn flood(world: &World, count: usize, size: usize) -> Check {
 
 fn head_to_head(world: &World, count: usize, size: usize) -> Check {
     let (me, n) = (world.rank(), world.size());
-    let inbox = Rc::new(RefCell::new(Inbox {
-        next: vec![0; n],
-        ..Inbox::default()
-    }));
-    verifying_handler(world, Rc::clone(&inbox)).map_err(|e| e.to_string())?;
-    world.barrier().map_err(|e| e.to_string())?;
+    let inbox = verifying_inbox(world)?;
     if me < 2 && n >= 2 {
         let peer = 1 - me;
         let mut buf = vec![0u8; size];
@@ -213,10 +213,7 @@ fn head_to_head(world: &World, count: usize, size: usize) -> Check {
         world
             .wait_until(|| inbox.borrow().next[peer] == count as u64)
             .map_err(|e| e.to_string())?;
-        let ib = inbox.borrow();
-        if !ib.errors.is_empty() {
-            return Err(ib.errors.join("; "));
-        }
+        inbox_ok(&inbox)?;
         println!("rank {me}: head-to-head ok, {count} × {size} B each way");
     }
     Ok(())
