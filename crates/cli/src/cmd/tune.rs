@@ -78,7 +78,6 @@ pub fn main(a: TuneArgs) -> anyhow::Result<i32> {
         }
         let threshold = (0..rows.len())
             .find(|&i| rows[i..].iter().all(|r| r.2 <= r.1 * TOLERANCE))
-
             .map(|i| rows[i].0);
         let tuned = Tuned {
             rndv_threshold: Some(threshold.unwrap_or(SIZES[SIZES.len() - 1])),
