@@ -1,0 +1,349 @@
+#!/bin/sh
+# Guest-side checks of the kernel 9P harness (busybox sh, run by /init once the server is
+# mounted on /mnt). Prints one "KTEST ok NAME [detail]" or "KTEST FAIL NAME WHY" line per
+# check and "KTEST info ..." lines the host uses for its own checks. Exits 0 when it got
+# to the end (whatever the results); /init then prints "KTEST done" and powers off.
+#
+# Kernel command line parameters (set by run.sh):
+#   nf9p.subdir=REL      where the harness's export directory appears under /mnt (.)
+#   nf9p.block=REL       file under /mnt whose open or read blocks in the server
+#                        (default: SUBDIR/blocking, a file the host holds a lease on)
+#   nf9p.flushwait=S     seconds a blocked reader may take to exit after SIGINT (10)
+#   nf9p.checktimeout=S  seconds one check may take before it is killed (60)
+#   nf9p.datasum=SHA256  checksum of SUBDIR/data.bin
+#
+# The export directory prepared by run.sh holds:
+#   hello.txt ("hello from kernel9p\n"), data.bin (random, sha256 = datasum),
+#   sub/nested.txt ("nested file\n"), fifo (a FIFO), blocking (lease-held regular file).
+
+# The c_* checks are called indirectly ("c_$2"), and ls is part of what is tested.
+# shellcheck disable=SC2317,SC2010,SC2012
+PATH=/bin
+param() { # param KEY DEFAULT
+    v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^nf9p\.$1=//p" | tail -n 1)
+    echo "${v:-$2}"
+}
+
+SUBDIR=$(param subdir .)
+if [ "$SUBDIR" = . ]; then R=/mnt; else R=/mnt/$SUBDIR; fi
+BLOCK=$(param block "")
+if [ -z "$BLOCK" ]; then BLOCK=$R/blocking; else BLOCK=/mnt/$BLOCK; fi
+FLUSH_WAIT=$(param flushwait 10)
+CHECK_TIMEOUT=$(param checktimeout 60)
+DATASUM=$(param datasum "")
+HELLO="hello from kernel9p"
+W=$R/gdir
+
+fail() {
+    echo "$*"
+    exit 1
+}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# ---- the checks (each runs in its own process, under a timeout) ----
+
+c_ls_root() {
+    out=$(ls -a "$R") || fail "ls $R failed"
+    for n in hello.txt data.bin sub fifo; do
+        echo "$out" | grep -qx "$n" || fail "ls $R lacks $n (got: $(echo "$out" | tr '\n' ' '))"
+    done
+}
+
+c_cat() {
+    got=$(cat "$R/hello.txt") || fail "cat hello.txt failed"
+    [ "$got" = "$HELLO" ] || fail "hello.txt reads '$got'"
+}
+
+c_stat() {
+    got=$(stat -c '%s %F' "$R/hello.txt") || fail "stat hello.txt failed"
+    [ "$got" = "20 regular file" ] || fail "stat hello.txt: '$got', want '20 regular file'"
+    got=$(stat -c '%F' "$R/sub") || fail "stat sub failed"
+    [ "$got" = directory ] || fail "stat sub: '$got'"
+}
+
+c_statfs() {
+    stat -f "$R" >/dev/null || fail "statfs $R failed"
+}
+
+c_read_big() {
+    [ -n "$DATASUM" ] || fail "no nf9p.datasum given"
+    got=$(sha "$R/data.bin") || fail "reading data.bin failed"
+    [ "$got" = "$DATASUM" ] || fail "data.bin sha256 $got, want $DATASUM"
+}
+
+c_read_offset() {
+    a=$(dd if="$R/data.bin" bs=1000 skip=123 count=7 2>/dev/null | sha256sum) || fail "dd skip failed"
+    b=$(tail -c +123001 "$R/data.bin" | head -c 7000 | sha256sum) || fail "tail failed"
+    [ "$a" = "$b" ] || fail "dd skip=123 bs=1000 count=7 differs from the same bytes read sequentially"
+}
+
+c_subdir() {
+    ls "$R/sub" | grep -qx nested.txt || fail "ls sub lacks nested.txt"
+    got=$(cat "$R/sub/nested.txt") || fail "cat sub/nested.txt failed"
+    [ "$got" = "nested file" ] || fail "sub/nested.txt reads '$got'"
+}
+
+c_mkdir() {
+    mkdir "$W" || fail "mkdir $W failed"
+    mkdir -p "$W/a/b" || fail "mkdir -p $W/a/b failed"
+    [ -d "$W/a/b" ] || fail "$W/a/b is not a directory after mkdir"
+}
+
+c_echo_write() {
+    mkdir -p "$W"
+    echo "hello-guest" >"$W/echo.txt" || fail "echo > echo.txt failed"
+    got=$(cat "$W/echo.txt") || fail "cat echo.txt failed"
+    [ "$got" = hello-guest ] || fail "echo.txt reads '$got'"
+}
+
+c_echo_append() {
+    mkdir -p "$W"
+    echo one >"$W/app.txt" || fail "echo > app.txt failed"
+    echo two >>"$W/app.txt" || fail "echo >> app.txt failed"
+    got=$(tr '\n' ' ' <"$W/app.txt") || fail "reading app.txt failed"
+    [ "$got" = "one two " ] || fail "app.txt reads '$got'"
+}
+
+c_cp() {
+    mkdir -p "$W"
+    cp "$R/data.bin" "$W/copy.bin" || fail "cp data.bin failed"
+    cmp "$R/data.bin" "$W/copy.bin" || fail "copy.bin differs from data.bin"
+}
+
+c_dd_write() {
+    dd if=/dev/urandom of=/tmp/rand bs=65536 count=16 2>/dev/null || fail "local dd failed"
+    # 100000-byte writes: not a multiple of any msize, so writes straddle message limits.
+    dd if=/tmp/rand of="$R/big.bin" bs=100000 conv=fsync 2>/dev/null || fail "dd to big.bin failed"
+    a=$(sha /tmp/rand)
+    b=$(sha "$R/big.bin") || fail "reading big.bin back failed"
+    [ "$a" = "$b" ] || fail "big.bin reads back $b, wrote $a"
+    echo "$a" >/tmp/bigsum
+}
+
+c_dd_notrunc() {
+    mkdir -p "$W"
+    head -c 4096 /dev/zero | tr '\0' a >"$W/patch.bin" || fail "creating patch.bin failed"
+    printf XYZ | dd of="$W/patch.bin" bs=1 seek=1000 conv=notrunc 2>/dev/null || fail "dd seek=1000 conv=notrunc failed"
+    got=$(stat -c %s "$W/patch.bin")
+    [ "$got" = 4096 ] || fail "patch.bin size $got after an in-place write, want 4096"
+    got=$(dd if="$W/patch.bin" bs=1 skip=999 count=5 2>/dev/null)
+    [ "$got" = aXYZa ] || fail "bytes 999..1003 read '$got', want aXYZa"
+}
+
+c_truncate() {
+    mkdir -p "$W"
+    printf 0123456789 >"$W/trunc.txt" || fail "write trunc.txt failed"
+    truncate -s 4 "$W/trunc.txt" || fail "truncate -s 4 failed"
+    got=$(cat "$W/trunc.txt")
+    [ "$got" = 0123 ] || fail "after truncate -s 4 reads '$got'"
+    truncate -s 8 "$W/trunc.txt" || fail "truncate -s 8 failed"
+    got=$(stat -c %s "$W/trunc.txt")
+    [ "$got" = 8 ] || fail "size $got after truncate -s 8"
+}
+
+c_chmod() {
+    mkdir -p "$W"
+    : >"$W/mode.txt" || fail "create mode.txt failed"
+    chmod 640 "$W/mode.txt" || fail "chmod 640 failed"
+    got=$(stat -c %a "$W/mode.txt")
+    [ "$got" = 640 ] || fail "mode $got after chmod 640"
+}
+
+c_rename() {
+    mkdir -p "$W/rdir"
+    echo r >"$W/old.txt" || fail "write old.txt failed"
+    mv "$W/old.txt" "$W/new.txt" || fail "mv old.txt new.txt failed"
+    [ ! -e "$W/old.txt" ] || fail "old.txt still exists after mv"
+    mv "$W/new.txt" "$W/rdir/moved.txt" || fail "mv into a subdirectory failed"
+    got=$(cat "$W/rdir/moved.txt")
+    [ "$got" = r ] || fail "moved.txt reads '$got'"
+}
+
+c_symlink() {
+    mkdir -p "$W"
+    ln -s ../hello.txt "$W/link" || fail "ln -s failed"
+    got=$(readlink "$W/link")
+    [ "$got" = ../hello.txt ] || fail "readlink gives '$got'"
+    got=$(cat "$W/link")
+    [ "$got" = "$HELLO" ] || fail "cat through the symlink reads '$got'"
+}
+
+c_readdir_many() {
+    mkdir "$R/many" || fail "mkdir many failed"
+    i=0
+    while [ "$i" -lt 300 ]; do
+        : >"$R/many/file-with-a-longish-name-$i" || fail "create file $i failed"
+        i=$((i + 1))
+    done
+    n=$(ls "$R/many" | wc -l)
+    [ "$n" = 300 ] || fail "ls many lists $n entries, want 300"
+    rm -r "$R/many" || fail "rm -r many failed"
+}
+
+c_fifo() {
+    [ -p "$R/fifo" ] || fail "fifo is not a FIFO here: $(stat -c %F "$R/fifo" 2>&1)"
+    # Opening a FIFO on a 9P mount gives a pipe local to this kernel (v9fs makes it a
+    # special inode); its data never goes over 9P. This checks that the server's mode
+    # bits are right and that mkfifo (Tmknod) works.
+    (echo ping >"$R/fifo") &
+    read -r line <"$R/fifo"
+    wait
+    [ "$line" = ping ] || fail "read '$line' from the fifo"
+    mkdir -p "$W"
+    mkfifo "$W/newfifo" || fail "mkfifo (Tmknod) failed"
+    [ -p "$W/newfifo" ] || fail "newfifo is not a FIFO"
+}
+
+c_rm() {
+    mkdir -p "$W"
+    echo x >"$W/gone.txt" || fail "write gone.txt failed"
+    rm "$W/gone.txt" || fail "rm gone.txt failed"
+    [ ! -e "$W/gone.txt" ] || fail "gone.txt still there after rm"
+    rm -r "$W" || fail "rm -r $W failed"
+    [ ! -e "$W" ] || fail "$W still there after rm -r"
+}
+
+c_host_write() {
+    echo "written by the guest" >"$R/guest-wrote.txt" || fail "write guest-wrote.txt failed"
+}
+
+c_after_flush() {
+    got=$(cat "$R/hello.txt") || fail "cat hello.txt failed after the flush"
+    [ "$got" = "$HELLO" ] || fail "hello.txt reads '$got' after the flush"
+    ls "$R" >/dev/null || fail "ls failed after the flush"
+}
+
+if [ "${1:-}" = one ]; then
+    "c_$2"
+    exit $?
+fi
+
+run() {
+    out=$(timeout -s KILL "$CHECK_TIMEOUT" sh "$0" one "$1" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        echo "KTEST ok $1"
+    else
+        why=$(printf '%s\n' "$out" | sed '/^$/d' | tail -n 1)
+        [ $rc -ge 128 ] && why="killed after ${CHECK_TIMEOUT}s (hung?) $why"
+        echo "KTEST FAIL $1 ${why:-exit status $rc}"
+    fi
+}
+
+# ---- blocked read interrupted by a signal (Tflush) ----
+# A reader opens and reads BLOCK; a prober waits until the reader sleeps inside a 9P
+# request (p9_client_rpc in /proc/PID/wchan or stack), sends SIGINT, and requires the
+# reader to exit within FLUSH_WAIT seconds. The kernel answers the signal by sending
+# Tflush for the pending tag and waiting (uninterruptibly) for Rflush, so a server that
+# never answers the flush leaves the reader stuck for good: the prober then reports the
+# failure and powers the guest off itself.
+# The reader runs in the foreground: background jobs of a shell without job control
+# ignore SIGINT, which would make the signal a no-op.
+flush_check() {
+    name=flush_blocked_read
+    if [ ! -e "$BLOCK" ]; then
+        echo "KTEST FAIL $name $BLOCK does not exist"
+        return
+    fi
+    if [ -p "$BLOCK" ]; then
+        echo "KTEST FAIL $name $BLOCK is a FIFO: the kernel serves FIFO I/O locally, no 9P request would block"
+        return
+    fi
+    rm -f /tmp/rdr.pid /tmp/flush.res
+    (
+        i=0
+        while [ ! -s /tmp/rdr.pid ] && [ $i -lt 100 ]; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        pid=$(cat /tmp/rdr.pid 2>/dev/null)
+        if [ -z "$pid" ]; then
+            echo "FAIL the reader did not start" >/tmp/flush.res
+            exit 0
+        fi
+        i=0
+        op=""
+        while [ "$i" -lt 150 ]; do
+            if ! kill -0 "$pid" 2>/dev/null; then
+                echo "FAIL the reader of $BLOCK finished without blocking" >/tmp/flush.res
+                exit 0
+            fi
+            wchan=$(cat "/proc/$pid/wchan" 2>/dev/null)
+            stack=$(cat "/proc/$pid/stack" 2>/dev/null)
+            case "$wchan $stack" in
+            *p9_client_rpc* | *p9_client_zc_rpc*)
+                op=$(echo "$stack" | grep -o 'p9_client_[a-z_]*' | grep -v '_rpc$' | head -n 1)
+                op=${op:-$wchan}
+                break
+                ;;
+            esac
+            sleep 0.1
+            i=$((i + 1))
+        done
+        if [ -z "$op" ]; then
+            echo "FAIL the reader of $BLOCK is not waiting in a 9P request after 15 s (wchan: $wchan)" >/tmp/flush.res
+            kill -KILL "$pid" 2>/dev/null
+            exit 0
+        fi
+        # Still asleep in the same 9P request a second later: blocked, not just slow.
+        sleep 1
+        wchan=$(cat "/proc/$pid/wchan" 2>/dev/null)
+        stack=$(cat "/proc/$pid/stack" 2>/dev/null)
+        case "$wchan $stack" in
+        *"$op"*) ;;
+        *)
+            echo "FAIL the reader of $BLOCK left $op within 1 s (not blocked; wchan now: ${wchan:-none})" >/tmp/flush.res
+            exit 0
+            ;;
+        esac
+        t0=$(uptime_s)
+        kill -INT "$pid"
+        while kill -0 "$pid" 2>/dev/null; do
+            dt=$(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN { printf "%.1f", b - a }')
+            if awk -v d="$dt" -v w="$FLUSH_WAIT" 'BEGIN { exit !(d > w) }'; then
+                echo "KTEST FAIL $name reader blocked in $op still there ${FLUSH_WAIT}s after SIGINT (Tflush not answered?)"
+                echo "KTEST FAIL aborted the remaining checks (a reader is stuck in 9P); powering off"
+                sync
+                poweroff -f
+                exit 0
+            fi
+            sleep 0.1
+        done
+        dt=$(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN { printf "%.1f", b - a }')
+        echo "ok blocked in $op, exited ${dt}s after SIGINT" >/tmp/flush.res
+    ) &
+    prober=$!
+    sh -c 'echo $$ >/tmp/rdr.pid; exec cat "$1" >/dev/null' sh "$BLOCK"
+    rc=$?
+    wait "$prober"
+    res=$(cat /tmp/flush.res 2>/dev/null)
+    case "$res" in
+    ok*)
+        if [ "$rc" -eq 130 ]; then
+            echo "KTEST ok $name ${res#ok }"
+        else
+            echo "KTEST FAIL $name the reader exited with status $rc, not killed by SIGINT (130) (${res#ok })"
+        fi
+        ;;
+    FAIL*) echo "KTEST FAIL $name ${res#FAIL }" ;;
+    *) echo "KTEST FAIL $name no result from the prober (reader status $rc)" ;;
+    esac
+}
+
+for c in ls_root cat stat statfs read_big read_offset subdir mkdir echo_write echo_append \
+    cp dd_write dd_notrunc truncate chmod rename symlink readdir_many fifo rm host_write; do
+    run "$c"
+done
+[ -s /tmp/bigsum ] && echo "KTEST info bigsum $(cat /tmp/bigsum)"
+flush_check
+run after_flush
+cd /
+if out=$(umount /mnt 2>&1); then
+    echo "KTEST ok umount"
+else
+    echo "KTEST FAIL umount $out"
+fi
+exit 0
