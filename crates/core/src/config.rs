@@ -11,10 +11,15 @@
 //! | `NF_MAX_PAYLOAD` | largest active-message payload accepted, sent or received | `1073741824` |
 //! | `NF_WAIT` | `spin`, `yield` (spin, then yield, then nap) or `auto` (spin unless oversubscribed) | `auto` |
 //! | `NF_PEER_CHECK_MS` | how often a waiting rank checks that its peers are alive | `250` |
+//! | `NF_TRANSPORTS` | transports a job may use, comma-separated: `shm`, `tcp` | `shm,tcp` |
+//! | `NF_TCP_BIND` | address the tcp listener binds | loopback if all peers are local, else the first non-loopback IPv4 |
+//! | `NF_SHOW_TRANSPORTS` | if set (not `0`), rank 0 prints the peer × transport matrix after wire-up | unset |
+//! | `NF_HOST` | this host's identity (set by multi-host launchers; ranks with equal values share memory) | host name + boot id |
 //!
 //! The rank, size and wire-up come from the launcher (`NF_RANK`, `NF_SIZE`, `NF_PMI_ADDR`
 //! …, see `nf-pmi`); without them a program runs as a singleton, rank 0 of 1.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -22,6 +27,7 @@ use std::time::Duration;
 use nf_transport::shm::ShmConfig;
 
 use crate::error::CoreError;
+use crate::peers::Allowed;
 
 /// How a rank waits for something to arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +53,12 @@ pub struct Config {
     pub wait: WaitMode,
     /// Period of peer liveness checks while waiting.
     pub peer_check: Duration,
+    /// Transports the job may use.
+    pub transports: Allowed,
+    /// Address for the tcp listener, if set.
+    pub tcp_bind: Option<IpAddr>,
+    /// Rank 0 prints the peer × transport matrix after wire-up (`NF_SHOW_TRANSPORTS`).
+    pub show_transports: bool,
 }
 
 /// Default single-copy threshold, measured with `nf tune` on the development machine
@@ -62,6 +74,9 @@ impl Default for Config {
             max_payload: 1 << 30,
             wait: WaitMode::Auto,
             peer_check: Duration::from_millis(250),
+            transports: Allowed::default(),
+            tcp_bind: None,
+            show_transports: false,
         }
     }
 }
@@ -120,6 +135,17 @@ impl Config {
                 }
             };
         }
+        if let Ok(v) = std::env::var("NF_TRANSPORTS") {
+            c.transports = v.parse().map_err(|why: String| CoreError::Config {
+                var: "NF_TRANSPORTS",
+                value: format!("{v} ({why})"),
+                expected: "a comma-separated list of shm, tcp",
+            })?;
+        }
+        if let Some(ip) = var("NF_TCP_BIND", "an IP address")? {
+            c.tcp_bind = Some(ip);
+        }
+        c.show_transports = std::env::var_os("NF_SHOW_TRANSPORTS").is_some_and(|v| v != "0");
         if c.shm.rings == 0 {
             return Err(CoreError::Config {
                 var: "NF_SHM_RINGS",

@@ -28,10 +28,13 @@ mod buf;
 pub mod collectives;
 pub mod config;
 pub mod error;
+mod net;
+pub mod peers;
 mod progress;
 mod protocol;
 pub mod tune;
 pub mod wait;
+mod wireup;
 pub mod world;
 
 pub use am::{Am, HandlerId, RESERVED_BASE};

@@ -27,7 +27,7 @@
 //! from inside a handler still completes.
 
 use nf_transport::shm::cma;
-use nf_transport::{Messaging, Packet, SendStatus};
+use nf_transport::{Packet, SendStatus};
 
 use crate::am::{Am, OwnedAm, COLL_HANDLER};
 use crate::buf::RecvBuf;
@@ -78,9 +78,9 @@ impl World {
             n += self.deliver_deferred()?;
         }
         for _ in 0..BATCH {
-            let polled = self.shm.borrow_mut().poll();
-            let pkt = match polled {
-                Ok(Some(pkt)) => pkt,
+            let polled = self.net.borrow_mut().poll();
+            let (src, pkt) = match polled {
+                Ok(Some(got)) => got,
                 Ok(None) => break,
                 Err(e) => {
                     self.absorb(Err(e.into()))?;
@@ -88,7 +88,8 @@ impl World {
                 }
             };
             n += 1;
-            let handled = self.handle_packet(&pkt);
+            let handled = self.handle_packet(src, &pkt);
+
             self.absorb(handled)?;
         }
         Ok(n)
@@ -108,8 +109,8 @@ impl World {
         Ok(queued)
     }
 
-    fn handle_packet(&self, pkt: &impl Packet) -> Result<(), CoreError> {
-        let src = pkt.src();
+    /// Acts on one packet from rank `src` (the transport's numbering is already mapped).
+    fn handle_packet(&self, src: usize, pkt: &impl Packet) -> Result<(), CoreError> {
         let protocol = |why: &str| CoreError::Protocol {
             src,
             why: why.to_owned(),
@@ -224,7 +225,7 @@ impl World {
                 return Err(e);
             }
         };
-        let pid = self.shm.borrow().peer_pid(src).unwrap_or(0);
+        let pid = self.net.borrow().shm_pid(src).unwrap_or(0);
         let mut payload = self.state.borrow_mut().take_buffer(total);
         let split = if total >= COOP_MIN {
             (total / 2) & !4095
@@ -280,7 +281,7 @@ impl World {
         let mut coop = coop.ok_or_else(why)?;
         if !ok && coop.read_ok {
             // It could not write; read its half ourselves.
-            let pid = self.shm.borrow().peer_pid(src).unwrap_or(0);
+            let pid = self.net.borrow().shm_pid(src).unwrap_or(0);
             let from = coop.sender_addr + coop.split as u64;
             coop.read_ok =
                 cma::read(pid, from, coop.msg.payload.room(coop.split..coop.total)).is_ok();
@@ -326,7 +327,7 @@ impl World {
                 return Ok(());
             };
             if self
-                .shm
+                .net
                 .borrow_mut()
                 .try_send(dest, meta.encode().as_bytes(), &[])?
                 == SendStatus::NoCredit

@@ -16,16 +16,17 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
-use std::time::Duration;
 
-use nf_transport::shm::{cma, segment, ShmTransport};
-use nf_transport::{Messaging, SendStatus};
+use nf_transport::shm::cma;
+use nf_transport::SendStatus;
 
 use crate::am::{Am, HandlerId, OwnedAm, Registry, COLL_HANDLER, RESERVED_BASE};
 use crate::bootstrap::Boot;
 use crate::buf::RecvBuf;
 use crate::config::Config;
 use crate::error::CoreError;
+use crate::net::Net;
+use crate::peers::Route;
 use crate::protocol::{Meta, MAX_AM_HEADER};
 use crate::wait::Waiter;
 
@@ -107,7 +108,7 @@ pub struct World {
     pub(crate) size: usize,
     pub(crate) cfg: Config,
     pub(crate) waiter: Waiter,
-    pub(crate) shm: RefCell<ShmTransport>,
+    pub(crate) net: RefCell<Net>,
     pub(crate) single_copy: bool,
     pub(crate) boot: RefCell<Boot>,
     pub(crate) handlers: RefCell<Registry>,
@@ -115,8 +116,11 @@ pub struct World {
     /// >0 while a handler runs or a send waits: packets are then queued, not handled.
     pub(crate) depth: Cell<u32>,
     pub(crate) coll_seq: Cell<u32>,
-    /// Largest payload of one shm packet (cached: it is on every send's path).
-    frame_payload: usize,
+    /// Largest payload of one packet to each rank (cached: on every send's path).
+    max_packet: Vec<usize>,
+    /// How each rank is reached (a copy of the peer table's routes).
+    routes: Vec<Route>,
+
     /// Payload size from which sends go single-copy; starts at the configured value.
     rndv_threshold: Cell<usize>,
     job: String,
@@ -131,35 +135,23 @@ impl World {
     /// Joins the job with explicit settings.
     pub fn init_with(cfg: Config) -> Result<World, CoreError> {
         let mut boot = Boot::from_env()?;
-        if boot.local_size != boot.size {
-            return Err(CoreError::Unsupported(format!(
-                "this job spans hosts ({} of {} ranks here); multi-host jobs need the tcp/ofi transports",
-                boot.local_size, boot.size
-            )));
-        }
-        if boot.local_rank == 0 {
-            segment::reclaim_stale(&cfg.shm.dir, Duration::from_secs(60));
-        }
-        let mut shm = ShmTransport::create(&cfg.shm, &boot.job, boot.local_rank, boot.local_size)?;
-        boot.fence()?;
-        shm.connect()?;
-        boot.fence()?;
-        shm.unlink_own()?;
+        let net = crate::wireup::connect(&mut boot, &cfg)?;
         cma::allow_peer_reads();
-        let single_copy = cma::available();
-        if !single_copy {
+        let single_copy = net.peers.uses_shm() && cma::available();
+        if net.peers.uses_shm() && !single_copy {
             tracing::info!("process_vm_readv unavailable: large messages go through frames");
         }
         let size = boot.size;
         let world = World {
             rank: boot.rank,
             size,
-            waiter: Waiter::new(cfg.wait, boot.local_size),
+            waiter: Waiter::new(cfg.wait, net.peers.local.len()),
             rndv_threshold: Cell::new(cfg.rndv_threshold),
-            frame_payload: shm.max_payload(),
+            max_packet: (0..size).map(|r| net.max_payload(r)).collect(),
+            routes: net.peers.routes.clone(),
 
             cfg,
-            shm: RefCell::new(shm),
+            net: RefCell::new(net),
             single_copy,
             job: boot.job.clone(),
             boot: RefCell::new(boot),
@@ -213,6 +205,11 @@ impl World {
     /// Payload size from which this rank's sends go single-copy.
     pub fn rndv_threshold(&self) -> usize {
         self.rndv_threshold.get()
+    }
+
+    /// How this rank reaches `rank` (self, shm or tcp).
+    pub fn route(&self, rank: usize) -> Option<Route> {
+        self.routes.get(rank).copied()
     }
 
     /// Whether this rank busy-polls (it has a core to itself) or yields.
@@ -293,12 +290,14 @@ impl World {
             st.deferred.push_back(msg);
             return Ok(());
         }
-        let frame_payload = self.frame_payload;
+        let frame_payload = self.max_packet[dest];
         if payload.len() <= frame_payload {
             let meta = Meta::Eager { handler, header }.encode();
             return self.send_packet(dest, meta.as_bytes(), payload);
         }
-        let single_copy = self.single_copy && !self.state.borrow().no_single_copy[dest];
+        let single_copy = self.single_copy
+            && matches!(self.routes[dest], Route::Shm(_))
+            && !self.state.borrow().no_single_copy[dest];
         if single_copy
             && payload.len() >= self.rndv_threshold.get()
             && self.send_rendezvous(dest, handler, header, payload)?
@@ -317,7 +316,7 @@ impl World {
     ) -> Result<(), CoreError> {
         let mut backoff = Backoff::new(self);
         loop {
-            if self.shm.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
+            if self.net.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
                 return Ok(());
             }
             let _nested = Nested::enter(self);
@@ -401,7 +400,7 @@ impl World {
                 return Ok(state.unwrap_or(Rndv::Refused));
             };
             self.state.borrow_mut().rndv.insert(id, Rndv::Waiting);
-            let pid = self.shm.borrow().peer_pid(dest).unwrap_or(0);
+            let pid = self.net.borrow().shm_pid(dest).unwrap_or(0);
             let ok = usize::try_from(split)
                 .ok()
                 .and_then(|s| payload.get(s..))
@@ -429,14 +428,8 @@ impl World {
 
     /// The first peer whose process is gone, as an error.
     pub(crate) fn dead_peer(&self) -> Option<CoreError> {
-        let shm = self.shm.borrow();
-        (0..self.size)
-            .filter(|&p| p != self.rank && !shm.peer_alive(p))
-            .map(|p| CoreError::PeerDied {
-                rank: p,
-                pid: shm.peer_pid(p).unwrap_or(0),
-            })
-            .next()
+        let (rank, pid) = self.net.borrow().dead_peer()?;
+        Some(CoreError::PeerDied { rank, pid })
     }
 
     /// Drains all traffic in flight, then leaves the job.

@@ -135,6 +135,46 @@ fn bad_input_gets_clear_errors_and_the_job_still_finishes() {
     Job::new().expect_success(2, &["badinput"], &[("NF_MAX_PAYLOAD", "4096")]);
 }
 
+/// Every peer over tcp on loopback, even on one host.
+const TCP: [(&str, &str); 2] = [("NF_TRANSPORTS", "tcp"), ("NF_TCP_BIND", "127.0.0.1")];
+
+#[test]
+fn tcp_integrity_collectives_flood_and_head_to_head() {
+    let job = Job::new();
+    job.expect_success(3, &["integrity", "5", "8", &(4 << 20).to_string()], &TCP);
+    job.expect_success(3, &["collectives"], &TCP);
+    job.expect_success(4, &["flood", "2000", "3000"], &TCP);
+    job.expect_success(2, &["headtohead", "10", &(2 << 20).to_string()], &TCP);
+}
+
+#[test]
+fn mixed_job_two_hosts_of_two_ranks_shm_inside_tcp_across() {
+    // Ranks 0,1 claim host "a", ranks 2,3 host "b": shared memory within each pair,
+    // tcp (on loopback) between them — one process using both transports at once.
+    let job = Job::new();
+    for mode in [
+        &["routes", "host0,host0,host1,host1"][..],
+        &["integrity", "6", "10", "3000000"],
+    ] {
+        let mut spec = job.spec(4, &[], &[("NF_TCP_BIND", "127.0.0.1")]);
+        let check = spec.program.clone();
+        spec.program = "sh".into();
+        spec.args = ["-c", r#"NF_HOST=host$((NF_RANK / 2)) exec "$0" "$@""#]
+            .iter()
+            .map(OsString::from)
+            .chain(std::iter::once(check.into_os_string()))
+            .chain(mode.iter().map(OsString::from))
+            .collect();
+        let report = nf_launch::run(&spec).expect("launch");
+        leftovers_are_gone(job.shm.path());
+        assert!(
+            matches!(report.outcome, Outcome::Success),
+            "{mode:?}: {}",
+            report.outcome
+        );
+    }
+}
+
 #[test]
 fn a_rank_killed_mid_run_fails_the_job_and_the_next_job_starts_cleanly() {
     let job = Job::new();

@@ -20,6 +20,9 @@ pub struct RunArgs {
     /// Prefix every output line with `[rank] `.
     #[arg(long)]
     pub tag_output: bool,
+    /// Rank 0 prints which transport each rank uses to reach each other rank.
+    #[arg(long)]
+    pub show_transports: bool,
     /// Pin rank r to core r mod cores.
     #[arg(long, value_enum, default_value_t = Bind::None)]
     pub bind_to: Bind,
@@ -60,7 +63,11 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
             Bind::None => Binding::None,
             Bind::Core => Binding::Core,
         },
-        env: Vec::new(),
+        env: if a.show_transports {
+            vec![("NF_SHOW_TRANSPORTS".into(), "1".into())]
+        } else {
+            Vec::new()
+        },
     };
     launch(&spec)
 }

@@ -8,6 +8,8 @@
 //! - `headtohead COUNT SIZE`: ranks 0 and 1 send to each other at the same time;
 //! - `collectives`: barrier, broadcast from every root, allreduce sum/min/max;
 //! - `badinput`: every misuse the API must refuse, with the error it must give;
+//! - `routes H0,H1,…`: rank r claims host Hr (run with `NF_HOST` set accordingly);
+//!   checks that same-host peers are reached by shm and the others by tcp;
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
 //! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get a
 //!   `PeerDied` error naming it from their own liveness check, not hang.
@@ -53,6 +55,8 @@ fn run(args: &[String]) -> Check {
         "collectives" => collectives(&world)?,
         "badinput" => bad_input(&world)?,
         "die" => die(&world, num(args, 1)? as usize)?,
+        "routes" => routes(&world, args.get(1).ok_or("missing host list")?)?,
+
         "vanish" => return vanish(&world, num(args, 1)? as usize),
         m => return Err(format!("unknown mode {m:?}")),
     }
@@ -360,4 +364,24 @@ fn vanish(world: &World, victim: usize) -> Check {
         Err(e) => Err(format!("expected PeerDied for rank {victim}, got {e}")),
         Ok(()) => Err("barrier completed without the vanished rank".into()),
     }
+}
+
+fn routes(world: &World, hosts: &str) -> Check {
+    let hosts: Vec<&str> = hosts.split(',').collect();
+    let me = world.rank();
+    for (r, host) in hosts.iter().enumerate() {
+        let want = if r == me {
+            "self"
+        } else if *host == hosts[me] {
+            "shm"
+        } else {
+            "tcp"
+        };
+        let got = world.route(r).map_or("none", |x| x.name());
+        if got != want {
+            return Err(format!("route to rank {r}: {got}, expected {want}"));
+        }
+    }
+    println!("rank {me}: routes as expected for hosts {hosts:?}");
+    Ok(())
 }

@@ -8,8 +8,17 @@
 //! 3. Queue empty → write header, metadata and payload with one `sendmsg`; what the
 //!    socket did not take is copied into the queue.
 //!
-//! The progress thread drains the queue when the socket becomes writable (a flag says
-//! whether there is anything to drain, so it does not take the lock for nothing).
+//! The progress thread drains the queue when the socket becomes writable. So that it
+//! need not take the lock on every event, a flag (`backlog`) says whether bytes are
+//! queued. Rules, which make sure queued bytes are never stranded:
+//! 1. The flag changes only under the peer's lock; it is true whenever the lock is
+//!    released with bytes queued.
+//! 2. When bytes stay queued, the flag was set *before* the last write attempt. A
+//!    write that leaves bytes behind makes the kernel report the next writable edge,
+//!    and an edge reported after that write finds the flag set. (Set after it, the
+//!    flag could miss an edge that came in between, and the bytes would wait for the
+//!    next send, perhaps forever.)
+//!
 //! A write error marks the link lost and posts one [`TransportError::PeerLost`] to
 //! the inbox; every later send to that peer fails with the same reason.
 
@@ -110,12 +119,17 @@ impl Peer {
                 for p in parts {
                     tx.queue.extend(p);
                 }
-                return Ok(SendStatus::Sent);
+            } else {
+                write_frame(&sock, parts, &mut tx.queue)?;
             }
-            write_frame(&sock, parts, &mut tx.queue)?;
+            if !tx.queue.is_empty() {
+                // Rule 2 of the module docs: flag first, then the last write.
+                self.backlog.store(true, Ordering::SeqCst);
+                flush(&sock, &mut tx.queue)?;
+            }
             Ok(SendStatus::Sent)
         })();
-        self.backlog.store(!tx.queue.is_empty(), Ordering::Release);
+        self.backlog.store(!tx.queue.is_empty(), Ordering::SeqCst);
         outcome.map_err(|e: io::Error| {
             let why = format!("sending to {}: {e}", describe(tx.remote));
             lose(self.rank, tx, why.clone(), inbox);
@@ -144,7 +158,7 @@ impl Peer {
 
     /// Writes queued bytes if there are any (the progress thread, on writable).
     pub(crate) fn drain(&self, inbox: &Inbox) {
-        if !self.backlog.load(Ordering::Acquire) {
+        if !self.backlog.load(Ordering::SeqCst) {
             return;
         }
         self.flush_queue(inbox);
@@ -159,7 +173,7 @@ impl Peer {
         };
         match flush(&SockRef::from(&**stream), &mut tx.queue) {
             Ok(empty) => {
-                self.backlog.store(!empty, Ordering::Release);
+                self.backlog.store(!empty, Ordering::SeqCst);
                 empty
             }
             Err(e) => {
@@ -170,6 +184,11 @@ impl Peer {
         }
     }
 
+    /// Bytes queued for this peer.
+    pub(crate) fn queued(&self) -> usize {
+        lock(&self.tx).queue.len()
+    }
+
     /// Queues the goodbye frame behind everything else and tries to send it.
     pub(crate) fn say_goodbye(&self, inbox: &Inbox) {
         {
@@ -178,7 +197,7 @@ impl Peer {
                 return;
             }
             tx.queue.extend(&Header::BYE.encode());
-            self.backlog.store(true, Ordering::Release);
+            self.backlog.store(true, Ordering::SeqCst);
         }
         self.flush_queue(inbox);
     }

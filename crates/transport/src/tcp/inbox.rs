@@ -4,9 +4,9 @@
 //! Rules:
 //! 1. Only the progress thread pushes (and the sending thread, for a connection it
 //!    found broken); only the transport's owner takes.
-//! 2. `count` is raised after the items are in the queue, so a non-zero `count` seen by
-//!    the taker means the lock holds at least that many items; an empty poll is one
-//!    atomic load.
+//! 2. `count` and `bytes` change only under the lock, with the queue; `count` is
+//!    published with `Release`, so a taker that loads it non-zero finds the items
+//!    under the lock. An empty poll is one atomic load.
 //! 3. The taker takes everything at once (one lock per batch, not per packet).
 //! 4. Memory is bounded: the progress thread stops reading sockets while `bytes`
 //!    exceeds the limit (then TCP's own window stops the sender), after announcing it
@@ -51,11 +51,9 @@ impl Inbox {
             return;
         }
         let n = batch.len();
-        {
-            let mut q = lock(&self.queue);
-            q.items.extend(batch.drain(..));
-            q.bytes += bytes;
-        }
+        let mut q = lock(&self.queue);
+        q.items.extend(batch.drain(..));
+        q.bytes += bytes;
         self.bytes.fetch_add(bytes, Ordering::SeqCst);
         self.count.fetch_add(n, Ordering::Release);
     }
@@ -66,13 +64,13 @@ impl Inbox {
         if self.count.load(Ordering::Acquire) == 0 {
             return (false, false);
         }
-        let bytes = {
+        {
             let mut q = lock(&self.queue);
             std::mem::swap(&mut q.items, into);
-            std::mem::take(&mut q.bytes)
-        };
-        self.count.fetch_sub(into.len(), Ordering::AcqRel);
-        self.bytes.fetch_sub(bytes, Ordering::SeqCst);
+            self.count.fetch_sub(into.len(), Ordering::Relaxed);
+            self.bytes
+                .fetch_sub(std::mem::take(&mut q.bytes), Ordering::SeqCst);
+        }
         let wake =
             self.stalled.load(Ordering::SeqCst) && self.stalled.swap(false, Ordering::SeqCst);
         (true, wake)

@@ -7,10 +7,10 @@
 //! 2. After a job-wide fence, [`TcpTransport::connect`] gets every peer's address
 //!    (`None` for peers reached another way, and for ourselves). Each pair gets one
 //!    connection: the lower rank dials the higher one and they exchange hellos
-//!    ([`handshake`]); the call returns once every expected connection is up, or
+//!    (`handshake.rs`); the call returns once every expected connection is up, or
 //!    fails after `connect_timeout` naming the missing rank.
 //!
-//! Sending a packet to a peer (the caller's thread, never blocking; see [`conn`]):
+//! Sending a packet to a peer (the caller's thread, never blocking; see `conn.rs`):
 //! 1. Nothing queued for that peer → header, metadata and payload go out in one
 //!    vectored write; what the socket did not take is queued.
 //! 2. Bytes queued → the packet joins the queue while the queue stays within
@@ -19,9 +19,10 @@
 //! 3. The progress thread, or the next send, drains the queue when the socket is
 //!    writable. Per-pair order holds because each pair has one stream and one queue.
 //!
-//! Receiving (seed 002's unified polling; see [`progress`] and [`recv`]):
+//! Receiving (seed 002's unified polling; see `progress.rs` and `recv.rs`):
 //! 1. The progress thread sleeps in epoll; on arrival it reads whole frames (lengths
-//!    checked before anything is allocated) and deposits them in the inbox.
+//!    checked before anything is allocated; large bodies straight into recycled
+//!    buffers) and deposits them in the inbox.
 //! 2. [`Messaging::poll`] takes from the inbox: when it is empty that is one atomic
 //!    load, about what polling shared memory costs.
 //! 3. The inbox is bounded (`recv_limit`): past it, the progress thread stops reading
@@ -39,13 +40,15 @@
 //! Shutdown (dropping the transport):
 //! 1. A goodbye frame is queued behind each peer's traffic; the queues are flushed for
 //!    at most `linger`, then each connection is shut for writing. A peer that reads
-//!    the goodbye marks us [`PeerState::Left`]: no error, since leaving is normal.
+//!    the goodbye marks us [`PeerState::Left`]: no error, since leaving is normal
+//!    (a caller waiting for something from a peer checks [`TcpTransport::peer_state`]).
 //! 2. The progress thread is told to stop, woken, and joined (bounded wait).
 //! 3. The sockets close. [`TcpTransport::abort`] skips step 1, as a crash would.
 
 mod conn;
 mod handshake;
 mod inbox;
+mod pool;
 mod progress;
 mod recv;
 pub mod wire;
@@ -61,12 +64,14 @@ use crate::error::TransportError;
 use crate::{Messaging, Packet, SendStatus, META_MAX};
 use conn::{Link, Peer};
 use inbox::{lock, Arrival, Inbox};
+use pool::Pool;
 use wire::Hello;
 
 /// Settings of the tcp transport (the core fills them from `NF_TCP_*`).
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
-    /// Address to listen on (an interface of this host).
+    /// Address to listen on: an interface of this host that the peers can reach (not
+    /// a wildcard such as 0.0.0.0: the listener's address is what peers dial).
     pub bind: IpAddr,
     /// The job cookie: connections presenting another one are refused.
     pub cookie: u64,
@@ -124,6 +129,8 @@ pub(crate) struct Shared {
     /// Every rank of the job, indexed by rank.
     pub(crate) peers: Vec<Peer>,
     pub(crate) inbox: Inbox,
+    /// Buffers of large packets, recycled.
+    pub(crate) pool: Arc<Pool>,
     /// Connections the owner dialled, for the progress thread to watch.
     pub(crate) dialled: Mutex<Vec<(usize, Arc<TcpStream>)>>,
     pub(crate) stop: AtomicBool,
@@ -158,6 +165,13 @@ impl TcpTransport {
                 "tcp max_payload must be at least 1 B".into(),
             ));
         }
+        if cfg.bind.is_unspecified() {
+            return Err(TransportError::Config(format!(
+                "tcp bind address {} is a wildcard; give the address of the interface \
+                 peers should use",
+                cfg.bind
+            )));
+        }
         let want = SocketAddr::new(cfg.bind, 0);
         let net = |what, addr, source| TransportError::Net { what, addr, source };
         let listener =
@@ -181,6 +195,7 @@ impl TcpTransport {
             hello,
             peers: (0..size).map(Peer::new).collect(),
             inbox: Inbox::default(),
+            pool: Arc::default(),
             dialled: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
@@ -345,10 +360,25 @@ impl Drop for TcpTransport {
                 p.say_goodbye(inbox);
             }
             let deadline = Instant::now() + self.sh.cfg.linger;
-            while !peers.iter().all(|p| p.flush_queue(inbox)) && Instant::now() < deadline {
+            loop {
+                // Every peer is flushed each round (no short-circuit).
+                let unflushed = peers.iter().filter(|p| !p.flush_queue(inbox)).count();
+                if unflushed == 0 || Instant::now() >= deadline {
+                    break;
+                }
                 std::thread::sleep(Duration::from_micros(200));
             }
             for p in peers {
+                let left = p.queued();
+                if left > 0 {
+                    tracing::warn!(
+                        peer = p.rank,
+                        "tcp: closing with {left} bytes to rank {} unsent after waiting {:?} \
+                         (it stopped reading); it will see the connection lost",
+                        p.rank,
+                        self.sh.cfg.linger
+                    );
+                }
                 p.shutdown(Shutdown::Write);
             }
         }
@@ -371,12 +401,24 @@ impl Drop for TcpTransport {
     }
 }
 
-/// A received packet; owns its bytes.
+/// A received packet; owns its bytes (a large packet's buffer is recycled on drop).
 pub struct TcpPacket {
     src: usize,
     meta_len: usize,
-    /// Metadata, then payload.
+    /// Metadata and payload bytes.
+    len: usize,
+    /// Metadata, then payload (a recycled buffer may be longer).
     data: Vec<u8>,
+    /// Where `data` goes back when the packet is dropped.
+    pool: Option<Arc<Pool>>,
+}
+
+impl Drop for TcpPacket {
+    fn drop(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.give(std::mem::take(&mut self.data));
+        }
+    }
 }
 
 impl Packet for TcpPacket {
@@ -389,6 +431,6 @@ impl Packet for TcpPacket {
     }
 
     fn payload(&self) -> &[u8] {
-        &self.data[self.meta_len..]
+        &self.data[self.meta_len..self.len]
     }
 }

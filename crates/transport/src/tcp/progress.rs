@@ -1,8 +1,8 @@
 //! The progress thread: one per transport, blocked in epoll (through `mio`).
 //!
 //! One turn of its loop:
-//! 1. Wait for events; the timeout is the nearest hello deadline, zero if some
-//!    connection still has bytes to read (budget spent), none otherwise.
+//! 1. Wait for events; the timeout is zero if some connection still has bytes to read
+//!    (budget spent), else the nearest hello deadline, else none.
 //! 2. Listener readable → accept every waiting connection and start its handshake
 //!    (at most [`MAX_PENDING`] at once; more are refused).
 //! 3. Pending connection readable → read its hello, judge it, answer or refuse.
@@ -96,14 +96,14 @@ impl Engine {
     fn run(mut self) {
         let mut events = Events::with_capacity(256);
         while !self.sh.stop.load(Ordering::Acquire) {
-            let timeout = if self.again.is_empty() {
+            let timeout = if !self.again.is_empty() {
+                Some(Duration::ZERO)
+            } else {
                 let now = Instant::now();
                 self.pending
                     .values()
                     .map(|p| p.deadline.saturating_duration_since(now))
                     .min()
-            } else {
-                Some(Duration::ZERO)
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -205,7 +205,8 @@ impl Engine {
             if self.pending.len() >= MAX_PENDING {
                 tracing::warn!(
                     remote = %remote,
-                    "tcp: refused connection: {MAX_PENDING} handshakes already in progress"
+                    "tcp: refused connection from {remote}: {MAX_PENDING} handshakes already \
+                     in progress"
                 );
                 continue;
             }
@@ -222,7 +223,7 @@ impl Engine {
                 )
             });
             if let Err(e) = registered {
-                tracing::warn!(remote = %remote, "tcp: refused connection: cannot watch it: {e}");
+                tracing::warn!(remote = %remote, "tcp: refused connection from {remote}: cannot watch it: {e}");
                 continue;
             }
             let deadline = Instant::now() + self.sh.cfg.hello_timeout;
@@ -264,7 +265,7 @@ impl Engine {
             return;
         }
         self.sh.peers[r].install(Arc::clone(&stream), p.remote);
-        self.readers[r] = Some(Reader::new(stream, r));
+        self.readers[r] = Some(Reader::new(stream, r, Arc::clone(&self.sh.pool)));
         tracing::debug!(peer = r, remote = %p.remote, "tcp: accepted connection");
     }
 
@@ -303,7 +304,7 @@ impl Engine {
                 self.sh.peers[r].lost(why, &self.sh.inbox);
                 continue;
             }
-            self.readers[r] = Some(Reader::new(stream, r));
+            self.readers[r] = Some(Reader::new(stream, r, Arc::clone(&self.sh.pool)));
         }
     }
 

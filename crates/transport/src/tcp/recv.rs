@@ -4,9 +4,9 @@
 //! 1. Bytes are read into a staging buffer, so many small frames cost one `read`.
 //! 2. Complete frames are cut out of it: the header is checked first (lengths within
 //!    bounds), then metadata and payload are copied into the packet's own buffer.
-//! 3. A frame whose body is large is read straight into its packet buffer (allocated
-//!    once at the checked length, never initialised twice), the staging buffer being
-//!    only for what had already arrived.
+//! 3. A frame whose body is large is read straight into its packet buffer, taken
+//!    from the [`Pool`] at the checked length; the staging buffer holds only what had
+//!    already arrived.
 //! 4. Before every `read`, packets cut so far go to the inbox; if the inbox is over
 //!    its limit, reading stops ([`Outcome::Full`]).
 //! 5. Reading goes on until the socket has nothing more (edge-triggered polling), or
@@ -17,6 +17,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 
 use super::inbox::{Arrival, Inbox};
+use super::pool::Pool;
 use super::wire::{Header, Kind, HEADER_LEN};
 use super::TcpPacket;
 
@@ -45,8 +46,10 @@ pub(crate) enum Outcome {
 /// A frame body being read straight into its packet buffer.
 struct Body {
     meta_len: usize,
+    /// At least `len` bytes long.
     data: Vec<u8>,
     len: usize,
+    filled: usize,
 }
 
 /// Receiving state of one connection.
@@ -54,6 +57,7 @@ pub(crate) struct Reader {
     pub(crate) stream: Arc<TcpStream>,
     rank: usize,
     staging: Box<[u8]>,
+    pool: Arc<Pool>,
     start: usize,
     end: usize,
     body: Option<Body>,
@@ -61,10 +65,11 @@ pub(crate) struct Reader {
 
 impl Reader {
     /// A reader for the connection to `rank`.
-    pub(crate) fn new(stream: Arc<TcpStream>, rank: usize) -> Reader {
+    pub(crate) fn new(stream: Arc<TcpStream>, rank: usize, pool: Arc<Pool>) -> Reader {
         Reader {
             stream,
             rank,
+            pool,
             staging: vec![0; STAGING].into_boxed_slice(),
             start: 0,
             end: 0,
@@ -85,22 +90,16 @@ impl Reader {
         let mut spent = 0;
         loop {
             if let Some(mut body) = self.body.take() {
-                let before = body.data.len();
-                let want = (body.len - before) as u64;
-                // `read_to_end` reads into the spare capacity without zeroing it; on
-                // WouldBlock the bytes read so far stay appended.
-                let r = (&*self.stream).take(want).read_to_end(&mut body.data);
-                spent += body.data.len() - before;
-                if body.data.len() == body.len {
-                    bytes += body.data.len();
-                    batch.push(Ok(TcpPacket {
-                        src: self.rank,
-                        meta_len: body.meta_len,
-                        data: body.data,
-                    }));
-                } else {
-                    let why = match r {
-                        Ok(_) => mid_packet(body.data.len(), body.len),
+                let len = body.len;
+                while body.filled < len {
+                    let why = match (&*self.stream).read(&mut body.data[body.filled..len]) {
+                        Ok(0) => mid_packet(body.filled, len),
+                        Ok(n) => {
+                            body.filled += n;
+                            spent += n;
+                            continue;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                             self.body = Some(body);
                             inbox.push(&mut batch, bytes);
@@ -108,9 +107,18 @@ impl Reader {
                         }
                         Err(e) => format!("read failed: {e}"),
                     };
+                    self.pool.give(body.data);
                     inbox.push(&mut batch, bytes);
                     return Outcome::Closed(why);
                 }
+                bytes += len;
+                batch.push(Ok(TcpPacket {
+                    src: self.rank,
+                    meta_len: body.meta_len,
+                    len,
+                    data: body.data,
+                    pool: Some(Arc::clone(&self.pool)),
+                }));
             }
             if let Err(why) = self.cut_frames(&mut batch, &mut bytes, max_payload) {
                 inbox.push(&mut batch, bytes);
@@ -170,16 +178,19 @@ impl Reader {
                 batch.push(Ok(TcpPacket {
                     src: self.rank,
                     meta_len: header.meta_len as usize,
+                    len: need,
                     data: self.staging[from..from + need].to_vec(),
+                    pool: None,
                 }));
                 self.start = from + need;
             } else if need >= DIRECT {
-                let mut data = Vec::with_capacity(need);
-                data.extend_from_slice(&self.staging[from..self.end]);
+                let mut data = self.pool.take(need);
+                data[..have].copy_from_slice(&self.staging[from..self.end]);
                 self.body = Some(Body {
                     meta_len: header.meta_len as usize,
                     data,
                     len: need,
+                    filled: have,
                 });
                 self.start = 0;
                 self.end = 0;

@@ -1,0 +1,735 @@
+//! The tcp transport over real sockets on loopback (127.0.0.1 only), several endpoints
+//! per process, one thread each where they must run at once.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use nf_transport::tcp::wire::{Header, Hello, HELLO_LEN};
+use nf_transport::tcp::{PeerState, TcpConfig, TcpTransport};
+use nf_transport::{Messaging, Packet, SendStatus, TransportError, META_MAX};
+
+const COOKIE: u64 = 0x9f00_c0ff_ee00_0001;
+
+fn config() -> TcpConfig {
+    TcpConfig {
+        cookie: COOKIE,
+        max_payload: 64 * 1024,
+        connect_timeout: Duration::from_secs(5),
+        hello_timeout: Duration::from_millis(300),
+        linger: Duration::from_secs(2),
+        ..TcpConfig::default()
+    }
+}
+
+/// Listens `cfg.len()` endpoints, then connects them all to each other at once.
+fn job(cfgs: Vec<TcpConfig>) -> Vec<TcpTransport> {
+    let n = cfgs.len();
+    let mut eps: Vec<_> = cfgs
+        .into_iter()
+        .enumerate()
+        .map(|(r, c)| TcpTransport::listen(c, r, n).unwrap())
+        .collect();
+    let addrs: Vec<_> = eps.iter().map(|e| Some(e.local_addr())).collect();
+    std::thread::scope(|s| {
+        for ep in &mut eps {
+            let mut table = addrs.clone();
+            table[ep.rank()] = None;
+            s.spawn(move || ep.connect(&table).unwrap());
+        }
+    });
+    eps
+}
+
+/// splitmix64: a small deterministic generator for sizes and contents.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Packet `seq` from `src` to `dest`: metadata (≥ 4 B, starting with `seq`) and payload.
+fn packet(src: usize, dest: usize, seq: u32, max: usize) -> (Vec<u8>, Vec<u8>) {
+    let key = mix(((src as u64) << 48) ^ ((dest as u64) << 32) ^ seq as u64);
+    let len = match seq {
+        0 => 0,
+        1 => max,
+        _ => (key % (max as u64 + 1)) as usize,
+    };
+    let meta_len = 4 + (key >> 40) as usize % (META_MAX - 3);
+    let mut meta = seq.to_le_bytes().to_vec();
+    meta.extend((4..meta_len).map(|i| (key >> (i % 8)) as u8));
+    let payload = (0..len).map(|i| (key as usize + i * 7) as u8).collect();
+    (meta, payload)
+}
+
+fn check(pkt: &impl Packet, dest: usize, next: &mut [u32], max: usize) {
+    let src = pkt.src();
+    let seq = u32::from_le_bytes(pkt.meta()[..4].try_into().unwrap());
+    assert_eq!(seq, next[src], "packet from {src} to {dest} out of order");
+    let (meta, payload) = packet(src, dest, seq, max);
+    assert_eq!(pkt.meta(), &meta[..], "metadata of {src}→{dest} #{seq}");
+    assert!(
+        pkt.payload() == &payload[..],
+        "payload of {src}→{dest} #{seq}"
+    );
+    next[src] += 1;
+}
+
+/// Collects everything logged (warnings and up) by every thread of this process.
+fn logs() -> String {
+    static BUF: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    static INIT: OnceLock<()> = OnceLock::new();
+    struct W;
+    impl Write for W {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            BUF.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    INIT.get_or_init(|| {
+        let sub = tracing_subscriber::fmt()
+            .with_writer(|| W)
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .finish();
+        tracing::subscriber::set_global_default(sub).unwrap();
+    });
+    String::from_utf8_lossy(&BUF.lock().unwrap()).into_owned()
+}
+
+/// Waits until the log has a line containing every one of `parts`.
+fn wait_for_log(parts: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = logs();
+        if log.lines().any(|l| parts.iter().all(|p| l.contains(p))) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no log line with {parts:?} in:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Polls `ep` until it returns something other than `Ok(None)`, for at most 5 s.
+fn poll_one(ep: &mut TcpTransport) -> Result<nf_transport::tcp::TcpPacket, TransportError> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(p) = ep.poll().transpose() {
+            return p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing arrived at rank {}",
+            ep.rank()
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// Asserts that the other end closed `raw` (EOF or reset), within 5 s.
+fn assert_closed_by_peer(raw: &mut TcpStream) {
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 256];
+    loop {
+        match raw.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) => panic!("connection not closed by the transport: {e}"),
+        }
+    }
+}
+
+#[test]
+fn packets_arrive_intact_and_in_order_between_three_ranks() {
+    const N: u32 = 400;
+    let max = config().max_payload;
+    let eps = job(vec![config(); 3]);
+    let done = Barrier::new(3);
+    std::thread::scope(|s| {
+        for mut ep in eps {
+            let done = &done;
+            s.spawn(move || {
+                let me = ep.rank();
+                let peers: Vec<usize> = (0..3).filter(|&p| p != me).collect();
+                let mut sent = [0u32; 3];
+                let mut next = [0u32; 3];
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while peers.iter().any(|&p| sent[p] < N || next[p] < N) {
+                    assert!(
+                        Instant::now() < deadline,
+                        "rank {me} stuck: sent {sent:?} got {next:?}"
+                    );
+                    for &p in &peers {
+                        if sent[p] < N {
+                            let (meta, payload) = packet(me, p, sent[p], max);
+                            if ep.try_send(p, &meta, &payload).unwrap() == SendStatus::Sent {
+                                sent[p] += 1;
+                            }
+                        }
+                    }
+                    while let Some(pkt) = ep.poll().unwrap() {
+                        check(&pkt, me, &mut next, max);
+                    }
+                }
+                done.wait();
+            });
+        }
+    });
+}
+
+#[test]
+fn flood_from_three_senders_gets_no_credit_and_arrives_whole() {
+    const MIN: u32 = 200;
+    let small = TcpConfig {
+        max_payload: 16 * 1024,
+        queue_limit: 16 * 1024,
+        recv_limit: 128 * 1024,
+        ..config()
+    };
+    let max = small.max_payload;
+    let mut eps = job(vec![small; 4]);
+    let mut receiver = eps.pop().unwrap();
+    let starved = AtomicUsize::new(0);
+    let totals: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
+    let done = Barrier::new(4);
+    std::thread::scope(|s| {
+        for mut ep in eps {
+            let (starved, totals, done) = (&starved, &totals, &done);
+            s.spawn(move || {
+                let me = ep.rank();
+                let (mut seq, mut no_credit) = (0u32, 0u64);
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while seq < MIN || no_credit == 0 {
+                    assert!(
+                        Instant::now() < deadline,
+                        "sender {me} never ran out of credit"
+                    );
+                    let (meta, payload) = packet(me, 3, seq, max);
+                    match ep.try_send(3, &meta, &payload).unwrap() {
+                        SendStatus::Sent => seq += 1,
+                        SendStatus::NoCredit => {
+                            if no_credit == 0 {
+                                starved.fetch_add(1, Ordering::SeqCst);
+                            }
+                            no_credit += 1;
+                            // As the core does: make progress on our receives, retry.
+                            assert!(ep.poll().unwrap().is_none());
+                            std::thread::yield_now();
+                        }
+                    }
+                }
+                totals[me].store(seq as usize, Ordering::SeqCst);
+                done.wait();
+                drop(ep);
+            });
+        }
+        // Hold back until every sender has hit the limit, then drain.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while starved.load(Ordering::SeqCst) < 3 {
+            assert!(Instant::now() < deadline, "senders never ran out of credit");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut next = [0u32; 4];
+        let complete = |next: &[u32; 4]| {
+            (0..3).all(|s| {
+                let t = totals[s].load(Ordering::SeqCst);
+                t != 0 && next[s] as usize == t
+            })
+        };
+        while !complete(&next) {
+            assert!(Instant::now() < deadline, "flood incomplete: got {next:?}");
+            while let Some(pkt) = receiver.poll().unwrap() {
+                check(&pkt, 3, &mut next, max);
+            }
+        }
+        done.wait();
+    });
+}
+
+#[test]
+fn queued_packets_drain_while_the_sender_only_polls() {
+    const N: u32 = 256;
+    let cfg = TcpConfig {
+        queue_limit: 64 << 20,
+        recv_limit: 256 * 1024,
+        ..config()
+    };
+    let max = cfg.max_payload;
+    let mut eps = job(vec![cfg; 2]);
+    let (mut r1, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
+    // About 8 MiB while rank 1 is not polling: megabytes stay in rank 0's queue.
+    for seq in 0..N {
+        let (meta, payload) = packet(0, 1, seq, max);
+        assert_eq!(r0.try_send(1, &meta, &payload).unwrap(), SendStatus::Sent);
+    }
+    // From now on only rank 0's progress thread can move its queue.
+    let mut next = [0u32; 2];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while next[0] < N {
+        assert!(Instant::now() < deadline, "stranded after {next:?}");
+        assert!(r0.poll().unwrap().is_none());
+        while let Some(p) = r1.poll().unwrap() {
+            check(&p, 1, &mut next, max);
+        }
+    }
+}
+
+/// One packet each way between the real ranks 0 and 3: their traffic is unaffected.
+fn legit(r0: &mut TcpTransport, r3: &mut TcpTransport, round: u32) {
+    for from in [0usize, 3] {
+        let to = 3 - from;
+        let (meta, payload) = packet(from, to, round, 4096);
+        let (src, dst) = if from == 0 {
+            (&mut *r0, &mut *r3)
+        } else {
+            (&mut *r3, &mut *r0)
+        };
+        assert_eq!(src.try_send(to, &meta, &payload).unwrap(), SendStatus::Sent);
+        let p = poll_one(dst).unwrap();
+        assert_eq!(
+            (p.src(), p.meta(), p.payload()),
+            (from, &meta[..], &payload[..])
+        );
+    }
+}
+
+#[test]
+fn bad_input_on_the_listening_port_is_refused_and_logged() {
+    logs();
+    // Ranks 0 and 3 are real; 1 and 2 are impostor slots for raw sockets.
+    let mut eps: Vec<_> = [0, 3]
+        .into_iter()
+        .map(|r| TcpTransport::listen(config(), r, 4).unwrap())
+        .collect();
+    let (a0, a3) = (eps[0].local_addr(), eps[1].local_addr());
+    let (mut r3, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
+    std::thread::scope(|s| {
+        s.spawn(|| r0.connect(&[None, None, None, Some(a3)]).unwrap());
+        r3.connect(&[Some(a0), None, None, None]).unwrap();
+    });
+    legit(&mut r0, &mut r3, 5);
+    let hello = |rank: u32, cookie: u64| {
+        Hello {
+            cookie,
+            rank,
+            size: 4,
+            max_payload: config().max_payload as u32,
+        }
+        .encode()
+    };
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        ("garbage", vec![0xff; 64], "not a ninefold tcp hello"),
+        (
+            "truncated hello",
+            hello(1, COOKIE)[..10].to_vec(),
+            "closed after 10 of the 28 hello bytes",
+        ),
+        (
+            "wrong cookie",
+            hello(1, COOKIE ^ 1).to_vec(),
+            "wrong job cookie",
+        ),
+        (
+            "rank too high",
+            hello(3, COOKIE).to_vec(),
+            "only lower ranks dial",
+        ),
+        (
+            "rank out of range",
+            hello(9, COOKIE).to_vec(),
+            "outside the job",
+        ),
+    ];
+    for (i, (what, bytes, reason)) in cases.into_iter().enumerate() {
+        let mut raw = TcpStream::connect(a3).unwrap();
+        let me = raw.local_addr().unwrap().to_string();
+        raw.write_all(&bytes).unwrap();
+        if what == "truncated hello" {
+            raw.shutdown(Shutdown::Write).unwrap();
+        }
+        assert_closed_by_peer(&mut raw);
+        wait_for_log(&["refused connection from", &me, reason]);
+        legit(&mut r0, &mut r3, 10 + i as u32);
+    }
+
+    // Impostor rank 1 passes the handshake, then sends an absurd length.
+    let mut raw = TcpStream::connect(a3).unwrap();
+    raw.write_all(&hello(1, COOKIE)).unwrap();
+    let mut answer = [0u8; HELLO_LEN];
+    raw.read_exact(&mut answer).unwrap();
+    assert_eq!(Hello::decode(&answer).unwrap().rank, 3);
+    let absurd = Header {
+        payload_len: u32::MAX,
+        ..Header::data(0, 0)
+    };
+    raw.write_all(&absurd.encode()).unwrap();
+    assert_closed_by_peer(&mut raw);
+    match poll_one(&mut r3) {
+        Err(TransportError::PeerLost { peer: 1, why }) => {
+            assert!(why.contains("payload length"), "{why}")
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a packet from an oversized frame"),
+    }
+    assert_eq!(r3.peer_state(1), PeerState::Lost);
+    wait_for_log(&["malformed frame", "payload length"]);
+    legit(&mut r0, &mut r3, 20);
+
+    // A second connection for rank 1 is refused.
+    let mut raw = TcpStream::connect(a3).unwrap();
+    let me = raw.local_addr().unwrap().to_string();
+    raw.write_all(&hello(1, COOKIE)).unwrap();
+    assert_closed_by_peer(&mut raw);
+    wait_for_log(&["refused connection from", &me, "already connected"]);
+
+    // Impostor rank 2 dies in the middle of a frame.
+    let mut raw = TcpStream::connect(a3).unwrap();
+    raw.write_all(&hello(2, COOKIE)).unwrap();
+    raw.read_exact(&mut answer).unwrap();
+    raw.write_all(&Header::data(4, 1000).encode()).unwrap();
+    raw.write_all(&[7; 10]).unwrap();
+    drop(raw);
+    match poll_one(&mut r3) {
+        Err(TransportError::PeerLost { peer: 2, why }) => {
+            assert!(why.contains("middle of a"), "{why}")
+        }
+        other => panic!("expected rank 2 lost, got {:?}", other.map(|p| p.src())),
+    }
+    legit(&mut r0, &mut r3, 21);
+    assert!(r3.poll().unwrap().is_none(), "each loss is reported once");
+}
+
+#[test]
+fn a_silent_connection_is_dropped_after_the_hello_deadline() {
+    logs();
+    let ep = TcpTransport::listen(config(), 1, 2).unwrap();
+    let mut raw = TcpStream::connect(ep.local_addr()).unwrap();
+    let me = raw.local_addr().unwrap().to_string();
+    assert_closed_by_peer(&mut raw);
+    wait_for_log(&["refused connection from", &me, "no complete hello within"]);
+}
+
+#[test]
+fn a_peer_that_dies_mid_stream_is_reported_lost() {
+    let cfg = TcpConfig {
+        recv_limit: 1 << 20,
+        queue_limit: 1 << 20,
+        ..config()
+    };
+    let mut eps = job(vec![cfg.clone(); 2]);
+    let (mut dying, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
+    // Fill the pipe (rank 0 is not polling yet), then die with bytes in flight.
+    let payload = vec![1u8; cfg.max_payload];
+    let mut sent = 0;
+    while dying.try_send(0, b"data", &payload).unwrap() == SendStatus::Sent {
+        sent += 1;
+    }
+    assert!(sent > 0);
+    dying.abort();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut got = 0;
+    let why = loop {
+        assert!(
+            Instant::now() < deadline,
+            "loss not reported (got {got} of {sent} packets)"
+        );
+        match r0.poll() {
+            Ok(Some(p)) => {
+                assert_eq!(
+                    (p.src(), p.meta(), p.payload()),
+                    (1, &b"data"[..], &payload[..])
+                );
+                got += 1;
+            }
+            Ok(None) => std::thread::yield_now(),
+            Err(TransportError::PeerLost { peer: 1, why }) => break why,
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    };
+    assert!(why.contains("closed") || why.contains("reset"), "{why}");
+    assert_eq!(r0.peer_state(1), PeerState::Lost);
+    match r0.try_send(1, b"x", b"") {
+        Err(TransportError::PeerLost { peer: 1, .. }) => {}
+        other => panic!("send to a lost peer gave {other:?}"),
+    }
+    for _ in 0..100 {
+        assert!(r0.poll().unwrap().is_none(), "the loss is reported once");
+    }
+}
+
+#[test]
+fn a_peer_that_leaves_is_not_an_error() {
+    let mut eps = job(vec![config(); 2]);
+    let (mut leaving, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
+    for seq in 0..100 {
+        let (meta, payload) = packet(1, 0, seq, 4096);
+        assert_eq!(
+            leaving.try_send(0, &meta, &payload).unwrap(),
+            SendStatus::Sent
+        );
+    }
+    drop(leaving);
+    let mut next = [0u32; 2];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while next[1] < 100 || r0.peer_state(1) != PeerState::Left {
+        assert!(
+            Instant::now() < deadline,
+            "got {next:?}, state {:?}",
+            r0.peer_state(1)
+        );
+        while let Some(p) = r0.poll().unwrap() {
+            check(&p, 0, &mut next, 4096);
+        }
+    }
+    match r0.try_send(1, b"x", b"") {
+        Err(TransportError::PeerLost { peer: 1, why }) => {
+            assert!(why.contains("left the job"), "{why}")
+        }
+        other => panic!("send to a departed peer gave {other:?}"),
+    }
+    assert!(r0.poll().unwrap().is_none());
+}
+
+#[test]
+fn wire_up_names_a_rank_that_never_connects() {
+    let cfg = TcpConfig {
+        connect_timeout: Duration::from_millis(200),
+        ..config()
+    };
+    let mut r1 = TcpTransport::listen(cfg, 1, 2).unwrap();
+    let nowhere: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    match r1.connect(&[Some(nowhere), None]) {
+        Err(TransportError::WireUp { peer: 0, why }) => {
+            assert!(why.contains("did not connect"), "{why}")
+        }
+        other => panic!("expected a wire-up error naming rank 0, got {other:?}"),
+    }
+    match r1.try_send(0, b"", b"") {
+        Err(TransportError::WireUp { peer: 0, .. }) => {}
+        other => panic!("send without a connection gave {other:?}"),
+    }
+}
+
+#[test]
+fn wire_up_across_jobs_fails_on_both_sides() {
+    logs();
+    let cfg = TcpConfig {
+        connect_timeout: Duration::from_millis(500),
+        ..config()
+    };
+    let other_job = TcpConfig {
+        cookie: COOKIE + 1,
+        ..cfg.clone()
+    };
+    let mut r0 = TcpTransport::listen(cfg, 0, 2).unwrap();
+    let mut r1 = TcpTransport::listen(other_job, 1, 2).unwrap();
+    let (a0, a1) = (r0.local_addr(), r1.local_addr());
+    let (dialler, acceptor) = std::thread::scope(|s| {
+        let acceptor = s.spawn(|| r1.connect(&[Some(a0), None]));
+        (r0.connect(&[None, Some(a1)]), acceptor.join().unwrap())
+    });
+    match dialler {
+        Err(TransportError::Handshake { peer: 1, addr, why }) => {
+            assert_eq!(addr, a1);
+            assert!(why.contains("refused our hello"), "{why}");
+        }
+        other => panic!("expected a handshake error, got {other:?}"),
+    }
+    assert!(matches!(
+        acceptor,
+        Err(TransportError::WireUp { peer: 0, .. })
+    ));
+    wait_for_log(&["refused connection from", "wrong job cookie"]);
+}
+
+#[test]
+fn oversized_packets_are_refused_before_sending() {
+    let mut eps = job(vec![config(); 2]);
+    let big = vec![0u8; config().max_payload + 1];
+    assert!(matches!(
+        eps[0].try_send(1, b"", &big),
+        Err(TransportError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        eps[0].try_send(1, &[0; META_MAX + 1], b""),
+        Err(TransportError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        eps[0].try_send(2, b"", b""),
+        Err(TransportError::NoPeer { dest: 2, size: 2 })
+    ));
+}
+
+/// Receives one packet, yielding while waiting (on a small machine the progress
+/// threads need the cores); returns its payload length.
+fn recv_one(ep: &mut TcpTransport) -> usize {
+    loop {
+        if let Some(p) = ep.poll().unwrap() {
+            return p.payload().len();
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Half round trip of 8 B packets between two transports.
+fn half_round_trip(rounds: usize) -> Duration {
+    let mut eps = job(vec![config(); 2]);
+    let (mut b, mut a) = (eps.pop().unwrap(), eps.pop().unwrap());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..rounds + 1000 {
+                recv_one(&mut b);
+                b.try_send(0, b"m", &[0; 8]).unwrap();
+            }
+        });
+        let mut t = Instant::now();
+        for i in 0..rounds + 1000 {
+            if i == 1000 {
+                t = Instant::now();
+            }
+            a.try_send(1, b"m", &[0; 8]).unwrap();
+            recv_one(&mut a);
+        }
+        t.elapsed() / rounds as u32 / 2
+    })
+}
+
+/// GB/s of 4 MiB messages cut into max-payload packets, as the core does.
+fn bandwidth(cfg: TcpConfig, msgs: usize) -> f64 {
+    let msg = 4 << 20;
+    let mut eps = job(vec![cfg.clone(); 2]);
+    let (mut b, mut a) = (eps.pop().unwrap(), eps.pop().unwrap());
+    let chunk = vec![7u8; cfg.max_payload];
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut got = 0;
+            while got < msgs * msg {
+                got += recv_one(&mut b);
+            }
+            b.try_send(0, b"ack", b"").unwrap();
+        });
+        let t = Instant::now();
+        for _ in 0..msgs {
+            for _ in 0..msg / cfg.max_payload {
+                while a.try_send(1, b"frag", &chunk).unwrap() == SendStatus::NoCredit {
+                    a.poll().unwrap();
+                }
+            }
+        }
+        recv_one(&mut a);
+        (msgs * msg) as f64 / t.elapsed().as_secs_f64() / 1e9
+    })
+}
+
+/// Reads or writes all of `buf`; a non-blocking socket yields while it waits.
+fn raw_io(c: &mut TcpStream, buf: &mut [u8], write: bool) {
+    let mut at = 0;
+    while at < buf.len() {
+        let r = if write {
+            c.write(&buf[at..])
+        } else {
+            c.read(&mut buf[at..])
+        };
+        match r {
+            Ok(0) => panic!("raw socket closed"),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+            Err(e) => panic!("raw socket: {e}"),
+        }
+    }
+}
+
+/// The same two measurements over plain sockets, for comparison: blocking, or
+/// non-blocking and polled (as a polling runtime waits).
+fn raw_socket(rounds: usize, msgs: usize, polled: bool) -> (Duration, f64) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let msg = 4 << 20;
+    let setup = |c: &TcpStream| {
+        c.set_nodelay(true).unwrap();
+        c.set_nonblocking(polled).unwrap();
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let (mut c, _) = listener.accept().unwrap();
+            setup(&c);
+            let mut buf = [0u8; 8];
+            for _ in 0..rounds + 1000 {
+                raw_io(&mut c, &mut buf, false);
+                raw_io(&mut c, &mut buf, true);
+            }
+            let mut big = vec![0u8; msg];
+            for _ in 0..msgs {
+                raw_io(&mut c, &mut big, false);
+            }
+            raw_io(&mut c, &mut buf, true);
+        });
+        let mut c = TcpStream::connect(addr).unwrap();
+        setup(&c);
+        let mut buf = [0u8; 8];
+        let mut t = Instant::now();
+        for i in 0..rounds + 1000 {
+            if i == 1000 {
+                t = Instant::now();
+            }
+            raw_io(&mut c, &mut buf, true);
+            raw_io(&mut c, &mut buf, false);
+        }
+        let half = t.elapsed() / rounds as u32 / 2;
+        let mut big = vec![7u8; msg];
+        let t = Instant::now();
+        for _ in 0..msgs {
+            raw_io(&mut c, &mut big, true);
+        }
+        raw_io(&mut c, &mut buf, false);
+        (half, (msgs * msg) as f64 / t.elapsed().as_secs_f64() / 1e9)
+    })
+}
+
+/// Indicative loopback numbers: `cargo test --release -p nf-transport --test tcp --
+/// --ignored --nocapture measure`.
+#[test]
+#[ignore]
+fn measure_loopback() {
+    let (rounds, msgs) = (20_000, 256);
+    let big = TcpConfig {
+        max_payload: 256 * 1024,
+        ..config()
+    };
+    // NF_TCP_MEASURE=bw measures only the transport's bandwidth (for profiling).
+    if std::env::var("NF_TCP_MEASURE").as_deref() == Ok("bw") {
+        println!(
+            "4 MiB messages: tcp transport {:.2} GB/s",
+            bandwidth(big, msgs * 4)
+        );
+        return;
+    }
+    let half = half_round_trip(rounds);
+    let bw = bandwidth(big.clone(), msgs);
+    let bw_small_queue = bandwidth(
+        TcpConfig {
+            queue_limit: 0,
+            ..big
+        },
+        msgs,
+    );
+    let (raw_half, raw_bw) = raw_socket(rounds, msgs, false);
+    let (polled_half, polled_bw) = raw_socket(rounds, msgs, true);
+    println!(
+        "8 B half round trip: tcp transport {half:?}; raw socket blocking {raw_half:?}, \
+         polled {polled_half:?}\n\
+         4 MiB messages: tcp transport {bw:.2} GB/s (queue_limit 0: {bw_small_queue:.2} GB/s); \
+         raw socket blocking {raw_bw:.2} GB/s, polled {polled_bw:.2} GB/s"
+    );
+}
