@@ -112,16 +112,20 @@ impl Net {
     /// is gone when its process is; a remote one when its connection was lost or it
     /// left the job (a normal exit sends no error, but nothing more will come).
     pub fn dead_peer(&self) -> Option<(usize, u32)> {
-        self.peers.routes.iter().enumerate().find_map(|(rank, route)| match route {
-            Route::Shm(local) => {
-                let shm = self.shm.as_ref()?;
-                (!shm.peer_alive(*local)).then(|| (rank, shm.peer_pid(*local).unwrap_or(0)))
-            }
-            Route::Tcp => {
-                let state = self.tcp.as_ref()?.peer_state(rank);
-                matches!(state, PeerState::Left | PeerState::Lost).then_some((rank, 0))
-            }
-            Route::Myself => None,
-        })
+        self.peers
+            .routes
+            .iter()
+            .enumerate()
+            .find_map(|(rank, route)| match route {
+                Route::Shm(local) => {
+                    let shm = self.shm.as_ref()?;
+                    (!shm.peer_alive(*local)).then(|| (rank, shm.peer_pid(*local).unwrap_or(0)))
+                }
+                Route::Tcp => {
+                    let state = self.tcp.as_ref()?.peer_state(rank);
+                    matches!(state, PeerState::Left | PeerState::Lost).then_some((rank, 0))
+                }
+                Route::Myself => None,
+            })
     }
 }
