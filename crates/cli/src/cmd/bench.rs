@@ -112,7 +112,8 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
             report.write_csv(p)?;
         }
         if let Some(p) = &a.plot {
-            nf_bench::plot::plot_pingpong(&[("ninefold shm", &report)], p)?;
+            let label = format!("ninefold {}", report.transport);
+            nf_bench::plot::plot_pingpong(&[(label.as_str(), &report)], p)?;
         }
     }
     world.finalize()?;
@@ -129,6 +130,11 @@ fn progress_bar(len: u64) -> indicatif::ProgressBar {
     bar
 }
 
+/// The transport rank 0 uses to reach rank 1 (what the ping-pong measured).
+fn transport_to_rank_1(world: &World) -> &'static str {
+    world.route(1).map_or("none", |r| r.name())
+}
+
 /// Turns rank 0's samples into a report.
 pub fn report_of(m: &Measured, world: &World, p: &Params) -> Report {
     let results = m
@@ -136,7 +142,12 @@ pub fn report_of(m: &Measured, world: &World, p: &Params) -> Report {
         .iter()
         .filter_map(|s| SizeResult::from_samples(s.size, &s.half_rtt_us))
         .collect();
-    let mut report = Report::new("pingpong", "shm", world.size(), results);
+    let mut report = Report::new(
+        "pingpong",
+        transport_to_rank_1(world),
+        world.size(),
+        results,
+    );
     report.poll_empty_ns = Some(m.poll_empty_ns);
     report.params.insert("iters".into(), p.iters.into());
     report.params.insert("warmup".into(), p.warmup.into());
