@@ -1,6 +1,7 @@
 //! Why a job could not be launched (as opposed to how a launched job ended: [`crate::Outcome`]).
 
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// A job could not be started.
@@ -51,6 +52,82 @@ pub enum LaunchError {
         rank: usize,
         /// The program.
         program: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A `--hosts` entry cannot be used.
+    #[error(
+        "host entry {entry:?}: {reason}; write hosts as NAME:RANKS,NAME:RANKS (e.g. h1:2,h2:2)"
+    )]
+    BadHost {
+        /// The entry as given.
+        entry: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A multi-host job names no host.
+    #[error("a multi-host job needs at least one host; give --hosts NAME:RANKS,…")]
+    NoHosts,
+    /// The rank count and the hosts' rank counts differ.
+    #[error("the job asks for {nprocs} ranks but the hosts run {hosts}; drop -n or make it match --hosts")]
+    RanksMismatch {
+        /// Ranks asked for.
+        nprocs: usize,
+        /// Ranks the hosts run together.
+        hosts: usize,
+    },
+    /// The remote-start template cannot be used.
+    #[error("remote template {template:?}: {reason}; give a command prefix such as 'ssh {{host}}' or 'ip netns exec {{host}}'")]
+    BadRemote {
+        /// The template as given.
+        template: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Ranks on other hosts need an address of this machine to reach the PMI server.
+    #[error(
+        "ranks on {hosts} must reach this launcher's PMI server over TCP, and the launcher \
+         does not guess an address for it; give --pmi-bind with an IP of this machine that \
+         those hosts can reach"
+    )]
+    PmiBindNeeded {
+        /// The hosts other than `localhost`, comma-separated.
+        hosts: String,
+    },
+    /// The PMI bind address is a wildcard, which ranks cannot connect to.
+    #[error("--pmi-bind {bind} is a wildcard address that ranks cannot connect to; give one IP of this machine that every host can reach")]
+    PmiBindUnspecified {
+        /// The address given.
+        bind: SocketAddr,
+    },
+    /// An extra environment variable cannot be passed on a remote command line.
+    #[error("environment variable name {name:?} cannot be passed to ranks on other hosts (`env NAME=VALUE`); use letters, digits and _, not starting with a digit")]
+    BadEnvName {
+        /// The name (lossily converted to UTF-8).
+        name: String,
+    },
+    /// The program's absolute path could not be made for ranks on other hosts.
+    #[error("cannot make an absolute path of {program:?} for ranks on other hosts: {source}")]
+    ProgramPath {
+        /// The program as resolved.
+        program: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A rank could not be started on another host.
+    #[error(
+        "cannot start rank {rank} on host {host} through {template:?}: {source}; check the \
+         remote template (--remote); ranks started before it were stopped"
+    )]
+    SpawnRemote {
+        /// The rank.
+        rank: usize,
+        /// Its host.
+        host: String,
+        /// The remote template.
+        template: String,
         /// Why.
         #[source]
         source: io::Error,

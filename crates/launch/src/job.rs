@@ -1,24 +1,31 @@
 //! One job from start to end.
 //!
-//! 1. Check the spec and find the program; nothing has started yet.
-//! 2. Catch SIGINT / SIGTERM, make a job id, start the PMI server.
-//! 3. Start the ranks (and their output forwarders with `tag_output`); if one cannot be
-//!    started, stop those already running.
+//! 1. Check the spec and find the program; in a multi-host job also check the hosts
+//!    against the rank count, the remote template, the extra variables' names (they go
+//!    on a command line) and decide the PMI address ([`crate::hosts`]). Nothing has
+//!    started yet.
+//! 2. Catch SIGINT / SIGTERM, make a job id, start the PMI server: a unix socket for a
+//!    single-host job; TCP with a fresh secret for a multi-host one.
+//! 3. Start the ranks in rank order, directly or through the remote template (and their
+//!    output forwarders with `tag_output`); if one cannot be started, stop those
+//!    already running.
 //! 4. Supervise until the job ends ([`crate::supervise`]).
-//! 5. Stop the PMI server (removing its socket and directory), drain output, call the
-//!    caller's cleanup hook with the job id — whatever the outcome.
+//! 5. Stop the PMI server (removing a unix socket and its directory), drain output,
+//!    call the caller's cleanup hook with the job id — whatever the outcome.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
-use nf_pmi::Server;
-use tracing::{debug, info};
+use nf_pmi::{Listen, Server};
+use tracing::{debug, info, warn};
 
 use crate::error::LaunchError;
+use crate::hosts::{is_local, is_portable_env_name, Hosts};
 use crate::outcome::{JobReport, Outcome};
 use crate::output::Forwarders;
 use crate::signals::SignalWatch;
@@ -29,19 +36,47 @@ use crate::supervise::{stop_all, supervise, RankProc};
 /// How long to wait for rank output to drain after the ranks are gone.
 const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
-/// Runs the job and waits for it to end (see [`run_with`]).
+/// Runs the job on this machine and waits for it to end (see [`run_with`]).
 pub fn run(spec: &LaunchSpec) -> Result<JobReport, LaunchError> {
     run_with(spec, |_| {})
 }
 
-/// Runs the job, waits for it to end, then calls `on_exit` with the job id.
+/// Runs the job on this machine, waits for it to end, then calls `on_exit` with the job id.
 ///
 /// `on_exit` runs once the ranks are gone, whatever the outcome, including a rank that
 /// could not be started; it does not run when the spec is rejected before anything
 /// started. An `Err` means the job could not be started; how a started job ended is in
 /// the report's [`Outcome`].
 pub fn run_with(spec: &LaunchSpec, on_exit: impl FnOnce(&str)) -> Result<JobReport, LaunchError> {
-    let program = spec.validate()?;
+    run_job(spec, None, on_exit)
+}
+
+/// Runs the job across `hosts` (`spec.nprocs` must equal their rank count), waits for
+/// it to end, then calls `on_exit` with the job id, as [`run_with`] does.
+pub fn run_on_hosts(
+    spec: &LaunchSpec,
+    hosts: &Hosts,
+    on_exit: impl FnOnce(&str),
+) -> Result<JobReport, LaunchError> {
+    run_job(spec, Some(hosts), on_exit)
+}
+
+fn run_job(
+    spec: &LaunchSpec,
+    hosts: Option<&Hosts>,
+    on_exit: impl FnOnce(&str),
+) -> Result<JobReport, LaunchError> {
+    let mut program = spec.validate()?;
+    let listen = match hosts {
+        None => Listen::Unix(std::env::temp_dir()),
+        Some(hosts) => {
+            let bind = check_hosts(spec, hosts)?;
+            if hosts.hosts.iter().any(|h| !is_local(&h.name)) {
+                program = absolute(program)?;
+            }
+            Listen::Tcp(bind)
+        }
+    };
     let cpus = match spec.bind {
         Binding::Core => Some(allowed_cpus().map_err(LaunchError::Affinity)?),
         Binding::None => None,
@@ -49,7 +84,14 @@ pub fn run_with(spec: &LaunchSpec, on_exit: impl FnOnce(&str)) -> Result<JobRepo
     let mut signals = SignalWatch::install().map_err(LaunchError::Signals)?;
     let job_id = new_job_id();
     info!(job = %job_id, nprocs = spec.nprocs, program = %program.display(), "starting job");
-    let result = launch(spec, &program, &job_id, cpus.as_deref(), &mut signals);
+    let job = Job {
+        spec,
+        program: &program,
+        job_id: &job_id,
+        cpus: cpus.as_deref(),
+        hosts,
+    };
+    let result = launch(&job, listen, &mut signals);
     debug!(job = %job_id, "job over; running the cleanup hook");
     on_exit(&job_id);
     let outcome = result?;
@@ -57,30 +99,76 @@ pub fn run_with(spec: &LaunchSpec, on_exit: impl FnOnce(&str)) -> Result<JobRepo
     Ok(JobReport { job_id, outcome })
 }
 
+/// Step 1 for a multi-host job: checks the hosts against the spec; returns where the
+/// PMI server binds.
+fn check_hosts(spec: &LaunchSpec, hosts: &Hosts) -> Result<SocketAddr, LaunchError> {
+    hosts.validate(spec.nprocs)?;
+    let bind = hosts.bind_addr()?;
+    if hosts.hosts.iter().all(|h| is_local(&h.name)) {
+        return Ok(bind);
+    }
+    if bind.ip().is_loopback() {
+        warn!(
+            %bind,
+            "the PMI server binds a loopback address; ranks on other hosts \
+             reach it only if the remote template forwards it"
+        );
+    }
+    if let Some((name, _)) = spec.env.iter().find(|(k, _)| !is_portable_env_name(k)) {
+        return Err(LaunchError::BadEnvName {
+            name: name.to_string_lossy().into_owned(),
+        });
+    }
+    Ok(bind)
+}
+
+/// The program's absolute path, for ranks started on other hosts.
+fn absolute(program: PathBuf) -> Result<PathBuf, LaunchError> {
+    std::path::absolute(&program).map_err(|source| LaunchError::ProgramPath { program, source })
+}
+
+/// What is known about a job before its PMI server starts.
+struct Job<'a> {
+    spec: &'a LaunchSpec,
+    program: &'a Path,
+    job_id: &'a str,
+    cpus: Option<&'a [usize]>,
+    hosts: Option<&'a Hosts>,
+}
+
+/// Steps 2 (from the PMI server on) to 5.
 fn launch(
-    spec: &LaunchSpec,
-    program: &Path,
-    job_id: &str,
-    cpus: Option<&[usize]>,
+    job: &Job<'_>,
+    listen: Listen,
     signals: &mut SignalWatch,
 ) -> Result<Outcome, LaunchError> {
+    let spec = job.spec;
     let (events_tx, events) = mpsc::channel();
-    let server = Server::start(&std::env::temp_dir(), job_id, spec.nprocs, events_tx)?;
+    let server = Server::start_on(listen, job.job_id, spec.nprocs, events_tx)?;
     let plan = Plan {
         spec,
-        program,
-        job_id,
-        pmi_addr: server.addr(),
-        cpus,
+        program: job.program,
+        job_id: job.job_id,
+        pmi_addr: server.addr().clone(),
+        secret: server.secret().map(str::to_owned),
+        cpus: job.cpus,
+        hosts: job.hosts.map(|h| (h, h.layout())),
     };
+    debug!(addr = %server.addr(), "PMI server listening");
     let mut ranks = Vec::with_capacity(spec.nprocs);
     let mut output = Forwarders::new();
     for rank in 0..spec.nprocs {
         let started = spawn_rank(&plan, rank).and_then(|mut child| {
-            debug!(rank, pid = child.id(), "rank started");
-            let forwarded = output.add(rank, child.stdout.take(), child.stderr.take());
+            debug!(
+                rank,
+                pid = child.id(),
+                host = plan.host(rank),
+                "rank started"
+            );
+            let forwarded = output.add(&plan.label(rank), child.stdout.take(), child.stderr.take());
             ranks.push(RankProc {
                 rank,
+                host: plan.host(rank).map(str::to_owned),
                 child,
                 exit: None,
             });
@@ -90,17 +178,29 @@ fn launch(
             stop_all(&mut ranks, libc::SIGTERM, signals);
             server.stop();
             output.finish(OUTPUT_DRAIN);
-            return Err(LaunchError::Spawn {
-                rank,
-                program: spec.program.clone(),
-                source,
-            });
+            return Err(spawn_error(&plan, rank, source));
         }
     }
     let outcome = supervise(&mut ranks, &events, signals, spec.timeout);
     server.stop();
     output.finish(OUTPUT_DRAIN);
     Ok(outcome)
+}
+
+fn spawn_error(plan: &Plan<'_>, rank: usize, source: std::io::Error) -> LaunchError {
+    match (&plan.hosts, plan.host(rank)) {
+        (Some((hosts, _)), Some(host)) if plan.is_remote(rank) => LaunchError::SpawnRemote {
+            rank,
+            host: host.to_owned(),
+            template: hosts.remote.as_str().to_owned(),
+            source,
+        },
+        _ => LaunchError::Spawn {
+            rank,
+            program: plan.spec.program.clone(),
+            source,
+        },
+    }
 }
 
 /// `<launcher pid>x<8 random hex digits>`: unique per job, safe in file names.

@@ -1,24 +1,30 @@
-//! The local launcher behind `nf run -n N [--timeout S] [--tag-output] [--bind-to core|none] -- PROG ARGS…`.
+//! The launcher behind `nf run -n N [--timeout S] [--tag-output] [--bind-to core|none] -- PROG ARGS…`
+//! and, across hosts, `nf run --hosts h1:2,h2:2 [--remote TEMPLATE] [--pmi-bind IP] -- PROG ARGS…`.
 //!
-//! [`run`] starts `nprocs` copies of a program on this machine, serves their wire-up
-//! ([`nf_pmi`]) and supervises them:
+//! [`run`] starts `nprocs` copies of a program on this machine, [`run_on_hosts`] places
+//! them on several hosts ([`hosts`]); both serve the ranks' wire-up ([`nf_pmi`]) and
+//! supervise them:
 //!
 //! - every rank gets the environment contract of [`nf_pmi::env`] (`NF_RANK`, `NF_SIZE`,
 //!   `NF_LOCAL_RANK`, `NF_LOCAL_SIZE`, `NF_JOB_ID`, `NF_PMI_ADDR`; `NF_PMI_TIMEOUT` passes
-//!   through from the caller's environment or [`LaunchSpec::env`]);
+//!   through from the caller's environment or [`LaunchSpec::env`]); in a multi-host job
+//!   also `NF_HOST`, and `NF_PMI_ADDR=tcp:IP:PORT` with `NF_PMI_SECRET`;
 //! - the job succeeds when every rank exits with 0; the first rank that exits non-zero or
 //!   dies from a signal, a timeout, a SIGINT / SIGTERM to the launcher, or a rank's PMI
-//!   abort stops every rank (SIGTERM, then SIGKILL after 2 s) — see [`Outcome`];
+//!   abort stops every rank (SIGTERM, then SIGKILL after 2 s) — see [`Outcome`]; in a
+//!   multi-host job a failure names the rank's host, and a host whose ranks all died
+//!   together is reported as lost;
 //! - afterwards the PMI socket is removed and an optional hook ([`run_with`]) gets the job
 //!   id, so layers that leave files behind (shared-memory segments) can clean up.
 //!
-//! Launch errors ([`LaunchError`]: no ranks, program not found…) are reported before
-//! anything is started. Logs go through `tracing`; the only output of its own is the
-//! tagged forwarding of rank output.
+//! Launch errors ([`LaunchError`]: no ranks, program not found, hosts that do not add up…)
+//! are reported before anything is started. Logs go through `tracing`; the only output of
+//! its own is the tagged forwarding of rank output (`[rank] `, or `[rank@host] `).
 
 #![warn(missing_docs)]
 
 mod error;
+pub mod hosts;
 mod job;
 mod outcome;
 pub mod output;
@@ -28,6 +34,7 @@ mod spec;
 mod supervise;
 
 pub use error::LaunchError;
-pub use job::{run, run_with};
+pub use hosts::{HostSlots, Hosts, RemoteTemplate};
+pub use job::{run, run_on_hosts, run_with};
 pub use outcome::{signal_name, Cause, JobReport, Outcome};
 pub use spec::{resolve_program, Binding, LaunchSpec};

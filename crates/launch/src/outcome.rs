@@ -21,10 +21,20 @@ pub enum Outcome {
     RankFailed {
         /// The rank.
         rank: usize,
-        /// Its process id.
+        /// Its process id (for a rank on another host, the local template process's).
         pid: u32,
         /// How it ended.
         cause: Cause,
+        /// Its host, in a multi-host job.
+        host: Option<String>,
+    },
+    /// In a multi-host job, every rank of one host ended abnormally within a moment of
+    /// the first (the host, or its link, is gone); the ranks elsewhere were stopped.
+    HostLost {
+        /// The host.
+        host: String,
+        /// Its ranks and how each ended, the first failure first.
+        ranks: Vec<(usize, Cause)>,
     },
     /// The job ran past its timeout.
     TimedOut {
@@ -62,26 +72,17 @@ impl Outcome {
     /// | `Success` | 0 |
     /// | `RankFailed` with `Exit(c)` | c (1 if c is out of 1..=255) |
     /// | `RankFailed` with `Signal(s)`, `Interrupted { signal: s }` | 128 + s |
+    /// | `HostLost` | as `RankFailed` for its first rank |
     /// | `TimedOut` | 124 (as timeout(1)) |
     /// | `Aborted` | 134 (128 + SIGABRT) |
     pub fn exit_code(&self) -> i32 {
         match self {
             Outcome::Success => 0,
-            Outcome::RankFailed {
-                cause: Cause::Exit(c),
-                ..
-            } => {
-                if (1..=255).contains(c) {
-                    *c
-                } else {
-                    1
-                }
+            Outcome::RankFailed { cause, .. } => cause.exit_code(),
+            Outcome::HostLost { ranks, .. } => {
+                ranks.first().map_or(1, |(_, cause)| cause.exit_code())
             }
-            Outcome::RankFailed {
-                cause: Cause::Signal(s),
-                ..
-            }
-            | Outcome::Interrupted { signal: s } => 128 + s,
+            Outcome::Interrupted { signal: s } => 128 + s,
             Outcome::TimedOut { .. } => 124,
             Outcome::Aborted { .. } => 128 + libc::SIGABRT,
         }
@@ -97,11 +98,35 @@ impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Outcome::Success => write!(f, "all ranks exited successfully"),
-            Outcome::RankFailed { rank, pid, cause } => {
+            Outcome::RankFailed {
+                rank,
+                pid,
+                cause,
+                host: None,
+            } => {
                 write!(
                     f,
                     "rank {rank} (pid {pid}) {cause}; the other ranks were stopped"
                 )
+            }
+            Outcome::RankFailed {
+                rank,
+                pid,
+                cause,
+                host: Some(host),
+            } => {
+                write!(
+                    f,
+                    "rank {rank} on host {host} {cause} (pid {pid}); the other ranks were stopped"
+                )
+            }
+            Outcome::HostLost { host, ranks } => {
+                write!(f, "host {host} lost: all its ranks ended (")?;
+                for (i, (rank, cause)) in ranks.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(f, "{sep}rank {rank} {cause}")?;
+                }
+                write!(f, "); the ranks on other hosts were stopped")
             }
             Outcome::TimedOut { after } => {
                 write!(
@@ -123,6 +148,18 @@ impl fmt::Display for Outcome {
                     "rank {rank} aborted the job: {message}; all ranks were stopped"
                 )
             }
+        }
+    }
+}
+
+impl Cause {
+    /// The exit code that stands for a rank ending this way: the code itself (1 if it is
+    /// out of 1..=255), or 128 + the signal.
+    fn exit_code(self) -> i32 {
+        match self {
+            Cause::Exit(c) if (1..=255).contains(&c) => c,
+            Cause::Exit(_) => 1,
+            Cause::Signal(s) => 128 + s,
         }
     }
 }
@@ -201,6 +238,7 @@ mod tests {
             rank: 2,
             pid: 77,
             cause: Cause::Signal(9),
+            host: None,
         };
         assert_eq!(
             o.to_string(),
@@ -210,8 +248,30 @@ mod tests {
             rank: 1,
             pid: 5,
             cause: Cause::Exit(3),
+            host: None,
         };
         assert!(o.to_string().contains("rank 1 (pid 5) exited with code 3"));
+        let o = Outcome::RankFailed {
+            rank: 2,
+            pid: 8,
+            cause: Cause::Signal(9),
+            host: Some("h2".into()),
+        };
+        assert!(
+            o.to_string()
+                .starts_with("rank 2 on host h2 was killed by signal 9 (SIGKILL) (pid 8)"),
+            "{o}"
+        );
+        let o = Outcome::HostLost {
+            host: "h2".into(),
+            ranks: vec![(3, Cause::Signal(9)), (2, Cause::Exit(1))],
+        };
+        assert_eq!(
+            o.to_string(),
+            "host h2 lost: all its ranks ended (rank 3 was killed by signal 9 (SIGKILL), \
+             rank 2 exited with code 1); the ranks on other hosts were stopped"
+        );
+        assert_eq!(o.exit_code(), 137);
         assert_eq!(Cause::Signal(64).to_string(), "was killed by signal 64");
     }
 
@@ -222,7 +282,8 @@ mod tests {
             Outcome::RankFailed {
                 rank: 0,
                 pid: 1,
-                cause: Cause::Exit(3)
+                cause: Cause::Exit(3),
+                host: None,
             }
             .exit_code(),
             3
@@ -231,7 +292,8 @@ mod tests {
             Outcome::RankFailed {
                 rank: 0,
                 pid: 1,
-                cause: Cause::Signal(9)
+                cause: Cause::Signal(9),
+                host: None,
             }
             .exit_code(),
             137

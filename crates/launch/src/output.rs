@@ -1,4 +1,5 @@
-//! `--tag-output`: forwarding each rank's stdout and stderr line by line behind `[rank] `.
+//! `--tag-output`: forwarding each rank's stdout and stderr line by line behind `[rank] `
+//! (`[rank@host] ` in a multi-host job).
 //!
 //! One thread per stream copies lines to the launcher's stdout or stderr. A line is
 //! written with a single `write_all` under the stream's lock, so lines of different
@@ -68,22 +69,23 @@ impl Forwarders {
         }
     }
 
-    /// Forwards `stdout` of `rank` to the launcher's stdout and `stderr` to its stderr.
+    /// Forwards the `stdout` of the rank labelled `label` (`3`, or `3@h2`) to the
+    /// launcher's stdout and its `stderr` to the launcher's stderr.
     pub(crate) fn add(
         &mut self,
-        rank: usize,
+        label: &str,
         stdout: Option<impl Read + Send + 'static>,
         stderr: Option<impl Read + Send + 'static>,
     ) -> io::Result<()> {
-        let prefix = format!("[{rank}] ").into_bytes();
+        let prefix = format!("[{label}] ").into_bytes();
         if let Some(out) = stdout {
             let prefix = prefix.clone();
-            self.spawn(format!("nf-out-{rank}"), move || {
+            self.spawn(format!("nf-out-{label}"), move || {
                 forward_lines(out, &mut io::stdout(), &prefix)
             })?;
         }
         if let Some(err) = stderr {
-            self.spawn(format!("nf-err-{rank}"), move || {
+            self.spawn(format!("nf-err-{label}"), move || {
                 forward_lines(err, &mut io::stderr(), &prefix)
             })?;
         }

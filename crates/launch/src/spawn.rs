@@ -1,62 +1,117 @@
 //! Starting one rank: its command line, environment, stdio, process group and CPU.
 //!
-//! Each rank runs in its own process group (so teardown reaches anything it started) and
-//! gets SIGKILL if the launcher thread that started it dies (`PR_SET_PDEATHSIG`), so a
-//! killed launcher leaves no orphans. The thread that calls [`spawn_rank`] must therefore
-//! outlive the rank, which `run` guarantees by reaping every rank before it returns.
-//! Ranks read stdin from /dev/null.
+//! A rank on this machine runs the program directly with the contract in its
+//! environment. A rank on another host runs as the remote template followed by
+//! `env NAME=VALUE … PROG ARGS` ([`crate::hosts`]); the template's process stands for
+//! the rank.
+//!
+//! Each started process runs in its own process group (so teardown reaches anything it
+//! started) and gets SIGKILL if the launcher thread that started it dies
+//! (`PR_SET_PDEATHSIG`), so a killed launcher leaves no orphans here. The thread that
+//! calls [`spawn_rank`] must therefore outlive the rank, which `run` guarantees by
+//! reaping every rank before it returns. Ranks read stdin from /dev/null.
 
+use std::ffi::OsString;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use std::os::unix::process::CommandExt;
 
-use nf_pmi::JobEnv;
+use nf_pmi::{JobEnv, PmiAddr};
 
+use crate::hosts::{assignment, is_local, is_portable_env_name, shell_quote, Hosts, Place};
 use crate::spec::LaunchSpec;
 
 /// What every rank of a job shares.
 pub(crate) struct Plan<'a> {
     /// The job.
     pub(crate) spec: &'a LaunchSpec,
-    /// The program, resolved to a path.
+    /// The program, resolved to a path (absolute when some ranks run on other hosts).
     pub(crate) program: &'a Path,
     /// The job id.
     pub(crate) job_id: &'a str,
-    /// The PMI socket.
-    pub(crate) pmi_addr: &'a Path,
-    /// CPUs to pin ranks to, round robin (`--bind-to core`).
+    /// The PMI server.
+    pub(crate) pmi_addr: PmiAddr,
+    /// The PMI server's secret (TCP).
+    pub(crate) secret: Option<String>,
+    /// CPUs to pin directly started ranks to, round robin by local rank (`--bind-to core`).
     pub(crate) cpus: Option<&'a [usize]>,
+    /// The hosts of a multi-host job, with every rank's place on them.
+    pub(crate) hosts: Option<(&'a Hosts, Vec<Place>)>,
+}
+
+impl Plan<'_> {
+    /// The host of `rank` in a multi-host job.
+    pub(crate) fn host(&self, rank: usize) -> Option<&str> {
+        let (hosts, places) = self.hosts.as_ref()?;
+        Some(hosts.hosts[places[rank].host].name.as_str())
+    }
+
+    /// Whether `rank` is started through the remote template.
+    pub(crate) fn is_remote(&self, rank: usize) -> bool {
+        self.host(rank).is_some_and(|h| !is_local(h))
+    }
+
+    /// How output lines of `rank` are tagged: `3`, or `3@h2` in a multi-host job.
+    pub(crate) fn label(&self, rank: usize) -> String {
+        match self.host(rank) {
+            Some(h) => format!("{rank}@{h}"),
+            None => rank.to_string(),
+        }
+    }
+
+    /// The environment contract of `rank`.
+    fn contract(&self, rank: usize) -> JobEnv {
+        let size = self.spec.nprocs;
+        let (local_rank, local_size) = match &self.hosts {
+            Some((_, places)) => (places[rank].local_rank, places[rank].local_size),
+            None => (rank, size),
+        };
+        JobEnv {
+            rank,
+            size,
+            local_rank,
+            local_size,
+            job_id: self.job_id.to_owned(),
+            pmi_addr: self.pmi_addr.clone(),
+            secret: self.secret.clone(),
+            host: self.host(rank).map(str::to_owned),
+            timeout: nf_pmi::env::DEFAULT_TIMEOUT,
+        }
+    }
 }
 
 /// Starts rank `rank` of the plan.
 pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Child> {
     let spec = plan.spec;
-    let mut cmd = Command::new(plan.program);
-    cmd.arg0(&spec.program).args(&spec.args);
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    let contract = JobEnv {
-        rank,
-        size: spec.nprocs,
-        local_rank: rank,
-        local_size: spec.nprocs,
-        job_id: plan.job_id.to_owned(),
-        pmi_addr: plan.pmi_addr.to_owned(),
-        timeout: nf_pmi::env::DEFAULT_TIMEOUT,
+    let contract = plan.contract(rank);
+    let mut cmd = match (&plan.hosts, plan.host(rank)) {
+        (Some((hosts, _)), Some(host)) if !is_local(host) => {
+            remote_command(plan, hosts, host, &contract)
+        }
+        _ => {
+            let mut cmd = Command::new(plan.program);
+            cmd.arg0(&spec.program).args(&spec.args);
+            for (k, v) in &spec.env {
+                cmd.env(k, v);
+            }
+            for (k, v) in contract.vars() {
+                cmd.env(k, v);
+            }
+            cmd
+        }
     };
-    for (k, v) in contract.vars() {
-        cmd.env(k, v);
-    }
     cmd.stdin(Stdio::null());
     if spec.tag_output {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
     cmd.process_group(0);
     let cpu_set = match plan.cpus {
-        Some(cpus) if !cpus.is_empty() => Some(cpu_set_of(cpus[rank % cpus.len()])),
+        Some(cpus) if !cpus.is_empty() && !plan.is_remote(rank) => {
+            Some(cpu_set_of(cpus[contract.local_rank % cpus.len()]))
+        }
         _ => None,
     };
     let parent = std::process::id();
@@ -67,6 +122,45 @@ pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Child> {
         cmd.pre_exec(move || child_setup(parent, cpu_set.as_ref()));
     }
     cmd.spawn()
+}
+
+/// `TEMPLATE(host) env NAME=VALUE … PROG ARGS`, the words quoted for `ssh`.
+fn remote_command(plan: &Plan<'_>, hosts: &Hosts, host: &str, contract: &JobEnv) -> Command {
+    let mut cmd = hosts.remote.command(host);
+    let mut words: Vec<OsString> = vec!["env".into()];
+    words.extend(
+        remote_env(plan.spec, contract)
+            .iter()
+            .map(|(k, v)| assignment(k, v)),
+    );
+    words.push(plan.program.as_os_str().to_owned());
+    words.extend(plan.spec.args.iter().cloned());
+    let quote = hosts.remote.quotes();
+    for w in words {
+        cmd.arg(if quote { shell_quote(&w) } else { w });
+    }
+    cmd
+}
+
+/// The environment a remote rank gets on its command line, later sources winning: the
+/// launcher's `NF_*` variables, the spec's extras, the contract.
+pub(crate) fn remote_env(spec: &LaunchSpec, contract: &JobEnv) -> Vec<(OsString, OsString)> {
+    let mut inherited: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k.as_bytes().starts_with(b"NF_") && is_portable_env_name(k))
+        .collect();
+    inherited.sort();
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let sources = inherited
+        .into_iter()
+        .chain(spec.env.iter().cloned())
+        .chain(contract.vars().into_iter().map(|(k, v)| (k.into(), v)));
+    for (k, v) in sources {
+        match env.iter_mut().find(|(name, _)| *name == k) {
+            Some(slot) => slot.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+    env
 }
 
 /// Runs in the child before exec: die with the launcher, and pin to a CPU if asked.

@@ -3,7 +3,10 @@
 //! Each tick (at most [`TICK`]) the supervisor, in this order:
 //! 1. takes a PMI abort request, if any: stop all ranks, `Aborted`;
 //! 2. reaps ranks that exited: the first that failed (lowest rank among those seen in
-//!    the same tick) stops all ranks, `RankFailed`; all exited with 0: `Success`;
+//!    the same tick) stops all ranks, `RankFailed`; all exited with 0: `Success`.
+//!    In a multi-host job the supervisor first keeps reaping for up to [`HOST_SETTLE`]:
+//!    when by then every rank of the failed rank's host has ended abnormally, the host
+//!    is gone as a whole and the outcome is `HostLost`;
 //! 3. takes a SIGINT / SIGTERM received by the launcher: pass it on, stop all, `Interrupted`;
 //! 4. checks the job's timeout: stop all, `TimedOut`;
 //! 5. waits for the next PMI event or the end of the tick.
@@ -31,11 +34,17 @@ pub(crate) const TICK: Duration = Duration::from_millis(10);
 pub(crate) const GRACE: Duration = Duration::from_secs(2);
 /// How long to wait for ranks to be reaped after SIGKILL.
 pub(crate) const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How long after a rank's failure the supervisor waits to see whether the rest of its
+/// host follows (a lost host takes its ranks down together; a rank noticing a dead
+/// peer takes longer than this).
+pub(crate) const HOST_SETTLE: Duration = Duration::from_millis(200);
 
 /// One started rank.
 pub(crate) struct RankProc {
     /// Its rank.
     pub(crate) rank: usize,
+    /// Its host, in a multi-host job.
+    pub(crate) host: Option<String>,
     /// Its process.
     pub(crate) child: Child,
     /// How it ended, once reaped.
@@ -118,9 +127,25 @@ pub(crate) fn supervise(
             }
         }
         if let Some((rank, pid, cause)) = failed {
-            warn!(rank, pid, %cause, "rank failed; stopping the job");
+            let host = ranks
+                .iter()
+                .find(|r| r.rank == rank)
+                .and_then(|r| r.host.clone());
+            warn!(rank, pid, host, %cause, "rank failed; stopping the job");
+            if let Some(host) = &host {
+                if let Some(lost) = host_lost(ranks, rank, host) {
+                    warn!(host, "every rank of the host ended; the host is lost");
+                    stop_all(ranks, libc::SIGTERM, signals);
+                    return lost;
+                }
+            }
             stop_all(ranks, libc::SIGTERM, signals);
-            return Outcome::RankFailed { rank, pid, cause };
+            return Outcome::RankFailed {
+                rank,
+                pid,
+                cause,
+                host,
+            };
         }
         if ranks.iter().all(|r| !r.running()) {
             return Outcome::Success;
@@ -146,6 +171,35 @@ pub(crate) fn supervise(
             Err(RecvTimeoutError::Disconnected) => thread::sleep(TICK),
         }
     }
+}
+
+/// After `first` (on `host`) failed: reaps for up to [`HOST_SETTLE`], and returns
+/// `HostLost` if by then every rank of `host` has ended abnormally.
+fn host_lost(ranks: &mut [RankProc], first: usize, host: &str) -> Option<Outcome> {
+    let on_host = |r: &RankProc| r.host.as_deref() == Some(host);
+    let deadline = Instant::now() + HOST_SETTLE;
+    loop {
+        for r in ranks.iter_mut() {
+            r.reap();
+        }
+        if ranks.iter().filter(|r| on_host(r)).all(|r| !r.running()) || Instant::now() >= deadline {
+            break;
+        }
+        thread::sleep(TICK);
+    }
+    let mut lost: Vec<(usize, Cause)> = Vec::new();
+    for r in ranks.iter().filter(|r| on_host(r)) {
+        match r.exit {
+            Some(cause) if cause != Cause::Exit(0) => lost.push((r.rank, cause)),
+            _ => return None,
+        }
+    }
+    // The first failure first, the others in rank order.
+    lost.sort_by_key(|&(rank, _)| (rank != first, rank));
+    Some(Outcome::HostLost {
+        host: host.to_owned(),
+        ranks: lost,
+    })
 }
 
 /// Sends `first` to every running rank, then SIGKILL after the grace period, and reaps them.

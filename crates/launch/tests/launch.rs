@@ -60,6 +60,7 @@ fn a_failing_rank_fails_the_job_and_stops_the_others() {
             rank: 2,
             cause: Cause::Exit(3),
             pid,
+            host: None,
         } => assert!(*pid > 0),
         other => panic!("expected rank 2 to fail with exit 3, got {other}"),
     }

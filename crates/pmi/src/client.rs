@@ -42,6 +42,7 @@ impl Client {
             rank: client.env.rank,
             size: client.env.size,
             job_id: client.env.job_id.clone(),
+            secret: client.env.secret.clone(),
         };
         client.expect_ok(&hello)?;
         debug!(rank = client.env.rank, job = %client.env.job_id, "PMI connected");
@@ -66,6 +67,11 @@ impl Client {
     /// Ranks on this host.
     pub fn local_size(&self) -> usize {
         self.env.local_size
+    }
+
+    /// This rank's host as the launcher named it (`NF_HOST`); `None` for single-host jobs.
+    pub fn host(&self) -> Option<&str> {
+        self.env.host.as_deref()
     }
 
     /// The job id: unique per job, safe in file names.

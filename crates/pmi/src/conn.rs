@@ -1,17 +1,16 @@
 //! The client's connection to the launcher: one request, one response, within a deadline.
 
 use std::io::{self, BufReader, Read};
-use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::addr::PmiAddr;
 use crate::error::PmiError;
 use crate::protocol::{self, LineError, Request, Response, MAX_LINE_LEN};
-use crate::sock::send_all;
+use crate::sock::{send_all, Stream};
 
-/// A unix stream whose reads fail with `TimedOut` once a deadline has passed.
+/// A stream whose reads fail with `TimedOut` once a deadline has passed.
 struct TimedStream {
-    stream: UnixStream,
+    stream: Stream,
     deadline: Instant,
 }
 
@@ -22,7 +21,7 @@ impl Read for TimedStream {
             return Err(io::ErrorKind::TimedOut.into());
         }
         self.stream.set_read_timeout(Some(left))?;
-        self.stream.read(buf)
+        (&self.stream).read(buf)
     }
 }
 
@@ -34,10 +33,11 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// Connects to the socket at `addr`; every later call must finish within `timeout`.
-    pub(crate) fn connect(addr: &Path, timeout: Duration) -> Result<Conn, PmiError> {
-        let stream = UnixStream::connect(addr).map_err(|source| PmiError::Connect {
-            addr: addr.to_owned(),
+    /// Connects to the server at `addr` (a TCP connect within `timeout`); every later
+    /// call must finish within `timeout` too.
+    pub(crate) fn connect(addr: &PmiAddr, timeout: Duration) -> Result<Conn, PmiError> {
+        let stream = Stream::connect(addr, timeout).map_err(|source| PmiError::Connect {
+            addr: addr.clone(),
             source,
         })?;
         let reader = BufReader::new(TimedStream {

@@ -7,16 +7,19 @@
 //! | `NF_LOCAL_RANK` | this rank's index among the ranks on its host | no, defaults to `NF_RANK` |
 //! | `NF_LOCAL_SIZE` | ranks on this host | no, defaults to `NF_SIZE` |
 //! | `NF_JOB_ID` | unique per job, safe in file names (see [`is_valid_job_id`]) | yes |
-//! | `NF_PMI_ADDR` | path of the launcher's unix socket; unset means a singleton run | — |
+//! | `NF_PMI_ADDR` | the launcher's PMI server: `tcp:IP:PORT`, else the path of a unix socket (see [`PmiAddr`]); unset means a singleton run | — |
+//! | `NF_PMI_SECRET` | the job's secret, shown in the hello (see [`crate::secret`]) | with a `tcp:` address |
 //! | `NF_PMI_TIMEOUT` | deadline of every PMI call, in seconds (fractions allowed) | no, default 60 |
+//! | `NF_HOST` | the name of this rank's host as the launcher was given it (`nf run --hosts`); ranks with equal values share memory | no; set only for multi-host launches |
 //!
 //! The other variables are only read when `NF_PMI_ADDR` is set.
 
 use std::ffi::{OsStr, OsString};
-use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::addr::PmiAddr;
 use crate::error::PmiError;
+use crate::secret::is_valid_secret;
 
 /// Name of the variable holding this rank's number.
 pub const RANK: &str = "NF_RANK";
@@ -28,8 +31,12 @@ pub const LOCAL_RANK: &str = "NF_LOCAL_RANK";
 pub const LOCAL_SIZE: &str = "NF_LOCAL_SIZE";
 /// Name of the variable holding the job id.
 pub const JOB_ID: &str = "NF_JOB_ID";
-/// Name of the variable holding the path of the launcher's PMI socket.
+/// Name of the variable holding the address of the launcher's PMI server.
 pub const PMI_ADDR: &str = "NF_PMI_ADDR";
+/// Name of the variable holding the job's PMI secret.
+pub const PMI_SECRET: &str = "NF_PMI_SECRET";
+/// Name of the variable holding the name of this rank's host (multi-host launches).
+pub const HOST: &str = "NF_HOST";
 /// Name of the variable holding the PMI call deadline in seconds.
 pub const PMI_TIMEOUT: &str = "NF_PMI_TIMEOUT";
 
@@ -51,8 +58,12 @@ pub struct JobEnv {
     pub local_size: usize,
     /// Job id, unique per job and safe in file names.
     pub job_id: String,
-    /// Path of the launcher's PMI socket.
-    pub pmi_addr: PathBuf,
+    /// Address of the launcher's PMI server.
+    pub pmi_addr: PmiAddr,
+    /// The job's secret, required when `pmi_addr` is TCP.
+    pub secret: Option<String>,
+    /// This rank's host as the launcher named it; `None` unless the job spans hosts.
+    pub host: Option<String>,
     /// Deadline of every PMI call.
     pub timeout: Duration,
 }
@@ -67,16 +78,16 @@ impl JobEnv {
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<OsString>,
     ) -> Result<Option<JobEnv>, PmiError> {
-        let Some(addr) = lookup(PMI_ADDR) else {
+        let Some(addr_os) = lookup(PMI_ADDR) else {
             return Ok(None);
         };
-        if addr.is_empty() {
-            return Err(invalid(
+        let pmi_addr = PmiAddr::parse(&addr_os).ok_or_else(|| {
+            invalid(
                 PMI_ADDR,
-                &addr,
-                "the path of the launcher's unix socket",
-            ));
-        }
+                &addr_os,
+                "tcp:IP:PORT (port above 0) or the path of the launcher's unix socket",
+            )
+        })?;
         let size = required_number(&lookup, SIZE, "a rank count of at least 1")?;
         if size == 0 {
             return Err(invalid(SIZE, OsStr::new("0"), "a rank count of at least 1"));
@@ -112,6 +123,23 @@ impl JobEnv {
             Some(s) if is_valid_job_id(s) => s.to_owned(),
             _ => return Err(invalid(JOB_ID, &job_os, JOB_ID_RULE)),
         };
+        let secret = match lookup(PMI_SECRET) {
+            Some(v) => match v.to_str() {
+                Some(s) if is_valid_secret(s) => Some(s.to_owned()),
+                _ => return Err(invalid(PMI_SECRET, &v, SECRET_RULE)),
+            },
+            None if matches!(pmi_addr, PmiAddr::Tcp(_)) => {
+                return Err(PmiError::EnvMissing { var: PMI_SECRET })
+            }
+            None => None,
+        };
+        let host = match lookup(HOST) {
+            Some(v) => match v.to_str() {
+                Some(s) if !s.is_empty() => Some(s.to_owned()),
+                _ => return Err(invalid(HOST, &v, "a non-empty host name in UTF-8")),
+            },
+            None => None,
+        };
         let timeout = match lookup(PMI_TIMEOUT) {
             None => DEFAULT_TIMEOUT,
             Some(v) => parse_timeout(&v)
@@ -123,24 +151,36 @@ impl JobEnv {
             local_rank,
             local_size,
             job_id,
-            pmi_addr: PathBuf::from(addr),
+            pmi_addr,
+            secret,
+            host,
             timeout,
         }))
     }
 
     /// The variables a launcher sets for this rank: all of the contract except
-    /// `NF_PMI_TIMEOUT`, which passes through from the user's environment.
+    /// `NF_PMI_TIMEOUT`, which passes through from the user's environment;
+    /// `NF_PMI_SECRET` and `NF_HOST` only when set.
     pub fn vars(&self) -> Vec<(&'static str, OsString)> {
-        vec![
+        let mut vars = vec![
             (RANK, self.rank.to_string().into()),
             (SIZE, self.size.to_string().into()),
             (LOCAL_RANK, self.local_rank.to_string().into()),
             (LOCAL_SIZE, self.local_size.to_string().into()),
             (JOB_ID, self.job_id.clone().into()),
-            (PMI_ADDR, self.pmi_addr.clone().into_os_string()),
-        ]
+            (PMI_ADDR, self.pmi_addr.to_os_string()),
+        ];
+        if let Some(s) = &self.secret {
+            vars.push((PMI_SECRET, s.into()));
+        }
+        if let Some(h) = &self.host {
+            vars.push((HOST, h.into()));
+        }
+        vars
     }
 }
+
+const SECRET_RULE: &str = "1 to 128 printable ASCII characters without spaces";
 
 const JOB_ID_RULE: &str = "1 to 64 characters from A-Z a-z 0-9 . _ -, not starting with '.'";
 
@@ -247,6 +287,9 @@ mod tests {
             (PMI_TIMEOUT, "0", "NF_PMI_TIMEOUT"),
             (PMI_TIMEOUT, "soon", "NF_PMI_TIMEOUT"),
             (LOCAL_RANK, "9", "NF_LOCAL_RANK"),
+            (PMI_ADDR, "tcp:nohost:1", "NF_PMI_ADDR"),
+            (PMI_SECRET, "has space", "NF_PMI_SECRET"),
+            (HOST, "", "NF_HOST"),
         ];
         for (var, value, named) in cases {
             let mut vars: Vec<(&str, &str)> =
@@ -259,6 +302,36 @@ mod tests {
                 "{var}={value}: {msg}"
             );
         }
+    }
+
+    #[test]
+    fn tcp_address_needs_a_secret_and_round_trips_with_host() {
+        let tcp: Vec<(&str, &str)> = GOOD
+            .iter()
+            .copied()
+            .filter(|(k, _)| *k != PMI_ADDR)
+            .chain([(PMI_ADDR, "tcp:10.0.0.1:4000")])
+            .collect();
+        let err = JobEnv::from_lookup(lookup(&tcp)).unwrap_err();
+        assert!(
+            matches!(err, PmiError::EnvMissing { var: PMI_SECRET }),
+            "{err}"
+        );
+        let mut full = tcp.clone();
+        full.extend([(PMI_SECRET, "0123abcd"), (HOST, "h1"), (LOCAL_RANK, "1")]);
+        let env = JobEnv::from_lookup(lookup(&full)).unwrap().unwrap();
+        assert_eq!(env.pmi_addr, PmiAddr::Tcp("10.0.0.1:4000".parse().unwrap()));
+        assert_eq!(env.secret.as_deref(), Some("0123abcd"));
+        assert_eq!(env.host.as_deref(), Some("h1"));
+        let vars: Vec<(String, String)> = env
+            .vars()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.into_string().unwrap()))
+            .collect();
+        let again =
+            JobEnv::from_lookup(|n| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.into()))
+                .unwrap();
+        assert_eq!(again, Some(env));
     }
 
     #[test]

@@ -4,6 +4,8 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::addr::PmiAddr;
+
 /// What went wrong in a PMI call or in the PMI server.
 #[derive(Debug, thiserror::Error)]
 pub enum PmiError {
@@ -29,11 +31,14 @@ pub enum PmiError {
         /// What was expected instead.
         expected: String,
     },
-    /// The launcher's socket could not be reached.
-    #[error("cannot connect to the launcher's PMI socket {addr}: {source}; has the launcher exited (is NF_PMI_ADDR stale)?")]
+    /// The launcher's PMI server could not be reached.
+    #[error(
+        "cannot connect to the launcher's PMI server at {addr}: {source}; has the launcher \
+         exited (is NF_PMI_ADDR stale)? For a tcp: address, can this host reach it?"
+    )]
     Connect {
-        /// The socket path.
-        addr: PathBuf,
+        /// The server's address.
+        addr: PmiAddr,
         /// Why.
         #[source]
         source: io::Error,
@@ -152,10 +157,20 @@ pub enum PmiError {
         max: usize,
     },
     /// The server could not bind or configure its socket.
-    #[error("cannot serve PMI on {path}: {source}")]
+    #[error(
+        "cannot serve PMI on {addr}: {source}; for TCP, bind an address of this machine \
+         (or 0.0.0.0) with a free port or port 0"
+    )]
     Bind {
-        /// The socket path.
-        path: PathBuf,
+        /// The address it tried.
+        addr: PmiAddr,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// No random secret could be made for a TCP server.
+    #[error("cannot make a PMI secret: the kernel's random source failed: {source}")]
+    Secret {
         /// Why.
         #[source]
         source: io::Error,

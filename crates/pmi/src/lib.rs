@@ -19,13 +19,14 @@
 //!
 //! # Wire protocol
 //!
-//! A rank talks to the launcher over the unix stream socket named by `NF_PMI_ADDR`.
-//! Each message is one line of JSON terminated by `\n`; every request gets exactly one
+//! A rank talks to the launcher over the stream named by `NF_PMI_ADDR` ([`PmiAddr`]): a
+//! unix socket for a job on one machine, TCP (`tcp:IP:PORT`) for a job across hosts.
+//! The protocol is the same on both. Each message is one line of JSON terminated by `\n`; every request gets exactly one
 //! response, in order. Requests carry an `"op"` field, responses a `"status"` field:
 //!
 //! | request | response |
 //! |---|---|
-//! | `{"op":"hello","rank":R,"size":N,"job_id":"J"}` (first, once) | `ok` |
+//! | `{"op":"hello","rank":R,"size":N,"job_id":"J","secret":"S"}` (first, once; `secret` only when `NF_PMI_SECRET` is set) | `ok` |
 //! | `{"op":"put","key":"K","value":"V"}` | `ok` |
 //! | `{"op":"fence","epoch":E}` (E = 1, 2, …) | `ok` once all ranks reached fence E |
 //! | `{"op":"get","key":"K"}` | `{"status":"value","value":"V"}` or `{"status":"not_found","key":"K"}` |
@@ -39,22 +40,29 @@
 //! bytes. A line over the limit gets an error response and the connection is closed.
 //! A put overwrites an earlier value under the same key (last writer wins).
 //!
+//! Over TCP the server is strict about strangers: the first line must be a hello with
+//! the job's secret, at most [`MAX_HELLO_LEN`] bytes, within [`HELLO_TIMEOUT`]; anything
+//! else is answered with one error line and closed (see [`Server`]).
+//!
 //! Every client call has a deadline (`NF_PMI_TIMEOUT`, default 60 s) and returns a
 //! [`PmiError`] on timeout, a closed socket, or an error response; it never hangs.
 
 #![warn(missing_docs)]
 
+mod addr;
 mod client;
 mod conn;
 pub mod env;
 mod error;
 pub mod protocol;
+pub mod secret;
 mod server;
 mod sock;
 mod store;
 
+pub use addr::{PmiAddr, TCP_PREFIX};
 pub use client::Client;
 pub use env::JobEnv;
 pub use error::PmiError;
-pub use protocol::{MAX_KEY_LEN, MAX_LINE_LEN, MAX_VALUE_LEN};
-pub use server::{Server, ServerEvent};
+pub use protocol::{MAX_HELLO_LEN, MAX_KEY_LEN, MAX_LINE_LEN, MAX_VALUE_LEN};
+pub use server::{Listen, Server, ServerEvent, HELLO_TIMEOUT};

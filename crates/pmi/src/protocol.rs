@@ -16,6 +16,9 @@ pub const MAX_VALUE_LEN: usize = 64 * 1024;
 /// Longest line, in bytes without the newline. JSON escapes a byte as at most six
 /// (`\u001f`), so every request with a valid key and value fits.
 pub const MAX_LINE_LEN: usize = 6 * (MAX_KEY_LEN + MAX_VALUE_LEN) + 1024;
+/// Longest first line a server that requires a secret reads from a connection that has
+/// not shown it yet: a hello with the longest job id and secret fits.
+pub const MAX_HELLO_LEN: usize = 1024;
 
 /// A message from a rank to the launcher.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +32,9 @@ pub enum Request {
         size: usize,
         /// Job id, as the rank was told.
         job_id: String,
+        /// The job's secret (`NF_PMI_SECRET`); required by TCP servers, left out when unset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        secret: Option<String>,
     },
     /// Stores `value` under `key`.
     Put {
@@ -78,7 +84,10 @@ impl Request {
             }
             Request::Get { key } => check_key(key),
             Request::Abort { message } => check_value("<abort message>", message),
-            Request::Hello { job_id, .. } => check_value("<job id>", job_id),
+            Request::Hello { job_id, secret, .. } => {
+                check_value("<job id>", job_id)?;
+                check_value("<secret>", secret.as_deref().unwrap_or(""))
+            }
             Request::Fence { .. } | Request::Finalize => Ok(()),
         }
     }
@@ -189,6 +198,13 @@ mod tests {
                 rank: 3,
                 size: 4,
                 job_id: "1x2".into(),
+                secret: None,
+            },
+            Request::Hello {
+                rank: 0,
+                size: 1,
+                job_id: "1x2".into(),
+                secret: Some("00ff".into()),
             },
             Request::Put {
                 key: "k".into(),
@@ -237,6 +253,16 @@ mod tests {
             b"{\"op\":\"fence\",\"epoch\":2}\n"
         );
         assert_eq!(encode(&Response::Ok), b"{\"status\":\"ok\"}\n");
+        let hello = Request::Hello {
+            rank: 1,
+            size: 2,
+            job_id: "j".into(),
+            secret: None,
+        };
+        assert_eq!(
+            encode(&hello),
+            b"{\"op\":\"hello\",\"rank\":1,\"size\":2,\"job_id\":\"j\"}\n"
+        );
     }
 
     #[test]
@@ -247,6 +273,17 @@ mod tests {
         };
         req.check_limits().unwrap();
         assert!(encode(&req).len() <= MAX_LINE_LEN + 1);
+    }
+
+    #[test]
+    fn worst_case_hello_fits_the_hello_limit() {
+        let hello = Request::Hello {
+            rank: usize::MAX,
+            size: usize::MAX,
+            job_id: "j".repeat(crate::env::MAX_JOB_ID_LEN),
+            secret: Some("s".repeat(crate::secret::MAX_SECRET_LEN)),
+        };
+        assert!(encode(&hello).len() <= MAX_HELLO_LEN + 1);
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use nf_pmi::{
-    Client, JobEnv, PmiError, Server, ServerEvent, MAX_KEY_LEN, MAX_LINE_LEN, MAX_VALUE_LEN,
+    Client, JobEnv, PmiAddr, PmiError, Server, ServerEvent, MAX_KEY_LEN, MAX_LINE_LEN,
+    MAX_VALUE_LEN,
 };
 
 /// A server for one test job.
@@ -45,7 +46,9 @@ impl Job {
             local_rank: rank,
             local_size: self.size,
             job_id: self.id.clone(),
-            pmi_addr: self.server.addr().to_owned(),
+            pmi_addr: self.server.addr().clone(),
+            secret: None,
+            host: None,
             timeout,
         }
     }
@@ -56,7 +59,10 @@ impl Job {
 
     /// A raw connection for sending hand-made lines.
     fn raw(&self) -> (UnixStream, BufReader<UnixStream>) {
-        let s = UnixStream::connect(self.server.addr()).expect("connect raw");
+        let PmiAddr::Unix(path) = self.server.addr() else {
+            panic!("a unix server has a unix address");
+        };
+        let s = UnixStream::connect(path).expect("connect raw");
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         let r = BufReader::new(s.try_clone().unwrap());
         (s, r)
@@ -300,7 +306,14 @@ fn stopping_the_server_removes_its_files_and_clients_see_it() {
     let mut c1 = job.client(1);
     let waiter = thread::spawn(move || c0.fence());
     thread::sleep(Duration::from_millis(100));
-    let (dir, path) = (job.server.dir().to_owned(), job.server.addr().to_owned());
+    let dir = job
+        .server
+        .dir()
+        .expect("a unix server has a directory")
+        .to_owned();
+    let PmiAddr::Unix(path) = job.server.addr().clone() else {
+        panic!("a unix server has a unix address");
+    };
     assert!(path.exists());
     let start = Instant::now();
     job.server.stop();
@@ -322,7 +335,7 @@ fn stopping_the_server_removes_its_files_and_clients_see_it() {
 fn connecting_to_a_missing_socket_is_a_clear_error() {
     let job = Job::new(1);
     let mut env = job.env(0, Duration::from_secs(1));
-    env.pmi_addr = std::env::temp_dir().join("nf-no-such-dir/pmi.sock");
+    env.pmi_addr = PmiAddr::Unix(std::env::temp_dir().join("nf-no-such-dir/pmi.sock"));
     let err = Client::connect(env).unwrap_err();
     assert!(
         matches!(err, PmiError::Connect { .. }) && err.to_string().contains("nf-no-such-dir"),

@@ -1,23 +1,35 @@
-//! `nf run`: the local launcher.
+//! `nf run`: the launcher, on this machine or across hosts (`--hosts`).
 
 use std::ffi::OsString;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use nf_launch::{Binding, LaunchSpec};
+use nf_launch::{Binding, Hosts, LaunchSpec, RemoteTemplate};
 
 /// Arguments of `nf run`.
 #[derive(Args)]
 pub struct RunArgs {
-    /// Number of ranks.
-    #[arg(short = 'n', long = "np")]
-    pub nprocs: usize,
+    /// Number of ranks (with --hosts: optional, must match the hosts' total).
+    #[arg(short = 'n', long = "np", required_unless_present = "hosts")]
+    pub nprocs: Option<usize>,
+    /// Run across hosts, ranks numbered in host order: `h1:2,h2:2` (`localhost` runs here).
+    #[arg(long, value_name = "HOST:N,…")]
+    pub hosts: Option<String>,
+    /// How to start a rank on another host; `{host}` is replaced by its name, and
+    /// `env NAME=VALUE… PROG ARGS` appended.
+    #[arg(long, value_name = "TEMPLATE", default_value = nf_launch::hosts::DEFAULT_REMOTE, requires = "hosts")]
+    pub remote: String,
+    /// Address of this machine (IP or IP:PORT) where the ranks reach the launcher's PMI
+    /// server; needed when a host other than localhost is given.
+    #[arg(long, value_name = "IP", requires = "hosts", value_parser = parse_bind)]
+    pub pmi_bind: Option<SocketAddr>,
     /// Kill the job after this many seconds.
     #[arg(long, value_name = "S")]
     pub timeout: Option<f64>,
-    /// Prefix every output line with `[rank] `.
+    /// Prefix every output line with `[rank] ` (`[rank@host] ` with --hosts).
     #[arg(long)]
     pub tag_output: bool,
     /// Rank 0 prints which transport each rank uses to reach each other rank.
@@ -53,8 +65,21 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
                 .with_context(|| format!("--timeout {s}: not a duration in seconds"))
         })
         .transpose()?;
+    let hosts = match &a.hosts {
+        Some(list) => Some(Hosts {
+            hosts: Hosts::parse_list(list)?,
+            remote: RemoteTemplate::parse(&a.remote)?,
+            pmi_bind: a.pmi_bind,
+        }),
+        None => None,
+    };
+    let nprocs = match (a.nprocs, &hosts) {
+        (Some(n), _) => n,
+        (None, Some(h)) => h.total(),
+        (None, None) => anyhow::bail!("give the number of ranks with -n, or --hosts"),
+    };
     let spec = LaunchSpec {
-        nprocs: a.nprocs,
+        nprocs,
         program: PathBuf::from(program),
         args: args.to_vec(),
         timeout,
@@ -69,17 +94,33 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
             Vec::new()
         },
     };
-    launch(&spec)
+    launch_on(&spec, hosts.as_ref())
 }
 
-/// Launches `spec`, removes the job's shared-memory segments afterwards, and
-/// reports a failure naming the rank and the cause.
+/// `--pmi-bind`: `IP` (any free port) or `IP:PORT`.
+fn parse_bind(s: &str) -> Result<SocketAddr, String> {
+    s.parse::<SocketAddr>()
+        .or_else(|_| s.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
+        .map_err(|_| format!("{s:?} is not an IP address (or IP:PORT)"))
+}
+
+/// Launches `spec` on this machine (see [`launch_on`]).
 pub fn launch(spec: &LaunchSpec) -> anyhow::Result<i32> {
+    launch_on(spec, None)
+}
+
+/// Launches `spec` here or across `hosts`, removes the job's shared-memory segments on
+/// this machine afterwards, and reports a failure naming the rank (and host) and cause.
+pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>) -> anyhow::Result<i32> {
     let shm_dir =
         PathBuf::from(std::env::var_os("NF_SHM_DIR").unwrap_or_else(|| "/dev/shm".into()));
-    let report = nf_launch::run_with(spec, |job| {
+    let cleanup = |job: &str| {
         nf_transport::shm::remove_job_segments(&shm_dir, job);
-    })
+    };
+    let report = match hosts {
+        Some(hosts) => nf_launch::run_on_hosts(spec, hosts, cleanup),
+        None => nf_launch::run_with(spec, cleanup),
+    }
     .with_context(|| format!("cannot launch {}", spec.program.display()))?;
     let code = report.outcome.exit_code();
     if code != 0 {
