@@ -1,9 +1,11 @@
-//! A sans-IO codec for 9P2000.L, the Linux dialect of the Plan 9 file protocol.
+//! 9P2000.L, the Linux dialect of the Plan 9 file protocol: a sans-IO codec, a server
+//! framework for synthetic trees ([`server`]) and a blocking client ([`client`]).
 //!
-//! ninefold nodes export their resources as 9P2000.L file trees. This crate turns
-//! bytes into typed messages and back; it does no I/O, so the same code serves tcp,
-//! unix sockets and the shared-memory transport. The wire layout of every message is
-//! written out in `docs/protocol.md`.
+//! ninefold nodes export their resources as 9P2000.L file trees. The codec turns
+//! bytes into typed messages and back and does no I/O, so the same code serves tcp,
+//! unix sockets and the shared-memory transport; the server and client sit above a
+//! three-method byte [`transport::Transport`]. The wire layout of every message, and
+//! the server's semantics, are written out in `docs/protocol.md`.
 //!
 //! # Glossary
 //!
@@ -35,6 +37,9 @@
 //! | [`version`] | msize and version negotiation |
 //! | [`errno`] | Linux errno values for [`Rlerror`] |
 //! | [`error`] | [`DecodeError`] and [`EncodeError`], naming field, offset and limit |
+//! | [`server`] | the [`server::Filesystem`] trait, [`server::Server`], #U / #R / synthetic trees |
+//! | [`client`] | [`client::Client`]: attach, walk, open, read, write, readdir, stat, … |
+//! | [`transport`] | the byte transport under both (tcp, unix sockets) |
 //!
 //! # Example
 //!
@@ -55,11 +60,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod errno;
 pub mod error;
 pub mod frame;
 pub mod message;
 pub mod readdir;
+pub mod server;
 pub mod types;
 pub mod version;
 pub mod wire;
@@ -70,6 +77,7 @@ pub use frame::{
 };
 pub use message::*;
 pub use readdir::{decode_dirents, encode_dirents, DirentWriter};
+pub use server::transport;
 pub use types::*;
 pub use version::{negotiate, DEFAULT_MAX_MSIZE, MIN_MSIZE, VERSION, VERSION_UNKNOWN};
 pub use wire::{Data, Reader, Wire};

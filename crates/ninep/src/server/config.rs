@@ -1,0 +1,84 @@
+//! Every server setting in one place: limits and their defaults.
+//!
+//! | setting | default | when hit |
+//! |---|---|---|
+//! | `max_msize` | 1 MiB | `Rversion` offers at most this; larger frames close the connection |
+//! | `max_fids` (per connection) | 16384 | the request that would create a fid gets `Rlerror(EMFILE)` |
+//! | `max_in_flight` (per connection) | 256 | a request beyond it gets `Rlerror(EAGAIN)`; `Tflush` is never refused |
+//! | `max_clients` (per server) | 256 | the new connection's first request gets `Rlerror(EAGAIN)`, then it is closed |
+//! | `max_workers` (per server) | 1024 | requests wait in a queue for a free worker |
+//! | `refuse_timeout` | 2 s | how long a refused connection may take to send its first frame |
+//! | `worker_idle` | 10 s | an idle worker thread exits after this |
+//!
+//! Each limit that is hit is also logged (`tracing` warn) with the connection and the
+//! setting's name, so an operator knows which knob to turn.
+
+use std::time::Duration;
+
+use crate::version::DEFAULT_MAX_MSIZE;
+
+/// Limits and tunables of a [`crate::server::Server`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Largest msize `Rversion` will offer (the client may ask for less).
+    pub max_msize: u32,
+    /// Most fids one connection may hold at once.
+    pub max_fids: usize,
+    /// Most requests one connection may have in flight (not counting `Tflush`).
+    pub max_in_flight: usize,
+    /// Most connections served at once.
+    pub max_clients: usize,
+    /// Most worker threads running tree methods, over all connections.
+    pub max_workers: usize,
+    /// How long a connection refused for `max_clients` may take to send a frame that
+    /// can be answered with the refusal.
+    pub refuse_timeout: Duration,
+    /// How long an idle worker thread waits for work before it exits.
+    pub worker_idle: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_msize: DEFAULT_MAX_MSIZE,
+            max_fids: 16384,
+            max_in_flight: 256,
+            max_clients: 256,
+            max_workers: 1024,
+            refuse_timeout: Duration::from_secs(2),
+            worker_idle: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// This config with `max_msize` set.
+    pub fn max_msize(mut self, bytes: u32) -> Self {
+        self.max_msize = bytes;
+        self
+    }
+
+    /// This config with `max_fids` set.
+    pub fn max_fids(mut self, n: usize) -> Self {
+        self.max_fids = n;
+        self
+    }
+
+    /// This config with `max_in_flight` set.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n;
+        self
+    }
+
+    /// This config with `max_clients` set.
+    pub fn max_clients(mut self, n: usize) -> Self {
+        self.max_clients = n;
+        self
+    }
+
+    /// This config with `max_workers` set (at least 1).
+    pub fn max_workers(mut self, n: usize) -> Self {
+        self.max_workers = n.max(1);
+        self
+    }
+}

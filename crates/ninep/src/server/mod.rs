@@ -1,0 +1,96 @@
+//! A 9P2000.L server framework for synthetic trees, after Plan 9's lib9p and diod.
+//!
+//! A tree implements [`Filesystem`] (one method per request, each with a default
+//! answer); a [`Server`] serves it over any [`Transport`] — TCP and unix sockets are
+//! built in ([`Server::listen_tcp`], [`Server::listen_unix`]). Ready-made trees:
+//! [`PassthroughFs`] (#U, a host directory, read-write), [`ReadOnlyView`] (#R, a host
+//! directory whose writes stay in memory) and [`SyntheticTree`] (static files, dynamic
+//! files and blocking streams built in code).
+//!
+//! | module | job |
+//! |---|---|
+//! | `handler` | the [`Filesystem`] trait, [`Ctx`], defaults |
+//! | `check`, `job` | checking a request before the tree sees it (lib9p `sFOO`) |
+//! | `apply` | the single `match` that calls the tree |
+//! | `reply` | bookkeeping when a request completes (lib9p `rFOO`) |
+//! | `conn` | one connection: reader loop, version, flush, sending |
+//! | `pending` | requests in flight and the flushes waiting for them |
+//! | `fid` | the fid table |
+//! | `pool` | worker threads |
+//! | `srv`, `listen` | [`Server`], accept loops, [`Listener`] |
+//! | `cancel` | [`Cancel`] tokens and [`Monitor`] for blocking trees |
+//! | `config` | every limit and its default ([`ServerConfig`]) |
+//! | `transport` | the byte [`Transport`] trait (tcp, unix) |
+//! | `trees` | [`PassthroughFs`], [`ReadOnlyView`], [`SyntheticTree`] |
+//!
+//! # Life of a request
+//!
+//! 1. The connection's reader thread receives bytes and splits frames; a frame whose
+//!    size is below 7 or above msize closes the connection (the stream cannot be
+//!    resynchronised). A frame that does not decode is answered `Rlerror(EPROTO)`.
+//! 2. `Tversion` and `Tflush` are handled on the reader thread (below). Any other
+//!    request before a successful `Tversion` gets `EPROTO`; a tag already in flight gets
+//!    `EPROTO`; beyond `max_in_flight` requests, `EAGAIN`.
+//! 3. **Check** (`check`, under the connection lock, in arrival order): fids resolve
+//!    to entries, open modes and file types are verified, new fids are reserved,
+//!    read/readdir counts are capped at msize − IOHDRSZ. A failure is answered at once.
+//! 4. The request is registered with a fresh [`Cancel`] token and handed to a worker.
+//! 5. **Apply** (`apply`, on the worker, no lock held): the one tree method is called.
+//! 6. **Record** (`reply`, under the connection lock): the fid table is updated from the
+//!    outcome; the request leaves the pending table.
+//! 7. **Reply**: the worker takes the sending lock before letting go of the connection
+//!    lock, then sends the reply — unless the request was aborted, or flushed and
+//!    failed — and then one `Rflush` per flush that waited for it. States the server let
+//!    go of are clunked in the tree afterwards.
+//!
+//! # Flush
+//!
+//! 1. `Tflush(oldtag)` for a tag not in flight is answered `Rflush` at once, after any
+//!    reply already being sent (it needs the sending lock too).
+//! 2. For a tag in flight, the flush's tag is queued on that request and its token is
+//!    cancelled; a tree blocked in [`Cancel::wait`] wakes and returns (usually `EINTR`).
+//! 3. When the request finishes, step 7 above sends its reply only if the tree
+//!    succeeded (the work was done and the client must learn of it — flush(5)), then the
+//!    `Rflush`es in arrival order. A cancelled request's error is never sent, so after
+//!    `Rflush` the old tag is never answered.
+//! 4. A flush of a waiting flush queues behind the same request.
+//!
+//! # Session reset and disconnect
+//!
+//! `Tversion` (which must carry `NOTAG`) and a closed connection both: abort every
+//! request in flight (cancel it; nothing will be sent for it), wait until they have all
+//! returned, then clunk every fid in the tree. `Tversion` then negotiates and answers
+//! `Rversion`; a disconnected connection closes its transport and leaves the server.
+//!
+//! # Limits
+//!
+//! See [`ServerConfig`]: `max_msize` (1 MiB), `max_fids` (16384 per connection,
+//! `EMFILE`), `max_in_flight` (256 per connection, `EAGAIN`), `max_clients` (256,
+//! the first request is answered `EAGAIN`, then the connection is closed), each logged
+//! when hit.
+
+mod apply;
+mod cancel;
+mod check;
+mod config;
+mod conn;
+mod error;
+mod fid;
+mod handler;
+mod job;
+mod listen;
+mod pending;
+mod pool;
+mod reply;
+mod srv;
+pub mod transport;
+pub mod trees;
+
+pub use cancel::{Cancel, Cancelled, Monitor};
+pub use config::ServerConfig;
+pub use error::ServerError;
+pub use handler::{Ctx, Filesystem, FsResult, Walked, V9FS_MAGIC};
+pub use listen::{ListenAddr, Listener};
+pub use srv::{Server, ServerStats};
+pub use transport::Transport;
+pub use trees::{PassthroughFs, ReadOnlyView, SyntheticTree};

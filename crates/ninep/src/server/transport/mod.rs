@@ -1,0 +1,29 @@
+//! Byte transports under 9P: a three-method trait, as diod's `Nptrans`.
+//!
+//! A transport only moves bytes; framing and decoding happen above it, in the server's
+//! connection loop and the client's reader. One thread calls [`Transport::recv`]; any
+//! number call [`Transport::send`], which the caller serialises (the server and the
+//! client each hold a lock around it). [`Transport::close`] may come from any thread and
+//! must make a blocked `recv` return.
+//!
+//! Implemented here for TCP and unix-socket streams; the runtime's shared-memory
+//! transport can implement the same trait later.
+
+mod tcp;
+mod unix;
+
+use std::io;
+
+/// A bidirectional byte stream carrying 9P frames.
+pub trait Transport: Send + Sync + 'static {
+    /// Reads some bytes into `buf`; `Ok(0)` means the peer closed the stream.
+    fn recv(&self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Writes all of `bytes` (whole frames) or fails.
+    fn send(&self, bytes: &[u8]) -> io::Result<()>;
+    /// Shuts the stream down both ways; a blocked `recv` returns. Idempotent.
+    fn close(&self);
+    /// A short description of the peer for logs (`tcp 127.0.0.1:5640`, `unix`).
+    fn peer(&self) -> String {
+        String::from("?")
+    }
+}

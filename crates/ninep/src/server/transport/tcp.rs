@@ -1,0 +1,32 @@
+//! TCP streams as a [`Transport`].
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+
+use super::Transport;
+
+impl Transport for TcpStream {
+    fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match (&*self).read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        (&*self).write_all(bytes)
+    }
+
+    fn close(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
+
+    fn peer(&self) -> String {
+        match self.peer_addr() {
+            Ok(addr) => format!("tcp {addr}"),
+            Err(_) => String::from("tcp ?"),
+        }
+    }
+}

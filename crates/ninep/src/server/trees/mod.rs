@@ -1,0 +1,46 @@
+//! Ready-made trees: [`PassthroughFs`] (#U), [`ReadOnlyView`] (#R), [`SyntheticTree`].
+//!
+//! | tree | serves | writes |
+//! |---|---|---|
+//! | [`PassthroughFs`] | a host directory | go to the host |
+//! | [`ReadOnlyView`] | a host directory | go to private in-memory copies, gone with the server |
+//! | [`SyntheticTree`] | nodes built in code | as each file decides |
+//!
+//! The two host trees share `host.rs`, whose rules keep every access inside the export
+//! root (`..` stops at the root; symlinks are never followed).
+
+mod host;
+mod listing;
+mod passthrough;
+pub mod readonly;
+pub mod synthetic;
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::types::Timespec;
+
+pub use passthrough::{HostFid, PassthroughFs};
+pub use readonly::ReadOnlyView;
+pub use synthetic::SyntheticTree;
+
+/// A host directory could not be opened for export.
+#[derive(Debug, thiserror::Error)]
+#[error("opening export directory {}: {source} (does it exist, is it a directory, may this user read it?)", path.display())]
+pub struct ExportError {
+    /// The directory asked for.
+    pub path: PathBuf,
+    /// The OS error.
+    pub source: std::io::Error,
+}
+
+/// The current time as a 9P timespec.
+pub(crate) fn now() -> Timespec {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    Timespec {
+        sec: d.as_secs(),
+        nsec: u64::from(d.subsec_nanos()),
+    }
+}

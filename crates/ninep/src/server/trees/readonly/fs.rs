@@ -1,0 +1,289 @@
+//! The [`Filesystem`] impl of [`ReadOnlyView`].
+
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use rustix::fs::{FileType, Mode, OFlags};
+
+use super::overlay::{key, Entry, MemDir, MemFile, MemMeta};
+use super::{Found, ReadOnlyView, RoFid, RoOpen};
+use crate::errno::{EBADF, EBUSY, EEXIST, EINVAL, EISDIR, ELOOP, EOPNOTSUPP, EPERM, EROFS};
+use crate::message::*;
+use crate::server::handler::{Ctx, Filesystem, FsResult};
+use crate::server::trees::host::{child, os, step, HOST_VALID};
+use crate::server::trees::listing::Listing;
+use crate::server::trees::now;
+use crate::types::{LOpenFlags, Qid, SetattrMask, Timespec, UnlinkatFlags};
+
+const S_IFDIR: u32 = 0o040000;
+const S_IFREG: u32 = 0o100000;
+
+fn writes(flags: LOpenFlags) -> bool {
+    let m = flags.access_mode();
+    m == LOpenFlags::WRONLY.0 || m == LOpenFlags::RDWR.0
+}
+
+/// The time a setattr asks for: the given one with `given`, else now.
+fn chosen(req: &Tsetattr, given: SetattrMask, t: Timespec) -> Timespec {
+    if req.valid.contains(given) {
+        t
+    } else {
+        now()
+    }
+}
+
+impl ReadOnlyView {
+    /// Creates a memory entry at `path` (the parent must be a directory and the name free).
+    fn add_entry(&self, path: &[String], make: impl FnOnce(u64) -> Entry) -> FsResult<Entry> {
+        self.need_dir(&path[..path.len() - 1])?;
+        let mut ov = self.overlay();
+        if self.find_in(&ov, path).is_ok() {
+            return Err(Rlerror::new(EEXIST));
+        }
+        let entry = make(ov.new_qid_path());
+        ov.remove_tree(&key(path));
+        ov.entries.insert(key(path), entry.clone());
+        Ok(entry)
+    }
+}
+
+impl Filesystem for ReadOnlyView {
+    type Fid = RoFid;
+
+    fn attach(&self, _: &Ctx, _: &Tattach, _: Option<&RoFid>) -> FsResult<(Rattach, RoFid)> {
+        let qid = self.qid(&self.find(&[])?);
+        Ok((Rattach { qid }, self.fid(Vec::new())))
+    }
+
+    fn walk1(&self, _: &Ctx, dir: &RoFid, name: &str) -> FsResult<(Qid, RoFid)> {
+        let mut path = dir.path();
+        step(&mut path, name);
+        let qid = self.qid(&self.find(&path)?);
+        Ok((qid, self.fid(path)))
+    }
+
+    fn clone_fid(&self, _: &Ctx, fid: &RoFid) -> FsResult<RoFid> {
+        Ok(self.fid(fid.path()))
+    }
+
+    fn getattr(&self, _: &Ctx, fid: &RoFid, _: &Tgetattr) -> FsResult<Rgetattr> {
+        let found = match fid.open.get() {
+            Some(RoOpen::Mem { file, .. }) => Found::File(Arc::clone(file)),
+            Some(RoOpen::Host(file)) => Found::Host(rustix::fs::fstat(file).map_err(os)?),
+            _ => self.find(&fid.path())?,
+        };
+        let mut attr = Self::attr(&found);
+        match found {
+            Found::File(_) => attr.mode = S_IFREG | (attr.mode & 0o7777),
+            Found::Dir(_) => attr.mode = S_IFDIR | (attr.mode & 0o7777),
+            Found::Host(_) => {}
+        }
+        Ok(Rgetattr {
+            valid: HOST_VALID,
+            qid: self.qid(&found),
+            attr,
+        })
+    }
+
+    fn lopen(&self, _: &Ctx, fid: &RoFid, req: &Tlopen) -> FsResult<Rlopen> {
+        let path = fid.path();
+        let append = req.flags.contains(LOpenFlags::APPEND);
+        let truncate = req.flags.contains(LOpenFlags::TRUNC) && writes(req.flags);
+        let opened = match self.find(&path)? {
+            Found::Dir(_) => RoOpen::Dir(Listing::default()),
+            Found::File(file) => {
+                if truncate {
+                    file.truncate(0)?;
+                }
+                RoOpen::Mem { file, append }
+            }
+            Found::Host(st) => match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => RoOpen::Dir(Listing::default()),
+                FileType::RegularFile if writes(req.flags) || truncate => RoOpen::Mem {
+                    file: self.copy_up(&path, truncate)?,
+                    append,
+                },
+                FileType::RegularFile => {
+                    RoOpen::Host(self.root.open_file(&path, OFlags::RDONLY, Mode::empty())?)
+                }
+                FileType::Symlink => return Err(Rlerror::new(ELOOP)),
+                _ => return Err(Rlerror::new(EOPNOTSUPP)),
+            },
+        };
+        let qid = match &opened {
+            RoOpen::Mem { file, .. } => file.qid(),
+            _ => self.qid(&self.find(&path)?),
+        };
+        fid.open.set(opened).map_err(|_| Rlerror::new(EBUSY))?;
+        Ok(Rlopen { qid, iounit: 0 })
+    }
+
+    fn lcreate(&self, _: &Ctx, dir: &RoFid, req: &Tlcreate) -> FsResult<(Rlcreate, RoFid)> {
+        let path = child(&dir.path(), &req.name);
+        let budget = Arc::clone(&self.budget);
+        let meta = MemMeta::new(S_IFREG | (req.mode & 0o7777), self.uid(), req.gid);
+        let entry = self.add_entry(&path, |qid_path| {
+            Entry::File(MemFile::new(qid_path, Vec::new(), meta, budget))
+        })?;
+        let Entry::File(file) = entry else {
+            return Err(Rlerror::new(EINVAL));
+        };
+        let qid = file.qid();
+        let fid = self.fid(path);
+        let append = req.flags.contains(LOpenFlags::APPEND);
+        let _ = fid.open.set(RoOpen::Mem { file, append });
+        Ok((Rlcreate { qid, iounit: 0 }, fid))
+    }
+
+    fn read(&self, _: &Ctx, fid: &RoFid, req: &Tread) -> FsResult<Rread> {
+        let data = match fid.open.get() {
+            Some(RoOpen::Host(file)) => {
+                let mut buf = vec![0u8; req.count as usize];
+                let n = file.read_at(&mut buf, req.offset)?;
+                buf.truncate(n);
+                buf
+            }
+            Some(RoOpen::Mem { file, .. }) => file.read(req.offset, req.count),
+            Some(RoOpen::Dir(_)) => return Err(Rlerror::new(EISDIR)),
+            None => return Err(Rlerror::new(EBADF)),
+        };
+        Ok(Rread { data: data.into() })
+    }
+
+    fn write(&self, _: &Ctx, fid: &RoFid, req: &Twrite) -> FsResult<Rwrite> {
+        match fid.open.get() {
+            Some(RoOpen::Mem { file, append }) => Ok(Rwrite {
+                count: file.write(req.offset, req.data.as_slice(), *append)?,
+            }),
+            _ => Err(Rlerror::new(EBADF)),
+        }
+    }
+
+    fn readdir(&self, _: &Ctx, dir: &RoFid, req: &Treaddir) -> FsResult<Rreaddir> {
+        match dir.open.get() {
+            Some(RoOpen::Dir(listing)) => {
+                listing.page(req.offset, req.count, || self.entries(&dir.path()))
+            }
+            _ => Err(Rlerror::new(EBADF)),
+        }
+    }
+
+    fn mkdir(&self, _: &Ctx, dir: &RoFid, req: &Tmkdir) -> FsResult<Rmkdir> {
+        let path = child(&dir.path(), &req.name);
+        let meta = MemMeta::new(S_IFDIR | (req.mode & 0o7777), self.uid(), req.gid);
+        let entry = self.add_entry(&path, |qid_path| {
+            Entry::Dir(Arc::new(MemDir {
+                qid_path,
+                meta: std::sync::Mutex::new(meta),
+            }))
+        })?;
+        let Entry::Dir(d) = entry else {
+            return Err(Rlerror::new(EINVAL));
+        };
+        Ok(Rmkdir { qid: d.qid() })
+    }
+
+    fn readlink(&self, _: &Ctx, fid: &RoFid, _: &Treadlink) -> FsResult<Rreadlink> {
+        let path = fid.path();
+        if !matches!(self.find(&path)?, Found::Host(_)) {
+            return Err(Rlerror::new(EINVAL));
+        }
+        let (dir, name) = self.root.locate(&path)?;
+        let target = rustix::fs::readlinkat(&dir, name, Vec::new()).map_err(os)?;
+        let target = target.into_string().map_err(|_| Rlerror::new(EINVAL))?;
+        Ok(Rreadlink { target })
+    }
+
+    fn rename(&self, _: &Ctx, fid: &RoFid, dir: &RoFid, req: &Trename) -> FsResult<Rrename> {
+        self.move_file(fid.path(), child(&dir.path(), &req.name))?;
+        Ok(Rrename)
+    }
+
+    fn renameat(
+        &self,
+        _: &Ctx,
+        olddir: &RoFid,
+        newdir: &RoFid,
+        req: &Trenameat,
+    ) -> FsResult<Rrenameat> {
+        let from = child(&olddir.path(), &req.oldname);
+        self.move_file(from, child(&newdir.path(), &req.newname))?;
+        Ok(Rrenameat)
+    }
+
+    fn unlinkat(&self, _: &Ctx, dir: &RoFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
+        let want_dir = req.flags.contains(UnlinkatFlags::REMOVEDIR);
+        self.unlink(&child(&dir.path(), &req.name), Some(want_dir))?;
+        Ok(Runlinkat)
+    }
+
+    fn remove(&self, _: &Ctx, fid: &RoFid) -> FsResult<Rremove> {
+        self.unlink(&fid.path(), None)?;
+        Ok(Rremove)
+    }
+
+    fn setattr(&self, _: &Ctx, fid: &RoFid, req: &Tsetattr) -> FsResult<Rsetattr> {
+        if req.valid.contains(SetattrMask::UID) || req.valid.contains(SetattrMask::GID) {
+            return Err(Rlerror::new(EPERM));
+        }
+        let path = fid.path();
+        let meta_of = |found: &Found| -> FsResult<Option<Arc<MemFile>>> {
+            match found {
+                Found::File(f) => Ok(Some(Arc::clone(f))),
+                Found::Host(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
+                    Ok(Some(self.copy_up(&path, false)?))
+                }
+                Found::Dir(_) => Ok(None),
+                Found::Host(_) => Err(Rlerror::new(EROFS)),
+            }
+        };
+        let found = match fid.open.get() {
+            Some(RoOpen::Mem { file, .. }) => Found::File(Arc::clone(file)),
+            _ => self.find(&path)?,
+        };
+        let file = meta_of(&found)?;
+        if let (Some(f), true) = (&file, req.valid.contains(SetattrMask::SIZE)) {
+            f.truncate(req.attr.size)?;
+        }
+        let apply = |m: &mut MemMeta| {
+            if req.valid.contains(SetattrMask::MODE) {
+                m.mode = (m.mode & !0o7777) | (req.attr.mode & 0o7777);
+            }
+            if req.valid.contains(SetattrMask::ATIME) {
+                m.atime = chosen(req, SetattrMask::ATIME_SET, req.attr.atime);
+            }
+            if req.valid.contains(SetattrMask::MTIME) {
+                m.mtime = chosen(req, SetattrMask::MTIME_SET, req.attr.mtime);
+            }
+            m.ctime = now();
+        };
+        match (&file, &found) {
+            (Some(f), _) => apply(&mut crate::server::cancel::lock(&f.meta)),
+            (None, Found::Dir(d)) => apply(&mut crate::server::cancel::lock(&d.meta)),
+            _ => return Err(Rlerror::new(EROFS)),
+        }
+        Ok(Rsetattr)
+    }
+
+    #[allow(clippy::unnecessary_cast)] // statfs field types differ between architectures
+    fn statfs(&self, _: &Ctx, _: &RoFid, _: &Tstatfs) -> FsResult<Rstatfs> {
+        let s = self.root.statfs()?;
+        Ok(Rstatfs {
+            fs_type: s.f_type as u32,
+            bsize: s.f_bsize as u32,
+            blocks: s.f_blocks as u64,
+            bfree: s.f_bfree as u64,
+            bavail: s.f_bavail as u64,
+            files: s.f_files as u64,
+            ffree: s.f_ffree as u64,
+            fsid: 0,
+            namelen: s.f_namelen as u32,
+        })
+    }
+}
+
+impl ReadOnlyView {
+    fn uid(&self) -> u32 {
+        rustix::process::getuid().as_raw()
+    }
+}

@@ -1,0 +1,291 @@
+//! The [`Filesystem`] impl of [`SyntheticTree`].
+
+use std::sync::{Arc, OnceLock, PoisonError};
+
+use crate::errno::{EBADF, EEXIST, EISDIR, ENOENT, ENOTDIR, ENOTEMPTY, EROFS};
+use crate::message::*;
+use crate::server::handler::{Ctx, Filesystem, FsResult};
+use crate::server::trees::listing::Listing;
+use crate::server::trees::synthetic::node::{DirNode, DirOps, Node, NodeKind, OpenFile};
+use crate::server::trees::synthetic::SyntheticTree;
+use crate::types::{Attr, Dirent, GetattrMask, Qid, UnlinkatFlags};
+
+const S_IFDIR: u32 = 0o040000;
+const S_IFREG: u32 = 0o100000;
+
+/// A [`SyntheticTree`] fid: the node it names and, once opened, its open file.
+pub struct SynFid {
+    node: Arc<Node>,
+    open: OnceLock<SynOpen>,
+}
+
+enum SynOpen {
+    File(Box<dyn OpenFile>),
+    Dir(Listing),
+}
+
+impl SynFid {
+    fn new(node: Arc<Node>) -> Self {
+        SynFid {
+            node,
+            open: OnceLock::new(),
+        }
+    }
+
+    fn file(&self) -> FsResult<&dyn OpenFile> {
+        match self.open.get() {
+            Some(SynOpen::File(f)) => Ok(f.as_ref()),
+            Some(SynOpen::Dir(_)) => Err(Rlerror::new(EISDIR)),
+            None => Err(Rlerror::new(EBADF)),
+        }
+    }
+}
+
+fn dir_of(node: &Node) -> FsResult<&DirNode> {
+    node.dir().ok_or(Rlerror::new(ENOTDIR))
+}
+
+fn ops_of(dir: &DirNode) -> FsResult<Arc<dyn DirOps>> {
+    dir.ops
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+        .ok_or(Rlerror::new(EROFS))
+}
+
+fn lookup(dir: &DirNode, name: &str) -> Option<Arc<Node>> {
+    dir.children
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(name)
+        .cloned()
+}
+
+fn dtype(node: &Node) -> u8 {
+    match node.kind {
+        NodeKind::Dir(_) => Dirent::DT_DIR,
+        NodeKind::File(_) => Dirent::DT_REG,
+    }
+}
+
+impl SyntheticTree {
+    fn node_id(&self) -> u64 {
+        self.new_id()
+    }
+
+    /// Adds a node made by a client request under `parent`.
+    fn add_child(&self, parent: &Arc<Node>, name: &str, kind: NodeKind) -> FsResult<Arc<Node>> {
+        let dir = dir_of(parent)?;
+        let mut children = dir.children.write().unwrap_or_else(PoisonError::into_inner);
+        if children.contains_key(name) {
+            return Err(Rlerror::new(EEXIST));
+        }
+        let node = Node::new(self.node_id(), Arc::downgrade(parent), kind);
+        children.insert(name.to_string(), Arc::clone(&node));
+        parent.touch();
+        Ok(node)
+    }
+
+    /// Removes `name` from `parent` for a client request (`want_dir`: rmdir).
+    fn remove_child(
+        &self,
+        ctx: &Ctx,
+        parent: &Arc<Node>,
+        name: &str,
+        want_dir: Option<bool>,
+    ) -> FsResult<()> {
+        let dir = dir_of(parent)?;
+        let node = lookup(dir, name).ok_or(Rlerror::new(ENOENT))?;
+        match (&node.kind, want_dir) {
+            (NodeKind::Dir(d), Some(true) | None) => {
+                if !d
+                    .children
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_empty()
+                {
+                    return Err(Rlerror::new(ENOTEMPTY));
+                }
+            }
+            (NodeKind::Dir(_), Some(false)) => return Err(Rlerror::new(EISDIR)),
+            (NodeKind::File(_), Some(true)) => return Err(Rlerror::new(ENOTDIR)),
+            (NodeKind::File(_), _) => {}
+        }
+        ops_of(dir)?.remove(ctx, name)?;
+        dir.children
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+        parent.touch();
+        Ok(())
+    }
+
+    fn entries(&self, node: &Arc<Node>) -> FsResult<Vec<Dirent>> {
+        let dir = dir_of(node)?;
+        let up = node.parent.upgrade().unwrap_or_else(|| Arc::clone(node));
+        let dot = |name: &str, n: &Node| Dirent {
+            qid: n.qid(),
+            offset: 0,
+            dtype: Dirent::DT_DIR,
+            name: name.to_string(),
+        };
+        let mut out = vec![dot(".", node), dot("..", &up)];
+        for (name, child) in dir
+            .children
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            out.push(Dirent {
+                qid: child.qid(),
+                offset: 0,
+                dtype: dtype(child),
+                name: name.clone(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl Filesystem for SyntheticTree {
+    type Fid = SynFid;
+
+    fn attach(&self, _: &Ctx, _: &Tattach, _: Option<&SynFid>) -> FsResult<(Rattach, SynFid)> {
+        Ok((
+            Rattach {
+                qid: self.root.qid(),
+            },
+            SynFid::new(Arc::clone(&self.root)),
+        ))
+    }
+
+    fn walk1(&self, _: &Ctx, dir: &SynFid, name: &str) -> FsResult<(Qid, SynFid)> {
+        let node = match name {
+            "." => Arc::clone(&dir.node),
+            ".." => dir
+                .node
+                .parent
+                .upgrade()
+                .unwrap_or_else(|| Arc::clone(&dir.node)),
+            _ => lookup(dir_of(&dir.node)?, name).ok_or(Rlerror::new(ENOENT))?,
+        };
+        Ok((node.qid(), SynFid::new(node)))
+    }
+
+    fn clone_fid(&self, _: &Ctx, fid: &SynFid) -> FsResult<SynFid> {
+        Ok(SynFid::new(Arc::clone(&fid.node)))
+    }
+
+    fn getattr(&self, _: &Ctx, fid: &SynFid, _: &Tgetattr) -> FsResult<Rgetattr> {
+        let node = &fid.node;
+        let (mode, nlink, size) = match &node.kind {
+            NodeKind::Dir(_) => (S_IFDIR | 0o755, 2, 0),
+            NodeKind::File(f) => (S_IFREG | (f.mode() & 0o7777), 1, f.size()),
+        };
+        let mtime = node.mtime();
+        Ok(Rgetattr {
+            valid: GetattrMask::BASIC,
+            qid: node.qid(),
+            attr: Attr {
+                mode,
+                uid: self.uid,
+                gid: self.gid,
+                nlink,
+                size,
+                blksize: 4096,
+                blocks: size.div_ceil(512),
+                atime: mtime,
+                mtime,
+                ctime: mtime,
+                ..Attr::default()
+            },
+        })
+    }
+
+    fn lopen(&self, ctx: &Ctx, fid: &SynFid, req: &Tlopen) -> FsResult<Rlopen> {
+        let opened = match &fid.node.kind {
+            NodeKind::Dir(_) => SynOpen::Dir(Listing::default()),
+            NodeKind::File(f) => SynOpen::File(f.open(ctx, req.flags)?),
+        };
+        fid.open.set(opened).map_err(|_| Rlerror::new(EBADF))?;
+        Ok(Rlopen {
+            qid: fid.node.qid(),
+            iounit: 0,
+        })
+    }
+
+    fn lcreate(&self, ctx: &Ctx, dir: &SynFid, req: &Tlcreate) -> FsResult<(Rlcreate, SynFid)> {
+        let parent = &dir.node;
+        let d = dir_of(parent)?;
+        if lookup(d, &req.name).is_some() {
+            return Err(Rlerror::new(EEXIST));
+        }
+        let file = ops_of(d)?.create(ctx, &req.name, req.mode)?;
+        let opened = file.open(ctx, req.flags)?;
+        let node = self.add_child(parent, &req.name, NodeKind::File(file))?;
+        let fid = SynFid::new(node);
+        let _ = fid.open.set(SynOpen::File(opened));
+        Ok((
+            Rlcreate {
+                qid: fid.node.qid(),
+                iounit: 0,
+            },
+            fid,
+        ))
+    }
+
+    fn read(&self, ctx: &Ctx, fid: &SynFid, req: &Tread) -> FsResult<Rread> {
+        let data = fid.file()?.read(ctx, req.offset, req.count)?;
+        Ok(Rread { data: data.into() })
+    }
+
+    fn write(&self, ctx: &Ctx, fid: &SynFid, req: &Twrite) -> FsResult<Rwrite> {
+        let count = fid.file()?.write(ctx, req.offset, req.data.as_slice())?;
+        fid.node.touch();
+        Ok(Rwrite { count })
+    }
+
+    fn readdir(&self, _: &Ctx, dir: &SynFid, req: &Treaddir) -> FsResult<Rreaddir> {
+        match dir.open.get() {
+            Some(SynOpen::Dir(listing)) => {
+                listing.page(req.offset, req.count, || self.entries(&dir.node))
+            }
+            _ => Err(Rlerror::new(EBADF)),
+        }
+    }
+
+    fn mkdir(&self, ctx: &Ctx, dir: &SynFid, req: &Tmkdir) -> FsResult<Rmkdir> {
+        let d = dir_of(&dir.node)?;
+        if lookup(d, &req.name).is_some() {
+            return Err(Rlerror::new(EEXIST));
+        }
+        ops_of(d)?.mkdir(ctx, &req.name, req.mode)?;
+        let node = self.add_child(&dir.node, &req.name, NodeKind::Dir(DirNode::default()))?;
+        Ok(Rmkdir { qid: node.qid() })
+    }
+
+    fn unlinkat(&self, ctx: &Ctx, dir: &SynFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
+        let want_dir = req.flags.contains(UnlinkatFlags::REMOVEDIR);
+        self.remove_child(ctx, &dir.node, &req.name, Some(want_dir))?;
+        Ok(Runlinkat)
+    }
+
+    fn remove(&self, ctx: &Ctx, fid: &SynFid) -> FsResult<Rremove> {
+        let parent = fid
+            .node
+            .parent
+            .upgrade()
+            .ok_or(Rlerror::new(crate::errno::EBUSY))?;
+        let d = dir_of(&parent)?;
+        let name = d
+            .children
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(_, n)| Arc::ptr_eq(n, &fid.node))
+            .map(|(name, _)| name.clone())
+            .ok_or(Rlerror::new(ENOENT))?;
+        self.remove_child(ctx, &parent, &name, None)?;
+        Ok(Rremove)
+    }
+}

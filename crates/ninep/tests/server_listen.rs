@@ -1,0 +1,54 @@
+//! Listeners: loopback by default, unix sockets that replace only stale sockets,
+//! stopping that really stops.
+
+mod server_support;
+
+use std::os::unix::net::{UnixListener, UnixStream};
+
+use nf_ninep::client::Client;
+use nf_ninep::server::trees::synthetic::SyntheticTree;
+use nf_ninep::server::{Server, ServerError};
+
+#[test]
+fn loopback_listener_binds_127_0_0_1() {
+    let server = Server::new(SyntheticTree::new());
+    let l = server.listen_tcp_loopback(0).unwrap();
+    let addr = l.tcp_addr().unwrap();
+    assert!(addr.ip().is_loopback());
+    assert!(l.addr().to_string().starts_with("tcp!127.0.0.1!"));
+    Client::connect_tcp(addr).unwrap().attach("t", "").unwrap();
+    l.stop();
+    assert!(
+        Client::connect_tcp(addr).is_err(),
+        "stopped listener still accepts"
+    );
+    server.shutdown(server_support::LIMIT);
+}
+
+#[test]
+fn unix_sockets_replace_only_stale_sockets() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("9p.sock");
+    // A stale socket file (its listener is gone) is replaced.
+    drop(UnixListener::bind(&path).unwrap());
+    assert!(path.exists());
+    let server = Server::new(SyntheticTree::new());
+    let l = server.listen_unix(&path).unwrap();
+    // A live one is not.
+    let again = server.listen_unix(&path).unwrap_err();
+    assert!(matches!(again, ServerError::SocketInUse { .. }), "{again}");
+    assert!(again.to_string().contains("in use"), "{again}");
+    Client::connect_unix(&path)
+        .unwrap()
+        .attach("t", "")
+        .unwrap();
+    l.stop();
+    assert!(!path.exists(), "socket file removed on stop");
+    assert!(UnixStream::connect(&path).is_err());
+    // A file that is not a socket is never removed.
+    std::fs::write(&path, "precious").unwrap();
+    let err = server.listen_unix(&path).unwrap_err();
+    assert!(matches!(err, ServerError::BindUnix { .. }), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+    server.shutdown(server_support::LIMIT);
+}

@@ -1,0 +1,195 @@
+//! #U over real sockets: a real client against `PassthroughFs`, on TCP and unix sockets.
+
+mod server_support;
+
+use std::fs;
+use std::io::{Read, Write};
+
+use nf_ninep::client::{ClientConfig, ClientError};
+use nf_ninep::errno::{EEXIST, ENOENT, ENOTEMPTY};
+use nf_ninep::server::{PassthroughFs, ServerConfig};
+use nf_ninep::LOpenFlags;
+use server_support::{serve, Via, BOTH};
+
+fn export() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("hello.txt"), "hello, world\n").unwrap();
+    fs::create_dir_all(dir.path().join("sub/deeper")).unwrap();
+    fs::write(dir.path().join("sub/deeper/leaf"), "leaf").unwrap();
+    dir
+}
+
+fn each_transport(test: impl Fn(Via, &std::path::Path, nf_ninep::client::Root)) {
+    for via in BOTH {
+        let dir = export();
+        let served = serve(
+            PassthroughFs::new(dir.path()).unwrap(),
+            ServerConfig::default(),
+            via,
+        );
+        let root = served.client().attach("tester", "").unwrap();
+        test(via, dir.path(), root);
+    }
+}
+
+#[test]
+fn walk_open_read_stat() {
+    each_transport(|via, _, root| {
+        assert_eq!(
+            root.read_file("/hello.txt").unwrap(),
+            b"hello, world\n",
+            "{via:?}"
+        );
+        assert_eq!(root.read_file("sub/deeper/leaf").unwrap(), b"leaf");
+        let st = root.stat("/hello.txt").unwrap();
+        assert_eq!(st.size(), 13);
+        assert!(!st.is_dir());
+        assert!(root.stat("/sub").unwrap().is_dir());
+        let err = root.stat("/missing").unwrap_err();
+        assert_eq!(err.errno(), Some(ENOENT), "{err}");
+        assert!(err.to_string().contains("/missing"), "{err}");
+    });
+}
+
+#[test]
+fn readdir_lists_entries() {
+    each_transport(|_, _, root| {
+        let mut names: Vec<String> = root
+            .readdir("/")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        names.sort();
+        assert_eq!(names, ["hello.txt", "sub"]);
+        let sub = root.readdir("/sub").unwrap();
+        assert_eq!(sub.len(), 1);
+        assert!(sub[0].is_dir());
+    });
+}
+
+#[test]
+fn create_write_and_read_back() {
+    each_transport(|_, host, root| {
+        let mut f = root
+            .create("/sub/new.txt", LOpenFlags::RDWR, 0o640)
+            .unwrap();
+        f.write_all(b"first ").unwrap();
+        f.write_all(b"second").unwrap();
+        f.close().unwrap();
+        assert_eq!(fs::read(host.join("sub/new.txt")).unwrap(), b"first second");
+        assert_eq!(root.stat("/sub/new.txt").unwrap().permissions(), 0o640);
+        let err = root
+            .create("/sub/new.txt", LOpenFlags::WRONLY | LOpenFlags::EXCL, 0o644)
+            .unwrap_err();
+        assert_eq!(err.errno(), Some(EEXIST), "{err}");
+        root.write_file("/hello.txt", b"replaced").unwrap();
+        assert_eq!(fs::read(host.join("hello.txt")).unwrap(), b"replaced");
+        // std::io traits work too.
+        let mut f = root
+            .open("/hello.txt", LOpenFlags::RDWR | LOpenFlags::APPEND)
+            .unwrap();
+        assert_eq!(f.write(b"!").unwrap(), 1);
+        let mut s = String::new();
+        f.seek_to(0);
+        f.read_to_string(&mut s).unwrap();
+        assert_eq!(s, "replaced!");
+    });
+}
+
+#[test]
+fn mkdir_remove_rename() {
+    each_transport(|_, host, root| {
+        root.mkdir("/made", 0o755).unwrap();
+        assert!(host.join("made").is_dir());
+        root.write_file("/made/f", b"x").unwrap();
+        let err = root.remove("/made").unwrap_err();
+        assert_eq!(err.errno(), Some(ENOTEMPTY), "{err}");
+        root.rename("/made/f", "/sub/g").unwrap();
+        assert!(host.join("sub/g").exists() && !host.join("made/f").exists());
+        root.remove("/made").unwrap();
+        assert!(!host.join("made").exists());
+        // Renaming a directory moves what is below it, and open fids follow.
+        let leaf = root.walk("/sub/deeper/leaf").unwrap();
+        root.rename("/sub/deeper", "/moved").unwrap();
+        assert_eq!(fs::read(host.join("moved/leaf")).unwrap(), b"leaf");
+        assert_eq!(leaf.stat().unwrap().size(), 4, "fid follows the rename");
+        root.walk("/")
+            .unwrap()
+            .unlinkat("hello.txt", false)
+            .unwrap();
+        assert!(!host.join("hello.txt").exists());
+    });
+}
+
+#[test]
+fn setattr_truncate_chmod_and_symlinks() {
+    each_transport(|_, host, root| {
+        root.truncate("/hello.txt", 5).unwrap();
+        assert_eq!(fs::read(host.join("hello.txt")).unwrap(), b"hello");
+        root.chmod("/hello.txt", 0o600).unwrap();
+        assert_eq!(root.stat("/hello.txt").unwrap().permissions(), 0o600);
+        root.symlink("/link", "hello.txt").unwrap();
+        assert_eq!(root.readlink("/link").unwrap(), "hello.txt");
+        assert!(root.stat("/link").unwrap().is_symlink());
+        assert_eq!(
+            fs::read_link(host.join("link")).unwrap().to_str(),
+            Some("hello.txt")
+        );
+    });
+}
+
+#[test]
+fn qids_are_stable_and_versions_move_on_writes() {
+    each_transport(|_, _, root| {
+        let a = root.stat("/hello.txt").unwrap().qid;
+        let b = root.stat("/hello.txt").unwrap().qid;
+        assert_eq!(a, b);
+        assert_ne!(a.path, root.stat("/sub").unwrap().qid.path);
+        let f = root.open("/hello.txt", LOpenFlags::WRONLY).unwrap();
+        f.write_at(b"H", 0).unwrap();
+        let c = root.stat("/hello.txt").unwrap().qid;
+        assert_eq!(c.path, a.path);
+        assert_ne!(c.version, a.version);
+    });
+}
+
+#[test]
+fn reads_and_writes_chunk_to_msize() {
+    let dir = export();
+    let served = serve(
+        PassthroughFs::new(dir.path()).unwrap(),
+        ServerConfig::default(),
+        Via::Unix,
+    );
+    let client = served.client_with(ClientConfig { msize: 8192 });
+    assert_eq!(client.msize(), 8192);
+    let root = client.attach("tester", "").unwrap();
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    root.write_file("/big", &data).unwrap();
+    assert_eq!(fs::read(dir.path().join("big")).unwrap(), data);
+    assert_eq!(root.read_file("/big").unwrap(), data);
+    let f = root.open("/big", LOpenFlags::RDONLY).unwrap();
+    assert_eq!(f.chunk(), 8192 - 24);
+    assert_eq!(f.read_chunk(0, 1 << 20).unwrap().len(), 8192 - 24);
+}
+
+#[test]
+fn remote_errors_are_typed() {
+    each_transport(|_, _, root| {
+        let err = root.open("/nope/deeper", LOpenFlags::RDONLY).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ClientError::Remote {
+                    op: "walk",
+                    errno: ENOENT,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let io: std::io::Error = err.into();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    });
+}
