@@ -98,6 +98,7 @@ impl CoreError {
             CoreError::UnknownHandler { .. }
                 | CoreError::Protocol { .. }
                 | CoreError::Transport(nf_transport::TransportError::Corrupt { .. })
+                | CoreError::Transport(nf_transport::TransportError::BadPacket { .. })
         )
     }
 }

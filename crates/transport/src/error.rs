@@ -93,6 +93,31 @@ pub enum TransportError {
     /// The operation is not implemented by this transport.
     #[error("{0} is not supported by this transport")]
     Unsupported(&'static str),
+    /// The ofi transport cannot be used in this process (libfabric or its shim missing).
+    #[error("ofi transport unavailable: {0}")]
+    OfiUnavailable(String),
+    /// A libfabric call failed.
+    #[error("ofi: {what} failed: {text} (fi_errno {code}); {hint}")]
+    Ofi {
+        /// The operation and what it was applied to.
+        what: String,
+        /// libfabric's error number (positive).
+        code: i32,
+        /// libfabric's (and the provider's) text for it.
+        text: String,
+        /// What to check or do.
+        hint: String,
+    },
+    /// A packet that breaks the transport's framing arrived and was dropped.
+    #[error("{transport}: dropped a malformed packet (sender rank as claimed: {src}): {why}")]
+    BadPacket {
+        /// The transport it arrived on.
+        transport: &'static str,
+        /// The sender it claims (u32::MAX if unreadable).
+        src: u32,
+        /// What check failed.
+        why: String,
+    },
 }
 
 impl TransportError {

@@ -7,11 +7,12 @@
 //! receiver (credit-based flow control: a full receiver is [`SendStatus::NoCredit`],
 //! an outcome to retry after polling, not a failure).
 //!
-//! Transports: [`shm`] (same host), [`tcp`] (between hosts). `ofi` follows the same
-//! traits.
+//! Transports: [`shm`] (same host), [`tcp`] (between hosts), [`ofi`] (between hosts,
+//! over the system libfabric when it is there).
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod ofi;
 pub mod shm;
 pub mod tcp;
 

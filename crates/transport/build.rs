@@ -1,0 +1,84 @@
+//! Builds the libfabric shim of the `ofi` transport (`src/ofi/shim/nf_ofi_shim.c`) into
+//! its own shared object, `$OUT_DIR/libnf_ofi_shim.so`, linked against `-lfabric`.
+//!
+//! The crate itself never links libfabric: the shim is `dlopen`ed at run time, so the
+//! crate builds (and its other transports work) on machines without libfabric.
+//! 1. The headers (`<rdma/fabric.h>`, from Debian's `libfabric-dev`) are probed; when
+//!    they are missing nothing is built and `NF_OFI_UNAVAILABLE` carries the reason.
+//! 2. Otherwise the shim is compiled with the target's C compiler (the `cc` crate picks
+//!    it); its path is passed to the crate as `NF_OFI_SHIM_BUILT`. A compile failure is a
+//!    warning plus `NF_OFI_UNAVAILABLE`, not a failed build.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+const SHIM: &str = "src/ofi/shim/nf_ofi_shim.c";
+
+fn main() {
+    println!("cargo:rerun-if-changed={SHIM}");
+    println!("cargo:rerun-if-changed=build.rs");
+    for var in ["CC", "CFLAGS", "CPATH", "C_INCLUDE_PATH", "LIBRARY_PATH"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    match build(&out) {
+        Ok(so) => println!("cargo:rustc-env=NF_OFI_SHIM_BUILT={}", so.display()),
+        Err(why) => {
+            println!("cargo:warning=ofi transport disabled: {why}");
+            println!("cargo:rustc-env=NF_OFI_UNAVAILABLE={why}");
+        }
+    }
+}
+
+/// Steps 1 and 2 above; returns the shared object's path, or why there is none.
+fn build(out: &Path) -> Result<PathBuf, String> {
+    let compiler = cc::Build::new().cargo_metadata(false).get_compiler();
+    let probe = out.join("nf_ofi_probe.c");
+    std::fs::write(
+        &probe,
+        "#include <rdma/fabric.h>\nint main(void) { return 0; }\n",
+    )
+    .map_err(|e| format!("writing {}: {e}", probe.display()))?;
+    let ok = compiler
+        .to_command()
+        .arg("-fsyntax-only")
+        .arg(&probe)
+        .output()
+        .map_err(|e| format!("running the C compiler {:?}: {e}", compiler.path()))?;
+    if !ok.status.success() {
+        return Err(
+            "built without libfabric-dev (no <rdma/fabric.h>); install it \
+                    (scripts/setup.sh) and rebuild"
+                .into(),
+        );
+    }
+    let so = out.join("libnf_ofi_shim.so");
+    let run = compiler
+        .to_command()
+        .args([
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-fvisibility=hidden",
+        ])
+        .arg("-o")
+        .arg(&so)
+        .arg(SHIM)
+        .arg("-lfabric")
+        .output()
+        .map_err(|e| format!("running the C compiler {:?}: {e}", compiler.path()))?;
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if !run.status.success() {
+        let first: Vec<&str> = stderr.lines().take(6).collect();
+        return Err(format!(
+            "the libfabric shim {SHIM} failed to compile: {}",
+            first.join(" | ")
+        ));
+    }
+    for line in stderr.lines() {
+        println!("cargo:warning=nf_ofi_shim: {line}");
+    }
+    Ok(so)
+}
