@@ -1,0 +1,24 @@
+#!/bin/sh
+# Open MPI's remote-start agent for network-namespace "hosts" on this machine.
+#
+#   mpirun --mca plm_rsh_agent tests/netns/mpirun-agent.sh --host NS0:2,NS1:2 …
+#
+# mpirun (run it inside one of the namespaces, e.g. `ip netns exec NS0 mpirun …`, so its
+# out-of-band address is reachable from the others; pass `--mca oob_tcp_if_include` and
+# `--mca btl_tcp_if_include` with the fixture's subnet) calls the agent as
+# `AGENT HOST COMMAND…` for every host it starts a daemon on, the local one included,
+# since namespaces share the machine's host name. The daemon then runs inside HOST.
+# Root is needed (ip netns exec).
+set -eu
+if [ $# -lt 2 ]; then
+    echo "mpirun-agent: usage: mpirun-agent.sh NAMESPACE COMMAND…" >&2
+    exit 2
+fi
+host=$1
+shift
+if [ ! -e "/var/run/netns/$host" ]; then
+    echo "mpirun-agent: no network namespace named '$host' (ip netns list)" >&2
+    exit 2
+fi
+# mpirun hands the daemon's command line over as words meant for a remote shell.
+exec ip netns exec "$host" sh -c "$*"
