@@ -124,6 +124,16 @@ pub enum RmaError {
         /// Mutexes that proc has.
         count: usize,
     },
+    /// Unlocking a mutex this proc does not hold.
+    #[error("{op}: mutex {mutex} of proc {proc} is not held by this proc")]
+    NotHeld {
+        /// The call.
+        op: &'static str,
+        /// The mutex.
+        mutex: usize,
+        /// The proc hosting it.
+        proc: usize,
+    },
     /// An address that `free` / `free_local` did not hand out (or already freed).
     #[error("{op}: {addr:#x} is not the start of a live allocation of this proc")]
     NotAllocated {

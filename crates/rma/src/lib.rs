@@ -40,12 +40,20 @@
 #![warn(missing_docs)]
 
 mod api;
+mod apply;
 pub mod array;
 pub mod config;
+mod direct;
 pub mod domain;
 pub mod error;
 pub mod handle;
+mod memory;
+mod origin;
 mod rma;
+mod service;
+mod shape;
+mod shm;
+mod table;
 pub mod wireup;
 pub mod world;
 pub mod xfer;

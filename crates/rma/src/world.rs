@@ -143,15 +143,13 @@ impl<'w> WorldWireup<'w> {
     }
 }
 
-/// FNV-1a over the member list: equal lists, equal keys on every rank.
+/// A hash of the member list: equal lists, equal keys on every rank.
 fn team_key(members: &[usize]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for m in members {
-        for b in (*m as u64).to_le_bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
+    let bytes: Vec<u8> = members
+        .iter()
+        .flat_map(|&m| (m as u64).to_le_bytes())
+        .collect();
+    crate::memory::fnv(&bytes)
 }
 
 impl Team for WorldWireup<'_> {

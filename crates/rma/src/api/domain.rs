@@ -2,7 +2,7 @@
 
 use crate::domain::Domains;
 use crate::error::RmaError;
-use crate::rma::{not_yet, Rma};
+use crate::rma::Rma;
 
 impl Rma<'_> {
     /// Whether `proc` shares this proc's node, i.e. its memory is reached by load /
@@ -26,7 +26,18 @@ impl Rma<'_> {
         bytes: usize,
     ) -> Result<Option<*mut u8>, RmaError> {
         self.check_proc("local_ptr", proc)?;
-        let _ = (remote, bytes);
-        Err(not_yet("local_ptr"))
+        let seg = self
+            .mem
+            .borrow()
+            .table
+            .find(proc, remote, bytes as u64)
+            .ok_or_else(|| RmaError::OutOfSegment {
+                op: "local_ptr",
+                arg: "remote".into(),
+                proc,
+                addr: remote,
+                len: bytes as u64,
+            })?;
+        Ok(self.same_node(proc).then(|| seg.local(remote)))
     }
 }
