@@ -36,7 +36,7 @@ use crate::service::{Service, Shared};
 use crate::shm::control::{self, Control};
 use crate::shm::lock::Patience;
 use crate::shm::map::Mapping;
-use crate::wireup::{Team, Wireup, WireupError};
+use crate::wireup::Wireup;
 
 /// Files of a dead job older than this are reclaimed (step 3).
 const STALE_AFTER: Duration = Duration::from_secs(60);
@@ -110,21 +110,6 @@ fn random_u64() -> u64 {
             .map_or(0, |d| d.as_nanos()),
     );
     h.finish()
-}
-
-/// The world as a [`Team`], for calls that take one.
-pub(crate) struct WorldTeamRef<'a>(pub &'a dyn Wireup);
-
-impl Team for WorldTeamRef<'_> {
-    fn members(&self) -> &[usize] {
-        self.0.members()
-    }
-    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, WireupError> {
-        self.0.allgather(mine)
-    }
-    fn barrier(&self) -> Result<(), WireupError> {
-        self.0.barrier()
-    }
 }
 
 impl<'w> Rma<'w> {

@@ -48,6 +48,36 @@ pub trait Wireup: Team {
     }
 }
 
+/// A borrowed team is a team (so a program can keep its wire-up and lend it).
+impl<T: Team + ?Sized> Team for &T {
+    fn members(&self) -> &[usize] {
+        (**self).members()
+    }
+
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, WireupError> {
+        (**self).allgather(mine)
+    }
+
+    fn barrier(&self) -> Result<(), WireupError> {
+        (**self).barrier()
+    }
+}
+
+/// A borrowed wire-up is a wire-up.
+impl<T: Wireup + ?Sized> Wireup for &T {
+    fn rank(&self) -> usize {
+        (**self).rank()
+    }
+
+    fn host_identity(&self) -> String {
+        (**self).host_identity()
+    }
+
+    fn job_id(&self) -> Option<String> {
+        (**self).job_id()
+    }
+}
+
 /// This process's host identity: `NF_HOST` if a launcher set it, else host name,
 /// kernel boot id and network namespace. The namespace is part of it because
 /// namespaces stand for hosts in multi-host tests, and procs in different ones must

@@ -19,7 +19,7 @@ use std::sync::atomic::{fence, Ordering};
 
 use crate::error::RmaError;
 use crate::memory::Alloc;
-use crate::rma::{Rma, WorldTeamRef};
+use crate::rma::Rma;
 use crate::shm::map::{anonymous, Mapping};
 use crate::table::Seg;
 use crate::wireup::Team;
@@ -93,12 +93,17 @@ fn gather<T>(
 }
 
 impl Rma<'_> {
+    /// The list of our segments the service thread checks requests against.
+    fn own_segments(&self) -> std::sync::RwLockWriteGuard<'_, Vec<(u64, u64)>> {
+        self.shared.own.write().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Allocates `bytes` on every proc of the world (collective; `ARMCI_Malloc`).
     /// Returns, for every proc, the address of its part in *its* address space (0 for
     /// a proc that asked for 0 bytes). Procs may ask for different sizes. The memory
     /// starts zeroed and is page-aligned.
     pub fn malloc(&self, bytes: usize) -> Result<Vec<u64>, RmaError> {
-        self.malloc_team(&WorldTeamRef(&*self.wire), bytes)
+        self.malloc_team(&*self.wire as &dyn Team, bytes)
     }
 
     /// [`Rma::malloc`] over a team (`ARMCI_Malloc_group`): entry `i` belongs to team
@@ -132,12 +137,22 @@ impl Rma<'_> {
             len: bytes as u64,
             n,
         };
+        // The service must accept requests on it as soon as anyone can know its base.
+        if own.is_some() {
+            self.own_segments().push((announce.base, announce.len));
+        }
+        let forget = || {
+            if own.is_some() {
+                self.own_segments().retain(|&(b, _)| b != announce.base);
+            }
+        };
 
         // Step 2.
         let all = gather(team, &announce.encode(), Announce::decode)?;
         let mut maps: Vec<Mapping> = Vec::new();
         let mut mapped = vec![0usize; members.len()];
         if let Some(i) = all.iter().position(|a| !a.ok) {
+            forget();
             if let Some(own) = &own {
                 own.unlink()?;
             }
@@ -166,6 +181,7 @@ impl Rma<'_> {
             own.unlink()?;
         }
         if let Some(i) = oks.iter().position(|ok| !ok) {
+            forget();
             let why = format!("proc {} could not map its domain's segments", members[i]);
             return Err(failure.unwrap_or(RmaError::Collective { op, why }));
         }
@@ -173,11 +189,6 @@ impl Rma<'_> {
         // Step 4.
         if let Some(own) = own {
             mapped[me] = own.ptr() as usize;
-            self.shared
-                .own
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((announce.base, bytes as u64));
             maps.push(own);
         }
         let bases: Vec<u64> = all.iter().map(|a| a.base).collect();
@@ -210,7 +221,7 @@ impl Rma<'_> {
     /// every transfer this proc issued first, and returns once no proc can reach the
     /// memory any more.
     pub fn free(&self, base: u64) -> Result<(), RmaError> {
-        self.free_team(&WorldTeamRef(&*self.wire), base)
+        self.free_team(&*self.wire as &dyn Team, base)
     }
 
     /// [`Rma::free`] over a team (`ARMCI_Free_group`).
@@ -247,11 +258,7 @@ impl Rma<'_> {
             }
         }
         if base != 0 {
-            self.shared
-                .own
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|&(b, _)| b != base);
+            self.own_segments().retain(|&(b, _)| b != base);
         }
         // Unmaps our segment and the domain's.
         drop(alloc.maps);
