@@ -26,10 +26,16 @@ impl Rma<'_> {
     /// for put and accumulate, write for get) for the duration of the call. Remote
     /// addresses are checked against the target's segments and need no promise.
     pub unsafe fn xfer(&self, x: &Xfer<'_>) -> Result<(), RmaError> {
+        let seg = self.prepare(x)?;
+        if self.same_node(x.proc) {
+            // Complete when done: no handle to keep (the latency-critical path).
+            // SAFETY: forwarded from the caller.
+            return unsafe { direct::run(self, x, seg) };
+        }
         // SAFETY: the caller's promise covers the whole call, which outlasts the wait.
-        let h = unsafe { self.issue(x, true) }?;
+        let h = unsafe { self.send(x, true) }?;
         self.wait(Handle(h))?;
-        if !matches!(x.kind, Kind::Get) && !self.same_node(x.proc) {
+        if !matches!(x.kind, Kind::Get) {
             self.origin.borrow_mut().flush(Some(x.proc))?;
         }
         Ok(())
@@ -63,29 +69,48 @@ impl Rma<'_> {
     /// # Safety
     /// As for [`Rma::start`].
     unsafe fn issue(&self, x: &Xfer<'_>, explicit: bool) -> Result<u64, RmaError> {
+        let seg = self.prepare(x)?;
+        if self.same_node(x.proc) {
+            let h = if explicit {
+                self.origin.borrow_mut().handles.open(x.proc)
+            } else {
+                IMPLICIT
+            };
+            // SAFETY: forwarded from the caller.
+            let r = unsafe { direct::run(self, x, seg) };
+            if let (Err(_), true) = (&r, explicit) {
+                let _ = self.origin.borrow_mut().handles.close(h);
+            }
+            return r.map(|()| h);
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.send(x, explicit) }
+    }
+
+    /// Checks the transfer in full and finds where its remote side lies.
+    fn prepare(&self, x: &Xfer<'_>) -> Result<Option<Seg>, RmaError> {
         let op = shape::op_name(&x.kind, &x.shape);
         self.check_proc(op, x.proc)?;
         let extent = shape::check(&x.kind, &x.shape)?;
-        let seg = self.resolve(op, x, extent)?;
+        self.resolve(op, x, extent)
+    }
+
+    /// Issues a checked transfer to another domain through its service.
+    ///
+    /// # Safety
+    /// As for [`Rma::start`].
+    unsafe fn send(&self, x: &Xfer<'_>, explicit: bool) -> Result<u64, RmaError> {
         let mut origin = self.origin.borrow_mut();
         let h = if explicit {
             origin.handles.open(x.proc)
         } else {
             IMPLICIT
         };
-        let r = if self.same_node(x.proc) {
-            drop(origin);
-            // SAFETY: forwarded from the caller.
-            unsafe { direct::run(self, x, seg) }
-        } else {
-            // SAFETY: forwarded from the caller.
-            let r = unsafe { origin.send_xfer(x.proc, &x.kind, &x.shape, h) };
-            drop(origin);
-            r
-        };
+        // SAFETY: forwarded from the caller.
+        let r = unsafe { origin.send_xfer(x.proc, &x.kind, &x.shape, h) };
         if let Err(e) = r {
             if explicit {
-                let mut origin = self.origin.borrow_mut();
+                let op = shape::op_name(&x.kind, &x.shape);
                 // Pieces already sent still land in `h`; drain them before forgetting it.
                 let _ = origin.drive(|o| o.handles.done(op, h).unwrap_or(true));
                 let _ = origin.handles.close(h);
