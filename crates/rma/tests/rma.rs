@@ -42,6 +42,8 @@ impl Job {
         if let Path_::Service = path {
             env.push(("NF_RMA_DIRECT".into(), "0".into()));
         }
+        // Waiters notice dead holders quickly (the default is 250 ms).
+        env.push(("NF_PEER_CHECK_MS".into(), "50".into()));
         LaunchSpec {
             nprocs: n,
             program: env!("CARGO_BIN_EXE_nf-rma-check").into(),
@@ -148,6 +150,20 @@ fn oversubscribed_eight_procs_stress_and_mutex() {
     let job = Job::new();
     job.expect_success(8, &["mutex", "20"], Path_::Service);
     job.expect_success(8, &["stress", "3", "100"], Path_::Direct);
+}
+
+#[test]
+fn a_vanished_target_is_an_error_not_a_hang() {
+    Job::new().expect_success(3, &["vanish"], Path_::Service);
+}
+
+#[test]
+fn a_mutex_holder_that_leaves_fails_the_waiters() {
+    // Direct: the waiters see the holder's pid gone; service: its connection closes
+    // and its host poisons the mutex.
+    let job = Job::new();
+    job.expect_success(3, &["holderdies"], Path_::Direct);
+    job.expect_success(3, &["holderdies"], Path_::Service);
 }
 
 /// Two namespace hosts of two ranks each, the launcher inside host 0.
