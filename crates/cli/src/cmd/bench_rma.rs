@@ -85,14 +85,19 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
             let mut text = String::new();
             for (i, r) in reports.iter().enumerate() {
                 let csv = r.to_csv();
-                let body = if i == 0 { &csv[..] } else { csv.split_once('\n').map_or("", |x| x.1) };
+                let body = if i == 0 {
+                    &csv[..]
+                } else {
+                    csv.split_once('\n').map_or("", |x| x.1)
+                };
                 text.push_str(body);
             }
             std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
         }
         if let Some(p) = &a.plot {
             let labels: Vec<String> = reports.iter().map(|r| r.bench.clone()).collect();
-            let pairs: Vec<(&str, &Report)> = labels.iter().map(String::as_str).zip(&reports).collect();
+            let pairs: Vec<(&str, &Report)> =
+                labels.iter().map(String::as_str).zip(&reports).collect();
             nf_bench::plot::plot_latency_bandwidth("rma", "latency", &pairs, p)?;
         }
     }
