@@ -56,7 +56,16 @@ impl Job {
     }
 
     fn expect_success(&self, n: usize, args: &[&str], path: Path_) {
-        let report = nf_launch::run(&self.spec(n, args, path)).expect("launch");
+        self.expect_success_with(n, args, path, &[]);
+    }
+
+    fn expect_success_with(&self, n: usize, args: &[&str], path: Path_, env: &[(&str, &str)]) {
+        let mut spec = self.spec(n, args, path);
+        spec.env.extend(
+            env.iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
+        let report = nf_launch::run(&spec).expect("launch");
         leftovers_are_gone(self.shm.path());
         assert!(
             matches!(report.outcome, Outcome::Success),
@@ -107,6 +116,17 @@ fn randomized_stress_matches_the_serial_model() {
     let job = Job::new();
     job.expect_success(4, &["stress", "1", "400"], Path_::Direct);
     job.expect_success(4, &["stress", "2", "300"], Path_::Service);
+}
+
+#[test]
+fn small_pieces_cut_at_element_boundaries() {
+    // 4100 B pieces are not a multiple of a complex double: accumulates must still be
+    // cut between elements, and strided transfers span many pieces.
+    let job = Job::new();
+    let small = [("NF_RMA_CHUNK", "4100")];
+    job.expect_success_with(3, &["atomicity", "10"], Path_::Service, &small);
+    job.expect_success_with(3, &["strided"], Path_::Service, &small);
+    job.expect_success_with(3, &["contig"], Path_::Service, &small);
 }
 
 #[test]

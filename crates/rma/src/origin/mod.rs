@@ -148,16 +148,22 @@ impl Origin {
         h: u64,
     ) -> Result<(), RmaError> {
         let chunk = self.chunk;
+        // Accumulates are cut at element boundaries: the target applies whole elements.
+        let unit = match kind {
+            Kind::Acc(s) => s.elem_size(),
+            _ => 1,
+        };
         let mut piece = Piece::default();
         for_each_chunk(shape, |c: Chunk| {
             let mut off = 0;
             while off < c.len {
-                let len = (c.len - off).min(chunk - piece.bytes);
+                let room = (chunk - piece.bytes) / unit * unit;
+                let len = (c.len - off).min(room);
                 piece.entries.push((c.remote + off as u64, len as u64));
                 piece.locals.push((c.local as usize + off, len));
                 piece.bytes += len;
                 off += len;
-                if piece.bytes == chunk || piece.entries.len() == MAX_PIECE_ENTRIES {
+                if piece.bytes + unit > chunk || piece.entries.len() == MAX_PIECE_ENTRIES {
                     // SAFETY: forwarded from the caller.
                     unsafe { self.emit(proc, kind, &std::mem::take(&mut piece), h) }?;
                 }
