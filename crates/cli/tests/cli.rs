@@ -164,7 +164,10 @@ fn rma_bench_reports_every_operation_and_layout_on_both_paths() {
         let reports: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let reports = reports.as_array().expect("several (op, layout): an array");
-        let names: Vec<&str> = reports.iter().map(|r| r["bench"].as_str().unwrap()).collect();
+        let names: Vec<&str> = reports
+            .iter()
+            .map(|r| r["bench"].as_str().unwrap())
+            .collect();
         assert_eq!(
             names,
             [

@@ -208,15 +208,17 @@ impl Origin {
         };
         let conn = self.conn(proc)?;
         conn.out
+            .bytes
             .reserve(wire::REQ_LEN + piece.entries.len() * wire::ENTRY_LEN + piece.bytes);
-        conn.out.extend_from_slice(&req.encode());
+        conn.out.bytes.extend_from_slice(&req.encode());
         for &(addr, len) in &piece.entries {
-            conn.out.extend_from_slice(&wire::entry(addr, len));
+            conn.out.bytes.extend_from_slice(&wire::entry(addr, len));
         }
         if carries {
             for &(p, len) in &piece.locals {
                 // SAFETY: the caller promises the local side is readable for its chunks.
                 conn.out
+                    .bytes
                     .extend_from_slice(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
             }
             self.dirty[proc] = true;
@@ -266,9 +268,9 @@ impl Origin {
     /// Sends a request with the given entries and waits for its answer.
     fn call(&mut self, proc: usize, req: Req, entries: &[(u64, u64)]) -> Result<Vec<u8>, RmaError> {
         let conn = self.conn(proc)?;
-        conn.out.extend_from_slice(&req.encode());
+        conn.out.bytes.extend_from_slice(&req.encode());
         for &(addr, len) in entries {
-            conn.out.extend_from_slice(&wire::entry(addr, len));
+            conn.out.bytes.extend_from_slice(&wire::entry(addr, len));
         }
         self.wants.insert(req.id, Want::Answer { proc });
         self.expect[proc] += 1;
@@ -305,7 +307,7 @@ impl Origin {
     pub(crate) fn unlock(&mut self, proc: usize, m: usize) -> Result<(), RmaError> {
         let mut req = Req::bare(Op::Unlock, self.next_id());
         req.arg[..8].copy_from_slice(&(m as u64).to_le_bytes());
-        self.conn(proc)?.out.extend_from_slice(&req.encode());
+        self.conn(proc)?.out.bytes.extend_from_slice(&req.encode());
         self.dirty[proc] = true;
         self.bound_queue(proc)
     }
@@ -319,6 +321,7 @@ impl Origin {
             let id = self.next_id();
             self.conn(p)?
                 .out
+                .bytes
                 .extend_from_slice(&Req::bare(Op::Fence, id).encode());
             self.wants.insert(id, Want::Answer { proc: p });
             self.expect[p] += 1;

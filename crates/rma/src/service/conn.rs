@@ -2,7 +2,7 @@
 //! order (the first must be the hello), queueing and writing replies (step 3 of
 //! `server.rs`).
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::SocketAddr;
 
 use mio::net::TcpStream;
@@ -11,11 +11,10 @@ use mio::Token;
 use super::request::Ctx;
 use super::server::{LockWait, Shared};
 use super::wire::{Hello, Req, HELLO_LEN, REQ_LEN};
+use crate::stream::{InBuf, OutBuf};
 
 /// Unsent reply bytes per connection before we stop reading its requests.
 pub(crate) const OUT_LIMIT: usize = 16 << 20;
-/// Smallest read buffer growth.
-const READ_CHUNK: usize = 256 << 10;
 
 /// Why a connection ends.
 pub(crate) enum End {
@@ -30,15 +29,12 @@ pub(crate) struct Conn {
     pub stream: TcpStream,
     pub peer: SocketAddr,
     pub origin: Option<usize>,
-    /// Bytes `lo..hi` are received and not yet applied.
-    buf: Vec<u8>,
-    lo: usize,
-    hi: usize,
+    /// Received bytes not yet applied.
+    inb: InBuf,
     /// Bytes of the frame being assembled, once its header is known.
     want: usize,
-    /// Unsent reply bytes are `out[sent..]`.
-    out: Vec<u8>,
-    sent: usize,
+    /// Replies not yet written.
+    out: OutBuf,
 }
 
 impl Conn {
@@ -47,17 +43,14 @@ impl Conn {
             stream,
             peer,
             origin: None,
-            buf: Vec::new(),
-            lo: 0,
-            hi: 0,
+            inb: InBuf::default(),
             want: HELLO_LEN,
-            out: Vec::new(),
-            sent: 0,
+            out: OutBuf::default(),
         }
     }
 
     fn unsent(&self) -> usize {
-        self.out.len() - self.sent
+        self.out.unsent()
     }
 
     /// Step 3 of the loop for this connection.
@@ -76,8 +69,8 @@ impl Conn {
             if self.unsent() > OUT_LIMIT {
                 continue;
             }
-            match self.read_more() {
-                Ok(0) if self.hi == self.lo => return Err(End::Closed),
+            match self.inb.read_from(&self.stream, self.want) {
+                Ok(0) if self.inb.data().is_empty() => return Err(End::Closed),
                 Ok(0) => return Err(End::Fault("connection closed inside a request".into())),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.flush(),
@@ -88,39 +81,13 @@ impl Conn {
     }
 
     pub(crate) fn flush(&mut self) -> Result<(), End> {
-        while self.sent < self.out.len() {
-            match self.stream.write(&self.out[self.sent..]) {
-                Ok(0) => return Err(End::Fault("socket accepts no more bytes".into())),
-                Ok(n) => self.sent += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(End::Fault(format!("write failed: {e}"))),
-            }
-        }
-        self.out.clear();
-        self.sent = 0;
-        Ok(())
-    }
-
-    fn read_more(&mut self) -> io::Result<usize> {
-        if self.hi == self.buf.len() {
-            if self.lo > 0 {
-                self.buf.copy_within(self.lo..self.hi, 0);
-                self.hi -= self.lo;
-                self.lo = 0;
-            }
-            if self.hi == self.buf.len() {
-                let grow = self.want.saturating_sub(self.hi).max(READ_CHUNK);
-                self.buf.resize(self.buf.len() + grow, 0);
-            }
-        }
-        let n = self.stream.read(&mut self.buf[self.hi..])?;
-        self.hi += n;
-        Ok(n)
+        self.out
+            .flush_to(&self.stream)
+            .map_err(|e| End::Fault(format!("write failed: {e}")))
     }
 
     pub(crate) fn reply(&mut self, ok: bool, id: u64, data: &[u8]) {
-        super::push_reply(&mut self.out, ok, id, data);
+        super::push_reply(&mut self.out.bytes, ok, id, data);
     }
 
     fn apply_frames(
@@ -130,44 +97,40 @@ impl Conn {
         token: Token,
     ) -> Result<(), End> {
         loop {
-            let avail = self.hi - self.lo;
+            let avail = self.inb.data().len();
             let Some(origin) = self.origin else {
                 if avail < HELLO_LEN {
                     return Ok(());
                 }
-                let b: &[u8; HELLO_LEN] = self.buf[self.lo..self.lo + HELLO_LEN]
-                    .try_into()
-                    .expect("len");
+                let b: &[u8; HELLO_LEN] = self.inb.data()[..HELLO_LEN].try_into().expect("len");
                 let theirs = Hello::decode(b, &sh.hello)
                     .map_err(|why| End::Fault(format!("refused hello: {why}")))?;
-                self.lo += HELLO_LEN;
+                self.inb.consume(HELLO_LEN);
                 self.origin = Some(theirs.rank as usize);
-                self.out.extend_from_slice(&sh.hello.encode());
+                self.out.bytes.extend_from_slice(&sh.hello.encode());
                 continue;
             };
             if avail < REQ_LEN {
                 self.want = REQ_LEN;
                 return Ok(());
             }
-            let h: &[u8; REQ_LEN] = self.buf[self.lo..self.lo + REQ_LEN]
-                .try_into()
-                .expect("len");
+            let h: &[u8; REQ_LEN] = self.inb.data()[..REQ_LEN].try_into().expect("len");
             let req = Req::decode(h).map_err(|why| End::Fault(format!("bad request: {why}")))?;
             let total = REQ_LEN + req.body_len();
             if avail < total {
                 self.want = total;
                 return Ok(());
             }
-            let body = &self.buf[self.lo + REQ_LEN..self.lo + total];
+            let body = &self.inb.data()[REQ_LEN..total];
             let mut ctx = Ctx {
                 sh,
                 origin,
-                out: &mut self.out,
+                out: &mut self.out.bytes,
                 waiters,
                 token,
             };
             ctx.handle(&req, body)?;
-            self.lo += total;
+            self.inb.consume(total);
             if self.unsent() > OUT_LIMIT {
                 return Ok(());
             }
