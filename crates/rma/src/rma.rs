@@ -260,7 +260,8 @@ impl<'w> Rma<'w> {
         wire.barrier()?;
         own_ctl.mapping().unlink()?;
 
-        let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check);
+        let spin = Waiter::new(cfg.wait, mine.len()).spins();
+        let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin);
         Ok(Rma {
             _service: service,
             origin: RefCell::new(origin),

@@ -12,8 +12,9 @@
 //!    the target, whose replies we read, never stalls on us.
 //!
 //! Waiting ([`Origin::drive`]): flush and read every connection with work, hand each
-//! reply to what waits for it, and block in poll(2) until a socket is ready (so
-//! oversubscribed procs sleep instead of spinning). A connection that breaks fails
+//! reply to what waits for it; try that a few times when the proc has a core to
+//! itself, then block in poll(2) until a socket is ready (so oversubscribed procs
+//! sleep instead of spinning). A connection that breaks fails
 //! everything outstanding on it with [`RmaError::PeerLost`] and every later request
 //! to that proc; refusals of requests that have no answer (put, acc, unlock) are kept
 //! and returned by the next fence or wait covering that proc.
@@ -37,6 +38,10 @@ use crate::xfer::{Kind, RmwOp, Shape};
 pub(crate) const MAX_PIECE_ENTRIES: usize = 4096;
 /// Unsent bytes per connection before the caller waits (step 3).
 const OUT_HIGH: usize = 8 << 20;
+/// Nonblocking polls of the busy sockets before sleeping in poll(2), when this proc
+/// has a core to itself: an answer that is microseconds away is then picked up
+/// without a sleep and a wake-up.
+const SPIN_POLLS: u32 = 64;
 
 /// What an outstanding request's reply is for.
 enum Want {
@@ -64,6 +69,8 @@ pub(crate) struct Origin {
     addrs: Vec<Option<SocketAddr>>,
     chunk: usize,
     check_every: Duration,
+    /// Polls before blocking in poll(2) (0 when procs outnumber cores).
+    spin_polls: u32,
     conns: Vec<Option<Conn>>,
     /// Why a proc is unreachable, once its connection broke.
     lost: Vec<Option<String>>,
@@ -87,6 +94,7 @@ impl Origin {
         addrs: Vec<Option<SocketAddr>>,
         chunk: usize,
         check_every: Duration,
+        spin: bool,
     ) -> Origin {
         let n = addrs.len();
         Origin {
@@ -94,6 +102,7 @@ impl Origin {
             addrs,
             chunk,
             check_every,
+            spin_polls: if spin { SPIN_POLLS } else { 0 },
             conns: (0..n).map(|_| None).collect(),
             lost: vec![None; n],
             next_req: 1,
@@ -354,10 +363,16 @@ impl Origin {
 
     /// Runs I/O until `done` holds (see the module docs).
     pub(crate) fn drive(&mut self, done: impl Fn(&Origin) -> bool) -> Result<(), RmaError> {
+        let mut polls = 0;
         loop {
             self.pump();
             if done(self) {
                 return Ok(());
+            }
+            if polls < self.spin_polls {
+                polls += 1;
+                std::hint::spin_loop();
+                continue;
             }
             let busy: Vec<(usize, bool)> = (0..self.conns.len())
                 .filter(|&p| self.conns[p].is_some() && (self.expect[p] > 0 || self.unsent(p) > 0))
