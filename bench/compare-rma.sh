@@ -149,6 +149,7 @@ run_armci() { # k op layout
         shm) mpirun --allow-run-as-root -np 2 --bind-to core "${args[@]}" ;;
         netns) ip netns exec "$ns0" mpirun --allow-run-as-root --oversubscribe \
             --mca plm_rsh_agent "$repo/tests/netns/mpirun-agent.sh" \
+            --mca orte_tmpdir_base "$(mktemp -d "$out/ompi.XXXXXX")" \
             --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet" \
             --mca btl tcp,self --mca osc pt2pt --mca pml ob1 \
             --host "$ns0:1,$ns1:1" -np 2 "${args[@]}" ;;

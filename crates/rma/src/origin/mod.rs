@@ -246,9 +246,14 @@ impl Origin {
         self.bound_queue(proc)
     }
 
-    /// Step 3: write what the socket takes; past the high mark, wait until it halves.
+    /// Step 3: write what the socket takes; past the high mark, wait until it halves
+    /// (reading replies meanwhile).
     fn bound_queue(&mut self, proc: usize) -> Result<(), RmaError> {
-        self.pump_one(proc);
+        if let Some(conn) = self.conns[proc].as_mut() {
+            if let Err(e) = conn.flush() {
+                self.lose(proc, e.to_string());
+            }
+        }
         if self.unsent(proc) > OUT_HIGH {
             self.drive(|o| o.unsent(proc) <= OUT_HIGH / 2 || o.lost[proc].is_some())?;
         }
@@ -365,6 +370,9 @@ impl Origin {
     pub(crate) fn drive(&mut self, done: impl Fn(&Origin) -> bool) -> Result<(), RmaError> {
         let mut polls = 0;
         loop {
+            if done(self) {
+                return Ok(());
+            }
             self.pump();
             if done(self) {
                 return Ok(());

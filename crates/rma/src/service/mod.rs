@@ -4,7 +4,7 @@
 //! `server.rs`) owning a listener and every accepted connection, blocked in epoll.
 //! It applies requests to this proc's memory itself, so operations complete while the
 //! proc's own thread computes (asynchronous progress, seed 004). Origins reach it
-//! through `origin.rs`, one connection per target, in the protocol of `wire.rs`.
+//! through `origin/`, one connection per target, in the protocol of `wire.rs`.
 
 mod conn;
 mod request;
