@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for ninefold: Debian packages (Open MPI for the
-# comparison benchmark, a font for plots) and a Rust toolchain check. Idempotent.
+# comparison benchmark, a font for plots), what the kernel 9P client test needs (QEMU,
+# a Debian kernel, busybox-static, diod: tests/kernel9p/setup.sh) and a Rust toolchain
+# check. Idempotent.
 set -euo pipefail
 
 need_pkgs=()
@@ -12,6 +14,14 @@ if ((${#need_pkgs[@]})); then
     if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+# The Linux kernel 9P client test (crates/ninep/tests/conform_kernel.rs) and the diod
+# comparison of `nf bench 9p`.
+if ! k9p_log=$("$(dirname "$0")/../tests/kernel9p/setup.sh" 2>&1); then
+    echo "$k9p_log" >&2
+    echo "setup: tests/kernel9p/setup.sh failed (see above)" >&2
+    exit 1
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
