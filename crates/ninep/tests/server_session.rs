@@ -39,15 +39,21 @@ fn version_negotiates_msize_and_refuses_other_dialects() {
     let v = raw.version(8192);
     assert_eq!(v.version, VERSION);
     assert!(matches!(raw.attach(1), Rmessage::Rattach(_)));
-    // Tversion must carry NOTAG.
+    // Tversion should carry NOTAG, but clients such as Go's hugelgupf/p9 use an
+    // ordinary tag: it is accepted, answered under that tag, and resets the session.
     let r = raw.rpc(
         5,
         Tversion {
             msize: 8192,
-            version: VERSION.into(),
+            version: "9P2000.L.Google.7".into(),
         },
     );
-    assert_eq!(ecode(&r), EPROTO);
+    match r {
+        Rmessage::Rversion(v) => assert_eq!((v.msize, v.version.as_str()), (8192, VERSION)),
+        other => panic!("{other:?}"),
+    }
+    let r = raw.walk(1, 2, &[]);
+    assert_eq!(ecode(&r), EBADF, "the session was reset: fid 1 is gone");
 }
 
 #[test]

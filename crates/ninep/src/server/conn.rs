@@ -153,12 +153,12 @@ impl<F: Filesystem> Conn<F> {
         }
     }
 
-    /// `Tversion`: reset the session, then negotiate.
+    /// `Tversion`: reset the session, then negotiate. version(5) says the tag *should*
+    /// be `NOTAG`; clients that use an ordinary tag (Go's hugelgupf/p9) are answered
+    /// under it.
     fn version(&self, tag: u16, req: Tversion) {
         if tag != NOTAG {
-            tracing::warn!(conn = self.id, tag, "Tversion must use NOTAG");
-            self.send_now(tag, Rlerror::new(EPROTO).into());
-            return;
+            tracing::debug!(conn = self.id, tag, "Tversion with a tag other than NOTAG");
         }
         self.reset();
         let reply = negotiate(&req, self.shared.config.max_msize);
