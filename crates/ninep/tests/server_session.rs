@@ -249,6 +249,43 @@ fn an_oversized_frame_closes_the_connection() {
 }
 
 #[test]
+fn a_size_below_the_header_closes_the_connection() {
+    let s = served(Via::Unix);
+    for size in 0u32..HEADER_SIZE as u32 {
+        let mut raw = s.raw_session(8192);
+        raw.attach(1);
+        let mut bytes = size.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[MsgType::Tclunk as u8, 1, 0, 1, 0, 0, 0]);
+        raw.send_bytes(&bytes);
+        assert!(
+            matches!(raw.recv_within(Duration::from_secs(5)), Got::Closed),
+            "size {size}"
+        );
+    }
+    assert!(wait_for(|| {
+        let st = s.server.stats();
+        st.clients == 0 && st.fids == 0
+    }));
+}
+
+#[test]
+fn a_write_whose_count_runs_past_its_frame_is_refused() {
+    let s = served(Via::Unix);
+    let mut raw = s.raw_session(8192);
+    raw.attach(1);
+    raw.walk(1, 2, &["hello"]);
+    // Twrite fid[4] offset[8] count[4] data: count says 9000 (beyond msize), 3 bytes follow.
+    let mut body = 2u32.to_le_bytes().to_vec();
+    body.extend_from_slice(&0u64.to_le_bytes());
+    body.extend_from_slice(&9000u32.to_le_bytes());
+    body.extend_from_slice(b"abc");
+    raw.send_bytes(&frame(MsgType::Twrite as u8, 30, &body));
+    let f = raw.recv();
+    assert_eq!((f.tag, ecode(&f.body)), (30, EPROTO));
+    assert!(matches!(raw.walk(1, 3, &["hello"]), Rmessage::Rwalk(_)));
+}
+
+#[test]
 fn a_dropped_connection_releases_its_fids() {
     for via in [Via::Tcp, Via::Unix] {
         let s = served(via);
