@@ -90,7 +90,7 @@ pub mod trees;
 pub use cancel::{Cancel, Cancelled, Monitor};
 pub use config::ServerConfig;
 pub use error::ServerError;
-pub use handler::{Ctx, Filesystem, FsResult, Walked, V9FS_MAGIC};
+pub use handler::{Ctx, Filesystem, FsResult, Walked, V9FS_MAGIC, WOULD_BLOCK};
 pub use listen::{ListenAddr, Listener};
 pub use srv::{Server, ServerStats};
 pub use transport::Transport;

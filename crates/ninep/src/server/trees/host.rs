@@ -22,6 +22,9 @@
 //!    a lease on the file) fails with `EWOULDBLOCK` at once; it is retried every
 //!    [`LEASE_RETRY`] until it succeeds or the request is cancelled (`EINTR`). A Tflush
 //!    of such an open is therefore answered at once, not after `lease-break-time`.
+//!    On the connection's reader thread (`Ctx::may_block` false) it is not retried
+//!    but answered `WOULD_BLOCK`, so the server moves the request to a worker: this is
+//!    the only wait in the host trees, which is why they run inline.
 //!    The flag is cleared once the file is open, and a file that turns out not to be
 //!    regular (swapped after a check) is closed again (rule 4).
 
@@ -36,8 +39,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 
 use crate::errno::{EINVAL, EIO, EOPNOTSUPP};
 use crate::message::Rlerror;
-use crate::server::cancel::{lock, Cancel};
-use crate::server::handler::FsResult;
+use crate::server::cancel::lock;
+use crate::server::handler::{Ctx, FsResult, WOULD_BLOCK};
 use crate::types::{Attr, Dirent, GetattrMask, Qid, QidType, Timespec};
 
 /// How often an open waiting for a lease break is retried (rule 5).
@@ -113,21 +116,24 @@ impl HostRoot {
     }
 
     /// Opens the regular file `path` (never following a final symlink) with `flags` and
-    /// `mode`, and returns it with its stat. Waits for a lease break only as long as
-    /// `cancel` is not cancelled (rule 5).
+    /// `mode`, and returns it with its stat. Waits for a lease break only where the
+    /// request may block, and only until it is cancelled (rule 5).
     pub fn open_file(
         &self,
         path: &[String],
         flags: OFlags,
         mode: Mode,
-        cancel: &Cancel,
+        ctx: &Ctx,
     ) -> FsResult<(File, Stat)> {
         let (dir, name) = self.locate(path)?;
         let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let fd = loop {
             match rustix::fs::openat(&dir, name, flags, mode) {
                 Ok(fd) => break fd,
-                Err(rustix::io::Errno::WOULDBLOCK) => cancel.sleep(LEASE_RETRY)?,
+                Err(rustix::io::Errno::WOULDBLOCK) if !ctx.may_block() => {
+                    return Err(Rlerror::new(WOULD_BLOCK))
+                }
+                Err(rustix::io::Errno::WOULDBLOCK) => ctx.cancel().sleep(LEASE_RETRY)?,
                 Err(e) => return Err(os(e)),
             }
         };

@@ -165,6 +165,12 @@ impl HostFid {
 impl Filesystem for PassthroughFs {
     type Fid = HostFid;
 
+    /// Host calls return promptly; the one wait, an open behind a lease break, answers
+    /// `WOULD_BLOCK` on the reader thread (rule 5 of `host.rs`).
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn attach(&self, _: &Ctx, _: &Tattach, _: Option<&HostFid>) -> FsResult<(Rattach, HostFid)> {
         Ok((
             Rattach {
@@ -203,12 +209,9 @@ impl Filesystem for PassthroughFs {
         let opened = match FileType::from_raw_mode(st.st_mode) {
             FileType::Directory => HostOpen::Dir(Listing::default()),
             FileType::RegularFile => {
-                let (file, st) = self.root.open_file(
-                    &path,
-                    open_flags(req.flags)?,
-                    Mode::empty(),
-                    ctx.cancel(),
-                )?;
+                let (file, st) =
+                    self.root
+                        .open_file(&path, open_flags(req.flags)?, Mode::empty(), ctx)?;
                 let qid_path = self.root.qid(&st, &self.versions).path;
                 HostOpen::File { file, qid_path }
             }
@@ -226,7 +229,7 @@ impl Filesystem for PassthroughFs {
         let path = child(&dir.path(), &req.name);
         let flags = open_flags(req.flags)? | OFlags::CREATE;
         let mode = Mode::from_raw_mode(req.mode & 0o7777);
-        let (file, st) = self.root.open_file(&path, flags, mode, ctx.cancel())?;
+        let (file, st) = self.root.open_file(&path, flags, mode, ctx)?;
         let qid = self.root.qid(&st, &self.versions);
         let fid = self.fid(path);
         let _ = fid.open.set(HostOpen::File {
@@ -402,7 +405,7 @@ impl Filesystem for PassthroughFs {
                 _ => {
                     let (file, _) =
                         self.root
-                            .open_file(&path, OFlags::WRONLY, Mode::empty(), ctx.cancel())?;
+                            .open_file(&path, OFlags::WRONLY, Mode::empty(), ctx)?;
                     file.set_len(req.attr.size)?;
                 }
             }

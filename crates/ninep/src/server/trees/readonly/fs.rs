@@ -50,6 +50,12 @@ impl ReadOnlyView {
 impl Filesystem for ReadOnlyView {
     type Fid = RoFid;
 
+    /// As `PassthroughFs`: only an open behind a lease break waits, and it answers
+    /// `WOULD_BLOCK` on the reader thread.
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn attach(&self, _: &Ctx, _: &Tattach, _: Option<&RoFid>) -> FsResult<(Rattach, RoFid)> {
         let qid = self.qid(&self.find(&[])?);
         Ok((Rattach { qid }, self.fid(Vec::new())))
@@ -100,13 +106,13 @@ impl Filesystem for ReadOnlyView {
             Found::Host(st) => match FileType::from_raw_mode(st.st_mode) {
                 FileType::Directory => RoOpen::Dir(Listing::default()),
                 FileType::RegularFile if writes(req.flags) || truncate => RoOpen::Mem {
-                    file: self.copy_up(&path, truncate, ctx.cancel())?,
+                    file: self.copy_up(&path, truncate, ctx)?,
                     append,
                 },
                 FileType::RegularFile => {
                     let (file, _) =
                         self.root
-                            .open_file(&path, OFlags::RDONLY, Mode::empty(), ctx.cancel())?;
+                            .open_file(&path, OFlags::RDONLY, Mode::empty(), ctx)?;
                     RoOpen::Host(file)
                 }
                 FileType::Symlink => return Err(Rlerror::new(ELOOP)),
@@ -198,7 +204,7 @@ impl Filesystem for ReadOnlyView {
     }
 
     fn rename(&self, ctx: &Ctx, fid: &RoFid, dir: &RoFid, req: &Trename) -> FsResult<Rrename> {
-        self.move_file(fid.path(), child(&dir.path(), &req.name), ctx.cancel())?;
+        self.move_file(fid.path(), child(&dir.path(), &req.name), ctx)?;
         Ok(Rrename)
     }
 
@@ -210,7 +216,7 @@ impl Filesystem for ReadOnlyView {
         req: &Trenameat,
     ) -> FsResult<Rrenameat> {
         let from = child(&olddir.path(), &req.oldname);
-        self.move_file(from, child(&newdir.path(), &req.newname), ctx.cancel())?;
+        self.move_file(from, child(&newdir.path(), &req.newname), ctx)?;
         Ok(Rrenameat)
     }
 
@@ -234,7 +240,7 @@ impl Filesystem for ReadOnlyView {
             match found {
                 Found::File(f) => Ok(Some(Arc::clone(f))),
                 Found::Host(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
-                    Ok(Some(self.copy_up(&path, false, ctx.cancel())?))
+                    Ok(Some(self.copy_up(&path, false, ctx)?))
                 }
                 Found::Dir(_) => Ok(None),
                 Found::Host(_) => Err(Rlerror::new(EROFS)),
