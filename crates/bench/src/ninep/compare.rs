@@ -7,7 +7,8 @@
 //!   "params": { "alternations": 3, "small_iters": 2000, … },
 //!   "cases": [ { "server": "ninefold", "test": "read", "msize": 65536,
 //!                "negotiated_msize": 65536, "rate": 812.5, "unit": "MB/s",
-//!                "result": { "size": 65512, "iters": 1536, "median_us": 80.6, … } } ],
+//!                "result": { "size": 65512, "iters": 1536, "median_us": 80.6, … },
+//!                "round_rates": [790.2, 815.0, …] } ],
 //!   "ratios": [ { "test": "read", "msize": 65536, "ours": 812.5, "theirs": 700.1,
 //!                 "unit": "MB/s", "ratio": 1.16 } ] }
 //! ```
@@ -69,6 +70,18 @@ pub struct Case {
     /// The samples' statistics (µs per cycle or per message; `size` is the bytes
     /// per message, 1 for small operations).
     pub result: SizeResult,
+    /// The rate of each round alone, in the order run.
+    pub round_rates: Vec<f64>,
+}
+
+/// Cycles/s (small operations) or MB/s (streams, `bytes` per message) from the median
+/// of `samples` (µs); `None` if there are none.
+pub fn rate(test: Test, bytes: usize, samples: &[f64]) -> Option<f64> {
+    let median = crate::stats::Summary::from_samples(samples)?.median;
+    Some(match test {
+        Test::Small => 1e6 / median,
+        Test::Read | Test::Write => bytes as f64 / median,
+    })
 }
 
 impl Case {
@@ -82,10 +95,7 @@ impl Case {
         samples: &[f64],
     ) -> Option<Case> {
         let result = SizeResult::from_samples(bytes, samples)?;
-        let rate = match test {
-            Test::Small => 1e6 / result.median_us,
-            Test::Read | Test::Write => bytes as f64 / result.median_us,
-        };
+        let rate = rate(test, bytes, samples)?;
         Some(Case {
             server: server.to_string(),
             test,
@@ -94,6 +104,7 @@ impl Case {
             rate,
             unit: test.unit(),
             result,
+            round_rates: Vec::new(),
         })
     }
 }
@@ -111,7 +122,8 @@ pub struct RatioRow {
     pub theirs: f64,
     /// [`Test::unit`].
     pub unit: &'static str,
-    /// ours / theirs; absent when the two did not agree to the same msize.
+    /// The median over rounds of ours / theirs in the same round; absent when the two
+    /// did not agree to the same msize.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,
     /// Why there is no ratio.
@@ -296,6 +308,17 @@ fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
     })
 }
 
+/// The median of per-round ratios (the pooled rates' ratio when rounds are missing).
+fn round_ratio(ours: &Case, theirs: &Case) -> f64 {
+    let per_round: Vec<f64> = ours
+        .round_rates
+        .iter()
+        .zip(&theirs.round_rates)
+        .map(|(o, t)| o / t)
+        .collect();
+    crate::stats::Summary::from_samples(&per_round).map_or(ours.rate / theirs.rate, |s| s.median)
+}
+
 /// Ours / theirs per msize and test.
 fn ratios(cases: &[Case], ours: &str, theirs: &str) -> Vec<RatioRow> {
     let find = |server: &str, test: Test, msize: u32| {
@@ -324,7 +347,7 @@ fn ratios(cases: &[Case], ours: &str, theirs: &str) -> Vec<RatioRow> {
             ours: c.rate,
             theirs: t.rate,
             unit: c.unit,
-            ratio: agreed.then(|| c.rate / t.rate),
+            ratio: agreed.then(|| round_ratio(c, t)),
             note,
         });
     }
@@ -338,6 +361,16 @@ mod tests {
 
     fn case(server: &str, test: Test, msize: u32, agreed: u32, us: f64) -> Case {
         Case::new(server, msize, agreed, test, 1000, &[us, us, us]).unwrap()
+    }
+
+    #[test]
+    fn the_ratio_is_the_median_of_round_ratios() {
+        let mut ours = case("ninefold", Test::Read, 8192, 8192, 10.0);
+        let mut theirs = case("diod", Test::Read, 8192, 8192, 10.0);
+        // Round 2 hit a load spike for both: its ratio is still 2, like the others'.
+        ours.round_rates = vec![100.0, 10.0, 100.0, 300.0];
+        theirs.round_rates = vec![50.0, 5.0, 50.0, 50.0];
+        assert!((round_ratio(&ours, &theirs) - 2.0).abs() < 1e-9);
     }
 
     #[test]

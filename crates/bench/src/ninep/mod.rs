@@ -11,10 +11,12 @@
 //! 3. a streaming read of `stream.bin`: full-size `Tread`s, one sample per message;
 //! 4. a streaming write of a fresh file: full-size `Twrite`s, one sample per message.
 //!
-//! Samples of all alternations are pooled per server, msize and test. Rates use the
-//! median sample (robust on a loaded machine): cycles/s = 10^6 / median µs, MB/s =
-//! bytes per message / median µs (MB = 10^6 B). Ratios are ours / theirs, so above 1
-//! is better for us, and are given only where both servers agreed to the msize asked.
+//! Rates use the median sample (robust on a loaded machine): cycles/s = 10^6 / median
+//! µs, MB/s = bytes per message / median µs (MB = 10^6 B). Each case's rate pools the
+//! samples of all rounds; its per-round rates are kept too. The ratio ours / theirs
+//! (above 1 is better for us) is the median over rounds of the two servers' rates in
+//! the same round — neighbours in time, so a load spike on a shared machine hits
+//! both — and is given only where both servers agreed to the msize asked.
 
 mod compare;
 pub mod ops;
@@ -132,11 +134,13 @@ fn measure(served: &Served, msize: u32, p: &Params) -> Result<Round, BenchError>
     })
 }
 
-/// The samples of one server, msize and test, over every round.
+/// The samples of one server, msize and test, over every round, and each round's
+/// rate.
 struct Pool {
     negotiated: u32,
     bytes: usize,
     samples: Vec<f64>,
+    rounds: Vec<f64>,
 }
 
 /// Runs every case on `servers` (the first is "ours", the second "theirs"), calling
@@ -165,7 +169,9 @@ pub fn run(
                         negotiated: r.negotiated,
                         bytes,
                         samples: Vec::new(),
+                        rounds: Vec::new(),
                     });
+                    slot.rounds.extend(compare::rate(test, bytes, &samples));
                     slot.samples.extend(samples);
                 }
             }
@@ -174,15 +180,16 @@ pub fn run(
     let cases = pooled
         .into_iter()
         .filter_map(|((s, msize, test), pool)| {
-            let name = &servers[s].name;
-            Case::new(
-                name,
+            let mut case = Case::new(
+                &servers[s].name,
                 msize,
                 pool.negotiated,
                 test,
                 pool.bytes,
                 &pool.samples,
-            )
+            )?;
+            case.round_rates = pool.rounds;
+            Some(case)
         })
         .collect();
     Ok(Comparison::new(cases, servers, p))
