@@ -22,6 +22,15 @@ fn export() -> tempfile::TempDir {
     dir
 }
 
+/// `PassthroughFs` over `dir` on a unix socket, default limits.
+fn unix_server(dir: &std::path::Path) -> server_support::Served<PassthroughFs> {
+    serve(
+        PassthroughFs::new(dir).unwrap(),
+        ServerConfig::default(),
+        Via::Unix,
+    )
+}
+
 fn each_transport(test: impl Fn(Via, &std::path::Path, nf_ninep::client::Root)) {
     for via in BOTH {
         let dir = export();
@@ -160,11 +169,7 @@ fn qids_are_stable_and_versions_move_on_writes() {
 #[test]
 fn reads_and_writes_chunk_to_msize() {
     let dir = export();
-    let served = serve(
-        PassthroughFs::new(dir.path()).unwrap(),
-        ServerConfig::default(),
-        Via::Unix,
-    );
+    let served = unix_server(dir.path());
     let client = served.client_with(ClientConfig { msize: 8192 });
     assert_eq!(client.msize(), 8192);
     let root = client.attach("tester", "").unwrap();
@@ -200,11 +205,7 @@ fn remote_errors_are_typed() {
 #[test]
 fn mknod_makes_fifos_and_sockets_but_no_devices() {
     let dir = export();
-    let s = serve(
-        PassthroughFs::new(dir.path()).unwrap(),
-        ServerConfig::default(),
-        Via::Unix,
-    );
+    let s = unix_server(dir.path());
     let mut raw = s.raw_session(8192);
     raw.attach(1);
     let mknod = |name: &str, mode: u32| Tmknod {
@@ -281,11 +282,7 @@ fn flushing_an_open_blocked_on_a_lease_answers_at_once() {
     let leased = dir.path().join("leased");
     fs::write(&leased, "x").unwrap();
     let holder = LeaseHolder::take(&leased);
-    let s = serve(
-        PassthroughFs::new(dir.path()).unwrap(),
-        ServerConfig::default(),
-        Via::Unix,
-    );
+    let s = unix_server(dir.path());
     let mut raw = s.raw_session(8192);
     raw.attach(1);
     raw.walk(1, 2, &["leased"]);
