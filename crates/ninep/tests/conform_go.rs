@@ -31,7 +31,7 @@ fn p9client_dir() -> PathBuf {
 fn build_go_client(out: &Path) -> PathBuf {
     let bin = out.join("p9client");
     let built = Command::new("go")
-        .args(["build", "-mod=readonly", "-o"])
+        .args(["build", "-mod=readonly", "-buildvcs=false", "-o"])
         .arg(&bin)
         .arg(".")
         .current_dir(p9client_dir())
