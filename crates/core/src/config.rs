@@ -15,7 +15,7 @@
 //! | `NF_TCP_BIND` | address the network transports bind (tcp listener; ofi's node for IP providers) | loopback if all peers are local, else the first non-loopback IPv4 |
 //! | `NF_OFI_PROVIDER` | libfabric provider of the ofi transport (`tcp`, `verbs`, `efa`, …; `fi_info -l` lists them) | `tcp` |
 //! | `NF_OFI_NODE` | source address (node) the ofi endpoint binds | for `tcp`/`sockets`/`udp`: as `NF_TCP_BIND`; else the provider's choice |
-//! | `NF_OFI_POLL_EVERY` | while shm routes exist, the ofi completion queue is read on every Nth empty poll (reading it costs system calls with the tcp provider); 1 reads it on every poll | `32` |
+//! | `NF_OFI_POLL_EVERY` | while shm routes exist, the ofi completion queue is read on every Nth empty poll (reading it costs system calls with the tcp provider); 1 reads it on every poll | `1024` |
 //! | `NF_DEAD_AFTER_MS` | a network peer that stops answering (host down, link cut) is lost after about this long: tcp user timeout and keepalive, ofi `dead_after` | tcp `20000`, ofi `30000` |
 //! | `NF_SHOW_TRANSPORTS` | if set (not `0`), rank 0 prints the peer × transport matrix after wire-up | unset |
 //! | `NF_HOST` | this host's identity (set by multi-host launchers; ranks with equal values share memory) | host name + boot id |
@@ -90,7 +90,7 @@ impl Default for Config {
             tcp_bind: None,
             ofi_provider: "tcp".into(),
             ofi_node: None,
-            ofi_poll_every: 32,
+            ofi_poll_every: 1024,
             dead_after: None,
             show_transports: false,
         }

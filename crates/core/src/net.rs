@@ -21,7 +21,7 @@ use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 use crate::peers::{Peers, Route};
 
 /// Passes after ofi activity during which its queue is read on every pass.
-const OFI_HOT_PASSES: u32 = 4096;
+const OFI_HOT_PASSES: u32 = 256;
 
 /// A packet from any transport.
 pub(crate) enum Incoming {

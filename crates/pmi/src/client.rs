@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use tracing::debug;
 
+use crate::bootstrap::{global_key, Bootstrap};
 use crate::conn::Conn;
 use crate::env::JobEnv;
 use crate::error::PmiError;
@@ -183,6 +184,40 @@ fn unexpected(op: &'static str, resp: Response) -> PmiError {
             op,
             detail: format!("answer {other:?} does not fit the request"),
         },
+    }
+}
+
+/// `nf run`'s key-value space is global: rank r's value of `key` is stored as `key.r`.
+impl Bootstrap for Client {
+    fn source(&self) -> &str {
+        "nf run"
+    }
+    fn rank(&self) -> usize {
+        self.env.rank
+    }
+    fn size(&self) -> usize {
+        self.env.size
+    }
+    fn local_rank(&self) -> usize {
+        self.env.local_rank
+    }
+    fn local_size(&self) -> usize {
+        self.env.local_size
+    }
+    fn job_id(&self) -> &str {
+        &self.env.job_id
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
+        Client::put(self, &global_key(key, self.env.rank), value)
+    }
+    fn fence(&mut self) -> Result<(), PmiError> {
+        Client::fence(self)
+    }
+    fn get(&mut self, rank: usize, key: &str) -> Result<String, PmiError> {
+        Client::get(self, &global_key(key, rank))
+    }
+    fn finalize(&mut self) -> Result<(), PmiError> {
+        Client::finalize(self)
     }
 }
 

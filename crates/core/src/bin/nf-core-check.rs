@@ -14,6 +14,9 @@
 //! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get a
 //!   `PeerDied` error naming it from their own liveness check, not hang.
 //!
+//! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
+//! (its wire-up source: nf run, PMIx, PMI-2, singleton).
+//!
 //! Exit status 0 means every check passed; failures print what differed.
 
 use std::cell::RefCell;
@@ -49,6 +52,14 @@ fn num(args: &[String], i: usize) -> Result<u64, String> {
 
 fn run(args: &[String]) -> Check {
     let world = World::init().map_err(|e| e.to_string())?;
+    if std::env::var_os("NF_CHECK_SAY_SOURCE").is_some() {
+        println!(
+            "rank {} of {} via {}",
+            world.rank(),
+            world.size(),
+            world.bootstrap_source()
+        );
+    }
     let mode = args.first().map(String::as_str).unwrap_or("");
     match mode {
         "integrity" => integrity(
