@@ -169,6 +169,19 @@ impl Net {
         Ok(None)
     }
 
+    /// Where this rank's network transports can be reached: (transport, address) with
+    /// tcp's `ip:port` and ofi's endpoint name in hex, as wire-up published them.
+    pub fn addresses(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.tcp {
+            out.push(("tcp", t.local_addr().to_string()));
+        }
+        if let Some(o) = &self.ofi {
+            out.push(("ofi", hex::encode(o.ofi.address())));
+        }
+        out
+    }
+
     /// Largest payload of one packet to `dest`.
     pub fn max_payload(&self, dest: usize) -> usize {
         match self.peers.routes[dest] {

@@ -231,6 +231,12 @@ impl World {
         self.routes.get(rank).copied()
     }
 
+    /// Where this rank's network transports can be reached: (transport, address), tcp
+    /// as `ip:port`, ofi as its endpoint name in hex; empty without network routes.
+    pub fn network_addresses(&self) -> Vec<(&'static str, String)> {
+        self.net.borrow().addresses()
+    }
+
     /// Whether this rank busy-polls (it has a core to itself) or yields.
     pub fn busy_polls(&self) -> bool {
         self.waiter.spins()

@@ -12,7 +12,8 @@
 //!   checks that same-host peers are reached by shm and the others by NET (tcp, ofi);
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
 //! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get a
-//!   `PeerDied` error naming it from their own liveness check, not hang.
+//!   `PeerDied` error naming it from their own liveness check, not hang;
+//! - `stream MAXSECS MAXSIZE DIR`: the fault-test workload (see `stream.rs`).
 //!
 //! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
 //! (its wire-up source: nf run, PMIx, PMI-2, singleton).
@@ -23,6 +24,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use nf_core::{CoreError, ReduceOp, World};
+
+mod stream;
 
 const DATA: u16 = 1;
 
@@ -80,6 +83,12 @@ fn run(args: &[String]) -> Check {
         )?,
 
         "vanish" => return vanish(&world, num(args, 1)? as usize),
+        "stream" => stream::stream(
+            &world,
+            num(args, 1)?,
+            num(args, 2)? as usize,
+            std::path::Path::new(args.get(3).ok_or("missing report directory")?),
+        )?,
         m => return Err(format!("unknown mode {m:?}")),
     }
     world.finalize().map_err(|e| format!("finalize: {e}"))
