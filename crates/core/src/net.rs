@@ -200,6 +200,22 @@ impl Net {
         }
     }
 
+    /// Sends `probe` (the core's liveness packet) to every ofi peer not known lost, so
+    /// that a peer that died while we only wait for it is noticed: RDM has no
+    /// connection to watch, but a send to a dead peer fails (or stalls for
+    /// `dead_after`). Returns a peer whose probe failed at once.
+    pub fn probe(&mut self, probe: &[u8]) -> Option<usize> {
+        let ofi = self.ofi.as_mut()?;
+        let peers = self.peers.routes.iter().enumerate();
+        let mut failed = None;
+        for (rank, _) in peers.filter(|(_, r)| **r == Route::Ofi) {
+            if ofi.ofi.peer_lost(rank).is_none() && ofi.send(rank, probe, &[]).is_err() {
+                failed.get_or_insert(rank);
+            }
+        }
+        failed
+    }
+
     /// The first peer that is gone: (rank, pid, or 0 when remote). A same-host peer
     /// is gone when its process is; a tcp peer when its connection was lost or it
     /// left the job (a normal exit sends no error, but nothing more will come); an

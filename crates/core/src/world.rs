@@ -451,9 +451,15 @@ impl World {
         }
     }
 
-    /// The first peer whose process is gone, as an error.
+    /// The first peer whose process is gone, as an error. Probes the peers that only
+    /// a failing send can reveal (ofi) first.
     pub(crate) fn dead_peer(&self) -> Option<CoreError> {
-        let (rank, pid) = self.net.borrow().dead_peer()?;
+        let mut net = self.net.borrow_mut();
+        let probe = Meta::Probe.encode();
+        let (rank, pid) = match net.probe(probe.as_bytes()) {
+            Some(rank) => (rank, 0),
+            None => net.dead_peer()?,
+        };
         Some(CoreError::PeerDied { rank, pid })
     }
 

@@ -295,6 +295,30 @@ fn a_host_vanishing_mid_transfer_is_an_error_on_the_survivors_over_ofi() {
     host_vanished_mid_transfer(OFI);
 }
 
+/// Rank 1 exits quietly after a barrier while the others wait in the next one, on
+/// three hosts: nothing is sent to it that could fail, so only liveness checks can
+/// tell; each survivor must report `PeerDied` naming rank 1, not hang.
+fn vanished_while_others_wait(transports: &str) {
+    let c = Cluster::new(3);
+    let env = [
+        ("NF_TRANSPORTS", transports),
+        ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
+        ("NF_PEER_CHECK_MS", "100"),
+    ];
+    c.expect_success(&[1, 1, 1], &["vanish", "1"], &env);
+}
+
+#[test]
+fn a_peer_vanishing_while_others_wait_is_noticed_over_tcp() {
+    vanished_while_others_wait(TCP);
+}
+
+#[test]
+fn a_peer_vanishing_while_others_wait_is_noticed_over_ofi() {
+    require_ofi();
+    vanished_while_others_wait(OFI);
+}
+
 /// One rank per host streams; the link of host 1 is cut once both stream; a rank must
 /// fail on its own (an error naming the other rank), not hang until the bound.
 fn link_cut_mid_transfer(transports: &str) {

@@ -11,8 +11,8 @@
 //! - `routes H0,H1,… NET`: rank r claims host Hr (run with `NF_HOST` set accordingly);
 //!   checks that same-host peers are reached by shm and the others by NET (tcp, ofi);
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
-//! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get a
-//!   `PeerDied` error naming it from their own liveness check, not hang;
+//! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get an
+//!   error naming it (`PeerDied`, or a transport's `PeerLost`), not hang;
 //! - `stream MAXSECS MAXSIZE DIR`: the fault-test workload (see `stream.rs`).
 //!
 //! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
@@ -385,14 +385,22 @@ fn vanish(world: &World, victim: usize) -> Check {
     if world.rank() == victim {
         std::process::exit(0);
     }
+    let named = |e: &CoreError| match e {
+        CoreError::PeerDied { rank, .. } => *rank == victim,
+        CoreError::Transport(nf_transport::TransportError::PeerLost { peer, .. }) => {
+            *peer == victim
+        }
+        _ => false,
+    };
     match world.barrier() {
-        Err(CoreError::PeerDied { rank, .. }) if rank == victim => {
+        Err(e) if named(&e) => {
+            let rank = victim;
             println!("rank {}: peer death detected: rank {rank}", world.rank());
             // Stay a moment, so the other survivors detect the victim, not us.
-            std::thread::sleep(std::time::Duration::from_secs(1));
+            std::thread::sleep(std::time::Duration::from_secs(2));
             Ok(())
         }
-        Err(e) => Err(format!("expected PeerDied for rank {victim}, got {e}")),
+        Err(e) => Err(format!("expected an error naming rank {victim}, got {e}")),
         Ok(()) => Err("barrier completed without the vanished rank".into()),
     }
 }
