@@ -20,8 +20,10 @@
 //! | `NF_SHOW_TRANSPORTS` | if set (not `0`), rank 0 prints the peer × transport matrix after wire-up | unset |
 //! | `NF_HOST` | this host's identity (set by multi-host launchers; ranks with equal values share memory) | host name + boot id |
 //!
-//! The rank, size and wire-up come from the launcher (`NF_RANK`, `NF_SIZE`, `NF_PMI_ADDR`
-//! …, see `nf-pmi`); without them a program runs as a singleton, rank 0 of 1.
+//! The rank, size and wire-up come from the launcher: `nf run` (`NF_RANK`, `NF_SIZE`,
+//! `NF_PMI_ADDR` …), a PMIx launcher (`PMIX_NAMESPACE`, `PMIX_RANK`) or a PMI-2 one
+//! (`PMI_FD`, `PMI_RANK`, `PMI_SIZE`), with `NF_PMI_TIMEOUT` bounding every call (see
+//! `nf_pmi::bootstrap`); without any, a program runs as a singleton, rank 0 of 1.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
