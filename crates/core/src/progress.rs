@@ -15,7 +15,8 @@
 //!      other's rendezvous cannot deadlock;
 //!    - `CTS` → note it for our waiting rendezvous send; `DONE` → complete a receive;
 //!    - `FIN` / `NACK` → complete our rendezvous send;
-//!    - `PROBE` → nothing (its sender only wanted to learn whether we are there).
+//!    - `PROBE` → answer `PROBE_ACK`; `PROBE_ACK` → nothing (that it arrived is the
+//!      news: see `liveness.rs`).
 //!
 //! A packet that breaks the protocol or names an unregistered handler is the
 //! sender's fault, not the caller's: it is dropped, logged, and queued as an error
@@ -194,7 +195,11 @@ impl World {
             Meta::Done { id, ok } => self.finish_coop(src, id, ok),
             Meta::Fin { id } => self.complete_rendezvous(src, id, Rndv::Done),
             Meta::Nack { id } => self.complete_rendezvous(src, id, Rndv::Refused),
-            Meta::Probe => Ok(()),
+            Meta::Probe => {
+                self.queue_ctrl(src, Meta::ProbeAck);
+                self.flush_ctrl()
+            }
+            Meta::ProbeAck => Ok(()),
         }
     }
 

@@ -196,7 +196,8 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
     if cfg.show_transports && me == 0 {
         print_matrix(boot)?;
     }
-    let ofi = ofi.map(|t| OfiPoller::new(t, cfg.ofi_poll_every, peers.uses_shm()));
+    let dead_after = netconf::ofi(cfg, &job, remote_hosts).dead_after;
+    let ofi = ofi.map(|t| OfiPoller::new(t, cfg.ofi_poll_every, peers.uses_shm(), dead_after));
     Ok(Net {
         peers,
         shm,

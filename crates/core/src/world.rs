@@ -451,15 +451,15 @@ impl World {
         }
     }
 
-    /// The first peer whose process is gone, as an error. Probes the peers that only
-    /// a failing send can reveal (ofi) first.
+    /// The first peer that is gone, as an error: its process died, its connection
+    /// broke, or (ofi, which has no connection to watch) it stopped answering the
+    /// heartbeat probes this check sends.
     pub(crate) fn dead_peer(&self) -> Option<CoreError> {
         let mut net = self.net.borrow_mut();
-        let probe = Meta::Probe.encode();
-        let (rank, pid) = match net.probe(probe.as_bytes()) {
-            Some(rank) => (rank, 0),
-            None => net.dead_peer()?,
-        };
+        if let Some(lost) = net.heartbeat(Meta::Probe.encode().as_bytes()) {
+            return Some(lost.into());
+        }
+        let (rank, pid) = net.dead_peer()?;
         Some(CoreError::PeerDied { rank, pid })
     }
 

@@ -3,37 +3,17 @@
 //! every rank must say it joined through that launcher as rank r of 4 and pass its
 //! data checks. Half-set launcher environments must fail naming the variable.
 
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 /// Every job here takes seconds; this only keeps a broken launcher from hanging the suite.
 const BOUND: Duration = Duration::from_secs(120);
 
 const CHECK: &str = env!("CARGO_BIN_EXE_nf-core-check");
 
-/// Runs `cmd` to completion within [`BOUND`], killing it (and failing) after that.
+/// Runs `cmd` to completion within [`BOUND`].
 fn run(mut cmd: Command) -> Output {
-    let what = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e} (scripts/setup.sh installs it)"));
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "{what} still running after {BOUND:?}; stdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    nf_testkit::output_within(&mut cmd, BOUND)
 }
 
 /// Asserts that the job succeeded and every rank of `n` joined through `source` and

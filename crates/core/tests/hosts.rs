@@ -130,15 +130,12 @@ impl Cluster {
     }
 }
 
-/// Waits (bounded) until `dir` holds `addr-R` for every rank `0..n`; returns them.
-fn wait_for_addresses(dir: &Path, n: usize) -> Vec<String> {
+/// Waits (bounded) until `dir` holds `addr-R` for every rank `0..n`.
+fn wait_for_addresses(dir: &Path, n: usize) {
     let start = Instant::now();
     loop {
-        let files: Vec<Option<String>> = (0..n)
-            .map(|r| std::fs::read_to_string(dir.join(format!("addr-{r}"))).ok())
-            .collect();
-        if files.iter().all(Option::is_some) {
-            return files.into_iter().flatten().collect();
+        if (0..n).all(|r| dir.join(format!("addr-{r}")).exists()) {
+            return;
         }
         assert!(start.elapsed() < BOUND, "the job never started streaming");
         thread::sleep(Duration::from_millis(50));
@@ -194,18 +191,23 @@ fn mixed_job_two_hosts_of_two_ranks_shm_inside_ofi_across() {
     mixed_two_by_two("ofi");
 }
 
-/// Runs a 2 × 2 stream, and once every rank streams calls `meddle` (from the test,
-/// while the job runs); returns the job's outcome.
-fn stream_and(c: &Cluster, env: &[(&str, &str)], meddle: impl FnOnce()) -> Outcome {
+/// Runs a stream with `per_host` ranks per host; once every rank streams, calls
+/// `meddle` (from the test, while the job runs), then asks the ranks to stop; returns
+/// the job's outcome.
+fn stream_and(
+    c: &Cluster,
+    per_host: &[usize],
+    env: &[(&str, &str)],
+    meddle: impl FnOnce(),
+) -> Outcome {
     thread::scope(|s| {
-        let job = s.spawn(|| c.run(&[2, 2], &["stream", "60", "70000", c.dir()], env));
+        let job = s.spawn(|| c.run(per_host, &["stream", "60", "70000", c.dir()], env));
         let stop = StopOnDrop(c.dir.path());
-        wait_for_addresses(c.dir.path(), 4);
+        wait_for_addresses(c.dir.path(), per_host.iter().sum());
         thread::sleep(Duration::from_millis(300));
         meddle();
-        let outcome = job.join().expect("job thread");
         drop(stop);
-        outcome
+        job.join().expect("job thread")
     })
 }
 
@@ -216,7 +218,7 @@ fn host_killed_mid_transfer(transports: &str) {
         ("NF_TRANSPORTS", transports),
         ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
     ];
-    let outcome = stream_and(&c, &env, || c.net.kill_all(1));
+    let outcome = stream_and(&c, &[2, 2], &env, || c.net.kill_all(1));
     let gone = c.net.host(1);
     match &outcome {
         Outcome::HostLost { host, ranks } => {
@@ -327,12 +329,8 @@ fn link_cut_mid_transfer(transports: &str) {
         ("NF_TRANSPORTS", transports),
         ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
     ];
-    let outcome = thread::scope(|s| {
-        let job = s.spawn(|| c.run(&[1, 1], &["stream", "80", "70000", c.dir()], &env));
-        wait_for_addresses(c.dir.path(), 2);
-        thread::sleep(Duration::from_millis(300));
-        c.net.link_down(1).expect("take host 1's link down");
-        job.join().expect("job thread")
+    let outcome = stream_and(&c, &[1, 1], &env, || {
+        c.net.link_down(1).expect("take host 1's link down")
     });
     let Some(rank) = failed_on_its_own(&outcome) else {
         panic!("expected a rank to fail on its own after the cut, got {outcome}");
@@ -355,6 +353,39 @@ fn a_cut_link_is_an_error_in_bounded_time_over_tcp() {
 fn a_cut_link_is_an_error_in_bounded_time_over_ofi() {
     require_ofi();
     link_cut_mid_transfer(OFI);
+}
+
+/// One rank per host waits for a message that never comes; the link of host 1 is cut.
+/// Nothing is in flight, so only keepalives (tcp) or heartbeat probes (ofi) can tell:
+/// each rank must report the other lost within the dead-peer time, not wait forever.
+fn link_cut_while_waiting(transports: &str) {
+    let c = Cluster::new(2);
+    let env = [
+        ("NF_TRANSPORTS", transports),
+        ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
+    ];
+    let outcome = thread::scope(|s| {
+        let job = s.spawn(|| c.run(&[1, 1], &["idle", c.dir()], &env));
+        wait_for_addresses(c.dir.path(), 2);
+        c.net.link_down(1).expect("take host 1's link down");
+        job.join().expect("job thread")
+    });
+    assert_eq!(outcome, Outcome::Success, "{outcome}");
+    for r in 0..2 {
+        let done = c.report(&format!("done-{r}")).expect("a report per rank");
+        assert!(done.contains(&format!("lost rank {}", 1 - r)), "{done}");
+    }
+}
+
+#[test]
+fn a_cut_link_while_waiting_is_noticed_over_tcp() {
+    link_cut_while_waiting(TCP);
+}
+
+#[test]
+fn a_cut_link_while_waiting_is_noticed_over_ofi() {
+    require_ofi();
+    link_cut_while_waiting(OFI);
 }
 
 /// The address of `transport` in an `addr-R` report.
@@ -475,12 +506,9 @@ fn strangers_while_streaming(transport: &str) {
     let c = Cluster::new(2);
     let transports = format!("shm,{transport}");
     let env = [("NF_TRANSPORTS", transports.as_str())];
-    let outcome = thread::scope(|s| {
-        let job = s.spawn(|| c.run(&[1, 1], &["stream", "60", "70000", c.dir()], &env));
-        let stop = StopOnDrop(c.dir.path());
-        let addrs = wait_for_addresses(c.dir.path(), 2);
+    let outcome = stream_and(&c, &[1, 1], &env, || {
         // Rank 1 runs on host 1; the stranger knocks from host 0.
-        let victim = address_of(&addrs[1], transport);
+        let victim = address_of(&c.report("addr-1").expect("rank 1's addresses"), transport);
         let bind = c.net.addr(0).to_string();
         c.net
             .within(0, || match transport {
@@ -488,8 +516,6 @@ fn strangers_while_streaming(transport: &str) {
                 _ => assert_eq!(knock_ofi(&bind, &victim), 20),
             })
             .expect("enter host 0");
-        drop(stop);
-        job.join().expect("job thread")
     });
     assert_eq!(outcome, Outcome::Success, "{outcome}");
     let done = c.report("done-1").expect("rank 1's report");
@@ -543,20 +569,8 @@ fn mpirun_with_two_ranks_per_namespace_host_completes_integrity() {
             &format!("NF_SHM_DIR={}", c.shm.path().display()),
         ])
         .arg(CHECK)
-        .args(["integrity", "9", "6", "2000000"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().expect("start mpirun in host 0");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!("mpirun still running after {BOUND:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("mpirun output");
+        .args(["integrity", "9", "6", "2000000"]);
+    let out = nf_testkit::output_within(&mut cmd, BOUND);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

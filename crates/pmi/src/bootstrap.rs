@@ -20,21 +20,48 @@ use std::collections::HashMap;
 
 use crate::error::PmiError;
 
+/// Who a rank is in its job, as its launcher says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// This rank, `0..size`.
+    pub rank: usize,
+    /// Ranks in the job.
+    pub size: usize,
+    /// This rank's index among the job's ranks on its host (as the launcher sees it).
+    pub local_rank: usize,
+    /// The job's ranks on this host (as the launcher sees it).
+    pub local_size: usize,
+    /// The job's id: equal on every rank, unique per run, safe in file names
+    /// ([`crate::env::is_valid_job_id`]).
+    pub job_id: String,
+}
+
 /// A source of wire-up: who this rank is, and a key-value exchange with fences.
 pub trait Bootstrap {
     /// Where the wire-up comes from, for messages ("nf run", "PMIx", …).
     fn source(&self) -> &str;
+    /// Who this rank is.
+    fn identity(&self) -> &Identity;
     /// This rank, `0..size()`.
-    fn rank(&self) -> usize;
+    fn rank(&self) -> usize {
+        self.identity().rank
+    }
     /// Ranks in the job.
-    fn size(&self) -> usize;
-    /// This rank's index among the job's ranks on its host (as the launcher sees it).
-    fn local_rank(&self) -> usize;
-    /// The job's ranks on this host (as the launcher sees it).
-    fn local_size(&self) -> usize;
-    /// The job's id: equal on every rank, unique per run, safe in file names
-    /// ([`crate::env::is_valid_job_id`]).
-    fn job_id(&self) -> &str;
+    fn size(&self) -> usize {
+        self.identity().size
+    }
+    /// This rank's index among the job's ranks on its host.
+    fn local_rank(&self) -> usize {
+        self.identity().local_rank
+    }
+    /// The job's ranks on this host.
+    fn local_size(&self) -> usize {
+        self.identity().local_size
+    }
+    /// The job's id (see [`Identity::job_id`]).
+    fn job_id(&self) -> &str {
+        &self.identity().job_id
+    }
     /// Publishes `value` under `key` as this rank's (seen by others after a fence).
     fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError>;
     /// Waits until every rank has reached this fence; bounded in time.
@@ -68,7 +95,7 @@ pub fn from_env() -> Result<Box<dyn Bootstrap>, PmiError> {
 /// A job of one rank: nothing to exchange with, so puts are kept for our own gets.
 #[derive(Debug)]
 pub struct Singleton {
-    job: String,
+    id: Identity,
     kv: HashMap<String, String>,
 }
 
@@ -76,7 +103,13 @@ impl Singleton {
     /// Rank 0 of 1, with a job id from the process id.
     pub fn new() -> Singleton {
         Singleton {
-            job: format!("single{}", std::process::id()),
+            id: Identity {
+                rank: 0,
+                size: 1,
+                local_rank: 0,
+                local_size: 1,
+                job_id: format!("single{}", std::process::id()),
+            },
             kv: HashMap::new(),
         }
     }
@@ -92,20 +125,8 @@ impl Bootstrap for Singleton {
     fn source(&self) -> &str {
         "singleton"
     }
-    fn rank(&self) -> usize {
-        0
-    }
-    fn size(&self) -> usize {
-        1
-    }
-    fn local_rank(&self) -> usize {
-        0
-    }
-    fn local_size(&self) -> usize {
-        1
-    }
-    fn job_id(&self) -> &str {
-        &self.job
+    fn identity(&self) -> &Identity {
+        &self.id
     }
     fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
         self.kv.insert(key.to_owned(), value.to_owned());

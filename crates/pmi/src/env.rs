@@ -258,17 +258,23 @@ fn required_number(
     optional_number(lookup, var, expected)?.ok_or(PmiError::EnvMissing { var })
 }
 
+/// An environment of `vars` only, for tests of the readers above and of launchers'.
+#[cfg(test)]
+pub(crate) fn fake_lookup<'a>(
+    vars: &'a [(&'a str, &'a str)],
+) -> impl Fn(&str) -> Option<OsString> + 'a {
+    move |name| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| OsString::from(v))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| OsString::from(v))
-        }
-    }
+    use crate::env::fake_lookup as lookup;
 
     const GOOD: [(&str, &str); 4] = [
         (PMI_ADDR, "/tmp/x.sock"),

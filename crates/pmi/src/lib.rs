@@ -66,6 +66,7 @@ pub mod pmix;
 pub mod protocol;
 pub mod secret;
 mod server;
+mod session;
 mod sock;
 mod store;
 

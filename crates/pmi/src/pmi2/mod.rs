@@ -33,9 +33,10 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use crate::bootstrap::{global_key, Bootstrap};
+use crate::bootstrap::{global_key, Bootstrap, Identity};
 use crate::env::{call_timeout, job_id_from};
 use crate::error::PmiError;
+use crate::session::Session;
 use wire::Command;
 
 /// The variable holding the launcher's socket.
@@ -107,16 +108,11 @@ pub fn detect(lookup: impl Fn(&str) -> Option<OsString>) -> Result<Option<Pmi2En
 #[derive(Debug)]
 pub struct Client {
     stream: UnixStream,
-    rank: usize,
-    size: usize,
-    local_rank: usize,
-    local_size: usize,
+    id: Identity,
     /// The launcher's name for the job's key-value space (`job-getid`).
     kvs: String,
-    job_id: String,
     timeout: Duration,
-    broken: Option<String>,
-    finalized: bool,
+    session: Session,
     /// Fences completed.
     epoch: u64,
 }
@@ -156,15 +152,16 @@ impl Client {
             .map_err(|e| io("init", e))?;
         let mut c = Client {
             stream,
-            rank: 0,
-            size: 1,
-            local_rank: 0,
-            local_size: 1,
+            id: Identity {
+                rank: 0,
+                size: 1,
+                local_rank: 0,
+                local_size: 1,
+                job_id: String::new(),
+            },
             kvs: String::new(),
-            job_id: String::new(),
             timeout,
-            broken: None,
-            finalized: false,
+            session: Session::default(),
             epoch: 0,
         };
         c.handshake()?;
@@ -181,30 +178,33 @@ impl Client {
                     detail: format!("the answer {r:?} has no numeric {key}"),
                 })
         };
-        (c.rank, c.size) = (num("rank")?, num("size")?);
-        if c.size == 0 || c.rank >= c.size {
+        (c.id.rank, c.id.size) = (num("rank")?, num("size")?);
+        if c.id.size == 0 || c.id.rank >= c.id.size {
             return Err(launcher_error(
                 "fullinit",
-                format!("the launcher says rank {} of {} processes", c.rank, c.size),
+                format!(
+                    "the launcher says rank {} of {} processes",
+                    c.id.rank, c.id.size
+                ),
             ));
         }
         let r = c.call("job-getid", &[], "job-getid-response")?;
         c.kvs = r.get("jobid").unwrap_or_default().to_owned();
-        c.job_id = job_id_from("pmi2", &c.kvs);
+        c.id.job_id = job_id_from("pmi2", &c.kvs);
         let r = c.call(
             "info-getjobattr",
             &[("key", "PMI_process_mapping")],
             "info-getjobattr-response",
         )?;
-        (c.local_rank, c.local_size) = match r.get("value").filter(|_| found(&r)) {
+        (c.id.local_rank, c.id.local_size) = match r.get("value").filter(|_| found(&r)) {
             Some(m) => {
-                let nodes = mapping::nodes(m, c.size)
+                let nodes = mapping::nodes(m, c.id.size)
                     .map_err(|detail| PmiError::Protocol { op: "init", detail })?;
-                mapping::local(&nodes, c.rank)
+                mapping::local(&nodes, c.id.rank)
             }
             None => {
                 tracing::debug!("PMI-2 launcher gave no PMI_process_mapping");
-                (c.rank, c.size)
+                (c.id.rank, c.id.size)
             }
         };
         Ok(c)
@@ -258,15 +258,7 @@ impl Client {
         pairs: &[(&str, &str)],
         expect: &str,
     ) -> Result<Command, PmiError> {
-        if self.finalized {
-            return Err(PmiError::Finalized { op });
-        }
-        if let Some(first) = &self.broken {
-            return Err(PmiError::Broken {
-                op,
-                first: first.clone(),
-            });
-        }
+        self.session.usable(op)?;
         self.write(op, &wire::encode(op, pairs))?;
         let mut prefix = [0u8; wire::LEN_DIGITS];
         self.read(op, &mut prefix)?;
@@ -321,8 +313,7 @@ impl Client {
     }
 
     fn poison(&mut self, err: PmiError) -> PmiError {
-        self.broken.get_or_insert_with(|| err.to_string());
-        err
+        self.session.poison(err)
     }
 }
 
@@ -331,34 +322,13 @@ impl Bootstrap for Client {
         "PMI-2"
     }
 
-    /// This rank.
-    fn rank(&self) -> usize {
-        self.rank
-    }
-
-    /// Ranks in the job.
-    fn size(&self) -> usize {
-        self.size
-    }
-
-    /// This rank's index among the job's ranks on its node.
-    fn local_rank(&self) -> usize {
-        self.local_rank
-    }
-
-    /// The job's ranks on this node.
-    fn local_size(&self) -> usize {
-        self.local_size
-    }
-
-    /// The job id: the launcher's, file-name safe.
-    fn job_id(&self) -> &str {
-        &self.job_id
+    fn identity(&self) -> &Identity {
+        &self.id
     }
 
     /// Stores `value` under `key`; other ranks see it after the next fence.
     fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
-        let key = global_key(key, self.rank);
+        let key = global_key(key, self.id.rank);
         check(&key, value)?;
         self.call(
             "kvs-put",
@@ -376,8 +346,8 @@ impl Bootstrap for Client {
         let arrived = format!("nf-fence-{}", self.epoch);
         self.put(&arrived, "1")?;
         self.call("kvs-fence", &[], "kvs-fence-response")?;
-        let me = self.rank;
-        for r in (0..self.size).filter(|&r| r != me) {
+        let me = self.id.rank;
+        for r in (0..self.id.size).filter(|&r| r != me) {
             self.get(r, &arrived)?;
         }
         Ok(())
@@ -401,11 +371,11 @@ impl Bootstrap for Client {
 
     /// Leaves the job; must be the last call. Calling it again does nothing.
     fn finalize(&mut self) -> Result<(), PmiError> {
-        if self.finalized {
+        if self.session.finalized() {
             return Ok(());
         }
         self.call("finalize", &[], "finalize-response")?;
-        self.finalized = true;
+        self.session.finish();
         Ok(())
     }
 }
@@ -468,13 +438,7 @@ fn adopt_socket(fd: RawFd) -> Result<UnixStream, PmiError> {
 mod tests {
     use super::*;
 
-    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| OsString::from(v))
-        }
-    }
+    use crate::env::fake_lookup as lookup;
 
     #[test]
     fn detection_names_what_is_missing() {

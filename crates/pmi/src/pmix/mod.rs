@@ -22,10 +22,11 @@ mod ffi;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use crate::bootstrap::Bootstrap;
+use crate::bootstrap::{Bootstrap, Identity};
 use crate::env::{call_timeout, job_id_from};
 use crate::error::PmiError;
 use crate::protocol::check_key;
+use crate::session::Session;
 
 /// The variable naming the job's PMIx namespace.
 pub const NAMESPACE: &str = "PMIX_NAMESPACE";
@@ -37,14 +38,10 @@ const LAUNCHER: &str = "a PMIx launcher (Open MPI's mpirun, prterun, srun --mpi=
 /// A joined PMIx client (at most one per process).
 #[derive(Debug)]
 pub struct Client {
-    rank: usize,
-    size: usize,
-    local_rank: usize,
-    local_size: usize,
+    id: Identity,
     nspace: String,
-    job_id: String,
     timeout: Duration,
-    finalized: bool,
+    session: Session,
 }
 
 /// Whether the environment read through `lookup` says a PMIx launcher started us:
@@ -94,26 +91,26 @@ impl Client {
                 launcher_error("init", f, &hint)
             })?;
         let client = Client {
-            rank: joined.rank as usize,
-            size: joined.size as usize,
-            local_rank: joined.local_rank as usize,
-            local_size: joined.local_size as usize,
-            job_id: job_id_from("pmix", &joined.nspace),
+            id: Identity {
+                rank: joined.rank as usize,
+                size: joined.size as usize,
+                local_rank: joined.local_rank as usize,
+                local_size: joined.local_size as usize,
+                job_id: job_id_from("pmix", &joined.nspace),
+            },
             nspace: joined.nspace,
             timeout,
-            finalized: false,
+            session: Session::default(),
         };
-        if client.size == 0 || client.rank >= client.size {
+        let (rank, size) = (client.id.rank, client.id.size);
+        if size == 0 || rank >= size {
             return Err(PmiError::Launcher {
                 via: "PMIx",
                 op: "init",
-                detail: format!(
-                    "the launcher says rank {} of a job of {} processes",
-                    client.rank, client.size
-                ),
+                detail: format!("the launcher says rank {rank} of a job of {size} processes"),
             });
         }
-        tracing::debug!(rank = client.rank, nspace = %client.nspace, "PMIx joined");
+        tracing::debug!(rank, nspace = %client.nspace, "PMIx joined");
         Ok(Some(client))
     }
 
@@ -127,16 +124,9 @@ impl Client {
         self.timeout.as_secs().clamp(1, i32::MAX as u64) as i32
     }
 
-    fn usable(&self, op: &'static str) -> Result<(), PmiError> {
-        if self.finalized {
-            return Err(PmiError::Finalized { op });
-        }
-        Ok(())
-    }
-
     /// Asks the launcher to end the whole job, reporting `msg`.
     pub fn abort(&mut self, msg: &str) -> Result<(), PmiError> {
-        self.usable("abort")?;
+        self.session.usable("abort")?;
         ffi::abort(1, msg).map_err(|f| launcher_error("abort", f, "the job may linger"))
     }
 }
@@ -146,34 +136,13 @@ impl Bootstrap for Client {
         "PMIx"
     }
 
-    /// This process's rank in the job.
-    fn rank(&self) -> usize {
-        self.rank
-    }
-
-    /// Processes in the job.
-    fn size(&self) -> usize {
-        self.size
-    }
-
-    /// This process's index among the job's processes on its node.
-    fn local_rank(&self) -> usize {
-        self.local_rank
-    }
-
-    /// The job's processes on this node.
-    fn local_size(&self) -> usize {
-        self.local_size
-    }
-
-    /// The job id: the PMIx namespace, file-name safe.
-    fn job_id(&self) -> &str {
-        &self.job_id
+    fn identity(&self) -> &Identity {
+        &self.id
     }
 
     /// Publishes `value` under `key`; the other processes see it after the next fence.
     fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
-        self.usable("put")?;
+        self.session.usable("put")?;
         check_key(key)?;
         ffi::put(key, value)
             .map_err(|f| launcher_error("put", f, "the PMIx server refused the value"))
@@ -181,7 +150,7 @@ impl Bootstrap for Client {
 
     /// Commits our puts and waits for every process of the job (bounded by the timeout).
     fn fence(&mut self) -> Result<(), PmiError> {
-        self.usable("fence")?;
+        self.session.usable("fence")?;
         ffi::fence(self.timeout_s()).map_err(|f| {
             let hint = format!(
                 "not every process reached the fence within {:?}: one may be stuck or dead \
@@ -194,7 +163,7 @@ impl Bootstrap for Client {
 
     /// Reads what `rank` put under `key` before the last fence.
     fn get(&mut self, rank: usize, key: &str) -> Result<String, PmiError> {
-        self.usable("get")?;
+        self.session.usable("get")?;
         check_key(key)?;
         let r = u32::try_from(rank).map_err(|_| PmiError::Launcher {
             via: "PMIx",
@@ -209,10 +178,10 @@ impl Bootstrap for Client {
 
     /// Leaves the job; must be the last call. Calling it again does nothing.
     fn finalize(&mut self) -> Result<(), PmiError> {
-        if self.finalized {
+        if self.session.finalized() {
             return Ok(());
         }
-        self.finalized = true;
+        self.session.finish();
         ffi::finalize().map_err(|f| launcher_error("finalize", f, "the launcher may report us"))
     }
 }
@@ -221,13 +190,7 @@ impl Bootstrap for Client {
 mod tests {
     use super::*;
 
-    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| OsString::from(v))
-        }
-    }
+    use crate::env::fake_lookup as lookup;
 
     #[test]
     fn detection_needs_the_namespace_and_a_numeric_rank() {

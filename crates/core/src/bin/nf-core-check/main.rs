@@ -13,6 +13,9 @@
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
 //! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get an
 //!   error naming it (`PeerDied`, or a transport's `PeerLost`), not hang;
+//! - `idle DIR`: after a barrier, writes `DIR/addr-R` and waits for something that
+//!   never comes; passes only when the wait ends in an error naming a peer (its
+//!   link cut, say), which it also writes to `DIR/done-R`;
 //! - `stream MAXSECS MAXSIZE DIR`: the fault-test workload (see `stream.rs`).
 //!
 //! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
@@ -83,6 +86,12 @@ fn run(args: &[String]) -> Check {
         )?,
 
         "vanish" => return vanish(&world, num(args, 1)? as usize),
+        "idle" => {
+            return idle(
+                &world,
+                std::path::Path::new(args.get(1).ok_or("missing directory")?),
+            )
+        }
         "stream" => stream::stream(
             &world,
             num(args, 1)?,
@@ -403,6 +412,21 @@ fn vanish(world: &World, victim: usize) -> Check {
         Err(e) => Err(format!("expected an error naming rank {victim}, got {e}")),
         Ok(()) => Err("barrier completed without the vanished rank".into()),
     }
+}
+
+fn idle(world: &World, dir: &std::path::Path) -> Check {
+    let me = world.rank();
+    world.barrier().map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("addr-{me}")), "waiting\n").map_err(|e| e.to_string())?;
+    let lost = match world.wait_until(|| false) {
+        Err(CoreError::PeerDied { rank, .. }) => rank,
+        Err(CoreError::Transport(nf_transport::TransportError::PeerLost { peer, .. })) => peer,
+        Err(e) => return Err(format!("the wait ended in an error naming no peer: {e}")),
+        Ok(()) => unreachable!("the condition is never true"),
+    };
+    let line = format!("rank {me}: lost rank {lost} while waiting\n");
+    print!("{line}");
+    std::fs::write(dir.join(format!("done-{me}")), line).map_err(|e| e.to_string())
 }
 
 fn routes(world: &World, hosts: &str, net: &str) -> Check {
