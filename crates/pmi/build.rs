@@ -6,11 +6,12 @@
 //! on machines without PMIx.
 //! 1. `pkg-config pmix` (Debian's `libpmix-dev`) gives the include and library paths;
 //!    without it nothing is built and `NF_PMIX_UNAVAILABLE` carries the reason.
-//! 2. The shim is compiled with the target's C compiler (the `cc` crate picks it), with
-//!    an rpath to libpmix's directory; its path reaches the crate as
-//!    `NF_PMIX_SHIM_BUILT`. A compile failure is a warning plus `NF_PMIX_UNAVAILABLE`.
+//! 2. The shim is compiled (`nf_buildkit::compile_shim`) with an rpath to libpmix's
+//!    directory; its path reaches the crate as `NF_PMIX_SHIM_BUILT`. A compile
+//!    failure is a warning plus `NF_PMIX_UNAVAILABLE`.
 
 use std::env;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 const SHIM: &str = "src/pmix/shim/nf_pmix_shim.c";
@@ -41,39 +42,19 @@ fn build(out: &Path) -> Result<PathBuf, String> {
             format!("built without libpmix-dev (pkg-config pmix: {e}); install it (scripts/setup.sh) and rebuild")
                 .replace('\n', " ")
         })?;
-    let compiler = cc::Build::new().cargo_metadata(false).get_compiler();
-    let so = out.join("libnf_pmix_shim.so");
-    let mut cmd = compiler.to_command();
-    cmd.args([
-        "-shared",
-        "-fPIC",
-        "-O2",
-        "-Wall",
-        "-Wextra",
-        "-fvisibility=hidden",
-    ]);
+    let mut extra: Vec<OsString> = Vec::new();
     for dir in &pmix.include_paths {
-        cmd.arg("-I").arg(dir);
+        extra.push(format!("-I{}", dir.display()).into());
     }
-    cmd.arg("-o").arg(&so).arg(SHIM);
     for dir in &pmix.link_paths {
-        cmd.arg("-L").arg(dir);
-        cmd.arg(format!("-Wl,-rpath,{}", dir.display()));
+        extra.push(format!("-L{}", dir.display()).into());
+        extra.push(format!("-Wl,-rpath,{}", dir.display()).into());
     }
-    let run = cmd
-        .arg("-lpmix")
-        .output()
-        .map_err(|e| format!("running the C compiler {:?}: {e}", compiler.path()))?;
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    if !run.status.success() {
-        let first: Vec<&str> = stderr.lines().take(6).collect();
-        return Err(format!(
-            "the PMIx shim {SHIM} failed to compile: {}",
-            first.join(" | ")
-        ));
-    }
-    for line in stderr.lines() {
-        println!("cargo:warning=nf_pmix_shim: {line}");
-    }
-    Ok(so)
+    extra.push("-lpmix".into());
+    nf_buildkit::compile_shim(
+        SHIM,
+        &out.join("libnf_pmix_shim.so"),
+        &extra,
+        "nf_pmix_shim",
+    )
 }
