@@ -15,6 +15,8 @@ use nf_pmi::pmi2::{wire, Client};
 use nf_pmi::{Bootstrap, PmiError};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// The deadline of a client talking to a misbehaving server (one of them stays silent).
+const SHORT: Duration = Duration::from_secs(1);
 
 /// What a test server does with one command.
 enum Reply {
@@ -173,7 +175,7 @@ fn misbehave(bad: &[u8], close_after: bool) -> (PmiError, PmiError, Duration) {
                 return a;
             }
             if bad.is_empty() {
-                thread::sleep(TIMEOUT + Duration::from_secs(1));
+                thread::sleep(SHORT + Duration::from_secs(1));
                 return Reply::Close;
             }
             if close_after {
@@ -183,7 +185,7 @@ fn misbehave(bad: &[u8], close_after: bool) -> (PmiError, PmiError, Duration) {
             }
         })
     });
-    let mut c = Client::connect(ours, "1", Some("j"), TIMEOUT).unwrap();
+    let mut c = Client::connect(ours, "1", Some("j"), SHORT).unwrap();
     let start = Instant::now();
     let first = c.put("k", "v").unwrap_err();
     let took = start.elapsed();
@@ -234,7 +236,7 @@ fn a_truncated_answer_then_close_is_closed_not_a_hang() {
 fn a_silent_launcher_is_a_timeout() {
     let (first, _, took) = misbehave(b"", false);
     assert!(matches!(first, PmiError::Timeout { .. }), "{first}");
-    assert!(took < TIMEOUT * 3, "took {took:?}");
+    assert!(took < SHORT * 10, "took {took:?}");
 }
 
 #[test]

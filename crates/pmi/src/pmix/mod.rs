@@ -15,7 +15,9 @@
 //!    commits and runs a data-collecting `PMIx_Fence` over the job; [`Client::get`]
 //!    reads what rank r put under a key. Fence and get carry `PMIX_TIMEOUT`
 //!    (`NF_PMI_TIMEOUT`), so a dead peer is an error, never a hang.
-//! 4. **Leave.** [`Client::finalize`] (`PMIx_Finalize`) or [`Client::abort`].
+//! 4. **Leave.** `finalize` (`PMIx_Finalize`) or [`Client::abort`].
+//!
+//! `NF_PMIX_SHIM` overrides the path of the shim that `build.rs` built.
 
 mod ffi;
 
