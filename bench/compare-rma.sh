@@ -86,6 +86,9 @@ done
 for tool in mpicc mpirun python3 cargo; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run scripts/setup.sh"
 done
+# ARMCI-MPI is linked against Open MPI: use its wrappers even where MPICH is the default.
+mpicc=$(command -v mpicc.openmpi || command -v mpicc)
+mpirun=$(command -v mpirun.openmpi || command -v mpirun)
 [[ -e /usr/include/armci.h ]] || die "ARMCI-MPI is missing: apt-get install libarmci-mpi-dev (scripts/setup.sh)"
 if [[ $path = netns ]]; then
     (($(id -u) == 0)) || die "--path netns needs root (ip netns)"
@@ -101,7 +104,7 @@ git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
 
 echo "compare-rma: building the ARMCI benchmark and nf (release) ..." >&2
 armci_bin=$out/rma-armci-mpi
-mpicc -O2 -Wall -o "$armci_bin" "$repo/bench/mpi/rma.c" -larmci-openmpi -lm
+"$mpicc" -O2 -Wall -o "$armci_bin" "$repo/bench/mpi/rma.c" -larmci-openmpi -lm
 (cd "$repo" && cargo build --release -p nf-cli)
 nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
 [[ $nf = /* ]] || nf=$repo/$nf
@@ -146,8 +149,8 @@ run_armci() { # k op layout
     local args=("$armci_bin" --op "$2" --layout "$3" "${common[@]}" "${armci_extra[@]}"
         --transport "armci-mpi-$path" --json "$f.json")
     case $path in
-        shm) mpirun --allow-run-as-root -np 2 --bind-to core "${args[@]}" ;;
-        netns) ip netns exec "$ns0" mpirun --allow-run-as-root --oversubscribe \
+        shm) "$mpirun" --allow-run-as-root -np 2 --bind-to core "${args[@]}" ;;
+        netns) ip netns exec "$ns0" "$mpirun" --allow-run-as-root --oversubscribe \
             --mca plm_rsh_agent "$repo/tests/netns/mpirun-agent.sh" \
             --mca orte_tmpdir_base "$(mktemp -d "$out/ompi.XXXXXX")" \
             --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet" \

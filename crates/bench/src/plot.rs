@@ -99,20 +99,43 @@ fn load_font() -> Result<(), PlotError> {
     Ok(())
 }
 
+/// The words on a two-panel plot (time per message on the left, data rate on the right).
+#[derive(Debug, Clone)]
+pub struct PlotText {
+    /// Title; the series' labels are appended (`TITLE: a vs b`).
+    pub title: &'static str,
+    /// Caption of the left panel.
+    pub time_caption: &'static str,
+    /// Y axis of the left panel.
+    pub time_axis: &'static str,
+    /// Caption of the right panel.
+    pub rate_caption: &'static str,
+    /// X axis of both panels.
+    pub x_axis: &'static str,
+}
+
+/// The ping-pong's words.
+pub const PINGPONG_TEXT: PlotText = PlotText {
+    title: "ping-pong",
+    time_caption: "half round trip (median)",
+    time_axis: "half round trip (µs)",
+    rate_caption: "bandwidth (size / mean half round trip)",
+    x_axis: "message size",
+};
+
 /// Plots ping-pong reports into one PNG at `path`: median half round trip (µs,
 /// log-log) against message size on the left, bandwidth (`mb_per_s`, MB/s = 10^6 B/s,
 /// log size axis) on the right; one line with markers per `(label, report)`.
 pub fn plot_pingpong(reports: &[(&str, &Report)], path: impl AsRef<Path>) -> Result<(), PlotError> {
-    plot_latency_bandwidth("ping-pong", "half round trip", reports, path)
+    plot_reports(reports, path, &PINGPONG_TEXT)
 }
 
-/// Plots reports as [`plot_pingpong`] does, titled `title`, with `latency` naming what
-/// the reports' times measure (e.g. "half round trip", "latency").
-pub fn plot_latency_bandwidth(
-    title: &str,
-    latency: &str,
+/// Plots reports as [`plot_pingpong`] does, with the words of `text`: the median
+/// sample against `size` on the left, `mb_per_s` on the right.
+pub fn plot_reports(
     reports: &[(&str, &Report)],
     path: impl AsRef<Path>,
+    text: &PlotText,
 ) -> Result<(), PlotError> {
     let path = path.as_ref();
     let series: Vec<(&str, Vec<Point>)> = reports
@@ -167,23 +190,23 @@ pub fn plot_latency_bandwidth(
         .join(" vs ");
     let root = root
         .titled(
-            &format!("{title}: {labels}"),
+            &format!("{}: {labels}", text.title),
             (FAMILY, 30).into_font().style(FontStyle::Bold),
         )
         .map_err(|e| draw_err(&e))?;
     let panels = root.split_evenly((1, 2));
 
-    let (caption, y_desc) = (format!("{latency} (median)"), format!("{latency} (µs)"));
     let left = Panel {
-        caption: &caption,
-        y_desc: &y_desc,
+        caption: text.time_caption,
+        y_desc: text.time_axis,
+        x_desc: text.x_axis,
         y_labels: 12,
         y_area: 80,
     };
-    let bw_caption = format!("bandwidth (size / mean {latency})");
     let right = Panel {
-        caption: &bw_caption,
+        caption: text.rate_caption,
         y_desc: "bandwidth (MB/s, MB = 10^6 B)",
+        x_desc: text.x_axis,
         y_labels: 10,
         y_area: 90,
     };
@@ -198,9 +221,10 @@ pub fn plot_latency_bandwidth(
 }
 
 /// Titles and sizes of one panel.
-struct Panel<'a> {
-    caption: &'a str,
-    y_desc: &'a str,
+struct Panel {
+    caption: &'static str,
+    y_desc: &'static str,
+    x_desc: &'static str,
     y_labels: usize,
     y_area: u32,
 }
@@ -209,7 +233,7 @@ struct Panel<'a> {
 /// each point, and a legend.
 fn draw_panel<'a, DB, Y>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
-    panel: &Panel<'_>,
+    panel: &Panel,
     x: impl AsRangedCoord<CoordDescType = LogCoord<f64>, Value = f64>,
     y: Y,
     series: &[(&'a str, Vec<Point>)],
@@ -230,7 +254,7 @@ where
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
-        .x_desc("message size")
+        .x_desc(panel.x_desc)
         .y_desc(panel.y_desc)
         .x_labels(12)
         .y_labels(panel.y_labels)

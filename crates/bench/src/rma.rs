@@ -131,6 +131,15 @@ fn rows(size: usize) -> usize {
     (size / 8).clamp(1, 16)
 }
 
+/// The words on `nf bench rma`'s plots.
+pub const PLOT_TEXT: crate::plot::PlotText = crate::plot::PlotText {
+    title: "rma",
+    time_caption: "time per operation (median)",
+    time_axis: "time per operation (µs)",
+    rate_caption: "bandwidth (size / mean time per operation)",
+    x_axis: "transfer size",
+};
+
 /// Bytes of the header word area at the start of proc 1's segment.
 const FLAG_AREA: usize = 4096;
 

@@ -18,6 +18,14 @@ pub enum BenchCommand {
     /// One-sided put / get / accumulate between ranks 0 and 1 (runs 2 ranks if
     /// started by hand), contiguous and 2-D strided.
     Rma(super::bench_rma::RmaArgs),
+    /// 9P file service: walk/open/read 1 B/clunk rate and streaming read / write at
+    /// msize 8 KiB … 1 MiB, ninefold's server against diod in the same run.
+    #[command(name = "9p")]
+    Ninep(super::bench_9p::NinepArgs),
+    /// The ninefold side of `nf bench 9p`: serves a directory on a unix socket until
+    /// standard input closes (until `nf serve` exists).
+    #[command(name = "9p-server", hide = true)]
+    NinepServer(super::bench_9p::ServerArgs),
 }
 
 /// Arguments of `nf bench plot`.
@@ -68,6 +76,8 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Pingpong(a) => run_pingpong(a),
         BenchCommand::Plot(a) => plot(a),
         BenchCommand::Rma(a) => super::bench_rma::run(a),
+        BenchCommand::Ninep(a) => super::bench_9p::main(a),
+        BenchCommand::NinepServer(a) => super::bench_9p::serve(a),
     }
 }
 
@@ -103,7 +113,12 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
         iters: a.iters,
         warmup: a.warmup,
     };
-    let bar = (world.rank() == 0).then(|| progress_bar(params.sizes.len() as u64));
+    let bar = (world.rank() == 0).then(|| {
+        progress_bar(
+            params.sizes.len() as u64,
+            "pingpong {bar:30} {pos}/{len} sizes, last {msg}",
+        )
+    });
     let measured = pingpong::run(&world, &params, |size| {
         if let Some(b) = &bar {
             b.set_message(format!("{size} B"));
@@ -132,12 +147,11 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// A bar on stderr (hidden when stderr is not a terminal).
-fn progress_bar(len: u64) -> indicatif::ProgressBar {
+/// A bar on stderr drawn with `template` (hidden when stderr is not a terminal).
+pub fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(len);
-    let style =
-        indicatif::ProgressStyle::with_template("pingpong {bar:30} {pos}/{len} sizes, last {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    let style = indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     bar.set_style(style);
     bar
 }

@@ -90,7 +90,7 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
             let labels: Vec<String> = reports.iter().map(|r| r.bench.clone()).collect();
             let pairs: Vec<(&str, &Report)> =
                 labels.iter().map(String::as_str).zip(&reports).collect();
-            nf_bench::plot::plot_latency_bandwidth("rma", "latency", &pairs, p)?;
+            nf_bench::plot::plot_reports(&pairs, p, &rma::PLOT_TEXT)?;
         }
     }
     rma.finalize().context("leaving the job's global memory")?;
