@@ -70,7 +70,8 @@ impl Layout {
     }
 }
 
-fn span(count: &[usize], strides: &[usize]) -> usize {
+/// Bytes from the first to the last byte a strided side touches.
+pub fn span(count: &[usize], strides: &[usize]) -> usize {
     count[0]
         + strides
             .iter()

@@ -2,7 +2,7 @@
 
 use nf_rma::{Handle, IoVec, Kind, Rma, Scale, Shape, Xfer};
 
-use crate::model::chunk_offsets;
+use crate::model::{chunk_offsets, span};
 use crate::{ctx, pattern, Check};
 
 /// This proc's own bytes of a segment, as they are now.
@@ -137,16 +137,6 @@ fn strides(count: &[usize], pad: &[usize]) -> Vec<usize> {
     s
 }
 
-/// Bytes from the first to the last byte a strided side touches.
-fn span(count: &[usize], strides: &[usize]) -> usize {
-    count[0]
-        + strides
-            .iter()
-            .enumerate()
-            .map(|(k, s)| (count[k + 1] - 1) * s)
-            .sum::<usize>()
-}
-
 pub fn strided(rma: &Rma<'_>) -> Check {
     let (n, me) = (rma.size(), rma.rank());
     let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
@@ -275,6 +265,29 @@ pub fn strided(rma: &Rma<'_>) -> Check {
     Ok(())
 }
 
+/// Checks chunk `k` of vector entry `e` (of `shapes[e].0` bytes) in `got` at
+/// `at(e, k)`: its byte `j` must be `want(e, k, j)`.
+fn vector_chunks(
+    what: &str,
+    shapes: &[(usize, usize, usize, usize)],
+    got: &[u8],
+    at: impl Fn(usize, usize) -> usize,
+    want: impl Fn(usize, usize, usize) -> u8,
+) -> Check {
+    for (e, &(bytes, chunks, _, _)) in shapes.iter().enumerate() {
+        for k in 0..chunks {
+            let expect: Vec<u8> = (0..bytes).map(|j| want(e, k, j)).collect();
+            let from = at(e, k);
+            same(
+                &format!("{what} entry {e} chunk {k}"),
+                &got[from..from + bytes],
+                &expect,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 pub fn vector(rma: &Rma<'_>) -> Check {
     let (n, me) = (rma.size(), rma.rank());
     let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
@@ -321,19 +334,9 @@ pub fn vector(rma: &Rma<'_>) -> Check {
     ctx(unsafe { rma.xfer(&put) }, "put_vector")?;
     ctx(rma.barrier(), "barrier")?;
     let mine = own_bytes(rma, bases[me], SEG)?;
-    for e in 0..2 {
-        for k in 0..shapes[e].1 {
-            let want: Vec<u8> = (0..shapes[e].0)
-                .map(|j| pattern(prev, 1, loff(e, k) + j))
-                .collect();
-            let at = roff(e, k);
-            same(
-                &format!("put_vector entry {e} chunk {k}"),
-                &mine[at..at + shapes[e].0],
-                &want,
-            )?;
-        }
-    }
+    vector_chunks("put_vector", &shapes, &mine, roff, |e, k, j| {
+        pattern(prev, 1, loff(e, k) + j)
+    })?;
     ctx(rma.barrier(), "barrier")?;
 
     let fill: Vec<u8> = (0..SEG).map(|i| pattern(me, 2, i)).collect();
@@ -346,19 +349,9 @@ pub fn vector(rma: &Rma<'_>) -> Check {
     };
     // SAFETY: as for the put.
     ctx(unsafe { rma.xfer(&get) }, "get_vector")?;
-    for e in 0..2 {
-        for k in 0..shapes[e].1 {
-            let want: Vec<u8> = (0..shapes[e].0)
-                .map(|j| pattern(next, 2, roff(e, k) + j))
-                .collect();
-            let at = loff(e, k);
-            same(
-                &format!("get_vector entry {e} chunk {k}"),
-                &local[at..at + shapes[e].0],
-                &want,
-            )?;
-        }
-    }
+    vector_chunks("get_vector", &shapes, &local, loff, |e, k, j| {
+        pattern(next, 2, roff(e, k) + j)
+    })?;
     ctx(rma.barrier(), "barrier")?;
 
     // Accumulate ints from every proc into every proc's scattered chunks.
