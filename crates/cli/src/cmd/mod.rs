@@ -3,4 +3,5 @@
 pub mod bench;
 pub mod demo;
 pub mod run;
+pub mod serve;
 pub mod tune;

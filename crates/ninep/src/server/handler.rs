@@ -22,6 +22,7 @@ pub struct Ctx {
     msize: u32,
     conn: u64,
     tag: u16,
+    user: Option<std::sync::Arc<str>>,
 }
 
 impl Ctx {
@@ -32,7 +33,20 @@ impl Ctx {
             msize,
             conn,
             tag,
+            user: None,
         }
+    }
+
+    /// This context, for a connection whose transport authenticated `user`.
+    pub fn with_user(mut self, user: Option<std::sync::Arc<str>>) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// The user the connection's transport authenticated (a TLS client certificate's
+    /// name), or `None` for a transport that authenticates nobody.
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
     }
 
     /// A context outside any request (releasing fids of a closed connection, tests).
