@@ -20,12 +20,14 @@
 //! | [`access`] | the attach check: authenticated identity → 9P user |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
 //! | [`addr`] | `ADDR:/path` arguments and the default socket |
+//! | [`connect`] | connecting and attaching as a client |
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod access;
 pub mod addr;
+pub mod connect;
 pub mod mem;
 pub mod pipe;
 pub mod serve;

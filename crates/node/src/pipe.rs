@@ -15,15 +15,16 @@
 //!    is full. It fails with `EPIPE` once no reader is open and some reader was open
 //!    during this writer's open (nobody will ever read it); before any reader opened,
 //!    data waits in the buffer.
-//! 3. Blocked reads and writes return `EINTR` when flushed (`Tflush`) or when their
+//! 3. An end opened with `O_NONBLOCK` gets `EAGAIN` where it would block.
+//! 4. Blocked reads and writes return `EINTR` when flushed (`Tflush`) or when their
 //!    connection goes; nothing is lost: a flushed read consumed nothing.
-//! 4. Readers and writers are counted per open and uncounted when the fid is clunked
+//! 5. Readers and writers are counted per open and uncounted when the fid is clunked
 //!    (also by a dropped connection), waking everyone blocked on the pipe.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use nf_ninep::errno::{EINVAL, EPIPE};
+use nf_ninep::errno::{EAGAIN, EINVAL, EPIPE};
 use nf_ninep::server::trees::synthetic::{DirOps, FileNode, OpenFile};
 use nf_ninep::server::{Ctx, FsResult, Monitor};
 use nf_ninep::{LOpenFlags, Rlerror};
@@ -63,6 +64,7 @@ struct PipeEnd {
     pipe: Pipe,
     reads: bool,
     writes: bool,
+    nonblock: bool,
     /// `writer_opens` at open, and whether a writer was open then (rule 1).
     writers_seen: u64,
     had_writer: bool,
@@ -95,6 +97,7 @@ impl FileNode for Pipe {
                 pipe: self.clone(),
                 reads,
                 writes,
+                nonblock: flags.contains(LOpenFlags::NONBLOCK),
                 writers_seen: st.writer_opens,
                 had_writer: st.writers > 0,
                 readers_seen: st.reader_opens,
@@ -115,6 +118,15 @@ impl FileNode for Pipe {
 }
 
 impl PipeEnd {
+    /// Waits until `ready` gives a result (rules 3 and 4).
+    fn wait<R>(&self, ctx: &Ctx, ready: impl FnMut(&mut PipeState) -> Option<R>) -> FsResult<R> {
+        let mut ready = ready;
+        if self.nonblock {
+            return ready(&mut self.pipe.state.lock()).ok_or(Rlerror::new(EAGAIN));
+        }
+        Ok(ctx.cancel().wait(&self.pipe.state, ready)?)
+    }
+
     /// Rule 1's end of file, judged under the pipe's lock.
     fn at_eof(&self, st: &PipeState) -> bool {
         let own = u64::from(self.writes);
@@ -136,7 +148,7 @@ impl OpenFile for PipeEnd {
         if !self.reads {
             return Err(Rlerror::new(nf_ninep::errno::EBADF));
         }
-        let data = ctx.cancel().wait(&self.pipe.state, |st| {
+        let take = |st: &mut PipeState| {
             if !st.buf.is_empty() {
                 let take = (count as usize).min(st.buf.len());
                 Some(st.buf.drain(..take).collect::<Vec<u8>>())
@@ -145,7 +157,8 @@ impl OpenFile for PipeEnd {
             } else {
                 None
             }
-        })?;
+        };
+        let data = self.wait(ctx, take)?;
         if !data.is_empty() {
             // Writers may be waiting for room.
             self.pipe.state.update(|_| ());
@@ -161,7 +174,7 @@ impl OpenFile for PipeEnd {
             return Ok(0);
         }
         let capacity = self.pipe.capacity;
-        let taken = ctx.cancel().wait(&self.pipe.state, |st| {
+        let taken = self.wait(ctx, |st| {
             if self.broken(st) {
                 Some(Err(Rlerror::new(EPIPE)))
             } else if st.buf.len() < capacity {
