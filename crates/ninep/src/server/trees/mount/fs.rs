@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::errno::{EBADF, EISDIR, ENOTDIR, EROFS};
+use crate::errno::{EBADF, EEXIST, EISDIR, ENOTDIR, EROFS};
 use crate::message::*;
 use crate::readdir::{decode_dirents, DirentWriter};
 use crate::server::handler::{Ctx, Filesystem, FsResult, Walked};
@@ -14,6 +14,15 @@ use crate::wire::Data;
 const S_IFDIR: u32 = 0o040000;
 
 impl MountTable {
+    /// Why `name` cannot be made at the root: it exists, or the root is read-only.
+    fn refusal(&self, name: &str) -> u32 {
+        if self.index_of(name).is_some() {
+            EEXIST
+        } else {
+            EROFS
+        }
+    }
+
     fn root_attr(&self) -> Rgetattr {
         Rgetattr {
             valid: GetattrMask::BASIC,
@@ -137,7 +146,7 @@ impl Filesystem for MountTable {
     }
 
     fn lcreate(&self, ctx: &Ctx, dir: &MountFid, req: &Tlcreate) -> FsResult<(Rlcreate, MountFid)> {
-        let (fs, state, index) = self.child(dir, EROFS)?;
+        let (fs, state, index) = self.child(dir, self.refusal(&req.name))?;
         let (mut r, state) = fs.lcreate(ctx, state, req)?;
         let fid = MountFid::child(&dir.session, index, state, r.qid.path);
         r.qid = mapped(index, r.qid);
@@ -169,7 +178,7 @@ impl Filesystem for MountTable {
     }
 
     fn mkdir(&self, ctx: &Ctx, dir: &MountFid, req: &Tmkdir) -> FsResult<Rmkdir> {
-        let (fs, state, index) = self.child(dir, EROFS)?;
+        let (fs, state, index) = self.child(dir, self.refusal(&req.name))?;
         let r = fs.mkdir(ctx, state, req)?;
         Ok(Rmkdir {
             qid: mapped(index, r.qid),
