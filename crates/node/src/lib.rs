@@ -32,6 +32,7 @@ pub mod mem;
 pub mod pipe;
 pub mod serve;
 pub mod status;
+pub mod tls;
 pub mod tree;
 
 pub use serve::{Daemon, ServeConfig, ServeError};

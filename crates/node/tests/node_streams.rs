@@ -59,7 +59,10 @@ fn flushing_a_blocked_log_read_unblocks_it_and_loses_nothing() {
     let file = root.open("/log", LOpenFlags::RDONLY).unwrap();
     let client = file.client().clone();
     node.root().write_file("/log", b"before\n").unwrap();
-    assert_eq!(data(client.call(read_msg(file.number())).unwrap()), b"before\n");
+    assert_eq!(
+        data(client.call(read_msg(file.number())).unwrap()),
+        b"before\n"
+    );
     let call = client.start(read_msg(file.number())).unwrap();
     assert!(call.wait_timeout(QUIET).unwrap().is_none());
     assert!(

@@ -196,10 +196,17 @@ fn detach() -> anyhow::Result<i32> {
         .env(DETACHED_ENV, "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .context("starting the detached server")?;
+    // Pass the child's stderr on while we are here; after we exit it has no terminal.
+    let stderr = child.stderr.take().context("reading the server's errors")?;
+    let errors = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+        }
+    });
     let stdout = child.stdout.take().context("reading the server's output")?;
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading the server's output")?;
@@ -209,5 +216,6 @@ fn detach() -> anyhow::Result<i32> {
         }
     }
     let status = child.wait().context("waiting for the server")?;
+    let _ = errors.join();
     bail!("the server stopped before it was ready ({status})");
 }
