@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `unix:PATH:/path` | the server on unix socket `PATH` |
 //! | `tcp:HOST:PORT:/path` | the server at `HOST:PORT` over plain tcp |
+//! | `tls:HOST:PORT:/path` | the server at `HOST:PORT` over TLS with a client certificate |
 //! | `:/path` or `/path` | the local default server ([`default_address`]) |
 //!
 //! The server part ends at the first `:/` after the scheme, so a socket path must not
@@ -22,6 +23,8 @@ pub enum Addr {
     Unix(PathBuf),
     /// Plain tcp to `HOST:PORT`.
     Tcp(String),
+    /// TLS to `HOST:PORT` (the server's certificate must name `HOST`).
+    Tls(String),
 }
 
 impl fmt::Display for Addr {
@@ -29,6 +32,7 @@ impl fmt::Display for Addr {
         match self {
             Addr::Unix(p) => write!(f, "unix:{}", p.display()),
             Addr::Tcp(a) => write!(f, "tcp:{a}"),
+            Addr::Tls(a) => write!(f, "tls:{a}"),
         }
     }
 }
@@ -44,7 +48,7 @@ pub struct Target {
 
 /// An address that cannot be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad address {given:?}: {reason} (use unix:PATH, tcp:HOST:PORT, then :/path; or :/path for the local server)")]
+#[error("bad address {given:?}: {reason} (use unix:PATH, tcp:HOST:PORT or tls:HOST:PORT, then :/path; or :/path for the local server)")]
 pub struct AddrError {
     /// What was given.
     pub given: String,
@@ -80,12 +84,21 @@ pub fn parse_addr(s: &str) -> Result<Addr, AddrError> {
             return Err(bad("the socket path is empty"));
         }
         Ok(Addr::Unix(PathBuf::from(path)))
-    } else if let Some(hostport) = s.strip_prefix("tcp:") {
+    } else if let Some((tls, hostport)) = s
+        .strip_prefix("tcp:")
+        .map(|h| (false, h))
+        .or_else(|| s.strip_prefix("tls:").map(|h| (true, h)))
+    {
         match hostport.rsplit_once(':') {
             Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
-                Ok(Addr::Tcp(hostport.to_string()))
+                let hostport = hostport.to_string();
+                Ok(if tls {
+                    Addr::Tls(hostport)
+                } else {
+                    Addr::Tcp(hostport)
+                })
             }
-            _ => Err(bad("tcp needs HOST:PORT")),
+            _ => Err(bad("tcp and tls need HOST:PORT")),
         }
     } else {
         Err(bad("unknown scheme"))
@@ -94,7 +107,7 @@ pub fn parse_addr(s: &str) -> Result<Addr, AddrError> {
 
 /// True if `arg` names a file on a server rather than a local file (for `nf cp`).
 pub fn is_remote(arg: &str) -> bool {
-    arg.starts_with(':') || arg.starts_with("unix:") || arg.starts_with("tcp:")
+    arg.starts_with(':') || ["unix:", "tcp:", "tls:"].iter().any(|p| arg.starts_with(p))
 }
 
 /// Parses `ADDR:/path`, `:/path` or `/path`.

@@ -5,6 +5,8 @@
 //!
 //! 1. Check the listening plan: tcp on an address that is not loopback is remote, and
 //!    is refused unless authentication is configured ([`ServeError::RemoteWithoutAuth`]).
+//!    With TLS configured every tcp listener speaks TLS and requires client
+//!    certificates ([`crate::tls`]), loopback included.
 //! 2. Build the node tree ([`crate::tree::build`]).
 //! 3. Create the unix socket's directory (mode 0700) if it is missing, then listen on
 //!    the socket and on every tcp address.
@@ -15,11 +17,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use nf_ninep::server::trees::synthetic::Stream;
 use nf_ninep::server::{ListenAddr, Listener, MountTable, Server, ServerConfig, ServerError};
 
+use crate::tls::{server_config, TlsError, TlsFiles, TlsListener};
 use crate::tree::{build, NodeConfig, TreeBuildError};
 
 /// What `nf serve` serves, and where.
@@ -29,6 +33,8 @@ pub struct ServeConfig {
     pub unix: Option<PathBuf>,
     /// Tcp addresses to listen on.
     pub tcp: Vec<SocketAddr>,
+    /// TLS for the tcp listeners (required for addresses that are not loopback).
+    pub tls: Option<TlsFiles>,
     /// The tree.
     pub node: NodeConfig,
     /// Limits: msize, fids, requests in flight, clients.
@@ -62,12 +68,24 @@ pub enum ServeError {
     /// A listener could not start.
     #[error(transparent)]
     Listen(#[from] ServerError),
+    /// TLS could not be set up.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// A TLS listener could not bind.
+    #[error("listening on {addr} (TLS): {source}")]
+    BindTls {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
 }
 
 /// A running node server.
 pub struct Daemon {
     server: Server<MountTable>,
     listeners: Vec<Listener>,
+    tls_listeners: Vec<TlsListener>,
     log: Stream,
 }
 
@@ -85,9 +103,12 @@ impl Daemon {
         if config.unix.is_none() && config.tcp.is_empty() {
             return Err(ServeError::NoListener);
         }
-        if let Some(addr) = config.tcp.iter().find(|a| !a.ip().is_loopback()) {
-            return Err(ServeError::RemoteWithoutAuth { addr: *addr });
+        if config.tls.is_none() {
+            if let Some(addr) = config.tcp.iter().find(|a| !a.ip().is_loopback()) {
+                return Err(ServeError::RemoteWithoutAuth { addr: *addr });
+            }
         }
+        let tls = config.tls.as_ref().map(server_config).transpose()?;
         let tree = build(&config.node)?;
         let server = Server::with_config(tree.table, config.limits.clone());
         let mut listeners = Vec::new();
@@ -100,19 +121,46 @@ impl Daemon {
             }
             listeners.push(server.listen_unix(path)?);
         }
+        let mut tls_listeners = Vec::new();
         for addr in &config.tcp {
-            listeners.push(server.listen_tcp(*addr)?);
+            match &tls {
+                Some(tls) => tls_listeners.push(
+                    TlsListener::start(server.clone(), *addr, Arc::clone(tls)).map_err(
+                        |source| ServeError::BindTls {
+                            addr: *addr,
+                            source,
+                        },
+                    )?,
+                ),
+                None => listeners.push(server.listen_tcp(*addr)?),
+            }
         }
         Ok(Daemon {
             server,
             listeners,
+            tls_listeners,
             log: tree.log,
         })
     }
 
-    /// Where it listens (tcp with the real port when 0 was asked for).
-    pub fn addrs(&self) -> Vec<ListenAddr> {
-        self.listeners.iter().map(|l| l.addr().clone()).collect()
+    /// Where it listens, as `unix!PATH`, `tcp!IP!PORT` or `tls!IP!PORT` (the real port
+    /// when 0 was asked for).
+    pub fn addrs(&self) -> Vec<String> {
+        let plain = self.listeners.iter().map(|l| l.addr().to_string());
+        let tls = self
+            .tls_listeners
+            .iter()
+            .map(|l| format!("tls!{}!{}", l.addr().ip(), l.addr().port()));
+        plain.chain(tls).collect()
+    }
+
+    /// The tcp address of the first tcp or TLS listener.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        let plain = self.listeners.iter().find_map(|l| match l.addr() {
+            ListenAddr::Tcp(a) => Some(*a),
+            ListenAddr::Unix(_) => None,
+        });
+        plain.or_else(|| self.tls_listeners.first().map(TlsListener::addr))
     }
 
     /// The server, for counters and extra transports.
@@ -129,6 +177,9 @@ impl Daemon {
     /// fids within `timeout`.
     pub fn shutdown(self, timeout: Duration) -> bool {
         for l in self.listeners {
+            l.stop();
+        }
+        for l in self.tls_listeners {
             l.stop();
         }
         self.log.close();

@@ -313,6 +313,8 @@ impl Transport for TlsTransport {
 /// Dropping it (or [`TlsListener::stop`]) stops accepting.
 pub struct TlsListener {
     addr: SocketAddr,
+    /// The listening socket, shared with the accept thread (to wake it).
+    socket: Arc<TcpListener>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -332,16 +334,18 @@ impl TlsListener {
         addr: SocketAddr,
         config: Arc<rustls::ServerConfig>,
     ) -> io::Result<TlsListener> {
-        let listener = TcpListener::bind(addr)?;
-        let addr = listener.local_addr()?;
+        let socket = Arc::new(TcpListener::bind(addr)?);
+        let addr = socket.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
+        let listener = Arc::clone(&socket);
         let thread = thread::Builder::new()
             .name("9p-tls-accept".into())
-            .spawn(move || accept_loop(listener, server, config, flag))?;
+            .spawn(move || accept_loop(&listener, server, config, flag))?;
         tracing::info!(%addr, "9P server listening (TLS, client certificates required)");
         Ok(TlsListener {
             addr,
+            socket,
             stop,
             thread: Some(thread),
         })
@@ -362,11 +366,10 @@ impl TlsListener {
             return;
         };
         self.stop.store(true, Ordering::SeqCst);
-        let mut wake = self.addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-        }
-        if TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok() {
+        // Shutting the listening socket down wakes the blocked accept with an error (it
+        // sees the flag), without connecting anywhere: the listener may live in another
+        // network namespace, where its address means nothing to this thread.
+        if rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read).is_ok() {
             let _ = thread.join();
         }
     }
@@ -379,7 +382,7 @@ impl Drop for TlsListener {
 }
 
 fn accept_loop<F: Filesystem>(
-    listener: TcpListener,
+    listener: &TcpListener,
     server: Server<F>,
     config: Arc<rustls::ServerConfig>,
     stop: Arc<AtomicBool>,

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::fs::File as LocalFile;
 use std::io::{self, Read, Write};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -18,6 +19,7 @@ use nf_ninep::errno::{EAGAIN, EEXIST, ENOENT};
 use nf_ninep::{LOpenFlags, Message, Rmessage, Tread};
 use nf_node::addr::{is_remote, parse_target, Target};
 use nf_node::connect::{attach, ConnectOptions};
+use nf_node::tls::TlsFiles;
 
 /// How to reach the server (shared by the file commands).
 #[derive(Args, Debug, Clone)]
@@ -28,6 +30,15 @@ pub struct ConnArgs {
     /// Largest 9P message to ask for, in bytes.
     #[arg(long, global = true, default_value_t = nf_ninep::DEFAULT_MAX_MSIZE)]
     pub msize: u32,
+    /// Client certificate (PEM) for tls: addresses; its common name is the user.
+    #[arg(long, global = true, value_name = "PEM", requires_all = ["key", "ca"])]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(long, global = true, value_name = "PEM", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// CA certificate that signs the server's certificate (PEM).
+    #[arg(long, global = true, value_name = "PEM", requires = "cert")]
+    pub ca: Option<PathBuf>,
 }
 
 impl ConnArgs {
@@ -38,6 +49,17 @@ impl ConnArgs {
         };
         if let Some(u) = &self.user {
             opts.user = u.clone();
+        }
+        if let (Some(cert), Some(key), Some(ca)) = (&self.cert, &self.key, &self.ca) {
+            opts.tls = Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                ca: ca.clone(),
+            });
+            if self.user.is_none() {
+                // Attach as whoever the certificate says.
+                opts.user = String::new();
+            }
         }
         opts
     }

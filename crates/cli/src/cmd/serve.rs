@@ -18,6 +18,7 @@ use clap::Args;
 use nf_ninep::server::trees::synthetic::Stream;
 use nf_ninep::server::ServerConfig;
 use nf_node::addr::default_socket;
+use nf_node::tls::TlsFiles;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 
 /// The line a foreground server prints once it is listening.
@@ -33,13 +34,17 @@ readers follow it like tail -f), /pipe/NAME (named pipes: create a file in /pipe
 /fs and /ro (the --export directory, read-write and read-only with private writes), \
 /mem (arrives with the rma layer).
 
-Listens on the unix socket only, unless --tcp is given; tcp on an address that is \
-not loopback is refused. Log level: NF_LOG (default info). Stop with SIGINT or SIGTERM.
+Listens on the unix socket only, unless --tcp is given. Tcp on an address that is not \
+loopback is refused unless TLS is configured (--tls-cert, --tls-key, --tls-client-ca): \
+then every tcp listener speaks TLS, clients must present a certificate signed by the \
+client CA, and its common name is the only 9P user they may attach as (it must be an \
+account in /etc/passwd). Log level: NF_LOG (default info). Stop with SIGINT or SIGTERM.
 
 Examples:
   nf serve --export /srv/data                       # detach once listening
   nf serve -f --unix /tmp/nf.sock --export /tmp/x   # stay in the foreground
-  nf ls unix:/tmp/nf.sock:/")]
+  nf ls unix:/tmp/nf.sock:/
+  nf serve --tcp 0.0.0.0:5640 --tls-cert node.pem --tls-key node.key --tls-client-ca ca.pem")]
 pub struct ServeArgs {
     /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/ninefold/nf.sock, or
     /// /run/ninefold/nf.sock without XDG_RUNTIME_DIR]. A missing directory is made
@@ -49,9 +54,19 @@ pub struct ServeArgs {
     /// Listen on no unix socket (then give --tcp).
     #[arg(long, conflicts_with = "unix")]
     pub no_unix: bool,
-    /// Also listen on tcp ADDR:PORT (repeatable; port 0 picks one). Loopback only.
+    /// Also listen on tcp ADDR:PORT (repeatable; port 0 picks one). Loopback only,
+    /// unless TLS is configured.
     #[arg(long, value_name = "ADDR:PORT")]
     pub tcp: Vec<SocketAddr>,
+    /// This server's TLS certificate chain (PEM); makes every --tcp listener TLS.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_client_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificate(s) that sign the clients' certificates (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Directory served as /fs (read-write) and /ro (read-only, writes kept in memory).
     #[arg(long, value_name = "DIR")]
     pub export: Option<PathBuf>,
@@ -138,9 +153,18 @@ impl ServeArgs {
         } else {
             Some(self.unix.clone().unwrap_or_else(default_socket))
         };
+        let tls = match (&self.tls_cert, &self.tls_key, &self.tls_client_ca) {
+            (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                ca: ca.clone(),
+            }),
+            _ => None,
+        };
         Ok(ServeConfig {
             unix,
             tcp: self.tcp.clone(),
+            tls,
             node: NodeConfig {
                 export: self.export.clone(),
                 log_history: self.log_history,

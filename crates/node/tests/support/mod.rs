@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod certs;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -49,6 +51,7 @@ impl Node {
         let config = ServeConfig {
             unix: Some(self.socket.clone()),
             tcp: Vec::new(),
+            tls: None,
             node: NodeConfig {
                 export: Some(self.export.clone()),
                 pipe_capacity: 16,
