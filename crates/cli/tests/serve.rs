@@ -227,3 +227,46 @@ fn bad_serve_arguments_are_refused_clearly() {
     let out = run_bounded(nf().args(["serve", "-f", "--no-unix"]));
     assert!(text(&out.stderr).contains("nothing to listen on"));
 }
+
+#[test]
+fn shm_clients_work_and_a_killed_one_is_released() {
+    let s = Served::start(&[]);
+    let shm = format!("shm:{}.shm", s.socket.display());
+    let out = s.run(&["cat", &format!("{shm}:/status")]);
+    assert!(
+        text(&out.stdout).contains("cores "),
+        "{}",
+        text(&out.stderr)
+    );
+    // A reader over shared memory, blocked on a pipe, then killed outright.
+    assert!(s.run(&["write", &s.at("/pipe/k")]).status.success());
+    let mut reader = nf()
+        .args(["cat", &format!("{shm}:/pipe/k")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = nf_ninep::client::Client::connect_unix(&s.socket).unwrap();
+    let root = client.attach("root", "").unwrap();
+    let w = root.open("/pipe/k", nf_ninep::LOpenFlags::WRONLY).unwrap();
+    // Once the reader prints what was written, it has the pipe open.
+    w.write_at(b"x", 0).unwrap();
+    let mut got = [0u8; 1];
+    std::io::Read::read_exact(reader.stdout.as_mut().unwrap(), &mut got).unwrap();
+    assert_eq!(&got, b"x");
+    signal(reader.id(), "KILL");
+    reader.wait().unwrap();
+    // The server noticed the dead client and released its reader: writes break.
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        match w.write_at(b"y", 0) {
+            Err(e) if e.errno() == Some(32) => break,
+            _ => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "reader never released"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@
 //! | `unix:PATH:/path` | the server on unix socket `PATH` |
 //! | `tcp:HOST:PORT:/path` | the server at `HOST:PORT` over plain tcp |
 //! | `tls:HOST:PORT:/path` | the server at `HOST:PORT` over TLS with a client certificate |
+//! | `shm:PATH:/path` | the server whose shm socket is `PATH`, over shared memory |
 //! | `:/path` or `/path` | the local default server ([`default_address`]) |
 //!
 //! The server part ends at the first `:/` after the scheme, so a socket path must not
@@ -25,6 +26,8 @@ pub enum Addr {
     Tcp(String),
     /// TLS to `HOST:PORT` (the server's certificate must name `HOST`).
     Tls(String),
+    /// A shared-memory channel set up over the unix socket at this path.
+    Shm(PathBuf),
 }
 
 impl fmt::Display for Addr {
@@ -33,6 +36,7 @@ impl fmt::Display for Addr {
             Addr::Unix(p) => write!(f, "unix:{}", p.display()),
             Addr::Tcp(a) => write!(f, "tcp:{a}"),
             Addr::Tls(a) => write!(f, "tls:{a}"),
+            Addr::Shm(p) => write!(f, "shm:{}", p.display()),
         }
     }
 }
@@ -48,7 +52,7 @@ pub struct Target {
 
 /// An address that cannot be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad address {given:?}: {reason} (use unix:PATH, tcp:HOST:PORT or tls:HOST:PORT, then :/path; or :/path for the local server)")]
+#[error("bad address {given:?}: {reason} (use unix:PATH, shm:PATH, tcp:HOST:PORT or tls:HOST:PORT, then :/path; or :/path for the local server)")]
 pub struct AddrError {
     /// What was given.
     pub given: String,
@@ -79,11 +83,20 @@ pub fn parse_addr(s: &str) -> Result<Addr, AddrError> {
         given: s.to_string(),
         reason,
     };
-    if let Some(path) = s.strip_prefix("unix:") {
+    if let Some((shm, path)) = s
+        .strip_prefix("unix:")
+        .map(|p| (false, p))
+        .or_else(|| s.strip_prefix("shm:").map(|p| (true, p)))
+    {
         if path.is_empty() {
             return Err(bad("the socket path is empty"));
         }
-        Ok(Addr::Unix(PathBuf::from(path)))
+        let path = PathBuf::from(path);
+        Ok(if shm {
+            Addr::Shm(path)
+        } else {
+            Addr::Unix(path)
+        })
     } else if let Some((tls, hostport)) = s
         .strip_prefix("tcp:")
         .map(|h| (false, h))
@@ -107,7 +120,10 @@ pub fn parse_addr(s: &str) -> Result<Addr, AddrError> {
 
 /// True if `arg` names a file on a server rather than a local file (for `nf cp`).
 pub fn is_remote(arg: &str) -> bool {
-    arg.starts_with(':') || ["unix:", "tcp:", "tls:"].iter().any(|p| arg.starts_with(p))
+    arg.starts_with(':')
+        || ["unix:", "tcp:", "tls:", "shm:"]
+            .iter()
+            .any(|p| arg.starts_with(p))
 }
 
 /// Parses `ADDR:/path`, `:/path` or `/path`.

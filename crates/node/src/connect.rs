@@ -60,6 +60,7 @@ pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectErro
     Ok(match addr {
         Addr::Unix(path) => Client::connect_unix_with(path, config)?,
         Addr::Tcp(hostport) => Client::connect_tcp_with(hostport.as_str(), config)?,
+        Addr::Shm(path) => crate::shm::connect(path, config)?,
         Addr::Tls(hostport) => {
             let files = opts
                 .tls

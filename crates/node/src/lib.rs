@@ -19,6 +19,8 @@
 //! | [`mem`] | `/mem`: the placeholder until the rma layer |
 //! | [`access`] | the attach check: authenticated identity → 9P user |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
+//! | [`tls`] | TLS with client certificates for remote connections |
+//! | [`shm`] | 9P over a shared-memory byte channel |
 //! | [`addr`] | `ADDR:/path` arguments and the default socket |
 //! | [`connect`] | connecting and attaching as a client |
 
@@ -31,6 +33,7 @@ pub mod connect;
 pub mod mem;
 pub mod pipe;
 pub mod serve;
+pub mod shm;
 pub mod status;
 pub mod tls;
 pub mod tree;

@@ -9,7 +9,8 @@
 //!    certificates ([`crate::tls`]), loopback included.
 //! 2. Build the node tree ([`crate::tree::build`]).
 //! 3. Create the unix socket's directory (mode 0700) if it is missing, then listen on
-//!    the socket and on every tcp address.
+//!    the socket, the shm socket (shared-memory channels, [`crate::shm`]) and every tcp
+//!    address.
 //!
 //! Shutdown ([`Daemon::shutdown`]): stop accepting (the unix socket file is removed),
 //! end the log stream so followers see end of file, close every connection and wait
@@ -23,6 +24,7 @@ use std::time::Duration;
 use nf_ninep::server::trees::synthetic::Stream;
 use nf_ninep::server::{ListenAddr, Listener, MountTable, Server, ServerConfig, ServerError};
 
+use crate::shm::{ShmListener, DEFAULT_CAPACITY as SHM_CAPACITY};
 use crate::tls::{server_config, TlsError, TlsFiles, TlsListener};
 use crate::tree::{build, NodeConfig, TreeBuildError};
 
@@ -31,6 +33,8 @@ use crate::tree::{build, NodeConfig, TreeBuildError};
 pub struct ServeConfig {
     /// The unix socket to listen on; `None`: none.
     pub unix: Option<PathBuf>,
+    /// The unix socket where clients set up shared-memory channels; `None`: none.
+    pub shm: Option<PathBuf>,
     /// Tcp addresses to listen on.
     pub tcp: Vec<SocketAddr>,
     /// TLS for the tcp listeners (required for addresses that are not loopback).
@@ -71,6 +75,14 @@ pub enum ServeError {
     /// TLS could not be set up.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The shm socket could not be bound.
+    #[error("listening for shared-memory channels on {}: {source}", path.display())]
+    BindShm {
+        /// The socket path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// A TLS listener could not bind.
     #[error("listening on {addr} (TLS): {source}")]
     BindTls {
@@ -86,6 +98,7 @@ pub struct Daemon {
     server: Server<MountTable>,
     listeners: Vec<Listener>,
     tls_listeners: Vec<TlsListener>,
+    shm_listener: Option<ShmListener>,
     log: Stream,
 }
 
@@ -100,7 +113,7 @@ impl std::fmt::Debug for Daemon {
 impl Daemon {
     /// Starts serving (the steps in the module docs).
     pub fn start(config: &ServeConfig) -> Result<Daemon, ServeError> {
-        if config.unix.is_none() && config.tcp.is_empty() {
+        if config.unix.is_none() && config.tcp.is_empty() && config.shm.is_none() {
             return Err(ServeError::NoListener);
         }
         if config.tls.is_none() {
@@ -121,6 +134,17 @@ impl Daemon {
             }
             listeners.push(server.listen_unix(path)?);
         }
+        let shm_listener = match &config.shm {
+            Some(path) => Some(
+                ShmListener::start(server.clone(), path, SHM_CAPACITY).map_err(|source| {
+                    ServeError::BindShm {
+                        path: path.clone(),
+                        source,
+                    }
+                })?,
+            ),
+            None => None,
+        };
         let mut tls_listeners = Vec::new();
         for addr in &config.tcp {
             match &tls {
@@ -139,6 +163,7 @@ impl Daemon {
             server,
             listeners,
             tls_listeners,
+            shm_listener,
             log: tree.log,
         })
     }
@@ -151,7 +176,11 @@ impl Daemon {
             .tls_listeners
             .iter()
             .map(|l| format!("tls!{}!{}", l.addr().ip(), l.addr().port()));
-        plain.chain(tls).collect()
+        let shm = self
+            .shm_listener
+            .iter()
+            .map(|l| format!("shm!{}", l.path().display()));
+        plain.chain(tls).chain(shm).collect()
     }
 
     /// The tcp address of the first tcp or TLS listener.
@@ -180,6 +209,9 @@ impl Daemon {
             l.stop();
         }
         for l in self.tls_listeners {
+            l.stop();
+        }
+        if let Some(l) = self.shm_listener {
             l.stop();
         }
         self.log.close();

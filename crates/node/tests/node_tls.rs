@@ -45,6 +45,7 @@ fn pki(sans: &[&str]) -> Pki {
 fn start(tls: Option<TlsFiles>, addr: SocketAddr) -> Result<Daemon, ServeError> {
     Daemon::start(&ServeConfig {
         unix: None,
+        shm: None,
         tcp: vec![addr],
         tls,
         node: NodeConfig::default(),
@@ -118,6 +119,7 @@ fn remote_listening_needs_tls_and_works_across_hosts() {
         .within(0, || {
             Daemon::start(&ServeConfig {
                 unix: Some(socket.clone()),
+                shm: None,
                 tcp: vec![remote],
                 tls: Some(server_files),
                 node: NodeConfig::default(),

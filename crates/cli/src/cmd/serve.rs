@@ -34,7 +34,9 @@ readers follow it like tail -f), /pipe/NAME (named pipes: create a file in /pipe
 /fs and /ro (the --export directory, read-write and read-only with private writes), \
 /mem (arrives with the rma layer).
 
-Listens on the unix socket only, unless --tcp is given. Tcp on an address that is not \
+Local clients may also talk 9P through shared memory: they connect to the shm socket \
+(shm:PATH.shm) and get a memfd ring pair. Listens on the unix sockets only, unless --tcp \
+is given. Tcp on an address that is not \
 loopback is refused unless TLS is configured (--tls-cert, --tls-key, --tls-client-ca): \
 then every tcp listener speaks TLS, clients must present a certificate signed by the \
 client CA, and its common name is the only 9P user they may attach as (it must be an \
@@ -54,6 +56,10 @@ pub struct ServeArgs {
     /// Listen on no unix socket (then give --tcp).
     #[arg(long, conflicts_with = "unix")]
     pub no_unix: bool,
+    /// Unix socket where local clients set up shared-memory channels (9P through
+    /// memfd rings; address shm:PATH) [default: the unix socket's path + ".shm"].
+    #[arg(long, value_name = "PATH")]
+    pub shm: Option<PathBuf>,
     /// Also listen on tcp ADDR:PORT (repeatable; port 0 picks one). Loopback only,
     /// unless TLS is configured.
     #[arg(long, value_name = "ADDR:PORT")]
@@ -153,6 +159,13 @@ impl ServeArgs {
         } else {
             Some(self.unix.clone().unwrap_or_else(default_socket))
         };
+        let shm = self.shm.clone().or_else(|| {
+            unix.as_ref().map(|u| {
+                let mut p = u.clone().into_os_string();
+                p.push(".shm");
+                PathBuf::from(p)
+            })
+        });
         let tls = match (&self.tls_cert, &self.tls_key, &self.tls_client_ca) {
             (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
                 cert: cert.clone(),
@@ -163,6 +176,7 @@ impl ServeArgs {
         };
         Ok(ServeConfig {
             unix,
+            shm,
             tcp: self.tcp.clone(),
             tls,
             node: NodeConfig {

@@ -50,6 +50,7 @@ impl Node {
         }
         let config = ServeConfig {
             unix: Some(self.socket.clone()),
+            shm: Some(self.shm_socket()),
             tcp: Vec::new(),
             tls: None,
             node: NodeConfig {
@@ -60,6 +61,11 @@ impl Node {
             limits,
         };
         self.daemon = Some(Daemon::start(&config).expect("start node server"));
+    }
+
+    /// Where the server offers shared-memory channels.
+    pub fn shm_socket(&self) -> PathBuf {
+        self.socket.with_extension("sock.shm")
     }
 
     pub fn daemon(&self) -> &Daemon {
