@@ -14,13 +14,12 @@ use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::{self, JoinHandle};
 
 use nf_ninep::client::{Client, ClientConfig, ClientError};
 use nf_ninep::server::{Filesystem, Server, Transport};
 use nf_transport::shm::channel::ByteChannel;
+
+use crate::accept::Acceptor;
 
 pub use nf_transport::shm::channel::DEFAULT_CAPACITY;
 
@@ -59,19 +58,10 @@ pub fn connect(path: &Path, config: ClientConfig) -> Result<Client, ClientError>
 
 /// Accepts shm set-ups on a unix socket and serves each channel (steps in the module
 /// docs). Dropping it (or [`ShmListener::stop`]) stops accepting and removes the socket.
+#[derive(Debug)]
 pub struct ShmListener {
     path: PathBuf,
-    socket: Arc<UnixListener>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for ShmListener {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShmListener")
-            .field("path", &self.path)
-            .finish()
-    }
+    acceptor: Option<Acceptor>,
 }
 
 impl ShmListener {
@@ -86,18 +76,21 @@ impl ShmListener {
         if stale && UnixStream::connect(path).is_err() {
             std::fs::remove_file(path)?;
         }
-        let socket = Arc::new(UnixListener::bind(path)?);
-        let stop = Arc::new(AtomicBool::new(false));
-        let (listener, flag) = (Arc::clone(&socket), Arc::clone(&stop));
-        let thread = thread::Builder::new()
-            .name("9p-shm-accept".into())
-            .spawn(move || accept_loop(&listener, server, capacity, &flag))?;
+        let socket = UnixListener::bind(path)?;
+        let acceptor = Acceptor::start("9p-shm", socket, move |sock| {
+            match ByteChannel::offer(sock, capacity) {
+                Ok(channel) => {
+                    if let Err(e) = server.serve(ShmTransport(channel)) {
+                        tracing::warn!(error = %e, "shm connection refused");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot set up a shared-memory channel"),
+            }
+        })?;
         tracing::info!(path = %path.display(), "9P server listening (shared-memory channels)");
         Ok(ShmListener {
             path: path.to_path_buf(),
-            socket,
-            stop,
-            thread: Some(thread),
+            acceptor: Some(acceptor),
         })
     }
 
@@ -107,60 +100,14 @@ impl ShmListener {
     }
 
     /// Stops accepting, waits for the accept thread, removes the socket file.
-    pub fn stop(mut self) {
-        self.stop_now();
-    }
-
-    fn stop_now(&mut self) {
-        let Some(thread) = self.thread.take() else {
-            return;
-        };
-        self.stop.store(true, Ordering::SeqCst);
-        if rustix::net::shutdown(&*self.socket, rustix::net::Shutdown::Read).is_ok() {
-            let _ = thread.join();
-        }
-        let _ = std::fs::remove_file(&self.path);
-    }
+    pub fn stop(self) {}
 }
 
 impl Drop for ShmListener {
     fn drop(&mut self) {
-        self.stop_now();
-    }
-}
-
-fn accept_loop<F: Filesystem>(
-    listener: &UnixListener,
-    server: Server<F>,
-    capacity: usize,
-    stop: &AtomicBool,
-) {
-    loop {
-        let accepted = listener.accept();
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let sock = match accepted {
-            Ok((sock, _)) => sock,
-            Err(e) => {
-                tracing::warn!(error = %e, "shm accept failed; retrying");
-                thread::sleep(std::time::Duration::from_millis(50));
-                continue;
-            }
-        };
-        let server = server.clone();
-        let spawned = thread::Builder::new()
-            .name("9p-shm-conn".into())
-            .spawn(move || match ByteChannel::offer(sock, capacity) {
-                Ok(channel) => {
-                    if let Err(e) = server.serve(ShmTransport(channel)) {
-                        tracing::warn!(error = %e, "shm connection refused");
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot set up a shared-memory channel"),
-            });
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "cannot serve a shm connection");
+        if let Some(a) = self.acceptor.take() {
+            a.stop();
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }

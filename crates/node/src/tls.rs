@@ -23,12 +23,12 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use nf_ninep::server::{Filesystem, Server, Transport};
+
+use crate::accept::Acceptor;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
@@ -311,20 +311,10 @@ impl Transport for TlsTransport {
 
 /// A tcp listener whose connections are served over TLS (steps in the module docs).
 /// Dropping it (or [`TlsListener::stop`]) stops accepting.
+#[derive(Debug)]
 pub struct TlsListener {
     addr: SocketAddr,
-    /// The listening socket, shared with the accept thread (to wake it).
-    socket: Arc<TcpListener>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for TlsListener {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsListener")
-            .field("addr", &self.addr)
-            .finish()
-    }
+    acceptor: Acceptor,
 }
 
 impl TlsListener {
@@ -334,21 +324,21 @@ impl TlsListener {
         addr: SocketAddr,
         config: Arc<rustls::ServerConfig>,
     ) -> io::Result<TlsListener> {
-        let socket = Arc::new(TcpListener::bind(addr)?);
+        let socket = TcpListener::bind(addr)?;
         let addr = socket.local_addr()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let listener = Arc::clone(&socket);
-        let thread = thread::Builder::new()
-            .name("9p-tls-accept".into())
-            .spawn(move || accept_loop(&listener, server, config, flag))?;
+        let acceptor = Acceptor::start("9p-tls", socket, move |sock| {
+            match TlsTransport::accept(sock, Arc::clone(&config)) {
+                Ok(t) => {
+                    tracing::info!(peer = %t.peer, user = t.user.as_deref().unwrap_or(""), "TLS client authenticated");
+                    if let Err(e) = server.serve(t) {
+                        tracing::warn!(error = %e, "TLS connection refused");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "TLS connection refused"),
+            }
+        })?;
         tracing::info!(%addr, "9P server listening (TLS, client certificates required)");
-        Ok(TlsListener {
-            addr,
-            socket,
-            stop,
-            thread: Some(thread),
-        })
+        Ok(TlsListener { addr, acceptor })
     }
 
     /// The address listened on (the real port when 0 was asked for).
@@ -357,64 +347,7 @@ impl TlsListener {
     }
 
     /// Stops accepting and waits for the accept thread.
-    pub fn stop(mut self) {
-        self.stop_now();
-    }
-
-    fn stop_now(&mut self) {
-        let Some(thread) = self.thread.take() else {
-            return;
-        };
-        self.stop.store(true, Ordering::SeqCst);
-        // Shutting the listening socket down wakes the blocked accept with an error (it
-        // sees the flag), without connecting anywhere: the listener may live in another
-        // network namespace, where its address means nothing to this thread.
-        if rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read).is_ok() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for TlsListener {
-    fn drop(&mut self) {
-        self.stop_now();
-    }
-}
-
-fn accept_loop<F: Filesystem>(
-    listener: &TcpListener,
-    server: Server<F>,
-    config: Arc<rustls::ServerConfig>,
-    stop: Arc<AtomicBool>,
-) {
-    loop {
-        let accepted = listener.accept();
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let sock = match accepted {
-            Ok((sock, _)) => sock,
-            Err(e) => {
-                tracing::warn!(error = %e, "TLS accept failed; retrying");
-                thread::sleep(Duration::from_millis(50));
-                continue;
-            }
-        };
-        let server = server.clone();
-        let config = Arc::clone(&config);
-        let spawned = thread::Builder::new()
-            .name("9p-tls-conn".into())
-            .spawn(move || match TlsTransport::accept(sock, config) {
-                Ok(t) => {
-                    tracing::info!(peer = %t.peer, user = t.user.as_deref().unwrap_or(""), "TLS client authenticated");
-                    if let Err(e) = server.serve(t) {
-                        tracing::warn!(error = %e, "TLS connection refused");
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "TLS connection refused"),
-            });
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "cannot serve a TLS connection");
-        }
+    pub fn stop(self) {
+        self.acceptor.stop();
     }
 }

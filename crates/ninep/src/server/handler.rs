@@ -15,6 +15,22 @@ pub type FsResult<T> = Result<T, Rlerror>;
 /// Filesystem magic of 9P (`V9FS_MAGIC`), the default `Rstatfs.fs_type`.
 pub const V9FS_MAGIC: u32 = 0x0102_1997;
 
+/// `Rstatfs` of a tree with no storage figures: `V9FS_MAGIC`, block size 4096, names
+/// up to 255 bytes.
+pub fn synthetic_statfs() -> Rstatfs {
+    Rstatfs {
+        fs_type: V9FS_MAGIC,
+        bsize: 4096,
+        blocks: 0,
+        bfree: 0,
+        bavail: 0,
+        files: 0,
+        ffree: 0,
+        fsid: 0,
+        namelen: 255,
+    }
+}
+
 /// What one request may know about its context.
 #[derive(Clone, Debug)]
 pub struct Ctx {
@@ -296,17 +312,7 @@ pub trait Filesystem: Send + Sync + 'static {
 
     /// `Tstatfs`: figures of the file system holding `fid`.
     fn statfs(&self, ctx: &Ctx, fid: &Self::Fid, req: &Tstatfs) -> FsResult<Rstatfs> {
-        Ok(Rstatfs {
-            fs_type: V9FS_MAGIC,
-            bsize: 4096,
-            blocks: 0,
-            bfree: 0,
-            bavail: 0,
-            files: 0,
-            ffree: 0,
-            fsid: 0,
-            namelen: 255,
-        })
+        Ok(synthetic_statfs())
     }
 
     /// `Tfsync`: flushes an open fid's data to stable storage.

@@ -250,17 +250,7 @@ impl Filesystem for MountTable {
 
     fn statfs(&self, ctx: &Ctx, fid: &MountFid, req: &Tstatfs) -> FsResult<Rstatfs> {
         match &fid.at {
-            Place::Root(_) => Ok(Rstatfs {
-                fs_type: crate::server::V9FS_MAGIC,
-                bsize: 4096,
-                blocks: 0,
-                bfree: 0,
-                bavail: 0,
-                files: 0,
-                ffree: 0,
-                fsid: 0,
-                namelen: 255,
-            }),
+            Place::Root(_) => Ok(crate::server::handler::synthetic_statfs()),
             Place::Child { index, state, .. } => self.mounts[*index].fs.statfs(ctx, state, req),
         }
     }
