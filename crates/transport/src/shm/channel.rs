@@ -43,20 +43,16 @@ use super::layout::{ChannelGeometry, ChannelView, CHANNEL_MAGIC, CHANNEL_VERSION
 /// Default bytes per ring: 1 MiB, room for a whole default-msize 9P message.
 pub const DEFAULT_CAPACITY: usize = 1 << 20;
 
-/// Descriptors sent at set-up: memfd, then the eventfds (see [`Wakers`]).
+/// Descriptors sent at set-up: memfd, then the eventfds in [`Wakers`] order.
 const FDS: usize = 5;
 
-/// The four eventfds, by who sleeps on them.
-struct Wakers {
-    /// Ring 0 has data (the offerer sleeps on it).
-    data0: OwnedFd,
-    /// Ring 0 has room (the joiner sleeps on it).
-    space0: OwnedFd,
-    /// Ring 1 has data (the joiner sleeps on it).
-    data1: OwnedFd,
-    /// Ring 1 has room (the offerer sleeps on it).
-    space1: OwnedFd,
-}
+/// Index of the eventfd a ring's consumer sleeps on (waiting for data).
+const DATA: usize = 0;
+/// Index of the eventfd a ring's producer sleeps on (waiting for room).
+const SPACE: usize = 1;
+
+/// The four eventfds: `[ring][DATA | SPACE]`.
+type Wakers = [[OwnedFd; 2]; 2];
 
 /// One end of a shared-memory byte channel (see the [module docs](self)).
 pub struct ByteChannel {
@@ -114,18 +110,16 @@ impl ByteChannel {
         file.set_len(geo.total_len() as u64)?;
         let (map, view) = map(&file, geo)?;
         view.init_header();
-        let wakers = Wakers {
-            data0: new_eventfd()?,
-            space0: new_eventfd()?,
-            data1: new_eventfd()?,
-            space1: new_eventfd()?,
-        };
+        let wakers: Wakers = [
+            [new_eventfd()?, new_eventfd()?],
+            [new_eventfd()?, new_eventfd()?],
+        ];
         let fds = [
             file.as_fd(),
-            wakers.data0.as_fd(),
-            wakers.space0.as_fd(),
-            wakers.data1.as_fd(),
-            wakers.space1.as_fd(),
+            wakers[0][DATA].as_fd(),
+            wakers[0][SPACE].as_fd(),
+            wakers[1][DATA].as_fd(),
+            wakers[1][SPACE].as_fd(),
         ];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
         let mut control = SendAncillaryBuffer::new(&mut space);
@@ -176,12 +170,7 @@ impl ByteChannel {
         let mut fds = fds.into_iter();
         let mut next = || fds.next().expect("FDS descriptors checked above");
         let file = File::from(next());
-        let wakers = Wakers {
-            data0: next(),
-            space0: next(),
-            data1: next(),
-            space1: next(),
-        };
+        let wakers: Wakers = [[next(), next()], [next(), next()]];
         let len = file.metadata()?.len();
         // Read the header through a minimal mapping first, to learn the geometry.
         let probe = ChannelGeometry { capacity: 64 };
@@ -215,36 +204,21 @@ impl ByteChannel {
         self.view.geometry().capacity
     }
 
+    /// What we sleep on for data, and for room; what wakes the peer for each.
     fn my_data(&self) -> &OwnedFd {
-        if self.rx == 0 {
-            &self.wakers.data0
-        } else {
-            &self.wakers.data1
-        }
+        &self.wakers[self.rx][DATA]
     }
 
     fn my_space(&self) -> &OwnedFd {
-        if self.tx == 0 {
-            &self.wakers.space0
-        } else {
-            &self.wakers.space1
-        }
+        &self.wakers[self.tx][SPACE]
     }
 
     fn peer_data(&self) -> &OwnedFd {
-        if self.tx == 0 {
-            &self.wakers.data0
-        } else {
-            &self.wakers.data1
-        }
+        &self.wakers[self.tx][DATA]
     }
 
     fn peer_space(&self) -> &OwnedFd {
-        if self.rx == 0 {
-            &self.wakers.space0
-        } else {
-            &self.wakers.space1
-        }
+        &self.wakers[self.rx][SPACE]
     }
 
     /// Sleeps until `efd` is signalled (true) or the channel is closed or the peer
