@@ -1,0 +1,1 @@
+//! libarmci: ARMCI for C programs (and Debian's prebuilt Global Arrays) over ninefold.
