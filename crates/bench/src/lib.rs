@@ -6,4 +6,5 @@
 pub mod pingpong;
 pub mod plot;
 pub mod report;
+pub mod rma;
 pub mod stats;

@@ -103,6 +103,17 @@ fn load_font() -> Result<(), PlotError> {
 /// log-log) against message size on the left, bandwidth (`mb_per_s`, MB/s = 10^6 B/s,
 /// log size axis) on the right; one line with markers per `(label, report)`.
 pub fn plot_pingpong(reports: &[(&str, &Report)], path: impl AsRef<Path>) -> Result<(), PlotError> {
+    plot_latency_bandwidth("ping-pong", "half round trip", reports, path)
+}
+
+/// Plots reports as [`plot_pingpong`] does, titled `title`, with `latency` naming what
+/// the reports' times measure (e.g. "half round trip", "latency").
+pub fn plot_latency_bandwidth(
+    title: &str,
+    latency: &str,
+    reports: &[(&str, &Report)],
+    path: impl AsRef<Path>,
+) -> Result<(), PlotError> {
     let path = path.as_ref();
     let series: Vec<(&str, Vec<Point>)> = reports
         .iter()
@@ -156,20 +167,22 @@ pub fn plot_pingpong(reports: &[(&str, &Report)], path: impl AsRef<Path>) -> Res
         .join(" vs ");
     let root = root
         .titled(
-            &format!("ping-pong: {labels}"),
+            &format!("{title}: {labels}"),
             (FAMILY, 30).into_font().style(FontStyle::Bold),
         )
         .map_err(|e| draw_err(&e))?;
     let panels = root.split_evenly((1, 2));
 
+    let (caption, y_desc) = (format!("{latency} (median)"), format!("{latency} (µs)"));
     let left = Panel {
-        caption: "half round trip (median)",
-        y_desc: "half round trip (µs)",
+        caption: &caption,
+        y_desc: &y_desc,
         y_labels: 12,
         y_area: 80,
     };
+    let bw_caption = format!("bandwidth (size / mean {latency})");
     let right = Panel {
-        caption: "bandwidth (size / mean half round trip)",
+        caption: &bw_caption,
         y_desc: "bandwidth (MB/s, MB = 10^6 B)",
         y_labels: 10,
         y_area: 90,
@@ -185,9 +198,9 @@ pub fn plot_pingpong(reports: &[(&str, &Report)], path: impl AsRef<Path>) -> Res
 }
 
 /// Titles and sizes of one panel.
-struct Panel {
-    caption: &'static str,
-    y_desc: &'static str,
+struct Panel<'a> {
+    caption: &'a str,
+    y_desc: &'a str,
     y_labels: usize,
     y_area: u32,
 }
@@ -196,7 +209,7 @@ struct Panel {
 /// each point, and a legend.
 fn draw_panel<'a, DB, Y>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
-    panel: &Panel,
+    panel: &Panel<'_>,
     x: impl AsRangedCoord<CoordDescType = LogCoord<f64>, Value = f64>,
     y: Y,
     series: &[(&'a str, Vec<Point>)],

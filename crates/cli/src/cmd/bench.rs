@@ -15,6 +15,9 @@ pub enum BenchCommand {
     Pingpong(PingpongArgs),
     /// Plot ping-pong reports (JSON, ours or the MPI ping-pong's) on one figure.
     Plot(PlotArgs),
+    /// One-sided put / get / accumulate between ranks 0 and 1 (runs 2 ranks if
+    /// started by hand), contiguous and 2-D strided.
+    Rma(super::bench_rma::RmaArgs),
 }
 
 /// Arguments of `nf bench plot`.
@@ -56,6 +59,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
     match cmd {
         BenchCommand::Pingpong(a) => run_pingpong(a),
         BenchCommand::Plot(a) => plot(a),
+        BenchCommand::Rma(a) => super::bench_rma::run(a),
     }
 }
 

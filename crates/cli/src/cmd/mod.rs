@@ -1,6 +1,7 @@
 //! One module per `nf` subcommand.
 
 pub mod bench;
+pub mod bench_rma;
 pub mod demo;
 pub mod run;
 pub mod tune;
