@@ -56,7 +56,7 @@ void nfa_group_check(const char *call, const ARMCI_Group *group);
 /* Group rank of world rank `abs` in group, or -1. */
 int nfa_group_rank_of(const ARMCI_Group *group, int abs);
 
-/* Works out node_comm and the node tables (collective over the world). */
+/* Works out the node tables (from Rust's domains) and node_comm (collective). */
 void nfa_topology_init(void);
 void nfa_topology_free(void);
 
@@ -91,12 +91,10 @@ struct nfa_wireup {
 /* A wire-up over group (valid while group is). */
 struct nfa_wireup nfa_wireup_of(ARMCI_Group *group);
 
-/*
- * Rust: starts the RMA side over the world wire-up. node_of[r] is world rank r's
- * node. Returns 0, or non-zero with a message in err.
- */
-int nf_armci_rs_init(const struct nfa_wireup *world, const int *node_of, char *err,
-                     size_t errlen);
+/* Rust: starts the RMA side over the world wire-up; 0, or non-zero with a reason in err. */
+int nf_armci_rs_init(const struct nfa_wireup *world, char *err, size_t errlen);
+/* Rust: node_of[r] = the node (shared-memory domain) of world rank r, for n ranks. */
+int nf_armci_rs_node_of(int *node_of, int n);
 /* Rust: completes everything and releases every segment (collective). */
 int nf_armci_rs_finalize(const struct nfa_wireup *world);
 /* Rust: releases shared resources without talking to anyone. */
@@ -110,7 +108,7 @@ int nf_armci_rs_free(const char *call, const struct nfa_wireup *group, void *ptr
 void *nf_armci_rs_malloc_local(long bytes);
 int nf_armci_rs_free_local(const char *call, void *ptr);
 /* Rust: the cap of ARMCI_Set_shm_limit (0: none). */
-void nf_armci_rs_set_limit(unsigned long bytes);
+void nf_armci_rs_set_limit(unsigned long long bytes);
 
 /* Rust calls this to abort: like nfa_fatal with a ready message. */
 _Noreturn void nfa_fatal_msg(const char *call, const char *msg);

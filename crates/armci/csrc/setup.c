@@ -5,8 +5,8 @@
  * 1. check that MPI is initialised (the program calls MPI_Init first);
  * 2. duplicate MPI_COMM_WORLD into the world group, so library traffic never
  *    matches the program's own messages; the default group starts as the world;
- * 3. work out the nodes (topology.c);
- * 4. start the RMA side in Rust over the world group's wire-up;
+ * 3. start the RMA side in Rust over the world group's wire-up;
+ * 4. work out the nodes from the RMA side's shared-memory domains (topology.c);
  * 5. set up the TCGMSG counter (a collective allocation).
  * ARMCI_Finalize undoes them in reverse after completing every operation.
  */
@@ -82,10 +82,10 @@ int ARMCI_Init(void) {
     nfa_group_fill(&nfa.world);
     nfa.deflt = nfa.world;
     nfa.init_count = 1;
-    nfa_topology_init(); /* 3 */
     struct nfa_wireup wu = nfa_wireup_of(&nfa.world);
-    if (nf_armci_rs_init(&wu, nfa.node_of, err, sizeof err) != 0) /* 4 */
+    if (nf_armci_rs_init(&wu, err, sizeof err) != 0) /* 3 */
         nfa_fatal("ARMCI_Init", "starting the one-sided layer failed: %s", err);
+    nfa_topology_init(); /* 4 */
     nfa_tcgmsg_init(); /* 5 */
     return 0;
 }

@@ -1,14 +1,14 @@
 /*
  * ninefold libarmci: nodes ("SMP domains") and the queries on them.
  *
- * nfa_topology_init (collective over the world):
- * 1. MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gives the processes MPI places on
- *    this host (on namespace "hosts", the processes under one mpirun daemon);
- * 2. each node's leader is its lowest world rank; every process learns every
- *    process's leader (allgather);
- * 3. nodes are numbered by leader, members listed by world rank (a counting sort).
- * The same node numbers go to the Rust side, which routes same-node peers over
- * shared memory and the others over the network.
+ * A node is a domain of the rma layer: the processes that share memory (equal host
+ * identity: host name, boot id and network namespace, or NF_HOST). Taking the
+ * rma layer's word keeps ARMCI_Same_node true exactly where data moves by load /
+ * store. nfa_topology_init (collective over the world, after the Rust side is up):
+ * 1. ask the Rust side for every world rank's domain;
+ * 2. renumber nodes by their lowest world rank and list members by world rank (a
+ *    counting sort);
+ * 3. split the world communicator by node, for SCOPE_NODE collectives.
  */
 #include <stdlib.h>
 
@@ -21,21 +21,22 @@ static void *xcalloc(size_t n, size_t size) {
 }
 
 void nfa_topology_init(void) {
-    int me = nfa.world.rank, n = nfa.world.size, leader = me;
-    MPI_Comm_split_type(nfa.world.comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL,
-                        &nfa.node_comm); /* 1 */
-    MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, nfa.node_comm);
-    int *leaders = xcalloc((size_t)n, sizeof(int)); /* 2 */
-    MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, nfa.world.comm);
-    int *index_of_leader = xcalloc((size_t)n, sizeof(int)); /* 3 */
+    int me = nfa.world.rank, n = nfa.world.size;
+    int *domain = xcalloc((size_t)n, sizeof(int)); /* 1 */
+    nf_armci_rs_node_of(domain, n);
+    int *renum = xcalloc((size_t)n, sizeof(int)); /* 2: domain id -> node, by first rank */
+    for (int d = 0; d < n; d++) renum[d] = -1;
     nfa.node_count = 0;
-    for (int r = 0; r < n; r++)
-        if (leaders[r] == r) index_of_leader[r] = nfa.node_count++;
+    for (int r = 0; r < n; r++) {
+        if (domain[r] < 0 || domain[r] >= n)
+            nfa_fatal("ARMCI_Init", "the rma layer put rank %d in no domain", r);
+        if (renum[domain[r]] < 0) renum[domain[r]] = nfa.node_count++;
+    }
     nfa.node_of = xcalloc((size_t)n, sizeof(int));
     nfa.node_first = xcalloc((size_t)nfa.node_count + 1, sizeof(int));
     nfa.node_members = xcalloc((size_t)n, sizeof(int));
     for (int r = 0; r < n; r++) {
-        nfa.node_of[r] = index_of_leader[leaders[r]];
+        nfa.node_of[r] = renum[domain[r]];
         nfa.node_first[nfa.node_of[r] + 1]++;
     }
     for (int d = 0; d < nfa.node_count; d++) nfa.node_first[d + 1] += nfa.node_first[d];
@@ -44,9 +45,10 @@ void nfa_topology_init(void) {
         int d = nfa.node_of[r];
         nfa.node_members[nfa.node_first[d] + fill[d]++] = r;
     }
+    MPI_Comm_split(nfa.world.comm, nfa.node_of[me], me, &nfa.node_comm); /* 3 */
     free(fill);
-    free(index_of_leader);
-    free(leaders);
+    free(renum);
+    free(domain);
 }
 
 void nfa_topology_free(void) {
