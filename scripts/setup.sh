@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for ninefold: Debian packages (Open MPI for the
-# comparison benchmark, a font for plots) and a Rust toolchain check. Idempotent.
+# comparison benchmark and libarmci; ARMCI-MPI and Global Arrays with the ScaLAPACK,
+# LAPACK and BLAS it links against, for libarmci's acceptance tests; a font for plots)
+# and a Rust toolchain check. Idempotent.
 set -euo pipefail
 
 need_pkgs=()
-for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin libarmci-mpi-dev; do
+for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin libarmci-mpi-dev \
+    libglobalarrays-dev libscalapack-openmpi-dev liblapack-dev libblas-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if ((${#need_pkgs[@]})); then

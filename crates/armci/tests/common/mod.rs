@@ -80,8 +80,10 @@ pub fn compile(imp: Impl, name: &str, sources: &[PathBuf], pre_libs: &[&str]) ->
     cmd.args(sources).arg("-o").arg(&out).args(pre_libs);
     match imp {
         Impl::Ninefold => {
+            // By path, not -larmci: Debian's ARMCI-MPI also installs a libarmci.a, in
+            // a folder that `ga-config --flibs` puts on the search path.
             let lib = lib_dir();
-            cmd.arg("-L").arg(&lib).arg("-larmci");
+            cmd.arg(lib.join("libarmci.so"));
             cmd.arg(format!("-Wl,-rpath,{}", lib.display()));
         }
         Impl::ArmciMpi => {
