@@ -41,12 +41,34 @@ fn contig(
             return 0;
         }
         let kind = kind();
+        let (lp, rp) = (
+            nonnull(call, local.name, local.ptr),
+            nonnull(call, remote.name, remote.ptr) as u64,
+        );
+        if let (Mode::Blocking, Kind::Put | Kind::Get) = (mode, kind) {
+            // Same node: the rma layer's direct path is one copy through the mapped
+            // segment, complete at once; doing it here skips describing the transfer.
+            // Anything else (another node, an address outside every segment) takes
+            // the general path, which also words the errors.
+            if let Ok(Some(there)) = st.rma.local_ptr(p, rp, n) {
+                let (from, to) = if matches!(kind, Kind::Put) {
+                    (lp, there)
+                } else {
+                    (there, lp)
+                };
+                // SAFETY: `there` lies in a live segment mapped here (checked by
+                // local_ptr) and ARMCI's contract makes `lp` valid for `n` bytes;
+                // `copy` allows overlap (a process copying within its own segment).
+                unsafe { std::ptr::copy(from, to, n) };
+                return 0;
+            }
+        }
         let x = Xfer {
             kind,
             proc: p,
             shape: Shape::Contig {
-                local: nonnull(call, local.name, local.ptr),
-                remote: nonnull(call, remote.name, remote.ptr) as u64,
+                local: lp,
+                remote: rp,
                 bytes: n,
             },
         };

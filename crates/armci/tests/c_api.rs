@@ -93,6 +93,30 @@ fn armci_msg() {
     run_c("t_msg", &[2, 4], &[]);
 }
 
+/// Against ARMCI-MPI the program needs Debian's libga, which holds GA's own
+/// armci_tcgmsg_*; against ninefold, libarmci's are the ones under test.
+#[test]
+fn tcgmsg_under_ga_names() {
+    let imp = Impl::from_env();
+    let ga_libs = if imp == Impl::ArmciMpi {
+        vec![
+            "-lga-openmpi",
+            "-lscalapack-openmpi",
+            "-llapack",
+            "-lblas",
+            "-lgfortran",
+        ]
+    } else {
+        Vec::new()
+    };
+    let prog = compile(imp, "t_tcgmsg", &[source("t_tcgmsg")], &ga_libs);
+    let names = expected_tests(&source("t_tcgmsg"), imp);
+    for np in [2, 4] {
+        let out = mpirun(np, &prog, &[], LIMIT);
+        assert_all_passed(&format!("t_tcgmsg -np {np} ({imp:?})"), &out, &names);
+    }
+}
+
 #[test]
 fn topology_one_host() {
     run_c("t_topology", &[2, 4], &["1"]);
