@@ -51,10 +51,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    long sizes[MAX_SIZES];
-    int nsizes = 0;
-    long iters = 10000, warmup = 1000;
-    const char *json = NULL, *git = NULL, *transport = "openmpi-ob1-vader";
+    struct common_opts opt = { .iters = 10000, .warmup = 1000, .transport = "openmpi-ob1-vader" };
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -67,22 +64,9 @@ int main(int argc, char **argv)
             return 0;
         } else if (!v) {
             bad = 1;
-        } else if (!strcmp(a, "--sizes")) {
-            bad = !(nsizes = parse_sizes(v, sizes, MAX_SIZES));
-        } else if (!strcmp(a, "--iters")) {
-            bad = !(iters = parse_pos(v));
-        } else if (!strcmp(a, "--warmup")) {
-            char *end;
-            warmup = strtol(v, &end, 10);
-            bad = *end || end == v || warmup < 0;
-        } else if (!strcmp(a, "--json")) {
-            json = v;
-        } else if (!strcmp(a, "--git")) {
-            git = v;
-        } else if (!strcmp(a, "--transport")) {
-            transport = v;
         } else {
-            bad = 1;
+            int taken = common_option(a, v, &opt);
+            bad = taken <= 0;
         }
         if (bad) {
             if (rank == 0) {
@@ -94,11 +78,11 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (nsizes == 0) {
+    if (opt.nsizes == 0) {
         for (int p = 3; p <= 23; p++)
-            sizes[nsizes++] = 1L << p;
-        sizes[nsizes++] = 2000000;
-        qsort(sizes, (size_t)nsizes, sizeof sizes[0], cmp_long);
+            opt.sizes[opt.nsizes++] = 1L << p;
+        opt.sizes[opt.nsizes++] = 2000000;
+        qsort(opt.sizes, (size_t)opt.nsizes, sizeof opt.sizes[0], cmp_long);
     }
     if (nranks < 2) {
         if (rank == 0)
@@ -108,17 +92,17 @@ int main(int argc, char **argv)
     }
 
     long max_size = 0, max_iters = 0;
-    for (int i = 0; i < nsizes; i++) {
-        if (sizes[i] > max_size)
-            max_size = sizes[i];
-        long n = iters_for(sizes[i], iters);
+    for (int i = 0; i < opt.nsizes; i++) {
+        if (opt.sizes[i] > max_size)
+            max_size = opt.sizes[i];
+        long n = iters_for(opt.sizes[i], opt.iters);
         if (n > max_iters)
             max_iters = n;
     }
     /* Separate send and receive buffers, touched so no first-touch page faults are timed. */
     char *sbuf = malloc((size_t)max_size), *rbuf = malloc((size_t)max_size);
     double *samples = malloc((size_t)max_iters * sizeof *samples);
-    struct result *results = calloc((size_t)nsizes, sizeof *results);
+    struct result *results = calloc((size_t)opt.nsizes, sizeof *results);
     if (!sbuf || !rbuf || !samples || !results) {
         fprintf(stderr, "pingpong: rank %d: out of memory\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -127,10 +111,10 @@ int main(int argc, char **argv)
         sbuf[i] = (char)(i * 31 + rank);
     memset(rbuf, 0, (size_t)max_size);
 
-    for (int k = 0; k < nsizes; k++) {
-        long size = sizes[k];
-        long n = iters_for(size, iters);
-        long w = warmup < n ? warmup : n;
+    for (int k = 0; k < opt.nsizes; k++) {
+        long size = opt.sizes[k];
+        long n = iters_for(size, opt.iters);
+        long w = opt.warmup < n ? opt.warmup : n;
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
             for (long i = 0; i < w + n; i++) {
@@ -157,15 +141,15 @@ int main(int argc, char **argv)
         int liblen = 0;
         MPI_Get_library_version(lib, &liblen);
         lib[strcspn(lib, "\n,")] = '\0'; /* first line / clause only */
-        print_table("pingpong", transport, nranks, &o, results, nsizes);
-        if (json) {
+        print_table("pingpong", opt.transport, nranks, &o, results, opt.nsizes);
+        if (opt.json) {
             char qlib[2 * MPI_MAX_LIBRARY_VERSION_STRING + 8], params[4 * MPI_MAX_LIBRARY_VERSION_STRING];
             json_quote(qlib, sizeof qlib, lib);
             snprintf(params, sizeof params,
-                     "\"iters\": %ld,\n    \"warmup\": %ld,\n    \"mpi_library\": %s", iters, warmup,
+                     "\"iters\": %ld,\n    \"warmup\": %ld,\n    \"mpi_library\": %s", opt.iters, opt.warmup,
                      qlib);
-            if (write_report(json, "pingpong", transport, nranks, &o, git, params, results, nsizes)) {
-                fprintf(stderr, "pingpong: cannot write %s: %s\n", json, strerror(errno));
+            if (write_report(opt.json, "pingpong", opt.transport, nranks, &o, opt.git, params, results, opt.nsizes)) {
+                fprintf(stderr, "pingpong: cannot write %s: %s\n", opt.json, strerror(errno));
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
         }

@@ -131,6 +131,38 @@ static inline int parse_sizes(const char *v, long *sizes, int max)
     return n;
 }
 
+/* Options every C benchmark takes. */
+struct common_opts {
+    long sizes[MAX_SIZES];
+    int nsizes;
+    long iters, warmup;
+    const char *json, *git, *transport;
+};
+
+/* Takes option `a` with value `v` if it is a common one: 1 if taken, -1 if its value
+ * is bad, 0 if `a` is not a common option. */
+static inline int common_option(const char *a, const char *v, struct common_opts *o)
+{
+    if (!strcmp(a, "--sizes"))
+        return (o->nsizes = parse_sizes(v, o->sizes, MAX_SIZES)) ? 1 : -1;
+    if (!strcmp(a, "--iters"))
+        return (o->iters = parse_pos(v)) ? 1 : -1;
+    if (!strcmp(a, "--warmup")) {
+        char *end;
+        o->warmup = strtol(v, &end, 10);
+        return (*end || end == v || o->warmup < 0) ? -1 : 1;
+    }
+    if (!strcmp(a, "--json"))
+        o->json = v;
+    else if (!strcmp(a, "--git"))
+        o->git = v;
+    else if (!strcmp(a, "--transport"))
+        o->transport = v;
+    else
+        return 0;
+    return 1;
+}
+
 /* Where and when a report was made. */
 struct origin {
     char host[256];

@@ -85,10 +85,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    long sizes[MAX_SIZES];
-    int nsizes = 0, op = -1, strided = -1;
-    long iters = 2000, warmup = 200;
-    const char *json = NULL, *git = NULL, *transport = "armci-mpi";
+    int op = -1, strided = -1;
+    struct common_opts opt = { .iters = 2000, .warmup = 200, .transport = "armci-mpi" };
 
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -109,22 +107,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--layout")) {
             strided = !strcmp(v, "strided") ? 1 : !strcmp(v, "contig") ? 0 : -1;
             bad = strided < 0;
-        } else if (!strcmp(a, "--sizes")) {
-            bad = !(nsizes = parse_sizes(v, sizes, MAX_SIZES));
-        } else if (!strcmp(a, "--iters")) {
-            bad = !(iters = parse_pos(v));
-        } else if (!strcmp(a, "--warmup")) {
-            char *end;
-            warmup = strtol(v, &end, 10);
-            bad = *end || end == v || warmup < 0;
-        } else if (!strcmp(a, "--json")) {
-            json = v;
-        } else if (!strcmp(a, "--git")) {
-            git = v;
-        } else if (!strcmp(a, "--transport")) {
-            transport = v;
         } else {
-            bad = 1;
+            int taken = common_option(a, v, &opt);
+            bad = taken <= 0;
         }
         if (bad) {
             if (rank == 0) {
@@ -138,24 +123,24 @@ int main(int argc, char **argv)
         die(rank, "--op and --layout are required");
     if (nranks < 2)
         die(rank, "needs at least 2 ranks (mpirun -np 2)");
-    if (nsizes == 0)
+    if (opt.nsizes == 0)
         for (int p = 3; p <= 22; p++)
-            sizes[nsizes++] = 1L << p;
+            opt.sizes[opt.nsizes++] = 1L << p;
 
     long max_size = 0, max_iters = 0;
-    for (int k = 0; k < nsizes; k++) {
-        if (sizes[k] % 8)
+    for (int k = 0; k < opt.nsizes; k++) {
+        if (opt.sizes[k] % 8)
             die(rank, "sizes must be multiples of 8 (accumulates move doubles)");
-        if (sizes[k] > max_size)
-            max_size = sizes[k];
-        long n = iters_for(sizes[k], iters);
+        if (opt.sizes[k] > max_size)
+            max_size = opt.sizes[k];
+        long n = iters_for(opt.sizes[k], opt.iters);
         if (n > max_iters)
             max_iters = n;
     }
     long room = 2 * max_size + 128 * 16 + 64;
     void **bases = malloc((size_t)nranks * sizeof *bases);
     double *samples = malloc((size_t)max_iters * sizeof *samples);
-    struct result *results = calloc((size_t)nsizes, sizeof *results);
+    struct result *results = calloc((size_t)opt.nsizes, sizeof *results);
     if (!bases || !samples || !results || ARMCI_Malloc(bases, FLAG_AREA + room) != 0)
         die(rank, "out of memory");
     char *lbuf = ARMCI_Malloc_local(room);
@@ -164,10 +149,10 @@ int main(int argc, char **argv)
     memset(lbuf, 0, (size_t)room);
     char *remote = (char *)bases[1] + FLAG_AREA;
 
-    for (int k = 0; k < nsizes; k++) {
-        long size = sizes[k];
-        long n = iters_for(size, iters);
-        long w = warmup < n ? warmup : n;
+    for (int k = 0; k < opt.nsizes; k++) {
+        long size = opt.sizes[k];
+        long n = iters_for(size, opt.iters);
+        long w = opt.warmup < n ? opt.warmup : n;
         ARMCI_Barrier();
         if (rank == 0) {
             for (long i = 0; i < w + n; i++) {
@@ -187,14 +172,14 @@ int main(int argc, char **argv)
         char bench[64];
         snprintf(bench, sizeof bench, "rma-%s-%s", op_names[op], strided ? "strided" : "contig");
         struct origin o = origin_now();
-        print_table(bench, transport, nranks, &o, results, nsizes);
-        if (json) {
+        print_table(bench, opt.transport, nranks, &o, results, opt.nsizes);
+        if (opt.json) {
             char params[256];
             snprintf(params, sizeof params,
                      "\"iters\": %ld,\n    \"warmup\": %ld,\n    \"op\": \"%s\",\n    \"layout\": \"%s\"",
-                     iters, warmup, op_names[op], strided ? "strided" : "contig");
-            if (write_report(json, bench, transport, nranks, &o, git, params, results, nsizes)) {
-                fprintf(stderr, "rma: cannot write %s: %s\n", json, strerror(errno));
+                     opt.iters, opt.warmup, op_names[op], strided ? "strided" : "contig");
+            if (write_report(opt.json, bench, opt.transport, nranks, &o, opt.git, params, results, opt.nsizes)) {
+                fprintf(stderr, "rma: cannot write %s: %s\n", opt.json, strerror(errno));
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
         }

@@ -183,11 +183,7 @@ pub fn run(
                     _ => {}
                 }
             }
-            out.push(Measured {
-                op,
-                layout,
-                sizes,
-            });
+            out.push(Measured { op, layout, sizes });
         }
     }
     rma.barrier()?;

@@ -129,3 +129,70 @@ fn pingpong_writes_json_csv_and_a_plot() {
     );
     assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
 }
+
+#[test]
+fn rma_bench_reports_every_operation_and_layout_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv, png) = (
+        dir.path().join("rma.json"),
+        dir.path().join("rma.csv"),
+        dir.path().join("rma.png"),
+    );
+    let args = [
+        "bench",
+        "rma",
+        "--sizes",
+        "8,65536",
+        "--iters",
+        "30",
+        "--warmup",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        png.to_str().unwrap(),
+    ];
+    for (direct, path) in [("1", "rma-direct"), ("0", "rma-service-tcp")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_nf"))
+            .args(args)
+            .env("NF_RMA_DIRECT", direct)
+            .output()
+            .expect("run nf");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let reports: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let reports = reports.as_array().expect("several (op, layout): an array");
+        let names: Vec<&str> = reports
+            .iter()
+            .map(|r| r["bench"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "rma-put-contig",
+                "rma-put-strided",
+                "rma-put-fence-contig",
+                "rma-put-fence-strided",
+                "rma-get-contig",
+                "rma-get-strided",
+                "rma-acc-contig",
+                "rma-acc-strided"
+            ]
+        );
+        for r in reports {
+            assert_eq!(r["transport"], path, "{r}");
+            let sizes: Vec<u64> = r["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["size"].as_u64().unwrap())
+                .collect();
+            assert_eq!(sizes, [8, 65536], "{r}");
+        }
+        let lines = std::fs::read_to_string(&csv).unwrap().lines().count();
+        assert_eq!(lines, 1 + 8 * 2, "header + 8 reports × 2 sizes");
+        assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    }
+}

@@ -11,7 +11,7 @@ use std::mem::{size_of, size_of_val};
 use bytemuck::Pod;
 
 use crate::error::RmaError;
-use crate::rma::Rma;
+use crate::rma::{gather, word_u64, Rma};
 use crate::xfer::{RmwOp, Scale};
 
 /// Element types that can be accumulated, and how.
@@ -111,21 +111,15 @@ impl<'r, 'w, T: Pod> GlobalArray<'r, 'w, T> {
                 arg: "local_len".into(),
                 why: format!("{local_len} elements overflow the address space"),
             })?;
-        let lens = rma
-            .wire
-            .allgather(&(local_len as u64).to_le_bytes())?
-            .iter()
-            .enumerate()
-            .map(|(p, b)| {
-                b.as_slice()
-                    .try_into()
-                    .map(|b| u64::from_le_bytes(b) as usize)
-                    .map_err(|_| RmaError::Protocol {
-                        proc: p,
-                        why: "malformed array length".into(),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let lens = gather(
+            &*rma.wire,
+            &(local_len as u64).to_le_bytes(),
+            "array length",
+            word_u64,
+        )?
+        .into_iter()
+        .map(|l| l as usize)
+        .collect();
         let bases = rma.malloc(bytes)?;
         Ok(GlobalArray {
             rma,

@@ -53,6 +53,7 @@ mod rma;
 mod service;
 mod shape;
 mod shm;
+mod stream;
 mod table;
 pub mod wireup;
 pub mod world;

@@ -36,7 +36,8 @@ use crate::service::{Service, Shared};
 use crate::shm::control::{self, Control};
 use crate::shm::lock::Patience;
 use crate::shm::map::Mapping;
-use crate::wireup::Wireup;
+use crate::table::Seg;
+use crate::wireup::{Team, Wireup};
 
 /// Files of a dead job older than this are reclaimed (step 3).
 const STALE_AFTER: Duration = Duration::from_secs(60);
@@ -259,7 +260,8 @@ impl<'w> Rma<'w> {
         wire.barrier()?;
         own_ctl.mapping().unlink()?;
 
-        let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check);
+        let spin = Waiter::new(cfg.wait, mine.len()).spins();
+        let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin);
         Ok(Rma {
             _service: service,
             origin: RefCell::new(origin),
@@ -318,6 +320,28 @@ impl<'w> Rma<'w> {
         Ok(())
     }
 
+    /// The live segment of `proc` holding `addr .. addr + len`, or the error naming
+    /// the call (the argument is `remote`).
+    pub(crate) fn segment_of(
+        &self,
+        op: &'static str,
+        proc: usize,
+        addr: u64,
+        len: u64,
+    ) -> Result<Seg, RmaError> {
+        self.mem
+            .borrow()
+            .table
+            .find(proc, addr, len)
+            .ok_or_else(|| RmaError::OutOfSegment {
+                op,
+                arg: "remote".into(),
+                proc,
+                addr,
+                len,
+            })
+    }
+
     /// The control segment of `proc`, which shares our domain.
     pub(crate) fn ctl_of(&self, proc: usize) -> &Control {
         self.ctl[proc]
@@ -343,4 +367,30 @@ fn bind_address(cfg: &RmaConfig, all_here: bool) -> IpAddr {
             })
             .unwrap_or(loopback)
     })
+}
+
+/// Every member's word of an allgather over `team`, decoded; a malformed word is a
+/// protocol error naming its member (`what` says which message it was).
+pub(crate) fn gather<T>(
+    team: &dyn Team,
+    mine: &[u8],
+    what: &str,
+    decode: impl Fn(&[u8]) -> Option<T>,
+) -> Result<Vec<T>, RmaError> {
+    let members = team.members();
+    team.allgather(mine)?
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            decode(b).ok_or_else(|| RmaError::Protocol {
+                proc: members[i],
+                why: format!("malformed {what}"),
+            })
+        })
+        .collect()
+}
+
+/// Decodes one little-endian `u64` word of a [`gather`].
+pub(crate) fn word_u64(b: &[u8]) -> Option<u64> {
+    b.try_into().ok().map(u64::from_le_bytes)
 }

@@ -54,7 +54,16 @@ impl Job {
     }
 
     fn expect_success(&self, n: usize, args: &[&str], path: Path_) {
-        let report = nf_launch::run(&self.spec(n, args, path)).expect("launch");
+        self.expect_success_with(n, args, path, &[]);
+    }
+
+    fn expect_success_with(&self, n: usize, args: &[&str], path: Path_, env: &[(&str, &str)]) {
+        let mut spec = self.spec(n, args, path);
+        spec.env.extend(
+            env.iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
+        let report = nf_launch::run(&spec).expect("launch");
         leftovers_are_gone(self.shm.path());
         assert!(
             matches!(report.outcome, Outcome::Success),
@@ -108,6 +117,17 @@ fn randomized_stress_matches_the_serial_model() {
 }
 
 #[test]
+fn small_pieces_cut_at_element_boundaries() {
+    // 4100 B pieces are not a multiple of a complex double: accumulates must still be
+    // cut between elements, and strided transfers span many pieces.
+    let job = Job::new();
+    let small = [("NF_RMA_CHUNK", "4100")];
+    job.expect_success_with(3, &["atomicity", "10"], Path_::Service, &small);
+    job.expect_success_with(3, &["strided"], Path_::Service, &small);
+    job.expect_success_with(3, &["contig"], Path_::Service, &small);
+}
+
+#[test]
 fn concurrent_accumulates_are_atomic() {
     Job::new().both(4, &["atomicity", "60"]);
 }
@@ -148,6 +168,23 @@ fn oversubscribed_eight_procs_stress_and_mutex() {
     let job = Job::new();
     job.expect_success(8, &["mutex", "20"], Path_::Service);
     job.expect_success(8, &["stress", "3", "100"], Path_::Direct);
+}
+
+#[test]
+fn a_vanished_target_is_an_error_not_a_hang() {
+    Job::new().expect_success(3, &["vanish"], Path_::Service);
+}
+
+#[test]
+fn a_mutex_holder_that_leaves_fails_the_waiters() {
+    // Direct: the waiters see the holder's pid gone; service: its connection closes
+    // and its host poisons the mutex.
+    // Waiters check for dead holders every 50 ms instead of 250 (these jobs end without
+    // the world's finalize, so the core's own checks are not in play).
+    let job = Job::new();
+    let quick = [("NF_PEER_CHECK_MS", "50")];
+    job.expect_success_with(3, &["holderdies"], Path_::Direct, &quick);
+    job.expect_success_with(3, &["holderdies"], Path_::Service, &quick);
 }
 
 /// Two namespace hosts of two ranks each, the launcher inside host 0.

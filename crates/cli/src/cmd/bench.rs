@@ -43,7 +43,15 @@ pub struct PingpongArgs {
     /// Untimed round trips before each size.
     #[arg(long, default_value_t = 1_000)]
     pub warmup: usize,
-    /// Write the report as JSON here.
+    /// Where the report goes.
+    #[command(flatten)]
+    pub out: Outputs,
+}
+
+/// Where a benchmark writes its reports (besides the table on stdout).
+#[derive(Args)]
+pub struct Outputs {
+    /// Write the report as JSON here (an array when a run makes several).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Write the report as CSV here.
@@ -109,13 +117,13 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
         let report = report_of(&m, &world, &params);
         print!("{}", report.to_table());
         println!("empty poll: {:.1} ns", m.poll_empty_ns);
-        if let Some(p) = &a.json {
+        if let Some(p) = &a.out.json {
             report.write_json(p)?;
         }
-        if let Some(p) = &a.csv {
+        if let Some(p) = &a.out.csv {
             report.write_csv(p)?;
         }
-        if let Some(p) = &a.plot {
+        if let Some(p) = &a.out.plot {
             let label = format!("ninefold {}", report.transport);
             nf_bench::plot::plot_pingpong(&[(label.as_str(), &report)], p)?;
         }

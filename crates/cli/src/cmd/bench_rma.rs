@@ -1,7 +1,5 @@
 //! `nf bench rma`: one-sided put / get / accumulate between ranks 0 and 1.
 
-use std::path::PathBuf;
-
 use anyhow::Context;
 use clap::Args;
 use nf_bench::report::{Report, SizeResult};
@@ -30,15 +28,9 @@ pub struct RmaArgs {
     /// Label for the reports' `params.label` (e.g. what the run compares).
     #[arg(long)]
     pub label: Option<String>,
-    /// Write the reports as JSON here: one object for one (op, layout), else an array.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write the reports as CSV here.
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
-    /// Plot latency and bandwidth against size into this PNG.
-    #[arg(long)]
-    pub plot: Option<PathBuf>,
+    /// Where the reports go.
+    #[command(flatten)]
+    pub out: super::bench::Outputs,
 }
 
 /// Runs the benchmark (starting 2 ranks when run by hand).
@@ -74,25 +66,30 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
             println!("== {} ({})", r.bench, r.transport);
             print!("{}", r.to_table());
         }
-        if let Some(p) = &a.json {
+        if let Some(p) = &a.out.json {
             let text = match reports.as_slice() {
                 [one] => one.to_json(),
                 many => serde_json::to_string_pretty(many)?,
             };
             std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
         }
-        if let Some(p) = &a.csv {
+        if let Some(p) = &a.out.csv {
             let mut text = String::new();
             for (i, r) in reports.iter().enumerate() {
                 let csv = r.to_csv();
-                let body = if i == 0 { &csv[..] } else { csv.split_once('\n').map_or("", |x| x.1) };
+                let body = if i == 0 {
+                    &csv[..]
+                } else {
+                    csv.split_once('\n').map_or("", |x| x.1)
+                };
                 text.push_str(body);
             }
             std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
         }
-        if let Some(p) = &a.plot {
+        if let Some(p) = &a.out.plot {
             let labels: Vec<String> = reports.iter().map(|r| r.bench.clone()).collect();
-            let pairs: Vec<(&str, &Report)> = labels.iter().map(String::as_str).zip(&reports).collect();
+            let pairs: Vec<(&str, &Report)> =
+                labels.iter().map(String::as_str).zip(&reports).collect();
             nf_bench::plot::plot_latency_bandwidth("rma", "latency", &pairs, p)?;
         }
     }

@@ -19,7 +19,7 @@ use std::sync::atomic::{fence, Ordering};
 
 use crate::error::RmaError;
 use crate::memory::Alloc;
-use crate::rma::Rma;
+use crate::rma::{gather, word_u64, Rma};
 use crate::shm::map::{anonymous, Mapping};
 use crate::table::Seg;
 use crate::wireup::Team;
@@ -71,25 +71,6 @@ fn my_index(op: &'static str, team: &dyn Team, me: usize, size: usize) -> Result
             op,
             why: format!("proc {me} is not a member of team {members:?}"),
         })
-}
-
-/// Every member's word of an allgather, decoded, or the proc whose word is malformed.
-fn gather<T>(
-    team: &dyn Team,
-    mine: &[u8],
-    decode: impl Fn(&[u8]) -> Option<T>,
-) -> Result<Vec<T>, RmaError> {
-    let members = team.members();
-    team.allgather(mine)?
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            decode(b).ok_or_else(|| RmaError::Protocol {
-                proc: members[i],
-                why: "malformed allocation message".into(),
-            })
-        })
-        .collect()
 }
 
 impl Rma<'_> {
@@ -148,7 +129,12 @@ impl Rma<'_> {
         };
 
         // Step 2.
-        let all = gather(team, &announce.encode(), Announce::decode)?;
+        let all = gather(
+            team,
+            &announce.encode(),
+            "allocation message",
+            Announce::decode,
+        )?;
         let mut maps: Vec<Mapping> = Vec::new();
         let mut mapped = vec![0usize; members.len()];
         if let Some(i) = all.iter().position(|a| !a.ok) {
@@ -174,7 +160,8 @@ impl Rma<'_> {
                 Err(e) => failure = Some(e),
             }
         }
-        let oks = gather(team, &[u8::from(failure.is_none())], |b| {
+        let ok = [u8::from(failure.is_none())];
+        let oks = gather(team, &ok, "mapping status", |b: &[u8]| {
             b.first().map(|&x| x == 1)
         })?;
         if let Some(own) = &own {
@@ -230,9 +217,7 @@ impl Rma<'_> {
         my_index(op, team, self.rank, self.size)?;
         self.wait_all()?;
         self.all_fence()?;
-        let bases = gather(team, &base.to_le_bytes(), |b| {
-            b.try_into().ok().map(u64::from_le_bytes)
-        })?;
+        let bases = gather(team, &base.to_le_bytes(), "base", word_u64)?;
         let members = team.members();
         let Some(key) = Alloc::key(members, &bases) else {
             // Every member asked for 0 bytes: nothing was allocated.

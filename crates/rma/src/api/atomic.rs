@@ -26,18 +26,7 @@ impl Rma<'_> {
                 align: size,
             });
         }
-        let seg = self
-            .mem
-            .borrow()
-            .table
-            .find(proc, remote, size as u64)
-            .ok_or_else(|| RmaError::OutOfSegment {
-                op: "rmw",
-                arg: "remote".into(),
-                proc,
-                addr: remote,
-                len: size as u64,
-            })?;
+        let seg = self.segment_of("rmw", proc, remote, size as u64)?;
         if !self.same_node(proc) {
             return self.origin.borrow_mut().rmw(proc, op, remote);
         }

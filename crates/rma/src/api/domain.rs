@@ -26,18 +26,7 @@ impl Rma<'_> {
         bytes: usize,
     ) -> Result<Option<*mut u8>, RmaError> {
         self.check_proc("local_ptr", proc)?;
-        let seg = self
-            .mem
-            .borrow()
-            .table
-            .find(proc, remote, bytes as u64)
-            .ok_or_else(|| RmaError::OutOfSegment {
-                op: "local_ptr",
-                arg: "remote".into(),
-                proc,
-                addr: remote,
-                len: bytes as u64,
-            })?;
+        let seg = self.segment_of("local_ptr", proc, remote, bytes as u64)?;
         Ok(self.same_node(proc).then(|| seg.local(remote)))
     }
 }

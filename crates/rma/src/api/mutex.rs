@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::error::RmaError;
-use crate::rma::Rma;
+use crate::rma::{gather, word_u64, Rma};
 use crate::shm::control::MAX_MUTEXES;
 use crate::shm::lock::{release, take_ticket, wait_ticket};
 
@@ -17,20 +17,15 @@ impl Rma<'_> {
     /// set first.
     pub fn create_mutexes(&self, n: usize) -> Result<(), RmaError> {
         let op = "create_mutexes";
-        let all = self.wire.allgather(&(n as u64).to_le_bytes())?;
-        let counts = all
-            .iter()
-            .enumerate()
-            .map(|(p, b)| {
-                b.as_slice()
-                    .try_into()
-                    .map(|b| u64::from_le_bytes(b) as usize)
-                    .map_err(|_| RmaError::Protocol {
-                        proc: p,
-                        why: "malformed mutex count".into(),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let counts: Vec<usize> = gather(
+            &*self.wire,
+            &(n as u64).to_le_bytes(),
+            "mutex count",
+            word_u64,
+        )?
+        .into_iter()
+        .map(|c| c as usize)
+        .collect();
         // Every proc sees the same counts and the same state, so all fail alike.
         if self.mutexes.borrow().iter().any(|&c| c > 0) {
             return Err(RmaError::Collective {

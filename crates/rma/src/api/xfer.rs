@@ -137,11 +137,10 @@ impl Rma<'_> {
             len,
         };
         match (extent, &x.shape) {
-            (Extent::One { start, len }, _) => mem
-                .table
-                .find(x.proc, start, len)
-                .map(Some)
-                .ok_or_else(|| outside("remote".into(), start, len)),
+            (Extent::One { start, len }, _) => {
+                drop(mem);
+                self.segment_of(op, x.proc, start, len).map(Some)
+            }
             (Extent::Each, Shape::Vector(iovs)) => {
                 for (i, v) in iovs.iter().enumerate() {
                     for (j, &a) in v.remote.iter().enumerate() {

@@ -9,22 +9,18 @@ use std::time::Duration;
 
 use crate::error::RmaError;
 use crate::service::wire::{Hello, Rep, HELLO_LEN, REP_LEN};
+use crate::stream::{InBuf, OutBuf};
 
 /// Longest a connect or the hello exchange may take.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
-/// Smallest read buffer growth.
-const READ_CHUNK: usize = 256 << 10;
 
 /// A connection to one target's service.
 pub(crate) struct Conn {
     stream: TcpStream,
-    /// Unsent request bytes are `out[sent..]`.
-    pub out: Vec<u8>,
-    sent: usize,
-    /// Received bytes `lo..hi` not yet framed.
-    buf: Vec<u8>,
-    lo: usize,
-    hi: usize,
+    /// Requests not yet written (append to `out.bytes`).
+    pub out: OutBuf,
+    /// Replies received and not yet framed.
+    inb: InBuf,
 }
 
 impl Conn {
@@ -53,17 +49,14 @@ impl Conn {
         }
         Ok(Conn {
             stream,
-            out: Vec::new(),
-            sent: 0,
-            buf: Vec::new(),
-            lo: 0,
-            hi: 0,
+            out: OutBuf::default(),
+            inb: InBuf::default(),
         })
     }
 
     /// Request bytes not yet taken by the socket.
     pub(crate) fn unsent(&self) -> usize {
-        self.out.len() - self.sent
+        self.out.unsent()
     }
 
     /// The socket, for poll(2).
@@ -73,18 +66,7 @@ impl Conn {
 
     /// Writes what the socket takes now.
     pub(crate) fn flush(&mut self) -> io::Result<()> {
-        while self.sent < self.out.len() {
-            match (&self.stream).write(&self.out[self.sent..]) {
-                Ok(0) => return Err(io::Error::other("socket accepts no more bytes")),
-                Ok(n) => self.sent += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.out.clear();
-        self.sent = 0;
-        Ok(())
+        self.out.flush_to(&self.stream)
     }
 
     /// Reads what has arrived and hands every whole reply to `f`. An end of stream is
@@ -92,41 +74,24 @@ impl Conn {
     pub(crate) fn read_replies(&mut self, mut f: impl FnMut(Rep, &[u8])) -> io::Result<()> {
         loop {
             let mut want = REP_LEN;
-            while self.hi - self.lo >= REP_LEN {
-                let h: &[u8; REP_LEN] = self.buf[self.lo..self.lo + REP_LEN]
-                    .try_into()
-                    .expect("len");
-                let rep = Rep::decode(h).map_err(io::Error::other)?;
+            while let Some(h) = self.inb.data().get(..REP_LEN) {
+                let rep = Rep::decode(h.try_into().expect("len")).map_err(io::Error::other)?;
                 let total = REP_LEN + rep.data_len as usize;
-                if self.hi - self.lo < total {
+                if self.inb.data().len() < total {
                     want = total;
                     break;
                 }
-                f(rep, &self.buf[self.lo + REP_LEN..self.lo + total]);
-                self.lo += total;
+                f(rep, &self.inb.data()[REP_LEN..total]);
+                self.inb.consume(total);
             }
-            if self.lo == self.hi {
-                (self.lo, self.hi) = (0, 0);
-            }
-            if self.hi == self.buf.len() {
-                if self.lo > 0 {
-                    self.buf.copy_within(self.lo..self.hi, 0);
-                    self.hi -= self.lo;
-                    self.lo = 0;
-                }
-                if self.hi == self.buf.len() {
-                    let grow = want.saturating_sub(self.hi).max(READ_CHUNK);
-                    self.buf.resize(self.buf.len() + grow, 0);
-                }
-            }
-            match (&self.stream).read(&mut self.buf[self.hi..]) {
+            match self.inb.read_from(&self.stream, want) {
                 Ok(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         "its service closed the connection (process gone?)",
                     ))
                 }
-                Ok(n) => self.hi += n,
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),

@@ -12,8 +12,9 @@
 //!    the target, whose replies we read, never stalls on us.
 //!
 //! Waiting ([`Origin::drive`]): flush and read every connection with work, hand each
-//! reply to what waits for it, and block in poll(2) until a socket is ready (so
-//! oversubscribed procs sleep instead of spinning). A connection that breaks fails
+//! reply to what waits for it; try that a few times when the proc has a core to
+//! itself, then block in poll(2) until a socket is ready (so oversubscribed procs
+//! sleep instead of spinning). A connection that breaks fails
 //! everything outstanding on it with [`RmaError::PeerLost`] and every later request
 //! to that proc; refusals of requests that have no answer (put, acc, unlock) are kept
 //! and returned by the next fence or wait covering that proc.
@@ -37,6 +38,10 @@ use crate::xfer::{Kind, RmwOp, Shape};
 pub(crate) const MAX_PIECE_ENTRIES: usize = 4096;
 /// Unsent bytes per connection before the caller waits (step 3).
 const OUT_HIGH: usize = 8 << 20;
+/// Nonblocking polls of the busy sockets before sleeping in poll(2), when this proc
+/// has a core to itself: an answer that is microseconds away is then picked up
+/// without a sleep and a wake-up.
+const SPIN_POLLS: u32 = 64;
 
 /// What an outstanding request's reply is for.
 enum Want {
@@ -64,6 +69,8 @@ pub(crate) struct Origin {
     addrs: Vec<Option<SocketAddr>>,
     chunk: usize,
     check_every: Duration,
+    /// Polls before blocking in poll(2) (0 when procs outnumber cores).
+    spin_polls: u32,
     conns: Vec<Option<Conn>>,
     /// Why a proc is unreachable, once its connection broke.
     lost: Vec<Option<String>>,
@@ -87,6 +94,7 @@ impl Origin {
         addrs: Vec<Option<SocketAddr>>,
         chunk: usize,
         check_every: Duration,
+        spin: bool,
     ) -> Origin {
         let n = addrs.len();
         Origin {
@@ -94,6 +102,7 @@ impl Origin {
             addrs,
             chunk,
             check_every,
+            spin_polls: if spin { SPIN_POLLS } else { 0 },
             conns: (0..n).map(|_| None).collect(),
             lost: vec![None; n],
             next_req: 1,
@@ -148,16 +157,22 @@ impl Origin {
         h: u64,
     ) -> Result<(), RmaError> {
         let chunk = self.chunk;
+        // Accumulates are cut at element boundaries: the target applies whole elements.
+        let unit = match kind {
+            Kind::Acc(s) => s.elem_size(),
+            _ => 1,
+        };
         let mut piece = Piece::default();
         for_each_chunk(shape, |c: Chunk| {
             let mut off = 0;
             while off < c.len {
-                let len = (c.len - off).min(chunk - piece.bytes);
+                let room = (chunk - piece.bytes) / unit * unit;
+                let len = (c.len - off).min(room);
                 piece.entries.push((c.remote + off as u64, len as u64));
                 piece.locals.push((c.local as usize + off, len));
                 piece.bytes += len;
                 off += len;
-                if piece.bytes == chunk || piece.entries.len() == MAX_PIECE_ENTRIES {
+                if piece.bytes + unit > chunk || piece.entries.len() == MAX_PIECE_ENTRIES {
                     // SAFETY: forwarded from the caller.
                     unsafe { self.emit(proc, kind, &std::mem::take(&mut piece), h) }?;
                 }
@@ -202,15 +217,17 @@ impl Origin {
         };
         let conn = self.conn(proc)?;
         conn.out
+            .bytes
             .reserve(wire::REQ_LEN + piece.entries.len() * wire::ENTRY_LEN + piece.bytes);
-        conn.out.extend_from_slice(&req.encode());
+        conn.out.bytes.extend_from_slice(&req.encode());
         for &(addr, len) in &piece.entries {
-            conn.out.extend_from_slice(&wire::entry(addr, len));
+            conn.out.bytes.extend_from_slice(&wire::entry(addr, len));
         }
         if carries {
             for &(p, len) in &piece.locals {
                 // SAFETY: the caller promises the local side is readable for its chunks.
                 conn.out
+                    .bytes
                     .extend_from_slice(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
             }
             self.dirty[proc] = true;
@@ -260,9 +277,9 @@ impl Origin {
     /// Sends a request with the given entries and waits for its answer.
     fn call(&mut self, proc: usize, req: Req, entries: &[(u64, u64)]) -> Result<Vec<u8>, RmaError> {
         let conn = self.conn(proc)?;
-        conn.out.extend_from_slice(&req.encode());
+        conn.out.bytes.extend_from_slice(&req.encode());
         for &(addr, len) in entries {
-            conn.out.extend_from_slice(&wire::entry(addr, len));
+            conn.out.bytes.extend_from_slice(&wire::entry(addr, len));
         }
         self.wants.insert(req.id, Want::Answer { proc });
         self.expect[proc] += 1;
@@ -299,7 +316,7 @@ impl Origin {
     pub(crate) fn unlock(&mut self, proc: usize, m: usize) -> Result<(), RmaError> {
         let mut req = Req::bare(Op::Unlock, self.next_id());
         req.arg[..8].copy_from_slice(&(m as u64).to_le_bytes());
-        self.conn(proc)?.out.extend_from_slice(&req.encode());
+        self.conn(proc)?.out.bytes.extend_from_slice(&req.encode());
         self.dirty[proc] = true;
         self.bound_queue(proc)
     }
@@ -313,6 +330,7 @@ impl Origin {
             let id = self.next_id();
             self.conn(p)?
                 .out
+                .bytes
                 .extend_from_slice(&Req::bare(Op::Fence, id).encode());
             self.wants.insert(id, Want::Answer { proc: p });
             self.expect[p] += 1;
@@ -345,10 +363,16 @@ impl Origin {
 
     /// Runs I/O until `done` holds (see the module docs).
     pub(crate) fn drive(&mut self, done: impl Fn(&Origin) -> bool) -> Result<(), RmaError> {
+        let mut polls = 0;
         loop {
             self.pump();
             if done(self) {
                 return Ok(());
+            }
+            if polls < self.spin_polls {
+                polls += 1;
+                std::hint::spin_loop();
+                continue;
             }
             let busy: Vec<(usize, bool)> = (0..self.conns.len())
                 .filter(|&p| self.conns[p].is_some() && (self.expect[p] > 0 || self.unsent(p) > 0))

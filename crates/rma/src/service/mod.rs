@@ -6,6 +6,8 @@
 //! proc's own thread computes (asynchronous progress, seed 004). Origins reach it
 //! through `origin.rs`, one connection per target, in the protocol of `wire.rs`.
 
+mod conn;
+mod request;
 mod server;
 pub(crate) mod wire;
 

@@ -19,28 +19,24 @@
 //! says why, and changes nothing.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::wire::{self, Hello, Op, Rep, Req, ENTRY_LEN, HELLO_LEN, MAX_DATA, REQ_LEN};
-use crate::apply::{self, Applier, Target};
+use super::conn::{Conn, End};
+use super::wire::Hello;
 use crate::error::RmaError;
 use crate::shm::control::Control;
-use crate::shm::lock::{mark_holder, release, served, skip, take_ticket, Patience};
+use crate::shm::lock::{mark_holder, poison_held, poisoned_by, served, skip, Patience};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX);
-/// Unsent reply bytes per connection before we stop reading its requests.
-const OUT_LIMIT: usize = 16 << 20;
-/// Smallest read buffer growth.
-const READ_CHUNK: usize = 256 << 10;
 /// How often waiting lock requests are checked (step 1).
 const LOCK_POLL: Duration = Duration::from_micros(100);
 
@@ -140,12 +136,12 @@ impl Drop for Service {
 }
 
 /// A lock request waiting for its ticket.
-struct LockWait {
-    token: Token,
-    origin: usize,
-    id: u64,
-    mutex: usize,
-    ticket: u32,
+pub(crate) struct LockWait {
+    pub token: Token,
+    pub origin: usize,
+    pub id: u64,
+    pub mutex: usize,
+    pub ticket: u32,
 }
 
 struct Server {
@@ -226,14 +222,38 @@ impl Server {
             }
             let mut conn = self.conns.remove(&token).expect("present");
             let _ = self.poll.registry().deregister(&mut conn.stream);
+            if let Some(origin) = conn.origin {
+                let ctl = &self.sh.ctl;
+                let n = ctl.header().nmutex.load(Ordering::Acquire) as usize;
+                let held = poison_held(ctl, n, origin);
+                if held > 0 {
+                    tracing::warn!(
+                        origin,
+                        "rma service: proc {origin} left holding {held} mutex(es); their \
+                         waiters get an error"
+                    );
+                }
+            }
         }
     }
 
     fn grant_locks(&mut self) {
         let ctl = &self.sh.ctl;
         let conns = &mut self.conns;
+        let rank = self.sh.hello.rank;
         self.waiters.retain(|w| {
             let word = ctl.mutex(w.mutex);
+            if let Some(gone) = poisoned_by(word) {
+                if let Some(c) = conns.get_mut(&w.token) {
+                    let why = format!(
+                        "lock: mutex {} of proc {rank}: proc {gone} left the job holding it",
+                        w.mutex
+                    );
+                    c.reply(false, w.id, why.as_bytes());
+                    let _ = c.flush();
+                }
+                return false;
+            }
             if !served(word, w.ticket) {
                 return true;
             }
@@ -251,379 +271,169 @@ impl Server {
     }
 }
 
-/// Why a connection ends.
-enum End {
-    /// The origin closed it between requests.
-    Closed,
-    /// Something broke; the reason is logged.
-    Fault(String),
-}
+#[cfg(test)]
+mod tests {
+    //! A real service thread on loopback, spoken to with raw sockets: strangers and
+    //! garbage are shut out, bad requests refused with reasons, and it keeps serving.
 
-/// One origin's connection: its unread bytes and unsent replies.
-struct Conn {
-    stream: TcpStream,
-    peer: SocketAddr,
-    origin: Option<usize>,
-    /// Bytes `lo..hi` are received and not yet applied.
-    buf: Vec<u8>,
-    lo: usize,
-    hi: usize,
-    /// Bytes of the frame being assembled, once its header is known.
-    want: usize,
-    /// Unsent reply bytes are `out[sent..]`.
-    out: Vec<u8>,
-    sent: usize,
-}
+    use std::io::{Read, Write};
+    use std::net::{Ipv4Addr, TcpStream};
 
-impl Conn {
-    fn new(stream: TcpStream, peer: SocketAddr) -> Conn {
-        Conn {
-            stream,
-            peer,
-            origin: None,
-            buf: Vec::new(),
-            lo: 0,
-            hi: 0,
-            want: HELLO_LEN,
-            out: Vec::new(),
-            sent: 0,
-        }
+    use nf_core::wait::Waiter;
+    use nf_core::WaitMode;
+
+    use super::*;
+    use crate::service::wire::{self, entry, Op, Rep, Req, HELLO_LEN, REP_LEN};
+    use crate::shm::control;
+    use crate::shm::map::Mapping;
+
+    const COOKIE: u64 = 42;
+
+    struct Fixture {
+        service: Service,
+        memory: Vec<u8>,
+        _dir: tempfile::TempDir,
     }
 
-    fn unsent(&self) -> usize {
-        self.out.len() - self.sent
-    }
-
-    /// Step 3 of the loop for this connection.
-    fn pump(&mut self, sh: &Shared, waiters: &mut Vec<LockWait>, token: Token) -> Result<(), End> {
-        loop {
-            self.flush()?;
-            if self.unsent() > OUT_LIMIT {
-                return Ok(());
-            }
-            self.apply_frames(sh, waiters, token)?;
-            if self.unsent() > OUT_LIMIT {
-                continue;
-            }
-            match self.read_more() {
-                Ok(0) if self.hi == self.lo => return Err(End::Closed),
-                Ok(0) => return Err(End::Fault("connection closed inside a request".into())),
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.flush(),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(End::Fault(format!("read failed: {e}"))),
-            }
-        }
-    }
-
-    fn flush(&mut self) -> Result<(), End> {
-        while self.sent < self.out.len() {
-            match self.stream.write(&self.out[self.sent..]) {
-                Ok(0) => return Err(End::Fault("socket accepts no more bytes".into())),
-                Ok(n) => self.sent += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(End::Fault(format!("write failed: {e}"))),
-            }
-        }
-        self.out.clear();
-        self.sent = 0;
-        Ok(())
-    }
-
-    fn read_more(&mut self) -> io::Result<usize> {
-        if self.hi == self.buf.len() {
-            if self.lo > 0 {
-                self.buf.copy_within(self.lo..self.hi, 0);
-                self.hi -= self.lo;
-                self.lo = 0;
-            }
-            if self.hi == self.buf.len() {
-                let grow = self.want.saturating_sub(self.hi).max(READ_CHUNK);
-                self.buf.resize(self.buf.len() + grow, 0);
-            }
-        }
-        let n = self.stream.read(&mut self.buf[self.hi..])?;
-        self.hi += n;
-        Ok(n)
-    }
-
-    fn reply(&mut self, ok: bool, id: u64, data: &[u8]) {
-        super::push_reply(&mut self.out, ok, id, data);
-    }
-
-    fn apply_frames(
-        &mut self,
-        sh: &Shared,
-        waiters: &mut Vec<LockWait>,
-        token: Token,
-    ) -> Result<(), End> {
-        loop {
-            let avail = self.hi - self.lo;
-            let Some(origin) = self.origin else {
-                if avail < HELLO_LEN {
-                    return Ok(());
-                }
-                let b: &[u8; HELLO_LEN] = self.buf[self.lo..self.lo + HELLO_LEN]
-                    .try_into()
-                    .expect("len");
-                let theirs = Hello::decode(b, &sh.hello)
-                    .map_err(|why| End::Fault(format!("refused hello: {why}")))?;
-                self.lo += HELLO_LEN;
-                self.origin = Some(theirs.rank as usize);
-                self.out.extend_from_slice(&sh.hello.encode());
-                continue;
-            };
-            if avail < REQ_LEN {
-                self.want = REQ_LEN;
-                return Ok(());
-            }
-            let h: &[u8; REQ_LEN] = self.buf[self.lo..self.lo + REQ_LEN]
-                .try_into()
-                .expect("len");
-            let req = Req::decode(h).map_err(|why| End::Fault(format!("bad request: {why}")))?;
-            let total = REQ_LEN + req.body_len();
-            if avail < total {
-                self.want = total;
-                return Ok(());
-            }
-            let body = &self.buf[self.lo + REQ_LEN..self.lo + total];
-            let mut ctx = Ctx {
-                sh,
-                origin,
-                out: &mut self.out,
-                waiters,
-                token,
-            };
-            ctx.handle(&req, body)?;
-            self.lo += total;
-            if self.unsent() > OUT_LIMIT {
-                return Ok(());
-            }
-        }
-    }
-}
-
-/// Everything one request may touch.
-struct Ctx<'a> {
-    sh: &'a Shared,
-    origin: usize,
-    out: &'a mut Vec<u8>,
-    waiters: &'a mut Vec<LockWait>,
-    token: Token,
-}
-
-impl Ctx<'_> {
-    fn reply(&mut self, ok: bool, id: u64, data: &[u8]) {
-        super::push_reply(self.out, ok, id, data);
-    }
-
-    fn refuse(&mut self, id: u64, why: String) {
-        self.reply(false, id, why.as_bytes());
-    }
-
-    fn handle(&mut self, req: &Req, body: &[u8]) -> Result<(), End> {
-        let (ents, data) = body.split_at(req.nseg as usize * ENTRY_LEN);
-        match req.op {
-            Op::Put | Op::Get | Op::Acc => self.memory(req, ents, data),
-            Op::Rmw => {
-                self.rmw(req, ents);
-                Ok(())
-            }
-            Op::Fence => {
-                self.reply(true, req.id, &[]);
-                Ok(())
-            }
-            Op::Lock | Op::Unlock => {
-                self.mutex(req);
-                Ok(())
-            }
-        }
-    }
-
-    /// Put, get and accumulate: check every entry, then apply.
-    fn memory(&mut self, req: &Req, ents: &[u8], data: &[u8]) -> Result<(), End> {
-        let n = req.nseg as usize;
-        let op = match req.op {
-            Op::Put => "put",
-            Op::Get => "get",
-            _ => "acc",
-        };
-        let scale = match req.op {
-            Op::Acc => match wire::decode_scale(req.etype, &req.arg) {
-                Some(s) => Some(s),
-                None => {
-                    self.refuse(req.id, format!("acc: unknown element type {}", req.etype));
-                    return Ok(());
-                }
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let ctl = Control::new(Mapping::create(&dir.path().join("ctl"), control::SIZE).unwrap());
+        ctl.init(std::process::id());
+        let memory: Vec<u8> = (0..4096).map(|i| i as u8).collect();
+        let shared = Arc::new(Shared {
+            hello: Hello {
+                cookie: COOKIE,
+                rank: 0,
+                size: 2,
             },
-            _ => None,
-        };
-        let elem = scale.map_or(1, |s| s.elem_size() as u64);
-        let sh = self.sh;
-        let own = sh.own.read().unwrap_or_else(|p| p.into_inner());
-        let mut total = 0u64;
-        for i in 0..n {
-            let (addr, len) = wire::entry_at(ents, i);
-            let inside = own
-                .iter()
-                .any(|&(b, l)| addr >= b && len <= l && addr - b <= l - len);
-            if len == 0 || !inside {
-                self.refuse(
-                    req.id,
-                    format!(
-                        "{op}: entry {i}: range {addr:#x}+{len} B is not inside any segment of \
-                         proc {}",
-                        sh.hello.rank
-                    ),
-                );
-                return Ok(());
-            }
-            if len % elem != 0 {
-                self.refuse(
-                    req.id,
-                    format!("{op}: entry {i}: {len} B is not a multiple of {elem} B"),
-                );
-                return Ok(());
-            }
-            total += len;
-        }
-        if req.op != Op::Get && total != data.len() as u64 {
-            return Err(End::Fault(format!(
-                "{op} entries cover {total} B but {} B of data came",
-                data.len()
-            )));
-        }
-        if req.op == Op::Get && (n == 0 || total > MAX_DATA) {
-            self.refuse(
-                req.id,
-                format!("get of {total} B in {n} entries is out of bounds"),
-            );
-            return Ok(());
-        }
-        let applier = Applier {
-            pid: sh.pid,
-            patience: &sh.patience,
-        };
-        if req.op == Op::Get {
-            self.out.extend_from_slice(
-                &Rep {
-                    ok: true,
-                    id: req.id,
-                    data_len: total,
-                }
-                .encode(),
-            );
-        }
-        let mut off = 0usize;
-        for i in 0..n {
-            let (addr, len) = wire::entry_at(ents, i);
-            let (p, len) = (addr as *mut u8, len as usize);
-            match (req.op, scale) {
-                (Op::Put, _) => {
-                    // SAFETY: addr..addr+len lies in one of our live segments (checked
-                    // above under the read lock we still hold, so it cannot be unmapped).
-                    unsafe { std::ptr::copy_nonoverlapping(data[off..].as_ptr(), p, len) }
-                }
-                (Op::Get, _) => {
-                    // SAFETY: as for put; reading our own mapped memory.
-                    let src = unsafe { std::slice::from_raw_parts(p, len) };
-                    self.out.extend_from_slice(src);
-                }
-                (_, Some(scale)) => {
-                    let t = Target {
-                        ctl: &sh.ctl,
-                        owner_addr: addr,
-                        local: p,
-                    };
-                    // SAFETY: as for put; the data slice holds `len` bytes at `off`.
-                    let r = unsafe { apply::acc(&t, &applier, scale, data[off..].as_ptr(), len) };
-                    if let Err(e) = r {
-                        self.refuse(req.id, e.to_string());
-                        return Ok(());
-                    }
-                }
-                _ => unreachable!("accumulate always has a scale"),
-            }
-            off += len;
-        }
-        Ok(())
-    }
-
-    fn rmw(&mut self, req: &Req, ents: &[u8]) {
-        let Some(op) = wire::decode_rmw(req.etype, &req.arg) else {
-            return self.refuse(req.id, format!("rmw: unknown kind {}", req.etype));
-        };
-        if req.nseg != 1 {
-            return self.refuse(req.id, format!("rmw: {} entries, expected 1", req.nseg));
-        }
-        let (addr, len) = wire::entry_at(ents, 0);
-        let size = op.size() as u64;
-        let sh = self.sh;
-        let own = sh.own.read().unwrap_or_else(|p| p.into_inner());
-        let inside = own
-            .iter()
-            .any(|&(b, l)| addr >= b && size <= l && addr - b <= l - size);
-        if len != size || !inside || addr % size != 0 {
-            let why = format!(
-                "rmw: {addr:#x}+{len} B is not an aligned {size} B integer inside a segment of \
-                 proc {}",
-                sh.hello.rank
-            );
-            return self.refuse(req.id, why);
-        }
-        let t = Target {
-            ctl: &sh.ctl,
-            owner_addr: addr,
-            local: addr as *mut u8,
-        };
-        let applier = Applier {
-            pid: sh.pid,
-            patience: &sh.patience,
-        };
-        // SAFETY: the integer lies in our live segment (checked under the read lock still
-        // held) and is aligned to its size.
-        match unsafe { apply::rmw(&t, &applier, op) } {
-            Ok(old) => self.reply(true, req.id, &old.to_le_bytes()),
-            Err(e) => self.refuse(req.id, e.to_string()),
+            own: RwLock::new(vec![(memory.as_ptr() as u64, memory.len() as u64)]),
+            ctl: Arc::new(ctl),
+            patience: Patience::new(
+                Waiter::new(WaitMode::Yield, 1),
+                Duration::from_millis(50),
+                Arc::new(vec![0, 0]),
+            ),
+            pid: std::process::id(),
+            stop: AtomicBool::new(false),
+        });
+        let service = Service::start(IpAddr::V4(Ipv4Addr::LOCALHOST), shared).unwrap();
+        Fixture {
+            service,
+            memory,
+            _dir: dir,
         }
     }
 
-    fn mutex(&mut self, req: &Req) {
-        let m = req.arg_u64() as usize;
-        let ctl = &self.sh.ctl;
-        let have = ctl.header().nmutex.load(Ordering::Acquire) as usize;
-        let op = if req.op == Op::Lock { "lock" } else { "unlock" };
-        if m >= have {
-            let why = format!(
-                "{op}: mutex {m} of proc {} does not exist (that proc has {have})",
-                self.sh.hello.rank
-            );
-            return self.refuse(req.id, why);
+    fn connect(f: &Fixture) -> TcpStream {
+        let s = TcpStream::connect(f.service.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    fn greet(f: &Fixture) -> TcpStream {
+        let mut s = connect(f);
+        let ours = Hello {
+            cookie: COOKIE,
+            rank: 1,
+            size: 2,
+        };
+        s.write_all(&ours.encode()).unwrap();
+        let mut b = [0u8; HELLO_LEN];
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(Hello::decode(&b, &ours).unwrap().rank, 0);
+        s
+    }
+
+    /// The service closed the connection: a read sees the end (or a reset).
+    fn closed(s: &mut TcpStream) -> bool {
+        let mut b = [0u8; 64];
+        matches!(s.read(&mut b), Ok(0) | Err(_))
+    }
+
+    fn request(s: &mut TcpStream, req: Req, entries: &[(u64, u64)], data: &[u8]) -> (Rep, Vec<u8>) {
+        let mut frame = req.encode().to_vec();
+        for &(a, l) in entries {
+            frame.extend_from_slice(&entry(a, l));
         }
-        let word = ctl.mutex(m);
-        if req.op == Op::Unlock {
-            if !release(word, self.origin) {
-                let why = format!(
-                    "unlock: mutex {m} of proc {} is not held by proc {}",
-                    self.sh.hello.rank, self.origin
-                );
-                self.refuse(req.id, why);
-            }
-            return;
+        frame.extend_from_slice(data);
+        s.write_all(&frame).unwrap();
+        let mut h = [0u8; REP_LEN];
+        s.read_exact(&mut h).unwrap();
+        let rep = Rep::decode(&h).unwrap();
+        let mut body = vec![0u8; rep.data_len as usize];
+        s.read_exact(&mut body).unwrap();
+        (rep, body)
+    }
+
+    fn get(id: u64, n: u32) -> Req {
+        Req {
+            nseg: n,
+            ..Req::bare(Op::Get, id)
         }
-        let ticket = take_ticket(word);
-        if served(word, ticket) {
-            mark_holder(word, self.origin);
-            self.reply(true, req.id, &[]);
-        } else {
-            self.waiters.push(LockWait {
-                token: self.token,
-                origin: self.origin,
-                id: req.id,
-                mutex: m,
-                ticket,
-            });
-        }
+    }
+
+    #[test]
+    fn strangers_and_garbage_are_shut_out_and_bad_requests_refused() {
+        let f = fixture();
+        let base = f.memory.as_ptr() as u64;
+
+        let mut stranger = connect(&f);
+        let wrong = Hello {
+            cookie: COOKIE + 1,
+            rank: 1,
+            size: 2,
+        };
+        stranger.write_all(&wrong.encode()).unwrap();
+        assert!(
+            closed(&mut stranger),
+            "a hello with another job's cookie is refused"
+        );
+        let mut junk = connect(&f);
+        junk.write_all(&[0xAB; HELLO_LEN]).unwrap();
+        assert!(closed(&mut junk), "garbage instead of a hello is refused");
+
+        let mut s = greet(&f);
+        let (rep, why) = request(&mut s, get(1, 1), &[(base + 4090, 8)], &[]);
+        assert!(!rep.ok && rep.id == 1);
+        assert!(String::from_utf8_lossy(&why).contains("not inside any segment of proc 0"));
+        let (rep, data) = request(&mut s, get(2, 2), &[(base + 10, 3), (base + 100, 2)], &[]);
+        assert!(rep.ok);
+        assert_eq!(data, [10, 11, 12, 100, 101]);
+        let put = Req {
+            nseg: 1,
+            data_len: 2,
+            ..Req::bare(Op::Put, 3)
+        };
+        let fence = Req::bare(Op::Fence, 4);
+        let mut frame = put.encode().to_vec();
+        frame.extend_from_slice(&entry(base + 200, 2));
+        frame.extend_from_slice(&[7, 9]);
+        s.write_all(&frame).unwrap();
+        assert!(request(&mut s, fence, &[], &[]).0.ok, "fence after put");
+        let (_, data) = request(&mut s, get(5, 1), &[(base + 199, 4)], &[]);
+        assert_eq!(data, [199, 7, 9, 202], "the put landed in order");
+        let (etype, arg) = wire::encode_rmw(crate::xfer::RmwOp::FetchAddInt(1));
+        let rmw = Req {
+            etype,
+            arg,
+            nseg: 1,
+            ..Req::bare(Op::Rmw, 6)
+        };
+        let (rep, why) = request(&mut s, rmw, &[(base + 2, 4)], &[]);
+        assert!(!rep.ok && String::from_utf8_lossy(&why).contains("aligned"));
+        let mut lock = Req::bare(Op::Lock, 7);
+        lock.arg[0] = 3;
+        let (rep, why) = request(&mut s, lock, &[], &[]);
+        assert!(
+            !rep.ok && String::from_utf8_lossy(&why).contains("mutex 3 of proc 0 does not exist")
+        );
+
+        let mut bad = Req::bare(Op::Fence, 8).encode();
+        bad[0] = 99;
+        s.write_all(&bad).unwrap();
+        assert!(closed(&mut s), "an unknown operation closes the connection");
+        let mut again = greet(&f);
+        let (rep, data) = request(&mut again, get(9, 1), &[(base, 4)], &[]);
+        assert!(rep.ok && data == [0, 1, 2, 3], "the service keeps serving");
     }
 }

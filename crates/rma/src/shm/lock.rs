@@ -154,12 +154,41 @@ pub(crate) fn release(w: &MutexWord, proc: usize) -> bool {
     true
 }
 
+/// Marks the holder word of a mutex whose holder left without releasing it: the bit
+/// plus the holder's proc + 1. Nobody is served after it; waiters fail instead.
+pub(crate) const POISONED: u32 = 1 << 31;
+
+/// Poisons every mutex among the first `n` of `ctl` that `proc` holds (it is gone).
+pub(crate) fn poison_held(ctl: &Control, n: usize, proc: usize) -> usize {
+    let holder = proc as u32 + 1;
+    (0..n)
+        .filter(|&m| {
+            ctl.mutex(m)
+                .holder
+                .compare_exchange(
+                    holder,
+                    POISONED | holder,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        })
+        .count()
+}
+
+/// The proc that left holding mutex `w`, if it is poisoned.
+pub(crate) fn poisoned_by(w: &MutexWord) -> Option<usize> {
+    let h = w.holder.load(Ordering::Acquire);
+    (h & POISONED != 0).then(|| (h & !POISONED) as usize - 1)
+}
+
 /// Skips a ticket whose taker is gone, as if it had taken and released the mutex.
 pub(crate) fn skip(w: &MutexWord) {
     w.serving.fetch_add(1, Ordering::Release);
 }
 
-/// Waits for `ticket` of mutex `m` on `ctl` as `proc`, then marks it held.
+/// Waits for `ticket` of mutex `m` on `ctl` as `proc`, then marks it held. Fails if
+/// the holder dies (same domain) or left holding it (poisoned).
 pub(crate) fn wait_ticket(
     ctl: &Control,
     m: usize,
@@ -168,10 +197,14 @@ pub(crate) fn wait_ticket(
     patience: &Patience,
 ) -> Result<(), RmaError> {
     let w = ctl.mutex(m);
+    let mut left = None;
     patience.wait(
         "lock",
         &|| format!("mutex {m}"),
-        || served(w, ticket),
+        || {
+            left = poisoned_by(w);
+            left.is_some() || served(w, ticket)
+        },
         || {
             let h = w.holder.load(Ordering::Relaxed) as usize;
             h.checked_sub(1)
@@ -179,6 +212,14 @@ pub(crate) fn wait_ticket(
                 .unwrap_or(0)
         },
     )?;
+    if let Some(gone) = left {
+        return Err(RmaError::PeerDied {
+            op: "lock",
+            proc: gone,
+            pid: patience.pid_of(gone).unwrap_or(0),
+            what: format!("mutex {m} (it left the job without unlocking)"),
+        });
+    }
     mark_holder(w, proc);
     Ok(())
 }

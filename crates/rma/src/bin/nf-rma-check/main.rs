@@ -19,14 +19,20 @@
 //!   "computing" marker in every one), then it releases the target;
 //! - `teams`: allocation, transfers and free over a team of the even procs;
 //! - `typed`: the safe `GlobalArray` API;
-//! - `badinput`: every misuse the API must refuse, with the error it must give.
+//! - `badinput`: every misuse the API must refuse, with the error it must give;
+//! - `vanish`: the last proc exits without a word; gets on its memory fail with
+//!   `PeerLost` (service path only);
+//! - `holderdies`: proc 1 leaves holding a mutex of proc 0; other takers get an error
+//!   naming it.
 //!
 //! Exit status 0 means every check passed; failures print what differed.
 
 mod bad;
+mod faults;
 mod model;
 mod shapes;
 mod sync;
+mod teams;
 
 use nf_core::World;
 use nf_rma::{Rma, WorldWireup};
@@ -70,9 +76,18 @@ fn run(args: &[String]) -> Check {
         "mutex" => sync::mutex(&rma, num(args, 1)? as usize)?,
         "rmw" => sync::rmw(&rma, num(args, 1)? as usize)?,
         "progress" => sync::progress(&rma, num(args, 1)?)?,
-        "teams" => shapes::teams(&rma, &wire)?,
-        "typed" => shapes::typed(&rma)?,
+        "teams" => teams::teams(&rma, &wire)?,
+        "typed" => teams::typed(&rma)?,
         "badinput" => bad::bad_input(&rma)?,
+        "vanish" | "holderdies" => {
+            if mode == "vanish" {
+                faults::vanish(&rma)?;
+            } else {
+                faults::holder_dies(&rma)?;
+            }
+            // The world cannot finish a barrier without the victim: leave now.
+            std::process::exit(0);
+        }
         m => return Err(format!("unknown mode {m:?}")),
     }
     ctx(rma.finalize(), "rma finalize")?;

@@ -41,6 +41,35 @@ struct Layout {
     local_span: usize,
 }
 
+impl Layout {
+    /// Runs one strided transfer of this layout between `local` and `t`'s memory at
+    /// `base` (+ the layout's offset).
+    fn run(&self, rma: &Rma<'_>, kind: Kind, t: usize, local: &mut [u8], base: u64) -> Check {
+        assert!(local.len() >= self.local_span);
+        let x = Xfer {
+            kind,
+            proc: t,
+            shape: Shape::Strided {
+                local: local.as_mut_ptr(),
+                local_strides: &self.local,
+                remote: base + self.offset as u64,
+                remote_strides: &self.remote,
+                count: &self.count,
+            },
+        };
+        // SAFETY: the local side lies within `local` (its span, asserted above).
+        unsafe { rma.xfer(&x) }.map_err(|e| format!("{} of proc {t}: {e}", kind.name()))
+    }
+
+    /// Pairs of (local offset, remote offset from `base`) of every chunk.
+    fn pairs(&self) -> impl Iterator<Item = (usize, usize)> {
+        let lo = chunk_offsets(&self.count, &self.local);
+        let ro = chunk_offsets(&self.count, &self.remote);
+        let off = self.offset;
+        lo.into_iter().zip(ro.into_iter().map(move |r| r + off))
+    }
+}
+
 fn span(count: &[usize], strides: &[usize]) -> usize {
     count[0]
         + strides
@@ -101,27 +130,10 @@ pub fn stress(rma: &Rma<'_>, seed: u64, iters: usize) -> Check {
             0..=3 => {
                 let l = layout(&mut rng, LANE, 1);
                 let mut local: Vec<u8> = (0..l.local_span).map(|_| rng.step() as u8).collect();
-                let x = Xfer {
-                    kind: Kind::Put,
-                    proc: t,
-                    shape: Shape::Strided {
-                        local: local.as_mut_ptr(),
-                        local_strides: &l.local,
-                        remote: lane_base + l.offset as u64,
-                        remote_strides: &l.remote,
-                        count: &l.count,
-                    },
-                };
-                // SAFETY: the local side lies within `local`.
-                ctx(
-                    unsafe { rma.xfer(&x) },
-                    &format!("iteration {it}: put_strided"),
-                )?;
-                let lo = chunk_offsets(&l.count, &l.local);
-                let ro = chunk_offsets(&l.count, &l.remote);
-                for (a, b) in lo.iter().zip(&ro) {
-                    let r = l.offset + b;
-                    lanes[t][r..r + l.count[0]].copy_from_slice(&local[*a..a + l.count[0]]);
+                l.run(rma, Kind::Put, t, &mut local, lane_base)
+                    .map_err(|e| format!("iteration {it}: {e}"))?;
+                for (a, r) in l.pairs() {
+                    lanes[t][r..r + l.count[0]].copy_from_slice(&local[a..a + l.count[0]]);
                 }
                 puts += 1;
             }
@@ -129,27 +141,10 @@ pub fn stress(rma: &Rma<'_>, seed: u64, iters: usize) -> Check {
                 ctx(rma.fence(t), "fence")?;
                 let l = layout(&mut rng, LANE, 1);
                 let mut local = vec![0u8; l.local_span];
-                let x = Xfer {
-                    kind: Kind::Get,
-                    proc: t,
-                    shape: Shape::Strided {
-                        local: local.as_mut_ptr(),
-                        local_strides: &l.local,
-                        remote: lane_base + l.offset as u64,
-                        remote_strides: &l.remote,
-                        count: &l.count,
-                    },
-                };
-                // SAFETY: the local side lies within `local`.
-                ctx(
-                    unsafe { rma.xfer(&x) },
-                    &format!("iteration {it}: get_strided"),
-                )?;
-                let lo = chunk_offsets(&l.count, &l.local);
-                let ro = chunk_offsets(&l.count, &l.remote);
-                for (a, b) in lo.iter().zip(&ro) {
-                    let r = l.offset + b;
-                    if local[*a..a + l.count[0]] != lanes[t][r..r + l.count[0]] {
+                l.run(rma, Kind::Get, t, &mut local, lane_base)
+                    .map_err(|e| format!("iteration {it}: {e}"))?;
+                for (a, r) in l.pairs() {
+                    if local[a..a + l.count[0]] != lanes[t][r..r + l.count[0]] {
                         return Err(format!(
                             "iteration {it}: get_strided from proc {t} differs from the model \
                              at lane offset {r}"
@@ -162,31 +157,16 @@ pub fn stress(rma: &Rma<'_>, seed: u64, iters: usize) -> Check {
                 let l = layout(&mut rng, ACC_LONGS * 8, 8);
                 let scale = 1 + rng.below(3) as i64;
                 let mut local = vec![0u8; l.local_span];
-                let lo = chunk_offsets(&l.count, &l.local);
-                let ro = chunk_offsets(&l.count, &l.remote);
-                for (a, b) in lo.iter().zip(&ro) {
+                for (a, r) in l.pairs() {
                     for e in 0..l.count[0] / 8 {
                         let v = rng.below(201) as i64 - 100;
                         local[a + 8 * e..a + 8 * e + 8].copy_from_slice(&v.to_le_bytes());
-                        contrib[t][(l.offset + b) / 8 + e] += scale * v;
+                        contrib[t][r / 8 + e] += scale * v;
                     }
                 }
-                let x = Xfer {
-                    kind: Kind::Acc(Scale::Long(scale)),
-                    proc: t,
-                    shape: Shape::Strided {
-                        local: local.as_mut_ptr(),
-                        local_strides: &l.local,
-                        remote: bases[t] + acc_at as u64 + l.offset as u64,
-                        remote_strides: &l.remote,
-                        count: &l.count,
-                    },
-                };
-                // SAFETY: the local side lies within `local`.
-                ctx(
-                    unsafe { rma.xfer(&x) },
-                    &format!("iteration {it}: acc_strided"),
-                )?;
+                let area = bases[t] + acc_at as u64;
+                l.run(rma, Kind::Acc(Scale::Long(scale)), t, &mut local, area)
+                    .map_err(|e| format!("iteration {it}: {e}"))?;
                 accs += 1;
             }
             _ if rng.below(2) == 0 => ctx(rma.fence(t), "fence")?,
