@@ -6,9 +6,9 @@
 # linked both ways; then the issue's targets as ratios ours / ARMCI-MPI.
 #
 # usage: bench/compare-armci.sh [--alternations K] [--paths LIST] [--ops LIST]
-#                               [--layouts LIST] [--sizes LIST] [--iters N]
-#                               [--warmup W] [--ga-ranks P] [--ga-args ARGS]
-#                               [--out DIR]
+#                               [--netns-ops LIST] [--layouts LIST] [--sizes LIST]
+#                               [--iters N] [--warmup W] [--ga-ranks P]
+#                               [--ga-args ARGS] [--out DIR]
 #
 #   --alternations K  pairs of runs per comparison, default 3; odd pairs run ARMCI-MPI
 #                     first, even pairs libarmci first
@@ -18,6 +18,9 @@
 #   --ops, --layouts, --sizes, --iters, --warmup
 #                     passed to bench/compare-rma.sh (defaults: put,put-fence,get,acc;
 #                     contig,strided; 8 B ... 4 MiB; 2000; 200)
+#   --netns-ops LIST  the ops of the netns path, default get: ARMCI-MPI's puts with a
+#                     fence take up to a quarter second each there (osc pt2pt waits
+#                     for the target), which stretches a full run to hours
 #   --ga-ranks P      ranks of the GA runs on this host, default 2
 #   --ga-args ARGS    extra arguments of bench/mpi/ga.c, e.g. "--n 256 --tasks 10000"
 #   --out DIR         default bench/out/compare-armci-<UTC timestamp>/
@@ -40,6 +43,7 @@ usage() {
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 alternations=3
 paths=shm,netns
+netns_ops=get
 ga_ranks=2
 ga_args=""
 out=""
@@ -51,11 +55,12 @@ while (($#)); do
             usage
             exit 0
             ;;
-        --alternations | --paths | --ops | --layouts | --sizes | --iters | --warmup | --ga-ranks | --ga-args | --out)
+        --alternations | --paths | --ops | --netns-ops | --layouts | --sizes | --iters | --warmup | --ga-ranks | --ga-args | --out)
             (($# >= 2)) || die "$1 needs a value"
             case $1 in
                 --alternations) alternations=$2 ;;
                 --paths) paths=$2 ;;
+                --netns-ops) netns_ops=$2 ;;
                 --ga-ranks) ga_ranks=$2 ;;
                 --ga-args) ga_args=$2 ;;
                 --out) out=$2 ;;
@@ -89,8 +94,10 @@ git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
 # 1. bench/mpi/rma.c with each ARMCI, per path.
 IFS=, read -r -a path_list <<<"$paths"
 for p in "${path_list[@]}"; do
+    extra=()
+    [[ $p = shm ]] || extra=(--ops "$netns_ops")
     "$repo/bench/compare-rma.sh" --ours libarmci --path "$p" --alternations "$alternations" \
-        "${rma_args[@]}" --out "$out/rma-$p"
+        "${rma_args[@]}" "${extra[@]}" --out "$out/rma-$p"
 done
 
 # 2. The GA program with each ARMCI: ga-config's link line, ARMCI-MPI swapped for ours.

@@ -165,22 +165,23 @@ static int count_of(const char *call, const long *n) {
     return (int)*n;
 }
 
+/* All-reduce with a Fortran-style operator: `oplen` bytes, not NUL-terminated. */
+static void gop(const char *call, void *x, const long *n, const char *op, long oplen,
+                int type) {
+    char name[32] = {0};
+    nfa_require_init(call);
+    if (op) memcpy(name, op, strnlen(op, oplen > 0 && oplen < 31 ? (size_t)oplen : 31));
+    nfa_allreduce(call, x, count_of(call, n), op ? name : NULL, type, nfa.world.comm);
+}
+
 void armci_tcgmsg_dgop(long *type, double *x, long *n, char *op, long oplen) {
     (void)type;
-    char name[32] = {0};
-    nfa_require_init("armci_tcgmsg_dgop");
-    if (op) memcpy(name, op, strnlen(op, oplen > 0 && oplen < 31 ? (size_t)oplen : 31));
-    nfa_allreduce("armci_tcgmsg_dgop", x, count_of("armci_tcgmsg_dgop", n), op ? name : NULL,
-                  ARMCI_DOUBLE, nfa.world.comm);
+    gop("armci_tcgmsg_dgop", x, n, op, oplen, ARMCI_DOUBLE);
 }
 
 void armci_tcgmsg_igop(long *type, long *x, long *n, char *op, long oplen) {
     (void)type;
-    char name[32] = {0};
-    nfa_require_init("armci_tcgmsg_igop");
-    if (op) memcpy(name, op, strnlen(op, oplen > 0 && oplen < 31 ? (size_t)oplen : 31));
-    nfa_allreduce("armci_tcgmsg_igop", x, count_of("armci_tcgmsg_igop", n), op ? name : NULL,
-                  ARMCI_LONG, nfa.world.comm);
+    gop("armci_tcgmsg_igop", x, n, op, oplen, ARMCI_LONG);
 }
 
 void armci_tcgmsg_synch(long *type) {

@@ -52,12 +52,12 @@ pub extern "C" fn ARMCI_Rmw(
         let p = proc(call, st, p);
         let loc = nonnull(call, "ploc", ploc);
         let remote = nonnull(call, "prem", prem) as u64;
-        // SAFETY (both reads): ARMCI's contract: `ploc` points to an int for the int
-        // operations and to a long for the long ones (checked non-NULL).
         let rmw = match op {
             FETCH_AND_ADD => RmwOp::FetchAddInt(value),
             FETCH_AND_ADD_LONG => RmwOp::FetchAddLong(i64::from(value)),
+            // SAFETY: ARMCI's contract: for ARMCI_SWAP `ploc` points to an int (non-NULL).
             SWAP => RmwOp::SwapInt(unsafe { loc.cast::<c_int>().read_unaligned() }),
+            // SAFETY: for ARMCI_SWAP_LONG `ploc` points to a long (non-NULL).
             SWAP_LONG => RmwOp::SwapLong(unsafe { loc.cast::<c_long>().read_unaligned() }),
             _ => fatal(
                 call,

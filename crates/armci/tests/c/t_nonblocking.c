@@ -143,6 +143,30 @@ static void test_nb_strided_vector(void) {
     free_all(ptr);
 }
 
+/* An aggregate handle collects several operations; one Wait completes them all. */
+static void test_aggregate_handle(void) {
+    void **ptr = alloc_all(ELEMS * sizeof(long));
+    long *mine = ptr[me];
+    for (int i = 0; i < ELEMS; i++) mine[i] = me * 1000L + i;
+    ARMCI_Barrier();
+    int peer = (me + 1) % nproc;
+    static long got[8][16];
+    armci_hdl_t h;
+    ARMCI_INIT_HANDLE(&h);
+    ARMCI_SET_AGGREGATE_HANDLE(&h);
+    for (int k = 0; k < 8; k++)
+        CHECK(ARMCI_NbGet((long *)ptr[peer] + 16 * k, got[k], 16 * sizeof(long), peer, &h) == 0,
+              "NbGet %d on the aggregate handle", k);
+    CHECK(ARMCI_Wait(&h) == 0, "Wait on the aggregate handle");
+    for (int k = 0; k < 8; k++)
+        for (int i = 0; i < 16; i++)
+            CHECK(got[k][i] == peer * 1000L + 16 * k + i, "get %d element %d", k, i);
+    ARMCI_UNSET_AGGREGATE_HANDLE(&h);
+    ARMCI_INIT_HANDLE(&h);
+    ARMCI_Barrier();
+    free_all(ptr);
+}
+
 /* Waiting on a handle that holds nothing returns at once. */
 static void test_init_handle(void) {
     armci_hdl_t h;
@@ -157,6 +181,7 @@ int main(int argc, char **argv) {
     RUN(test_nbput_test);
     RUN(test_implicit_waitall_waitproc);
     RUN(test_nb_strided_vector);
+    RUN(test_aggregate_handle);
     RUN(test_init_handle);
     harness_done();
     return 0;

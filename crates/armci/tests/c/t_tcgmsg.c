@@ -8,32 +8,9 @@
 
 #include "harness.h"
 
-#ifndef ARMCI_NINEFOLD /* ARMCI-MPI's headers do not declare GA's TCGMSG layer */
-void armci_tcgmsg_pbeginf(void);
-long armci_tcgmsg_tcgready(void);
-long armci_tcgmsg_nodeid(void);
-long armci_tcgmsg_nnodes(void);
-long armci_tcgmsg_mtime(void);
-double armci_tcgmsg_tcgtime(void);
-void armci_tcgmsg_snd(long *type, void *buf, long *lenbuf, long *node, long *sync);
-void armci_tcgmsg_rcv(long *type, void *buf, long *lenbuf, long *lenmes, long *nodeselect,
-                      long *nodefrom, long *sync);
-long armci_tcgmsg_probe(long *type, long *node);
-void armci_tcgmsg_waitcom(long *node);
-void armci_tcgmsg_brdcst(long *type, void *buf, long *lenbuf, long *originator);
-void armci_tcgmsg_dgop(long *type, double *x, long *n, char *op, long oplen);
-void armci_tcgmsg_igop(long *type, long *x, long *n, char *op, long oplen);
-void armci_tcgmsg_synch(long *type);
-long armci_tcgmsg_nxtval(long *mproc);
-long armci_tcgmsg_mdtob(long *n);
-long armci_tcgmsg_mitob(long *n);
-long armci_tcgmsg_mdtoi(long *n);
-long armci_tcgmsg_mitod(long *n);
-void armci_tcgmsg_pfilecopy(long *type, long *node0, char *filename);
-void armci_tcgmsg_llog(void);
-void armci_tcgmsg_setdbg(long *value);
-void armci_tcgmsg_stats(void);
-#endif
+/* Our declarations of GA's TCGMSG layer; ARMCI-MPI's headers have none. The header
+ * is self-contained (no MPI types), so it serves both builds. */
+#include "../../include/armci_tcgmsg.h"
 
 static char workdir[256];
 
