@@ -166,6 +166,17 @@ const BAD_INPUT: &[(&str, &[&str], i32)] = &[
         65,
     ),
     (
+        "malloc-over-limit",
+        &["ARMCI_Malloc", "'bytes'", "ARMCI_Set_shm_limit"],
+        65,
+    ),
+    (
+        "memdev-unknown-device",
+        &["ARMCI_Malloc_memdev", "'device'", "HBM"],
+        65,
+    ),
+    ("wait-bad-handle", &["ARMCI_Wait", "'handle'", "12345"], 65),
+    (
         "error-call",
         &["ARMCI_Error", "the program gave up", "code 7"],
         7,

@@ -34,6 +34,18 @@ static void bad_call(const char *c, void **ptr, size_t seg) {
         int list[2] = {0, nproc + 3};
         ARMCI_Group g;
         ARMCI_Group_create(2, list, &g);
+    } else if (!strcmp(c, "malloc-over-limit")) {
+        void *p2[64];
+        ARMCI_Set_shm_limit(1024);
+        ARMCI_Malloc(p2, 4096);
+    } else if (!strcmp(c, "memdev-unknown-device")) {
+        void *p2[64];
+        ARMCI_Malloc_memdev(p2, 64, "HBM");
+    } else if (!strcmp(c, "wait-bad-handle")) {
+        armci_hdl_t h;
+        memset(&h, 0, sizeof h);
+        ((int *)&h)[1] = 12345; /* a token never issued */
+        ARMCI_Wait(&h);
     } else if (!strcmp(c, "error-call")) ARMCI_Error("the program gave up", 7);
     else if (!strcmp(c, "msg-abort")) armci_msg_abort(9);
     else {
