@@ -2,9 +2,9 @@
 # One-sided put / get / accumulate: ninefold's rma layer (`nf bench rma`) against
 # ARMCI-MPI (bench/mpi/rma.c linked with Debian's libarmci-openmpi), same run.
 #
-# usage: bench/compare-rma.sh [--path shm|netns] [--alternations K] [--ops LIST]
-#                             [--layouts LIST] [--sizes LIST] [--iters N] [--warmup W]
-#                             [--out DIR]
+# usage: bench/compare-rma.sh [--path shm|netns] [--ours nf|libarmci] [--alternations K]
+#                             [--ops LIST] [--layouts LIST] [--sizes LIST] [--iters N]
+#                             [--warmup W] [--out DIR]
 #
 #   --path P          shm (default): both on one host, ninefold by direct load / store,
 #                     ARMCI-MPI over Open MPI's defaults (its windows are in shared
@@ -12,6 +12,9 @@
 #                     netns: two network namespaces joined by a veth pair (made and
 #                     removed here; needs root), one rank in each: ninefold through
 #                     its service thread, ARMCI-MPI over Open MPI's tcp btl
+#   --ours S          nf (default): ninefold's side is `nf bench rma`; libarmci: it is
+#                     the same bench/mpi/rma.c linked with ninefold's libarmci
+#                     (crates/armci) instead of ARMCI-MPI, started the same way
 #   --alternations K  pairs of runs per (op, layout), default 3; odd pairs run ARMCI-MPI
 #                     first, even pairs ninefold first
 #   --ops LIST        default put,put-fence,get,acc
@@ -40,6 +43,7 @@ usage() {
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 path=shm
+ours_kind=nf
 alternations=3
 ops=put,put-fence,get,acc
 layouts=contig,strided
@@ -54,10 +58,11 @@ while (($#)); do
             usage
             exit 0
             ;;
-        --path | --alternations | --ops | --layouts | --sizes | --iters | --warmup | --out)
+        --path | --ours | --alternations | --ops | --layouts | --sizes | --iters | --warmup | --out)
             (($# >= 2)) || die "$1 needs a value"
             case $1 in
                 --path) path=$2 ;;
+                --ours) ours_kind=$2 ;;
                 --alternations) alternations=$2 ;;
                 --ops) ops=$2 ;;
                 --layouts) layouts=$2 ;;
@@ -76,6 +81,7 @@ while (($#)); do
 done
 
 [[ $path =~ ^(shm|netns)$ ]] || die "--path must be shm or netns, not '$path'"
+[[ $ours_kind =~ ^(nf|libarmci)$ ]] || die "--ours must be nf or libarmci, not '$ours_kind'"
 [[ $alternations =~ ^[1-9][0-9]*$ ]] || die "--alternations must be a positive integer, not '$alternations'"
 [[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters must be a positive integer, not '$iters'"
 [[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
@@ -105,10 +111,19 @@ git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
 echo "compare-rma: building the ARMCI benchmark and nf (release) ..." >&2
 armci_bin=$out/rma-armci-mpi
 "$mpicc" -O2 -Wall -o "$armci_bin" "$repo/bench/mpi/rma.c" -larmci-openmpi -lm
-(cd "$repo" && cargo build --release -p nf-cli)
-nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
-[[ $nf = /* ]] || nf=$repo/$nf
-[[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+release=${CARGO_TARGET_DIR:-$repo/target}/release
+[[ $release = /* ]] || release=$repo/$release
+if [[ $ours_kind = nf ]]; then
+    (cd "$repo" && cargo build --release -p nf-cli)
+    nf=$release/nf
+    [[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+else
+    (cd "$repo" && cargo build --release -p nf-armci)
+    [[ -e $release/libarmci.so ]] || die "no libarmci.so in $release after cargo build"
+    ours_bin=$out/rma-libarmci
+    "$mpicc" -O2 -Wall -I "$repo/crates/armci/include" -o "$ours_bin" "$repo/bench/mpi/rma.c" \
+        "$release/libarmci.so" -Wl,-rpath,"$release" -lm
+fi
 
 # Two namespaces joined by a veth pair, removed on exit whatever happens.
 ns0=nfrma$$-h0
@@ -143,11 +158,11 @@ common=(--iters "$iters" --warmup "$warmup")
 armci_extra=()
 [[ -z $git_rev ]] || armci_extra=(--git "$git_rev")
 
-run_armci() { # k op layout
-    local f=$out/armci-$2-$3-$1
-    echo "== run $1/$alternations: ARMCI-MPI $2 $3 ($path)" >&2
-    local args=("$armci_bin" --op "$2" --layout "$3" "${common[@]}" "${armci_extra[@]}"
-        --transport "armci-mpi-$path" --json "$f.json")
+run_rma_c() { # binary file-prefix label k op layout: bench/mpi/rma.c under mpirun
+    local f=$out/$2-$5-$6-$4
+    echo "== run $4/$alternations: $3 $5 $6 ($path)" >&2
+    local args=("$1" --op "$5" --layout "$6" "${common[@]}" "${armci_extra[@]}"
+        --transport "$3-$path" --json "$f.json")
     case $path in
         shm) "$mpirun" --allow-run-as-root -np 2 --bind-to core "${args[@]}" ;;
         netns) ip netns exec "$ns0" "$mpirun" --allow-run-as-root --oversubscribe \
@@ -159,7 +174,15 @@ run_armci() { # k op layout
     esac | tee "$f.txt"
 }
 
+run_armci() { # k op layout
+    run_rma_c "$armci_bin" armci armci-mpi "$@"
+}
+
 run_ninefold() { # k op layout
+    if [[ $ours_kind = libarmci ]]; then
+        run_rma_c "$ours_bin" ninefold libarmci "$@"
+        return
+    fi
     local f=$out/ninefold-$2-$3-$1
     echo "== run $1/$alternations: ninefold $2 $3 ($path)" >&2
     local args=("$nf" bench rma --ops "$2" --layouts "$3" "${common[@]}"
@@ -171,6 +194,8 @@ run_ninefold() { # k op layout
     esac | tee "$f.txt"
 }
 
+ours_label=ninefold
+[[ $ours_kind = nf ]] || ours_label=libarmci
 summary=$out/summary.txt
 : >"$summary"
 IFS=, read -r -a op_list <<<"$ops"
@@ -195,7 +220,7 @@ for op in "${op_list[@]}"; do
         done
         python3 "$repo/bench/compare_report.py" \
             --ours "${ours[@]}" --theirs "${theirs[@]}" \
-            --ours-label ninefold --theirs-label ARMCI-MPI \
+            --ours-label "$ours_label" --theirs-label ARMCI-MPI \
             --csv "$out/compare-$op-$layout.csv" --json "$out/compare-$op-$layout.json" \
             --best-ours "$out/best-ninefold-$op-$layout.json" \
             --best-theirs "$out/best-armci-$op-$layout.json" | tee -a "$summary"
