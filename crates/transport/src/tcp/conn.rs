@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 use socket2::SockRef;
 
 use super::inbox::{lock, Inbox};
+use super::rx::Rx;
 use super::wire::Header;
 use crate::error::TransportError;
 use crate::SendStatus;
@@ -61,6 +62,8 @@ pub(crate) struct Peer {
     pub(crate) tx: Mutex<Tx>,
     /// Whether `tx.queue` holds bytes (read by the progress thread without the lock).
     backlog: AtomicBool,
+    /// The receiving side: who reads the connection (`rx.rs`).
+    pub(crate) rx: Rx,
 }
 
 impl Peer {
@@ -74,6 +77,7 @@ impl Peer {
                 remote: None,
             }),
             backlog: AtomicBool::new(false),
+            rx: Rx::default(),
         }
     }
 

@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use super::recv::Deposit;
 use super::TcpPacket;
 use crate::error::TransportError;
 
@@ -58,22 +59,25 @@ impl Inbox {
         self.count.fetch_add(n, Ordering::Release);
     }
 
-    /// Moves every queued arrival into `into` (which must be empty). Returns whether
-    /// anything was taken and whether the progress thread waits to be woken.
-    pub(crate) fn take_all(&self, into: &mut VecDeque<Arrival>) -> (bool, bool) {
+    /// Moves every queued arrival to the back of `into`. Returns whether the progress
+    /// thread waits to be woken (it stalled on a full inbox).
+    pub(crate) fn take_all(&self, into: &mut VecDeque<Arrival>) -> bool {
         if self.count.load(Ordering::Acquire) == 0 {
-            return (false, false);
+            return false;
         }
         {
             let mut q = lock(&self.queue);
-            std::mem::swap(&mut q.items, into);
-            self.count.fetch_sub(into.len(), Ordering::Relaxed);
+            let n = q.items.len();
+            if into.is_empty() {
+                std::mem::swap(&mut q.items, into);
+            } else {
+                into.extend(q.items.drain(..));
+            }
+            self.count.fetch_sub(n, Ordering::Relaxed);
             self.bytes
                 .fetch_sub(std::mem::take(&mut q.bytes), Ordering::SeqCst);
         }
-        let wake =
-            self.stalled.load(Ordering::SeqCst) && self.stalled.swap(false, Ordering::SeqCst);
-        (true, wake)
+        self.stalled.load(Ordering::SeqCst) && self.stalled.swap(false, Ordering::SeqCst)
     }
 
     /// Whether more than `limit` bytes wait to be taken.
@@ -90,6 +94,28 @@ impl Inbox {
             return true;
         }
         self.stalled.store(false, Ordering::SeqCst);
+        false
+    }
+}
+
+impl Deposit for &Inbox {
+    fn deposit(&mut self, batch: &mut Vec<Arrival>, bytes: usize) {
+        self.push(batch, bytes);
+    }
+
+    fn over(&self, limit: usize) -> bool {
+        Inbox::over(self, limit)
+    }
+}
+
+/// The owner's own queue, for packets it reads directly (it takes them itself, so it
+/// is never over a limit: it reads only when the queue is empty, one budget at most).
+impl Deposit for VecDeque<Arrival> {
+    fn deposit(&mut self, batch: &mut Vec<Arrival>, _bytes: usize) {
+        self.extend(batch.drain(..));
+    }
+
+    fn over(&self, _limit: usize) -> bool {
         false
     }
 }

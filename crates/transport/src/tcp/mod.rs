@@ -19,13 +19,19 @@
 //! 3. The progress thread, or the next send, drains the queue when the socket is
 //!    writable. Per-pair order holds because each pair has one stream and one queue.
 //!
-//! Receiving (seed 002's unified polling; see `progress.rs` and `recv.rs`):
+//! Receiving (seed 002's unified polling; see `progress.rs`, `rx.rs` and `recv.rs`):
 //! 1. The progress thread sleeps in epoll; on arrival it reads whole frames (lengths
 //!    checked before anything is allocated; large bodies straight into recycled
 //!    buffers) and deposits them in the inbox.
 //! 2. [`Messaging::poll`] takes from the inbox: when it is empty that is one atomic
 //!    load, about what polling shared memory costs.
-//! 3. The inbox is bounded (`recv_limit`): past it, the progress thread stops reading
+//! 3. A connection the owner sent on or received from is *held* by the owner for
+//!    `hot_for` after its last traffic (`direct.rs`): a poll that finds the inbox
+//!    empty reads it directly with a non-blocking `recv`, and epoll stops waking the
+//!    progress thread for it. That saves the thread's wake-up and the hop through the
+//!    inbox on every arrival (the latency of a polled raw socket). The handoff and
+//!    its rules (one reader at a time, order kept, nothing stranded) are in `rx.rs`.
+//! 4. The inbox is bounded (`recv_limit`): past it, the progress thread stops reading
 //!    and TCP's window stops the sender, whose queue fills, whose sends get `NoCredit`.
 //!
 //! Faults:
@@ -46,11 +52,13 @@
 //! 3. The sockets close. [`TcpTransport::abort`] skips step 1, as a crash would.
 
 mod conn;
+mod direct;
 mod handshake;
 mod inbox;
 mod pool;
 mod progress;
 mod recv;
+mod rx;
 pub mod wire;
 
 use std::collections::VecDeque;
@@ -63,6 +71,7 @@ use std::time::{Duration, Instant};
 use crate::error::TransportError;
 use crate::{Messaging, Packet, SendStatus, META_MAX};
 use conn::{Link, Peer};
+use direct::Held;
 use inbox::{lock, Arrival, Inbox};
 use pool::Pool;
 use wire::Hello;
@@ -90,6 +99,9 @@ pub struct TcpConfig {
     pub dead_after: Duration,
     /// How long dropping the transport waits to flush queued packets and goodbyes.
     pub linger: Duration,
+    /// How long after its last traffic a connection stays read directly by the
+    /// owner's polls (`rx.rs`); zero leaves every arrival to the progress thread.
+    pub hot_for: Duration,
 }
 
 impl Default for TcpConfig {
@@ -104,6 +116,7 @@ impl Default for TcpConfig {
             hello_timeout: Duration::from_secs(2),
             dead_after: Duration::from_secs(20),
             linger: Duration::from_secs(5),
+            hot_for: Duration::from_micros(500),
         }
     }
 }
@@ -134,6 +147,11 @@ pub(crate) struct Shared {
     /// Connections the owner dialled, for the progress thread to watch.
     pub(crate) dialled: Mutex<Vec<(usize, Arc<TcpStream>)>>,
     pub(crate) stop: AtomicBool,
+    /// The progress thread's epoll, for either side to change what it watches.
+    pub(crate) registry: mio::Registry,
+    /// Set by the owner's polls while it holds connections; cleared by the progress
+    /// thread at each tick (`rx.rs`, rule 4).
+    pub(crate) polled: AtomicBool,
 }
 
 /// One rank's endpoint of the tcp transport.
@@ -141,8 +159,10 @@ pub struct TcpTransport {
     sh: Arc<Shared>,
     waker: mio::Waker,
     thread: Option<JoinHandle<()>>,
-    /// Arrivals taken from the inbox, not yet returned by `poll`.
+    /// Arrivals taken from the inbox or read directly, not yet returned by `poll`.
     taken: VecDeque<Arrival>,
+    /// Connections this owner holds and reads itself.
+    held: Vec<Held>,
     addr: SocketAddr,
     graceful: bool,
 }
@@ -182,7 +202,7 @@ impl TcpTransport {
         listener
             .set_nonblocking(true)
             .map_err(|e| net("configuring the listener on", addr, e))?;
-        let (poll, waker) = progress::prepare(&listener)
+        let (poll, waker, registry) = progress::prepare(&listener)
             .map_err(|e| net("creating an epoll instance for", addr, e))?;
         let hello = Hello {
             cookie: cfg.cookie,
@@ -198,6 +218,8 @@ impl TcpTransport {
             pool: Arc::default(),
             dialled: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            registry,
+            polled: AtomicBool::new(false),
         });
         let thread = progress::spawn(Arc::clone(&sh), poll, listener)
             .map_err(|e| net("starting the progress thread of", addr, e))?;
@@ -206,6 +228,7 @@ impl TcpTransport {
             waker,
             thread: Some(thread),
             taken: VecDeque::new(),
+            held: Vec::new(),
             addr,
             graceful: true,
         })
@@ -295,6 +318,15 @@ impl TcpTransport {
         self.graceful = false;
     }
 
+    /// Moves the inbox's arrivals to `taken`, waking the progress thread if it
+    /// stalled on a full inbox.
+    fn take_inbox(&mut self) -> Result<(), TransportError> {
+        if self.sh.inbox.take_all(&mut self.taken) {
+            self.wake()?;
+        }
+        Ok(())
+    }
+
     fn wake(&self) -> Result<(), TransportError> {
         self.waker.wake().map_err(|source| TransportError::Net {
             what: "waking the tcp progress thread of",
@@ -335,20 +367,23 @@ impl Messaging for TcpTransport {
                 size: self.size(),
             });
         };
-        peer.try_send(meta, payload, self.sh.cfg.queue_limit, &self.sh.inbox)
+        let status = peer.try_send(meta, payload, self.sh.cfg.queue_limit, &self.sh.inbox)?;
+        self.expect(dest);
+        Ok(status)
     }
 
     fn poll(&mut self) -> Result<Option<TcpPacket>, TransportError> {
         if self.taken.is_empty() {
-            let (got, wake) = self.sh.inbox.take_all(&mut self.taken);
-            if wake {
-                self.wake()?;
-            }
-            if !got {
-                return Ok(None);
+            self.take_inbox()?;
+            if self.taken.is_empty() && !self.held.is_empty() {
+                self.read_held()?;
             }
         }
-        self.taken.pop_front().transpose()
+        let next = self.taken.pop_front().transpose()?;
+        if let Some(p) = &next {
+            self.expect(p.src);
+        }
+        Ok(next)
     }
 }
 

@@ -1,0 +1,101 @@
+//! The owner's half of the read handoff (`rx.rs` has the rules): which connections
+//! it holds, reading them when a poll finds nothing queued, and giving back those
+//! that stayed quiet for `hot_for`.
+//!
+//! 1. Sending to a peer, or taking a packet from it, means more traffic is expected:
+//!    [`TcpTransport::expect`] holds the connection (or restarts its quiet clock).
+//! 2. A poll that finds nothing queued reads every held connection once
+//!    ([`TcpTransport::read_held`]): take its lock (skip it if the progress thread
+//!    is in it), take the inbox (rule 2 of `rx.rs`), read until the socket is empty
+//!    or a budget is spent.
+//! 3. A held connection that gave nothing for `hot_for` goes back to the thread;
+//!    one the thread took back, or that closed, is dropped from the list.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::rx;
+use super::{TcpTransport, TransportError};
+
+/// Bytes the owner reads from one connection in one poll at most.
+const BUDGET: usize = 1 << 20;
+
+/// A connection the owner holds.
+pub(crate) struct Held {
+    rank: usize,
+    /// Since when reads of it found nothing (`None` after traffic).
+    quiet_since: Option<Instant>,
+}
+
+impl TcpTransport {
+    /// Step 1: traffic with `rank` is expected.
+    pub(super) fn expect(&mut self, rank: usize) {
+        if self.sh.cfg.hot_for.is_zero() {
+            return;
+        }
+        self.sh.peers[rank].rx.take();
+        match self.held.iter_mut().find(|h| h.rank == rank) {
+            Some(h) => h.quiet_since = None,
+            None => self.held.push(Held {
+                rank,
+                quiet_since: None,
+            }),
+        }
+    }
+
+    /// Steps 2 and 3: reads each held connection once.
+    pub(super) fn read_held(&mut self) -> Result<(), TransportError> {
+        let (sh, taken, held) = (&self.sh, &mut self.taken, &mut self.held);
+        sh.polled.store(true, Ordering::Relaxed);
+        let mut wake = false;
+        let mut i = 0;
+        while i < held.len() {
+            let r = held[i].rank;
+            let rx = &sh.peers[r].rx;
+            let Some(mut st) = rx.try_own() else {
+                if rx.lent() {
+                    i += 1;
+                } else {
+                    held.swap_remove(i);
+                }
+                continue;
+            };
+            wake |= sh.inbox.take_all(taken);
+            let before = taken.len();
+            // No reader yet (a dialled connection the thread has not installed):
+            // nothing to read, and the quiet clock runs.
+            let kept = match st.reader.as_mut() {
+                Some(reader) => {
+                    let outcome = reader.read(taken, sh.cfg.max_payload, 0, BUDGET, true);
+                    rx::settle(sh, r, &mut st, outcome).is_some()
+                }
+                None => true,
+            };
+            drop(st);
+            if !kept {
+                held.swap_remove(i);
+                continue;
+            }
+            if taken.len() > before {
+                held[i].quiet_since = None;
+            } else {
+                let now = Instant::now();
+                let since = *held[i].quiet_since.get_or_insert(now);
+                if now.duration_since(since) >= sh.cfg.hot_for {
+                    held.swap_remove(i);
+                    if let Err(e) = rx.hand_back(&sh.registry, r) {
+                        let why = format!("the progress thread cannot watch the connection: {e}");
+                        rx.close(&sh.registry);
+                        sh.peers[r].lost(why, &sh.inbox);
+                    }
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        if wake {
+            self.wake()?;
+        }
+        Ok(())
+    }
+}
