@@ -41,6 +41,24 @@ impl Boot {
         }
     }
 
+    /// Publishes `value` under `key` for the other ranks (no-op for a singleton).
+    pub fn put(&mut self, key: &str, value: &str) -> Result<(), CoreError> {
+        if let Some(p) = self.pmi.as_mut() {
+            p.put(key, value)?;
+        }
+        Ok(())
+    }
+
+    /// Reads what some rank published under `key` before the last fence.
+    pub fn get(&mut self, key: &str) -> Result<String, CoreError> {
+        match self.pmi.as_mut() {
+            Some(p) => Ok(p.get(key)?),
+            None => Err(CoreError::Unsupported(format!(
+                "key {key:?}: a singleton has no launcher to read it from"
+            ))),
+        }
+    }
+
     /// A job-wide fence (no-op for a singleton).
     pub fn fence(&mut self) -> Result<(), CoreError> {
         if let Some(p) = self.pmi.as_mut() {

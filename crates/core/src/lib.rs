@@ -29,6 +29,7 @@ pub mod collectives;
 pub mod config;
 pub mod error;
 mod net;
+mod netconf;
 pub mod peers;
 mod progress;
 mod protocol;

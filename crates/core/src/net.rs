@@ -1,19 +1,33 @@
 //! This rank's transports behind one surface: send by route, poll all of them.
 //!
-//! Polling order is shared memory first, then tcp; an empty tcp poll is one atomic
-//! load (its progress thread deposits arrivals in memory), so polling both costs
-//! about what polling one does (seed 002's unified polling).
+//! Only transports that some route uses exist here, so a job that never leaves the
+//! host polls shared memory alone. Polling order is shared memory, then tcp, then
+//! ofi (seed 002's unified polling):
+//! - an empty shm poll reads one cache line per ring or box;
+//! - an empty tcp poll is one atomic load (its progress thread deposits arrivals
+//!   in memory);
+//! - an empty ofi poll reads the completion queue, which also drives the provider's
+//!   progress — with the tcp provider that is an `epoll_wait` system call, a hundred
+//!   times a shm poll. So while shm routes exist, [`OfiPoller`] reads it only on
+//!   every Nth empty pass (`NF_OFI_POLL_EVERY`), and on every pass for a while after
+//!   it found something or we sent over it (so an ofi conversation runs at full
+//!   speed); without shm routes it reads it on every pass.
 
+use nf_transport::ofi::{OfiPacket, OfiTransport};
 use nf_transport::shm::{ShmPacket, ShmTransport};
 use nf_transport::tcp::{PeerState, TcpPacket, TcpTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 
 use crate::peers::{Peers, Route};
 
+/// Passes after ofi activity during which its queue is read on every pass.
+const OFI_HOT_PASSES: u32 = 4096;
+
 /// A packet from any transport.
 pub(crate) enum Incoming {
     Shm(ShmPacket),
     Tcp(TcpPacket),
+    Ofi(OfiPacket),
 }
 
 impl Incoming {
@@ -21,6 +35,7 @@ impl Incoming {
         match self {
             Incoming::Shm(p) => p,
             Incoming::Tcp(p) => p,
+            Incoming::Ofi(p) => p,
         }
     }
 }
@@ -37,10 +52,63 @@ impl Packet for Incoming {
     }
 }
 
+/// The ofi transport with its polling schedule (see the module doc).
+pub(crate) struct OfiPoller {
+    pub ofi: OfiTransport,
+    /// Read the queue on every `every`-th pass when idle (1: always).
+    every: u32,
+    /// Passes until the next idle read.
+    countdown: u32,
+    /// Passes left in which every pass reads the queue.
+    hot: u32,
+}
+
+impl OfiPoller {
+    /// Polls `ofi` on every pass, or on every `every`-th idle pass when `shared` (shm
+    /// routes exist whose latency an ofi read would add to).
+    pub fn new(ofi: OfiTransport, every: u32, shared: bool) -> OfiPoller {
+        let every = if shared { every.max(1) } else { 1 };
+        OfiPoller {
+            ofi,
+            every,
+            countdown: every,
+            hot: 0,
+        }
+    }
+
+    fn send(
+        &mut self,
+        dest: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<SendStatus, TransportError> {
+        self.hot = OFI_HOT_PASSES;
+        self.ofi.try_send(dest, meta, payload)
+    }
+
+    fn poll(&mut self) -> Result<Option<OfiPacket>, TransportError> {
+        if self.hot == 0 {
+            self.countdown -= 1;
+            if self.countdown > 0 {
+                return Ok(None);
+            }
+            self.countdown = self.every;
+        } else {
+            self.hot -= 1;
+        }
+        let got = self.ofi.poll();
+        if !matches!(got, Ok(None)) {
+            self.hot = OFI_HOT_PASSES;
+        }
+        got
+    }
+}
+
 /// The transports and the table saying which one reaches whom.
 pub(crate) struct Net {
     pub peers: Peers,
     pub shm: Option<ShmTransport>,
+    pub ofi: Option<OfiPoller>,
     pub tcp: Option<TcpTransport>,
 }
 
@@ -64,6 +132,11 @@ impl Net {
                 .as_mut()
                 .ok_or_else(|| Net::no_route(dest, "shm"))?
                 .try_send(local, meta, payload),
+            Route::Ofi => self
+                .ofi
+                .as_mut()
+                .ok_or_else(|| Net::no_route(dest, "ofi"))?
+                .send(dest, meta, payload),
             Route::Tcp => self
                 .tcp
                 .as_mut()
@@ -88,6 +161,11 @@ impl Net {
                 return Ok(Some((p.src(), Incoming::Tcp(p))));
             }
         }
+        if let Some(ofi) = self.ofi.as_mut() {
+            if let Some(p) = ofi.poll()? {
+                return Ok(Some((p.src(), Incoming::Ofi(p))));
+            }
+        }
         Ok(None)
     }
 
@@ -95,6 +173,7 @@ impl Net {
     pub fn max_payload(&self, dest: usize) -> usize {
         match self.peers.routes[dest] {
             Route::Shm(_) => self.shm.as_ref().map_or(0, Messaging::max_payload),
+            Route::Ofi => self.ofi.as_ref().map_or(0, |o| o.ofi.max_payload()),
             Route::Tcp => self.tcp.as_ref().map_or(0, Messaging::max_payload),
             Route::Myself => usize::MAX,
         }
@@ -109,8 +188,9 @@ impl Net {
     }
 
     /// The first peer that is gone: (rank, pid, or 0 when remote). A same-host peer
-    /// is gone when its process is; a remote one when its connection was lost or it
-    /// left the job (a normal exit sends no error, but nothing more will come).
+    /// is gone when its process is; a tcp peer when its connection was lost or it
+    /// left the job (a normal exit sends no error, but nothing more will come); an
+    /// ofi peer when an operation to it failed or made no progress for `dead_after`.
     pub fn dead_peer(&self) -> Option<(usize, u32)> {
         self.peers
             .routes
@@ -120,6 +200,10 @@ impl Net {
                 Route::Shm(local) => {
                     let shm = self.shm.as_ref()?;
                     (!shm.peer_alive(*local)).then(|| (rank, shm.peer_pid(*local).unwrap_or(0)))
+                }
+                Route::Ofi => {
+                    let lost = self.ofi.as_ref()?.ofi.peer_lost(rank).is_some();
+                    lost.then_some((rank, 0))
                 }
                 Route::Tcp => {
                     let state = self.tcp.as_ref()?.peer_state(rank);

@@ -8,8 +8,8 @@
 //! - `headtohead COUNT SIZE`: ranks 0 and 1 send to each other at the same time;
 //! - `collectives`: barrier, broadcast from every root, allreduce sum/min/max;
 //! - `badinput`: every misuse the API must refuse, with the error it must give;
-//! - `routes H0,H1,…`: rank r claims host Hr (run with `NF_HOST` set accordingly);
-//!   checks that same-host peers are reached by shm and the others by tcp;
+//! - `routes H0,H1,… NET`: rank r claims host Hr (run with `NF_HOST` set accordingly);
+//!   checks that same-host peers are reached by shm and the others by NET (tcp, ofi);
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
 //! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get a
 //!   `PeerDied` error naming it from their own liveness check, not hang.
@@ -26,6 +26,13 @@ const DATA: u16 = 1;
 type Check = Result<(), String>;
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("NF_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Err(e) = run(&args) {
         eprintln!("nf-core-check {}: FAILED: {e}", args.join(" "));
@@ -55,7 +62,11 @@ fn run(args: &[String]) -> Check {
         "collectives" => collectives(&world)?,
         "badinput" => bad_input(&world)?,
         "die" => die(&world, num(args, 1)? as usize)?,
-        "routes" => routes(&world, args.get(1).ok_or("missing host list")?)?,
+        "routes" => routes(
+            &world,
+            args.get(1).ok_or("missing host list")?,
+            args.get(2).ok_or("missing network transport")?,
+        )?,
 
         "vanish" => return vanish(&world, num(args, 1)? as usize),
         m => return Err(format!("unknown mode {m:?}")),
@@ -366,7 +377,7 @@ fn vanish(world: &World, victim: usize) -> Check {
     }
 }
 
-fn routes(world: &World, hosts: &str) -> Check {
+fn routes(world: &World, hosts: &str, net: &str) -> Check {
     let hosts: Vec<&str> = hosts.split(',').collect();
     let me = world.rank();
     for (r, host) in hosts.iter().enumerate() {
@@ -375,7 +386,7 @@ fn routes(world: &World, hosts: &str) -> Check {
         } else if *host == hosts[me] {
             "shm"
         } else {
-            "tcp"
+            net
         };
         let got = world.route(r).map_or("none", |x| x.name());
         if got != want {
