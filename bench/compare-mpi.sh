@@ -87,7 +87,7 @@ git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
 
 echo "compare-mpi: building the MPI ping-pong and nf (release) ..." >&2
 mpi_bin=$out/pingpong-mpi
-mpicc -O2 -Wall -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" -lm
+mpicc -O2 -Wall -I"$repo/bench/c" -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" "$repo/bench/c/ppreport.c" -lm
 (cd "$repo" && cargo build --release -p nf-cli)
 nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
 [[ $nf = /* ]] || nf=$repo/$nf
