@@ -13,6 +13,7 @@
 //! | `NF_PEER_CHECK_MS` | how often a waiting rank checks that its peers are alive | `250` |
 //! | `NF_TRANSPORTS` | transports a job may use, comma-separated: `shm`, `ofi`, `tcp`; same host → shm, other hosts → ofi when both ends open it, else tcp | `shm,ofi,tcp` |
 //! | `NF_TCP_BIND` | address the network transports bind (tcp listener; ofi's node for IP providers) | loopback if all peers are local, else the first non-loopback IPv4 |
+//! | `NF_TCP_HOT_US` | a tcp connection this rank sent on or received from is read directly by its polls for this long after its last traffic (then the progress thread serves it again); `0` leaves every arrival to the progress thread | `500` |
 //! | `NF_OFI_PROVIDER` | libfabric provider of the ofi transport (`tcp`, `verbs`, `efa`, …; `fi_info -l` lists them) | `tcp` |
 //! | `NF_OFI_NODE` | source address (node) the ofi endpoint binds | for `tcp`/`sockets`/`udp`: as `NF_TCP_BIND`; else the provider's choice |
 //! | `NF_OFI_POLL_EVERY` | while shm routes exist, the ofi completion queue is read on every Nth empty poll (reading it costs system calls with the tcp provider); 1 reads it on every poll | `32` |
@@ -61,6 +62,9 @@ pub struct Config {
     pub transports: Allowed,
     /// Address for the tcp listener, if set.
     pub tcp_bind: Option<IpAddr>,
+    /// How long a busy tcp connection stays read directly by this rank's polls; the
+    /// transport's default when `None`.
+    pub tcp_hot_for: Option<Duration>,
     /// The libfabric provider of the ofi transport.
     pub ofi_provider: String,
     /// Source address of the ofi endpoint, if set.
@@ -88,6 +92,7 @@ impl Default for Config {
             peer_check: Duration::from_millis(250),
             transports: Allowed::default(),
             tcp_bind: None,
+            tcp_hot_for: None,
             ofi_provider: "tcp".into(),
             ofi_node: None,
             ofi_poll_every: 32,
@@ -160,6 +165,9 @@ impl Config {
         }
         if let Some(ip) = var("NF_TCP_BIND", "an IP address")? {
             c.tcp_bind = Some(ip);
+        }
+        if let Some(us) = var::<u64>("NF_TCP_HOT_US", "microseconds")? {
+            c.tcp_hot_for = Some(Duration::from_micros(us));
         }
         if let Ok(p) = std::env::var("NF_OFI_PROVIDER") {
             if p.trim().is_empty() {

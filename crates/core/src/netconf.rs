@@ -34,6 +34,9 @@ pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool) -> TcpConfig {
     if let Some(d) = cfg.dead_after {
         t.dead_after = d;
     }
+    if let Some(h) = cfg.tcp_hot_for {
+        t.hot_for = h;
+    }
     t
 }
 

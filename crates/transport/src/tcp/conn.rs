@@ -8,9 +8,10 @@
 //! 3. Queue empty → write header, metadata and payload with one `sendmsg`; what the
 //!    socket did not take is copied into the queue.
 //!
-//! The progress thread drains the queue when the socket becomes writable. So that it
-//! need not take the lock on every event, a flag (`backlog`) says whether bytes are
-//! queued. Rules, which make sure queued bytes are never stranded:
+//! The progress thread drains the queue when the socket becomes writable, and the
+//! owner at every poll while it holds the connection (`rx.rs`, rule 4). So that
+//! neither need take the lock when there is nothing to do, a flag (`backlog`) says
+//! whether bytes are queued. Rules, which make sure queued bytes are never stranded:
 //! 1. The flag changes only under the peer's lock; it is true whenever the lock is
 //!    released with bytes queued.
 //! 2. When bytes stay queued, the flag was set *before* the last write attempt. A
@@ -160,7 +161,7 @@ impl Peer {
         }
     }
 
-    /// Writes queued bytes if there are any (the progress thread, on writable).
+    /// Writes queued bytes if there are any (on writable, or at the owner's poll).
     pub(crate) fn drain(&self, inbox: &Inbox) {
         if !self.backlog.load(Ordering::SeqCst) {
             return;

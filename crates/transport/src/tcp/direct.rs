@@ -4,10 +4,11 @@
 //!
 //! 1. Sending to a peer, or taking a packet from it, means more traffic is expected:
 //!    [`TcpTransport::expect`] holds the connection (or restarts its quiet clock).
-//! 2. A poll that finds nothing queued reads every held connection once
-//!    ([`TcpTransport::read_held`]): take its lock (skip it if the progress thread
-//!    is in it), take the inbox (rule 2 of `rx.rs`), read until the socket is empty
-//!    or a budget is spent.
+//! 2. A poll that finds nothing queued serves every held connection once
+//!    ([`TcpTransport::read_held`]): write out bytes queued for it (the thread no
+//!    longer watches it for room), take its lock (skip it if the progress thread is
+//!    in it), take the inbox (rule 2 of `rx.rs`), read until the socket is empty or
+//!    a budget is spent.
 //! 3. A held connection that gave nothing for `hot_for` goes back to the thread;
 //!    one the thread took back, or that closed, is dropped from the list.
 
@@ -45,13 +46,15 @@ impl TcpTransport {
 
     /// Steps 2 and 3: reads each held connection once.
     pub(super) fn read_held(&mut self) -> Result<(), TransportError> {
-        let (sh, taken, held) = (&self.sh, &mut self.taken, &mut self.held);
+        let (sh, taken, held, direct) =
+            (&self.sh, &mut self.taken, &mut self.held, &mut self.direct);
         sh.polled.store(true, Ordering::Relaxed);
         let mut wake = false;
         let mut i = 0;
         while i < held.len() {
             let r = held[i].rank;
             let rx = &sh.peers[r].rx;
+            sh.peers[r].drain(&sh.inbox);
             let Some(mut st) = rx.try_own() else {
                 if rx.lent() {
                     i += 1;
@@ -72,11 +75,13 @@ impl TcpTransport {
                 None => true,
             };
             drop(st);
+            let got = taken.len() - before;
+            *direct += got as u64;
             if !kept {
                 held.swap_remove(i);
                 continue;
             }
-            if taken.len() > before {
+            if got > 0 {
                 held[i].quiet_since = None;
             } else {
                 let now = Instant::now();

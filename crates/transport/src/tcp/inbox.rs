@@ -14,7 +14,7 @@
 //!    one of them always sees the other (a stall is never missed).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::recv::Deposit;
@@ -43,6 +43,8 @@ pub(crate) struct Inbox {
     count: AtomicUsize,
     bytes: AtomicUsize,
     stalled: AtomicBool,
+    /// Packets the progress thread read and deposited here, ever (for `stats`).
+    pub(crate) relayed: AtomicU64,
 }
 
 impl Inbox {
@@ -100,6 +102,10 @@ impl Inbox {
 
 impl Deposit for &Inbox {
     fn deposit(&mut self, batch: &mut Vec<Arrival>, bytes: usize) {
+        if !batch.is_empty() {
+            self.relayed
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        }
         self.push(batch, bytes);
     }
 

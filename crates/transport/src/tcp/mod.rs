@@ -84,7 +84,9 @@ pub struct TcpConfig {
     pub bind: IpAddr,
     /// The job cookie: connections presenting another one are refused.
     pub cookie: u64,
-    /// Largest payload of one packet; every rank must use the same value.
+    /// Largest payload of one packet; every rank must use the same value. A message
+    /// up to this size crosses as one frame, read into one recycled buffer and used
+    /// by the core in place, without the copy that reassembling fragments costs.
     pub max_payload: usize,
     /// Bytes queued per peer before sends to it get `NoCredit`.
     pub queue_limit: usize,
@@ -109,7 +111,7 @@ impl Default for TcpConfig {
         TcpConfig {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             cookie: 0,
-            max_payload: 256 * 1024,
+            max_payload: 4 << 20,
             queue_limit: 4 << 20,
             recv_limit: 64 << 20,
             connect_timeout: Duration::from_secs(30),
@@ -134,6 +136,15 @@ pub enum PeerState {
     Lost,
 }
 
+/// How the packets received so far were read (for tests and benchmarks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Packets the owner's polls read from their sockets themselves.
+    pub direct: u64,
+    /// Packets the progress thread read and left in the inbox.
+    pub relayed: u64,
+}
+
 /// What the owner and the progress thread share.
 pub(crate) struct Shared {
     pub(crate) cfg: TcpConfig,
@@ -152,6 +163,8 @@ pub(crate) struct Shared {
     /// Set by the owner's polls while it holds connections; cleared by the progress
     /// thread at each tick (`rx.rs`, rule 4).
     pub(crate) polled: AtomicBool,
+    /// We said goodbye: a peer closing now is leaving too (`rx::settle`).
+    pub(crate) leaving: AtomicBool,
 }
 
 /// One rank's endpoint of the tcp transport.
@@ -163,6 +176,8 @@ pub struct TcpTransport {
     taken: VecDeque<Arrival>,
     /// Connections this owner holds and reads itself.
     held: Vec<Held>,
+    /// Packets read by `read_held`.
+    direct: u64,
     addr: SocketAddr,
     graceful: bool,
 }
@@ -220,6 +235,7 @@ impl TcpTransport {
             stop: AtomicBool::new(false),
             registry,
             polled: AtomicBool::new(false),
+            leaving: AtomicBool::new(false),
         });
         let thread = progress::spawn(Arc::clone(&sh), poll, listener)
             .map_err(|e| net("starting the progress thread of", addr, e))?;
@@ -229,6 +245,7 @@ impl TcpTransport {
             thread: Some(thread),
             taken: VecDeque::new(),
             held: Vec::new(),
+            direct: 0,
             addr,
             graceful: true,
         })
@@ -312,6 +329,15 @@ impl TcpTransport {
         }
     }
 
+    /// How the packets received so far were read: by this owner's polls or by the
+    /// progress thread.
+    pub fn stats(&self) -> TcpStats {
+        TcpStats {
+            direct: self.direct,
+            relayed: self.sh.inbox.relayed.load(Ordering::Relaxed),
+        }
+    }
+
     /// Closes every connection without the goodbye, as a crashed process would (the
     /// peers see their connection lost); for fault tests and emergency exits.
     pub fn abort(mut self) {
@@ -391,6 +417,7 @@ impl Drop for TcpTransport {
     fn drop(&mut self) {
         let (peers, inbox) = (&self.sh.peers, &self.sh.inbox);
         if self.graceful {
+            self.sh.leaving.store(true, Ordering::Release);
             for p in peers {
                 p.say_goodbye(inbox);
             }

@@ -34,7 +34,7 @@ use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use super::handshake::{Pending, Step};
 use super::inbox::lock;
 use super::recv::{Outcome, Reader};
-use super::rx::{self, Visit, ARMED, TICK};
+use super::rx::{self, Visit, TICK, WATCH};
 use super::Shared;
 
 /// Token of the listening socket.
@@ -138,7 +138,12 @@ impl Engine {
                         if ev.is_writable() {
                             self.sh.peers[r].drain(&self.sh.inbox);
                         }
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                        // A lent connection's first event stops it being watched.
+                        if ev.is_readable()
+                            || ev.is_read_closed()
+                            || ev.is_error()
+                            || self.sh.peers[r].rx.lent()
+                        {
                             self.read(r);
                         }
                     }
@@ -163,7 +168,7 @@ impl Engine {
     fn read(&mut self, r: usize) {
         let sh = &self.sh;
         let rx = &sh.peers[r].rx;
-        let mut st = match rx.visit(&sh.registry, r) {
+        let mut st = match rx.visit(&sh.registry) {
             Ok(Visit::Read(st)) => st,
             Ok(Visit::Lent) => {
                 if self.lent.is_empty() {
@@ -322,11 +327,11 @@ impl Engine {
         if was_pending {
             self.poll
                 .registry()
-                .reregister(&mut SourceFd(&fd), Token(r), ARMED)
+                .reregister(&mut SourceFd(&fd), Token(r), WATCH)
         } else {
             self.poll
                 .registry()
-                .register(&mut SourceFd(&fd), Token(r), ARMED)
+                .register(&mut SourceFd(&fd), Token(r), WATCH)
         }
     }
 

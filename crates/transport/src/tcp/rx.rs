@@ -21,18 +21,18 @@
 //! 2. The progress thread deposits into the inbox under that lock. The owner takes
 //!    the lock, then takes the inbox, then reads: what the thread read earlier from a
 //!    connection comes out before what the owner reads (per-pair order).
-//! 3. Epoll's read interest changes only under the lock: the progress thread removes
-//!    it (disarms) when, holding the lock, it finds the owner holds the connection;
-//!    `hand_back` clears `app` and restores the interest under the lock. Since only
-//!    `hand_back` clears `app`, a connection the thread holds is armed whenever the
-//!    lock is free, so arrivals wake the thread. Restoring the interest
-//!    (`EPOLL_CTL_MOD`) reports data that is already there, so bytes that came while
-//!    the owner held the connection are not stranded.
-//! 4. While the owner holds a connection it reads it at every poll that finds nothing
-//!    queued. A taken connection is disarmed at the first arrival after the take (one
-//!    wake per take at most); the thread then lists it as lent and wakes every
-//!    [`TICK`]: if the owner did not poll since the previous tick, the thread hands it
-//!    back (rule 3) and serves it.
+//! 3. Whether epoll watches the connection changes only under the lock: the progress
+//!    thread stops watching it when, holding the lock, it finds the owner holds the
+//!    connection; `hand_back` clears `app` and watches it again under the lock. Since
+//!    only `hand_back` clears `app`, a connection the thread holds is watched whenever
+//!    the lock is free, so arrivals wake the thread. Watching again reports what is
+//!    already there (epoll checks readiness when a file is added), so bytes that came
+//!    while the owner held the connection are not stranded, nor is queued output.
+//! 4. While the owner holds a connection it reads it, and writes out its queued bytes
+//!    (`conn.rs`), at every poll that finds nothing queued. A taken connection stops
+//!    being watched at its first event after the take (one wake per take at most);
+//!    the thread then lists it as lent and wakes every [`TICK`]: if the owner did not
+//!    poll since the previous tick, the thread hands it back (rule 3) and serves it.
 //! 5. The cost: an empty poll while no connection is held by the owner stays one
 //!    atomic load; while some are, one `recv` each.
 
@@ -53,18 +53,15 @@ use super::Shared;
 pub(crate) const TICK: Duration = Duration::from_millis(10);
 
 /// What epoll watches on a connection the thread holds: arrivals and room to write.
-pub(crate) const ARMED: Interest = Interest::READABLE.add(Interest::WRITABLE);
-/// What epoll watches on a connection the owner holds: room to write (the outgoing
-/// queue still drains from the thread).
-const DISARMED: Interest = Interest::WRITABLE;
+pub(crate) const WATCH: Interest = Interest::READABLE.add(Interest::WRITABLE);
 
 /// A connection's read state, under its lock.
 #[derive(Default)]
 pub(crate) struct RxState {
     /// The connection's reader; `None` before it is connected and after it closed.
     pub(crate) reader: Option<Reader>,
-    /// Whether epoll watches arrivals on it (rule 3).
-    armed: bool,
+    /// Whether the connection is registered with epoll (rule 3).
+    watched: bool,
 }
 
 /// One peer's read side, shared by the progress thread and the owner.
@@ -85,11 +82,11 @@ pub(crate) enum Visit<'a> {
 
 impl Rx {
     /// Starts serving an established connection from the thread (already registered
-    /// with [`ARMED`] interest under `token`).
+    /// with [`WATCH`] interest under its peer's rank).
     pub(crate) fn install(&self, reader: Reader) {
         let mut st = lock(&self.state);
         st.reader = Some(reader);
-        st.armed = true;
+        st.watched = true;
     }
 
     /// The owner takes the connection; true if it was the thread's until now.
@@ -103,17 +100,17 @@ impl Rx {
     }
 
     /// The progress thread's entry (rules 3 and 4): the state to read from, or
-    /// `Lent` after making sure epoll no longer wakes it for arrivals.
-    pub(crate) fn visit(&self, registry: &Registry, token: usize) -> io::Result<Visit<'_>> {
+    /// `Lent` after making sure epoll no longer wakes it for this connection.
+    pub(crate) fn visit(&self, registry: &Registry) -> io::Result<Visit<'_>> {
         let mut st = lock(&self.state);
         if !self.app.load(Ordering::Acquire) {
             return Ok(Visit::Read(st));
         }
-        if st.armed {
+        if st.watched {
             if let Some(reader) = &st.reader {
-                reregister(registry, reader, token, DISARMED)?;
+                registry.deregister(&mut SourceFd(&reader.stream.as_raw_fd()))?;
             }
-            st.armed = false;
+            st.watched = false;
         }
         Ok(Visit::Lent)
     }
@@ -132,14 +129,16 @@ impl Rx {
     }
 
     /// Gives the connection back to the thread (rule 3); either side may call it.
+    /// `token` is the peer's rank.
     pub(crate) fn hand_back(&self, registry: &Registry, token: usize) -> io::Result<()> {
         let mut st = lock(&self.state);
         self.app.store(false, Ordering::Release);
-        if !st.armed {
+        if !st.watched {
             if let Some(reader) = &st.reader {
-                reregister(registry, reader, token, ARMED)?;
+                let fd = reader.stream.as_raw_fd();
+                registry.register(&mut SourceFd(&fd), Token(token), WATCH)?;
             }
-            st.armed = true;
+            st.watched = true;
         }
         Ok(())
     }
@@ -154,18 +153,18 @@ impl Rx {
 /// [`Rx::close`] for a caller that already holds the state.
 pub(crate) fn close(st: &mut RxState, registry: &Registry) {
     if let Some(reader) = st.reader.take() {
-        let _ = registry.deregister(&mut SourceFd(&reader.stream.as_raw_fd()));
+        if st.watched {
+            let _ = registry.deregister(&mut SourceFd(&reader.stream.as_raw_fd()));
+        }
     }
-    st.armed = false;
-}
-
-fn reregister(registry: &Registry, reader: &Reader, token: usize, i: Interest) -> io::Result<()> {
-    registry.reregister(&mut SourceFd(&reader.stream.as_raw_fd()), Token(token), i)
+    st.watched = false;
 }
 
 /// Acts on why a reader stopped, for either side: a goodbye, a closed connection or
 /// garbage closes the read side and tells the peer's sending side (which reports a
-/// loss once through the inbox); anything else is returned for the caller.
+/// loss once through the inbox); anything else is returned for the caller. Once we
+/// have said goodbye ourselves, a peer that closes without one is leaving too (it
+/// skips its goodbye to a rank that already left): no loss.
 pub(crate) fn settle(sh: &Shared, r: usize, st: &mut RxState, outcome: Outcome) -> Option<Outcome> {
     let peer = &sh.peers[r];
     match outcome {
@@ -173,6 +172,11 @@ pub(crate) fn settle(sh: &Shared, r: usize, st: &mut RxState, outcome: Outcome) 
             close(st, &sh.registry);
             peer.left();
             tracing::debug!(peer = r, "tcp: peer said goodbye");
+        }
+        Outcome::Closed(why) if sh.leaving.load(Ordering::Acquire) => {
+            close(st, &sh.registry);
+            peer.left();
+            tracing::debug!(peer = r, "tcp: peer closed while we leave: {why}");
         }
         Outcome::Closed(why) => {
             close(st, &sh.registry);
