@@ -4,7 +4,7 @@
 set -euo pipefail
 
 need_pkgs=()
-for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin; do
+for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin iperf3; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if ((${#need_pkgs[@]})); then
