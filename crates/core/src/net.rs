@@ -13,6 +13,8 @@
 //!   it found something or we sent over it (so an ofi conversation runs at full
 //!   speed); without shm routes it reads it on every pass.
 
+use std::time::Duration;
+
 use nf_transport::ofi::{OfiPacket, OfiTransport};
 use nf_transport::shm::{ShmPacket, ShmTransport};
 use nf_transport::tcp::{PeerState, TcpPacket, TcpTransport};
@@ -167,6 +169,25 @@ impl Net {
             }
         }
         Ok(None)
+    }
+
+    /// Whether a waiting rank should park now: every peer is reached over tcp (its
+    /// sockets and inbox can wake us; shared memory and ofi cannot) and spinning
+    /// does not pay (`TcpTransport::spin_pays`).
+    pub fn should_park(&self) -> bool {
+        match (&self.shm, &self.ofi, &self.tcp) {
+            (None, None, Some(tcp)) => !tcp.spin_pays(),
+            _ => false,
+        }
+    }
+
+    /// Sleeps until a network arrival may be waiting, at most `timeout` (only when
+    /// [`Net::should_park`] can be true; otherwise returns at once).
+    pub fn park(&mut self, timeout: Duration) -> Result<(), TransportError> {
+        match (&self.shm, &self.ofi, self.tcp.as_mut()) {
+            (None, None, Some(tcp)) => tcp.park(timeout),
+            _ => Ok(()),
+        }
     }
 
     /// Largest payload of one packet to `dest`.

@@ -4,10 +4,23 @@
 //! (8 ranks on a 2-core CI machine) a spinning rank steals the core of the rank it
 //! waits for, so [`WaitMode::Yield`] escalates: spin a little, then `sched_yield`,
 //! then nap for a few microseconds, resetting whenever progress was made.
+//!
+//! Poll-then-block (seed 004): unless the mode is `Spin`, a wait that found nothing
+//! for [`Waiter::park_after`] (`NF_PARK_US`) parks — sleeps in `poll(2)` on the
+//! network until something may have arrived — when every peer is reached over tcp,
+//! whose sockets can wake it (shared memory and ofi cannot), and spinning does not
+//! pay (`Net::should_park`): arrivals come through the tcp progress thread, which a
+//! spinning rank only keeps from the CPU, or a bulk transfer is in flight, which the
+//! kernel moves faster when the waiting rank sleeps (as a blocking socket does).
+//! A rank that reads its connections itself keeps spinning for round trips: its
+//! reply costs no wake-up, and a rank that slept wakes late on a busy machine.
 
 use std::time::Duration;
 
 use crate::config::WaitMode;
+
+/// Longest single park; waits re-check their condition and peers between parks.
+pub const PARK_MAX: Duration = Duration::from_millis(10);
 
 const SPINS: u32 = 256;
 const YIELDS: u32 = 2048;
@@ -17,17 +30,28 @@ const NAP: Duration = Duration::from_micros(20);
 #[derive(Debug, Clone, Copy)]
 pub struct Waiter {
     spin_only: bool,
+    /// Spin before parking; `None`: never.
+    park_after: Option<Duration>,
 }
 
 impl Waiter {
-    /// Resolves `Auto` against the ranks on this host and the cores we may use.
-    pub fn new(mode: WaitMode, local_ranks: usize) -> Waiter {
+    /// Resolves `Auto` against the ranks on this host and the cores we may use;
+    /// `park_after` is how long to spin before parking, `None` for never.
+    pub fn new(mode: WaitMode, local_ranks: usize, park_after: Option<Duration>) -> Waiter {
         let spin_only = match mode {
             WaitMode::Spin => true,
             WaitMode::Yield => false,
             WaitMode::Auto => local_ranks <= available_cores(),
         };
-        Waiter { spin_only }
+        Waiter {
+            spin_only,
+            park_after: park_after.filter(|_| mode != WaitMode::Spin),
+        }
+    }
+
+    /// How long a wait spins before it may park (`None`: never).
+    pub fn park_after(&self) -> Option<Duration> {
+        self.park_after
     }
 
     /// Whether this rank busy-polls.

@@ -136,8 +136,8 @@ pub(crate) fn connect(boot: &mut Boot, cfg: &Config) -> Result<Net, CoreError> {
             ofi = opened.ok();
         }
         if allowed.tcp {
-            let t =
-                TcpTransport::listen(netconf::tcp(cfg, &boot.job, remote_hosts), me, boot.size)?;
+            let tcp_cfg = netconf::tcp(cfg, &boot.job, remote_hosts, shm.is_some());
+            let t = TcpTransport::listen(tcp_cfg, me, boot.size)?;
             boot.put(&key("tcp", me), &t.local_addr().to_string())?;
             tcp = Some(t);
         }

@@ -64,13 +64,18 @@ fn hosts(lines: &[String], k: usize) -> Vec<String> {
             let w: Vec<&str> = l.split_whitespace().collect();
             (w.first() == Some(&"host")).then(|| {
                 assert_eq!(w.len(), 4, "bad host line {l:?}");
-                assert!(w[3].starts_with("10.251."), "address outside the fixture: {l:?}");
+                assert!(
+                    w[3].starts_with("10.251."),
+                    "address outside the fixture: {l:?}"
+                );
                 w[2].to_owned()
             })
         })
         .collect();
     assert_eq!(names.len(), k, "{lines:?}");
-    assert!(lines.iter().any(|l| l.starts_with("subnet 10.251.") && l.ends_with(".0/24")));
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("subnet 10.251.") && l.ends_with(".0/24")));
     assert!(lines.iter().any(|l| l.starts_with("bridge ")));
     names
 }

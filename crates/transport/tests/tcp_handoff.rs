@@ -272,3 +272,72 @@ fn garbage_on_a_held_connection_is_refused() {
         "the garbage was read by the owner itself"
     );
 }
+
+/// Parks `b` for at most `limit` in a thread while rank 0 sends it one packet after
+/// `delay`; returns how long the park lasted and the packet's metadata.
+fn park_until_arrival(
+    mut a: TcpTransport,
+    mut b: TcpTransport,
+    delay: Duration,
+    limit: Duration,
+) -> (Duration, Vec<u8>) {
+    thread::scope(|s| {
+        let parked = s.spawn(move || {
+            let t = Instant::now();
+            b.park(limit).unwrap();
+            let took = t.elapsed();
+            (took, poll_one(&mut b).unwrap().meta().to_vec())
+        });
+        thread::sleep(delay);
+        assert_eq!(a.try_send(1, b"wake", b"").unwrap(), SendStatus::Sent);
+        let got = parked.join().unwrap();
+        drop(a);
+        got
+    })
+}
+
+#[test]
+fn a_parked_owner_wakes_when_a_held_connection_has_bytes() {
+    let (a, b) = held_pair();
+    let limit = Duration::from_secs(20);
+    let (took, meta) = park_until_arrival(a, b, Duration::from_millis(50), limit);
+    assert_eq!(meta, b"wake");
+    // Woken by the arrival, not by the end of its (generous) timeout.
+    assert!(took < limit / 2, "parked {took:?} of {limit:?}");
+}
+
+#[test]
+fn a_parked_owner_wakes_when_the_thread_relays_an_arrival() {
+    // hot_for 0: the owner holds nothing; the progress thread reads and rings.
+    let cfg = TcpConfig {
+        hot_for: Duration::ZERO,
+        ..config()
+    };
+    let mut eps = job(vec![cfg; 2]);
+    let (b, a) = (eps.pop().unwrap(), eps.pop().unwrap());
+    let limit = Duration::from_secs(20);
+    let (took, meta) = park_until_arrival(a, b, Duration::from_millis(50), limit);
+    assert_eq!(meta, b"wake");
+    assert!(took < limit / 2, "parked {took:?} of {limit:?}");
+}
+
+#[test]
+fn park_returns_at_once_when_arrivals_wait() {
+    let cfg = TcpConfig {
+        hot_for: Duration::ZERO,
+        ..config()
+    };
+    let mut eps = job(vec![cfg; 2]);
+    let (mut b, mut a) = (eps.pop().unwrap(), eps.pop().unwrap());
+    assert_eq!(a.try_send(1, b"early", b"").unwrap(), SendStatus::Sent);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.stats().relayed == 0 {
+        assert!(Instant::now() < deadline, "the packet was never relayed");
+        thread::sleep(Duration::from_millis(1));
+    }
+    let limit = Duration::from_secs(20);
+    let t = Instant::now();
+    b.park(limit).unwrap();
+    assert!(t.elapsed() < limit / 2, "slept with an arrival waiting");
+    assert_eq!(poll_one(&mut b).unwrap().meta(), b"early");
+}

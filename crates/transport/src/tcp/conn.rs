@@ -189,6 +189,15 @@ impl Peer {
         }
     }
 
+    /// The connection to wait on while parked, and whether bytes are queued for it
+    /// (`park.rs`); `None` unless it is up.
+    pub(crate) fn parkable(&self) -> Option<(Arc<TcpStream>, bool)> {
+        match &lock(&self.tx).link {
+            Link::Up(s) => Some((Arc::clone(s), self.backlog.load(Ordering::SeqCst))),
+            _ => None,
+        }
+    }
+
     /// Bytes queued for this peer.
     pub(crate) fn queued(&self) -> usize {
         lock(&self.tx).queue.len()

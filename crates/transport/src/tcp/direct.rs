@@ -11,6 +11,9 @@
 //!    a budget is spent.
 //! 3. A held connection that gave nothing for `hot_for` goes back to the thread;
 //!    one the thread took back, or that closed, is dropped from the list.
+//! 4. At most [`MAX_HELD`] connections are held, the most recently busy ones: each
+//!    costs a `recv` per empty poll, so after traffic with many peers (an
+//!    all-to-all) the oldest go back to the thread at once.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -20,6 +23,8 @@ use super::{TcpTransport, TransportError};
 
 /// Bytes the owner reads from one connection in one poll at most.
 const BUDGET: usize = 1 << 20;
+/// Connections held at most (step 4).
+pub const MAX_HELD: usize = 4;
 
 /// A connection the owner holds.
 pub(crate) struct Held {
@@ -29,18 +34,36 @@ pub(crate) struct Held {
 }
 
 impl TcpTransport {
-    /// Step 1: traffic with `rank` is expected.
+    /// Steps 1 and 4: traffic with `rank` is expected.
     pub(super) fn expect(&mut self, rank: usize) {
         if self.sh.cfg.hot_for.is_zero() {
             return;
         }
         self.sh.peers[rank].rx.take();
-        match self.held.iter_mut().find(|h| h.rank == rank) {
-            Some(h) => h.quiet_since = None,
-            None => self.held.push(Held {
-                rank,
-                quiet_since: None,
-            }),
+        // Most recently busy last.
+        if let Some(i) = self.held.iter().position(|h| h.rank == rank) {
+            self.held[i].quiet_since = None;
+            self.held[i..].rotate_left(1);
+            return;
+        }
+        self.held.push(Held {
+            rank,
+            quiet_since: None,
+        });
+        if self.held.len() > MAX_HELD {
+            let oldest = self.held.remove(0).rank;
+            self.give_back(oldest);
+        }
+    }
+
+    /// Hands a connection back to the progress thread; a failure to watch it again
+    /// loses it (reported through the inbox).
+    fn give_back(&self, r: usize) {
+        let (sh, rx) = (&self.sh, &self.sh.peers[r].rx);
+        if let Err(e) = rx.hand_back(&sh.registry, r) {
+            let why = format!("the progress thread cannot watch the connection: {e}");
+            rx.close(&sh.registry);
+            sh.peers[r].lost(why, &sh.inbox);
         }
     }
 
@@ -50,6 +73,7 @@ impl TcpTransport {
             (&self.sh, &mut self.taken, &mut self.held, &mut self.direct);
         sh.polled.store(true, Ordering::Relaxed);
         let mut wake = false;
+        let mut cold = Vec::new();
         let mut i = 0;
         while i < held.len() {
             let r = held[i].rank;
@@ -88,19 +112,36 @@ impl TcpTransport {
                 let since = *held[i].quiet_since.get_or_insert(now);
                 if now.duration_since(since) >= sh.cfg.hot_for {
                     held.swap_remove(i);
-                    if let Err(e) = rx.hand_back(&sh.registry, r) {
-                        let why = format!("the progress thread cannot watch the connection: {e}");
-                        rx.close(&sh.registry);
-                        sh.peers[r].lost(why, &sh.inbox);
-                    }
+                    cold.push(r);
                     continue;
                 }
             }
             i += 1;
         }
+        for r in cold {
+            self.give_back(r);
+        }
         if wake {
             self.wake()?;
         }
         Ok(())
+    }
+}
+
+impl TcpTransport {
+    /// Whether a waiting owner does better to keep spinning than to park: it reads a
+    /// connection itself, so a reply costs no wake-up. Otherwise arrivals come
+    /// through the progress thread, which a spinning owner only keeps from the CPU.
+    pub fn spin_pays(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Parking means waiting for these connections: their quiet clocks restart, so
+    /// they stay held and a wake-up reads them at once.
+    pub(super) fn keep_held(&mut self) {
+        self.sh.polled.store(true, Ordering::Relaxed);
+        for h in &mut self.held {
+            h.quiet_since = None;
+        }
     }
 }

@@ -55,6 +55,7 @@ mod conn;
 mod direct;
 mod handshake;
 mod inbox;
+mod park;
 mod pool;
 mod progress;
 mod recv;
@@ -229,7 +230,7 @@ impl TcpTransport {
             cfg,
             hello,
             peers: (0..size).map(Peer::new).collect(),
-            inbox: Inbox::default(),
+            inbox: Inbox::new().map_err(|e| net("creating the inbox bell of", addr, e))?,
             pool: Arc::default(),
             dialled: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
