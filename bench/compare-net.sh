@@ -40,16 +40,9 @@
 # per pair, targets.{txt,json}, and compare.png (ping-pong curves of every side).
 set -euo pipefail
 
-die() {
-    echo "compare-net: $*" >&2
-    exit 1
-}
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-}
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
 alternations=3
 sizes=$(python3 -c 'print(",".join(str(1 << p) for p in range(3, 23)))' 2>/dev/null || echo 8)
 iters=10000
@@ -91,20 +84,15 @@ while (($#)); do
     esac
 done
 
-positive='^[1-9][0-9]*$'
-list='^[1-9][0-9]*(,[1-9][0-9]*)*$'
-[[ $alternations =~ $positive ]] || die "--alternations must be a positive integer, not '$alternations'"
-[[ $iters =~ $positive ]] || die "--iters must be a positive integer, not '$iters'"
+check_int --alternations "$alternations"
+check_int --iters "$iters"
 [[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
-[[ $iperf_seconds =~ $positive ]] || die "--iperf-seconds must be a positive integer, not '$iperf_seconds'"
+check_int --iperf-seconds "$iperf_seconds"
 for l in "$sizes" "$shm_sizes" "$fi_sizes"; do
-    [[ $l =~ $list ]] || die "size lists look like 8,64,4096, not '$l'"
+    check_sizes "$l"
 done
 [[ $(id -u) -eq 0 ]] || die "network namespaces need root; run as root"
 
-need() {
-    command -v "$1" >/dev/null 2>&1 || die "$1 not found: $2"
-}
 need cc "apt-get install gcc (scripts/setup.sh)"
 need mpicc "run scripts/setup.sh (openmpi-bin libopenmpi-dev)"
 need mpirun "run scripts/setup.sh (openmpi-bin)"
@@ -156,6 +144,14 @@ done
 [[ -n ${H[1]:-} && -n $subnet ]] || die "nf-netns did not bring the hosts up (see its message above)"
 echo "compare-net: hosts ${H[0]} (${A[0]}) and ${H[1]} (${A[1]}) on $subnet" >&2
 
+# Long commands run in the background and are waited for: bash defers a trap while a
+# foreground command runs, and this way a signal ends the script at once (the EXIT
+# trap then removes the hosts, which kills whatever still runs inside them).
+run() {
+    "$@" &
+    wait $!
+}
+
 common=(--iters "$iters" --warmup "$warmup")
 pp=("${common[@]}" --sizes "$sizes")
 c_extra=()
@@ -167,7 +163,7 @@ nf_hosts=(--remote "$repo/bench/net/netns-host.sh {host}" --pmi-bind "${A[0]}" -
 
 run_nf() { # NAME TRANSPORTS HOSTS SIZES K
     echo "== round $5: $1" >&2
-    NF_TRANSPORTS=$2 NF_BENCH_MAIN_HOST=${H[0]} "${bound[@]}" "${in0[@]}" "$nf" run --hosts "$3" \
+    NF_TRANSPORTS=$2 NF_BENCH_MAIN_HOST=${H[0]} run "${bound[@]}" "${in0[@]}" "$nf" run --hosts "$3" \
         "${nf_hosts[@]}" -- "$nf" bench pingpong "${common[@]}" --sizes "$4" \
         --json "$out/$1-$5.json" >"$out/$1-$5.txt" 2>&1 ||
         die "$1 failed in round $5; see $out/$1-$5.txt"
@@ -178,7 +174,7 @@ run_raw() {
     "${bound[@]}" "${in1[@]}" "$raw_bin" --listen "${A[1]}:47001" >"$out/raw-tcp-server-$1.txt" 2>&1 &
     local server=$!
     wait_listen 47001 || die "the raw-tcp echo side did not start in round $1; see $out/raw-tcp-server-$1.txt"
-    "${bound[@]}" "${in0[@]}" "$raw_bin" --connect "${A[1]}:47001" "${pp[@]}" "${c_extra[@]}" \
+    run "${bound[@]}" "${in0[@]}" "$raw_bin" --connect "${A[1]}:47001" "${pp[@]}" "${c_extra[@]}" \
         --json "$out/raw-tcp-$1.json" >"$out/raw-tcp-$1.txt" 2>&1 ||
         die "raw-tcp failed in round $1; see $out/raw-tcp-$1.txt"
     wait "$server" || die "the raw-tcp echo side failed in round $1; see $out/raw-tcp-server-$1.txt"
@@ -186,7 +182,11 @@ run_raw() {
 
 run_mpi() {
     echo "== round $1: openmpi-tcp" >&2
-    "${bound[@]}" "${in0[@]}" mpirun --allow-run-as-root --bind-to none \
+    # A session directory of its own: both namespaces have this machine's host name,
+    # and other jobs' leftovers in the shared /tmp/ompi.<host>.<uid> can collide.
+    mkdir -p "$out/ompi-$1"
+    run "${bound[@]}" "${in0[@]}" mpirun --allow-run-as-root --bind-to none \
+        --mca orte_tmpdir_base "$out/ompi-$1" \
         --mca plm_rsh_agent "$repo/tests/netns/mpirun-agent.sh" \
         --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet" \
         --mca pml ob1 --mca btl tcp,self --host "${H[0]}:1,${H[1]}:1" -np 2 \
@@ -210,7 +210,7 @@ run_iperf() {
         >"$out/iperf3-server-$1.txt" 2>&1 &
     local server=$!
     wait_listen 47002 || die "the iperf3 server did not start in round $1; see $out/iperf3-server-$1.txt"
-    "${bound[@]}" "${in0[@]}" iperf3 --client "${A[1]}" --port 47002 --time "$iperf_seconds" \
+    run "${bound[@]}" "${in0[@]}" iperf3 --client "${A[1]}" --port 47002 --time "$iperf_seconds" \
         --json >"$out/iperf3-$1.json" 2>&1 || true
     # iperf3 --json may exit 0 after a failure; its report says so.
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit("error" in r)' \
@@ -227,7 +227,7 @@ run_fi() {
             >"$out/fi-server-$s-$1.txt" 2>&1 &
         local server=$!
         wait_listen 47003 || die "fi_pingpong's server did not start in round $1; see $out/fi-server-$s-$1.txt"
-        "${bound[@]}" "${in0[@]}" fi_pingpong -p tcp -e rdm -P 47003 -I "$iters" -S "$s" \
+        run "${bound[@]}" "${in0[@]}" fi_pingpong -p tcp -e rdm -P 47003 -I "$iters" -S "$s" \
             "${A[1]}" >"$out/fi-$s-$1.txt" 2>&1 ||
             die "fi_pingpong failed in round $1; see $out/fi-$s-$1.txt"
         wait "$server" || die "fi_pingpong's server failed in round $1; see $out/fi-server-$s-$1.txt"

@@ -10,7 +10,7 @@
 //! | `NF_TUNE_FILE` | where `nf tune` caches its measurements | `$XDG_CACHE_HOME/ninefold/tune.json` or `~/.cache/ninefold/tune.json` |
 //! | `NF_MAX_PAYLOAD` | largest active-message payload accepted, sent or received | `1073741824` |
 //! | `NF_WAIT` | `spin`, `yield` (spin, then yield, then nap) or `auto` (spin unless oversubscribed) | `auto` |
-//! | `NF_PARK_US` | a wait that found nothing for this many microseconds sleeps in `poll(2)` until a network arrival may be waiting, when every peer is reached over tcp and spinning does not pay (see `wait.rs`; never with `NF_WAIT=spin`); `never` keeps spinning | `50` |
+//! | `NF_PARK_US` | a rank that does not busy-poll (see `NF_WAIT`) sleeps in `poll(2)` after a wait found nothing for this many microseconds, until a network arrival may be waiting, when every peer is reached over tcp and it reads no connection itself (see `wait.rs`); `never` keeps the spin / yield / nap escalation | `50` |
 //! | `NF_PEER_CHECK_MS` | how often a waiting rank checks that its peers are alive | `250` |
 //! | `NF_TRANSPORTS` | transports a job may use, comma-separated: `shm`, `ofi`, `tcp`; same host → shm, other hosts → ofi when both ends open it, else tcp | `shm,ofi,tcp` |
 //! | `NF_TCP_BIND` | address the network transports bind (tcp listener; ofi's node for IP providers) | loopback if all peers are local, else the first non-loopback IPv4 |

@@ -5,7 +5,8 @@
 //! ofi (seed 002's unified polling):
 //! - an empty shm poll reads one cache line per ring or box;
 //! - an empty tcp poll is one atomic load (its progress thread deposits arrivals
-//!   in memory);
+//!   in memory), plus one `recv` per connection the rank reads itself for a while
+//!   after traffic on it (`NF_TCP_HOT_US`: 500 µs when shm routes exist);
 //! - an empty ofi poll reads the completion queue, which also drives the provider's
 //!   progress — with the tcp provider that is an `epoll_wait` system call, a hundred
 //!   times a shm poll. So while shm routes exist, [`OfiPoller`] reads it only on

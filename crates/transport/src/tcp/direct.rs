@@ -83,7 +83,7 @@ impl TcpTransport {
                 if rx.lent() {
                     i += 1;
                 } else {
-                    held.swap_remove(i);
+                    held.remove(i);
                 }
                 continue;
             };
@@ -102,7 +102,7 @@ impl TcpTransport {
             let got = taken.len() - before;
             *direct += got as u64;
             if !kept {
-                held.swap_remove(i);
+                held.remove(i);
                 continue;
             }
             if got > 0 {
@@ -111,7 +111,7 @@ impl TcpTransport {
                 let now = Instant::now();
                 let since = *held[i].quiet_since.get_or_insert(now);
                 if now.duration_since(since) >= sh.cfg.hot_for {
-                    held.swap_remove(i);
+                    held.remove(i);
                     cold.push(r);
                     continue;
                 }
@@ -126,9 +126,7 @@ impl TcpTransport {
         }
         Ok(())
     }
-}
 
-impl TcpTransport {
     /// Whether a waiting owner does better to keep spinning than to park: it reads a
     /// connection itself, so a reply costs no wake-up. Otherwise arrivals come
     /// through the progress thread, which a spinning owner only keeps from the CPU.

@@ -16,8 +16,11 @@
 //! 2. Bytes queued → the packet joins the queue while the queue stays within
 //!    `queue_limit`, otherwise [`SendStatus::NoCredit`]: the caller polls (making
 //!    progress on its own receives) and retries: credit-based flow control.
-//! 3. The progress thread, or the next send, drains the queue when the socket is
-//!    writable. Per-pair order holds because each pair has one stream and one queue.
+//! 3. The progress thread, the next send, or the owner's poll while it holds the
+//!    connection (below) drains the queue when the socket is writable. Per-pair order
+//!    holds because each pair has one stream and one queue.
+//! 4. A packet up to `max_payload` (4 MiB by default) is one frame: the receiver
+//!    reads it into one recycled buffer and the core uses it in place.
 //!
 //! Receiving (seed 002's unified polling; see `progress.rs`, `rx.rs` and `recv.rs`):
 //! 1. The progress thread sleeps in epoll; on arrival it reads whole frames (lengths
@@ -26,13 +29,18 @@
 //! 2. [`Messaging::poll`] takes from the inbox: when it is empty that is one atomic
 //!    load, about what polling shared memory costs.
 //! 3. A connection the owner sent on or received from is *held* by the owner for
-//!    `hot_for` after its last traffic (`direct.rs`): a poll that finds the inbox
-//!    empty reads it directly with a non-blocking `recv`, and epoll stops waking the
+//!    `hot_for` after its last traffic (`direct.rs`; at most four at once): a poll
+//!    that finds the inbox empty reads it directly with a non-blocking `recv` (one
+//!    `recv` per held connection when nothing came), and epoll stops waking the
 //!    progress thread for it. That saves the thread's wake-up and the hop through the
-//!    inbox on every arrival (the latency of a polled raw socket). The handoff and
-//!    its rules (one reader at a time, order kept, nothing stranded) are in `rx.rs`.
+//!    inbox on every arrival, the difference between twice a raw socket's latency and
+//!    less than it. The handoff and its rules (one reader at a time, order kept,
+//!    nothing stranded; the thread takes connections back from an owner that stopped
+//!    polling) are in `rx.rs`.
 //! 4. The inbox is bounded (`recv_limit`): past it, the progress thread stops reading
 //!    and TCP's window stops the sender, whose queue fills, whose sends get `NoCredit`.
+//! 5. [`TcpTransport::park`] lets a waiting owner sleep in `poll(2)` until something
+//!    may have arrived (`park.rs`); the core decides when (`NF_PARK_US`).
 //!
 //! Faults:
 //! 1. A connection that closes without a goodbye, is reset, times out (`dead_after`)

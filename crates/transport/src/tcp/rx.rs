@@ -76,7 +76,7 @@ pub(crate) struct Rx {
 pub(crate) enum Visit<'a> {
     /// The thread holds it: read it.
     Read(MutexGuard<'a, RxState>),
-    /// The owner holds it (disarmed now, if it was not already): leave it.
+    /// The owner holds it (no longer watched now, if it still was): leave it.
     Lent,
 }
 
@@ -89,9 +89,12 @@ impl Rx {
         st.watched = true;
     }
 
-    /// The owner takes the connection; true if it was the thread's until now.
-    pub(crate) fn take(&self) -> bool {
-        !self.app.load(Ordering::Relaxed) && !self.app.swap(true, Ordering::AcqRel)
+    /// The owner takes the connection (the thread stops watching it at its next
+    /// event: rule 4).
+    pub(crate) fn take(&self) {
+        if !self.app.load(Ordering::Relaxed) {
+            self.app.store(true, Ordering::Release);
+        }
     }
 
     /// Whether the owner holds the connection.
