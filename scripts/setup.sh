@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for ninefold: Debian packages (Open MPI for the
-# comparison benchmark, a font for plots) and a Rust toolchain check. Idempotent.
+# comparison benchmark and the mpirun/PMIx tests, libpmix-dev for the PMIx shim, MPICH's
+# hydra for the PMI-2 tests — it stays second to Open MPI for `mpirun`/`mpicc` — a font
+# for plots) and a Rust toolchain check. Idempotent.
 set -euo pipefail
 
 need_pkgs=()
-for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin iperf3; do
+for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin libpmix-dev pkg-config mpich iperf3; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if ((${#need_pkgs[@]})); then

@@ -17,13 +17,15 @@
 //! | `NF_TCP_HOT_US` | a tcp connection this rank sent on or received from is read directly by its polls for this long after its last traffic (then the progress thread serves it again); `0` leaves every arrival to the progress thread | `500` with same-host (shm) peers, else `20000` |
 //! | `NF_OFI_PROVIDER` | libfabric provider of the ofi transport (`tcp`, `verbs`, `efa`, …; `fi_info -l` lists them) | `tcp` |
 //! | `NF_OFI_NODE` | source address (node) the ofi endpoint binds | for `tcp`/`sockets`/`udp`: as `NF_TCP_BIND`; else the provider's choice |
-//! | `NF_OFI_POLL_EVERY` | while shm routes exist, the ofi completion queue is read on every Nth empty poll (reading it costs system calls with the tcp provider); 1 reads it on every poll | `32` |
+//! | `NF_OFI_POLL_EVERY` | while shm routes exist, the ofi completion queue is read on every Nth empty poll (reading it costs system calls with the tcp provider); 1 reads it on every poll | `1024` |
 //! | `NF_DEAD_AFTER_MS` | a network peer that stops answering (host down, link cut) is lost after about this long: tcp user timeout and keepalive, ofi `dead_after` | tcp `20000`, ofi `30000` |
 //! | `NF_SHOW_TRANSPORTS` | if set (not `0`), rank 0 prints the peer × transport matrix after wire-up | unset |
 //! | `NF_HOST` | this host's identity (set by multi-host launchers; ranks with equal values share memory) | host name + boot id |
 //!
-//! The rank, size and wire-up come from the launcher (`NF_RANK`, `NF_SIZE`, `NF_PMI_ADDR`
-//! …, see `nf-pmi`); without them a program runs as a singleton, rank 0 of 1.
+//! The rank, size and wire-up come from the launcher: `nf run` (`NF_RANK`, `NF_SIZE`,
+//! `NF_PMI_ADDR` …), a PMIx launcher (`PMIX_NAMESPACE`, `PMIX_RANK`) or a PMI-2 one
+//! (`PMI_FD`, `PMI_RANK`, `PMI_SIZE`), with `NF_PMI_TIMEOUT` bounding every call (see
+//! `nf_pmi::bootstrap`); without any, a program runs as a singleton, rank 0 of 1.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -99,7 +101,7 @@ impl Default for Config {
             tcp_hot_for: None,
             ofi_provider: "tcp".into(),
             ofi_node: None,
-            ofi_poll_every: 32,
+            ofi_poll_every: 1024,
             dead_after: None,
             show_transports: false,
         }

@@ -28,6 +28,7 @@ mod buf;
 pub mod collectives;
 pub mod config;
 pub mod error;
+mod liveness;
 mod net;
 mod netconf;
 pub mod peers;

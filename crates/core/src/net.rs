@@ -14,17 +14,18 @@
 //!   it found something or we sent over it (so an ofi conversation runs at full
 //!   speed); without shm routes it reads it on every pass.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nf_transport::ofi::{OfiPacket, OfiTransport};
 use nf_transport::shm::{ShmPacket, ShmTransport};
 use nf_transport::tcp::{PeerState, TcpPacket, TcpTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 
+use crate::liveness::{Beat, Heartbeat};
 use crate::peers::{Peers, Route};
 
 /// Passes after ofi activity during which its queue is read on every pass.
-const OFI_HOT_PASSES: u32 = 4096;
+const OFI_HOT_PASSES: u32 = 256;
 
 /// A packet from any transport.
 pub(crate) enum Incoming {
@@ -55,9 +56,13 @@ impl Packet for Incoming {
     }
 }
 
-/// The ofi transport with its polling schedule (see the module doc).
+/// The ofi transport with its polling schedule (see the module doc) and the
+/// heartbeats of its peers (`liveness.rs`).
 pub(crate) struct OfiPoller {
     pub ofi: OfiTransport,
+    /// Packets received from each rank, ever (what a heartbeat watches).
+    heard: Vec<u64>,
+    heartbeat: Heartbeat,
     /// Read the queue on every `every`-th pass when idle (1: always).
     every: u32,
     /// Passes until the next idle read.
@@ -68,11 +73,15 @@ pub(crate) struct OfiPoller {
 
 impl OfiPoller {
     /// Polls `ofi` on every pass, or on every `every`-th idle pass when `shared` (shm
-    /// routes exist whose latency an ofi read would add to).
-    pub fn new(ofi: OfiTransport, every: u32, shared: bool) -> OfiPoller {
+    /// routes exist whose latency an ofi read would add to); a peer silent for
+    /// `dead_after` after a probe is lost.
+    pub fn new(ofi: OfiTransport, every: u32, shared: bool, dead_after: Duration) -> OfiPoller {
         let every = if shared { every.max(1) } else { 1 };
+        let size = ofi.size();
         OfiPoller {
             ofi,
+            heard: vec![0; size],
+            heartbeat: Heartbeat::new(size, dead_after),
             every,
             countdown: every,
             hot: 0,
@@ -100,8 +109,13 @@ impl OfiPoller {
             self.hot -= 1;
         }
         let got = self.ofi.poll();
-        if !matches!(got, Ok(None)) {
-            self.hot = OFI_HOT_PASSES;
+        match &got {
+            Ok(None) => {}
+            Ok(Some(p)) => {
+                self.heard[p.src()] += 1;
+                self.hot = OFI_HOT_PASSES;
+            }
+            Err(_) => self.hot = OFI_HOT_PASSES,
         }
         got
     }
@@ -191,6 +205,19 @@ impl Net {
         }
     }
 
+    /// Where this rank's network transports can be reached: (transport, address) with
+    /// tcp's `ip:port` and ofi's endpoint name in hex, as wire-up published them.
+    pub fn addresses(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.tcp {
+            out.push(("tcp", t.local_addr().to_string()));
+        }
+        if let Some(o) = &self.ofi {
+            out.push(("ofi", hex::encode(o.ofi.address())));
+        }
+        out
+    }
+
     /// Largest payload of one packet to `dest`.
     pub fn max_payload(&self, dest: usize) -> usize {
         match self.peers.routes[dest] {
@@ -207,6 +234,36 @@ impl Net {
             Route::Shm(local) => self.shm.as_ref()?.peer_pid(local),
             _ => None,
         }
+    }
+
+    /// One heartbeat check of every ofi peer not known lost (`liveness.rs`): sends
+    /// `probe` where a question is due. Returns a peer that is gone: its probe failed
+    /// at once, or it has not answered for `dead_after`.
+    pub fn heartbeat(&mut self, probe: &[u8]) -> Option<TransportError> {
+        let ofi = self.ofi.as_mut()?;
+        let now = Instant::now();
+        let peers = self.peers.routes.iter().enumerate();
+        for (rank, _) in peers.filter(|(_, r)| **r == Route::Ofi) {
+            if ofi.ofi.peer_lost(rank).is_some() {
+                continue;
+            }
+            let lost = |why: String| TransportError::PeerLost { peer: rank, why };
+            match ofi.heartbeat.step(rank, ofi.heard[rank], now) {
+                Beat::Quiet => {}
+                Beat::Ask => match ofi.send(rank, probe, &[]) {
+                    Ok(SendStatus::Sent) => {}
+                    Ok(SendStatus::NoCredit) => ofi.heartbeat.unask(rank),
+                    Err(e) => return Some(lost(format!("a liveness probe failed: {e}"))),
+                },
+                Beat::Silent(for_) => {
+                    return Some(lost(format!(
+                        "it has not answered a liveness probe for {for_:.1?} (it is gone, \
+                         its link is down, or it has not polled for that long)"
+                    )))
+                }
+            }
+        }
+        None
     }
 
     /// The first peer that is gone: (rank, pid, or 0 when remote). A same-host peer

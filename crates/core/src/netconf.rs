@@ -10,6 +10,13 @@ use nf_transport::tcp::TcpConfig;
 use crate::config::Config;
 use crate::wireup::hash_of;
 
+/// Largest ofi payload per packet: a packet (20 B header, metadata, payload) stays
+/// under `ofi_rxm`'s eager limit (16 KiB buffers, less its own header), so the tcp and
+/// verbs providers send every packet eagerly, in order on one connection. Larger
+/// packets go by rendezvous and complete behind later ones; under a sustained stream
+/// the receiver then has to hold more and more packets back to restore order.
+const OFI_MAX_PAYLOAD: usize = 16 * 1024 - 512;
+
 /// Providers whose endpoints bind an IP address (`FI_SOURCE` with a node name).
 const IP_PROVIDERS: [&str; 3] = ["tcp", "sockets", "udp"];
 
@@ -69,6 +76,7 @@ pub(crate) fn ofi(cfg: &Config, job: &str, remote_hosts: bool) -> OfiConfig {
         provider: cfg.ofi_provider.clone(),
         node,
         cookie: hash_of(job),
+        max_payload: OFI_MAX_PAYLOAD,
         ..OfiConfig::default()
     };
     if let Some(d) = cfg.dead_after {

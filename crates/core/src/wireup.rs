@@ -25,7 +25,7 @@ use nf_transport::ofi::OfiTransport;
 use nf_transport::shm::{segment, ShmTransport};
 use nf_transport::tcp::TcpTransport;
 
-use crate::bootstrap::Boot;
+use crate::bootstrap::Bootstrap;
 use crate::config::Config;
 use crate::error::CoreError;
 use crate::net::{Net, OfiPoller};
@@ -35,8 +35,9 @@ use crate::peers::{host_identity, Peers, Route};
 /// Longest reason for a failed ofi open that is published (the store limits values).
 const MAX_REASON: usize = 900;
 
-fn key(what: &str, rank: usize) -> String {
-    format!("nf.{what}.{rank}")
+/// The name of wire-up value `what` in the launcher's key-value exchange.
+fn key(what: &str) -> String {
+    format!("nf.{what}")
 }
 
 pub(crate) fn hash_of(s: &str) -> u64 {
@@ -46,14 +47,11 @@ pub(crate) fn hash_of(s: &str) -> u64 {
 }
 
 /// Publishes `value` under `what`, fences, and returns every rank's value.
-fn exchange(boot: &mut Boot, what: &str, value: &str) -> Result<Vec<String>, CoreError> {
-    let Some(pmi) = boot.pmi.as_mut() else {
-        return Ok(vec![value.to_owned()]);
-    };
-    pmi.put(&key(what, boot.rank), value)?;
-    pmi.fence()?;
-    (0..boot.size)
-        .map(|r| Ok(pmi.get(&key(what, r))?))
+fn exchange(boot: &mut dyn Bootstrap, what: &str, value: &str) -> Result<Vec<String>, CoreError> {
+    boot.put(&key(what), value)?;
+    boot.fence()?;
+    (0..boot.size())
+        .map(|r| Ok(boot.get(r, &key(what))?))
         .collect()
 }
 
@@ -94,21 +92,22 @@ impl OfiStatus {
 }
 
 /// Runs the wire-up steps above and returns the connected transports.
-pub(crate) fn connect(boot: &mut Boot, cfg: &Config) -> Result<Net, CoreError> {
-    let me = boot.rank;
+pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, CoreError> {
+    let (me, size) = (boot.rank(), boot.size());
+    let job = boot.job_id().to_owned();
     let allowed = cfg.transports;
     // Step 1.
     let host = host_identity();
     let hosts = exchange(boot, "host", &host)?;
-    let networked: Vec<bool> = (0..boot.size)
+    let networked: Vec<bool> = (0..size)
         .map(|r| allowed.needs_network(r, &hosts))
         .collect();
     let remote_hosts = hosts.iter().any(|h| *h != host);
 
     // Step 2. Ranks of several "hosts" may share one /dev/shm (network namespaces on
     // one machine), so segment names carry the host as well as the job.
-    let shm_job = format!("{}-{:08x}", boot.job, hash_of(&host) as u32);
-    let local: Vec<usize> = (0..boot.size).filter(|&r| hosts[r] == host).collect();
+    let shm_job = format!("{}-{:08x}", job, hash_of(&host) as u32);
+    let local: Vec<usize> = (0..size).filter(|&r| hosts[r] == host).collect();
     let local_rank = local.iter().position(|&r| r == me).expect("we are local");
     if local_rank == 0 {
         segment::reclaim_stale(&cfg.shm.dir, Duration::from_secs(60));
@@ -126,19 +125,18 @@ pub(crate) fn connect(boot: &mut Boot, cfg: &Config) -> Result<Net, CoreError> {
     let (mut ofi, mut tcp) = (None, None);
     if networked[me] {
         if allowed.ofi {
-            let opened =
-                OfiTransport::open(netconf::ofi(cfg, &boot.job, remote_hosts), me, boot.size);
+            let opened = OfiTransport::open(netconf::ofi(cfg, &job, remote_hosts), me, size);
             let status = match &opened {
                 Ok(t) => OfiStatus::Address(t.address()),
                 Err(e) => OfiStatus::Missing(e.to_string()),
             };
-            boot.put(&key("ofi", me), &status.encode())?;
+            boot.put(&key("ofi"), &status.encode())?;
             ofi = opened.ok();
         }
         if allowed.tcp {
-            let tcp_cfg = netconf::tcp(cfg, &boot.job, remote_hosts, shm.is_some());
-            let t = TcpTransport::listen(tcp_cfg, me, boot.size)?;
-            boot.put(&key("tcp", me), &t.local_addr().to_string())?;
+            let tcp_cfg = netconf::tcp(cfg, &job, remote_hosts, shm.is_some());
+            let t = TcpTransport::listen(tcp_cfg, me, size)?;
+            boot.put(&key("tcp"), &t.local_addr().to_string())?;
             tcp = Some(t);
         }
     }
@@ -164,7 +162,7 @@ pub(crate) fn connect(boot: &mut Boot, cfg: &Config) -> Result<Net, CoreError> {
         s.connect()?;
     }
     if let Some(o) = ofi.as_mut() {
-        let addrs: Vec<Option<Vec<u8>>> = (0..boot.size)
+        let addrs: Vec<Option<Vec<u8>>> = (0..size)
             .map(|r| match (&peers.routes[r], &statuses[r]) {
                 (Route::Ofi, Some(OfiStatus::Address(a))) => Some(a.clone()),
                 _ => None,
@@ -173,10 +171,10 @@ pub(crate) fn connect(boot: &mut Boot, cfg: &Config) -> Result<Net, CoreError> {
         o.connect(&addrs)?;
     }
     if let Some(t) = tcp.as_mut() {
-        let mut addrs = vec![None; boot.size];
+        let mut addrs = vec![None; size];
         for (rank, route) in peers.routes.iter().enumerate() {
             if *route == Route::Tcp {
-                let text = boot.get(&key("tcp", rank))?;
+                let text = boot.get(rank, &key("tcp"))?;
                 let addr: SocketAddr = text.parse().map_err(|_| CoreError::Protocol {
                     src: rank,
                     why: format!("published tcp address {text:?} is not an address"),
@@ -188,7 +186,7 @@ pub(crate) fn connect(boot: &mut Boot, cfg: &Config) -> Result<Net, CoreError> {
     }
     if cfg.show_transports {
         let row: Vec<&str> = peers.routes.iter().map(|r| r.name()).collect();
-        boot.put(&key("routes", me), &row.join(" "))?;
+        boot.put(&key("routes"), &row.join(" "))?;
     }
     boot.fence()?;
 
@@ -197,9 +195,10 @@ pub(crate) fn connect(boot: &mut Boot, cfg: &Config) -> Result<Net, CoreError> {
         s.unlink_own()?;
     }
     if cfg.show_transports && me == 0 {
-        print_matrix(boot, &peers)?;
+        print_matrix(boot)?;
     }
-    let ofi = ofi.map(|t| OfiPoller::new(t, cfg.ofi_poll_every, peers.uses_shm()));
+    let dead_after = netconf::ofi(cfg, &job, remote_hosts).dead_after;
+    let ofi = ofi.map(|t| OfiPoller::new(t, cfg.ofi_poll_every, peers.uses_shm(), dead_after));
     Ok(Net {
         peers,
         shm,
@@ -210,16 +209,16 @@ pub(crate) fn connect(boot: &mut Boot, cfg: &Config) -> Result<Net, CoreError> {
 
 /// The ofi status of every networked rank (indexed by rank, `None` for the others).
 fn read_ofi_statuses(
-    boot: &mut Boot,
+    boot: &mut dyn Bootstrap,
     networked: &[bool],
     ofi_allowed: bool,
 ) -> Result<Vec<Option<OfiStatus>>, CoreError> {
-    (0..boot.size)
+    (0..boot.size())
         .map(|r| {
-            if !ofi_allowed || !networked[boot.rank] || !networked[r] {
+            if !ofi_allowed || !networked[boot.rank()] || !networked[r] {
                 return Ok(None);
             }
-            let text = boot.get(&key("ofi", r))?;
+            let text = boot.get(r, &key("ofi"))?;
             OfiStatus::decode(r, &text).map(Some)
         })
         .collect()
@@ -245,18 +244,10 @@ fn warn_fallback(statuses: &[Option<OfiStatus>], provider: &str) {
 }
 
 /// Rank 0 prints who reaches whom by which transport (`nf run --show-transports`).
-fn print_matrix(boot: &mut Boot, peers: &Peers) -> Result<(), CoreError> {
-    let rows = match boot.pmi.as_mut() {
-        Some(pmi) => (0..boot.size)
-            .map(|r| Ok(pmi.get(&key("routes", r))?))
-            .collect::<Result<Vec<_>, CoreError>>()?,
-        None => vec![peers
-            .routes
-            .iter()
-            .map(|r| r.name())
-            .collect::<Vec<_>>()
-            .join(" ")],
-    };
+fn print_matrix(boot: &mut dyn Bootstrap) -> Result<(), CoreError> {
+    let rows = (0..boot.size())
+        .map(|r| boot.get(r, &key("routes")))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut out = format!("transports (row: from rank, column: to rank)\n{:>6}", "");
     for r in 0..rows.len() {
         out += &format!(" {r:>5}");

@@ -11,8 +11,15 @@
 //! - `routes H0,H1,… NET`: rank r claims host Hr (run with `NF_HOST` set accordingly);
 //!   checks that same-host peers are reached by shm and the others by NET (tcp, ofi);
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
-//! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get a
-//!   `PeerDied` error naming it from their own liveness check, not hang.
+//! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get an
+//!   error naming it (`PeerDied`, or a transport's `PeerLost`), not hang;
+//! - `idle DIR`: after a barrier, writes `DIR/addr-R` and waits for something that
+//!   never comes; passes only when the wait ends in an error naming a peer (its
+//!   link cut, say), which it also writes to `DIR/done-R`;
+//! - `stream MAXSECS MAXSIZE DIR`: the fault-test workload (see `stream.rs`).
+//!
+//! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
+//! (its wire-up source: nf run, PMIx, PMI-2, singleton).
 //!
 //! Exit status 0 means every check passed; failures print what differed.
 
@@ -20,6 +27,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use nf_core::{CoreError, ReduceOp, World};
+
+mod stream;
 
 const DATA: u16 = 1;
 
@@ -49,6 +58,14 @@ fn num(args: &[String], i: usize) -> Result<u64, String> {
 
 fn run(args: &[String]) -> Check {
     let world = World::init().map_err(|e| e.to_string())?;
+    if std::env::var_os("NF_CHECK_SAY_SOURCE").is_some() {
+        println!(
+            "rank {} of {} via {}",
+            world.rank(),
+            world.size(),
+            world.bootstrap_source()
+        );
+    }
     let mode = args.first().map(String::as_str).unwrap_or("");
     match mode {
         "integrity" => integrity(
@@ -69,6 +86,18 @@ fn run(args: &[String]) -> Check {
         )?,
 
         "vanish" => return vanish(&world, num(args, 1)? as usize),
+        "idle" => {
+            return idle(
+                &world,
+                std::path::Path::new(args.get(1).ok_or("missing directory")?),
+            )
+        }
+        "stream" => stream::stream(
+            &world,
+            num(args, 1)?,
+            num(args, 2)? as usize,
+            std::path::Path::new(args.get(3).ok_or("missing report directory")?),
+        )?,
         m => return Err(format!("unknown mode {m:?}")),
     }
     world.finalize().map_err(|e| format!("finalize: {e}"))
@@ -365,16 +394,39 @@ fn vanish(world: &World, victim: usize) -> Check {
     if world.rank() == victim {
         std::process::exit(0);
     }
+    let named = |e: &CoreError| match e {
+        CoreError::PeerDied { rank, .. } => *rank == victim,
+        CoreError::Transport(nf_transport::TransportError::PeerLost { peer, .. }) => {
+            *peer == victim
+        }
+        _ => false,
+    };
     match world.barrier() {
-        Err(CoreError::PeerDied { rank, .. }) if rank == victim => {
+        Err(e) if named(&e) => {
+            let rank = victim;
             println!("rank {}: peer death detected: rank {rank}", world.rank());
             // Stay a moment, so the other survivors detect the victim, not us.
-            std::thread::sleep(std::time::Duration::from_secs(1));
+            std::thread::sleep(std::time::Duration::from_secs(2));
             Ok(())
         }
-        Err(e) => Err(format!("expected PeerDied for rank {victim}, got {e}")),
+        Err(e) => Err(format!("expected an error naming rank {victim}, got {e}")),
         Ok(()) => Err("barrier completed without the vanished rank".into()),
     }
+}
+
+fn idle(world: &World, dir: &std::path::Path) -> Check {
+    let me = world.rank();
+    world.barrier().map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("addr-{me}")), "waiting\n").map_err(|e| e.to_string())?;
+    let lost = match world.wait_until(|| false) {
+        Err(CoreError::PeerDied { rank, .. }) => rank,
+        Err(CoreError::Transport(nf_transport::TransportError::PeerLost { peer, .. })) => peer,
+        Err(e) => return Err(format!("the wait ended in an error naming no peer: {e}")),
+        Ok(()) => unreachable!("the condition is never true"),
+    };
+    let line = format!("rank {me}: lost rank {lost} while waiting\n");
+    print!("{line}");
+    std::fs::write(dir.join(format!("done-{me}")), line).map_err(|e| e.to_string())
 }
 
 fn routes(world: &World, hosts: &str, net: &str) -> Check {
