@@ -183,7 +183,7 @@ impl<'w> Rma<'w> {
             .map(|p| if mine.contains(&p) { intros[p].pid } else { 0 })
             .collect();
         let patience = Patience::new(
-            Waiter::new(cfg.wait, mine.len()),
+            Waiter::new(cfg.wait, mine.len(), None),
             cfg.peer_check,
             Arc::new(pids),
         );
@@ -260,7 +260,7 @@ impl<'w> Rma<'w> {
         wire.barrier()?;
         own_ctl.mapping().unlink()?;
 
-        let spin = Waiter::new(cfg.wait, mine.len()).spins();
+        let spin = Waiter::new(cfg.wait, mine.len(), None).spins();
         let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin);
         Ok(Rma {
             _service: service,
