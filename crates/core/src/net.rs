@@ -16,24 +16,24 @@ pub(crate) enum Incoming {
     Tcp(TcpPacket),
 }
 
-impl Incoming {
-    fn packet(&self) -> &dyn Packet {
-        match self {
-            Incoming::Shm(p) => p,
-            Incoming::Tcp(p) => p,
-        }
-    }
-}
-
 impl Packet for Incoming {
     fn src(&self) -> usize {
-        self.packet().src()
+        match self {
+            Incoming::Shm(p) => p.src(),
+            Incoming::Tcp(p) => p.src(),
+        }
     }
     fn meta(&self) -> &[u8] {
-        self.packet().meta()
+        match self {
+            Incoming::Shm(p) => p.meta(),
+            Incoming::Tcp(p) => p.meta(),
+        }
     }
     fn payload(&self) -> &[u8] {
-        self.packet().payload()
+        match self {
+            Incoming::Shm(p) => p.payload(),
+            Incoming::Tcp(p) => p.payload(),
+        }
     }
 }
 
@@ -52,6 +52,7 @@ impl Net {
     }
 
     /// Queues one packet to rank `dest` (never ourselves) on its transport.
+    #[inline]
     pub fn try_send(
         &mut self,
         dest: usize,
@@ -77,6 +78,7 @@ impl Net {
     }
 
     /// The next packet from any transport, with its sender's rank.
+    #[inline]
     pub fn poll(&mut self) -> Result<Option<(usize, Incoming)>, TransportError> {
         if let Some(shm) = self.shm.as_mut() {
             if let Some(p) = shm.poll()? {

@@ -79,8 +79,6 @@ pub(crate) struct State {
     pub mailbox: HashMap<(u32, u16, usize), Vec<u8>>,
     /// Errors caused by peers' bad messages, for `poll` to report.
     pub peer_errors: VecDeque<CoreError>,
-    /// Messages delivered to handlers, ever.
-    pub delivered: u64,
     /// Spare receive buffers, so large receives do not fault fresh pages every time.
     pub spare: Vec<Vec<u8>>,
 }
@@ -115,6 +113,8 @@ pub struct World {
     pub(crate) state: RefCell<State>,
     /// >0 while a handler runs or a send waits: packets are then queued, not handled.
     pub(crate) depth: Cell<u32>,
+    /// Messages delivered to handlers, ever (outside `state`: counted on every message).
+    pub(crate) delivered: Cell<u64>,
     pub(crate) coll_seq: Cell<u32>,
     /// Largest payload of one packet to each rank (cached: on every send's path).
     max_packet: Vec<usize>,
@@ -162,6 +162,7 @@ impl World {
                 ..State::default()
             }),
             depth: Cell::new(0),
+            delivered: Cell::new(0),
             coll_seq: Cell::new(0),
         };
         world
@@ -292,7 +293,7 @@ impl World {
         }
         let frame_payload = self.max_packet[dest];
         if payload.len() <= frame_payload {
-            let meta = Meta::Eager { handler, header }.encode();
+            let meta = Meta::eager(handler, header);
             return self.send_packet(dest, meta.as_bytes(), payload);
         }
         let single_copy = self.single_copy
@@ -417,7 +418,7 @@ impl World {
             if cond() {
                 return Ok(());
             }
-            let progressed = self.progress()?;
+            let progressed = self.progress_until(&mut cond)?;
             if let Some(dead) = backoff.after(progressed) {
                 // What the dead peer sent before dying may still be queued for us.
                 self.progress()?;
@@ -438,13 +439,13 @@ impl World {
         // ends; drain it, and repeat while draining made handlers send more.
         loop {
             self.barrier()?;
-            let before = self.state.borrow().delivered;
+            let before = self.delivered.get();
             self.wait_until(|| {
                 let st = self.state.borrow();
                 st.deferred.is_empty() && st.ctrl.is_empty()
             })?;
             while self.progress()? > 0 {}
-            let mut handled = [self.state.borrow().delivered - before];
+            let mut handled = [self.delivered.get() - before];
             self.allreduce(&mut handled, crate::collectives::ReduceOp::Sum)?;
             if handled[0] == 0 {
                 break;
