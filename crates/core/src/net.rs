@@ -45,6 +45,7 @@ pub(crate) struct Net {
 }
 
 impl Net {
+    #[cold]
     fn no_route(dest: usize, what: &str) -> TransportError {
         TransportError::Config(format!(
             "rank {dest} has no {what} route, yet the peer table chose it"

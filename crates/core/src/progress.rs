@@ -388,10 +388,12 @@ impl World {
 
     fn run_handler(&self, am: &Am<'_>) -> Result<(), CoreError> {
         let h = self.handlers.borrow().get(am.handler);
-        let h = h.ok_or(CoreError::UnknownHandler {
-            src: am.src,
-            id: am.handler,
-        })?;
+        let Some(h) = h else {
+            return Err(CoreError::UnknownHandler {
+                src: am.src,
+                id: am.handler,
+            });
+        };
         self.delivered.set(self.delivered.get() + 1);
         let _nested = Nested::enter(self);
         h(self, am);

@@ -146,7 +146,9 @@ impl Meta<'_> {
         };
         let [h0, h1] = handler.to_le_bytes();
         e.buf[..4].copy_from_slice(&[EAGER, header.len() as u8, h0, h1]);
-        e.buf[4..e.len].copy_from_slice(header);
+        if !header.is_empty() {
+            e.buf[4..e.len].copy_from_slice(header);
+        }
         e
     }
 

@@ -28,7 +28,7 @@ use crate::error::CoreError;
 use crate::net::Net;
 use crate::peers::Route;
 use crate::protocol::{Meta, MAX_AM_HEADER};
-use crate::wait::Waiter;
+use crate::wait::{Backoff, Waiter};
 
 /// State of one rendezvous send, keyed by its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +254,30 @@ impl World {
     }
 
     /// [`World::send`] without the reserved-id check, for the runtime's own protocols.
+    #[inline]
     pub(crate) fn send_am(
+        &self,
+        dest: usize,
+        handler: HandlerId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        // The common case, one packet to another rank, stays small and inline.
+        let one_packet = dest < self.size
+            && dest != self.rank
+            && header.len() <= MAX_AM_HEADER
+            && payload.len() <= self.max_packet[dest]
+            && payload.len() <= self.cfg.max_payload;
+        if !one_packet {
+            return self.send_am_general(dest, handler, header, payload);
+        }
+        self.send_packet(dest, Meta::eager(handler, header).as_bytes(), payload)
+    }
+
+    /// Every other case of [`World::send_am`]: bad arguments, a send to ourselves,
+    /// and payloads that take fragments or a single-copy rendezvous.
+    #[inline(never)]
+    fn send_am_general(
         &self,
         dest: usize,
         handler: HandlerId,
@@ -293,8 +316,7 @@ impl World {
         }
         let frame_payload = self.max_packet[dest];
         if payload.len() <= frame_payload {
-            let meta = Meta::eager(handler, header);
-            return self.send_packet(dest, meta.as_bytes(), payload);
+            return self.send_packet(dest, Meta::eager(handler, header).as_bytes(), payload);
         }
         let single_copy = self.single_copy
             && matches!(self.routes[dest], Route::Shm(_))
@@ -309,7 +331,22 @@ impl World {
     }
 
     /// Sends one packet, polling (without running user handlers) while out of credit.
+    #[inline]
     pub(crate) fn send_packet(
+        &self,
+        dest: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        if self.net.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
+            return Ok(());
+        }
+        self.send_packet_blocked(dest, meta, payload)
+    }
+
+    /// [`World::send_packet`] once the receiver had no room: poll and retry.
+    #[inline(never)]
+    fn send_packet_blocked(
         &self,
         dest: usize,
         meta: &[u8],
@@ -317,13 +354,15 @@ impl World {
     ) -> Result<(), CoreError> {
         let mut backoff = Backoff::new(self);
         loop {
+            {
+                let _nested = Nested::enter(self);
+                let progressed = self.progress()?;
+                if let Some(dead) = backoff.after(progressed) {
+                    return Err(dead);
+                }
+            }
             if self.net.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
                 return Ok(());
-            }
-            let _nested = Nested::enter(self);
-            let progressed = self.progress()?;
-            if let Some(dead) = backoff.after(progressed) {
-                return Err(dead);
             }
         }
     }
@@ -471,45 +510,5 @@ impl<'a> Nested<'a> {
 impl Drop for Nested<'_> {
     fn drop(&mut self) {
         self.0.depth.set(self.0.depth.get() - 1);
-    }
-}
-
-/// Escalating idle policy plus a rate-limited check that peers are alive.
-///
-/// The clock is read only once a wait has been idle for a while: a wait that ends
-/// at the first poll (the common case for small messages) costs no clock read.
-pub(crate) struct Backoff<'a> {
-    world: &'a World,
-    idle: u32,
-    last_check: Option<std::time::Instant>,
-}
-
-impl<'a> Backoff<'a> {
-    pub(crate) fn new(world: &'a World) -> Self {
-        Backoff {
-            world,
-            idle: 0,
-            last_check: None,
-        }
-    }
-
-    /// Call after each progress attempt; returns a dead peer's error if one is found.
-    pub(crate) fn after(&mut self, progressed: usize) -> Option<CoreError> {
-        if progressed > 0 {
-            self.idle = 0;
-            return None;
-        }
-        self.idle = self.idle.saturating_add(1);
-        self.world.waiter.idle(self.idle);
-        if !self.idle.is_multiple_of(64) {
-            return None;
-        }
-        let now = std::time::Instant::now();
-        let since = *self.last_check.get_or_insert(now);
-        if now - since >= self.world.cfg.peer_check {
-            self.last_check = Some(now);
-            return self.world.dead_peer();
-        }
-        None
     }
 }

@@ -431,6 +431,7 @@ impl FastBox {
 
     /// Fills the slot of `ticket` and publishes it; only the box's sender, once the
     /// receiver has released `ticket - FAST_SLOTS` (rule 6).
+    #[inline]
     pub fn write(&self, ticket: u64, meta: &[u8], payload: &[u8]) {
         assert!(meta.len() <= META_MAX && meta.len() + payload.len() <= FAST_DATA);
         let p = self.slot(ticket);

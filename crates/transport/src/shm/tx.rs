@@ -99,6 +99,7 @@ impl Peer {
     }
 
     /// Steps 2–5: the packet goes through a frame of the peer's ring.
+    #[inline(never)]
     fn send_frame(&mut self, meta: &[u8], payload: &[u8]) -> Result<SendStatus, TransportError> {
         if self.last_fast && !self.fast_drained() {
             return Ok(SendStatus::NoCredit);
