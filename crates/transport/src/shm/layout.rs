@@ -467,6 +467,20 @@ impl FastBox {
     }
 }
 
+#[cfg(test)]
+impl FastBox {
+    /// Publishes `ticket` with arbitrary lengths, as a broken or hostile sender might.
+    pub(crate) fn forge(&self, ticket: u64, meta_len: u8, payload_len: u16) {
+        let p = self.slot(ticket);
+        // SAFETY: tests own the whole segment; plain stores to in-bounds fields.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).meta_len).write(meta_len);
+            std::ptr::addr_of_mut!((*p).payload_len).write(payload_len);
+        }
+        self.seq(ticket).store(ticket + 1, Ordering::Release);
+    }
+}
+
 /// Copies a short slice without a call to `memcpy` (most fast-box packets are a few
 /// bytes of metadata and a small payload, where the call costs more than the copy).
 ///

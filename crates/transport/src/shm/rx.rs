@@ -279,3 +279,81 @@ impl Drop for ShmPacket {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::layout::View;
+    use crate::shm::segment::segment_path;
+    use crate::shm::tx::Peer;
+    use crate::SendStatus;
+
+    /// Local rank 1's receiver and local rank 0's sender to it, over one real segment.
+    fn pair(dir: &std::path::Path) -> (Receiver, Peer, View) {
+        let geo = Geometry {
+            nrings: 1,
+            frames: 8,
+            frame_size: 1024,
+            nsenders: 2,
+        };
+        let path = segment_path(dir, "forged", 1);
+        let own = Segment::create(&path, geo, 1).unwrap();
+        let theirs = Segment::open(&path, 2).unwrap();
+        let view = *theirs.view();
+        (Receiver::new(own, 1), Peer::new(theirs, 0, 1), view)
+    }
+
+    fn corrupt_why(r: Result<Option<ShmPacket>, TransportError>) -> String {
+        match r {
+            Err(TransportError::Corrupt { why, .. }) => why,
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(p) => panic!("accepted a forged packet (got one: {})", p.is_some()),
+        }
+    }
+
+    #[test]
+    fn a_fast_slot_with_impossible_lengths_is_refused_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut rx, mut tx, view) = pair(dir.path());
+        assert_eq!(tx.try_send(&[1], &[2; 8]).unwrap(), SendStatus::Sent);
+        let p = rx.poll().unwrap().expect("the real packet");
+        assert_eq!((p.meta(), p.payload()), (&[1u8][..], &[2u8; 8][..]));
+        drop(p);
+        // Ticket 1, as a broken sender might publish it: metadata longer than allowed,
+        // then lengths that run past the slot.
+        view.fast_box(0).forge(1, META_MAX as u8 + 1, 0);
+        assert!(corrupt_why(rx.poll()).contains("lengths exceed"));
+        view.fast_box(0).forge(2, 0, u16::MAX);
+        assert!(corrupt_why(rx.poll()).contains("lengths exceed"));
+        assert!(rx.poll().unwrap().is_none(), "nothing else arrived");
+    }
+
+    #[test]
+    fn forged_ring_entries_are_refused_and_the_fast_box_still_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut rx, mut tx, view) = pair(dir.path());
+        let slots = view.ring_slots(0);
+        // A ring entry naming a frame that does not exist.
+        slots.slot(0).frame.store(999, Ordering::Relaxed);
+        slots.slot(0).seq.store(1, Ordering::Release);
+        assert!(corrupt_why(rx.poll()).contains("frame index 999"));
+        // A frame claiming to come from the receiver itself.
+        assert_eq!(view.in_use(0, 3).swap(1, Ordering::Acquire), 0);
+        view.write_frame(0, 3, 1, &[9], &[9; 100]);
+        slots.slot(1).frame.store(3, Ordering::Relaxed);
+        slots.slot(1).seq.store(2, Ordering::Release);
+        assert!(corrupt_why(rx.poll()).contains("sender 1 is not a peer"));
+        assert_eq!(
+            view.in_use(0, 3).load(Ordering::Acquire),
+            0,
+            "the refused frame is free again"
+        );
+        assert!(rx.poll().unwrap().is_none());
+        assert_eq!(tx.try_send(&[7], b"still here").unwrap(), SendStatus::Sent);
+        let p = rx.poll().unwrap().expect("the fast box is unaffected");
+        assert_eq!(
+            (p.src(), p.meta(), p.payload()),
+            (0, &[7u8][..], &b"still here"[..])
+        );
+    }
+}
