@@ -17,18 +17,21 @@ pub(crate) enum Incoming {
 }
 
 impl Packet for Incoming {
+    #[inline]
     fn src(&self) -> usize {
         match self {
             Incoming::Shm(p) => p.src(),
             Incoming::Tcp(p) => p.src(),
         }
     }
+    #[inline]
     fn meta(&self) -> &[u8] {
         match self {
             Incoming::Shm(p) => p.meta(),
             Incoming::Tcp(p) => p.meta(),
         }
     }
+    #[inline]
     fn payload(&self) -> &[u8] {
         match self {
             Incoming::Shm(p) => p.payload(),

@@ -139,9 +139,27 @@ impl World {
     }
 
     /// Acts on one packet from rank `src` (the transport's numbering is already mapped).
-    /// Kept out of line so that an empty step stays small.
-    #[inline(never)]
+    #[inline]
     fn handle_packet(&self, src: usize, pkt: &impl Packet) -> Result<(), CoreError> {
+        // A whole message whose handler may run now: the common case, handled inline.
+        if let Some((handler, header)) = Meta::eager_parts(pkt.meta()) {
+            if self.runs_now(handler) {
+                let payload = pkt.payload();
+                return self.run_handler(&Am {
+                    src,
+                    handler,
+                    header,
+                    payload,
+                });
+            }
+        }
+        self.handle_other(src, pkt)
+    }
+
+    /// Every other packet: queued messages, fragments, rendezvous, control, garbage.
+    /// Out of line, so that the common path stays small.
+    #[inline(never)]
+    fn handle_other(&self, src: usize, pkt: &impl Packet) -> Result<(), CoreError> {
         let protocol = |why: &str| CoreError::Protocol {
             src,
             why: why.to_owned(),
@@ -381,11 +399,13 @@ impl World {
 
     /// Whether a message for `handler` may run now: at top level with nothing queued
     /// ahead of it (per-pair order), or the collectives' mailbox, which only stores.
+    #[inline]
     fn runs_now(&self, handler: u16) -> bool {
         handler == COLL_HANDLER
             || (self.depth.get() == 0 && self.state.borrow().deferred.is_empty())
     }
 
+    #[inline]
     fn run_handler(&self, am: &Am<'_>) -> Result<(), CoreError> {
         let h = self.handlers.borrow().get(am.handler);
         let Some(h) = h else {

@@ -70,6 +70,7 @@ pub struct Encoded {
 
 impl Encoded {
     /// The bytes to hand to the transport.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
@@ -155,14 +156,22 @@ impl Meta<'_> {
     /// Decodes, checking every length against the bytes present.
     #[inline]
     pub fn decode(b: &[u8]) -> Result<Meta<'_>, String> {
-        // A whole message is the common case: decode it without the reader.
-        if let [EAGER, hlen, h0, h1, header @ ..] = b {
-            if header.len() == *hlen as usize {
-                let handler = u16::from_le_bytes([*h0, *h1]);
-                return Ok(Meta::Eager { handler, header });
-            }
+        match Meta::eager_parts(b) {
+            Some((handler, header)) => Ok(Meta::Eager { handler, header }),
+            None => Self::decode_general(b),
         }
-        Self::decode_general(b)
+    }
+
+    /// (handler, header) if `b` is a well-formed `EAGER` block: the common case,
+    /// decoded without the general reader.
+    #[inline]
+    pub fn eager_parts(b: &[u8]) -> Option<(u16, &[u8])> {
+        match b {
+            [EAGER, hlen, h0, h1, header @ ..] if header.len() == *hlen as usize => {
+                Some((u16::from_le_bytes([*h0, *h1]), header))
+            }
+            _ => None,
+        }
     }
 
     fn decode_general(b: &[u8]) -> Result<Meta<'_>, String> {

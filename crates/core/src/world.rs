@@ -237,6 +237,7 @@ impl World {
     /// Sends an active message: `handler` runs on `dest` with `header` (at most
     /// [`MAX_AM_HEADER`] bytes) and `payload` (any size up to `NF_MAX_PAYLOAD`).
     /// Returns once `payload` may be reused; sending to oneself is allowed.
+    #[inline]
     pub fn send(
         &self,
         dest: usize,

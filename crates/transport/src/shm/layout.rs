@@ -503,10 +503,14 @@ unsafe fn copy_small(src: &[u8], dst: *mut u8) {
             dst.add(n - 4)
                 .cast::<u32>()
                 .write_unaligned(s.add(n - 4).cast::<u32>().read_unaligned());
-        } else {
-            for i in 0..n {
-                dst.add(i).write(*s.add(i));
-            }
+        } else if n >= 2 {
+            dst.cast::<u16>()
+                .write_unaligned(s.cast::<u16>().read_unaligned());
+            dst.add(n - 2)
+                .cast::<u16>()
+                .write_unaligned(s.add(n - 2).cast::<u16>().read_unaligned());
+        } else if n == 1 {
+            dst.write(s.read());
         }
     } else {
         std::ptr::copy_nonoverlapping(s, dst, n);
