@@ -82,7 +82,7 @@ impl Net {
     }
 
     /// The next packet from any transport, with its sender's rank.
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self) -> Result<Option<(usize, Incoming)>, TransportError> {
         if let Some(shm) = self.shm.as_mut() {
             if let Some(p) = shm.poll()? {

@@ -93,18 +93,24 @@ impl<'a> Backoff<'a> {
             self.idle = 0;
             return None;
         }
-        self.idle_once()
+        if self.idle_once() {
+            return self.check_peers();
+        }
+        None
     }
 
-    /// An empty poll: wait as the policy says, now and then check the peers. Out of
+    /// An empty poll: wait as the policy says; true when the clock is due. Out of
     /// line, so that it costs the message path nothing (and profiles count it).
     #[inline(never)]
-    fn idle_once(&mut self) -> Option<CoreError> {
+    fn idle_once(&mut self) -> bool {
         self.idle = self.idle.saturating_add(1);
         self.world.waiter.idle(self.idle);
-        if !self.idle.is_multiple_of(CHECK_EVERY) {
-            return None;
-        }
+        self.idle.is_multiple_of(CHECK_EVERY)
+    }
+
+    /// Every `NF_PEER_CHECK_MS`: the first peer found dead, as an error.
+    #[cold]
+    fn check_peers(&mut self) -> Option<CoreError> {
         let now = Instant::now();
         let since = *self.last_check.get_or_insert(now);
         if now - since >= self.world.cfg.peer_check {

@@ -179,7 +179,7 @@ impl Messaging for ShmTransport {
         peer.try_send(meta, payload)
     }
 
-    #[inline]
+    #[inline(always)]
     fn poll(&mut self) -> Result<Option<ShmPacket>, TransportError> {
         self.rx.poll()
     }

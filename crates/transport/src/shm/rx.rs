@@ -34,10 +34,26 @@ struct InBox {
     fast: FastBox,
 }
 
+impl InBox {
+    /// Whether the packet at our head is published (one cache line read).
+    #[inline]
+    fn ready(&self) -> bool {
+        self.fast.seq(self.head).load(Ordering::Acquire) == self.head + 1
+    }
+}
+
 /// One receive ring of our segment.
 struct InRing {
     head: u64,
     slots: RingSlots,
+}
+
+impl InRing {
+    /// Whether the slot at our head is published (one cache line read).
+    #[inline]
+    fn ready(&self) -> bool {
+        self.slots.slot(self.head).seq.load(Ordering::Acquire) == self.head + 1
+    }
 }
 
 /// The receiving half of an endpoint: our segment and where each queue's head is.
@@ -91,31 +107,38 @@ impl Receiver {
     }
 
     /// Steps 1–3 above: the next arrived packet, if any.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn poll(&mut self) -> Result<Option<ShmPacket>, TransportError> {
-        let n = self.boxes.len();
-        let mut k = self.next_box;
-        for _ in 0..n {
-            let b = &self.boxes[k];
-            if b.fast.seq(b.head).load(Ordering::Acquire) == b.head + 1 {
-                self.next_box = after(k, n);
-                return self.take_fast(k).map(Some);
-            }
-            k = after(k, n);
+        match self.ready() {
+            Some(at) => self.take(at).map(Some),
+            None => Ok(None),
         }
-        let n = self.rings.len();
-        let mut r = self.next_ring;
-        for _ in 0..n {
-            let ring = &self.rings[r];
-            if ring.slots.slot(ring.head).seq.load(Ordering::Acquire) == ring.head + 1 {
-                self.next_ring = after(r, n);
-                return self.take_frame(r);
-            }
-            r = after(r, n);
+    }
+
+    /// Steps 1–3 without taking anything: which queue has a packet at its head.
+    /// Small enough to return in registers, so an empty poll moves no packet.
+    #[inline(always)]
+    fn ready(&mut self) -> Option<Head> {
+        if let Some(k) = first_ready(&self.boxes, self.next_box, InBox::ready) {
+            self.next_box = after(k, self.boxes.len());
+            return Some(Head::Fast(k));
+        }
+        if let Some(r) = first_ready(&self.rings, self.next_ring, InRing::ready) {
+            self.next_ring = after(r, self.rings.len());
+            return Some(Head::Ring(r));
         }
         // Idle: let senders see the fast-box slots we freed.
         self.shared.releases.publish(self.shared.seg.view());
-        Ok(None)
+        None
+    }
+
+    /// Takes the packet `ready` found (out of line: only when there is one).
+    #[inline(never)]
+    fn take(&mut self, at: Head) -> Result<ShmPacket, TransportError> {
+        match at {
+            Head::Fast(k) => self.take_fast(k),
+            Head::Ring(r) => self.take_frame(r),
+        }
     }
 
     /// Takes the packet at the head of fast box `k` (its `seq` was acquired).
@@ -146,7 +169,7 @@ impl Receiver {
     }
 
     /// Takes the packet at the head of ring `r` (its slot's `seq` was acquired).
-    fn take_frame(&mut self, r: usize) -> Result<Option<ShmPacket>, TransportError> {
+    fn take_frame(&mut self, r: usize) -> Result<ShmPacket, TransportError> {
         let view = *self.shared.seg.view();
         let ring = &mut self.rings[r];
         let frame = ring.slots.slot(ring.head).frame.load(Ordering::Relaxed) as usize;
@@ -187,13 +210,24 @@ impl Receiver {
                 view.frame_payload(r, frame, payload_len),
             )
         };
-        Ok(Some(ShmPacket {
+        Ok(ShmPacket {
             shared: Rc::clone(&self.shared),
             at: At::Frame { ring: r, frame },
             src: src as usize,
             meta: RawBytes::of(meta),
             payload: RawBytes::of(payload),
-        }))
+        })
+    }
+}
+
+/// The first ready item, looking from `start` round to `start - 1` (round-robin
+/// fairness without a division on the poll path).
+#[inline]
+fn first_ready<T>(items: &[T], start: usize, ready: impl Fn(&T) -> bool) -> Option<usize> {
+    let (before, from) = items.split_at(start);
+    match from.iter().position(&ready) {
+        Some(i) => Some(start + i),
+        None => before.iter().position(ready),
     }
 }
 
@@ -204,6 +238,13 @@ fn after(k: usize, n: usize) -> usize {
     } else {
         k + 1
     }
+}
+
+/// A queue whose head holds a packet: fast box `k` or ring `r`.
+#[derive(Clone, Copy)]
+enum Head {
+    Fast(usize),
+    Ring(usize),
 }
 
 /// Where a received packet sits in our segment.
