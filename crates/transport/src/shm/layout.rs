@@ -488,33 +488,30 @@ impl FastBox {
 /// `dst` must be valid for `src.len()` bytes and not overlap `src`.
 #[inline(always)]
 unsafe fn copy_small(src: &[u8], dst: *mut u8) {
-    let n = src.len();
-    let s = src.as_ptr();
-    if n <= 16 {
-        if n >= 8 {
-            dst.cast::<u64>()
-                .write_unaligned(s.cast::<u64>().read_unaligned());
-            dst.add(n - 8)
-                .cast::<u64>()
-                .write_unaligned(s.add(n - 8).cast::<u64>().read_unaligned());
-        } else if n >= 4 {
-            dst.cast::<u32>()
-                .write_unaligned(s.cast::<u32>().read_unaligned());
-            dst.add(n - 4)
-                .cast::<u32>()
-                .write_unaligned(s.add(n - 4).cast::<u32>().read_unaligned());
-        } else if n >= 2 {
-            dst.cast::<u16>()
-                .write_unaligned(s.cast::<u16>().read_unaligned());
-            dst.add(n - 2)
-                .cast::<u16>()
-                .write_unaligned(s.add(n - 2).cast::<u16>().read_unaligned());
-        } else if n == 1 {
-            dst.write(s.read());
-        }
-    } else {
-        std::ptr::copy_nonoverlapping(s, dst, n);
+    let (s, n) = (src.as_ptr(), src.len());
+    match n {
+        0 => {}
+        1 => dst.write(s.read()),
+        2..=3 => copy_ends::<u16>(s, dst, n),
+        4..=7 => copy_ends::<u32>(s, dst, n),
+        8..=16 => copy_ends::<u64>(s, dst, n),
+        _ => std::ptr::copy_nonoverlapping(s, dst, n),
     }
+}
+
+/// Copies `n` bytes, `size_of::<T>() <= n <= 2 * size_of::<T>()`, as two possibly
+/// overlapping words: the first and the last.
+///
+/// # Safety
+/// As for [`copy_small`], with `n` in that range.
+#[inline(always)]
+unsafe fn copy_ends<T: Copy>(s: *const u8, dst: *mut u8, n: usize) {
+    let w = std::mem::size_of::<T>();
+    dst.cast::<T>()
+        .write_unaligned(s.cast::<T>().read_unaligned());
+    dst.add(n - w)
+        .cast::<T>()
+        .write_unaligned(s.add(n - w).cast::<T>().read_unaligned());
 }
 
 /// The slots of one receive ring (from [`View::ring_slots`]); a raw address like
