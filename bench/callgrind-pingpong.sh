@@ -40,7 +40,7 @@ while (($#)); do
 done
 [[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters must be a positive integer, not '$iters'"
 for tool in valgrind python3 cargo; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run scripts/setup.sh"
+    command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run scripts/setup.sh (it installs valgrind)"
 done
 
 out=${out:-$repo/bench/out/callgrind-$(date -u +%Y%m%dT%H%M%SZ)}

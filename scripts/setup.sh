@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for ninefold: Debian packages (Open MPI for the
-# comparison benchmark, a font for plots) and a Rust toolchain check. Idempotent.
+# comparison benchmark, valgrind for instruction counts, a font for plots) and a Rust
+# toolchain check. Idempotent.
 set -euo pipefail
 
 need_pkgs=()
-for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin; do
+for pkg in openmpi-bin libopenmpi-dev valgrind fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if ((${#need_pkgs[@]})); then
