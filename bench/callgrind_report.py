@@ -147,6 +147,12 @@ def rank_cost(run_a, run_b, round_trips):
             "polls per round trip; too little to tell an empty poll's cost (run again)"
         )
     e = (yb - ya) / (xb - xa)
+    if xa > abs(xb - xa):
+        print(
+            f"callgrind_report: warning: {run_a} had {xa:.1f} empty polls per round trip, "
+            f"{run_b} only {abs(xb - xa):.1f} more or fewer; A is uncertain (run again)",
+            file=sys.stderr,
+        )
     return {
         "ir_per_round_trip": ya - e * xa,
         "empty_wait_iteration_ir": e,
