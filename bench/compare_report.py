@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Ratio table of two sets of ping-pong reports (Python 3 standard library only).
+"""Ratio table of two sets of benchmark reports (Python 3 standard library only).
 
 Each input is a JSON report in the shape written by `nf bench pingpong --json` and by
-bench/mpi/pingpong.c (see crates/bench/src/report.rs). Given K reports per side (one
-per alternation of bench/compare-mpi.sh), for every size measured on both sides:
+bench/mpi/pingpong.c, or by `nf bench rma --json` (one operation and layout) and by
+bench/mpi/rma.c (see crates/bench/src/report.rs). Given K reports per side (one per
+alternation of bench/compare-mpi.sh or bench/compare-rma.sh), for every size measured
+on both sides:
 
-  latency   = best of K: the smallest per-run median half round trip (us)
-  bandwidth = best of K: the largest per-run mb_per_s (size / mean half round trip,
-              MB = 10^6 B)
+  latency   = best of K: the smallest per-run median time (half round trip for the
+              ping-pong, one operation for rma) (us)
+  bandwidth = best of K: the largest per-run mb_per_s (size / mean time, MB = 10^6 B)
   ratios    = ours / theirs, for latency (below 1 is better for us) and bandwidth
               (above 1 is better for us)
 
@@ -137,8 +139,10 @@ def main(argv=None):
         })
 
     k_o, k_t = len(ours), len(theirs)
-    print(f"ping-pong, best of {k_o} ({ours_label}) / {k_t} ({theirs_label}) runs; "
-          "latency = median half round trip, ratio = ours / theirs")
+    bench = ours[0].get("bench", "pingpong")
+    what = "median half round trip" if bench == "pingpong" else "median time per operation"
+    print(f"{bench}, best of {k_o} ({ours_label}) / {k_t} ({theirs_label}) runs; "
+          f"latency = {what}, ratio = ours / theirs")
     head = ("size", f"{ours_label} us", f"{theirs_label} us", "lat ratio",
             f"{ours_label} MB/s", f"{theirs_label} MB/s", "bw ratio")
     widths = [max(10, len(h)) for h in head]
@@ -163,10 +167,10 @@ def main(argv=None):
     outputs = []
     if a.json:
         outputs.append((a.json, {
-            "bench": "pingpong-compare",
+            "bench": f"{bench}-compare",
             "ours": {"label": ours_label, "runs": k_o, "files": a.ours},
             "theirs": {"label": theirs_label, "runs": k_t, "files": a.theirs},
-            "method": "latency: min over runs of median half round trip; "
+            "method": f"latency: min over runs of {what}; "
                       "bandwidth: max over runs of mb_per_s; ratios ours / theirs",
             "rows": rows,
         }))

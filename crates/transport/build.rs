@@ -32,53 +32,13 @@ fn main() {
 
 /// Steps 1 and 2 above; returns the shared object's path, or why there is none.
 fn build(out: &Path) -> Result<PathBuf, String> {
-    let compiler = cc::Build::new().cargo_metadata(false).get_compiler();
-    let probe = out.join("nf_ofi_probe.c");
-    std::fs::write(
-        &probe,
-        "#include <rdma/fabric.h>\nint main(void) { return 0; }\n",
-    )
-    .map_err(|e| format!("writing {}: {e}", probe.display()))?;
-    let ok = compiler
-        .to_command()
-        .arg("-fsyntax-only")
-        .arg(&probe)
-        .output()
-        .map_err(|e| format!("running the C compiler {:?}: {e}", compiler.path()))?;
-    if !ok.status.success() {
+    if !nf_buildkit::has_header("rdma/fabric.h", out)? {
         return Err(
             "built without libfabric-dev (no <rdma/fabric.h>); install it \
-                    (scripts/setup.sh) and rebuild"
+             (scripts/setup.sh) and rebuild"
                 .into(),
         );
     }
     let so = out.join("libnf_ofi_shim.so");
-    let run = compiler
-        .to_command()
-        .args([
-            "-shared",
-            "-fPIC",
-            "-O2",
-            "-Wall",
-            "-Wextra",
-            "-fvisibility=hidden",
-        ])
-        .arg("-o")
-        .arg(&so)
-        .arg(SHIM)
-        .arg("-lfabric")
-        .output()
-        .map_err(|e| format!("running the C compiler {:?}: {e}", compiler.path()))?;
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    if !run.status.success() {
-        let first: Vec<&str> = stderr.lines().take(6).collect();
-        return Err(format!(
-            "the libfabric shim {SHIM} failed to compile: {}",
-            first.join(" | ")
-        ));
-    }
-    for line in stderr.lines() {
-        println!("cargo:warning=nf_ofi_shim: {line}");
-    }
-    Ok(so)
+    nf_buildkit::compile_shim(SHIM, &so, &["-lfabric".into()], "nf_ofi_shim")
 }

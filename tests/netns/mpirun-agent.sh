@@ -7,8 +7,9 @@
 # out-of-band address is reachable from the others; pass `--mca oob_tcp_if_include` and
 # `--mca btl_tcp_if_include` with the fixture's subnet) calls the agent as
 # `AGENT HOST COMMAND…` for every host it starts a daemon on, the local one included,
-# since namespaces share the machine's host name. The daemon then runs inside HOST.
-# Root is needed (ip netns exec).
+# since namespaces share the machine's host name. The daemon then runs inside HOST, with
+# NF_HOST=HOST so that ninefold ranks of different namespaces count as different hosts
+# (they would otherwise share memory: same host name, same kernel). Root is needed.
 set -eu
 if [ $# -lt 2 ]; then
     echo "mpirun-agent: usage: mpirun-agent.sh NAMESPACE COMMAND…" >&2
@@ -21,4 +22,4 @@ if [ ! -e "/var/run/netns/$host" ]; then
     exit 2
 fi
 # mpirun hands the daemon's command line over as words meant for a remote shell.
-exec ip netns exec "$host" sh -c "$*"
+exec ip netns exec "$host" env NF_HOST="$host" sh -c "$*"

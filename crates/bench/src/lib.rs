@@ -3,7 +3,9 @@
 //! JSON shape with the C MPI ping-pong in `bench/mpi/` so runs can be compared.
 #![warn(missing_docs)]
 
+pub mod ninep;
 pub mod pingpong;
 pub mod plot;
 pub mod report;
+pub mod rma;
 pub mod stats;

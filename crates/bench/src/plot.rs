@@ -99,10 +99,44 @@ fn load_font() -> Result<(), PlotError> {
     Ok(())
 }
 
+/// The words on a two-panel plot (time per message on the left, data rate on the right).
+#[derive(Debug, Clone)]
+pub struct PlotText {
+    /// Title; the series' labels are appended (`TITLE: a vs b`).
+    pub title: &'static str,
+    /// Caption of the left panel.
+    pub time_caption: &'static str,
+    /// Y axis of the left panel.
+    pub time_axis: &'static str,
+    /// Caption of the right panel.
+    pub rate_caption: &'static str,
+    /// X axis of both panels.
+    pub x_axis: &'static str,
+}
+
+/// The ping-pong's words.
+pub const PINGPONG_TEXT: PlotText = PlotText {
+    title: "ping-pong",
+    time_caption: "half round trip (median)",
+    time_axis: "half round trip (µs)",
+    rate_caption: "bandwidth (size / mean half round trip)",
+    x_axis: "message size",
+};
+
 /// Plots ping-pong reports into one PNG at `path`: median half round trip (µs,
 /// log-log) against message size on the left, bandwidth (`mb_per_s`, MB/s = 10^6 B/s,
 /// log size axis) on the right; one line with markers per `(label, report)`.
 pub fn plot_pingpong(reports: &[(&str, &Report)], path: impl AsRef<Path>) -> Result<(), PlotError> {
+    plot_reports(reports, path, &PINGPONG_TEXT)
+}
+
+/// Plots reports as [`plot_pingpong`] does, with the words of `text`: the median
+/// sample against `size` on the left, `mb_per_s` on the right.
+pub fn plot_reports(
+    reports: &[(&str, &Report)],
+    path: impl AsRef<Path>,
+    text: &PlotText,
+) -> Result<(), PlotError> {
     let path = path.as_ref();
     let series: Vec<(&str, Vec<Point>)> = reports
         .iter()
@@ -156,21 +190,23 @@ pub fn plot_pingpong(reports: &[(&str, &Report)], path: impl AsRef<Path>) -> Res
         .join(" vs ");
     let root = root
         .titled(
-            &format!("ping-pong: {labels}"),
+            &format!("{}: {labels}", text.title),
             (FAMILY, 30).into_font().style(FontStyle::Bold),
         )
         .map_err(|e| draw_err(&e))?;
     let panels = root.split_evenly((1, 2));
 
     let left = Panel {
-        caption: "half round trip (median)",
-        y_desc: "half round trip (µs)",
+        caption: text.time_caption,
+        y_desc: text.time_axis,
+        x_desc: text.x_axis,
         y_labels: 12,
         y_area: 80,
     };
     let right = Panel {
-        caption: "bandwidth (size / mean half round trip)",
+        caption: text.rate_caption,
         y_desc: "bandwidth (MB/s, MB = 10^6 B)",
+        x_desc: text.x_axis,
         y_labels: 10,
         y_area: 90,
     };
@@ -188,6 +224,7 @@ pub fn plot_pingpong(reports: &[(&str, &Report)], path: impl AsRef<Path>) -> Res
 struct Panel {
     caption: &'static str,
     y_desc: &'static str,
+    x_desc: &'static str,
     y_labels: usize,
     y_area: u32,
 }
@@ -217,7 +254,7 @@ where
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
-        .x_desc("message size")
+        .x_desc(panel.x_desc)
         .y_desc(panel.y_desc)
         .x_labels(12)
         .y_labels(panel.y_labels)

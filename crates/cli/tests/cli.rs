@@ -129,3 +129,148 @@ fn pingpong_writes_json_csv_and_a_plot() {
     );
     assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
 }
+
+#[test]
+fn bench_9p_compares_with_diod_and_writes_json_csv_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv, plot) = (
+        dir.path().join("9p.json"),
+        dir.path().join("9p.csv"),
+        dir.path().join("9p"),
+    );
+    let out = nf(&[
+        "bench",
+        "9p",
+        "--msizes",
+        "8192,1048576",
+        "--alternations",
+        "2",
+        "--small-iters",
+        "20",
+        "--small-warmup",
+        "2",
+        "--stream-mib",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("ratios ours / theirs"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["bench"], "9p");
+    // 2 servers x 2 msizes x 3 tests, each from 2 rounds.
+    let cases = report["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 12, "{report}");
+    for c in cases {
+        assert!(c["rate"].as_f64().unwrap() > 0.0, "{c}");
+        let iters = c["result"]["iters"].as_u64().unwrap();
+        assert!(iters >= 2 * 20, "{c}");
+    }
+    // At 8 KiB both agree and every test has a ratio.
+    let ratios = report["ratios"].as_array().unwrap();
+    let at_8k: Vec<_> = ratios.iter().filter(|r| r["msize"] == 8192).collect();
+    assert_eq!(at_8k.len(), 3, "{report}");
+    assert!(at_8k.iter().all(|r| r["ratio"].as_f64().unwrap() > 0.0));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 13);
+    for test in ["read", "write"] {
+        let png = dir.path().join(format!("9p-{test}.png"));
+        assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    }
+}
+
+#[test]
+fn bench_9p_without_diod_says_how_to_get_it() {
+    let out = nf(&[
+        "bench",
+        "9p",
+        "--msizes",
+        "8192",
+        "--diod",
+        "/nonexistent/diod",
+        "--small-iters",
+        "1",
+        "--stream-mib",
+        "1",
+        "--alternations",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("/nonexistent/diod") && err.contains("--no-diod"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rma_bench_reports_every_operation_and_layout_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv, png) = (
+        dir.path().join("rma.json"),
+        dir.path().join("rma.csv"),
+        dir.path().join("rma.png"),
+    );
+    let args = [
+        "bench",
+        "rma",
+        "--sizes",
+        "8,65536",
+        "--iters",
+        "30",
+        "--warmup",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        png.to_str().unwrap(),
+    ];
+    for (direct, path) in [("1", "rma-direct"), ("0", "rma-service-tcp")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_nf"))
+            .args(args)
+            .env("NF_RMA_DIRECT", direct)
+            .output()
+            .expect("run nf");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let reports: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let reports = reports.as_array().expect("several (op, layout): an array");
+        let names: Vec<&str> = reports
+            .iter()
+            .map(|r| r["bench"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "rma-put-contig",
+                "rma-put-strided",
+                "rma-put-fence-contig",
+                "rma-put-fence-strided",
+                "rma-get-contig",
+                "rma-get-strided",
+                "rma-acc-contig",
+                "rma-acc-strided"
+            ]
+        );
+        for r in reports {
+            assert_eq!(r["transport"], path, "{r}");
+            let sizes: Vec<u64> = r["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["size"].as_u64().unwrap())
+                .collect();
+            assert_eq!(sizes, [8, 65536], "{r}");
+        }
+        let lines = std::fs::read_to_string(&csv).unwrap().lines().count();
+        assert_eq!(lines, 1 + 8 * 2, "header + 8 reports × 2 sizes");
+        assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    }
+}

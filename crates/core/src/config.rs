@@ -11,13 +11,19 @@
 //! | `NF_MAX_PAYLOAD` | largest active-message payload accepted, sent or received | `1073741824` |
 //! | `NF_WAIT` | `spin`, `yield` (spin, then yield, then nap) or `auto` (spin unless oversubscribed) | `auto` |
 //! | `NF_PEER_CHECK_MS` | how often a waiting rank checks that its peers are alive | `250` |
-//! | `NF_TRANSPORTS` | transports a job may use, comma-separated: `shm`, `tcp` | `shm,tcp` |
-//! | `NF_TCP_BIND` | address the tcp listener binds | loopback if all peers are local, else the first non-loopback IPv4 |
+//! | `NF_TRANSPORTS` | transports a job may use, comma-separated: `shm`, `ofi`, `tcp`; same host → shm, other hosts → ofi when both ends open it, else tcp | `shm,ofi,tcp` |
+//! | `NF_TCP_BIND` | address the network transports bind (tcp listener; ofi's node for IP providers) | loopback if all peers are local, else the first non-loopback IPv4 |
+//! | `NF_OFI_PROVIDER` | libfabric provider of the ofi transport (`tcp`, `verbs`, `efa`, …; `fi_info -l` lists them) | `tcp` |
+//! | `NF_OFI_NODE` | source address (node) the ofi endpoint binds | for `tcp`/`sockets`/`udp`: as `NF_TCP_BIND`; else the provider's choice |
+//! | `NF_OFI_POLL_EVERY` | while shm routes exist, the ofi completion queue is read on every Nth empty poll (reading it costs system calls with the tcp provider); 1 reads it on every poll | `1024` |
+//! | `NF_DEAD_AFTER_MS` | a network peer that stops answering (host down, link cut) is lost after about this long: tcp user timeout and keepalive, ofi `dead_after` | tcp `20000`, ofi `30000` |
 //! | `NF_SHOW_TRANSPORTS` | if set (not `0`), rank 0 prints the peer × transport matrix after wire-up | unset |
 //! | `NF_HOST` | this host's identity (set by multi-host launchers; ranks with equal values share memory) | host name + boot id |
 //!
-//! The rank, size and wire-up come from the launcher (`NF_RANK`, `NF_SIZE`, `NF_PMI_ADDR`
-//! …, see `nf-pmi`); without them a program runs as a singleton, rank 0 of 1.
+//! The rank, size and wire-up come from the launcher: `nf run` (`NF_RANK`, `NF_SIZE`,
+//! `NF_PMI_ADDR` …), a PMIx launcher (`PMIX_NAMESPACE`, `PMIX_RANK`) or a PMI-2 one
+//! (`PMI_FD`, `PMI_RANK`, `PMI_SIZE`), with `NF_PMI_TIMEOUT` bounding every call (see
+//! `nf_pmi::bootstrap`); without any, a program runs as a singleton, rank 0 of 1.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -57,6 +63,14 @@ pub struct Config {
     pub transports: Allowed,
     /// Address for the tcp listener, if set.
     pub tcp_bind: Option<IpAddr>,
+    /// The libfabric provider of the ofi transport.
+    pub ofi_provider: String,
+    /// Source address of the ofi endpoint, if set.
+    pub ofi_node: Option<String>,
+    /// With shm routes, the ofi completion queue is read on every Nth empty poll.
+    pub ofi_poll_every: u32,
+    /// How soon a silent network peer is lost; the transports' defaults when `None`.
+    pub dead_after: Option<Duration>,
     /// Rank 0 prints the peer × transport matrix after wire-up (`NF_SHOW_TRANSPORTS`).
     pub show_transports: bool,
 }
@@ -76,6 +90,10 @@ impl Default for Config {
             peer_check: Duration::from_millis(250),
             transports: Allowed::default(),
             tcp_bind: None,
+            ofi_provider: "tcp".into(),
+            ofi_node: None,
+            ofi_poll_every: 1024,
+            dead_after: None,
             show_transports: false,
         }
     }
@@ -139,11 +157,28 @@ impl Config {
             c.transports = v.parse().map_err(|why: String| CoreError::Config {
                 var: "NF_TRANSPORTS",
                 value: format!("{v} ({why})"),
-                expected: "a comma-separated list of shm, tcp",
+                expected: "a comma-separated list of shm, ofi, tcp",
             })?;
         }
         if let Some(ip) = var("NF_TCP_BIND", "an IP address")? {
             c.tcp_bind = Some(ip);
+        }
+        if let Ok(p) = std::env::var("NF_OFI_PROVIDER") {
+            if p.trim().is_empty() {
+                return Err(CoreError::Config {
+                    var: "NF_OFI_PROVIDER",
+                    value: p,
+                    expected: "a libfabric provider name such as tcp, verbs or efa",
+                });
+            }
+            c.ofi_provider = p.trim().to_owned();
+        }
+        c.ofi_node = std::env::var("NF_OFI_NODE").ok();
+        if let Some(k) = var::<u32>("NF_OFI_POLL_EVERY", "a positive integer")? {
+            c.ofi_poll_every = k.max(1);
+        }
+        if let Some(ms) = var::<u64>("NF_DEAD_AFTER_MS", "milliseconds")? {
+            c.dead_after = Some(Duration::from_millis(ms.max(100)));
         }
         c.show_transports = std::env::var_os("NF_SHOW_TRANSPORTS").is_some_and(|v| v != "0");
         if c.shm.rings == 0 {

@@ -99,6 +99,7 @@ impl CoreError {
                 | CoreError::Protocol { .. }
                 | CoreError::Transport(nf_transport::TransportError::Corrupt { .. })
                 | CoreError::Transport(nf_transport::TransportError::BadPacket { .. })
+                | CoreError::Transport(nf_transport::TransportError::RecvFailed { .. })
         )
     }
 }

@@ -15,6 +15,8 @@ pub enum Route {
     Myself,
     /// Shared memory, with the peer's index among the ranks of this host.
     Shm(usize),
+    /// The ofi transport (libfabric).
+    Ofi,
     /// The tcp transport.
     Tcp,
 }
@@ -25,6 +27,7 @@ impl Route {
         match self {
             Route::Myself => "self",
             Route::Shm(_) => "shm",
+            Route::Ofi => "ofi",
             Route::Tcp => "tcp",
         }
     }
@@ -35,6 +38,8 @@ impl Route {
 pub struct Allowed {
     /// Same-host peers may use shared memory.
     pub shm: bool,
+    /// Peers may use ofi (preferred over tcp when both ends opened it).
+    pub ofi: bool,
     /// Peers may use tcp.
     pub tcp: bool,
 }
@@ -43,6 +48,7 @@ impl Default for Allowed {
     fn default() -> Self {
         Allowed {
             shm: true,
+            ofi: true,
             tcp: true,
         }
     }
@@ -54,22 +60,30 @@ impl std::str::FromStr for Allowed {
     fn from_str(s: &str) -> Result<Self, String> {
         let mut a = Allowed {
             shm: false,
+            ofi: false,
             tcp: false,
         };
         for t in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             match t {
                 "shm" => a.shm = true,
+                "ofi" => a.ofi = true,
                 "tcp" => a.tcp = true,
-                "ofi" => {
-                    return Err("the ofi transport is not built yet; use shm and/or tcp".into())
-                }
                 other => return Err(format!("unknown transport {other:?}")),
             }
         }
-        if !a.shm && !a.tcp {
+        if !a.shm && !a.ofi && !a.tcp {
             return Err("no transport left".into());
         }
         Ok(a)
+    }
+}
+
+impl Allowed {
+    /// Whether rank `me` has a peer that only a network transport can reach: one on
+    /// another host, or any peer when shared memory is not allowed. Every rank can
+    /// compute this for every other from the host table (wire-up relies on it).
+    pub fn needs_network(&self, me: usize, hosts: &[String]) -> bool {
+        (0..hosts.len()).any(|r| r != me && (!self.shm || hosts[r] != hosts[me]))
     }
 }
 
@@ -83,8 +97,15 @@ pub struct Peers {
 }
 
 impl Peers {
-    /// Builds the table from every rank's host identity.
-    pub fn new(me: usize, hosts: &[String], allowed: Allowed) -> Result<Peers, CoreError> {
+    /// Builds the table from every rank's host identity and whether it opened an ofi
+    /// endpoint (`ofi[r]`). Same host → shm; else ofi when both ends have it; else
+    /// tcp. The choice is symmetric: rank a reaches b the way b reaches a.
+    pub fn new(
+        me: usize,
+        hosts: &[String],
+        allowed: Allowed,
+        ofi: &[bool],
+    ) -> Result<Peers, CoreError> {
         let local: Vec<usize> = (0..hosts.len())
             .filter(|&r| hosts[r] == hosts[me])
             .collect();
@@ -99,8 +120,18 @@ impl Peers {
                             .position(|&l| l == r)
                             .expect("same host is local"),
                     ))
+                } else if allowed.ofi && ofi[me] && ofi[r] {
+                    Ok(Route::Ofi)
                 } else if allowed.tcp {
                     Ok(Route::Tcp)
+                } else if allowed.ofi {
+                    let without = if ofi[me] { r } else { me };
+                    Err(CoreError::Unsupported(format!(
+                        "rank {r} (host {:?}) needs a network transport, NF_TRANSPORTS \
+                         excludes tcp, and rank {without} could not open ofi (its warning \
+                         says why); allow tcp or fix ofi (NF_OFI_PROVIDER)",
+                        hosts[r]
+                    )))
                 } else {
                     Err(CoreError::Unsupported(format!(
                         "rank {r} is on host {:?}, not ours, and NF_TRANSPORTS allows only shm",
@@ -120,14 +151,16 @@ impl Peers {
             .expect("a rank is on its own host")
     }
 
-    /// Whether any peer is reached over tcp.
-    pub fn uses_tcp(&self) -> bool {
-        self.routes.contains(&Route::Tcp)
+    /// Whether any peer is reached by `route` (compared by transport, not local index).
+    pub fn uses(&self, route: Route) -> bool {
+        self.routes
+            .iter()
+            .any(|r| std::mem::discriminant(r) == std::mem::discriminant(&route))
     }
 
     /// Whether any peer is reached over shared memory.
     pub fn uses_shm(&self) -> bool {
-        self.routes.iter().any(|r| matches!(r, Route::Shm(_)))
+        self.uses(Route::Shm(0))
     }
 }
 
@@ -158,8 +191,9 @@ mod tests {
     }
 
     #[test]
-    fn same_host_is_shm_and_other_hosts_tcp() {
-        let p = Peers::new(2, &hosts(&["a", "b", "a", "b", "a"]), Allowed::default()).unwrap();
+    fn same_host_is_shm_and_other_hosts_tcp_without_ofi() {
+        let h = hosts(&["a", "b", "a", "b", "a"]);
+        let p = Peers::new(2, &h, Allowed::default(), &[false; 5]).unwrap();
         assert_eq!(p.local, [0, 2, 4]);
         assert_eq!(
             p.routes,
@@ -172,20 +206,52 @@ mod tests {
             ]
         );
         assert_eq!(p.local_index(2), 1);
+        assert!(p.uses_shm() && p.uses(Route::Tcp) && !p.uses(Route::Ofi));
+    }
+
+    #[test]
+    fn other_hosts_use_ofi_where_both_ends_have_it() {
+        let h = hosts(&["a", "b", "a", "c"]);
+        let ofi = [true, true, true, false];
+        let p = Peers::new(0, &h, Allowed::default(), &ofi).unwrap();
+        assert_eq!(
+            p.routes,
+            [Route::Myself, Route::Ofi, Route::Shm(1), Route::Tcp]
+        );
+        // Symmetric: rank 3, without ofi, reaches everyone over tcp.
+        let p = Peers::new(3, &h, Allowed::default(), &ofi).unwrap();
+        assert_eq!(
+            p.routes,
+            [Route::Tcp, Route::Tcp, Route::Tcp, Route::Myself]
+        );
     }
 
     #[test]
     fn transports_can_be_narrowed() {
         let tcp_only: Allowed = "tcp".parse().unwrap();
-        let p = Peers::new(0, &hosts(&["a", "a"]), tcp_only).unwrap();
+        let p = Peers::new(0, &hosts(&["a", "a"]), tcp_only, &[false; 2]).unwrap();
         assert_eq!(p.routes, [Route::Myself, Route::Tcp]);
+        assert!(tcp_only.needs_network(0, &hosts(&["a", "a"])));
+        let ofi_only: Allowed = "ofi".parse().unwrap();
+        let p = Peers::new(1, &hosts(&["a", "a"]), ofi_only, &[true; 2]).unwrap();
+        assert_eq!(p.routes, [Route::Ofi, Route::Myself]);
+        let err = Peers::new(1, &hosts(&["a", "a"]), ofi_only, &[false, true]).unwrap_err();
+        assert!(
+            err.to_string().contains("rank 0 could not open ofi"),
+            "{err}"
+        );
         let shm_only: Allowed = "shm".parse().unwrap();
-        let err = Peers::new(0, &hosts(&["a", "b"]), shm_only).unwrap_err();
+        assert!(!shm_only.needs_network(0, &hosts(&["a", "a"])));
+        let err = Peers::new(0, &hosts(&["a", "b"]), shm_only, &[false; 2]).unwrap_err();
         assert!(err.to_string().contains("allows only shm"), "{err}");
-        assert!("ofi"
-            .parse::<Allowed>()
-            .unwrap_err()
-            .contains("not built yet"));
+        assert_eq!(
+            "shm, ofi".parse::<Allowed>().unwrap(),
+            Allowed {
+                shm: true,
+                ofi: true,
+                tcp: false
+            }
+        );
         assert!("".parse::<Allowed>().is_err());
         assert!("shm,carrier-pigeon".parse::<Allowed>().is_err());
     }

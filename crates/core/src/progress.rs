@@ -14,7 +14,9 @@
 //!      deliver when its DONE arrives. A step never waits, so two ranks serving each
 //!      other's rendezvous cannot deadlock;
 //!    - `CTS` → note it for our waiting rendezvous send; `DONE` → complete a receive;
-//!    - `FIN` / `NACK` → complete our rendezvous send.
+//!    - `FIN` / `NACK` → complete our rendezvous send;
+//!    - `PROBE` → answer `PROBE_ACK`; `PROBE_ACK` → nothing (that it arrived is the
+//!      news: see `liveness.rs`).
 //!
 //! A packet that breaks the protocol or names an unregistered handler is the
 //! sender's fault, not the caller's: it is dropped, logged, and queued as an error
@@ -242,6 +244,11 @@ impl World {
             Meta::Done { id, ok } => self.finish_coop(src, id, ok),
             Meta::Fin { id } => self.complete_rendezvous(src, id, Rndv::Done),
             Meta::Nack { id } => self.complete_rendezvous(src, id, Rndv::Refused),
+            Meta::Probe => {
+                self.queue_ctrl(src, Meta::ProbeAck);
+                self.flush_ctrl()
+            }
+            Meta::ProbeAck => Ok(()),
         }
     }
 

@@ -12,6 +12,8 @@
 //! | `DONE`  | id u32, ok u8 | I wrote my part of your rendezvous `id` (or failed to) |
 //! | `FIN`   | id u32 | your rendezvous `id` has been read; the buffer is yours again |
 //! | `NACK`  | id u32 | could not read rendezvous `id`; send it another way |
+//! | `PROBE` | — | are you there? (liveness over connectionless transports); answered with `PROBE_ACK` |
+//! | `PROBE_ACK` | — | yes |
 //!
 //! Integers are little-endian. Fragments of one message are never interleaved with
 //! another message from the same sender (a sender does not run handlers while it
@@ -30,6 +32,8 @@ const FIN: u8 = 5;
 const NACK: u8 = 6;
 const CTS: u8 = 7;
 const DONE: u8 = 8;
+const PROBE: u8 = 9;
+const PROBE_ACK: u8 = 10;
 
 /// Decoded packet metadata, borrowing the header bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +64,10 @@ pub enum Meta<'a> {
     Fin { id: u32 },
     /// Rendezvous `id` failed at the receiver.
     Nack { id: u32 },
+    /// A liveness probe: the receiver answers `ProbeAck`.
+    Probe,
+    /// The answer to a probe.
+    ProbeAck,
 }
 
 /// An encoded metadata block.
@@ -134,6 +142,8 @@ impl Meta<'_> {
                 e.put(&[NACK]);
                 e.put(&id.to_le_bytes());
             }
+            Meta::Probe => e.put(&[PROBE]),
+            Meta::ProbeAck => e.put(&[PROBE_ACK]),
         }
         e
     }
@@ -222,6 +232,8 @@ impl Meta<'_> {
             },
             FIN => Meta::Fin { id: r.u32()? },
             NACK => Meta::Nack { id: r.u32()? },
+            PROBE => Meta::Probe,
+            PROBE_ACK => Meta::ProbeAck,
             k => return Err(format!("unknown packet kind {k}")),
         };
         if r.at != b.len() {
@@ -303,6 +315,8 @@ mod tests {
             Meta::Done { id: 5, ok: false },
             Meta::Fin { id: u32::MAX },
             Meta::Nack { id: 1 },
+            Meta::Probe,
+            Meta::ProbeAck,
         ];
         for m in all {
             let e = m.encode();

@@ -1,12 +1,11 @@
 //! The world: this rank's view of the job, and sending active messages.
 //!
 //! Start-up, in order:
-//! 1. Read settings ([`Config`]) and the launcher's environment ([`Boot`]).
-//! 2. Local rank 0 reclaims segments left by dead jobs.
-//! 3. Create this rank's shm receive segment; fence.
-//! 4. Map every peer's segment; fence.
-//! 5. Unlink our segment's name (nothing is left behind if we are killed from here on);
-//!    enable single-copy reads if the kernel allows them.
+//! 1. Read settings ([`Config`]) and find the wire-up source ([`Bootstrap`]: `nf run`,
+//!    PMIx, PMI-2 or a singleton), or take the one the caller hands over.
+//! 2. Connect the transports (the steps are in `wireup.rs`): shm to the ranks of this
+//!    host, ofi or tcp to the others.
+//! 3. Enable single-copy reads if the kernel allows them.
 //!
 //! Sending picks one of three protocols by payload size (seed 001's eager vs rendezvous):
 //! one packet when it fits a frame; a single-copy read by the receiver (rendezvous)
@@ -21,7 +20,7 @@ use nf_transport::shm::cma;
 use nf_transport::SendStatus;
 
 use crate::am::{Am, HandlerId, OwnedAm, Registry, COLL_HANDLER, RESERVED_BASE};
-use crate::bootstrap::Boot;
+use crate::bootstrap::{self, Bootstrap};
 use crate::buf::RecvBuf;
 use crate::config::Config;
 use crate::error::CoreError;
@@ -108,7 +107,7 @@ pub struct World {
     pub(crate) waiter: Waiter,
     pub(crate) net: RefCell<Net>,
     pub(crate) single_copy: bool,
-    pub(crate) boot: RefCell<Boot>,
+    pub(crate) boot: RefCell<Box<dyn Bootstrap>>,
     pub(crate) handlers: RefCell<Registry>,
     pub(crate) state: RefCell<State>,
     /// >0 while a handler runs or a send waits: packets are then queued, not handled.
@@ -132,18 +131,33 @@ impl World {
         Self::init_with(Config::from_env()?)
     }
 
-    /// Joins the job with explicit settings.
+    /// Joins the job described by the environment with explicit settings.
     pub fn init_with(cfg: Config) -> Result<World, CoreError> {
-        let mut boot = Boot::from_env()?;
-        let net = crate::wireup::connect(&mut boot, &cfg)?;
+        Self::init_from(bootstrap::from_env()?, cfg)
+    }
+
+    /// Joins the job through `boot`, a wire-up source the caller provides (e.g. a
+    /// library started under MPI that exchanges through `MPI_COMM_WORLD`).
+    pub fn init_from(mut boot: Box<dyn Bootstrap>, cfg: Config) -> Result<World, CoreError> {
+        let job = boot.job_id().to_owned();
+        if !nf_pmi::env::is_valid_job_id(&job) || boot.rank() >= boot.size() {
+            return Err(CoreError::Unsupported(format!(
+                "wire-up source {} gives rank {} of {} and job id {job:?}; a job id must be \
+                 1 to 64 of A-Z a-z 0-9 . _ - and the rank below the size",
+                boot.source(),
+                boot.rank(),
+                boot.size()
+            )));
+        }
+        let net = crate::wireup::connect(boot.as_mut(), &cfg)?;
         cma::allow_peer_reads();
         let single_copy = net.peers.uses_shm() && cma::available();
         if net.peers.uses_shm() && !single_copy {
             tracing::info!("process_vm_readv unavailable: large messages go through frames");
         }
-        let size = boot.size;
+        let size = boot.size();
         let world = World {
-            rank: boot.rank,
+            rank: boot.rank(),
             size,
             waiter: Waiter::new(cfg.wait, net.peers.local.len()),
             rndv_threshold: Cell::new(cfg.rndv_threshold),
@@ -153,7 +167,7 @@ impl World {
             cfg,
             net: RefCell::new(net),
             single_copy,
-            job: boot.job.clone(),
+            job,
             boot: RefCell::new(boot),
             handlers: RefCell::new(Registry::default()),
             state: RefCell::new(State {
@@ -187,6 +201,11 @@ impl World {
         &self.job
     }
 
+    /// Where this rank's wire-up came from ("nf run", "PMIx", "PMI-2", "singleton", …).
+    pub fn bootstrap_source(&self) -> String {
+        self.boot.borrow().source().to_owned()
+    }
+
     /// The settings in force.
     pub fn config(&self) -> &Config {
         &self.cfg
@@ -211,6 +230,12 @@ impl World {
     /// How this rank reaches `rank` (self, shm or tcp).
     pub fn route(&self, rank: usize) -> Option<Route> {
         self.routes.get(rank).copied()
+    }
+
+    /// Where this rank's network transports can be reached: (transport, address), tcp
+    /// as `ip:port`, ofi as its endpoint name in hex; empty without network routes.
+    pub fn network_addresses(&self) -> Vec<(&'static str, String)> {
+        self.net.borrow().addresses()
     }
 
     /// Whether this rank busy-polls (it has a core to itself) or yields.
@@ -467,9 +492,15 @@ impl World {
         }
     }
 
-    /// The first peer whose process is gone, as an error.
+    /// The first peer that is gone, as an error: its process died, its connection
+    /// broke, or (ofi, which has no connection to watch) it stopped answering the
+    /// heartbeat probes this check sends.
     pub(crate) fn dead_peer(&self) -> Option<CoreError> {
-        let (rank, pid) = self.net.borrow().dead_peer()?;
+        let mut net = self.net.borrow_mut();
+        if let Some(lost) = net.heartbeat(Meta::Probe.encode().as_bytes()) {
+            return Some(lost.into());
+        }
+        let (rank, pid) = net.dead_peer()?;
         Some(CoreError::PeerDied { rank, pid })
     }
 
@@ -491,9 +522,7 @@ impl World {
                 break;
             }
         }
-        if let Some(p) = self.boot.borrow_mut().pmi.as_mut() {
-            p.finalize()?;
-        }
+        self.boot.borrow_mut().finalize()?;
         Ok(())
     }
 }

@@ -153,16 +153,38 @@ fn tcp_integrity_collectives_flood_and_head_to_head() {
     job.expect_success(2, &["headtohead", "10", &(2 << 20).to_string()], &TCP);
 }
 
+/// Every peer over ofi (libfabric's tcp provider on loopback), even on one host.
+const OFI: [(&str, &str); 2] = [("NF_TRANSPORTS", "ofi"), ("NF_TCP_BIND", "127.0.0.1")];
+
 #[test]
-fn mixed_job_two_hosts_of_two_ranks_shm_inside_tcp_across() {
-    // Ranks 0,1 claim host "a", ranks 2,3 host "b": shared memory within each pair,
-    // tcp (on loopback) between them — one process using both transports at once.
+fn ofi_integrity_collectives_flood_and_head_to_head() {
+    require_ofi();
     let job = Job::new();
+    job.expect_success(3, &["integrity", "5", "8", &(4 << 20).to_string()], &OFI);
+    job.expect_success(3, &["collectives"], &OFI);
+    job.expect_success(4, &["flood", "2000", "3000"], &OFI);
+    job.expect_success(2, &["headtohead", "10", &(2 << 20).to_string()], &OFI);
+}
+
+/// Fails the test, saying what to install, unless libfabric loads here.
+fn require_ofi() {
+    if let Err(e) = nf_transport::ofi::available() {
+        panic!("{e}\nthe ofi tests need libfabric: run scripts/setup.sh, then rebuild");
+    }
+}
+
+/// Ranks 0,1 claim host "a", ranks 2,3 host "b": shared memory within each pair, the
+/// network transport `net` (on loopback) between them — one process using two
+/// transports at once.
+fn mixed_job(net: &str) {
+    let job = Job::new();
+    let transports = format!("shm,{net}");
+    let env = [("NF_TCP_BIND", "127.0.0.1"), ("NF_TRANSPORTS", &transports)];
     for mode in [
-        &["routes", "host0,host0,host1,host1"][..],
+        &["routes", "host0,host0,host1,host1", net][..],
         &["integrity", "6", "10", "3000000"],
     ] {
-        let mut spec = job.spec(4, &[], &[("NF_TCP_BIND", "127.0.0.1")]);
+        let mut spec = job.spec(4, &[], &env);
         let check = spec.program.clone();
         spec.program = "sh".into();
         spec.args = ["-c", r#"NF_HOST=host$((NF_RANK / 2)) exec "$0" "$@""#]
@@ -179,6 +201,17 @@ fn mixed_job_two_hosts_of_two_ranks_shm_inside_tcp_across() {
             report.outcome
         );
     }
+}
+
+#[test]
+fn mixed_job_two_hosts_of_two_ranks_shm_inside_tcp_across() {
+    mixed_job("tcp");
+}
+
+#[test]
+fn mixed_job_two_hosts_of_two_ranks_shm_inside_ofi_across() {
+    require_ofi();
+    mixed_job("ofi");
 }
 
 #[test]

@@ -5,8 +5,11 @@
 //! 2. reaps ranks that exited: the first that failed (lowest rank among those seen in
 //!    the same tick) stops all ranks, `RankFailed`; all exited with 0: `Success`.
 //!    In a multi-host job the supervisor first keeps reaping for up to [`HOST_SETTLE`]:
-//!    when by then every rank of the failed rank's host has ended abnormally, the host
-//!    is gone as a whole and the outcome is `HostLost`;
+//!    when by then every rank of a host has ended abnormally, the host is gone as a
+//!    whole and the outcome is `HostLost`. A host whose ranks were killed by signals
+//!    is named before one whose ranks exited with errors, and that before the others:
+//!    ranks that lose a peer may fail as fast as the peer's host dies (a tcp reset),
+//!    but they are the consequence, not the cause;
 //! 3. takes a SIGINT / SIGTERM received by the launcher: pass it on, stop all, `Interrupted`;
 //! 4. checks the job's timeout: stop all, `TimedOut`;
 //! 5. waits for the next PMI event or the end of the tick.
@@ -132,9 +135,9 @@ pub(crate) fn supervise(
                 .find(|r| r.rank == rank)
                 .and_then(|r| r.host.clone());
             warn!(rank, pid, host, %cause, "rank failed; stopping the job");
-            if let Some(host) = &host {
-                if let Some(lost) = host_lost(ranks, rank, host) {
-                    warn!(host, "every rank of the host ended; the host is lost");
+            if host.is_some() {
+                if let Some(lost) = host_lost(ranks, rank) {
+                    warn!("every rank of a host ended; the host is lost: {lost}");
                     stop_all(ranks, libc::SIGTERM, signals);
                     return lost;
                 }
@@ -173,33 +176,55 @@ pub(crate) fn supervise(
     }
 }
 
-/// After `first` (on `host`) failed: reaps for up to [`HOST_SETTLE`], and returns
-/// `HostLost` if by then every rank of `host` has ended abnormally.
-fn host_lost(ranks: &mut [RankProc], first: usize, host: &str) -> Option<Outcome> {
-    let on_host = |r: &RankProc| r.host.as_deref() == Some(host);
+/// After `first` failed: reaps for up to [`HOST_SETTLE`] (less once `first`'s host has
+/// ended), and returns `HostLost` for a host whose ranks have all ended abnormally,
+/// preferring one with ranks killed by signals, then `first`'s own host.
+fn host_lost(ranks: &mut [RankProc], first: usize) -> Option<Outcome> {
+    let first_host = ranks.iter().find(|r| r.rank == first)?.host.clone()?;
     let deadline = Instant::now() + HOST_SETTLE;
     loop {
         for r in ranks.iter_mut() {
             r.reap();
         }
-        if ranks.iter().filter(|r| on_host(r)).all(|r| !r.running()) || Instant::now() >= deadline {
+        let mine = ranks
+            .iter()
+            .filter(|r| r.host.as_ref() == Some(&first_host));
+        if mine.clone().all(|r| !r.running()) && ranks.iter().all(|r| r.exit.is_some())
+            || Instant::now() >= deadline
+        {
             break;
         }
         thread::sleep(TICK);
     }
-    let mut lost: Vec<(usize, Cause)> = Vec::new();
-    for r in ranks.iter().filter(|r| on_host(r)) {
-        match r.exit {
-            Some(cause) if cause != Cause::Exit(0) => lost.push((r.rank, cause)),
-            _ => return None,
+    let mut hosts: Vec<&str> = Vec::new();
+    for h in ranks.iter().filter_map(|r| r.host.as_deref()) {
+        if !hosts.contains(&h) {
+            hosts.push(h);
         }
     }
+    let ended = |h: &str| -> Option<Vec<(usize, Cause)>> {
+        ranks
+            .iter()
+            .filter(|r| r.host.as_deref() == Some(h))
+            .map(|r| match r.exit {
+                Some(cause) if cause != Cause::Exit(0) => Some((r.rank, cause)),
+                _ => None,
+            })
+            .collect()
+    };
+    // max_by_key keeps the last of equal keys: go backwards so the first host wins.
+    let (host, mut lost) = hosts
+        .into_iter()
+        .rev()
+        .filter_map(|h| ended(h).map(|lost| (h, lost)))
+        .max_by_key(|(h, lost)| {
+            let killed = lost.iter().any(|(_, c)| matches!(c, Cause::Signal(_)));
+            (killed, *h == first_host)
+        })?;
+    let host = host.to_owned();
     // The first failure first, the others in rank order.
     lost.sort_by_key(|&(rank, _)| (rank != first, rank));
-    Some(Outcome::HostLost {
-        host: host.to_owned(),
-        ranks: lost,
-    })
+    Some(Outcome::HostLost { host, ranks: lost })
 }
 
 /// Sends `first` to every running rank, then SIGKILL after the grace period, and reaps them.

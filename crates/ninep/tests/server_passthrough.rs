@@ -3,13 +3,16 @@
 mod server_support;
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::FileTypeExt;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use nf_ninep::client::{ClientConfig, ClientError};
-use nf_ninep::errno::{EEXIST, ENOENT, ENOTEMPTY};
+use nf_ninep::errno::{EEXIST, EINVAL, ENOENT, ENOTEMPTY, EPERM};
 use nf_ninep::server::{PassthroughFs, ServerConfig};
-use nf_ninep::LOpenFlags;
-use server_support::{serve, Via, BOTH};
+use nf_ninep::{LOpenFlags, Rmessage, Tflush, Tlopen, Tmknod};
+use server_support::{ecode, serve, Got, Via, BOTH, QUIET};
 
 fn export() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -17,6 +20,15 @@ fn export() -> tempfile::TempDir {
     fs::create_dir_all(dir.path().join("sub/deeper")).unwrap();
     fs::write(dir.path().join("sub/deeper/leaf"), "leaf").unwrap();
     dir
+}
+
+/// `PassthroughFs` over `dir` on a unix socket, default limits.
+fn unix_server(dir: &std::path::Path) -> server_support::Served<PassthroughFs> {
+    serve(
+        PassthroughFs::new(dir).unwrap(),
+        ServerConfig::default(),
+        Via::Unix,
+    )
 }
 
 fn each_transport(test: impl Fn(Via, &std::path::Path, nf_ninep::client::Root)) {
@@ -157,11 +169,7 @@ fn qids_are_stable_and_versions_move_on_writes() {
 #[test]
 fn reads_and_writes_chunk_to_msize() {
     let dir = export();
-    let served = serve(
-        PassthroughFs::new(dir.path()).unwrap(),
-        ServerConfig::default(),
-        Via::Unix,
-    );
+    let served = unix_server(dir.path());
     let client = served.client_with(ClientConfig { msize: 8192 });
     assert_eq!(client.msize(), 8192);
     let root = client.attach("tester", "").unwrap();
@@ -192,4 +200,114 @@ fn remote_errors_are_typed() {
         let io: std::io::Error = err.into();
         assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
     });
+}
+
+#[test]
+fn mknod_makes_fifos_and_sockets_but_no_devices() {
+    let dir = export();
+    let s = unix_server(dir.path());
+    let mut raw = s.raw_session(8192);
+    raw.attach(1);
+    let mknod = |name: &str, mode: u32| Tmknod {
+        dfid: 1,
+        name: name.into(),
+        mode,
+        major: 1,
+        minor: 1,
+        gid: 0,
+    };
+    let r = raw.rpc(5, mknod("fifo", 0o010_640));
+    assert!(matches!(r, Rmessage::Rmknod(_)), "{r:?}");
+    let meta = fs::symlink_metadata(dir.path().join("fifo")).unwrap();
+    assert!(meta.file_type().is_fifo());
+    let r = raw.rpc(5, mknod("sock", 0o140_600));
+    assert!(matches!(r, Rmessage::Rmknod(_)), "{r:?}");
+    assert!(fs::symlink_metadata(dir.path().join("sock"))
+        .unwrap()
+        .file_type()
+        .is_socket());
+    // Character and block devices (here /dev/mem's numbers) are refused, regular files
+    // are for Tlcreate.
+    for (name, mode, errno) in [
+        ("chr", 0o020_600, EPERM),
+        ("blk", 0o060_600, EPERM),
+        ("reg", 0o100_600, EINVAL),
+    ] {
+        let r = raw.rpc(5, mknod(name, mode));
+        assert_eq!(ecode(&r), errno, "{name}");
+        assert!(!dir.path().join(name).exists(), "{name} was created");
+    }
+}
+
+/// Holds a write lease on a file (tests/kernel9p/hold-lease.pl) until dropped, so that
+/// any other open(2) of it blocks in the kernel for `lease-break-time`.
+struct LeaseHolder(Child);
+
+impl LeaseHolder {
+    fn take(file: &std::path::Path) -> LeaseHolder {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/kernel9p/hold-lease.pl"
+        );
+        let mut child = Command::new("perl")
+            .arg(script)
+            .arg(file)
+            .arg("60")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("perl runs tests/kernel9p/hold-lease.pl");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let holder = LeaseHolder(child);
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        assert_eq!(
+            line.trim(),
+            "leased",
+            "hold-lease.pl could not take the lease"
+        );
+        holder
+    }
+}
+
+impl Drop for LeaseHolder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn flushing_an_open_blocked_on_a_lease_answers_at_once() {
+    let dir = export();
+    let leased = dir.path().join("leased");
+    fs::write(&leased, "x").unwrap();
+    let holder = LeaseHolder::take(&leased);
+    let s = unix_server(dir.path());
+    let mut raw = s.raw_session(8192);
+    raw.attach(1);
+    raw.walk(1, 2, &["leased"]);
+    raw.send(
+        10,
+        Tlopen {
+            fid: 2,
+            flags: LOpenFlags::RDONLY,
+        },
+    );
+    assert!(
+        matches!(raw.recv_within(Duration::from_millis(300)), Got::Nothing),
+        "the open waits for the lease break"
+    );
+    // Answered within rpc's deadline (5 s), far below lease-break-time (45 s by
+    // default): the open was really abandoned, not waited for.
+    let r = raw.rpc(11, Tflush { oldtag: 10 });
+    assert!(matches!(r, Rmessage::Rflush(_)), "{r:?}");
+    assert!(
+        matches!(raw.recv_within(QUIET), Got::Nothing),
+        "the flushed Tlopen was answered"
+    );
+    assert_eq!(s.server.stats().in_flight, 0);
+    // The fid is still there and not open: once the lease is gone it opens.
+    drop(holder);
+    let r = raw.lopen(2, LOpenFlags::RDONLY);
+    assert!(matches!(r, Rmessage::Rlopen(_)), "{r:?}");
 }

@@ -39,15 +39,21 @@ fn version_negotiates_msize_and_refuses_other_dialects() {
     let v = raw.version(8192);
     assert_eq!(v.version, VERSION);
     assert!(matches!(raw.attach(1), Rmessage::Rattach(_)));
-    // Tversion must carry NOTAG.
+    // Tversion should carry NOTAG, but clients such as Go's hugelgupf/p9 use an
+    // ordinary tag: it is accepted, answered under that tag, and resets the session.
     let r = raw.rpc(
         5,
         Tversion {
             msize: 8192,
-            version: VERSION.into(),
+            version: "9P2000.L.Google.7".into(),
         },
     );
-    assert_eq!(ecode(&r), EPROTO);
+    match r {
+        Rmessage::Rversion(v) => assert_eq!((v.msize, v.version.as_str()), (8192, VERSION)),
+        other => panic!("{other:?}"),
+    }
+    let r = raw.walk(1, 2, &[]);
+    assert_eq!(ecode(&r), EBADF, "the session was reset: fid 1 is gone");
 }
 
 #[test]
@@ -240,6 +246,43 @@ fn an_oversized_frame_closes_the_connection() {
         Got::Closed
     ));
     assert!(wait_for(|| s.server.stats().clients == 0));
+}
+
+#[test]
+fn a_size_below_the_header_closes_the_connection() {
+    let s = served(Via::Unix);
+    for size in 0u32..HEADER_SIZE as u32 {
+        let mut raw = s.raw_session(8192);
+        raw.attach(1);
+        let mut bytes = size.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[MsgType::Tclunk as u8, 1, 0, 1, 0, 0, 0]);
+        raw.send_bytes(&bytes);
+        assert!(
+            matches!(raw.recv_within(Duration::from_secs(5)), Got::Closed),
+            "size {size}"
+        );
+    }
+    assert!(wait_for(|| {
+        let st = s.server.stats();
+        st.clients == 0 && st.fids == 0
+    }));
+}
+
+#[test]
+fn a_write_whose_count_runs_past_its_frame_is_refused() {
+    let s = served(Via::Unix);
+    let mut raw = s.raw_session(8192);
+    raw.attach(1);
+    raw.walk(1, 2, &["hello"]);
+    // Twrite fid[4] offset[8] count[4] data: count says 9000 (beyond msize), 3 bytes follow.
+    let mut body = 2u32.to_le_bytes().to_vec();
+    body.extend_from_slice(&0u64.to_le_bytes());
+    body.extend_from_slice(&9000u32.to_le_bytes());
+    body.extend_from_slice(b"abc");
+    raw.send_bytes(&frame(MsgType::Twrite as u8, 30, &body));
+    let f = raw.recv();
+    assert_eq!((f.tag, ecode(&f.body)), (30, EPROTO));
+    assert!(matches!(raw.walk(1, 3, &["hello"]), Rmessage::Rwalk(_)));
 }
 
 #[test]

@@ -4,19 +4,20 @@ use std::time::Duration;
 
 use tracing::debug;
 
+use crate::bootstrap::{global_key, Bootstrap, Identity};
 use crate::conn::Conn;
 use crate::env::JobEnv;
 use crate::error::PmiError;
 use crate::protocol::{check_key, check_value, Request, Response, MAX_VALUE_LEN};
+use crate::session::Session;
 
 /// A rank's connection to the launcher's key-value service.
 pub struct Client {
     env: JobEnv,
+    id: Identity,
     conn: Conn,
     epoch: u64,
-    /// Set after a failure that leaves the connection in an unknown state.
-    broken: Option<String>,
-    finalized: bool,
+    session: Session,
 }
 
 impl Client {
@@ -31,12 +32,19 @@ impl Client {
     /// Connects to the server named in `env` and introduces this rank.
     pub fn connect(env: JobEnv) -> Result<Client, PmiError> {
         let conn = Conn::connect(&env.pmi_addr, env.timeout)?;
+        let id = Identity {
+            rank: env.rank,
+            size: env.size,
+            local_rank: env.local_rank,
+            local_size: env.local_size,
+            job_id: env.job_id.clone(),
+        };
         let mut client = Client {
             env,
+            id,
             conn,
             epoch: 0,
-            broken: None,
-            finalized: false,
+            session: Session::default(),
         };
         let hello = Request::Hello {
             rank: client.env.rank,
@@ -136,11 +144,11 @@ impl Client {
 
     /// Says goodbye to the launcher; must be the last call. Calling it again does nothing.
     pub fn finalize(&mut self) -> Result<(), PmiError> {
-        if self.finalized {
+        if self.session.finalized() {
             return Ok(());
         }
         self.expect_ok(&Request::Finalize)?;
-        self.finalized = true;
+        self.session.finish();
         Ok(())
     }
 
@@ -154,24 +162,12 @@ impl Client {
     /// Sends one request; error responses become [`PmiError::Refused`].
     fn call(&mut self, req: &Request) -> Result<Response, PmiError> {
         let op = req.op();
-        if self.finalized {
-            return Err(PmiError::Finalized { op });
-        }
-        if let Some(first) = &self.broken {
-            return Err(PmiError::Broken {
-                op,
-                first: first.clone(),
-            });
-        }
+        self.session.usable(op)?;
         match self.conn.call(req) {
             Ok(Response::Error { message }) => Err(PmiError::Refused { op, message }),
             Ok(resp) => Ok(resp),
-            Err(e) => {
-                if e.poisons_connection() {
-                    self.broken = Some(e.to_string());
-                }
-                Err(e)
-            }
+            Err(e) if e.poisons_connection() => Err(self.session.poison(e)),
+            Err(e) => Err(e),
         }
     }
 }
@@ -183,6 +179,28 @@ fn unexpected(op: &'static str, resp: Response) -> PmiError {
             op,
             detail: format!("answer {other:?} does not fit the request"),
         },
+    }
+}
+
+/// `nf run`'s key-value space is global: rank r's value of `key` is stored as `key.r`.
+impl Bootstrap for Client {
+    fn source(&self) -> &str {
+        "nf run"
+    }
+    fn identity(&self) -> &Identity {
+        &self.id
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
+        Client::put(self, &global_key(key, self.env.rank), value)
+    }
+    fn fence(&mut self) -> Result<(), PmiError> {
+        Client::fence(self)
+    }
+    fn get(&mut self, rank: usize, key: &str) -> Result<String, PmiError> {
+        Client::get(self, &global_key(key, rank))
+    }
+    fn finalize(&mut self) -> Result<(), PmiError> {
+        Client::finalize(self)
     }
 }
 

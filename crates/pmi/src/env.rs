@@ -140,11 +140,7 @@ impl JobEnv {
             },
             None => None,
         };
-        let timeout = match lookup(PMI_TIMEOUT) {
-            None => DEFAULT_TIMEOUT,
-            Some(v) => parse_timeout(&v)
-                .ok_or_else(|| invalid(PMI_TIMEOUT, &v, "a positive number of seconds"))?,
-        };
+        let timeout = call_timeout(&lookup)?;
         Ok(Some(JobEnv {
             rank,
             size,
@@ -194,6 +190,34 @@ pub fn is_valid_job_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// The deadline of every call to a launcher: `NF_PMI_TIMEOUT`, else [`DEFAULT_TIMEOUT`]
+/// (read by every wire-up source, not only `nf run`'s).
+pub fn call_timeout(lookup: &impl Fn(&str) -> Option<OsString>) -> Result<Duration, PmiError> {
+    match lookup(PMI_TIMEOUT) {
+        None => Ok(DEFAULT_TIMEOUT),
+        Some(v) => parse_timeout(&v)
+            .ok_or_else(|| invalid(PMI_TIMEOUT, &v, "a positive number of seconds")),
+    }
+}
+
+/// A job id made from a launcher's name for the job (a PMIx namespace, a PMI-2 job
+/// id): `prefix-` and the name with every character outside `A-Z a-z 0-9 . _ -`
+/// replaced by `_`, cut to [`MAX_JOB_ID_LEN`]. Every rank of a job gets the same id.
+pub fn job_id_from(prefix: &str, name: &str) -> String {
+    let mut id: String = format!("{prefix}-{name}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    id.truncate(MAX_JOB_ID_LEN);
+    id
+}
+
 /// Parses a positive, finite number of seconds.
 pub fn parse_timeout(value: &OsStr) -> Option<Duration> {
     let secs: f64 = value.to_str()?.trim().parse().ok()?;
@@ -234,17 +258,23 @@ fn required_number(
     optional_number(lookup, var, expected)?.ok_or(PmiError::EnvMissing { var })
 }
 
+/// An environment of `vars` only, for tests of the readers above and of launchers'.
+#[cfg(test)]
+pub(crate) fn fake_lookup<'a>(
+    vars: &'a [(&'a str, &'a str)],
+) -> impl Fn(&str) -> Option<OsString> + 'a {
+    move |name| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| OsString::from(v))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| OsString::from(v))
-        }
-    }
+    use crate::env::fake_lookup as lookup;
 
     const GOOD: [(&str, &str); 4] = [
         (PMI_ADDR, "/tmp/x.sock"),
@@ -339,6 +369,21 @@ mod tests {
         let vars: Vec<_> = GOOD.iter().copied().filter(|(k, _)| *k != RANK).collect();
         let err = JobEnv::from_lookup(lookup(&vars)).unwrap_err();
         assert!(matches!(err, PmiError::EnvMissing { var: RANK }), "{err}");
+    }
+
+    #[test]
+    fn launcher_names_become_valid_job_ids() {
+        for name in [
+            "623050753",
+            "kvs_1234_0",
+            "prterun-vm-4711@1",
+            "x".repeat(100).as_str(),
+            "",
+        ] {
+            let id = job_id_from("pmix", name);
+            assert!(is_valid_job_id(&id), "{name:?} -> {id:?}");
+        }
+        assert_eq!(job_id_from("pmix", "a@b:c"), "pmix-a_b_c");
     }
 
     #[test]

@@ -184,6 +184,41 @@ pub enum PmiError {
         #[source]
         source: io::Error,
     },
+    /// A launcher's environment is half set or garbled: one of its variables is there,
+    /// another that it always sets is missing or unusable.
+    #[error(
+        "environment variable {var} is {problem}, although {present} is set (so {launcher} \
+         seems to have started this process); start it with {launcher}, or unset {present} \
+         to run without it"
+    )]
+    LauncherEnv {
+        /// The missing or bad variable.
+        var: &'static str,
+        /// What is wrong with it: "not set", or its value and what was expected.
+        problem: String,
+        /// The variable whose presence says which launcher this is.
+        present: &'static str,
+        /// The launcher ("a PMIx launcher (Open MPI's mpirun)", "a PMI-2 launcher").
+        launcher: &'static str,
+    },
+    /// The launcher's client library (or our shim for it) cannot be loaded.
+    #[error("{via} wire-up is unavailable in this process: {why}")]
+    Unavailable {
+        /// The interface ("PMIx").
+        via: &'static str,
+        /// Why, and what to install.
+        why: String,
+    },
+    /// A call to an external launcher (PMIx, PMI-2) failed.
+    #[error("{via} {op} failed: {detail}")]
+    Launcher {
+        /// The interface ("PMIx", "PMI-2").
+        via: &'static str,
+        /// The call.
+        op: &'static str,
+        /// The launcher's error, and what to check.
+        detail: String,
+    },
 }
 
 impl PmiError {

@@ -44,23 +44,34 @@
 //! the job's secret, at most [`MAX_HELLO_LEN`] bytes, within [`HELLO_TIMEOUT`]; anything
 //! else is answered with one error line and closed (see [`Server`]).
 //!
+//! # Other launchers
+//!
+//! A program started by another launcher wires up through it instead: [`pmix`] for
+//! PMIx (Open MPI's `mpirun`), [`pmi2`] for the PMI-2 wire protocol (Slurm's
+//! `srun --mpi=pmi2`, MPICH's hydra). The core picks one from the environment.
+//!
 //! Every client call has a deadline (`NF_PMI_TIMEOUT`, default 60 s) and returns a
 //! [`PmiError`] on timeout, a closed socket, or an error response; it never hangs.
 
 #![warn(missing_docs)]
 
 mod addr;
+pub mod bootstrap;
 mod client;
 mod conn;
 pub mod env;
 mod error;
+pub mod pmi2;
+pub mod pmix;
 pub mod protocol;
 pub mod secret;
 mod server;
+mod session;
 mod sock;
 mod store;
 
 pub use addr::{PmiAddr, TCP_PREFIX};
+pub use bootstrap::{Bootstrap, Singleton};
 pub use client::Client;
 pub use env::JobEnv;
 pub use error::PmiError;

@@ -3,12 +3,15 @@
 //! - [`Netns`]: K Linux network namespaces that stand for the K hosts of a multi-host
 //!   job, joined by a bridge, removed again when the fixture is dropped (also when the
 //!   test panics). Needs root and `ip` (iproute2).
+//! - [`output_within`]: run a command to completion, or fail the test after a deadline.
 //!
 //! Leftovers of a test process that was killed outright (Drop never ran) are removed by
 //! `tests/netns/cleanup.sh` at the repository root.
 
 #![warn(missing_docs)]
 
+mod bounded;
 mod netns;
 
+pub use bounded::output_within;
 pub use netns::{Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};

@@ -263,6 +263,11 @@ impl Netns {
         })
     }
 
+    /// SIGKILLs every process inside host i at once, as if the host crashed.
+    pub fn kill_all(&self, i: usize) {
+        kill_inside(&self.hosts[i]);
+    }
+
     /// Takes host i's link down at the bridge end of its veth pair, as if its cable were
     /// pulled: host i keeps its address, and packets to and from it are lost silently.
     pub fn link_down(&self, i: usize) -> Result<(), NetnsError> {

@@ -108,6 +108,16 @@ pub enum TransportError {
         /// What to check or do.
         hint: String,
     },
+    /// A posted receive failed because of the remote side (a connection broke in the
+    /// middle of a message); the buffer was re-posted. Which peer it was is not known
+    /// here: it is named when a send to it fails.
+    #[error("{transport}: a receive failed ({why}); a peer's connection probably broke, and the peer is named once a send to it fails")]
+    RecvFailed {
+        /// The transport it happened on.
+        transport: &'static str,
+        /// The provider's words.
+        why: String,
+    },
     /// A packet that breaks the transport's framing arrived and was dropped.
     #[error("{transport}: dropped a malformed packet (sender rank as claimed: {src}): {why}")]
     BadPacket {

@@ -15,6 +15,17 @@ pub enum BenchCommand {
     Pingpong(PingpongArgs),
     /// Plot ping-pong reports (JSON, ours or the MPI ping-pong's) on one figure.
     Plot(PlotArgs),
+    /// One-sided put / get / accumulate between ranks 0 and 1 (runs 2 ranks if
+    /// started by hand), contiguous and 2-D strided.
+    Rma(super::bench_rma::RmaArgs),
+    /// 9P file service: walk/open/read 1 B/clunk rate and streaming read / write at
+    /// msize 8 KiB … 1 MiB, ninefold's server against diod in the same run.
+    #[command(name = "9p")]
+    Ninep(super::bench_9p::NinepArgs),
+    /// The ninefold side of `nf bench 9p`: serves a directory on a unix socket until
+    /// standard input closes (until `nf serve` exists).
+    #[command(name = "9p-server", hide = true)]
+    NinepServer(super::bench_9p::ServerArgs),
 }
 
 /// Arguments of `nf bench plot`.
@@ -40,7 +51,15 @@ pub struct PingpongArgs {
     /// Untimed round trips before each size.
     #[arg(long, default_value_t = 1_000)]
     pub warmup: usize,
-    /// Write the report as JSON here.
+    /// Where the report goes.
+    #[command(flatten)]
+    pub out: Outputs,
+}
+
+/// Where a benchmark writes its reports (besides the table on stdout).
+#[derive(Args)]
+pub struct Outputs {
+    /// Write the report as JSON here (an array when a run makes several).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Write the report as CSV here.
@@ -56,6 +75,9 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
     match cmd {
         BenchCommand::Pingpong(a) => run_pingpong(a),
         BenchCommand::Plot(a) => plot(a),
+        BenchCommand::Rma(a) => super::bench_rma::run(a),
+        BenchCommand::Ninep(a) => super::bench_9p::main(a),
+        BenchCommand::NinepServer(a) => super::bench_9p::serve(a),
     }
 }
 
@@ -91,7 +113,12 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
         iters: a.iters,
         warmup: a.warmup,
     };
-    let bar = (world.rank() == 0).then(|| progress_bar(params.sizes.len() as u64));
+    let bar = (world.rank() == 0).then(|| {
+        progress_bar(
+            params.sizes.len() as u64,
+            "pingpong {bar:30} {pos}/{len} sizes, last {msg}",
+        )
+    });
     let measured = pingpong::run(&world, &params, |size| {
         if let Some(b) = &bar {
             b.set_message(format!("{size} B"));
@@ -105,13 +132,13 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
         let report = report_of(&m, &world, &params);
         print!("{}", report.to_table());
         println!("empty poll: {:.1} ns", m.poll_empty_ns);
-        if let Some(p) = &a.json {
+        if let Some(p) = &a.out.json {
             report.write_json(p)?;
         }
-        if let Some(p) = &a.csv {
+        if let Some(p) = &a.out.csv {
             report.write_csv(p)?;
         }
-        if let Some(p) = &a.plot {
+        if let Some(p) = &a.out.plot {
             let label = format!("ninefold {}", report.transport);
             nf_bench::plot::plot_pingpong(&[(label.as_str(), &report)], p)?;
         }
@@ -120,12 +147,11 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// A bar on stderr (hidden when stderr is not a terminal).
-fn progress_bar(len: u64) -> indicatif::ProgressBar {
+/// A bar on stderr drawn with `template` (hidden when stderr is not a terminal).
+pub fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(len);
-    let style =
-        indicatif::ProgressStyle::with_template("pingpong {bar:30} {pos}/{len} sizes, last {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    let style = indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     bar.set_style(style);
     bar
 }

@@ -153,12 +153,12 @@ impl<F: Filesystem> Conn<F> {
         }
     }
 
-    /// `Tversion`: reset the session, then negotiate.
+    /// `Tversion`: reset the session, then negotiate. version(5) says the tag *should*
+    /// be `NOTAG`; clients that use an ordinary tag (Go's hugelgupf/p9) are answered
+    /// under it.
     fn version(&self, tag: u16, req: Tversion) {
         if tag != NOTAG {
-            tracing::warn!(conn = self.id, tag, "Tversion must use NOTAG");
-            self.send_now(tag, Rlerror::new(EPROTO).into());
-            return;
+            tracing::debug!(conn = self.id, tag, "Tversion with a tag other than NOTAG");
         }
         self.reset();
         let reply = negotiate(&req, self.shared.config.max_msize);
@@ -274,17 +274,26 @@ impl<F: Filesystem> Conn<F> {
         let cancel = st.pending.start(tag);
         drop(st);
         let ctx = Ctx::new(cancel, msize, self.id, tag);
+        if self.shared.fs.runs_inline() {
+            // Step 5 on this thread: no hand-off, unless the tree would have to wait.
+            let done = self.apply(&ctx.inline(), &job);
+            if !done.would_block() {
+                return self.finish(&ctx, done);
+            }
+        }
         let conn = Arc::clone(self);
         self.shared
             .pool
             .submit(Box::new(move || conn.work(ctx, job)));
     }
 
-    /// Worker side: call the tree, then finish.
-    fn work(&self, ctx: Ctx, job: Job<F::Fid>) {
+    /// Calls the tree; a panic becomes `EIO`, and so does a
+    /// [`WOULD_BLOCK`](crate::server::WOULD_BLOCK) from a
+    /// context that may block (a tree bug: the code must never reach a client).
+    fn apply(&self, ctx: &Ctx, job: &Job<F::Fid>) -> Done<F::Fid> {
         let fs = &*self.shared.fs;
         let done =
-            panic::catch_unwind(AssertUnwindSafe(|| apply(fs, &ctx, job))).unwrap_or_else(|_| {
+            panic::catch_unwind(AssertUnwindSafe(|| apply(fs, ctx, job))).unwrap_or_else(|_| {
                 tracing::error!(
                     conn = self.id,
                     tag = ctx.tag(),
@@ -292,6 +301,20 @@ impl<F: Filesystem> Conn<F> {
                 );
                 Done::Reply(Err(Rlerror::new(EIO)))
             });
+        if ctx.may_block() && done.would_block() {
+            tracing::error!(
+                conn = self.id,
+                tag = ctx.tag(),
+                "a tree answered WOULD_BLOCK where it may block; answering EIO"
+            );
+            return Done::Reply(Err(Rlerror::new(EIO)));
+        }
+        done
+    }
+
+    /// Worker side: call the tree, then finish.
+    fn work(&self, ctx: Ctx, job: Job<F::Fid>) {
+        let done = self.apply(&ctx, &job);
         self.finish(&ctx, done);
     }
 

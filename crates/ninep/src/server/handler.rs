@@ -15,6 +15,11 @@ pub type FsResult<T> = Result<T, Rlerror>;
 /// Filesystem magic of 9P (`V9FS_MAGIC`), the default `Rstatfs.fs_type`.
 pub const V9FS_MAGIC: u32 = 0x0102_1997;
 
+/// The `Rlerror` code a tree returns when it would have to wait but
+/// [`Ctx::may_block`] is false: the server then runs the request again on a worker
+/// thread, where it may wait. It is never sent to a client.
+pub const WOULD_BLOCK: u32 = u32::MAX;
+
 /// What one request may know about its context.
 #[derive(Clone, Debug)]
 pub struct Ctx {
@@ -22,6 +27,7 @@ pub struct Ctx {
     msize: u32,
     conn: u64,
     tag: u16,
+    may_block: bool,
 }
 
 impl Ctx {
@@ -32,7 +38,24 @@ impl Ctx {
             msize,
             conn,
             tag,
+            may_block: true,
         }
+    }
+
+    /// This context for a request run on the connection's reader thread, where the
+    /// tree must not wait (see [`Filesystem::runs_inline`]).
+    pub(crate) fn inline(&self) -> Ctx {
+        Ctx {
+            may_block: false,
+            ..self.clone()
+        }
+    }
+
+    /// False while the request runs on the connection's reader thread: a tree that
+    /// would have to wait (for a lease break, a stream, …) must return
+    /// `Rlerror::new(WOULD_BLOCK)` at once instead; the server retries it on a worker.
+    pub fn may_block(&self) -> bool {
+        self.may_block
     }
 
     /// A context outside any request (releasing fids of a closed connection, tests).
@@ -114,6 +137,15 @@ pub struct Walked<F> {
 pub trait Filesystem: Send + Sync + 'static {
     /// The tree's state for one fid.
     type Fid: Send + Sync + 'static;
+
+    /// True if every method either returns promptly or, when [`Ctx::may_block`] is
+    /// false, returns `Rlerror::new(WOULD_BLOCK)` instead of waiting. The server then
+    /// runs requests on the connection's reader thread, one at a time, sparing a thread
+    /// hand-off per request; those that would block go to a worker. Default false: every
+    /// request runs on a worker.
+    fn runs_inline(&self) -> bool {
+        false
+    }
 
     /// `Tattach`: the root of the tree named `req.aname` for user `req.uname`. `afid` is
     /// the state of an authenticated afid, or `None` for `NOFID`.

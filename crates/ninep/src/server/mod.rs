@@ -57,7 +57,8 @@
 //!
 //! # Session reset and disconnect
 //!
-//! `Tversion` (which must carry `NOTAG`) and a closed connection both: abort every
+//! `Tversion` (with `NOTAG` or, as some clients send it, any other tag) and a closed
+//! connection both: abort every
 //! request in flight (cancel it; nothing will be sent for it), wait until they have all
 //! returned, then clunk every fid in the tree. `Tversion` then negotiates and answers
 //! `Rversion`; a disconnected connection closes its transport and leaves the server.
@@ -89,7 +90,7 @@ pub mod trees;
 pub use cancel::{Cancel, Cancelled, Monitor};
 pub use config::ServerConfig;
 pub use error::ServerError;
-pub use handler::{Ctx, Filesystem, FsResult, Walked, V9FS_MAGIC};
+pub use handler::{Ctx, Filesystem, FsResult, Walked, V9FS_MAGIC, WOULD_BLOCK};
 pub use listen::{ListenAddr, Listener};
 pub use srv::{Server, ServerStats};
 pub use transport::Transport;

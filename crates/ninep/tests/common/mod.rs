@@ -2,6 +2,9 @@
 
 #![allow(dead_code)]
 
+pub mod decode_check;
+pub mod mutate;
+
 use nf_ninep::*;
 
 /// The msize the tests negotiate.

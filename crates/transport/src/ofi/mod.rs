@@ -527,7 +527,10 @@ fn recv_error(f: Fail) -> TransportError {
             ),
         };
     }
-    ofi_error("a receive".into(), f, "the buffer was re-posted")
+    TransportError::RecvFailed {
+        transport: "ofi",
+        why: format!("{} (fi_errno {})", f.text, f.code),
+    }
 }
 
 impl Messaging for OfiTransport {

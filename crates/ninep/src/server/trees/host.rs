@@ -17,20 +17,34 @@
 //! 4. Only regular files and directories are opened; fifos, sockets and devices are
 //!    refused (`EOPNOTSUPP`), so no read can block in the kernel out of cancellation's
 //!    reach.
+//! 5. Opening never blocks out of cancellation's reach either: files are opened with
+//!    `O_NONBLOCK`, so an open that would wait for a lease break (another process holds
+//!    a lease on the file) fails with `EWOULDBLOCK` at once; it is retried every
+//!    [`LEASE_RETRY`] until it succeeds or the request is cancelled (`EINTR`). A Tflush
+//!    of such an open is therefore answered at once, not after `lease-break-time`.
+//!    On the connection's reader thread (`Ctx::may_block` false) it is not retried
+//!    but answered `WOULD_BLOCK`, so the server moves the request to a worker: this is
+//!    the only wait in the host trees, which is why they run inline.
+//!    The flag is cleared once the file is open, and a file that turns out not to be
+//!    regular (swapped after a check) is closed again (rule 4).
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 
-use crate::errno::{EINVAL, EIO};
+use crate::errno::{EINVAL, EIO, EOPNOTSUPP};
 use crate::message::Rlerror;
 use crate::server::cancel::lock;
-use crate::server::handler::FsResult;
+use crate::server::handler::{Ctx, FsResult, WOULD_BLOCK};
 use crate::types::{Attr, Dirent, GetattrMask, Qid, QidType, Timespec};
+
+/// How often an open waiting for a lease break is retried (rule 5).
+pub(crate) const LEASE_RETRY: Duration = Duration::from_millis(20);
 
 /// A rustix error as an `Rlerror`.
 pub(crate) fn os(e: rustix::io::Errno) -> Rlerror {
@@ -101,12 +115,35 @@ impl HostRoot {
         rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(os)
     }
 
-    /// Opens `path` (never following a final symlink) with `flags` and `mode`.
-    pub fn open_file(&self, path: &[String], flags: OFlags, mode: Mode) -> FsResult<File> {
+    /// Opens the regular file `path` (never following a final symlink) with `flags` and
+    /// `mode`, and returns it with its stat. Waits for a lease break only where the
+    /// request may block, and only until it is cancelled (rule 5).
+    pub fn open_file(
+        &self,
+        path: &[String],
+        flags: OFlags,
+        mode: Mode,
+        ctx: &Ctx,
+    ) -> FsResult<(File, Stat)> {
         let (dir, name) = self.locate(path)?;
-        let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&dir, name, flags, mode).map_err(os)?;
-        Ok(File::from(fd))
+        let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd = loop {
+            match rustix::fs::openat(&dir, name, flags, mode) {
+                Ok(fd) => break fd,
+                Err(rustix::io::Errno::WOULDBLOCK) if !ctx.may_block() => {
+                    return Err(Rlerror::new(WOULD_BLOCK))
+                }
+                Err(rustix::io::Errno::WOULDBLOCK) => ctx.cancel().sleep(LEASE_RETRY)?,
+                Err(e) => return Err(os(e)),
+            }
+        };
+        let st = rustix::fs::fstat(&fd).map_err(os)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(Rlerror::new(EOPNOTSUPP));
+        }
+        // F_SETFL changes only the status flags (append, nonblock, …) and ignores the rest.
+        rustix::fs::fcntl_setfl(&fd, flags.difference(OFlags::NONBLOCK)).map_err(os)?;
+        Ok((File::from(fd), st))
     }
 
     /// An `O_PATH` descriptor of `path` itself (a symlink is not followed).
@@ -121,7 +158,7 @@ impl HostRoot {
         let fd = self.path_fd(path)?;
         let st = rustix::fs::fstat(&fd).map_err(os)?;
         if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
-            return Err(Rlerror::new(crate::errno::EOPNOTSUPP));
+            return Err(Rlerror::new(EOPNOTSUPP));
         }
         let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
         rustix::fs::chmod(link.as_str(), Mode::from_raw_mode(mode & 0o7777)).map_err(os)

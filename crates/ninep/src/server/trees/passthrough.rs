@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timestamps, UTIME_NOW, UTIME_OMIT};
 
-use crate::errno::{EBADF, EBUSY, EINVAL, EISDIR, ELOOP, EOPNOTSUPP};
+use crate::errno::{EBADF, EBUSY, EINVAL, EISDIR, ELOOP, EOPNOTSUPP, EPERM};
 use crate::message::*;
 use crate::server::cancel::lock;
 use crate::server::handler::{Ctx, Filesystem, FsResult};
@@ -165,6 +165,12 @@ impl HostFid {
 impl Filesystem for PassthroughFs {
     type Fid = HostFid;
 
+    /// Host calls return promptly; the one wait, an open behind a lease break, answers
+    /// `WOULD_BLOCK` on the reader thread (rule 5 of `host.rs`).
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn attach(&self, _: &Ctx, _: &Tattach, _: Option<&HostFid>) -> FsResult<(Rattach, HostFid)> {
         Ok((
             Rattach {
@@ -197,16 +203,15 @@ impl Filesystem for PassthroughFs {
         })
     }
 
-    fn lopen(&self, _: &Ctx, fid: &HostFid, req: &Tlopen) -> FsResult<Rlopen> {
+    fn lopen(&self, ctx: &Ctx, fid: &HostFid, req: &Tlopen) -> FsResult<Rlopen> {
         let path = fid.path();
         let st = self.root.lstat(&path)?;
         let opened = match FileType::from_raw_mode(st.st_mode) {
             FileType::Directory => HostOpen::Dir(Listing::default()),
             FileType::RegularFile => {
-                let file = self
-                    .root
-                    .open_file(&path, open_flags(req.flags)?, Mode::empty())?;
-                let st = rustix::fs::fstat(&file).map_err(os)?;
+                let (file, st) =
+                    self.root
+                        .open_file(&path, open_flags(req.flags)?, Mode::empty(), ctx)?;
                 let qid_path = self.root.qid(&st, &self.versions).path;
                 HostOpen::File { file, qid_path }
             }
@@ -220,13 +225,11 @@ impl Filesystem for PassthroughFs {
         })
     }
 
-    fn lcreate(&self, _: &Ctx, dir: &HostFid, req: &Tlcreate) -> FsResult<(Rlcreate, HostFid)> {
+    fn lcreate(&self, ctx: &Ctx, dir: &HostFid, req: &Tlcreate) -> FsResult<(Rlcreate, HostFid)> {
         let path = child(&dir.path(), &req.name);
         let flags = open_flags(req.flags)? | OFlags::CREATE;
-        let file = self
-            .root
-            .open_file(&path, flags, Mode::from_raw_mode(req.mode & 0o7777))?;
-        let st = rustix::fs::fstat(&file).map_err(os)?;
+        let mode = Mode::from_raw_mode(req.mode & 0o7777);
+        let (file, st) = self.root.open_file(&path, flags, mode, ctx)?;
         let qid = self.root.qid(&st, &self.versions);
         let fid = self.fid(path);
         let _ = fid.open.set(HostOpen::File {
@@ -274,8 +277,23 @@ impl Filesystem for PassthroughFs {
         })
     }
 
-    fn mknod(&self, _: &Ctx, _: &HostFid, _: &Tmknod) -> FsResult<Rmknod> {
-        Err(Rlerror::new(EOPNOTSUPP))
+    /// FIFOs and sockets only: they are inert here (never opened, rule 4 of `host.rs`)
+    /// and clients such as v9fs serve their I/O locally. Device nodes are refused with
+    /// `EPERM`, so an export never gains a door to the host's devices.
+    fn mknod(&self, _: &Ctx, dir: &HostFid, req: &Tmknod) -> FsResult<Rmknod> {
+        let ftype = FileType::from_raw_mode(req.mode);
+        match ftype {
+            FileType::Fifo | FileType::Socket => {}
+            FileType::CharacterDevice | FileType::BlockDevice => return Err(Rlerror::new(EPERM)),
+            _ => return Err(Rlerror::new(EINVAL)),
+        }
+        let parent = dir.path();
+        let fd = self.root.dir(&parent)?;
+        let mode = Mode::from_raw_mode(req.mode & 0o7777);
+        rustix::fs::mknodat(&fd, req.name.as_str(), ftype, mode, 0).map_err(os)?;
+        Ok(Rmknod {
+            qid: self.qid_of(&child(&parent, &req.name))?,
+        })
     }
 
     fn symlink(&self, _: &Ctx, dir: &HostFid, req: &Tsymlink) -> FsResult<Rsymlink> {
@@ -355,7 +373,7 @@ impl Filesystem for PassthroughFs {
         Ok(Rremove)
     }
 
-    fn setattr(&self, _: &Ctx, fid: &HostFid, req: &Tsetattr) -> FsResult<Rsetattr> {
+    fn setattr(&self, ctx: &Ctx, fid: &HostFid, req: &Tsetattr) -> FsResult<Rsetattr> {
         let path = fid.path();
         let open = match fid.open.get() {
             Some(HostOpen::File { file, .. }) => Some(file),
@@ -385,7 +403,9 @@ impl Filesystem for PassthroughFs {
             match resized {
                 Some(Ok(())) => {}
                 _ => {
-                    let file = self.root.open_file(&path, OFlags::WRONLY, Mode::empty())?;
+                    let (file, _) =
+                        self.root
+                            .open_file(&path, OFlags::WRONLY, Mode::empty(), ctx)?;
                     file.set_len(req.attr.size)?;
                 }
             }

@@ -50,6 +50,12 @@ impl ReadOnlyView {
 impl Filesystem for ReadOnlyView {
     type Fid = RoFid;
 
+    /// As `PassthroughFs`: only an open behind a lease break waits, and it answers
+    /// `WOULD_BLOCK` on the reader thread.
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn attach(&self, _: &Ctx, _: &Tattach, _: Option<&RoFid>) -> FsResult<(Rattach, RoFid)> {
         let qid = self.qid(&self.find(&[])?);
         Ok((Rattach { qid }, self.fid(Vec::new())))
@@ -85,7 +91,7 @@ impl Filesystem for ReadOnlyView {
         })
     }
 
-    fn lopen(&self, _: &Ctx, fid: &RoFid, req: &Tlopen) -> FsResult<Rlopen> {
+    fn lopen(&self, ctx: &Ctx, fid: &RoFid, req: &Tlopen) -> FsResult<Rlopen> {
         let path = fid.path();
         let append = req.flags.contains(LOpenFlags::APPEND);
         let truncate = req.flags.contains(LOpenFlags::TRUNC) && writes(req.flags);
@@ -100,11 +106,14 @@ impl Filesystem for ReadOnlyView {
             Found::Host(st) => match FileType::from_raw_mode(st.st_mode) {
                 FileType::Directory => RoOpen::Dir(Listing::default()),
                 FileType::RegularFile if writes(req.flags) || truncate => RoOpen::Mem {
-                    file: self.copy_up(&path, truncate)?,
+                    file: self.copy_up(&path, truncate, ctx)?,
                     append,
                 },
                 FileType::RegularFile => {
-                    RoOpen::Host(self.root.open_file(&path, OFlags::RDONLY, Mode::empty())?)
+                    let (file, _) =
+                        self.root
+                            .open_file(&path, OFlags::RDONLY, Mode::empty(), ctx)?;
+                    RoOpen::Host(file)
                 }
                 FileType::Symlink => return Err(Rlerror::new(ELOOP)),
                 _ => return Err(Rlerror::new(EOPNOTSUPP)),
@@ -194,20 +203,20 @@ impl Filesystem for ReadOnlyView {
         Ok(Rreadlink { target })
     }
 
-    fn rename(&self, _: &Ctx, fid: &RoFid, dir: &RoFid, req: &Trename) -> FsResult<Rrename> {
-        self.move_file(fid.path(), child(&dir.path(), &req.name))?;
+    fn rename(&self, ctx: &Ctx, fid: &RoFid, dir: &RoFid, req: &Trename) -> FsResult<Rrename> {
+        self.move_file(fid.path(), child(&dir.path(), &req.name), ctx)?;
         Ok(Rrename)
     }
 
     fn renameat(
         &self,
-        _: &Ctx,
+        ctx: &Ctx,
         olddir: &RoFid,
         newdir: &RoFid,
         req: &Trenameat,
     ) -> FsResult<Rrenameat> {
         let from = child(&olddir.path(), &req.oldname);
-        self.move_file(from, child(&newdir.path(), &req.newname))?;
+        self.move_file(from, child(&newdir.path(), &req.newname), ctx)?;
         Ok(Rrenameat)
     }
 
@@ -222,7 +231,7 @@ impl Filesystem for ReadOnlyView {
         Ok(Rremove)
     }
 
-    fn setattr(&self, _: &Ctx, fid: &RoFid, req: &Tsetattr) -> FsResult<Rsetattr> {
+    fn setattr(&self, ctx: &Ctx, fid: &RoFid, req: &Tsetattr) -> FsResult<Rsetattr> {
         if req.valid.contains(SetattrMask::UID) || req.valid.contains(SetattrMask::GID) {
             return Err(Rlerror::new(EPERM));
         }
@@ -231,7 +240,7 @@ impl Filesystem for ReadOnlyView {
             match found {
                 Found::File(f) => Ok(Some(Arc::clone(f))),
                 Found::Host(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
-                    Ok(Some(self.copy_up(&path, false)?))
+                    Ok(Some(self.copy_up(&path, false, ctx)?))
                 }
                 Found::Dir(_) => Ok(None),
                 Found::Host(_) => Err(Rlerror::new(EROFS)),

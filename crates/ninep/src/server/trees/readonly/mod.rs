@@ -32,6 +32,7 @@ use rustix::fs::{FileType, Mode, OFlags, Stat};
 use crate::errno::{EFBIG, ENOENT, ENOTDIR};
 use crate::message::Rlerror;
 use crate::server::cancel::lock;
+use crate::server::handler::Ctx;
 use crate::server::handler::FsResult;
 use crate::server::trees::host::{
     self, attr, dtype, step, HostRoot, PathRegistry, SharedPath, Versions,
@@ -185,8 +186,8 @@ impl ReadOnlyView {
     }
 
     /// The memory copy of the file at `path`, copying the host file up if needed
-    /// (empty when `truncate`).
-    fn copy_up(&self, path: &[String], truncate: bool) -> FsResult<Arc<MemFile>> {
+    /// (empty when `truncate`); opening the host file waits as `ctx` allows.
+    fn copy_up(&self, path: &[String], truncate: bool, ctx: &Ctx) -> FsResult<Arc<MemFile>> {
         let st = match self.find(path)? {
             Found::File(f) => return Ok(f),
             Found::Dir(_) => return Err(Rlerror::new(crate::errno::EISDIR)),
@@ -200,7 +201,7 @@ impl ReadOnlyView {
         } else {
             let size = u64::try_from(st.st_size).unwrap_or(0);
             self.budget.take(size)?;
-            match self.read_host(path, size) {
+            match self.read_host(path, size, ctx) {
                 Ok(d) => {
                     self.budget.give(size);
                     self.budget.take(d.len() as u64)?;
@@ -224,8 +225,10 @@ impl ReadOnlyView {
         Ok(file)
     }
 
-    fn read_host(&self, path: &[String], size: u64) -> FsResult<Vec<u8>> {
-        let file = self.root.open_file(path, OFlags::RDONLY, Mode::empty())?;
+    fn read_host(&self, path: &[String], size: u64, ctx: &Ctx) -> FsResult<Vec<u8>> {
+        let (file, _) = self
+            .root
+            .open_file(path, OFlags::RDONLY, Mode::empty(), ctx)?;
         let mut data = vec![0u8; usize::try_from(size).map_err(|_| Rlerror::new(EFBIG))?];
         let mut filled = 0;
         while filled < data.len() {
@@ -325,7 +328,7 @@ impl ReadOnlyView {
     }
 
     /// Renames a file (copying it up); directories get `EXDEV`.
-    fn move_file(&self, from: Vec<String>, to: Vec<String>) -> FsResult<()> {
+    fn move_file(&self, from: Vec<String>, to: Vec<String>, ctx: &Ctx) -> FsResult<()> {
         if from.is_empty() || to.is_empty() {
             return Err(Rlerror::new(crate::errno::EBUSY));
         }
@@ -339,7 +342,7 @@ impl ReadOnlyView {
                 return Err(Rlerror::new(crate::errno::EISDIR));
             }
         }
-        let file = self.copy_up(&from, false)?;
+        let file = self.copy_up(&from, false, ctx)?;
         self.hide(&from);
         let mut ov = self.overlay();
         ov.remove_tree(&key(&to));

@@ -8,15 +8,23 @@
 //! - `headtohead COUNT SIZE`: ranks 0 and 1 send to each other at the same time;
 //! - `collectives`: barrier, broadcast from every root, allreduce sum/min/max;
 //! - `badinput`: every misuse the API must refuse, with the error it must give;
-//! - `peerlimit LIMIT`: rank 1 accepts payloads of at most LIMIT bytes, rank 0 its
-//!   default; rank 0 sends messages below and above LIMIT (fragmented and, with
-//!   `NF_RNDV_THRESHOLD` low enough, single-copy) and rank 1 must receive the small
-//!   ones, report each large one as a peer error naming the limit, and carry on;
-//! - `routes H0,H1,…`: rank r claims host Hr (run with `NF_HOST` set accordingly);
-//!   checks that same-host peers are reached by shm and the others by tcp;
+//! - `peerlimit LIMIT`: rank 1 (by `NF_RANK`, so under `nf run`) accepts payloads of
+//!   at most LIMIT bytes, rank 0 its default; rank 0 sends messages below and above
+//!   LIMIT (fragmented and, with `NF_RNDV_THRESHOLD` low enough, single-copy) and
+//!   rank 1 must receive the small ones, report each large one as a peer error
+//!   naming the limit, and carry on;
+//! - `routes H0,H1,… NET`: rank r claims host Hr (run with `NF_HOST` set accordingly);
+//!   checks that same-host peers are reached by shm and the others by NET (tcp, ofi);
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
-//! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get a
-//!   `PeerDied` error naming it from their own liveness check, not hang.
+//! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get an
+//!   error naming it (`PeerDied`, or a transport's `PeerLost`), not hang;
+//! - `idle DIR`: after a barrier, writes `DIR/addr-R` and waits for something that
+//!   never comes; passes only when the wait ends in an error naming a peer (its
+//!   link cut, say), which it also writes to `DIR/done-R`;
+//! - `stream MAXSECS MAXSIZE DIR`: the fault-test workload (see `stream.rs`).
+//!
+//! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
+//! (its wire-up source: nf run, PMIx, PMI-2, singleton).
 //!
 //! Exit status 0 means every check passed; failures print what differed.
 
@@ -25,11 +33,20 @@ use std::rc::Rc;
 
 use nf_core::{CoreError, ReduceOp, World};
 
+mod stream;
+
 const DATA: u16 = 1;
 
 type Check = Result<(), String>;
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("NF_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Err(e) = run(&args) {
         eprintln!("nf-core-check {}: FAILED: {e}", args.join(" "));
@@ -51,6 +68,14 @@ fn run(args: &[String]) -> Check {
         cfg.max_payload = num(args, 1)? as usize;
     }
     let world = World::init_with(cfg).map_err(|e| e.to_string())?;
+    if std::env::var_os("NF_CHECK_SAY_SOURCE").is_some() {
+        println!(
+            "rank {} of {} via {}",
+            world.rank(),
+            world.size(),
+            world.bootstrap_source()
+        );
+    }
     match mode {
         "integrity" => integrity(
             &world,
@@ -64,9 +89,25 @@ fn run(args: &[String]) -> Check {
         "badinput" => bad_input(&world)?,
         "peerlimit" => peer_limit(&world, num(args, 1)? as usize)?,
         "die" => die(&world, num(args, 1)? as usize)?,
-        "routes" => routes(&world, args.get(1).ok_or("missing host list")?)?,
+        "routes" => routes(
+            &world,
+            args.get(1).ok_or("missing host list")?,
+            args.get(2).ok_or("missing network transport")?,
+        )?,
 
         "vanish" => return vanish(&world, num(args, 1)? as usize),
+        "idle" => {
+            return idle(
+                &world,
+                std::path::Path::new(args.get(1).ok_or("missing directory")?),
+            )
+        }
+        "stream" => stream::stream(
+            &world,
+            num(args, 1)?,
+            num(args, 2)? as usize,
+            std::path::Path::new(args.get(3).ok_or("missing report directory")?),
+        )?,
         m => return Err(format!("unknown mode {m:?}")),
     }
     world.finalize().map_err(|e| format!("finalize: {e}"))
@@ -410,19 +451,42 @@ fn vanish(world: &World, victim: usize) -> Check {
     if world.rank() == victim {
         std::process::exit(0);
     }
+    let named = |e: &CoreError| match e {
+        CoreError::PeerDied { rank, .. } => *rank == victim,
+        CoreError::Transport(nf_transport::TransportError::PeerLost { peer, .. }) => {
+            *peer == victim
+        }
+        _ => false,
+    };
     match world.barrier() {
-        Err(CoreError::PeerDied { rank, .. }) if rank == victim => {
+        Err(e) if named(&e) => {
+            let rank = victim;
             println!("rank {}: peer death detected: rank {rank}", world.rank());
             // Stay a moment, so the other survivors detect the victim, not us.
-            std::thread::sleep(std::time::Duration::from_secs(1));
+            std::thread::sleep(std::time::Duration::from_secs(2));
             Ok(())
         }
-        Err(e) => Err(format!("expected PeerDied for rank {victim}, got {e}")),
+        Err(e) => Err(format!("expected an error naming rank {victim}, got {e}")),
         Ok(()) => Err("barrier completed without the vanished rank".into()),
     }
 }
 
-fn routes(world: &World, hosts: &str) -> Check {
+fn idle(world: &World, dir: &std::path::Path) -> Check {
+    let me = world.rank();
+    world.barrier().map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(format!("addr-{me}")), "waiting\n").map_err(|e| e.to_string())?;
+    let lost = match world.wait_until(|| false) {
+        Err(CoreError::PeerDied { rank, .. }) => rank,
+        Err(CoreError::Transport(nf_transport::TransportError::PeerLost { peer, .. })) => peer,
+        Err(e) => return Err(format!("the wait ended in an error naming no peer: {e}")),
+        Ok(()) => unreachable!("the condition is never true"),
+    };
+    let line = format!("rank {me}: lost rank {lost} while waiting\n");
+    print!("{line}");
+    std::fs::write(dir.join(format!("done-{me}")), line).map_err(|e| e.to_string())
+}
+
+fn routes(world: &World, hosts: &str, net: &str) -> Check {
     let hosts: Vec<&str> = hosts.split(',').collect();
     let me = world.rank();
     for (r, host) in hosts.iter().enumerate() {
@@ -431,7 +495,7 @@ fn routes(world: &World, hosts: &str) -> Check {
         } else if *host == hosts[me] {
             "shm"
         } else {
-            "tcp"
+            net
         };
         let got = world.route(r).map_or("none", |x| x.name());
         if got != want {

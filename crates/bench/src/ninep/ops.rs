@@ -1,0 +1,83 @@
+//! The three measured operations, each timed per message round trip (or per cycle)
+//! through the ninefold client, so the server is the only thing that changes.
+
+use std::time::Instant;
+
+use nf_ninep::client::{ClientError, Root};
+use nf_ninep::LOpenFlags;
+
+/// File every small-operation cycle opens and reads one byte of.
+pub const SMALL_FILE: &str = "small.txt";
+/// File the streaming reads read.
+pub const STREAM_FILE: &str = "stream.bin";
+
+fn us_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e6
+}
+
+/// `iters` timed cycles (after `warmup` untimed ones) of walk / open / read 1 B /
+/// clunk of [`SMALL_FILE`]: four requests, one sample in µs per cycle.
+pub fn small_ops(root: &Root, iters: usize, warmup: usize) -> Result<Vec<f64>, ClientError> {
+    let mut samples = Vec::with_capacity(iters);
+    for i in 0..warmup + iters {
+        let t = Instant::now();
+        let file = root.walk(SMALL_FILE)?.lopen(LOpenFlags::RDONLY)?;
+        let byte = file.read_chunk(0, 1)?;
+        file.close()?;
+        if i >= warmup {
+            samples.push(us_since(t));
+        }
+        debug_assert_eq!(byte.len(), 1);
+    }
+    Ok(samples)
+}
+
+/// Reads [`STREAM_FILE`] from the start, one full-size `Tread` after another, until
+/// `bytes` were read (wrapping around at end of file); one sample in µs per message.
+/// Returns the samples and the bytes each message carried.
+pub fn stream_read(root: &Root, bytes: u64) -> Result<(Vec<f64>, usize), ClientError> {
+    let file = root.open(STREAM_FILE, LOpenFlags::RDONLY)?;
+    let chunk = file.chunk();
+    let mut samples = Vec::new();
+    let (mut offset, mut done) = (0u64, 0u64);
+    while done < bytes {
+        let t = Instant::now();
+        let data = file.read_chunk(offset, chunk)?;
+        let us = us_since(t);
+        if data.len() < chunk as usize {
+            // End of file: a short message is not a full-size sample; start over.
+            offset = 0;
+            if data.is_empty() && done == 0 {
+                return Ok((samples, chunk as usize));
+            }
+            continue;
+        }
+        samples.push(us);
+        offset += data.len() as u64;
+        done += data.len() as u64;
+    }
+    file.close()?;
+    Ok((samples, chunk as usize))
+}
+
+/// Writes `bytes` to a fresh file `name`, one full-size `Twrite` after another; one
+/// sample in µs per message. Returns the samples and the bytes each message carried.
+pub fn stream_write(root: &Root, name: &str, bytes: u64) -> Result<(Vec<f64>, usize), ClientError> {
+    let file = root.create(name, LOpenFlags::WRONLY | LOpenFlags::TRUNC, 0o644)?;
+    let chunk = file.chunk() as usize;
+    let data: Vec<u8> = (0..chunk).map(|i| (i % 251) as u8).collect();
+    let mut samples = Vec::new();
+    let mut offset = 0u64;
+    while offset < bytes {
+        let t = Instant::now();
+        let n = file.write_at(&data, offset)?;
+        samples.push(us_since(t));
+        if n == 0 {
+            break;
+        }
+        offset += n as u64;
+    }
+    file.close()?;
+    root.remove(name)?;
+    Ok((samples, chunk))
+}

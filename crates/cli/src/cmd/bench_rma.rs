@@ -1,0 +1,118 @@
+//! `nf bench rma`: one-sided put / get / accumulate between ranks 0 and 1.
+
+use anyhow::Context;
+use clap::Args;
+use nf_bench::report::{Report, SizeResult};
+use nf_bench::rma::{self, Layout, Measured, Op, Params};
+use nf_core::World;
+use nf_rma::{Rma, WorldWireup};
+
+/// Arguments of `nf bench rma`.
+#[derive(Args)]
+pub struct RmaArgs {
+    /// Operations, comma-separated: put (sender-timed), put-fence, get, acc (with fence).
+    #[arg(long, value_delimiter = ',', default_value = "put,put-fence,get,acc")]
+    pub ops: Vec<Op>,
+    /// Layouts, comma-separated: contig, strided (2-D).
+    #[arg(long, value_delimiter = ',', default_value = "contig,strided")]
+    pub layouts: Vec<Layout>,
+    /// Sizes in bytes, multiples of 8, comma-separated (default: 8 B … 4 MiB).
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Option<Vec<usize>>,
+    /// Timed operations for sizes up to 64 KiB (fewer above, at least 20).
+    #[arg(long, default_value_t = 2_000)]
+    pub iters: usize,
+    /// Untimed operations before each size.
+    #[arg(long, default_value_t = 200)]
+    pub warmup: usize,
+    /// Label for the reports' `params.label` (e.g. what the run compares).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Where the reports go.
+    #[command(flatten)]
+    pub out: super::bench::Outputs,
+}
+
+/// Runs the benchmark (starting 2 ranks when run by hand).
+pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
+    if !super::run::under_launcher() {
+        return super::run::relaunch_self(2);
+    }
+    let world = World::init().context("joining the job")?;
+    let wire = WorldWireup::new(&world).context("rma wire-up")?;
+    let rma = Rma::new(&wire).context("joining the job's global memory")?;
+    let params = Params {
+        sizes: a.sizes.clone().unwrap_or_else(rma::default_sizes),
+        iters: a.iters,
+        warmup: a.warmup,
+        ops: a.ops.clone(),
+        layouts: a.layouts.clone(),
+    };
+    let path = if rma.size() > 1 && rma.same_node(1) {
+        "rma-direct"
+    } else {
+        "rma-service-tcp"
+    };
+    let measured = rma::run(&rma, &params, |op, layout, size| {
+        eprintln!("rma {} {} {size} B done", op.name(), layout.name());
+    })
+    .context("measuring")?;
+    if let Some(m) = measured {
+        let reports: Vec<Report> = m
+            .iter()
+            .map(|m| report_of(m, path, rma.size(), &params, a.label.as_deref()))
+            .collect();
+        for r in &reports {
+            println!("== {} ({})", r.bench, r.transport);
+            print!("{}", r.to_table());
+        }
+        if let Some(p) = &a.out.json {
+            let text = match reports.as_slice() {
+                [one] => one.to_json(),
+                many => serde_json::to_string_pretty(many)?,
+            };
+            std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
+        }
+        if let Some(p) = &a.out.csv {
+            let mut text = String::new();
+            for (i, r) in reports.iter().enumerate() {
+                let csv = r.to_csv();
+                let body = if i == 0 {
+                    &csv[..]
+                } else {
+                    csv.split_once('\n').map_or("", |x| x.1)
+                };
+                text.push_str(body);
+            }
+            std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+        }
+        if let Some(p) = &a.out.plot {
+            let labels: Vec<String> = reports.iter().map(|r| r.bench.clone()).collect();
+            let pairs: Vec<(&str, &Report)> =
+                labels.iter().map(String::as_str).zip(&reports).collect();
+            nf_bench::plot::plot_reports(&pairs, p, &rma::PLOT_TEXT)?;
+        }
+    }
+    rma.finalize().context("leaving the job's global memory")?;
+    world.finalize()?;
+    Ok(0)
+}
+
+/// One (op, layout)'s samples as a report named `rma-<op>-<layout>`.
+fn report_of(m: &Measured, path: &str, ranks: usize, p: &Params, label: Option<&str>) -> Report {
+    let results = m
+        .sizes
+        .iter()
+        .filter_map(|s| SizeResult::from_samples(s.size, &s.half_rtt_us))
+        .collect();
+    let bench = format!("rma-{}-{}", m.op.name(), m.layout.name());
+    let mut r = Report::new(&bench, path, ranks, results);
+    r.params.insert("iters".into(), p.iters.into());
+    r.params.insert("warmup".into(), p.warmup.into());
+    r.params.insert("op".into(), m.op.name().into());
+    r.params.insert("layout".into(), m.layout.name().into());
+    if let Some(l) = label {
+        r.params.insert("label".into(), l.into());
+    }
+    r
+}

@@ -1,0 +1,76 @@
+//! Settings of the network transports for one job, derived from [`Config`] and the
+//! host table: where to bind, the job cookie, how soon a silent peer is lost.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use nf_transport::ofi::OfiConfig;
+use nf_transport::tcp::TcpConfig;
+
+use crate::config::Config;
+use crate::wireup::hash_of;
+
+/// Largest ofi payload per packet: a packet (20 B header, metadata, payload) stays
+/// under `ofi_rxm`'s eager limit (16 KiB buffers, less its own header), so the tcp and
+/// verbs providers send every packet eagerly, in order on one connection. Larger
+/// packets go by rendezvous and complete behind later ones; under a sustained stream
+/// the receiver then has to hold more and more packets back to restore order.
+const OFI_MAX_PAYLOAD: usize = 16 * 1024 - 512;
+
+/// Providers whose endpoints bind an IP address (`FI_SOURCE` with a node name).
+const IP_PROVIDERS: [&str; 3] = ["tcp", "sockets", "udp"];
+
+/// Where network transports bind: `NF_TCP_BIND`; loopback when every peer is on this
+/// host; else the first non-loopback IPv4 address that is up.
+fn bind_addr(cfg: &Config, remote_hosts: bool) -> IpAddr {
+    cfg.tcp_bind.unwrap_or_else(|| {
+        if remote_hosts {
+            first_external_ipv4().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        } else {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        }
+    })
+}
+
+/// The tcp transport's settings for `job`.
+pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool) -> TcpConfig {
+    let mut t = TcpConfig {
+        bind: bind_addr(cfg, remote_hosts),
+        cookie: hash_of(job),
+        ..TcpConfig::default()
+    };
+    if let Some(d) = cfg.dead_after {
+        t.dead_after = d;
+    }
+    t
+}
+
+/// The ofi transport's settings for `job`: the provider from `NF_OFI_PROVIDER`; for
+/// IP providers the node is `NF_OFI_NODE`, else the address tcp would bind (so the
+/// endpoint is reachable from the other hosts, not only on loopback).
+pub(crate) fn ofi(cfg: &Config, job: &str, remote_hosts: bool) -> OfiConfig {
+    let base = cfg.ofi_provider.split(';').next().unwrap_or_default();
+    let node = cfg.ofi_node.clone().or_else(|| {
+        IP_PROVIDERS
+            .contains(&base)
+            .then(|| bind_addr(cfg, remote_hosts).to_string())
+    });
+    let mut o = OfiConfig {
+        provider: cfg.ofi_provider.clone(),
+        node,
+        cookie: hash_of(job),
+        max_payload: OFI_MAX_PAYLOAD,
+        ..OfiConfig::default()
+    };
+    if let Some(d) = cfg.dead_after {
+        o.dead_after = d;
+    }
+    o
+}
+
+fn first_external_ipv4() -> Option<IpAddr> {
+    if_addrs::get_if_addrs()
+        .ok()?
+        .into_iter()
+        .map(|i| i.ip())
+        .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+}

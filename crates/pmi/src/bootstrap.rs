@@ -1,0 +1,165 @@
+//! [`Bootstrap`]: where a rank learns who it is and exchanges its wire-up data.
+//!
+//! The runtime needs little from a launcher: rank, size, place on the host, a job id,
+//! and a key-value exchange with fences (each rank publishes values under names;
+//! after a fence any rank reads what rank r published). Sources, picked by
+//! [`from_env`] in this order:
+//! 1. `nf run` (`NF_PMI_ADDR` set): its PMI server ([`crate::Client`]);
+//! 2. a PMIx launcher such as Open MPI's `mpirun` (`PMIX_NAMESPACE` set)
+//!    ([`crate::pmix::Client`]);
+//! 3. a PMI-2 launcher such as `srun --mpi=pmi2` or MPICH's hydra (`PMI_FD` set)
+//!    ([`crate::pmi2::Client`]);
+//! 4. none of them: a [`Singleton`], rank 0 of 1.
+//!
+//! A launcher's half-set environment (say `PMIX_NAMESPACE` without `PMIX_RANK`) is an
+//! error naming the variable, not a silent singleton. A layer with wire-up of its own
+//! (a library started under MPI, wiring up through `MPI_COMM_WORLD`) implements
+//! [`Bootstrap`] itself and hands it to the core (`nf_core::World::init_from`).
+
+use std::collections::HashMap;
+
+use crate::error::PmiError;
+
+/// Who a rank is in its job, as its launcher says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// This rank, `0..size`.
+    pub rank: usize,
+    /// Ranks in the job.
+    pub size: usize,
+    /// This rank's index among the job's ranks on its host (as the launcher sees it).
+    pub local_rank: usize,
+    /// The job's ranks on this host (as the launcher sees it).
+    pub local_size: usize,
+    /// The job's id: equal on every rank, unique per run, safe in file names
+    /// ([`crate::env::is_valid_job_id`]).
+    pub job_id: String,
+}
+
+/// A source of wire-up: who this rank is, and a key-value exchange with fences.
+pub trait Bootstrap {
+    /// Where the wire-up comes from, for messages ("nf run", "PMIx", …).
+    fn source(&self) -> &str;
+    /// Who this rank is.
+    fn identity(&self) -> &Identity;
+    /// This rank, `0..size()`.
+    fn rank(&self) -> usize {
+        self.identity().rank
+    }
+    /// Ranks in the job.
+    fn size(&self) -> usize {
+        self.identity().size
+    }
+    /// This rank's index among the job's ranks on its host.
+    fn local_rank(&self) -> usize {
+        self.identity().local_rank
+    }
+    /// The job's ranks on this host.
+    fn local_size(&self) -> usize {
+        self.identity().local_size
+    }
+    /// The job's id (see [`Identity::job_id`]).
+    fn job_id(&self) -> &str {
+        &self.identity().job_id
+    }
+    /// Publishes `value` under `key` as this rank's (seen by others after a fence).
+    fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError>;
+    /// Waits until every rank has reached this fence; bounded in time.
+    fn fence(&mut self) -> Result<(), PmiError>;
+    /// What `rank` published under `key` before the last fence.
+    fn get(&mut self, rank: usize, key: &str) -> Result<String, PmiError>;
+    /// Leaves the launcher's service; the last call.
+    fn finalize(&mut self) -> Result<(), PmiError>;
+}
+
+/// The global key under which `rank` stores its value of `key`, for launchers whose
+/// key-value space is one for the whole job (`nf run`, PMI-2).
+pub(crate) fn global_key(key: &str, rank: usize) -> String {
+    format!("{key}.{rank}")
+}
+
+/// The wire-up this process's environment describes (see the module doc for the order).
+pub fn from_env() -> Result<Box<dyn Bootstrap>, PmiError> {
+    if let Some(c) = crate::Client::from_env()? {
+        return Ok(Box::new(c));
+    }
+    if let Some(c) = crate::pmix::Client::from_env()? {
+        return Ok(Box::new(c));
+    }
+    if let Some(c) = crate::pmi2::Client::from_env()? {
+        return Ok(Box::new(c));
+    }
+    Ok(Box::new(Singleton::new()))
+}
+
+/// A job of one rank: nothing to exchange with, so puts are kept for our own gets.
+#[derive(Debug)]
+pub struct Singleton {
+    id: Identity,
+    kv: HashMap<String, String>,
+}
+
+impl Singleton {
+    /// Rank 0 of 1, with a job id from the process id.
+    pub fn new() -> Singleton {
+        Singleton {
+            id: Identity {
+                rank: 0,
+                size: 1,
+                local_rank: 0,
+                local_size: 1,
+                job_id: format!("single{}", std::process::id()),
+            },
+            kv: HashMap::new(),
+        }
+    }
+}
+
+impl Default for Singleton {
+    fn default() -> Self {
+        Singleton::new()
+    }
+}
+
+impl Bootstrap for Singleton {
+    fn source(&self) -> &str {
+        "singleton"
+    }
+    fn identity(&self) -> &Identity {
+        &self.id
+    }
+    fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
+        self.kv.insert(key.to_owned(), value.to_owned());
+        Ok(())
+    }
+    fn fence(&mut self) -> Result<(), PmiError> {
+        Ok(())
+    }
+    fn get(&mut self, rank: usize, key: &str) -> Result<String, PmiError> {
+        match (rank, self.kv.get(key)) {
+            (0, Some(v)) => Ok(v.clone()),
+            _ => Err(PmiError::KeyNotFound {
+                key: format!("{key} of rank {rank} (a singleton has only rank 0)"),
+            }),
+        }
+    }
+    fn finalize(&mut self) -> Result<(), PmiError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_singleton_reads_back_what_it_put() {
+        let mut s = Singleton::new();
+        s.put("nf.host", "h").unwrap();
+        s.fence().unwrap();
+        assert_eq!(s.get(0, "nf.host").unwrap(), "h");
+        assert!(s.get(1, "nf.host").is_err());
+        assert!(s.get(0, "nf.other").is_err());
+        assert!(crate::env::is_valid_job_id(s.job_id()));
+    }
+}

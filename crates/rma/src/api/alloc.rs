@@ -1,0 +1,282 @@
+//! Collective allocation of global memory, and local memory for transfers.
+//!
+//! Allocation over a team, on every member, in order (`shm/mod.rs` has the naming
+//! and lifecycle rules):
+//! 1. Create and map our segment file (unless we asked for 0 bytes).
+//! 2. Allgather (ok, base, length, file number): every member learns every base.
+//! 3. Map the segments of the members of our domain; allgather whether that worked.
+//!    The second allgather doubles as the barrier after which names may go.
+//! 4. Unlink our name; enter every member's segment in the table, ours in the list
+//!    the service thread checks requests against.
+//!
+//! A failure at step 1 or 3 on any member makes every member undo its part and
+//! return the same error, so a collective never leaves some members waiting.
+//!
+//! Freeing: complete our transfers; allgather bases; every member checks them
+//! against its record alike (so all fail or none); barrier; unmap and forget.
+
+use std::sync::atomic::{fence, Ordering};
+
+use crate::error::RmaError;
+use crate::memory::Alloc;
+use crate::rma::{gather, word_u64, Rma};
+use crate::shm::map::{anonymous, Mapping};
+use crate::table::Seg;
+use crate::wireup::Team;
+
+/// What each member announces at step 2.
+struct Announce {
+    ok: bool,
+    base: u64,
+    len: u64,
+    n: u64,
+}
+
+impl Announce {
+    fn encode(&self) -> [u8; 25] {
+        let mut b = [0u8; 25];
+        b[0] = u8::from(self.ok);
+        b[1..9].copy_from_slice(&self.base.to_le_bytes());
+        b[9..17].copy_from_slice(&self.len.to_le_bytes());
+        b[17..25].copy_from_slice(&self.n.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Announce> {
+        let b: &[u8; 25] = b.try_into().ok()?;
+        let word = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        Some(Announce {
+            ok: b[0] == 1,
+            base: word(1),
+            len: word(9),
+            n: word(17),
+        })
+    }
+}
+
+/// Our position in `team`, or why we cannot act for it.
+fn my_index(op: &'static str, team: &dyn Team, me: usize, size: usize) -> Result<usize, RmaError> {
+    let members = team.members();
+    if let Some(&bad) = members.iter().find(|&&m| m >= size) {
+        return Err(RmaError::NoSuchProc {
+            op,
+            proc: bad,
+            size,
+        });
+    }
+    members
+        .iter()
+        .position(|&m| m == me)
+        .ok_or_else(|| RmaError::Collective {
+            op,
+            why: format!("proc {me} is not a member of team {members:?}"),
+        })
+}
+
+impl Rma<'_> {
+    /// The list of our segments the service thread checks requests against.
+    fn own_segments(&self) -> std::sync::RwLockWriteGuard<'_, Vec<(u64, u64)>> {
+        self.shared.own.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Allocates `bytes` on every proc of the world (collective; `ARMCI_Malloc`).
+    /// Returns, for every proc, the address of its part in *its* address space (0 for
+    /// a proc that asked for 0 bytes). Procs may ask for different sizes. The memory
+    /// starts zeroed and is page-aligned.
+    pub fn malloc(&self, bytes: usize) -> Result<Vec<u64>, RmaError> {
+        self.malloc_team(&*self.wire as &dyn Team, bytes)
+    }
+
+    /// [`Rma::malloc`] over a team (`ARMCI_Malloc_group`): entry `i` belongs to team
+    /// member `i` (`team.members()[i]`). Only members call it.
+    pub fn malloc_team(&self, team: &dyn Team, bytes: usize) -> Result<Vec<u64>, RmaError> {
+        let op = "malloc";
+        let me = my_index(op, team, self.rank, self.size)?;
+        let members = team.members().to_vec();
+
+        // Step 1.
+        let n = {
+            let mut mem = self.mem.borrow_mut();
+            mem.seq += 1;
+            mem.seq
+        };
+        let mut failure: Option<RmaError> = None;
+        let own = if bytes > 0 {
+            match Mapping::create(&self.names.segment(self.rank, n), bytes) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    failure = Some(e);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let announce = Announce {
+            ok: failure.is_none(),
+            base: own.as_ref().map_or(0, |m| m.ptr() as u64),
+            len: bytes as u64,
+            n,
+        };
+        // The service must accept requests on it as soon as anyone can know its base.
+        if own.is_some() {
+            self.own_segments().push((announce.base, announce.len));
+        }
+        let forget = || {
+            if own.is_some() {
+                self.own_segments().retain(|&(b, _)| b != announce.base);
+            }
+        };
+
+        // Step 2.
+        let all = gather(
+            team,
+            &announce.encode(),
+            "allocation message",
+            Announce::decode,
+        )?;
+        let mut maps: Vec<Mapping> = Vec::new();
+        let mut mapped = vec![0usize; members.len()];
+        if let Some(i) = all.iter().position(|a| !a.ok) {
+            forget();
+            if let Some(own) = &own {
+                own.unlink()?;
+            }
+            let why = format!("proc {} could not create its segment", members[i]);
+            return Err(failure.unwrap_or(RmaError::Collective { op, why }));
+        }
+
+        // Step 3.
+        for (i, a) in all.iter().enumerate() {
+            let q = members[i];
+            if q == self.rank || a.len == 0 || !self.domains.same(q) || failure.is_some() {
+                continue;
+            }
+            match Mapping::open(&self.names.segment(q, a.n), a.len as usize) {
+                Ok(m) => {
+                    mapped[i] = m.ptr() as usize;
+                    maps.push(m);
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
+        let ok = [u8::from(failure.is_none())];
+        let oks = gather(team, &ok, "mapping status", |b: &[u8]| {
+            b.first().map(|&x| x == 1)
+        })?;
+        if let Some(own) = &own {
+            own.unlink()?;
+        }
+        if let Some(i) = oks.iter().position(|ok| !ok) {
+            forget();
+            let why = format!("proc {} could not map its domain's segments", members[i]);
+            return Err(failure.unwrap_or(RmaError::Collective { op, why }));
+        }
+
+        // Step 4.
+        if let Some(own) = own {
+            mapped[me] = own.ptr() as usize;
+            maps.push(own);
+        }
+        let bases: Vec<u64> = all.iter().map(|a| a.base).collect();
+        let lens: Vec<u64> = all.iter().map(|a| a.len).collect();
+        let mut mem = self.mem.borrow_mut();
+        for (i, &q) in members.iter().enumerate() {
+            if lens[i] > 0 {
+                let seg = Seg {
+                    base: bases[i],
+                    len: lens[i],
+                    mapped: mapped[i],
+                };
+                mem.table.insert(q, seg);
+            }
+        }
+        if let Some(key) = Alloc::key(&members, &bases) {
+            let alloc = Alloc {
+                members,
+                bases: bases.clone(),
+                lens,
+                maps,
+            };
+            mem.allocs.insert(key, alloc);
+        }
+        Ok(bases)
+    }
+
+    /// Frees a world allocation (collective; `ARMCI_Free`): `base` is this proc's
+    /// entry of what [`Rma::malloc`] returned (0 if it asked for 0 bytes). Completes
+    /// every transfer this proc issued first, and returns once no proc can reach the
+    /// memory any more.
+    pub fn free(&self, base: u64) -> Result<(), RmaError> {
+        self.free_team(&*self.wire as &dyn Team, base)
+    }
+
+    /// [`Rma::free`] over a team (`ARMCI_Free_group`).
+    pub fn free_team(&self, team: &dyn Team, base: u64) -> Result<(), RmaError> {
+        let op = "free";
+        my_index(op, team, self.rank, self.size)?;
+        self.wait_all()?;
+        self.all_fence()?;
+        let bases = gather(team, &base.to_le_bytes(), "base", word_u64)?;
+        let members = team.members();
+        let Some(key) = Alloc::key(members, &bases) else {
+            // Every member asked for 0 bytes: nothing was allocated.
+            return team.barrier().map_err(RmaError::from);
+        };
+        let matches = self
+            .mem
+            .borrow()
+            .allocs
+            .get(&key)
+            .is_some_and(|a| a.members == members && a.bases == bases);
+        if !matches {
+            // Every member judges the same bases against the same record.
+            return Err(RmaError::NotAllocated { op, addr: key.1 });
+        }
+        team.barrier()?;
+        fence(Ordering::SeqCst);
+        let mut mem = self.mem.borrow_mut();
+        let alloc = mem.allocs.remove(&key).expect("checked above");
+        for (i, &q) in alloc.members.iter().enumerate() {
+            if alloc.lens[i] > 0 {
+                mem.table.remove(q, alloc.bases[i]);
+            }
+        }
+        if base != 0 {
+            self.own_segments().retain(|&(b, _)| b != base);
+        }
+        // Unmaps our segment and the domain's.
+        drop(alloc.maps);
+        Ok(())
+    }
+
+    /// Allocates `bytes` (at least 1) of local memory, zeroed and page-aligned, for use
+    /// as the local side of transfers (`ARMCI_Malloc_local`).
+    pub fn malloc_local(&self, bytes: usize) -> Result<*mut u8, RmaError> {
+        if bytes == 0 {
+            return Err(RmaError::Zero {
+                op: "malloc_local",
+                arg: "bytes".into(),
+                value: 0,
+            });
+        }
+        let mut map = anonymous(bytes)?;
+        let p = map.as_mut_ptr();
+        self.mem.borrow_mut().locals.insert(p as usize, map);
+        Ok(p)
+    }
+
+    /// Frees memory from [`Rma::malloc_local`] (`ARMCI_Free_local`); any other pointer
+    /// is [`RmaError::NotAllocated`].
+    pub fn free_local(&self, ptr: *mut u8) -> Result<(), RmaError> {
+        self.mem
+            .borrow_mut()
+            .locals
+            .remove(&(ptr as usize))
+            .map(drop)
+            .ok_or(RmaError::NotAllocated {
+                op: "free_local",
+                addr: ptr as u64,
+            })
+    }
+}

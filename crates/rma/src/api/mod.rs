@@ -1,0 +1,8 @@
+//! The public operations of [`crate::Rma`], one file per family.
+
+mod alloc;
+mod atomic;
+mod domain;
+mod mutex;
+mod sync;
+mod xfer;

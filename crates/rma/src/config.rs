@@ -1,0 +1,103 @@
+//! Every setting of the rma layer, read once from the environment.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `NF_RMA_DIRECT` | `1`: same-host procs map each other's segments and use load / store; `0`: every other proc goes through its service thread (for tests and comparisons) | `1` |
+//! | `NF_RMA_BIND` | address the service thread listens on | `NF_TCP_BIND`, else loopback when every proc is on this host, else the first non-loopback IPv4 |
+//! | `NF_RMA_CHUNK` | largest payload of one service request or reply, bytes | `1048576` |
+//! | `NF_SHM_DIR` | directory (a tmpfs) for segment files (shared with the core) | `/dev/shm` |
+//! | `NF_WAIT` | waiting policy, as for the core: `spin`, `yield`, `auto` | `auto` |
+//! | `NF_PEER_CHECK_MS` | how often a waiter checks that the procs it waits for are alive | `250` |
+//! | `NF_HOST` | host identity: procs with equal values share memory | host name + boot id (+ network namespace outside `nf run`) |
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nf_core::WaitMode;
+
+use crate::error::RmaError;
+
+/// The rma layer's settings.
+#[derive(Debug, Clone)]
+pub struct RmaConfig {
+    /// Same-host procs access each other's memory directly.
+    pub direct: bool,
+    /// Address of the service listener, if set.
+    pub bind: Option<IpAddr>,
+    /// Largest payload of one request or reply on the service path.
+    pub chunk: usize,
+    /// Directory for segment files.
+    pub shm_dir: PathBuf,
+    /// Waiting policy.
+    pub wait: WaitMode,
+    /// Period of liveness checks while waiting.
+    pub peer_check: Duration,
+}
+
+impl Default for RmaConfig {
+    fn default() -> Self {
+        RmaConfig {
+            direct: true,
+            bind: None,
+            chunk: 1 << 20,
+            shm_dir: PathBuf::from("/dev/shm"),
+            wait: WaitMode::Auto,
+            peer_check: Duration::from_millis(250),
+        }
+    }
+}
+
+impl RmaConfig {
+    /// Reads the settings from the environment (see the table above).
+    pub fn from_env() -> Result<RmaConfig, RmaError> {
+        let core = nf_core::Config::from_env()?;
+        let mut cfg = RmaConfig {
+            shm_dir: core.shm.dir.clone(),
+            wait: core.wait,
+            peer_check: core.peer_check,
+            bind: core.tcp_bind,
+            ..RmaConfig::default()
+        };
+        if let Some(v) = var("NF_RMA_DIRECT") {
+            cfg.direct = match v.as_str() {
+                "1" => true,
+                "0" => false,
+                _ => return Err(bad("NF_RMA_DIRECT", v, "0 or 1")),
+            };
+        }
+        if let Some(v) = var("NF_RMA_BIND") {
+            let ip: IpAddr = v
+                .parse()
+                .map_err(|_| bad("NF_RMA_BIND", v.clone(), "an IP address"))?;
+            if ip.is_unspecified() {
+                return Err(bad(
+                    "NF_RMA_BIND",
+                    v,
+                    "an interface address, not a wildcard",
+                ));
+            }
+            cfg.bind = Some(ip);
+        }
+        if let Some(v) = var("NF_RMA_CHUNK") {
+            cfg.chunk = v
+                .parse()
+                .ok()
+                .filter(|&c: &usize| (4096..=(64 << 20)).contains(&c))
+                .ok_or_else(|| bad("NF_RMA_CHUNK", v, "bytes, 4096 ..= 67108864"))?;
+        }
+        Ok(cfg)
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn bad(var: &'static str, value: String, expected: &'static str) -> RmaError {
+    RmaError::Config {
+        var,
+        value,
+        expected,
+    }
+}

@@ -1,0 +1,396 @@
+//! [`Rma`]: one process's handle on the job's global memory.
+//!
+//! Start-up (collective over the world, in order):
+//! 1. Read settings; allgather every proc's host identity and pid, with rank 0's
+//!    job id (if the wire-up has none) and connection cookie.
+//! 2. Group procs into domains (same host identity, unless `NF_RMA_DIRECT=0`).
+//! 3. The lowest proc of each domain reclaims segment files of dead jobs.
+//! 4. Create this proc's control segment; start the service thread if some proc is
+//!    outside our domain; allgather service addresses (which also says that every
+//!    control segment exists).
+//! 5. Map the control segments of our domain's procs; barrier; unlink our name.
+//!
+//! Shutdown ([`Rma::finalize`], collective): complete and fence everything, barrier,
+//! then stop the service thread. Dropping an `Rma` without it stops the thread at
+//! once, which procs still sending to us see as a lost connection.
+//!
+//! The public operations live in `api/`, one file per family.
+
+use std::cell::RefCell;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use nf_core::wait::Waiter;
+
+use crate::config::RmaConfig;
+use crate::domain::Domains;
+use crate::error::RmaError;
+use crate::memory::{fnv, Memory, Names};
+use crate::origin::Origin;
+use crate::service::wire::Hello;
+use crate::service::{Service, Shared};
+use crate::shm::control::{self, Control};
+use crate::shm::lock::Patience;
+use crate::shm::map::Mapping;
+use crate::table::Seg;
+use crate::wireup::{Team, Wireup};
+
+/// Files of a dead job older than this are reclaimed (step 3).
+const STALE_AFTER: Duration = Duration::from_secs(60);
+
+/// One process's handle on the job's global memory (one per process).
+///
+/// It is used from one thread (like `nf_core::World`); a service thread it owns
+/// answers other procs' requests on its memory without this thread's help.
+pub struct Rma<'w> {
+    // Field order is drop order: the service thread stops before memory is unmapped.
+    /// Held for its `Drop`, which stops the thread.
+    _service: Option<Service>,
+    pub(crate) origin: RefCell<Origin>,
+    pub(crate) mem: RefCell<Memory>,
+    pub(crate) shared: Arc<Shared>,
+    /// Control segments of our domain's procs (`None` for the others).
+    pub(crate) ctl: Vec<Option<Arc<Control>>>,
+    /// Mutexes each proc hosts.
+    pub(crate) mutexes: RefCell<Vec<usize>>,
+    pub(crate) wire: Box<dyn Wireup + 'w>,
+    pub(crate) cfg: RmaConfig,
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
+    pub(crate) domains: Domains,
+    pub(crate) pid: u32,
+    pub(crate) names: Names,
+    pub(crate) patience: Patience,
+}
+
+/// What each proc tells the others in step 1.
+struct Intro {
+    pid: u32,
+    cookie: u64,
+    job: String,
+    host: String,
+}
+
+impl Intro {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&self.pid.to_le_bytes());
+        b.extend_from_slice(&self.cookie.to_le_bytes());
+        b.extend_from_slice(&(self.job.len() as u32).to_le_bytes());
+        b.extend_from_slice(self.job.as_bytes());
+        b.extend_from_slice(self.host.as_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Intro> {
+        let pid = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?);
+        let cookie = u64::from_le_bytes(b.get(4..12)?.try_into().ok()?);
+        let jl = u32::from_le_bytes(b.get(12..16)?.try_into().ok()?) as usize;
+        let job = String::from_utf8(b.get(16..16 + jl)?.to_vec()).ok()?;
+        let host = String::from_utf8(b.get(16 + jl..)?.to_vec()).ok()?;
+        Some(Intro {
+            pid,
+            cookie,
+            job,
+            host,
+        })
+    }
+}
+
+/// A fresh random number (the std hasher's per-process random keys).
+fn random_u64() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
+impl<'w> Rma<'w> {
+    /// Joins the job's global memory with settings from the environment (collective
+    /// over the world).
+    pub fn new(wire: impl Wireup + 'w) -> Result<Rma<'w>, RmaError> {
+        Self::with_config(wire, RmaConfig::from_env()?)
+    }
+
+    /// Joins with explicit settings (collective over the world).
+    pub fn with_config(wire: impl Wireup + 'w, cfg: RmaConfig) -> Result<Rma<'w>, RmaError> {
+        let wire: Box<dyn Wireup + 'w> = Box::new(wire);
+        let rank = wire.rank();
+        let size = wire.members().len();
+        if rank >= size || wire.members().iter().enumerate().any(|(i, &m)| i != m) {
+            return Err(RmaError::Collective {
+                op: "Rma::new",
+                why: format!(
+                    "the wire-up's world must be ranks 0..{size} in order, with our rank {rank} \
+                     in it"
+                ),
+            });
+        }
+        if cfg.chunk == 0 || cfg.chunk as u64 > crate::service::wire::MAX_DATA {
+            return Err(RmaError::Config {
+                var: "NF_RMA_CHUNK",
+                value: cfg.chunk.to_string(),
+                expected: "1 ..= 67108864 bytes",
+            });
+        }
+        let pid = std::process::id();
+
+        // Step 1.
+        let me = Intro {
+            pid,
+            cookie: random_u64(),
+            job: wire
+                .job_id()
+                .unwrap_or_else(|| format!("rma{:x}", random_u64() as u32)),
+            host: wire.host_identity(),
+        };
+        let intros = wire
+            .allgather(&me.encode())?
+            .iter()
+            .enumerate()
+            .map(|(p, b)| {
+                Intro::decode(b).ok_or_else(|| RmaError::Protocol {
+                    proc: p,
+                    why: "its start-up introduction is malformed".into(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (cookie, job) = (intros[0].cookie, intros[0].job.clone());
+
+        // Step 2.
+        let keys: Vec<String> = intros
+            .iter()
+            .enumerate()
+            .map(|(p, i)| {
+                if cfg.direct {
+                    i.host.clone()
+                } else {
+                    format!("proc {p}")
+                }
+            })
+            .collect();
+        let domains = Domains::from_keys(&keys, rank);
+        let mine = domains.procs(domains.my_id()).to_vec();
+        let pids: Vec<u32> = (0..size)
+            .map(|p| if mine.contains(&p) { intros[p].pid } else { 0 })
+            .collect();
+        let patience = Patience::new(
+            Waiter::new(cfg.wait, mine.len()),
+            cfg.peer_check,
+            Arc::new(pids),
+        );
+        let names = Names::new(cfg.shm_dir.clone(), &job, fnv(me.host.as_bytes()));
+
+        // Step 3.
+        if mine[0] == rank {
+            nf_transport::shm::segment::reclaim_stale(names.dir(), STALE_AFTER);
+        }
+
+        // Step 4.
+        let own_ctl = Control::new(Mapping::create(&names.control(rank), control::SIZE)?);
+        own_ctl.init(pid);
+        let own_ctl = Arc::new(own_ctl);
+        let shared = Arc::new(Shared {
+            hello: Hello {
+                cookie,
+                rank: rank as u32,
+                size: size as u32,
+            },
+            own: RwLock::new(Vec::new()),
+            ctl: Arc::clone(&own_ctl),
+            patience: patience.clone(),
+            pid,
+            stop: AtomicBool::new(false),
+        });
+        let service = if mine.len() < size {
+            let all_here = intros.iter().all(|i| i.host == me.host);
+            Some(Service::start(
+                bind_address(&cfg, all_here),
+                Arc::clone(&shared),
+            )?)
+        } else {
+            None
+        };
+        let addr = service
+            .as_ref()
+            .map(|s| s.addr().to_string())
+            .unwrap_or_default();
+        let addrs = wire
+            .allgather(addr.as_bytes())?
+            .iter()
+            .enumerate()
+            .map(|(p, b)| {
+                if mine.contains(&p) {
+                    return Ok(None);
+                }
+                std::str::from_utf8(b)
+                    .ok()
+                    .and_then(|s| s.parse::<SocketAddr>().ok())
+                    .map(Some)
+                    .ok_or_else(|| RmaError::Protocol {
+                        proc: p,
+                        why: format!(
+                            "published service address {:?} is not an address",
+                            String::from_utf8_lossy(b)
+                        ),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        // Step 5.
+        let mut ctl: Vec<Option<Arc<Control>>> = (0..size).map(|_| None).collect();
+        for &p in &mine {
+            ctl[p] = Some(if p == rank {
+                Arc::clone(&own_ctl)
+            } else {
+                let c = Control::new(Mapping::open(&names.control(p), control::SIZE)?);
+                c.check()
+                    .map_err(|why| RmaError::Protocol { proc: p, why })?;
+                Arc::new(c)
+            });
+        }
+        wire.barrier()?;
+        own_ctl.mapping().unlink()?;
+
+        let spin = Waiter::new(cfg.wait, mine.len()).spins();
+        let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin);
+        Ok(Rma {
+            _service: service,
+            origin: RefCell::new(origin),
+            mem: RefCell::new(Memory::new(size)),
+            shared,
+            ctl,
+            mutexes: RefCell::new(vec![0; size]),
+            wire,
+            cfg,
+            rank,
+            size,
+            domains,
+            pid,
+            names,
+            patience,
+        })
+    }
+
+    /// This process's proc number (its world rank).
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of procs in the job.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The world's wire-up.
+    pub fn wireup(&self) -> &dyn Wireup {
+        &*self.wire
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &RmaConfig {
+        &self.cfg
+    }
+
+    /// Completes everything, waits for every proc, and stops the service thread
+    /// (collective over the world; ARMCI_Finalize).
+    pub fn finalize(self) -> Result<(), RmaError> {
+        self.wait_all()?;
+        self.barrier()?;
+        Ok(())
+    }
+
+    /// Checks that `proc` is in the job.
+    pub(crate) fn check_proc(&self, op: &'static str, proc: usize) -> Result<(), RmaError> {
+        if proc >= self.size {
+            return Err(RmaError::NoSuchProc {
+                op,
+                proc,
+                size: self.size,
+            });
+        }
+        Ok(())
+    }
+
+    /// The live segment of `proc` holding `addr .. addr + len`, or the error naming
+    /// the call (the argument is `remote`).
+    pub(crate) fn segment_of(
+        &self,
+        op: &'static str,
+        proc: usize,
+        addr: u64,
+        len: u64,
+    ) -> Result<Seg, RmaError> {
+        self.mem
+            .borrow()
+            .table
+            .find(proc, addr, len)
+            .ok_or_else(|| RmaError::OutOfSegment {
+                op,
+                arg: "remote".into(),
+                proc,
+                addr,
+                len,
+            })
+    }
+
+    /// The control segment of `proc`, which shares our domain.
+    pub(crate) fn ctl_of(&self, proc: usize) -> &Control {
+        self.ctl[proc]
+            .as_deref()
+            .expect("same-domain procs have their control segment mapped")
+    }
+}
+
+/// Where the service listens: `NF_RMA_BIND`, else `NF_TCP_BIND`, else loopback when
+/// every proc is on this host, else the first non-loopback IPv4 address that is up.
+fn bind_address(cfg: &RmaConfig, all_here: bool) -> IpAddr {
+    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    cfg.bind.unwrap_or_else(|| {
+        if all_here {
+            return loopback;
+        }
+        if_addrs::get_if_addrs()
+            .ok()
+            .and_then(|l| {
+                l.into_iter()
+                    .map(|i| i.ip())
+                    .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+            })
+            .unwrap_or(loopback)
+    })
+}
+
+/// Every member's word of an allgather over `team`, decoded; a malformed word is a
+/// protocol error naming its member (`what` says which message it was).
+pub(crate) fn gather<T>(
+    team: &dyn Team,
+    mine: &[u8],
+    what: &str,
+    decode: impl Fn(&[u8]) -> Option<T>,
+) -> Result<Vec<T>, RmaError> {
+    let members = team.members();
+    team.allgather(mine)?
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            decode(b).ok_or_else(|| RmaError::Protocol {
+                proc: members[i],
+                why: format!("malformed {what}"),
+            })
+        })
+        .collect()
+}
+
+/// Decodes one little-endian `u64` word of a [`gather`].
+pub(crate) fn word_u64(b: &[u8]) -> Option<u64> {
+    b.try_into().ok().map(u64::from_le_bytes)
+}

@@ -1,0 +1,186 @@
+//! The control segment: one per proc, mapped by its domain and used by its service
+//! thread, holding the words that make accumulate, rmw and mutexes atomic whichever
+//! path an operation takes.
+//!
+//! ```text
+//!  offset 0     +------------------------------+
+//!               | Header          (1 line)     |  magic, version, owner pid, mutexes in use
+//!  64           +------------------------------+
+//!               | Stripe[64]      (1 line each)|  holder pid (0 = free)
+//!  4160         +------------------------------+
+//!               | MutexWord[4096] (16 B each)  |  next ticket, now serving, holder proc + 1
+//!  69696        +------------------------------+
+//! ```
+//!
+//! Access rules:
+//! 1. The header is written by the owner before its name is published, and read-only
+//!    afterwards, except `nmutex`, which the owner sets in `create_mutexes` between two
+//!    barriers (nobody uses the mutexes then).
+//! 2. Stripe `s` guards the owner's memory at pages `p` with `p mod 64 = s` (pages of
+//!    the *owner's* addresses, so every proc computes the same stripe). Compare-and-swap
+//!    0 → pid takes it (Acquire); storing 0 releases it (Release). Accumulates and rmw
+//!    touch memory only under the stripes of their range, taken in ascending order.
+//! 3. Mutex `m` is a ticket lock: a taker fetch-and-adds `next`; it holds the mutex once
+//!    `serving` equals its ticket, then stores `holder` (proc + 1, for diagnostics).
+//!    Releasing stores `holder = 0`, then increments `serving` (Release). `next` and
+//!    `serving` are reset by the owner in `create_mutexes`, under rule 1's barriers.
+
+use std::mem::{align_of, size_of};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::map::Mapping;
+
+/// Identifies an rma control segment ("nf-rmac", then format byte 1).
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"nf-rmac\x01");
+/// Layout version; bump on any change below.
+pub(crate) const VERSION: u32 = 1;
+/// Stripe locks per proc (one bit each in a `u64` mask).
+pub(crate) const NSTRIPES: usize = 64;
+/// Bytes of owner memory per stripe step.
+pub(crate) const STRIPE_PAGE: u64 = 4096;
+/// Most mutexes one proc can host.
+pub(crate) const MAX_MUTEXES: usize = 4096;
+
+/// The first cache line.
+#[repr(C, align(64))]
+pub(crate) struct Header {
+    /// [`MAGIC`] once initialised.
+    pub magic: AtomicU64,
+    /// [`VERSION`].
+    pub version: AtomicU32,
+    /// The owner's pid.
+    pub owner_pid: AtomicU32,
+    /// Mutexes created on this proc.
+    pub nmutex: AtomicU32,
+}
+
+/// One stripe lock on its own cache line.
+#[repr(C, align(64))]
+pub(crate) struct Stripe {
+    /// Pid of the holder; 0 when free.
+    pub holder: AtomicU32,
+}
+
+/// One ticket mutex.
+#[repr(C)]
+pub(crate) struct MutexWord {
+    /// Next ticket to hand out.
+    pub next: AtomicU32,
+    /// Ticket that holds the mutex.
+    pub serving: AtomicU32,
+    /// Proc + 1 of the holder; 0 when free.
+    pub holder: AtomicU32,
+    _pad: u32,
+}
+
+/// The whole control segment.
+#[repr(C)]
+struct Layout {
+    header: Header,
+    stripes: [Stripe; NSTRIPES],
+    mutexes: [MutexWord; MAX_MUTEXES],
+}
+
+/// Bytes of a control segment.
+pub(crate) const SIZE: usize = size_of::<Layout>();
+
+const _: () = assert!(size_of::<Header>() == 64);
+const _: () = assert!(size_of::<Stripe>() == 64);
+const _: () = assert!(size_of::<MutexWord>() == 16);
+const _: () = assert!(SIZE == 64 + 64 * NSTRIPES + 16 * MAX_MUTEXES);
+const _: () = assert!(align_of::<Layout>() <= 4096);
+
+/// A mapped control segment (ours or a domain peer's).
+pub(crate) struct Control {
+    map: Mapping,
+    layout: NonNull<Layout>,
+}
+
+// SAFETY: the mapping is only ever accessed through atomics (rules above), which are
+// safe to share between threads; the Mapping itself is just an address range.
+unsafe impl Send for Control {}
+// SAFETY: as above: every access through `&Control` is an atomic operation.
+unsafe impl Sync for Control {}
+
+impl Control {
+    /// Wraps a mapping of at least [`SIZE`] bytes (page-aligned, so aligned for
+    /// `Layout`).
+    pub(crate) fn new(map: Mapping) -> Control {
+        let layout = NonNull::new(map.ptr().cast::<Layout>()).expect("mmap never returns null");
+        Control { map, layout }
+    }
+
+    fn layout(&self) -> &Layout {
+        // SAFETY: `layout` points at SIZE mapped bytes owned by `self.map`, aligned (page
+        // alignment ≥ 64); every field is an atomic or padding, valid for any bytes.
+        unsafe { self.layout.as_ref() }
+    }
+
+    /// Rule 1: the owner fills the header of its fresh (zeroed) segment.
+    pub(crate) fn init(&self, owner_pid: u32) {
+        let h = &self.layout().header;
+        h.version.store(VERSION, Ordering::Relaxed);
+        h.owner_pid.store(owner_pid, Ordering::Relaxed);
+        h.magic.store(MAGIC, Ordering::Release);
+    }
+
+    /// Checks a peer's header; `Err` says what is wrong.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let h = &self.layout().header;
+        if h.magic.load(Ordering::Acquire) != MAGIC {
+            return Err("not an rma control segment, or not initialised".into());
+        }
+        let v = h.version.load(Ordering::Relaxed);
+        if v != VERSION {
+            return Err(format!(
+                "layout version {v}, this build speaks {VERSION}; run one ninefold build per job"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The header.
+    pub(crate) fn header(&self) -> &Header {
+        &self.layout().header
+    }
+
+    /// Stripe lock `s` (< [`NSTRIPES`]).
+    pub(crate) fn stripe(&self, s: usize) -> &AtomicU32 {
+        &self.layout().stripes[s].holder
+    }
+
+    /// Mutex `m` (< [`MAX_MUTEXES`]).
+    pub(crate) fn mutex(&self, m: usize) -> &MutexWord {
+        &self.layout().mutexes[m]
+    }
+
+    /// The mapping, to unlink its name.
+    pub(crate) fn mapping(&self) -> &Mapping {
+        &self.map
+    }
+}
+
+/// The stripes covering owner addresses `addr .. addr + len`, as a bit mask.
+pub(crate) fn stripes_of(addr: u64, len: u64) -> u64 {
+    let first = addr / STRIPE_PAGE;
+    let last = (addr + len.max(1) - 1) / STRIPE_PAGE;
+    if last - first + 1 >= NSTRIPES as u64 {
+        return u64::MAX;
+    }
+    (first..=last).fold(0u64, |m, p| m | 1 << (p % NSTRIPES as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stripes_cover_every_page_of_a_range_and_wrap() {
+        assert_eq!(stripes_of(0, 1), 1);
+        assert_eq!(stripes_of(4095, 2), 0b11);
+        assert_eq!(stripes_of(63 * 4096, 4097), 1 << 63 | 1);
+        assert_eq!(stripes_of(5, 64 * 4096), u64::MAX);
+        assert_eq!(stripes_of(64 * 4096 + 8, 8), 1);
+    }
+}

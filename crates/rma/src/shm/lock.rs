@@ -1,0 +1,225 @@
+//! Taking the control segment's locks (rules 2 and 3 of `control.rs`), and waiting
+//! for them without spinning oversubscribed procs to death or hanging on a dead holder.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nf_core::wait::Waiter;
+use nf_transport::shm::segment::pid_alive;
+
+use super::control::{Control, MutexWord, NSTRIPES};
+use crate::error::RmaError;
+
+/// How a proc (or its service thread) waits for a lock held by someone else.
+#[derive(Clone)]
+pub(crate) struct Patience {
+    waiter: Waiter,
+    check_every: Duration,
+    /// Pid of each proc of our domain (0 for procs elsewhere).
+    pids: Arc<Vec<u32>>,
+}
+
+impl Patience {
+    /// A policy: `waiter` between tries, a liveness check every `check_every`.
+    pub(crate) fn new(waiter: Waiter, check_every: Duration, pids: Arc<Vec<u32>>) -> Self {
+        Patience {
+            waiter,
+            check_every,
+            pids,
+        }
+    }
+
+    /// The pid of `proc` when it shares our domain.
+    pub(crate) fn pid_of(&self, proc: usize) -> Option<u32> {
+        self.pids.get(proc).copied().filter(|&p| p != 0)
+    }
+
+    /// Retries `attempt` until it succeeds. Every `check_every`, `holder` names the pid
+    /// holding what we wait for (0: unknown or nobody); if that process is gone the wait
+    /// fails, since nobody will ever release it.
+    pub(crate) fn wait(
+        &self,
+        op: &'static str,
+        what: &dyn Fn() -> String,
+        mut attempt: impl FnMut() -> bool,
+        holder: impl Fn() -> u32,
+    ) -> Result<(), RmaError> {
+        let mut idle = 0u32;
+        let mut last_check: Option<Instant> = None;
+        loop {
+            if attempt() {
+                return Ok(());
+            }
+            idle = idle.saturating_add(1);
+            self.waiter.idle(idle);
+            if !idle.is_multiple_of(64) {
+                continue;
+            }
+            let now = Instant::now();
+            let since = *last_check.get_or_insert(now);
+            if now - since < self.check_every {
+                continue;
+            }
+            last_check = Some(now);
+            let pid = holder();
+            if pid != 0 && !pid_alive(pid) {
+                let proc = self
+                    .pids
+                    .iter()
+                    .position(|&p| p == pid)
+                    .unwrap_or(usize::MAX);
+                return Err(RmaError::PeerDied {
+                    op,
+                    proc,
+                    pid,
+                    what: what(),
+                });
+            }
+        }
+    }
+}
+
+/// Stripe locks held; released when dropped.
+pub(crate) struct StripeGuard<'c> {
+    ctl: &'c Control,
+    held: u64,
+}
+
+impl Drop for StripeGuard<'_> {
+    fn drop(&mut self) {
+        let mut m = self.held;
+        while m != 0 {
+            let s = m.trailing_zeros() as usize;
+            self.ctl.stripe(s).store(0, Ordering::Release);
+            m &= m - 1;
+        }
+    }
+}
+
+/// Takes the stripes in `mask` in ascending order (so two takers never deadlock),
+/// stamping them with `pid`.
+pub(crate) fn lock_stripes<'c>(
+    ctl: &'c Control,
+    mask: u64,
+    pid: u32,
+    patience: &Patience,
+    op: &'static str,
+) -> Result<StripeGuard<'c>, RmaError> {
+    let mut guard = StripeGuard { ctl, held: 0 };
+    let mut m = mask;
+    while m != 0 {
+        let s = m.trailing_zeros() as usize;
+        debug_assert!(s < NSTRIPES);
+        let word = ctl.stripe(s);
+        patience.wait(
+            op,
+            &|| format!("accumulate stripe lock {s}"),
+            || {
+                word.compare_exchange_weak(0, pid, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            },
+            || word.load(Ordering::Relaxed),
+        )?;
+        guard.held |= 1 << s;
+        m &= m - 1;
+    }
+    Ok(guard)
+}
+
+/// Rule 3: a ticket for mutex `w`.
+pub(crate) fn take_ticket(w: &MutexWord) -> u32 {
+    w.next.fetch_add(1, Ordering::AcqRel)
+}
+
+/// Whether `ticket` holds mutex `w` now.
+pub(crate) fn served(w: &MutexWord, ticket: u32) -> bool {
+    w.serving.load(Ordering::Acquire) == ticket
+}
+
+/// Records `proc` as the holder (after [`served`] said yes).
+pub(crate) fn mark_holder(w: &MutexWord, proc: usize) {
+    w.holder.store(proc as u32 + 1, Ordering::Relaxed);
+}
+
+/// Releases mutex `w` if `proc` holds it; false (and nothing changes) otherwise.
+pub(crate) fn release(w: &MutexWord, proc: usize) -> bool {
+    if w.holder
+        .compare_exchange(proc as u32 + 1, 0, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    w.serving.fetch_add(1, Ordering::Release);
+    true
+}
+
+/// Marks the holder word of a mutex whose holder left without releasing it: the bit
+/// plus the holder's proc + 1. Nobody is served after it; waiters fail instead.
+pub(crate) const POISONED: u32 = 1 << 31;
+
+/// Poisons every mutex among the first `n` of `ctl` that `proc` holds (it is gone).
+pub(crate) fn poison_held(ctl: &Control, n: usize, proc: usize) -> usize {
+    let holder = proc as u32 + 1;
+    (0..n)
+        .filter(|&m| {
+            ctl.mutex(m)
+                .holder
+                .compare_exchange(
+                    holder,
+                    POISONED | holder,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        })
+        .count()
+}
+
+/// The proc that left holding mutex `w`, if it is poisoned.
+pub(crate) fn poisoned_by(w: &MutexWord) -> Option<usize> {
+    let h = w.holder.load(Ordering::Acquire);
+    (h & POISONED != 0).then(|| (h & !POISONED) as usize - 1)
+}
+
+/// Skips a ticket whose taker is gone, as if it had taken and released the mutex.
+pub(crate) fn skip(w: &MutexWord) {
+    w.serving.fetch_add(1, Ordering::Release);
+}
+
+/// Waits for `ticket` of mutex `m` on `ctl` as `proc`, then marks it held. Fails if
+/// the holder dies (same domain) or left holding it (poisoned).
+pub(crate) fn wait_ticket(
+    ctl: &Control,
+    m: usize,
+    ticket: u32,
+    proc: usize,
+    patience: &Patience,
+) -> Result<(), RmaError> {
+    let w = ctl.mutex(m);
+    let mut left = None;
+    patience.wait(
+        "lock",
+        &|| format!("mutex {m}"),
+        || {
+            left = poisoned_by(w);
+            left.is_some() || served(w, ticket)
+        },
+        || {
+            let h = w.holder.load(Ordering::Relaxed) as usize;
+            h.checked_sub(1)
+                .and_then(|p| patience.pid_of(p))
+                .unwrap_or(0)
+        },
+    )?;
+    if let Some(gone) = left {
+        return Err(RmaError::PeerDied {
+            op: "lock",
+            proc: gone,
+            pid: patience.pid_of(gone).unwrap_or(0),
+            what: format!("mutex {m} (it left the job without unlocking)"),
+        });
+    }
+    mark_holder(w, proc);
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! A segment file mapped shared (step 1–3 of the module docs), and private local
+//! memory for `malloc_local`.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use memmap2::{MmapMut, MmapOptions, MmapRaw};
+
+use crate::error::RmaError;
+
+/// A shared mapping of a segment file; unmapped when dropped.
+pub(crate) struct Mapping {
+    map: MmapRaw,
+    path: PathBuf,
+}
+
+fn shm_err(what: &'static str, path: &Path, source: std::io::Error) -> RmaError {
+    RmaError::Shm {
+        what,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl Mapping {
+    /// Creates the file (it must not exist), sizes it to `len` (> 0) and maps it.
+    pub(crate) fn create(path: &Path, len: usize) -> Result<Mapping, RmaError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| shm_err("create rma segment", path, e))?;
+        file.set_len(len as u64)
+            .map_err(|e| shm_err("size rma segment (is the tmpfs full?)", path, e))?;
+        Self::map(&file, path, len)
+    }
+
+    /// Opens and maps a peer's file, which must be at least `len` bytes.
+    pub(crate) fn open(path: &Path, len: usize) -> Result<Mapping, RmaError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| shm_err("open peer rma segment", path, e))?;
+        let have = file
+            .metadata()
+            .map_err(|e| shm_err("stat peer rma segment", path, e))?
+            .len();
+        if have < len as u64 {
+            return Err(shm_err(
+                "map peer rma segment",
+                path,
+                std::io::Error::other(format!("file is {have} B, its owner announced {len} B")),
+            ));
+        }
+        Self::map(&file, path, len)
+    }
+
+    fn map(file: &std::fs::File, path: &Path, len: usize) -> Result<Mapping, RmaError> {
+        let map = MmapOptions::new()
+            .len(len)
+            .map_raw(file)
+            .map_err(|e| shm_err("map rma segment", path, e))?;
+        Ok(Mapping {
+            map,
+            path: path.to_owned(),
+        })
+    }
+
+    /// First byte of the mapping (page-aligned).
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    /// Removes the file's name; the memory stays for everyone who mapped it.
+    pub(crate) fn unlink(&self) -> Result<(), RmaError> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(shm_err("unlink rma segment", &self.path, e)),
+        }
+    }
+}
+
+/// Private, zeroed, page-aligned memory (`malloc_local`).
+pub(crate) fn anonymous(len: usize) -> Result<MmapMut, RmaError> {
+    MmapMut::map_anon(len).map_err(|source| RmaError::Io {
+        what: format!("malloc_local: mapping {len} B of anonymous memory"),
+        source,
+    })
+}

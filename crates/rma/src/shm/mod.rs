@@ -1,0 +1,19 @@
+//! Shared memory of the rma layer: segment files ([`map`]) and the control segment
+//! layout with its locks ([`control`], [`lock`]).
+//!
+//! Naming and lifecycle (the same rules as the transport's receive segments, and the
+//! same helpers: `nf_transport::shm::segment`):
+//! 1. A proc creates its file `nf-<job>-<host>-rma<rank>-<n>` in `NF_SHM_DIR`
+//!    (`n`: the proc's allocation counter; `ctl` for the control segment), sized and
+//!    zero-filled by the kernel, mode 0600.
+//! 2. Its name travels in a collective (allgather); the other procs of its domain open
+//!    and map it; a barrier follows.
+//! 3. The owner unlinks the name. From here on a SIGKILLed job leaves nothing: the
+//!    memory lives exactly as long as some process maps it.
+//! 4. A job killed between 1 and 3 leaves files; `nf run` removes `nf-<job>-*` when the
+//!    job ends, and the next job's first proc of each domain reclaims files older than
+//!    a minute (`reclaim_stale`).
+
+pub(crate) mod control;
+pub(crate) mod lock;
+pub(crate) mod map;

@@ -1,0 +1,36 @@
+//! Running a command to completion with a deadline, so a hung program fails its test
+//! instead of hanging the suite.
+
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Runs `cmd` (stdin closed, stdout and stderr captured) and returns its output; kills
+/// it and panics, showing what it printed, if it runs longer than `bound`.
+pub fn output_within(cmd: &mut Command, bound: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e} (scripts/setup.sh installs it)"));
+    let start = Instant::now();
+    // Output beyond a pipe's buffer would block the child; the programs run this way
+    // print a few lines each.
+    while child.try_wait().expect("wait for the child").is_none() {
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            let out = child
+                .wait_with_output()
+                .expect("output of the killed child");
+            panic!(
+                "{what} still running after {bound:?}; stdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output of the child")
+}
