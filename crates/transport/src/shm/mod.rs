@@ -13,7 +13,9 @@
 //! `tx.rs`, the poll steps in `rx.rs`, the in-order release of fast-box slots in
 //! `fastbox.rs`.
 
+pub mod channel;
 pub mod cma;
+mod copy;
 mod fastbox;
 pub mod layout;
 mod rx;
