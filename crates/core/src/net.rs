@@ -34,25 +34,30 @@ pub(crate) enum Incoming {
     Ofi(OfiPacket),
 }
 
-impl Incoming {
-    fn packet(&self) -> &dyn Packet {
+impl Packet for Incoming {
+    #[inline]
+    fn src(&self) -> usize {
         match self {
-            Incoming::Shm(p) => p,
-            Incoming::Tcp(p) => p,
-            Incoming::Ofi(p) => p,
+            Incoming::Shm(p) => p.src(),
+            Incoming::Tcp(p) => p.src(),
+            Incoming::Ofi(p) => p.src(),
         }
     }
-}
-
-impl Packet for Incoming {
-    fn src(&self) -> usize {
-        self.packet().src()
-    }
+    #[inline]
     fn meta(&self) -> &[u8] {
-        self.packet().meta()
+        match self {
+            Incoming::Shm(p) => p.meta(),
+            Incoming::Tcp(p) => p.meta(),
+            Incoming::Ofi(p) => p.meta(),
+        }
     }
+    #[inline]
     fn payload(&self) -> &[u8] {
-        self.packet().payload()
+        match self {
+            Incoming::Shm(p) => p.payload(),
+            Incoming::Tcp(p) => p.payload(),
+            Incoming::Ofi(p) => p.payload(),
+        }
     }
 }
 
@@ -130,6 +135,7 @@ pub(crate) struct Net {
 }
 
 impl Net {
+    #[cold]
     fn no_route(dest: usize, what: &str) -> TransportError {
         TransportError::Config(format!(
             "rank {dest} has no {what} route, yet the peer table chose it"
@@ -137,6 +143,7 @@ impl Net {
     }
 
     /// Queues one packet to rank `dest` (never ourselves) on its transport.
+    #[inline]
     pub fn try_send(
         &mut self,
         dest: usize,
@@ -167,6 +174,7 @@ impl Net {
     }
 
     /// The next packet from any transport, with its sender's rank.
+    #[inline(always)]
     pub fn poll(&mut self) -> Result<Option<(usize, Incoming)>, TransportError> {
         if let Some(shm) = self.shm.as_mut() {
             if let Some(p) = shm.poll()? {

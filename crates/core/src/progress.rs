@@ -56,45 +56,74 @@ impl World {
     }
 
     /// Keeps an error caused by a peer's message for `poll`; other errors go up.
+    #[inline]
     fn absorb(&self, r: Result<(), CoreError>) -> Result<(), CoreError> {
         match r {
-            Err(e) if e.is_peer_fault() => {
-                tracing::error!(error = %e, "dropped a bad message");
-                self.state.borrow_mut().peer_errors.push_back(e);
-                Ok(())
-            }
-            other => other,
+            Ok(()) => Ok(()),
+            Err(e) => self.absorb_error(e),
         }
     }
 
-    pub(crate) fn progress(&self) -> Result<usize, CoreError> {
-        let mut n = 0;
-        let (ctrl, deferred) = {
-            let st = self.state.borrow();
-            (!st.ctrl.is_empty(), !st.deferred.is_empty())
-        };
-        if ctrl {
-            self.flush_ctrl()?;
+    #[cold]
+    fn absorb_error(&self, e: CoreError) -> Result<(), CoreError> {
+        if !e.is_peer_fault() {
+            return Err(e);
         }
-        if deferred && self.depth.get() == 0 {
-            n += self.deliver_deferred()?;
+        tracing::error!(error = %e, "dropped a bad message");
+        self.state.borrow_mut().peer_errors.push_back(e);
+        Ok(())
+    }
+
+    /// One progress step (the steps above).
+    pub(crate) fn progress(&self) -> Result<usize, CoreError> {
+        self.progress_until(|| false)
+    }
+
+    /// One progress step that ends early once `done` holds after a packet, so a
+    /// wait returns as soon as its message is handled instead of polling again.
+    #[inline]
+    pub(crate) fn progress_until(
+        &self,
+        mut done: impl FnMut() -> bool,
+    ) -> Result<usize, CoreError> {
+        let mut n = 0;
+        let backlog = {
+            let st = self.state.borrow();
+            !st.ctrl.is_empty() || !st.deferred.is_empty()
+        };
+        if backlog {
+            n += self.progress_backlog()?;
         }
         for _ in 0..BATCH {
             let polled = self.net.borrow_mut().poll();
-            let (src, pkt) = match polled {
-                Ok(Some(got)) => got,
-                Ok(None) => break,
-                Err(e) => {
-                    self.absorb(Err(e.into()))?;
-                    continue;
+            match polled {
+                Ok(Some((src, pkt))) => {
+                    n += 1;
+                    let handled = self.handle_packet(src, &pkt);
+                    drop(pkt);
+                    self.absorb(handled)?;
+                    if done() {
+                        break;
+                    }
                 }
-            };
-            n += 1;
-            let handled = self.handle_packet(src, &pkt);
-
-            self.absorb(handled)?;
+                Ok(None) => break,
+                Err(e) => self.absorb(Err(e.into()))?,
+            }
         }
         Ok(n)
+    }
+
+    /// Step 1 and 2: queued control packets, then (at top level) queued messages.
+    #[cold]
+    fn progress_backlog(&self) -> Result<usize, CoreError> {
+        if !self.state.borrow().ctrl.is_empty() {
+            self.flush_ctrl()?;
+        }
+        let deferred = !self.state.borrow().deferred.is_empty();
+        if deferred && self.depth.get() == 0 {
+            return self.deliver_deferred();
+        }
+        Ok(0)
     }
 
     fn deliver_deferred(&self) -> Result<usize, CoreError> {
@@ -112,7 +141,27 @@ impl World {
     }
 
     /// Acts on one packet from rank `src` (the transport's numbering is already mapped).
+    #[inline]
     fn handle_packet(&self, src: usize, pkt: &impl Packet) -> Result<(), CoreError> {
+        // A whole message whose handler may run now: the common case, handled inline.
+        if let Some((handler, header)) = Meta::eager_parts(pkt.meta()) {
+            if self.runs_now(handler) {
+                let payload = pkt.payload();
+                return self.run_handler(&Am {
+                    src,
+                    handler,
+                    header,
+                    payload,
+                });
+            }
+        }
+        self.handle_other(src, pkt)
+    }
+
+    /// Every other packet: queued messages, fragments, rendezvous, control, garbage.
+    /// Out of line, so that the common path stays small.
+    #[inline(never)]
+    fn handle_other(&self, src: usize, pkt: &impl Packet) -> Result<(), CoreError> {
         let protocol = |why: &str| CoreError::Protocol {
             src,
             why: why.to_owned(),
@@ -357,18 +406,22 @@ impl World {
 
     /// Whether a message for `handler` may run now: at top level with nothing queued
     /// ahead of it (per-pair order), or the collectives' mailbox, which only stores.
+    #[inline]
     fn runs_now(&self, handler: u16) -> bool {
         handler == COLL_HANDLER
             || (self.depth.get() == 0 && self.state.borrow().deferred.is_empty())
     }
 
+    #[inline]
     fn run_handler(&self, am: &Am<'_>) -> Result<(), CoreError> {
         let h = self.handlers.borrow().get(am.handler);
-        let h = h.ok_or(CoreError::UnknownHandler {
-            src: am.src,
-            id: am.handler,
-        })?;
-        self.state.borrow_mut().delivered += 1;
+        let Some(h) = h else {
+            return Err(CoreError::UnknownHandler {
+                src: am.src,
+                id: am.handler,
+            });
+        };
+        self.delivered.set(self.delivered.get() + 1);
         let _nested = Nested::enter(self);
         h(self, am);
         Ok(())

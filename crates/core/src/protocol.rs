@@ -78,6 +78,7 @@ pub struct Encoded {
 
 impl Encoded {
     /// The bytes to hand to the transport.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
@@ -96,11 +97,7 @@ impl Meta<'_> {
             len: 0,
         };
         match *self {
-            Meta::Eager { handler, header } => {
-                e.put(&[EAGER, header.len() as u8]);
-                e.put(&handler.to_le_bytes());
-                e.put(header);
-            }
+            Meta::Eager { handler, header } => return Meta::eager(handler, header),
             Meta::First {
                 handler,
                 total,
@@ -151,8 +148,43 @@ impl Meta<'_> {
         e
     }
 
+    /// The metadata of a whole message (the common case, without the general encoder).
+    #[inline]
+    pub fn eager(handler: u16, header: &[u8]) -> Encoded {
+        let mut e = Encoded {
+            buf: [0; META_MAX],
+            len: 4 + header.len(),
+        };
+        let [h0, h1] = handler.to_le_bytes();
+        e.buf[..4].copy_from_slice(&[EAGER, header.len() as u8, h0, h1]);
+        if !header.is_empty() {
+            e.buf[4..e.len].copy_from_slice(header);
+        }
+        e
+    }
+
     /// Decodes, checking every length against the bytes present.
+    #[inline]
     pub fn decode(b: &[u8]) -> Result<Meta<'_>, String> {
+        match Meta::eager_parts(b) {
+            Some((handler, header)) => Ok(Meta::Eager { handler, header }),
+            None => Self::decode_general(b),
+        }
+    }
+
+    /// (handler, header) if `b` is a well-formed `EAGER` block: the common case,
+    /// decoded without the general reader.
+    #[inline]
+    pub fn eager_parts(b: &[u8]) -> Option<(u16, &[u8])> {
+        match b {
+            [EAGER, hlen, h0, h1, header @ ..] if header.len() == *hlen as usize => {
+                Some((u16::from_le_bytes([*h0, *h1]), header))
+            }
+            _ => None,
+        }
+    }
+
+    fn decode_general(b: &[u8]) -> Result<Meta<'_>, String> {
         let mut r = Reader { b, at: 0 };
         let kind = r.u8()?;
         let meta = match kind {
@@ -290,6 +322,9 @@ mod tests {
             let e = m.encode();
             assert!(e.as_bytes().len() <= META_MAX);
             assert_eq!(Meta::decode(e.as_bytes()), Ok(m));
+            if let Meta::Eager { handler, header } = m {
+                assert_eq!(Meta::eager(handler, header).as_bytes(), e.as_bytes());
+            }
         }
     }
 
@@ -301,6 +336,11 @@ mod tests {
             Meta::decode(&[EAGER, 10, 0, 0, 1, 2]).is_err(),
             "header longer than bytes"
         );
+        assert!(
+            Meta::decode(&[EAGER, 0, 0, 0, 9]).is_err(),
+            "header shorter than bytes"
+        );
+        assert!(Meta::decode(&[EAGER, 0, 0]).is_err(), "truncated handler");
         assert!(Meta::decode(&[FIN, 1, 2]).is_err(), "truncated id");
         assert!(Meta::decode(&[FRAG, 0]).is_err(), "stray byte");
         assert!(Meta::decode(&[RTS, 0, 1, 0]).is_err());

@@ -16,15 +16,25 @@
 //! round trips wakes late (the scheduler favours tasks that did not spin), its peer
 //! waits that out and parks too, and round trips of 8 B to 1 MiB became 10–100×
 //! slower in that regime.
+//!
+//! A busy-polling wait does nothing between polls — no `pause`, no clock read, no
+//! liveness check — because whatever runs there delays noticing a message that
+//! arrived meanwhile, which is the whole small-message latency. Only every
+//! `CHECK_EVERY`-th empty poll reads the clock, and only every `NF_PEER_CHECK_MS`
+//! checks that the peers are alive.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::WaitMode;
+use crate::error::CoreError;
+use crate::world::World;
 
 /// Longest single park; waits re-check their condition and peers between parks.
 pub const PARK_MAX: Duration = Duration::from_millis(10);
 
 const SPINS: u32 = 256;
+/// Empty polls between clock reads (for the liveness check) in a wait.
+const CHECK_EVERY: u32 = 64;
 const YIELDS: u32 = 2048;
 const NAP: Duration = Duration::from_micros(20);
 
@@ -64,7 +74,9 @@ impl Waiter {
 
     /// Called after the `idle`-th consecutive empty poll.
     pub fn idle(&self, idle: u32) {
-        if self.spin_only || idle < SPINS {
+        if self.spin_only {
+            // Poll again at once (see the module doc).
+        } else if idle < SPINS {
             std::hint::spin_loop();
         } else if idle < SPINS + YIELDS {
             std::thread::yield_now();
@@ -80,4 +92,74 @@ pub fn available_cores() -> usize {
     // SAFETY: sysconf takes an integer name and has no memory-safety preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
+}
+
+/// One wait's idle policy plus a rate-limited check that peers are alive.
+///
+/// The clock is read only once a wait has been idle for a while: a wait that ends
+/// at the first poll (the common case for small messages) costs no clock read.
+pub(crate) struct Backoff<'a> {
+    world: &'a World,
+    idle: u32,
+    /// When the first clock read of this idle stretch found it idle.
+    idle_since: Option<Instant>,
+    last_check: Option<Instant>,
+}
+
+impl<'a> Backoff<'a> {
+    pub(crate) fn new(world: &'a World) -> Self {
+        Backoff {
+            world,
+            idle: 0,
+            idle_since: None,
+            last_check: None,
+        }
+    }
+
+    /// Call after each progress attempt; returns a dead peer's error if one is found.
+    #[inline]
+    pub(crate) fn after(&mut self, progressed: usize) -> Option<CoreError> {
+        if progressed > 0 {
+            self.idle = 0;
+            self.idle_since = None;
+            return None;
+        }
+        if self.idle_once() {
+            return self.on_clock();
+        }
+        None
+    }
+
+    /// An empty poll: wait as the policy says; true when the clock is due. Out of
+    /// line, so that it costs the message path nothing (and profiles count it).
+    #[inline(never)]
+    fn idle_once(&mut self) -> bool {
+        self.idle = self.idle.saturating_add(1);
+        self.world.waiter.idle(self.idle);
+        self.idle.is_multiple_of(CHECK_EVERY)
+    }
+
+    /// Every `CHECK_EVERY`-th empty poll: park if this wait has spun long enough and
+    /// the network can wake us (see the module doc); every `NF_PEER_CHECK_MS`, the
+    /// first peer found dead, as an error.
+    #[cold]
+    fn on_clock(&mut self) -> Option<CoreError> {
+        let now = Instant::now();
+        let spun = now - *self.idle_since.get_or_insert(now);
+        let world = self.world;
+        let park = world.waiter.park_after().is_some_and(|after| spun >= after)
+            && world.net.borrow().should_park();
+        if park {
+            let timeout = world.cfg.peer_check.min(PARK_MAX);
+            if let Err(e) = world.net.borrow_mut().park(timeout) {
+                return Some(e.into());
+            }
+        }
+        let since = *self.last_check.get_or_insert(now);
+        if now - since >= world.cfg.peer_check {
+            self.last_check = Some(now);
+            return world.dead_peer();
+        }
+        None
+    }
 }

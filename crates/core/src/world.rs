@@ -28,7 +28,7 @@ use crate::net::Net;
 
 use crate::peers::Route;
 use crate::protocol::{Meta, MAX_AM_HEADER};
-use crate::wait::{Waiter, PARK_MAX};
+use crate::wait::{Backoff, Waiter};
 
 /// State of one rendezvous send, keyed by its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +79,6 @@ pub(crate) struct State {
     pub mailbox: HashMap<(u32, u16, usize), Vec<u8>>,
     /// Errors caused by peers' bad messages, for `poll` to report.
     pub peer_errors: VecDeque<CoreError>,
-    /// Messages delivered to handlers, ever.
-    pub delivered: u64,
     /// Spare receive buffers, so large receives do not fault fresh pages every time.
     pub spare: Vec<Vec<u8>>,
 }
@@ -115,6 +113,8 @@ pub struct World {
     pub(crate) state: RefCell<State>,
     /// >0 while a handler runs or a send waits: packets are then queued, not handled.
     pub(crate) depth: Cell<u32>,
+    /// Messages delivered to handlers, ever (outside `state`: counted on every message).
+    pub(crate) delivered: Cell<u64>,
     pub(crate) coll_seq: Cell<u32>,
     /// Largest payload of one packet to each rank (cached: on every send's path).
     max_packet: Vec<usize>,
@@ -177,6 +177,7 @@ impl World {
                 ..State::default()
             }),
             depth: Cell::new(0),
+            delivered: Cell::new(0),
             coll_seq: Cell::new(0),
         };
         world
@@ -262,6 +263,7 @@ impl World {
     /// Sends an active message: `handler` runs on `dest` with `header` (at most
     /// [`MAX_AM_HEADER`] bytes) and `payload` (any size up to `NF_MAX_PAYLOAD`).
     /// Returns once `payload` may be reused; sending to oneself is allowed.
+    #[inline]
     pub fn send(
         &self,
         dest: usize,
@@ -279,7 +281,30 @@ impl World {
     }
 
     /// [`World::send`] without the reserved-id check, for the runtime's own protocols.
+    #[inline]
     pub(crate) fn send_am(
+        &self,
+        dest: usize,
+        handler: HandlerId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        // The common case, one packet to another rank, stays small and inline.
+        let one_packet = dest < self.size
+            && dest != self.rank
+            && header.len() <= MAX_AM_HEADER
+            && payload.len() <= self.max_packet[dest]
+            && payload.len() <= self.cfg.max_payload;
+        if !one_packet {
+            return self.send_am_general(dest, handler, header, payload);
+        }
+        self.send_packet(dest, Meta::eager(handler, header).as_bytes(), payload)
+    }
+
+    /// Every other case of [`World::send_am`]: bad arguments, a send to ourselves,
+    /// and payloads that take fragments or a single-copy rendezvous.
+    #[inline(never)]
+    fn send_am_general(
         &self,
         dest: usize,
         handler: HandlerId,
@@ -318,8 +343,7 @@ impl World {
         }
         let frame_payload = self.max_packet[dest];
         if payload.len() <= frame_payload {
-            let meta = Meta::Eager { handler, header }.encode();
-            return self.send_packet(dest, meta.as_bytes(), payload);
+            return self.send_packet(dest, Meta::eager(handler, header).as_bytes(), payload);
         }
         let single_copy = self.single_copy
             && matches!(self.routes[dest], Route::Shm(_))
@@ -334,7 +358,22 @@ impl World {
     }
 
     /// Sends one packet, polling (without running user handlers) while out of credit.
+    #[inline]
     pub(crate) fn send_packet(
+        &self,
+        dest: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        if self.net.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
+            return Ok(());
+        }
+        self.send_packet_blocked(dest, meta, payload)
+    }
+
+    /// [`World::send_packet`] once the receiver had no room: poll and retry.
+    #[inline(never)]
+    fn send_packet_blocked(
         &self,
         dest: usize,
         meta: &[u8],
@@ -342,13 +381,15 @@ impl World {
     ) -> Result<(), CoreError> {
         let mut backoff = Backoff::new(self);
         loop {
+            {
+                let _nested = Nested::enter(self);
+                let progressed = self.progress()?;
+                if let Some(dead) = backoff.after(progressed) {
+                    return Err(dead);
+                }
+            }
             if self.net.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
                 return Ok(());
-            }
-            let _nested = Nested::enter(self);
-            let progressed = self.progress()?;
-            if let Some(dead) = backoff.after(progressed) {
-                return Err(dead);
             }
         }
     }
@@ -443,7 +484,7 @@ impl World {
             if cond() {
                 return Ok(());
             }
-            let progressed = self.progress()?;
+            let progressed = self.progress_until(&mut cond)?;
             if let Some(dead) = backoff.after(progressed) {
                 // What the dead peer sent before dying may still be queued for us.
                 self.progress()?;
@@ -470,13 +511,13 @@ impl World {
         // ends; drain it, and repeat while draining made handlers send more.
         loop {
             self.barrier()?;
-            let before = self.state.borrow().delivered;
+            let before = self.delivered.get();
             self.wait_until(|| {
                 let st = self.state.borrow();
                 st.deferred.is_empty() && st.ctrl.is_empty()
             })?;
             while self.progress()? > 0 {}
-            let mut handled = [self.state.borrow().delivered - before];
+            let mut handled = [self.delivered.get() - before];
             self.allreduce(&mut handled, crate::collectives::ReduceOp::Sum)?;
             if handled[0] == 0 {
                 break;
@@ -500,70 +541,5 @@ impl<'a> Nested<'a> {
 impl Drop for Nested<'_> {
     fn drop(&mut self) {
         self.0.depth.set(self.0.depth.get() - 1);
-    }
-}
-
-/// Escalating idle policy plus a rate-limited check that peers are alive.
-///
-/// The clock is read only once a wait has been idle for a while: a wait that ends
-/// at the first poll (the common case for small messages) costs no clock read.
-/// Every [`CHECK_EVERY`]th idle poll: park if the wait has spun long enough and the
-/// network can wake us (`wait.rs`), and check that peers are alive every
-/// `peer_check`.
-pub(crate) struct Backoff<'a> {
-    world: &'a World,
-    idle: u32,
-    /// When the first clock read of this idle stretch found it idle.
-    idle_since: Option<std::time::Instant>,
-    last_check: Option<std::time::Instant>,
-}
-
-/// Idle polls between clock reads.
-const CHECK_EVERY: u32 = 16;
-
-impl<'a> Backoff<'a> {
-    pub(crate) fn new(world: &'a World) -> Self {
-        Backoff {
-            world,
-            idle: 0,
-            idle_since: None,
-            last_check: None,
-        }
-    }
-
-    /// Call after each progress attempt; returns a dead peer's error if one is found.
-    pub(crate) fn after(&mut self, progressed: usize) -> Option<CoreError> {
-        if progressed > 0 {
-            self.idle = 0;
-            self.idle_since = None;
-            return None;
-        }
-        self.idle = self.idle.saturating_add(1);
-        if !self.idle.is_multiple_of(CHECK_EVERY) {
-            self.world.waiter.idle(self.idle);
-            return None;
-        }
-        let now = std::time::Instant::now();
-        let spun = now - *self.idle_since.get_or_insert(now);
-        let park = self
-            .world
-            .waiter
-            .park_after()
-            .is_some_and(|after| spun >= after)
-            && self.world.net.borrow().should_park();
-        if park {
-            let timeout = self.world.cfg.peer_check.min(PARK_MAX);
-            if let Err(e) = self.world.net.borrow_mut().park(timeout) {
-                return Some(e.into());
-            }
-        } else {
-            self.world.waiter.idle(self.idle);
-        }
-        let since = *self.last_check.get_or_insert(now);
-        if now - since >= self.world.cfg.peer_check {
-            self.last_check = Some(now);
-            return self.world.dead_peer();
-        }
-        None
     }
 }

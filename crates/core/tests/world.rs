@@ -139,6 +139,12 @@ fn bad_input_gets_clear_errors_and_the_job_still_finishes() {
 const TCP: [(&str, &str); 2] = [("NF_TRANSPORTS", "tcp"), ("NF_TCP_BIND", "127.0.0.1")];
 
 #[test]
+fn a_payload_above_the_receivers_limit_is_refused_there_and_the_pair_carries_on() {
+    // 5 × 4096 B goes in fragments, 10 × 4096 B single-copy first (from 32 KiB).
+    Job::new().expect_success(2, &["peerlimit", "4096"], &[("NF_RNDV_THRESHOLD", "32768")]);
+}
+
+#[test]
 fn tcp_integrity_collectives_flood_and_head_to_head() {
     let job = Job::new();
     job.expect_success(3, &["integrity", "5", "8", &(4 << 20).to_string()], &TCP);

@@ -29,7 +29,10 @@ struct Release {
     published: u64,
 }
 
-const _: () = assert!(FAST_SLOTS <= 32, "the release bitmap is a u32");
+const _: () = assert!(
+    FAST_SLOTS < 32,
+    "the release bitmap is a u32 shifted by its run"
+);
 
 /// Release state of every sender's fast box in our segment.
 pub(crate) struct FastReleases {
@@ -57,10 +60,10 @@ impl FastReleases {
             return;
         }
         r.above |= 1 << k;
-        while r.above & 1 == 1 {
-            r.above >>= 1;
-            r.upto += 1;
-        }
+        // The run of freed tickets from `upto` up (at most FAST_SLOTS < 32 of them).
+        let run = r.above.trailing_ones();
+        r.above >>= run;
+        r.upto += u64::from(run);
         if r.upto - r.published >= (FAST_SLOTS / 2) as u64 {
             view.credit(src)
                 .fast_released
@@ -73,10 +76,15 @@ impl FastReleases {
     }
 
     /// Publishes every sender's progress not yet visible (call when idle).
+    #[inline]
     pub(crate) fn publish(&self, view: &View) {
-        if !self.dirty.replace(false) {
-            return;
+        if self.dirty.get() {
+            self.publish_all(view);
         }
+    }
+
+    fn publish_all(&self, view: &View) {
+        self.dirty.set(false);
         for (src, cell) in self.per_src.iter().enumerate() {
             let mut r = cell.get();
             if r.upto != r.published {

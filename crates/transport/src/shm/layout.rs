@@ -42,7 +42,9 @@
 //! credit always finds a free frame, and that the ring never holds more tickets than
 //! slots, so the slot of ticket `t` is free again once ticket `t - frames` was read.
 
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::copy::copy_small;
 
 /// Identifies a ninefold shm segment ("nf-shm", then format byte 1).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"nf-shm\0\x01");
@@ -310,51 +312,15 @@ impl View {
         }
     }
 
-    fn fast_ptr(&self, src: usize, ticket: u64) -> *mut FastSlot {
+    /// Sender `src`'s fast box, as a handle that needs no geometry to find a slot.
+    pub fn fast_box(&self, src: usize) -> FastBox {
         assert!(src < self.geo.nsenders, "fast box {src} out of range");
-        let i = src * FAST_SLOTS + (ticket as usize & (FAST_SLOTS - 1));
-        // SAFETY: in bounds by the assert, the mask and the geometry.
-        unsafe { self.base.add(self.geo.fast_offset() + i * FAST_SLOT_BYTES) as *mut FastSlot }
-    }
-
-    /// The `seq` word of slot `ticket mod FAST_SLOTS` in sender `src`'s fast box.
-    pub fn fast_seq(&self, src: usize, ticket: u64) -> &AtomicU64 {
-        // SAFETY: line-aligned and in bounds (fast_ptr); `seq` is an atomic.
-        unsafe { &(*self.fast_ptr(src, ticket)).seq }
-    }
-
-    /// Fills a fast-box slot the caller (sender `src`) found free (rule 6).
-    pub fn write_fast(&self, src: usize, ticket: u64, meta: &[u8], payload: &[u8]) {
-        assert!(meta.len() + payload.len() <= FAST_DATA);
-        let p = self.fast_ptr(src, ticket);
-        // SAFETY: the receiver released this slot's previous ticket (rule 6), so
-        // nobody else accesses these bytes until we store seq; lengths checked above.
-        unsafe {
-            std::ptr::addr_of_mut!((*p).meta_len).write(meta.len() as u8);
-            std::ptr::addr_of_mut!((*p).payload_len).write(payload.len() as u16);
-            let d = std::ptr::addr_of_mut!((*p).data) as *mut u8;
-            std::ptr::copy_nonoverlapping(meta.as_ptr(), d, meta.len());
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), d.add(meta.len()), payload.len());
+        let off = self.geo.fast_offset() + src * FAST_SLOTS * FAST_SLOT_BYTES;
+        // SAFETY: in bounds by the assert and the geometry; the handle inherits this
+        // view's contract (the mapping outlives it).
+        FastBox {
+            base: unsafe { self.base.add(off) },
         }
-    }
-
-    /// The (meta, payload) of a full slot, or None if its lengths are corrupt.
-    ///
-    /// # Safety
-    /// The caller (the receiver) acquired `seq == ticket + 1` and has not released the
-    /// slot, for as long as the returned slices live; the mapping outlives them.
-    pub unsafe fn read_fast<'a>(&self, src: usize, ticket: u64) -> Option<(&'a [u8], &'a [u8])> {
-        let p = self.fast_ptr(src, ticket);
-        let m = std::ptr::addr_of!((*p).meta_len).read() as usize;
-        let n = std::ptr::addr_of!((*p).payload_len).read() as usize;
-        if m > META_MAX || m + n > FAST_DATA {
-            return None;
-        }
-        let d = std::ptr::addr_of!((*p).data) as *const u8;
-        Some((
-            std::slice::from_raw_parts(d, m),
-            std::slice::from_raw_parts(d.add(m), n),
-        ))
     }
 
     /// The control lines of ring `ring`.
@@ -365,12 +331,16 @@ impl View {
         unsafe { &*(self.base.add(self.geo.ring_offset(ring)) as *const RingControl) }
     }
 
-    /// Slot `index & (frames - 1)` of ring `ring`.
-    pub fn slot(&self, ring: usize, index: u64) -> &Slot {
-        let i = (index as usize) & (self.geo.frames - 1);
-        let off = self.geo.ring_offset(ring) + std::mem::size_of::<RingControl>() + i * 16;
-        // SAFETY: masked index is < frames, so in bounds; 16-byte aligned; atomics only.
-        unsafe { &*(self.base.add(off) as *const Slot) }
+    /// The slots of ring `ring`, as a handle that needs no geometry to find one.
+    pub fn ring_slots(&self, ring: usize) -> RingSlots {
+        assert!(ring < self.geo.nrings, "ring {ring} out of range");
+        let off = self.geo.ring_offset(ring) + std::mem::size_of::<RingControl>();
+        // SAFETY: in bounds by the assert and the geometry (frames slots follow the
+        // control lines); the handle inherits this view's contract.
+        RingSlots {
+            base: unsafe { self.base.add(off) } as *const Slot,
+            mask: self.geo.frames as u64 - 1,
+        }
     }
 
     fn frame_ptr(&self, ring: usize, frame: usize) -> *mut u8 {
@@ -438,6 +408,95 @@ impl View {
     pub unsafe fn frame_payload<'a>(&self, ring: usize, frame: usize, len: usize) -> &'a [u8] {
         assert!(len <= self.geo.max_payload());
         std::slice::from_raw_parts(self.frame_ptr(ring, frame).add(FRAME_HEADER), len)
+    }
+}
+
+/// One sender's fast box in a mapped segment (from [`View::fast_box`]). Like a
+/// [`View`], it is a raw address: valid while the mapping it came from is mapped.
+#[derive(Clone, Copy)]
+pub struct FastBox {
+    base: *mut u8,
+}
+
+impl FastBox {
+    fn slot(&self, ticket: u64) -> *mut FastSlot {
+        let i = ticket as usize & (FAST_SLOTS - 1);
+        // SAFETY: the masked index is < FAST_SLOTS, so the slot lies inside the box.
+        unsafe { self.base.add(i * FAST_SLOT_BYTES) as *mut FastSlot }
+    }
+
+    /// The `seq` word of the slot of `ticket` (rule 6: the ready flag).
+    pub fn seq(&self, ticket: u64) -> &AtomicU64 {
+        // SAFETY: line-aligned and in bounds (slot); `seq` is an atomic.
+        unsafe { &(*self.slot(ticket)).seq }
+    }
+
+    /// Fills the slot of `ticket` and publishes it; only the box's sender, once the
+    /// receiver has released `ticket - FAST_SLOTS` (rule 6).
+    #[inline]
+    pub fn write(&self, ticket: u64, meta: &[u8], payload: &[u8]) {
+        assert!(meta.len() <= META_MAX && meta.len() + payload.len() <= FAST_DATA);
+        let p = self.slot(ticket);
+        // SAFETY: the receiver released this slot's previous ticket (rule 6), so
+        // nobody else accesses these bytes until we store seq; lengths checked above.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).meta_len).write(meta.len() as u8);
+            std::ptr::addr_of_mut!((*p).payload_len).write(payload.len() as u16);
+            let d = std::ptr::addr_of_mut!((*p).data) as *mut u8;
+            copy_small(meta, d);
+            copy_small(payload, d.add(meta.len()));
+        }
+        self.seq(ticket).store(ticket + 1, Ordering::Release);
+    }
+
+    /// The (meta, payload) of a full slot, or None if its lengths are corrupt.
+    ///
+    /// # Safety
+    /// The caller (the receiver) acquired `seq == ticket + 1` and has not released the
+    /// slot, for as long as the returned slices live; the mapping outlives them.
+    pub unsafe fn read<'a>(&self, ticket: u64) -> Option<(&'a [u8], &'a [u8])> {
+        let p = self.slot(ticket);
+        let m = std::ptr::addr_of!((*p).meta_len).read() as usize;
+        let n = std::ptr::addr_of!((*p).payload_len).read() as usize;
+        if m > META_MAX || m + n > FAST_DATA {
+            return None;
+        }
+        let d = std::ptr::addr_of!((*p).data) as *const u8;
+        Some((
+            std::slice::from_raw_parts(d, m),
+            std::slice::from_raw_parts(d.add(m), n),
+        ))
+    }
+}
+
+#[cfg(test)]
+impl FastBox {
+    /// Publishes `ticket` with arbitrary lengths, as a broken or hostile sender might.
+    pub(crate) fn forge(&self, ticket: u64, meta_len: u8, payload_len: u16) {
+        let p = self.slot(ticket);
+        // SAFETY: tests own the whole segment; plain stores to in-bounds fields.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).meta_len).write(meta_len);
+            std::ptr::addr_of_mut!((*p).payload_len).write(payload_len);
+        }
+        self.seq(ticket).store(ticket + 1, Ordering::Release);
+    }
+}
+
+/// The slots of one receive ring (from [`View::ring_slots`]); a raw address like
+/// [`FastBox`], valid while the mapping it came from is mapped.
+#[derive(Clone, Copy)]
+pub struct RingSlots {
+    base: *const Slot,
+    mask: u64,
+}
+
+impl RingSlots {
+    /// Slot `index & (frames - 1)`.
+    pub fn slot(&self, index: u64) -> &Slot {
+        // SAFETY: the masked index is < frames, so in bounds; 16-byte aligned;
+        // atomics only.
+        unsafe { &*self.base.add((index & self.mask) as usize) }
     }
 }
 

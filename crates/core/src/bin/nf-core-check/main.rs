@@ -8,6 +8,11 @@
 //! - `headtohead COUNT SIZE`: ranks 0 and 1 send to each other at the same time;
 //! - `collectives`: barrier, broadcast from every root, allreduce sum/min/max;
 //! - `badinput`: every misuse the API must refuse, with the error it must give;
+//! - `peerlimit LIMIT`: rank 1 (by `NF_RANK`, so under `nf run`) accepts payloads of
+//!   at most LIMIT bytes, rank 0 its default; rank 0 sends messages below and above
+//!   LIMIT (fragmented and, with `NF_RNDV_THRESHOLD` low enough, single-copy) and
+//!   rank 1 must receive the small ones, report each large one as a peer error
+//!   naming the limit, and carry on;
 //! - `routes H0,H1,… NET`: rank r claims host Hr (run with `NF_HOST` set accordingly);
 //!   checks that same-host peers are reached by shm and the others by NET (tcp, ofi);
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
@@ -57,7 +62,12 @@ fn num(args: &[String], i: usize) -> Result<u64, String> {
 }
 
 fn run(args: &[String]) -> Check {
-    let world = World::init().map_err(|e| e.to_string())?;
+    let mode = args.first().map(String::as_str).unwrap_or("");
+    let mut cfg = nf_core::Config::from_env().map_err(|e| e.to_string())?;
+    if mode == "peerlimit" && std::env::var("NF_RANK").as_deref() == Ok("1") {
+        cfg.max_payload = num(args, 1)? as usize;
+    }
+    let world = World::init_with(cfg).map_err(|e| e.to_string())?;
     if std::env::var_os("NF_CHECK_SAY_SOURCE").is_some() {
         println!(
             "rank {} of {} via {}",
@@ -66,7 +76,6 @@ fn run(args: &[String]) -> Check {
             world.bootstrap_source()
         );
     }
-    let mode = args.first().map(String::as_str).unwrap_or("");
     match mode {
         "integrity" => integrity(
             &world,
@@ -78,6 +87,7 @@ fn run(args: &[String]) -> Check {
         "headtohead" => head_to_head(&world, num(args, 1)? as usize, num(args, 2)? as usize)?,
         "collectives" => collectives(&world)?,
         "badinput" => bad_input(&world)?,
+        "peerlimit" => peer_limit(&world, num(args, 1)? as usize)?,
         "die" => die(&world, num(args, 1)? as usize)?,
         "routes" => routes(
             &world,
@@ -376,6 +386,53 @@ fn bad_input(world: &World) -> Check {
         println!("unknown handler: reported as expected: {msg}");
     }
     world.barrier().map_err(|x| format!("last barrier: {x}"))
+}
+
+fn peer_limit(world: &World, limit: usize) -> Check {
+    if world.size() != 2 {
+        return Err("peerlimit runs on 2 ranks".into());
+    }
+    let got = Rc::new(RefCell::new(Vec::new()));
+    let g = Rc::clone(&got);
+    world
+        .register(DATA, move |_, am| g.borrow_mut().push(am.payload.len()))
+        .map_err(|e| e.to_string())?;
+    world.barrier().map_err(|e| e.to_string())?;
+    let sizes = [limit / 4, 5 * limit, 10 * limit, limit];
+    if world.rank() == 0 {
+        for size in sizes {
+            world
+                .send(1, DATA, &[], &vec![7u8; size])
+                .map_err(|e| format!("send {size} B: {e}"))?;
+        }
+    } else {
+        // Per-pair order: once the last (small) message is in, everything was handled.
+        world
+            .wait_until(|| got.borrow().len() == 2)
+            .map_err(|e| e.to_string())?;
+        let mut errors = Vec::new();
+        loop {
+            match world.poll() {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if *got.borrow() != [limit / 4, limit] {
+            return Err(format!("delivered sizes {:?}", got.borrow()));
+        }
+        for size in [5 * limit, 10 * limit] {
+            let want = format!("announced {size} B, above NF_MAX_PAYLOAD={limit}");
+            if !errors.iter().any(|e| e.contains(&want)) {
+                return Err(format!("no error saying {want:?} in {errors:?}"));
+            }
+        }
+        println!(
+            "rank 1: oversized messages refused with {} errors, small ones delivered",
+            errors.len()
+        );
+    }
+    world.barrier().map_err(|e| e.to_string())
 }
 
 fn die(world: &World, victim: usize) -> Check {
