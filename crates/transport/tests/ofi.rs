@@ -122,11 +122,12 @@ fn the_endpoint_is_bound_to_loopback_and_named() {
     let (prov, fabric, domain) = eps[0].provider();
     assert!(prov.starts_with("tcp"), "{prov}");
     assert_eq!((fabric, domain), ("127.0.0.1/32", "lo"));
-    // A sockaddr_in (family AF_INET, a port, 127.0.0.1), then max_payload and a tag.
+    // A sockaddr_in (family AF_INET, a port, 127.0.0.1), then the reorder window,
+    // max_payload and a tag.
     let a = eps[0].address();
-    assert_eq!(a.len(), 16 + 8);
+    assert_eq!(a.len(), 16 + 12);
     assert_eq!(&a[4..8], &[127, 0, 0, 1]);
-    assert_eq!(&a[16..], &[0, 0, 1, 0, b'n', b'f', b'o', b'1']);
+    assert_eq!(&a[16..], &[0, 1, 0, 0, 0, 0, 1, 0, b'n', b'f', b'o', b'2']);
     assert_ne!(eps[0].address(), eps[1].address());
 }
 
@@ -428,6 +429,10 @@ fn bad_settings_are_refused_before_opening() {
             queue_limit: 100_000,
             ..config()
         },
+        OfiConfig {
+            reorder_window: 0,
+            ..config()
+        },
     ] {
         assert!(OfiTransport::open(cfg, 0, 2).is_err());
     }
@@ -709,4 +714,86 @@ fn measure_loopback() {
          half round trip {mib:?} = {:.0} MB/s; empty poll {empty:?}",
         (1 << 20) as f64 / mib.as_secs_f64() / 1e6
     );
+}
+
+/// A payload size for packet `seq` of a mixed stream: full packets (above the tcp
+/// provider's 64 KiB eager size once the header is added: rendezvous), packets just
+/// under it, and tiny (injected) ones between.
+fn mixed_size(seq: u32, max: usize) -> usize {
+    let key = mix(seq as u64 ^ 0x5eed);
+    match key % 16 {
+        0 => max,
+        2 => max - 64 - (key >> 8) as usize % 4096,
+        _ => (key >> 8) as usize % 32,
+    }
+}
+
+#[test]
+fn a_sustained_two_way_stream_of_large_and_small_packets_loses_nothing() {
+    // Both ranks send as fast as the transport lets them and receive at the same time:
+    // large packets finish by rendezvous behind small ones sent after them, so the
+    // receivers must restore order. Nothing may be dropped or refused.
+    const N: u32 = 20000;
+    let cfg = config();
+    let (max, window) = (cfg.max_payload, cfg.reorder_window);
+    let eps = job(vec![cfg; 2]);
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for mut ep in eps {
+            let finished = &finished;
+            s.spawn(move || {
+                let me = ep.rank();
+                let peer = 1 - me;
+                let (mut sent, mut next) = (0u32, 0u32);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while sent < N || next < N {
+                    assert!(
+                        Instant::now() < deadline,
+                        "rank {me} stuck: sent {sent}, got {next} of {N}"
+                    );
+                    while sent < N {
+                        let mut meta = sent.to_le_bytes().to_vec();
+                        meta.push(me as u8);
+                        let len = mixed_size(sent ^ (me as u32) << 20, max);
+                        let payload = vec![(sent as u8) ^ (me as u8); len];
+                        match ep.try_send(peer, &meta, &payload) {
+                            Ok(SendStatus::Sent) => sent += 1,
+                            Ok(SendStatus::NoCredit) => break,
+                            Err(e) => panic!("rank {me}: send #{sent} failed: {e}"),
+                        }
+                    }
+                    loop {
+                        match ep.poll() {
+                            Ok(Some(pkt)) => {
+                                let seq = u32::from_le_bytes(pkt.meta()[..4].try_into().unwrap());
+                                assert_eq!(seq, next, "rank {me}: out of order");
+                                let len = mixed_size(seq ^ (peer as u32) << 20, max);
+                                assert_eq!(pkt.payload().len(), len, "rank {me}: #{seq} length");
+                                assert!(
+                                    pkt.payload()
+                                        .iter()
+                                        .all(|&b| b == (seq as u8) ^ (peer as u8)),
+                                    "rank {me}: #{seq} payload"
+                                );
+                                next += 1;
+                            }
+                            Ok(None) => break,
+                            Err(e) => panic!("rank {me}: lost data after #{next}: {e}"),
+                        }
+                    }
+                }
+                let stats = ep.stats();
+                eprintln!("rank {me}: {stats:?}");
+                assert!(
+                    stats.held_max < window,
+                    "rank {me} held {} packets of one sender; the window is {window}",
+                    stats.held_max
+                );
+                finished.fetch_add(1, Ordering::SeqCst);
+                while finished.load(Ordering::SeqCst) < 2 {
+                    assert!(ep.poll().unwrap().is_none());
+                }
+            });
+        }
+    });
 }

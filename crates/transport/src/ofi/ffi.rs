@@ -401,6 +401,8 @@ pub(crate) enum Event {
     RecvFailed(Fail),
     /// An RMA operation completed.
     RmaDone,
+    /// The send in `slot` completed (the slot is free again).
+    SendDone(u32),
     /// The send or RMA operation in `slot` failed.
     OpFailed(u32, Fail),
     /// An error completion we cannot attribute.
@@ -697,7 +699,7 @@ impl Endpoint {
     }
 
     /// Reads completions (driving the provider's progress) into `out`; returns how many
-    /// were read. Finished sends free their slots without an event.
+    /// were read.
     pub(crate) fn progress(
         &mut self,
         out: &mut std::collections::VecDeque<Event>,
@@ -730,7 +732,7 @@ impl Endpoint {
                     match (fail, was) {
                         (Some(f), _) => out.push_back(Event::OpFailed(c.idx, f)),
                         (None, Slot::Rma { .. }) => out.push_back(Event::RmaDone),
-                        (None, _) => {}
+                        (None, _) => out.push_back(Event::SendDone(c.idx)),
                     }
                 }
                 _ => out.push_back(Event::Other(fail.unwrap_or(Fail {

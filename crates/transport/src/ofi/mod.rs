@@ -12,24 +12,29 @@
 //!    opens fabric, domain, completion queue, address vector and endpoint, and posts
 //!    `rx_buffers` receive buffers of `20 + META_MAX + max_payload` bytes each.
 //! 2. **Address exchange.** [`OfiTransport::address`] is the endpoint's name (opaque
-//!    bytes) followed by an 8-byte trailer: our `max_payload` (u32, little-endian) and
-//!    the tag `nfo1`; the core publishes it hex-encoded through the launcher's
+//!    bytes) followed by a trailer (`address.rs`): our `reorder_window` and
+//!    `max_payload`; the core publishes it hex-encoded through the launcher's
 //!    key-value store. After a fence, [`OfiTransport::connect`] checks each peer's
-//!    trailer (a different `max_payload` would truncate packets, so it is refused here)
-//!    and inserts the name into the address vector. Connections, if the provider has
-//!    any, are made on first use, when both ends poll.
+//!    trailer (a different `max_payload` would truncate packets, so it is refused here),
+//!    inserts the name into the address vector and opens our send window to that peer
+//!    at its `reorder_window`. Connections, if the provider has any, are made on first
+//!    use, when both ends poll.
 //! 3. **Send.** [`Messaging::try_send`] copies header (`wire.rs`: sender, per-pair
 //!    sequence number, lengths, check word), metadata and payload into a free send slot
 //!    and injects it (≤ the provider's inject size: the slot is free at once) or sends
 //!    it (the slot is busy until its completion). No free slot (`queue_limit` in
-//!    flight) after reading the completion queue, or `-FI_EAGAIN` from the provider, is
-//!    [`SendStatus::NoCredit`]: poll, then retry.
+//!    flight) after reading the completion queue, a packet outside the peer's window
+//!    (`window.rs`: a posted packet `reorder_window` older still in flight), or
+//!    `-FI_EAGAIN` from the provider, is [`SendStatus::NoCredit`]: poll, then retry.
 //! 4. **Progress and poll.** [`Messaging::poll`] re-posts the buffers of dropped packets,
 //!    then reads the completion queue, which also drives the provider's progress
 //!    (`FI_PROGRESS_MANUAL` for tcp: nothing moves between calls). A received packet is
 //!    returned in its receive buffer (no copy); the buffer is re-posted once the packet
 //!    is dropped. Completions may come out of order (rendezvous of large messages), so
-//!    `order.rs` restores per-pair order from the sequence numbers.
+//!    `order.rs` restores per-pair order from the sequence numbers. The send windows
+//!    bound what it must hold, so no packet is ever dropped for want of room: a
+//!    receiver holds fewer than `reorder_window` packets per sender (the invariant and
+//!    its proof are in `window.rs`).
 //! 5. **Faults.** A peer is lost when a send or RMA operation to it completes with an
 //!    error, when an operation to it stays in flight for `dead_after`, or when the
 //!    provider answers every send to it with `-FI_EAGAIN` for `dead_after` (the tcp
@@ -49,9 +54,11 @@
 //! `NF_OFI_SHIM` overrides the path of the shim built by `build.rs`; libfabric's own
 //! `FI_*` variables (`FI_TCP_IFACE`, `FI_LOG_LEVEL`, …) apply as usual.
 
+mod address;
 mod ffi;
 mod order;
 mod rma;
+mod window;
 pub mod wire;
 
 use std::collections::VecDeque;
@@ -62,12 +69,8 @@ use crate::{Messaging, Packet, SendStatus, META_MAX};
 use ffi::{Endpoint, Event, Fail, OpenParams, RxBuf, Sent};
 use order::{Order, Verdict};
 pub use rma::{RegionId, RemoteRegion};
+use window::Windows;
 use wire::{Header, HEADER_LEN};
-
-/// Tag ending the trailer of a published address (see step 2).
-const ADDR_TAG: [u8; 4] = *b"nfo1";
-/// Bytes of that trailer: max_payload (u32 LE) and the tag.
-const ADDR_TRAILER: usize = 8;
 
 /// Settings of the ofi transport (the core fills them from `NF_OFI_*`).
 #[derive(Debug, Clone)]
@@ -88,6 +91,9 @@ pub struct OfiConfig {
     pub rx_buffers: usize,
     /// Sends (and RMA operations) in flight before `try_send` gets `NoCredit`.
     pub queue_limit: usize,
+    /// Packets we hold at most per sender to restore order; published with our
+    /// address, and senders keep their window to us within it (`window.rs`).
+    pub reorder_window: usize,
     /// Ask for the provider's native RMA (`FI_RMA`); messaging works without it.
     pub rma: bool,
     /// A peer whose operations make no progress for this long is lost (see step 5).
@@ -106,6 +112,7 @@ impl Default for OfiConfig {
             max_payload: 64 * 1024,
             rx_buffers: 128,
             queue_limit: 64,
+            reorder_window: 256,
             rma: true,
             dead_after: Duration::from_secs(30),
             linger: Duration::from_secs(2),
@@ -128,15 +135,20 @@ pub struct OfiStats {
     pub injected: u64,
     /// `try_send` calls answered `NoCredit`.
     pub no_credit: u64,
+    /// Of those, the ones held back by the receiver's reorder window.
+    pub window_waits: u64,
     /// Packets that completed ahead of an earlier one from the same sender and were
     /// held to restore order.
     pub reordered: u64,
+    /// Most packets held at once for one sender.
+    pub held_max: usize,
 }
 
 /// What a send slot is used for, to name the peer when it fails.
 #[derive(Debug, Clone, Copy)]
 enum Op {
-    Send(usize),
+    /// A posted packet: the peer and its sequence number.
+    Send(usize, u32),
     Rma(usize),
 }
 
@@ -153,6 +165,8 @@ pub struct OfiTransport {
     lost: Vec<Option<String>>,
     /// Sequence number of the next packet to each peer.
     next_seq: Vec<u32>,
+    /// Posted packets in flight per peer, and each peer's reorder window.
+    windows: Windows,
     /// The operation in each send slot, and when it was issued (valid while the slot
     /// is in flight).
     slot_op: Vec<Op>,
@@ -195,6 +209,12 @@ impl OfiTransport {
         if u32::try_from(size).is_err() {
             return Err(bad(format!("job size {size} does not fit in 32 bits")));
         }
+        if cfg.reorder_window == 0 || cfg.reorder_window > 1 << 20 {
+            return Err(bad(format!(
+                "reorder_window {} must be between 1 and 1048576 packets",
+                cfg.reorder_window
+            )));
+        }
         let buf_size = HEADER_LEN + META_MAX + cfg.max_payload;
         let mut ep = Endpoint::open(&OpenParams {
             provider: &cfg.provider,
@@ -214,7 +234,6 @@ impl OfiTransport {
                 "the provider could not say its own address",
             )
         })?;
-        let held_limit = 4 * cfg.rx_buffers;
         Ok(OfiTransport {
             ep,
             me,
@@ -223,14 +242,15 @@ impl OfiTransport {
             connected: vec![false; size],
             lost: vec![None; size],
             next_seq: vec![0; size],
-            slot_op: vec![Op::Send(0); cfg.queue_limit],
+            windows: Windows::new(size),
+            slot_op: vec![Op::Rma(0); cfg.queue_limit],
             slot_since: vec![Instant::now(); cfg.queue_limit],
             stalled_since: vec![None; size],
             idle_polls: 0,
             events: VecDeque::new(),
             incoming: VecDeque::new(),
             ready: VecDeque::new(),
-            order: Order::new(size, held_limit),
+            order: Order::new(size, cfg.reorder_window),
             regions: Vec::new(),
             rma_in_flight: 0,
             stats: OfiStats::default(),
@@ -240,10 +260,11 @@ impl OfiTransport {
 
     /// Step 2a: this endpoint's name and trailer, for the peers' [`OfiTransport::connect`].
     pub fn address(&self) -> Vec<u8> {
-        let mut a = self.name.clone();
-        a.extend_from_slice(&(self.cfg.max_payload as u32).to_le_bytes());
-        a.extend_from_slice(&ADDR_TAG);
-        a
+        address::encode(
+            &self.name,
+            self.cfg.max_payload as u32,
+            self.cfg.reorder_window as u32,
+        )
     }
 
     /// Step 2b: inserts every peer's name (indexed by rank; `None` for ourselves and
@@ -262,19 +283,8 @@ impl OfiTransport {
                 continue;
             }
             let wire_up = |why: String| TransportError::WireUp { peer: rank, why };
-            let Some(split) = addr
-                .len()
-                .checked_sub(ADDR_TRAILER)
-                .filter(|&n| addr[n + 4..] == ADDR_TAG)
-            else {
-                return Err(wire_up(format!(
-                    "its published ofi address ({} B) does not end in ninefold's trailer: \
-                     is it from an ofi transport of this version?",
-                    addr.len()
-                )));
-            };
-            let (name, trailer) = addr.split_at(split);
-            let max = u32::from_le_bytes(trailer[..4].try_into().expect("4 bytes"));
+            let theirs = address::decode(addr).map_err(wire_up)?;
+            let (name, max) = (theirs.name, theirs.max_payload);
             if max as usize != self.cfg.max_payload {
                 return Err(wire_up(format!(
                     "it uses an ofi max_payload of {max} B, we use {} B; every rank must \
@@ -298,6 +308,7 @@ impl OfiTransport {
                     "the published address is not one this provider accepts",
                 )
             })?;
+            self.windows.open(rank, theirs.window);
             self.connected[rank] = true;
         }
         Ok(())
@@ -333,6 +344,7 @@ impl OfiTransport {
     pub fn stats(&self) -> OfiStats {
         OfiStats {
             reordered: self.order.reordered,
+            held_max: self.order.held_max,
             ..self.stats
         }
     }
@@ -352,9 +364,17 @@ impl OfiTransport {
                 Event::Recv(buf) => self.incoming.push_back(Ok(buf)),
                 Event::RecvFailed(f) => self.incoming.push_back(Err(recv_error(f))),
                 Event::RmaDone => self.rma_in_flight -= 1,
+                Event::SendDone(slot) => {
+                    if let Op::Send(peer, seq) = self.slot_op[slot as usize] {
+                        self.windows.completed(peer, seq);
+                    }
+                }
                 Event::OpFailed(slot, f) => {
                     let (peer, what) = match self.slot_op[slot as usize] {
-                        Op::Send(p) => (p, "a send"),
+                        Op::Send(p, seq) => {
+                            self.windows.completed(p, seq);
+                            (p, "a send")
+                        }
                         Op::Rma(p) => {
                             self.rma_in_flight -= 1;
                             (p, "an RMA operation")
@@ -383,7 +403,7 @@ impl OfiTransport {
 
     fn op_peer(&self, slot: u32) -> usize {
         match self.slot_op[slot as usize] {
-            Op::Send(p) | Op::Rma(p) => p,
+            Op::Send(p, _) | Op::Rma(p) => p,
         }
     }
 
@@ -559,18 +579,21 @@ impl Messaging for OfiTransport {
             });
         }
         self.reachable(dest)?;
-        if self.ep.busy() == self.cfg.queue_limit {
+        let seq = self.next_seq[dest];
+        if self.ep.busy() == self.cfg.queue_limit || !self.windows.may_send(dest, seq) {
             self.progress()?;
-            if self.ep.busy() == self.cfg.queue_limit {
+            let window = !self.windows.may_send(dest, seq);
+            if self.ep.busy() == self.cfg.queue_limit || window {
                 self.check_stuck();
                 self.reachable(dest)?;
                 self.stats.no_credit += 1;
+                self.stats.window_waits += u64::from(window);
                 return Ok(SendStatus::NoCredit);
             }
         }
         let head = Header {
             src: self.me as u32,
-            seq: self.next_seq[dest],
+            seq,
             meta_len: meta.len() as u8,
             payload_len: payload.len() as u32,
         };
@@ -610,13 +633,14 @@ impl Messaging for OfiTransport {
             }
             Sent::Injected => self.stats.injected += 1,
             Sent::Posted(slot) => {
-                self.slot_op[slot as usize] = Op::Send(dest);
+                self.slot_op[slot as usize] = Op::Send(dest, seq);
+                self.windows.posted(dest, seq);
                 self.slot_since[slot as usize] = Instant::now();
                 self.stats.sent += 1;
             }
         }
         self.stalled_since[dest] = None;
-        self.next_seq[dest] = self.next_seq[dest].wrapping_add(1);
+        self.next_seq[dest] = seq.wrapping_add(1);
         Ok(SendStatus::Sent)
     }
 
