@@ -14,7 +14,7 @@ use crate::wireup::hash_of;
 /// verbs providers send every packet eagerly, in order on one connection. Larger
 /// packets go by rendezvous and complete behind later ones; under a sustained stream
 /// the receiver then has to hold more and more packets back to restore order.
-const OFI_MAX_PAYLOAD: usize = 16 * 1024 - 512;
+pub(crate) const OFI_PACKET: usize = 16 * 1024 - 512;
 
 /// Providers whose endpoints bind an IP address (`FI_SOURCE` with a node name).
 const IP_PROVIDERS: [&str; 3] = ["tcp", "sockets", "udp"];
@@ -58,7 +58,7 @@ pub(crate) fn ofi(cfg: &Config, job: &str, remote_hosts: bool) -> OfiConfig {
         provider: cfg.ofi_provider.clone(),
         node,
         cookie: hash_of(job),
-        max_payload: OFI_MAX_PAYLOAD,
+        max_payload: cfg.ofi_packet,
         ..OfiConfig::default()
     };
     if let Some(d) = cfg.dead_after {
