@@ -16,9 +16,6 @@ use crate::wireup::hash_of;
 /// the receiver then has to hold more and more packets back to restore order.
 pub(crate) const OFI_PACKET: usize = 16 * 1024 - 512;
 
-/// Providers whose endpoints bind an IP address (`FI_SOURCE` with a node name).
-const IP_PROVIDERS: [&str; 3] = ["tcp", "sockets", "udp"];
-
 /// Where network transports bind: `NF_TCP_BIND`; loopback when every peer is on this
 /// host; else the first non-loopback IPv4 address that is up.
 fn bind_addr(cfg: &Config, remote_hosts: bool) -> IpAddr {
@@ -48,10 +45,8 @@ pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool) -> TcpConfig {
 /// IP providers the node is `NF_OFI_NODE`, else the address tcp would bind (so the
 /// endpoint is reachable from the other hosts, not only on loopback).
 pub(crate) fn ofi(cfg: &Config, job: &str, remote_hosts: bool) -> OfiConfig {
-    let base = cfg.ofi_provider.split(';').next().unwrap_or_default();
     let node = cfg.ofi_node.clone().or_else(|| {
-        IP_PROVIDERS
-            .contains(&base)
+        nf_transport::ofi::binds_ip(&cfg.ofi_provider)
             .then(|| bind_addr(cfg, remote_hosts).to_string())
     });
     let mut o = OfiConfig {

@@ -137,6 +137,16 @@ impl Default for OfiConfig {
     }
 }
 
+/// Providers whose endpoints bind an IP address (`FI_SOURCE` with a node name).
+const IP_PROVIDERS: [&str; 3] = ["tcp", "sockets", "udp"];
+
+/// Whether endpoints of `provider` (e.g. `tcp` or `tcp;ofi_rxm`) bind an IP address,
+/// so [`OfiConfig::node`] should name the interface address peers reach.
+pub fn binds_ip(provider: &str) -> bool {
+    let base = provider.split(';').next().unwrap_or_default();
+    IP_PROVIDERS.contains(&base)
+}
+
 /// Whether the ofi transport can run in this process: `Ok` with libfabric's version
 /// (major, minor), or why not (built without libfabric-dev, or it fails to load).
 pub fn available() -> Result<(u32, u32), TransportError> {

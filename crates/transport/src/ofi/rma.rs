@@ -462,6 +462,11 @@ impl OfiTransport {
         self.rma_done.pop_front()
     }
 
+    /// Step 3: whether finished operations wait to be popped.
+    pub fn rma_done_waiting(&self) -> bool {
+        !self.rma_done.is_empty()
+    }
+
     /// Step 4: the completion queue's wait object, if it has one.
     pub fn wait_fd(&self) -> Option<RawFd> {
         self.ep.granted().wait_fd
