@@ -10,8 +10,10 @@
 #                     ARMCI-MPI over Open MPI's defaults (its windows are in shared
 #                     memory then, whatever the btl);
 #                     netns: two network namespaces joined by a veth pair (made and
-#                     removed here; needs root), one rank in each: ninefold through
-#                     its service thread, ARMCI-MPI over Open MPI's tcp btl
+#                     removed here; needs root), one rank in each: ninefold with put
+#                     and get over the ofi transport's native RMA (NF_RMA_OFI=auto;
+#                     export NF_RMA_OFI=off for its service thread), ARMCI-MPI over
+#                     Open MPI's tcp btl
 #   --alternations K  pairs of runs per (op, layout), default 3; odd pairs run ARMCI-MPI
 #                     first, even pairs ninefold first
 #   --ops LIST        default put,put-fence,get,acc
@@ -23,7 +25,7 @@
 #   --out DIR         default bench/out/compare-rma-<path>-<UTC timestamp>/
 #
 # While rank 0 measures, ninefold's rank 1 sleeps without calling the library (its
-# service thread answers); ARMCI-MPI's rank 1 waits in ARMCI_Barrier, which lets MPI
+# service thread, or its ofi progress thread, answers); ARMCI-MPI's rank 1 waits in ARMCI_Barrier, which lets MPI
 # make progress for it. Per (op, layout) the table shows the best of K runs on each
 # side and the ratios ours / ARMCI-MPI (bench/compare_report.py); summary.txt has
 # every table. Each run's JSON and text land in the out directory.
@@ -90,10 +92,7 @@ done
 mpicc=$(command -v mpicc.openmpi || command -v mpicc)
 mpirun=$(command -v mpirun.openmpi || command -v mpirun)
 [[ -e /usr/include/armci.h ]] || die "ARMCI-MPI is missing: apt-get install libarmci-mpi-dev (scripts/setup.sh)"
-if [[ $path = netns ]]; then
-    (($(id -u) == 0)) || die "--path netns needs root (ip netns)"
-    command -v ip >/dev/null 2>&1 || die "ip not found: apt-get install iproute2"
-fi
+[[ $path != netns || $(id -u) == 0 ]] || die "--path netns needs root (ip netns)"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -111,32 +110,9 @@ nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
 [[ -x $nf ]] || die "no nf binary at $nf after cargo build"
 
 # Two namespaces joined by a veth pair, removed on exit whatever happens.
-ns0=nfrma$$-h0
-ns1=nfrma$$-h1
-subnet=10.253.$(($$ % 250)).0/24
-addr0=10.253.$(($$ % 250)).1
-addr1=10.253.$(($$ % 250)).2
-cleanup() {
-    for ns in "$ns0" "$ns1"; do
-        if [[ -e /var/run/netns/$ns ]]; then
-            for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-            ip netns del "$ns" 2>/dev/null || true
-        fi
-    done
-}
-if [[ $path = netns ]]; then
-    trap cleanup EXIT
-    ip netns add "$ns0"
-    ip netns add "$ns1"
-    ip link add veth0 netns "$ns0" type veth peer name veth1 netns "$ns1"
-    ip -n "$ns0" addr add "$addr0/24" dev veth0
-    ip -n "$ns1" addr add "$addr1/24" dev veth1
-    for ns in "$ns0" "$ns1"; do
-        ip -n "$ns" link set lo up
-    done
-    ip -n "$ns0" link set veth0 up
-    ip -n "$ns1" link set veth1 up
-fi
+# shellcheck source=bench/lib/netns-pair.sh
+source "$repo/bench/lib/netns-pair.sh"
+[[ $path != netns ]] || netns_pair nfrma
 
 common=(--iters "$iters" --warmup "$warmup")
 [[ -z $sizes ]] || common+=(--sizes "$sizes")

@@ -853,6 +853,9 @@ fn rma_on_the_callers_memory_in_pieces_while_the_target_only_sleeps_on_its_fd() 
     let (r1, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
     let caps = r0.rma_caps();
     assert!(caps.rma_iov_limit >= 2 && caps.iov_limit >= 2, "{caps:?}");
+    // What `fi_info -p tcp` lists: RAW and WAW (general and RMA bits), not WAR.
+    assert!(caps.read_after_write && caps.write_after_write, "{caps:?}");
+    assert!(!caps.write_after_read, "{caps:?}");
     // Rank 1's memory is its own (a Vec here; a shared-memory segment in the rma layer).
     let mut memory: Vec<u8> = (0..64 * 1024).map(|i| (i % 251) as u8).collect();
     let r1 = Arc::new(Mutex::new(r1));
@@ -992,5 +995,66 @@ fn rma_to_a_peer_that_died_completes_with_its_loss() {
         );
         r0.expire_stuck();
         r0.progress().unwrap();
+    }
+}
+
+/// 8 B RMA read round trips against a target served by a thread that either spins on
+/// `progress` or sleeps on the wait fd (the rma layer's progress thread).
+fn read_latency(sleeping_target: bool, rounds: usize) -> Duration {
+    let mut eps = job(vec![
+        config(),
+        OfiConfig {
+            wait: true,
+            ..config()
+        },
+    ]);
+    let (mut r1, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
+    let theirs = r1.register(4096).unwrap();
+    let remote = r1.remote(theirs).unwrap();
+    let r1 = Arc::new(Mutex::new(r1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = if sleeping_target {
+        progress_thread(Arc::clone(&r1), Arc::clone(&stop))
+    } else {
+        let (r1, stop) = (Arc::clone(&r1), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                r1.lock().unwrap().progress().unwrap();
+            }
+        })
+    };
+    let span = RemoteSpan {
+        region: remote,
+        off: 0,
+        len: 8,
+    };
+    let mut buf = [0u8; 8];
+    let into = [(buf.as_mut_ptr(), 8)];
+    let mut t = Instant::now();
+    for i in 0..rounds + 100 {
+        if i == 100 {
+            t = Instant::now();
+        }
+        // SAFETY: `buf` outlives the read, whose completion is awaited here.
+        while unsafe { r0.read(1, &into, &[span], i as u64) }.unwrap() == SendStatus::NoCredit {}
+        next_done(&mut r0).result.unwrap();
+    }
+    let each = t.elapsed() / rounds as u32;
+    stop.store(true, Ordering::SeqCst);
+    thread.join().unwrap();
+    each
+}
+
+/// Indicative: `cargo test --release -p nf-transport --test ofi -- --ignored
+/// --nocapture measure_rma`.
+#[test]
+#[ignore]
+fn measure_rma_read_loopback() {
+    for _ in 0..3 {
+        let spin = read_latency(false, 5000);
+        let sleep = read_latency(true, 5000);
+        println!(
+            "8 B fi_read round trip: target spinning {spin:?}, target sleeping on its fd {sleep:?}"
+        );
     }
 }

@@ -65,7 +65,7 @@ use crate::error::RmaError;
 use crate::shape::{for_each_chunk, Chunk};
 use crate::table::Seg;
 use crate::xfer::Shape;
-use progress::{EventFd, Progress};
+use progress::Progress;
 
 /// Copied put bytes in flight before the origin waits for completions.
 pub(crate) const STAGED_HIGH: usize = 8 << 20;
@@ -108,9 +108,7 @@ fn lock(ep: &Mutex<OfiTransport>) -> MutexGuard<'_, OfiTransport> {
 pub(crate) struct Native {
     ep: Arc<Mutex<OfiTransport>>,
     /// Stopped and joined when dropped, before the endpoint goes.
-    _progress: Progress,
-    /// Signalled by the progress thread when it has read completions.
-    wake: Arc<EventFd>,
+    progress: Progress,
     /// Procs reached natively.
     route: Vec<bool>,
     caps: RmaCaps,
@@ -156,7 +154,18 @@ impl Native {
 
     /// The fd a waiting origin sleeps on (readable once completions were read).
     pub(crate) fn wake_fd(&self) -> RawFd {
-        self.wake.fd()
+        self.progress.handoff().wake_fd()
+    }
+
+    /// This proc's thread starts driving the endpoint itself (spinning in a wait;
+    /// see `progress.rs`).
+    pub(crate) fn begin_drive(&self) {
+        self.progress.handoff().begin_drive();
+    }
+
+    /// This proc's thread stops driving, to sleep or to return to its work.
+    pub(crate) fn end_drive(&self, sleeping: bool) {
+        self.progress.handoff().end_drive(sleeping);
     }
 
     /// Registers our segment at `ptr` (`len` bytes) with the endpoint; returns the
@@ -186,7 +195,7 @@ impl Native {
     /// Reads completions into `done` (never blocks); clears the wake-up signal first,
     /// so a signal after this is for completions this call did not see.
     pub(crate) fn pump(&mut self) {
-        self.wake.clear();
+        self.progress.handoff().clear_wake();
         let mut ep = lock(&self.ep);
         if let Err(e) = ep.progress() {
             tracing::warn!("rma: reading the ofi completion queue: {e}");
@@ -220,16 +229,11 @@ impl Native {
         lock(&self.ep).expire_stuck();
     }
 
-    /// Sleeps until completions may have been read, at most `at_most`.
+    /// Sleeps until completions may have been read, at most `at_most` (the progress
+    /// thread drives meanwhile).
     fn nap(&self, at_most: Duration) {
-        let mut p = libc::pollfd {
-            fd: self.wake.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = at_most.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd for the call.
-        unsafe { libc::poll(&mut p, 1, ms) };
+        self.end_drive(true);
+        progress::sleep_on(&[self.wake_fd()], at_most);
     }
 
     /// Pumps until `ready` holds or `proc` is lost (its operations then fail).

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use nf_transport::ofi::{self, OfiConfig, OfiTransport};
 
-use super::progress::{EventFd, Progress};
+use super::progress::Progress;
 use super::Native;
 use crate::config::{OfiMode, RmaConfig};
 use crate::domain::Domains;
@@ -170,12 +170,10 @@ pub(crate) fn setup(
     let caps = t.rma_caps();
     let wait_fd = t.wait_fd().expect("checked at step 1");
     let ep = Arc::new(Mutex::new(t));
-    let wake = Arc::new(EventFd::new()?);
-    let progress = Progress::start(Arc::clone(&ep), wait_fd, Arc::clone(&wake), rank)?;
+    let progress = Progress::start(Arc::clone(&ep), wait_fd, rank)?;
     Ok(Some(Native {
         ep,
-        _progress: progress,
-        wake,
+        progress,
         route,
         caps,
         chunk: cfg.chunk,

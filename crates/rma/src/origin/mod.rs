@@ -394,6 +394,17 @@ impl Origin {
 
     /// Runs I/O until `done` holds (see the module docs).
     pub(crate) fn drive(&mut self, done: impl Fn(&Origin) -> bool) -> Result<(), RmaError> {
+        if let Some(n) = &self.native {
+            n.begin_drive();
+        }
+        let r = self.drive_inner(done);
+        if let Some(n) = &self.native {
+            n.end_drive(false);
+        }
+        r
+    }
+
+    fn drive_inner(&mut self, done: impl Fn(&Origin) -> bool) -> Result<(), RmaError> {
         let mut polls = 0;
         loop {
             if done(self) {
@@ -419,7 +430,13 @@ impl Origin {
                     why: "waiting for an answer with nothing in flight (internal error)".into(),
                 });
             }
+            if let Some(n) = &self.native {
+                n.end_drive(true);
+            }
             self.block(&busy, native);
+            if let Some(n) = &self.native {
+                n.begin_drive();
+            }
         }
     }
 

@@ -117,10 +117,11 @@ pub struct RmaDone {
 
 const NO_RMA: &str = "native RMA (the provider lacks FI_RMA, or rma was off at open)";
 
-/// `FI_ORDER_*` bits (rdma/fabric.h).
-const FI_ORDER_RAW: u64 = 1 << 0;
-const FI_ORDER_WAR: u64 = 1 << 2;
-const FI_ORDER_WAW: u64 = 1 << 3;
+/// `FI_ORDER_*` bits (rdma/fabric.h): the general ones, and (libfabric 1.16+) the
+/// ones for RMA alone; either promises the order for RMA operations.
+const FI_ORDER_RAW: u64 = 1 << 1 | 1 << 33;
+const FI_ORDER_WAR: u64 = 1 << 3 | 1 << 34;
+const FI_ORDER_WAW: u64 = 1 << 4 | 1 << 35;
 
 impl OfiTransport {
     /// Whether the provider granted native RMA.
