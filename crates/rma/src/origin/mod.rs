@@ -394,17 +394,31 @@ impl Origin {
 
     /// Runs I/O until `done` holds (see the module docs).
     pub(crate) fn drive(&mut self, done: impl Fn(&Origin) -> bool) -> Result<(), RmaError> {
-        if let Some(n) = &self.native {
-            n.begin_drive();
-        }
-        let r = self.drive_inner(done);
-        if let Some(n) = &self.native {
+        // While we wait for native operations, we drive the endpoint ourselves (and
+        // serve peers' operations on it on the way); otherwise the progress thread does.
+        let driving = self.native_waiting().is_some();
+        let r = self.drive_inner(done, driving);
+        if let Some(n) = self.native.as_ref().filter(|_| driving) {
             n.end_drive(false);
         }
         r
     }
 
-    fn drive_inner(&mut self, done: impl Fn(&Origin) -> bool) -> Result<(), RmaError> {
+    fn drive_inner(
+        &mut self,
+        done: impl Fn(&Origin) -> bool,
+        driving: bool,
+    ) -> Result<(), RmaError> {
+        let native_drive = |o: &Origin, on: bool| {
+            if let Some(n) = o.native.as_ref().filter(|_| driving) {
+                if on {
+                    n.begin_drive()
+                } else {
+                    n.end_drive(true)
+                }
+            }
+        };
+        native_drive(self, true);
         let mut polls = 0;
         loop {
             if done(self) {
@@ -430,13 +444,9 @@ impl Origin {
                     why: "waiting for an answer with nothing in flight (internal error)".into(),
                 });
             }
-            if let Some(n) = &self.native {
-                n.end_drive(true);
-            }
+            native_drive(self, false);
             self.block(&busy, native);
-            if let Some(n) = &self.native {
-                n.begin_drive();
-            }
+            native_drive(self, true);
         }
     }
 
