@@ -69,6 +69,9 @@ use progress::Progress;
 
 /// Copied put bytes in flight before the origin waits for completions.
 pub(crate) const STAGED_HIGH: usize = 8 << 20;
+/// Spare put buffers kept for reuse (a fresh one costs an allocation and, when large,
+/// a page fault per page).
+const POOL_MAX: usize = 8;
 /// How long an origin that cannot issue (no free slot, or the provider's `EAGAIN`)
 /// sleeps before trying again, at most.
 const RETRY_SLEEP: Duration = Duration::from_millis(1);
@@ -120,6 +123,8 @@ pub(crate) struct Native {
     writes: Vec<usize>,
     /// Copied put bytes in flight.
     staged: usize,
+    /// Spare put buffers, handed back by completed writes.
+    pool: Vec<Vec<u8>>,
     /// Finished operations not yet taken by the origin.
     done: Vec<Done>,
 }
@@ -212,6 +217,10 @@ impl Native {
                     self.staged -= bytes;
                 }
             }
+            if let Some(mut b) = d.bytes.filter(|_| self.pool.len() < POOL_MAX) {
+                b.clear();
+                self.pool.push(b);
+            }
             self.done.push(Done {
                 op,
                 result: d.result,
@@ -279,7 +288,7 @@ impl Native {
             caps.rma_iov_limit.min(caps.iov_limit)
         };
         let chunk = self.chunk;
-        let mut op = Op::default();
+        let mut op = self.fresh_op(write);
         for_each_chunk(shape, |c: Chunk| {
             let mut off = 0;
             while off < c.len {
@@ -297,8 +306,9 @@ impl Native {
                 op.add(region, addr - seg.base, local, len, write);
                 off += len;
                 if op.bytes == chunk || op.remote.len() == max_pieces {
+                    let full = std::mem::replace(&mut op, self.fresh_op(write));
                     // SAFETY: forwarded from the caller.
-                    unsafe { self.issue_op(proc, write, std::mem::take(&mut op), h) }?;
+                    unsafe { self.issue_op(proc, write, full, h) }?;
                     if !write {
                         on_piece();
                     }
@@ -314,6 +324,19 @@ impl Native {
             }
         }
         Ok(())
+    }
+
+    /// An empty operation; a put's with a spare buffer.
+    fn fresh_op(&mut self, write: bool) -> Op {
+        let data = if write {
+            self.pool.pop().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Op {
+            data,
+            ..Op::default()
+        }
     }
 
     /// Issues one operation, waiting (pumping) while the transport has no room.

@@ -182,6 +182,7 @@ pub(crate) fn setup(
         reads: vec![0; size],
         writes: vec![0; size],
         staged: 0,
+        pool: Vec::new(),
         done: Vec::new(),
     }))
 }

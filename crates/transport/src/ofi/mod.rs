@@ -395,11 +395,16 @@ impl OfiTransport {
             match ev {
                 Event::Recv(buf) => self.incoming.push_back(Ok(buf)),
                 Event::RecvFailed(f) => self.incoming.push_back(Err(recv_error(f))),
-                Event::RmaDone(slot) => {
+                Event::RmaDone(slot, bytes) => {
                     if let Op::Rma(peer, tag) = self.slot_op[slot as usize] {
                         self.rma_in_flight -= 1;
                         let result = Ok(());
-                        self.rma_done.push_back(RmaDone { tag, peer, result });
+                        self.rma_done.push_back(RmaDone {
+                            tag,
+                            peer,
+                            result,
+                            bytes,
+                        });
                     }
                 }
                 Event::SendDone(slot) => {
@@ -407,7 +412,7 @@ impl OfiTransport {
                         self.windows.completed(peer, seq);
                     }
                 }
-                Event::OpFailed(slot, f) => {
+                Event::OpFailed(slot, f, bytes) => {
                     let (peer, what) = match self.slot_op[slot as usize] {
                         Op::Send(p, seq) => {
                             self.windows.completed(p, seq);
@@ -422,7 +427,12 @@ impl OfiTransport {
                     self.lose(peer, why.clone());
                     if let Op::Rma(_, tag) = self.slot_op[slot as usize] {
                         let result = Err(TransportError::PeerLost { peer, why });
-                        self.rma_done.push_back(RmaDone { tag, peer, result });
+                        self.rma_done.push_back(RmaDone {
+                            tag,
+                            peer,
+                            result,
+                            bytes,
+                        });
                     }
                 }
                 Event::Other(f) => self.incoming.push_back(Err(ofi_error(

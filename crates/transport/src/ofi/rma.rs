@@ -21,8 +21,8 @@
 //! 3. **Completions** are read by `poll` or [`OfiTransport::progress`] (which also
 //!    drives the provider: with manual progress a target's memory is written or read
 //!    only while its owner reads its queue) and wait in order for
-//!    [`OfiTransport::pop_rma_done`], each with its tag and outcome. A failed operation
-//!    marks its peer lost, as a send does.
+//!    [`OfiTransport::pop_rma_done`], each with its tag and outcome (and a write's
+//!    bytes, to reuse). A failed operation marks its peer lost, as a send does.
 //! 4. **Sleeping.** With [`super::OfiConfig::wait`] the completion queue has a wait
 //!    object: a thread may sleep on [`OfiTransport::wait_fd`] after
 //!    [`OfiTransport::trywait`] said yes (libfabric's rule: else a completion, or
@@ -113,6 +113,8 @@ pub struct RmaDone {
     pub peer: usize,
     /// `Ok`, or why it failed (the peer is then lost).
     pub result: Result<(), TransportError>,
+    /// The bytes a [`OfiTransport::write`] took, handed back for reuse.
+    pub bytes: Option<Vec<u8>>,
 }
 
 const NO_RMA: &str = "native RMA (the provider lacks FI_RMA, or rma was off at open)";

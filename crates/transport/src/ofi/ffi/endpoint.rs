@@ -69,12 +69,12 @@ pub(crate) enum Event {
     Recv(RxBuf),
     /// A receive failed (`FI_ETRUNC`: longer than the buffer); the buffer is re-posted.
     RecvFailed(Fail),
-    /// The RMA operation in `slot` completed.
-    RmaDone(u32),
+    /// The RMA operation in `slot` completed; the bytes it kept come back.
+    RmaDone(u32, Option<Vec<u8>>),
     /// The send in `slot` completed (the slot is free again).
     SendDone(u32),
-    /// The send or RMA operation in `slot` failed.
-    OpFailed(u32, Fail),
+    /// The send or RMA operation in `slot` failed (an RMA write's bytes come back).
+    OpFailed(u32, Fail, Option<Vec<u8>>),
     /// An error completion we cannot attribute.
     Other(Fail),
 }
@@ -440,10 +440,18 @@ impl Endpoint {
                 {
                     let was = std::mem::replace(&mut self.slots[c.idx as usize], Slot::Free);
                     self.free.push(c.idx);
-                    match (fail, was) {
-                        (Some(f), _) => out.push_back(Event::OpFailed(c.idx, f)),
-                        (None, Slot::Rma { .. }) => out.push_back(Event::RmaDone(c.idx)),
-                        (None, _) => out.push_back(Event::SendDone(c.idx)),
+                    // The provider is done with the slot's memory: kept bytes may go back.
+                    let rma = matches!(was, Slot::Rma { .. });
+                    let bytes = match was {
+                        Slot::Rma {
+                            _keep: Keep::Bytes(b),
+                        } => Some(b),
+                        _ => None,
+                    };
+                    match (fail, rma) {
+                        (Some(f), _) => out.push_back(Event::OpFailed(c.idx, f, bytes)),
+                        (None, true) => out.push_back(Event::RmaDone(c.idx, bytes)),
+                        (None, false) => out.push_back(Event::SendDone(c.idx)),
                     }
                 }
                 _ => out.push_back(Event::Other(fail.unwrap_or(Fail {
