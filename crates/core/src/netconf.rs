@@ -9,11 +9,14 @@ use nf_transport::tcp::TcpConfig;
 use crate::config::Config;
 use crate::wireup::hash_of;
 
-/// Largest ofi payload per packet: a packet (20 B header, metadata, payload) stays
-/// under `ofi_rxm`'s eager limit (16 KiB buffers, less its own header), so the tcp and
-/// verbs providers send every packet eagerly, in order on one connection. Larger
-/// packets go by rendezvous and complete behind later ones; under a sustained stream
-/// the receiver then has to hold more and more packets back to restore order.
+/// Largest ofi payload per packet (`NF_OFI_PACKET`): a packet (20 B header, metadata,
+/// payload) stays under `ofi_rxm`'s eager limit (16 KiB buffers, less its own header),
+/// so the tcp and verbs providers send every packet eagerly, in order on one
+/// connection. Larger packets are correct too (the transport's send windows bound
+/// what a receiver holds to restore order), but go by rendezvous, one handshake per
+/// packet: measured across two namespace hosts (`bench/compare-ofi.sh --part packet`),
+/// 64 KiB packets doubled the bandwidth of 64 KiB messages and lost 15 % at 1 MiB and
+/// 46 % at 4 MiB.
 pub(crate) const OFI_PACKET: usize = 16 * 1024 - 512;
 
 /// Where network transports bind: `NF_TCP_BIND`; loopback when every peer is on this

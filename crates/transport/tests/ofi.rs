@@ -803,6 +803,11 @@ fn a_sustained_two_way_stream_of_large_and_small_packets_loses_nothing() {
     });
 }
 
+/// `len` bytes at `off` of a peer's region.
+fn span_of(region: RemoteRegion, off: u64, len: u64) -> RemoteSpan {
+    RemoteSpan { region, off, len }
+}
+
 /// Drives `ep` from its own thread until `stop`, sleeping on the completion queue's
 /// wait fd whenever `trywait` allows: the target side of asynchronous progress, with
 /// the endpoint's owner doing nothing.
@@ -871,11 +876,7 @@ fn rma_on_the_callers_memory_in_pieces_while_the_target_only_sleeps_on_its_fd() 
     let thread = progress_thread(Arc::clone(&r1), Arc::clone(&stop));
 
     // A strided write: 300 B, then 500 B, to two places.
-    let span = |off: u64, len: u64| RemoteSpan {
-        region: remote,
-        off,
-        len,
-    };
+    let span = |off, len| span_of(remote, off, len);
     let mut data: Vec<u8> = (0..800).map(|i| (i * 7) as u8).collect();
     let want = data.clone();
     let to = [span(100, 300), span(10_000, 500)];
@@ -938,11 +939,7 @@ fn rma_to_a_peer_that_died_completes_with_its_loss() {
     let (mut gone, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
     let theirs = gone.register(4096).unwrap();
     let remote = gone.remote(theirs).unwrap();
-    let span = RemoteSpan {
-        region: remote,
-        off: 0,
-        len: 8,
-    };
+    let span = span_of(remote, 0, 8);
     // One read that completes, so the connection exists, then the peer goes.
     let mut buf = [0u8; 8];
     let into = [(buf.as_mut_ptr(), 8)];
@@ -1023,11 +1020,7 @@ fn read_latency(sleeping_target: bool, rounds: usize) -> Duration {
             }
         })
     };
-    let span = RemoteSpan {
-        region: remote,
-        off: 0,
-        len: 8,
-    };
+    let span = span_of(remote, 0, 8);
     let mut buf = [0u8; 8];
     let into = [(buf.as_mut_ptr(), 8)];
     let mut t = Instant::now();

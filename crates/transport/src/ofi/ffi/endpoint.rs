@@ -1,7 +1,7 @@
 //! The transport's own handle on an endpoint: every provider call goes through
 //! [`Endpoint`] (rule 3 of `ffi/mod.rs`).
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use super::memory::{Region, RxBuf, RxShared};
 use super::{
     check, lock, shim, strerror, text, Fail, Handle, OpenArgs, RawCompletion, RawEp, RawInfo,
-    RawIov, RawRiov, BATCH, FI_EAGAIN,
+    RawIov, RawMr, RawRiov, BATCH, FI_EAGAIN,
 };
 
 /// What `open` needs.
@@ -301,24 +301,11 @@ impl Endpoint {
 
     /// Allocates and registers a region of `len` bytes for RMA.
     pub(crate) fn region(&mut self, len: usize) -> Result<Region, Fail> {
-        let (mut raw, mut key, mut base) = (std::ptr::null_mut(), 0u64, 0u64);
+        let shim = self.handle.shim;
+        let raw = self.raw();
         // SAFETY: the out-pointers are valid for writes; the shim checks `len`.
-        check(unsafe {
-            (self.handle.shim.mr_alloc)(self.raw(), len as u64, &mut raw, &mut key, &mut base)
-        })?;
-        let raw = NonNull::new(raw).ok_or(Fail {
-            code: 12,
-            text: "nf_ofi_mr_alloc returned no region".into(),
-        })?;
-        // SAFETY: `raw` is a live region from nf_ofi_mr_alloc.
-        let buf = unsafe { (self.handle.shim.mr_buf)(raw.as_ptr()) };
-        Ok(Region {
-            handle: Arc::clone(&self.handle),
-            raw,
-            buf,
-            len,
-            key,
-            base,
+        self.new_region(len, "nf_ofi_mr_alloc", |r, k, b| unsafe {
+            (shim.mr_alloc)(raw, len as u64, r, k, b)
         })
     }
 
@@ -327,16 +314,30 @@ impl Endpoint {
     /// # Safety
     /// The memory must stay mapped until the returned region is dropped.
     pub(crate) unsafe fn register(&mut self, buf: *mut u8, len: usize) -> Result<Region, Fail> {
-        let (mut raw, mut key, mut base) = (std::ptr::null_mut(), 0u64, 0u64);
+        let shim = self.handle.shim;
+        let raw = self.raw();
         // SAFETY: the out-pointers are valid for writes; the caller keeps `buf` mapped
         // for as long as the registration lives; the shim checks null and zero.
-        check(unsafe {
-            (self.handle.shim.mr_reg)(self.raw(), buf, len as u64, &mut raw, &mut key, &mut base)
-        })?;
+        self.new_region(len, "nf_ofi_mr_reg", |r, k, b| unsafe {
+            (shim.mr_reg)(raw, buf, len as u64, r, k, b)
+        })
+    }
+
+    /// A region from `call`, which fills in the shim's region, key and base.
+    fn new_region(
+        &self,
+        len: usize,
+        name: &str,
+        call: impl FnOnce(*mut *mut RawMr, *mut u64, *mut u64) -> c_int,
+    ) -> Result<Region, Fail> {
+        let (mut raw, mut key, mut base) = (std::ptr::null_mut(), 0u64, 0u64);
+        check(call(&mut raw, &mut key, &mut base))?;
         let raw = NonNull::new(raw).ok_or(Fail {
             code: 12,
-            text: "nf_ofi_mr_reg returned no region".into(),
+            text: format!("{name} returned no region"),
         })?;
+        // SAFETY: `raw` is a live region from the shim.
+        let buf = unsafe { (self.handle.shim.mr_buf)(raw.as_ptr()) };
         Ok(Region {
             handle: Arc::clone(&self.handle),
             raw,

@@ -522,62 +522,21 @@ NF_EXPORT int nf_ofi_poll(struct nf_ep *e, struct nf_completion *out, size_t max
 
 NF_EXPORT const char *nf_ofi_errtext(const struct nf_ep *e) { return e->errtext; }
 
-/* Allocates `len` bytes (page-aligned, zeroed) registered for local and remote RMA. */
-NF_EXPORT int nf_ofi_mr_alloc(struct nf_ep *e, uint64_t len, struct nf_mr **out,
-			      uint64_t *key, uint64_t *base)
+/* Registers [buf, buf+len) for local and remote RMA as a new region; `ext` says the
+ * memory is the caller's (not freed with the region). */
+static int mr_new(struct nf_ep *e, uint8_t *buf, uint64_t len, int ext, struct nf_mr **out,
+		  uint64_t *key, uint64_t *base)
 {
 	struct nf_mr *m;
 	void *desc;
 	int ret;
 
-	*out = NULL;
-	if (!e->rma)
-		return -FI_ENOSYS;
-	if (!len)
-		return -FI_EINVAL;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -FI_ENOMEM;
-	m->buf = pool(1, len);
-	m->len = len;
-	if (!m->buf) {
-		free(m);
-		return -FI_ENOMEM;
-	}
-	ret = reg(e, m->buf, len, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 1,
-		  &m->mr, &desc);
-	if (ret) {
-		free(m->buf);
-		free(m);
-		return ret;
-	}
-	*key = fi_mr_key(m->mr);
-	*base = (e->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)m->buf
-								  : 0;
-	*out = m;
-	return 0;
-}
-
-/* Registers the caller's `len` bytes at `buf` for local and remote RMA; the memory
- * stays the caller's (nf_ofi_mr_free only deregisters it). */
-NF_EXPORT int nf_ofi_mr_reg(struct nf_ep *e, uint8_t *buf, uint64_t len, struct nf_mr **out,
-			    uint64_t *key, uint64_t *base)
-{
-	struct nf_mr *m;
-	void *desc;
-	int ret;
-
-	*out = NULL;
-	if (!e->rma)
-		return -FI_ENOSYS;
-	if (!buf || !len)
-		return -FI_EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;
 	m->buf = buf;
 	m->len = len;
-	m->ext = 1;
+	m->ext = ext;
 	ret = reg(e, buf, len, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 1, &m->mr,
 		  &desc);
 	if (ret) {
@@ -588,6 +547,40 @@ NF_EXPORT int nf_ofi_mr_reg(struct nf_ep *e, uint8_t *buf, uint64_t len, struct 
 	*base = (e->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0;
 	*out = m;
 	return 0;
+}
+
+/* Allocates `len` bytes (page-aligned, zeroed) registered for local and remote RMA. */
+NF_EXPORT int nf_ofi_mr_alloc(struct nf_ep *e, uint64_t len, struct nf_mr **out,
+			      uint64_t *key, uint64_t *base)
+{
+	uint8_t *buf;
+	int ret;
+
+	*out = NULL;
+	if (!e->rma)
+		return -FI_ENOSYS;
+	if (!len)
+		return -FI_EINVAL;
+	buf = pool(1, len);
+	if (!buf)
+		return -FI_ENOMEM;
+	ret = mr_new(e, buf, len, 0, out, key, base);
+	if (ret)
+		free(buf);
+	return ret;
+}
+
+/* Registers the caller's `len` bytes at `buf` for local and remote RMA; the memory
+ * stays the caller's (nf_ofi_mr_free only deregisters it). */
+NF_EXPORT int nf_ofi_mr_reg(struct nf_ep *e, uint8_t *buf, uint64_t len, struct nf_mr **out,
+			    uint64_t *key, uint64_t *base)
+{
+	*out = NULL;
+	if (!e->rma)
+		return -FI_ENOSYS;
+	if (!buf || !len)
+		return -FI_EINVAL;
+	return mr_new(e, buf, len, 1, out, key, base);
 }
 
 NF_EXPORT uint8_t *nf_ofi_mr_buf(const struct nf_mr *m) { return m->buf; }
