@@ -26,16 +26,9 @@
 # exists, compare.png.
 set -euo pipefail
 
-die() {
-    echo "compare-mpi: $*" >&2
-    exit 1
-}
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-}
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
 alternations=3
 sizes=""
 iters=10000
@@ -66,17 +59,16 @@ while (($#)); do
     esac
 done
 
-[[ $alternations =~ ^[1-9][0-9]*$ ]] || die "--alternations must be a positive integer, not '$alternations'"
-[[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters must be a positive integer, not '$iters'"
+check_int --alternations "$alternations"
+check_int --iters "$iters"
 [[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
-[[ -z $sizes || $sizes =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--sizes must be like 8,64,4096, not '$sizes'"
+[[ -z $sizes ]] || check_sizes "$sizes"
 
 for tool in mpicc mpirun; do
-    command -v "$tool" >/dev/null 2>&1 ||
-        die "$tool not found: run scripts/setup.sh or apt-get install openmpi-bin libopenmpi-dev"
+    need "$tool" "run scripts/setup.sh or apt-get install openmpi-bin libopenmpi-dev"
 done
-command -v python3 >/dev/null 2>&1 || die "python3 not found (needed for the ratio table)"
-command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (see scripts/setup.sh)"
+need python3 "needed for the ratio table"
+need cargo "install Rust (see scripts/setup.sh)"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -87,7 +79,7 @@ git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
 
 echo "compare-mpi: building the MPI ping-pong and nf (release) ..." >&2
 mpi_bin=$out/pingpong-mpi
-mpicc -O2 -Wall -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" -lm
+mpicc -O2 -Wall -I"$repo/bench/c" -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" "$repo/bench/c/ppreport.c" -lm
 (cd "$repo" && cargo build --release -p nf-cli)
 nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
 [[ $nf = /* ]] || nf=$repo/$nf

@@ -26,20 +26,16 @@
 #   --warmup W        untimed operations per size, default 100
 #   --out DIR         default bench/out/compare-ofi-<UTC timestamp>/
 #
-# Needs root (namespaces). Tables (best of K per side, bench/compare_report.py) go to
-# DIR/summary.txt; every run's JSON and text stay in DIR.
+# The two hosts are network namespaces joined by a bridge (nf-netns, from nf-testkit;
+# removed when this script ends, however it ends), one rank on each; the rank on host 1
+# only waits or serves, with NF_WAIT=yield (bench/net/netns-host.sh), since both
+# "hosts" share this machine's cores. Needs root. Tables (best of K per side,
+# bench/compare_report.py) go to DIR/summary.txt; every run's JSON and text stay in DIR.
 set -euo pipefail
 
-die() {
-    echo "compare-ofi: $*" >&2
-    exit 1
-}
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-}
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
 part=all
 alternations=3
 rma_sizes=8,1048576
@@ -83,33 +79,33 @@ while (($#)); do
 done
 
 [[ $part =~ ^(rma|packet|all)$ ]] || die "--part must be rma, packet or all, not '$part'"
-for v in alternations iters small big; do
-    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--$v must be a positive integer, not '${!v}'"
-done
+check_int --alternations "$alternations"
+check_int --iters "$iters"
+check_int --small "$small"
+check_int --big "$big"
 [[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
-for v in rma_sizes pp_sizes; do
-    [[ ${!v} =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--${v/_/-} must be like 8,4096, not '${!v}'"
-done
+check_sizes "$rma_sizes"
+check_sizes "$pp_sizes"
 [[ $ops =~ ^(put|put-fence|get|acc)(,(put|put-fence|get|acc))*$ ]] || die "--ops: put, put-fence, get, acc, not '$ops'"
 [[ $layouts =~ ^(contig|strided)(,(contig|strided))*$ ]] || die "--layouts: contig, strided, not '$layouts'"
-for tool in python3 cargo; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run scripts/setup.sh"
-done
-(($(id -u) == 0)) || die "needs root (ip netns)"
+need python3 "install python3 (needed for the ratio tables)"
+need cargo "install Rust (see scripts/setup.sh)"
+need ip "run scripts/setup.sh (iproute2)"
+[[ $(id -u) -eq 0 ]] || die "network namespaces need root; run as root"
 
 out=${out:-$repo/bench/out/compare-ofi-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-echo "compare-ofi: building nf (release) ..." >&2
-(cd "$repo" && cargo build --release -p nf-cli)
-nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
-[[ $nf = /* ]] || nf=$repo/$nf
-[[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+echo "compare-ofi: building nf and nf-netns (release) ..." >&2
+(cd "$repo" && cargo build --release -p nf-cli -p nf-testkit)
+target=${CARGO_TARGET_DIR:-$repo/target}
+[[ $target = /* ]] || target=$repo/$target
+nf=$target/release/nf
+[[ -x $nf && -x $target/release/nf-netns ]] || die "no nf / nf-netns binary under $target/release after cargo build"
 
-# shellcheck source=bench/lib/netns-pair.sh
-source "$repo/bench/lib/netns-pair.sh"
-netns_pair nfofi
+# The hosts, removed on any exit of this script.
+netns_hosts "$target/release/nf-netns" 2
 
 across() { # env... -- nf-args...: one rank on each namespace host
     local env=()
@@ -118,8 +114,9 @@ across() { # env... -- nf-args...: one rank on each namespace host
         shift
     done
     shift
-    env "${env[@]}" ip netns exec "$ns0" "$nf" run --hosts "$ns0:1,$ns1:1" \
-        --remote "ip netns exec {host}" --pmi-bind "$addr0:0" -- "$nf" "$@"
+    env "${env[@]}" NF_BENCH_MAIN_HOST="${H[0]}" ip netns exec "${H[0]}" \
+        timeout --kill-after=10 600 "$nf" run --hosts "${H[0]}:1,${H[1]}:1" \
+        --remote "$repo/bench/net/netns-host.sh {host}" --pmi-bind "${A[0]}" -- "$nf" "$@"
 }
 
 summary=$out/summary.txt

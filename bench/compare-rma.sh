@@ -2,9 +2,9 @@
 # One-sided put / get / accumulate: ninefold's rma layer (`nf bench rma`) against
 # ARMCI-MPI (bench/mpi/rma.c linked with Debian's libarmci-openmpi), same run.
 #
-# usage: bench/compare-rma.sh [--path shm|netns] [--alternations K] [--ops LIST]
-#                             [--layouts LIST] [--sizes LIST] [--iters N] [--warmup W]
-#                             [--out DIR]
+# usage: bench/compare-rma.sh [--path shm|netns] [--ours nf|libarmci] [--alternations K]
+#                             [--ops LIST] [--layouts LIST] [--sizes LIST] [--iters N]
+#                             [--warmup W] [--out DIR]
 #
 #   --path P          shm (default): both on one host, ninefold by direct load / store,
 #                     ARMCI-MPI over Open MPI's defaults (its windows are in shared
@@ -14,6 +14,9 @@
 #                     and get over the ofi transport's native RMA (NF_RMA_OFI=auto;
 #                     export NF_RMA_OFI=off for its service thread), ARMCI-MPI over
 #                     Open MPI's tcp btl
+#   --ours S          nf (default): ninefold's side is `nf bench rma`; libarmci: it is
+#                     the same bench/mpi/rma.c linked with ninefold's libarmci
+#                     (crates/armci) instead of ARMCI-MPI, started the same way
 #   --alternations K  pairs of runs per (op, layout), default 3; odd pairs run ARMCI-MPI
 #                     first, even pairs ninefold first
 #   --ops LIST        default put,put-fence,get,acc
@@ -42,6 +45,7 @@ usage() {
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 path=shm
+ours_kind=nf
 alternations=3
 ops=put,put-fence,get,acc
 layouts=contig,strided
@@ -56,10 +60,11 @@ while (($#)); do
             usage
             exit 0
             ;;
-        --path | --alternations | --ops | --layouts | --sizes | --iters | --warmup | --out)
+        --path | --ours | --alternations | --ops | --layouts | --sizes | --iters | --warmup | --out)
             (($# >= 2)) || die "$1 needs a value"
             case $1 in
                 --path) path=$2 ;;
+                --ours) ours_kind=$2 ;;
                 --alternations) alternations=$2 ;;
                 --ops) ops=$2 ;;
                 --layouts) layouts=$2 ;;
@@ -78,6 +83,7 @@ while (($#)); do
 done
 
 [[ $path =~ ^(shm|netns)$ ]] || die "--path must be shm or netns, not '$path'"
+[[ $ours_kind =~ ^(nf|libarmci)$ ]] || die "--ours must be nf or libarmci, not '$ours_kind'"
 [[ $alternations =~ ^[1-9][0-9]*$ ]] || die "--alternations must be a positive integer, not '$alternations'"
 [[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters must be a positive integer, not '$iters'"
 [[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
@@ -92,7 +98,10 @@ done
 mpicc=$(command -v mpicc.openmpi || command -v mpicc)
 mpirun=$(command -v mpirun.openmpi || command -v mpirun)
 [[ -e /usr/include/armci.h ]] || die "ARMCI-MPI is missing: apt-get install libarmci-mpi-dev (scripts/setup.sh)"
-[[ $path != netns || $(id -u) == 0 ]] || die "--path netns needs root (ip netns)"
+if [[ $path = netns ]]; then
+    (($(id -u) == 0)) || die "--path netns needs root (ip netns)"
+    command -v ip >/dev/null 2>&1 || die "ip not found: apt-get install iproute2"
+fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -104,26 +113,58 @@ git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
 echo "compare-rma: building the ARMCI benchmark and nf (release) ..." >&2
 armci_bin=$out/rma-armci-mpi
 "$mpicc" -O2 -Wall -o "$armci_bin" "$repo/bench/mpi/rma.c" -larmci-openmpi -lm
-(cd "$repo" && cargo build --release -p nf-cli)
-nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
-[[ $nf = /* ]] || nf=$repo/$nf
-[[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+release=${CARGO_TARGET_DIR:-$repo/target}/release
+[[ $release = /* ]] || release=$repo/$release
+if [[ $ours_kind = nf ]]; then
+    (cd "$repo" && cargo build --release -p nf-cli)
+    nf=$release/nf
+    [[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+else
+    (cd "$repo" && cargo build --release -p nf-armci)
+    [[ -e $release/libarmci.so ]] || die "no libarmci.so in $release after cargo build"
+    ours_bin=$out/rma-libarmci
+    "$mpicc" -O2 -Wall -I "$repo/crates/armci/include" -o "$ours_bin" "$repo/bench/mpi/rma.c" \
+        "$release/libarmci.so" -Wl,-rpath,"$release" -lm
+fi
 
 # Two namespaces joined by a veth pair, removed on exit whatever happens.
-# shellcheck source=bench/lib/netns-pair.sh
-source "$repo/bench/lib/netns-pair.sh"
-[[ $path != netns ]] || netns_pair nfrma
+ns0=nfrma$$-h0
+ns1=nfrma$$-h1
+subnet=10.253.$(($$ % 250)).0/24
+addr0=10.253.$(($$ % 250)).1
+addr1=10.253.$(($$ % 250)).2
+cleanup() {
+    for ns in "$ns0" "$ns1"; do
+        if [[ -e /var/run/netns/$ns ]]; then
+            for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+            ip netns del "$ns" 2>/dev/null || true
+        fi
+    done
+}
+if [[ $path = netns ]]; then
+    trap cleanup EXIT
+    ip netns add "$ns0"
+    ip netns add "$ns1"
+    ip link add veth0 netns "$ns0" type veth peer name veth1 netns "$ns1"
+    ip -n "$ns0" addr add "$addr0/24" dev veth0
+    ip -n "$ns1" addr add "$addr1/24" dev veth1
+    for ns in "$ns0" "$ns1"; do
+        ip -n "$ns" link set lo up
+    done
+    ip -n "$ns0" link set veth0 up
+    ip -n "$ns1" link set veth1 up
+fi
 
 common=(--iters "$iters" --warmup "$warmup")
 [[ -z $sizes ]] || common+=(--sizes "$sizes")
 armci_extra=()
 [[ -z $git_rev ]] || armci_extra=(--git "$git_rev")
 
-run_armci() { # k op layout
-    local f=$out/armci-$2-$3-$1
-    echo "== run $1/$alternations: ARMCI-MPI $2 $3 ($path)" >&2
-    local args=("$armci_bin" --op "$2" --layout "$3" "${common[@]}" "${armci_extra[@]}"
-        --transport "armci-mpi-$path" --json "$f.json")
+run_rma_c() { # binary file-prefix label k op layout: bench/mpi/rma.c under mpirun
+    local f=$out/$2-$5-$6-$4
+    echo "== run $4/$alternations: $3 $5 $6 ($path)" >&2
+    local args=("$1" --op "$5" --layout "$6" "${common[@]}" "${armci_extra[@]}"
+        --transport "$3-$path" --json "$f.json")
     case $path in
         shm) "$mpirun" --allow-run-as-root -np 2 --bind-to core "${args[@]}" ;;
         netns) ip netns exec "$ns0" "$mpirun" --allow-run-as-root --oversubscribe \
@@ -135,7 +176,15 @@ run_armci() { # k op layout
     esac | tee "$f.txt"
 }
 
+run_armci() { # k op layout
+    run_rma_c "$armci_bin" armci armci-mpi "$@"
+}
+
 run_ninefold() { # k op layout
+    if [[ $ours_kind = libarmci ]]; then
+        run_rma_c "$ours_bin" ninefold libarmci "$@"
+        return
+    fi
     local f=$out/ninefold-$2-$3-$1
     echo "== run $1/$alternations: ninefold $2 $3 ($path)" >&2
     local args=("$nf" bench rma --ops "$2" --layouts "$3" "${common[@]}"
@@ -147,6 +196,8 @@ run_ninefold() { # k op layout
     esac | tee "$f.txt"
 }
 
+ours_label=ninefold
+[[ $ours_kind = nf ]] || ours_label=libarmci
 summary=$out/summary.txt
 : >"$summary"
 IFS=, read -r -a op_list <<<"$ops"
@@ -171,7 +222,7 @@ for op in "${op_list[@]}"; do
         done
         python3 "$repo/bench/compare_report.py" \
             --ours "${ours[@]}" --theirs "${theirs[@]}" \
-            --ours-label ninefold --theirs-label ARMCI-MPI \
+            --ours-label "$ours_label" --theirs-label ARMCI-MPI \
             --csv "$out/compare-$op-$layout.csv" --json "$out/compare-$op-$layout.json" \
             --best-ours "$out/best-ninefold-$op-$layout.json" \
             --best-theirs "$out/best-armci-$op-$layout.json" | tee -a "$summary"

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for ninefold: Debian packages (Open MPI for the
-# comparison benchmark and the mpirun/PMIx tests, libpmix-dev for the PMIx shim, MPICH's
-# hydra for the PMI-2 tests — it stays second to Open MPI for `mpirun`/`mpicc` — a font
-# for plots), what the kernel 9P client test needs (QEMU, a Debian kernel,
-# busybox-static, diod: tests/kernel9p/setup.sh), Go and the pinned module of the
-# third-party 9P client test (tests/p9client), and a Rust toolchain check. Idempotent.
+# comparison benchmark, the mpirun/PMIx tests and libarmci; libpmix-dev for the PMIx
+# shim; MPICH's hydra for the PMI-2 tests — it stays second to Open MPI for
+# `mpirun`/`mpicc`; ARMCI-MPI and Global Arrays with the ScaLAPACK, LAPACK and BLAS it
+# links against, for libarmci's acceptance tests; a font for plots), what the kernel 9P
+# client test needs (QEMU, a Debian kernel, busybox-static, diod:
+# tests/kernel9p/setup.sh), Go and the pinned module of the third-party 9P client test
+# (tests/p9client), and a Rust toolchain check. Idempotent.
 set -euo pipefail
 
 need_pkgs=()
-for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin libpmix-dev pkg-config mpich libarmci-mpi-dev; do
+for pkg in openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin \
+    libpmix-dev pkg-config mpich libarmci-mpi-dev libglobalarrays-dev libscalapack-openmpi-dev liblapack-dev libblas-dev \
+    iperf3; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if ((${#need_pkgs[@]})); then

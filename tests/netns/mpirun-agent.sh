@@ -21,5 +21,14 @@ if [ ! -e "/var/run/netns/$host" ]; then
     echo "mpirun-agent: no network namespace named '$host' (ip netns list)" >&2
     exit 2
 fi
+# Each host's daemon gets a TMPDIR of its own: Open MPI names session directories
+# after the host name, which all namespaces share, and two daemons creating and
+# removing them side by side in /tmp sometimes collide ("unable to create the
+# desired directory"). The folder goes when the daemon ends.
+tmp=${TMPDIR:-/tmp}/nf-mpirun-$host-$$
+mkdir -p "$tmp"
 # mpirun hands the daemon's command line over as words meant for a remote shell.
-exec ip netns exec "$host" env NF_HOST="$host" sh -c "$*"
+rc=0
+ip netns exec "$host" env NF_HOST="$host" TMPDIR="$tmp" sh -c "$*" || rc=$?
+rm -rf "$tmp"
+exit "$rc"

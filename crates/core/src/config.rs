@@ -10,9 +10,11 @@
 //! | `NF_TUNE_FILE` | where `nf tune` caches its measurements | `$XDG_CACHE_HOME/ninefold/tune.json` or `~/.cache/ninefold/tune.json` |
 //! | `NF_MAX_PAYLOAD` | largest active-message payload accepted, sent or received | `1073741824` |
 //! | `NF_WAIT` | `spin`, `yield` (spin, then yield, then nap) or `auto` (spin unless oversubscribed) | `auto` |
+//! | `NF_PARK_US` | a rank that does not busy-poll (see `NF_WAIT`) sleeps in `poll(2)` after a wait found nothing for this many microseconds, until a network arrival may be waiting, when every peer is reached over tcp and it reads no connection itself (see `wait.rs`); `never` keeps the spin / yield / nap escalation | `50` |
 //! | `NF_PEER_CHECK_MS` | how often a waiting rank checks that its peers are alive | `250` |
 //! | `NF_TRANSPORTS` | transports a job may use, comma-separated: `shm`, `ofi`, `tcp`; same host → shm, other hosts → ofi when both ends open it, else tcp | `shm,ofi,tcp` |
 //! | `NF_TCP_BIND` | address the network transports bind (tcp listener; ofi's node for IP providers) | loopback if all peers are local, else the first non-loopback IPv4 |
+//! | `NF_TCP_HOT_US` | a tcp connection this rank sent on or received from is read directly by its polls for this long after its last traffic (then the progress thread serves it again); `0` leaves every arrival to the progress thread | `500` with same-host (shm) peers, else `20000` |
 //! | `NF_OFI_PROVIDER` | libfabric provider of the ofi transport (`tcp`, `verbs`, `efa`, …; `fi_info -l` lists them) | `tcp` |
 //! | `NF_OFI_NODE` | source address (node) the ofi endpoint binds | for `tcp`/`sockets`/`udp`: as `NF_TCP_BIND`; else the provider's choice |
 //! | `NF_OFI_PACKET` | largest payload of one ofi packet, bytes; every rank must use the same (see `netconf.rs`) | `15872` |
@@ -58,12 +60,17 @@ pub struct Config {
     pub max_payload: usize,
     /// Waiting policy.
     pub wait: WaitMode,
+    /// How long an idle wait spins before it may park (`None`: never).
+    pub park_after: Option<Duration>,
     /// Period of peer liveness checks while waiting.
     pub peer_check: Duration,
     /// Transports the job may use.
     pub transports: Allowed,
     /// Address for the tcp listener, if set.
     pub tcp_bind: Option<IpAddr>,
+    /// How long a busy tcp connection stays read directly by this rank's polls; the
+    /// transport's default when `None`.
+    pub tcp_hot_for: Option<Duration>,
     /// The libfabric provider of the ofi transport.
     pub ofi_provider: String,
     /// Source address of the ofi endpoint, if set.
@@ -90,9 +97,11 @@ impl Default for Config {
             rndv_threshold: DEFAULT_RNDV_THRESHOLD,
             max_payload: 1 << 30,
             wait: WaitMode::Auto,
+            park_after: Some(Duration::from_micros(50)),
             peer_check: Duration::from_millis(250),
             transports: Allowed::default(),
             tcp_bind: None,
+            tcp_hot_for: None,
             ofi_provider: "tcp".into(),
             ofi_node: None,
             ofi_poll_every: 1024,
@@ -100,6 +109,21 @@ impl Default for Config {
             dead_after: None,
             show_transports: false,
         }
+    }
+}
+
+/// A spin time before parking in microseconds, or `never`.
+struct ParkAfter(Option<Duration>);
+
+impl FromStr for ParkAfter {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "never" {
+            return Ok(ParkAfter(None));
+        }
+        s.parse()
+            .map(|us| ParkAfter(Some(Duration::from_micros(us))))
     }
 }
 
@@ -140,6 +164,9 @@ impl Config {
         if let Some(v) = var("NF_MAX_PAYLOAD", "a byte count")? {
             c.max_payload = v;
         }
+        if let Some(v) = var::<ParkAfter>("NF_PARK_US", "microseconds, or `never`")? {
+            c.park_after = v.0;
+        }
         if let Some(ms) = var::<u64>("NF_PEER_CHECK_MS", "milliseconds")? {
             c.peer_check = Duration::from_millis(ms.max(1));
         }
@@ -166,6 +193,9 @@ impl Config {
         }
         if let Some(ip) = var("NF_TCP_BIND", "an IP address")? {
             c.tcp_bind = Some(ip);
+        }
+        if let Some(us) = var::<u64>("NF_TCP_HOT_US", "microseconds")? {
+            c.tcp_hot_for = Some(Duration::from_micros(us));
         }
         if let Ok(p) = std::env::var("NF_OFI_PROVIDER") {
             if p.trim().is_empty() {

@@ -5,7 +5,8 @@
 //! ofi (seed 002's unified polling):
 //! - an empty shm poll reads one cache line per ring or box;
 //! - an empty tcp poll is one atomic load (its progress thread deposits arrivals
-//!   in memory);
+//!   in memory), plus one `recv` per connection the rank reads itself for a while
+//!   after traffic on it (`NF_TCP_HOT_US`: 500 µs when shm routes exist);
 //! - an empty ofi poll reads the completion queue, which also drives the provider's
 //!   progress — with the tcp provider that is an `epoll_wait` system call, a hundred
 //!   times a shm poll. So while shm routes exist, [`OfiPoller`] reads it only on
@@ -13,11 +14,11 @@
 //!   it found something or we sent over it (so an ofi conversation runs at full
 //!   speed); without shm routes it reads it on every pass.
 
+use std::time::{Duration, Instant};
+
 use nf_transport::ofi::{OfiPacket, OfiTransport};
 use nf_transport::shm::{ShmPacket, ShmTransport};
 use nf_transport::tcp::{PeerState, TcpPacket, TcpTransport};
-use std::time::{Duration, Instant};
-
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 
 use crate::liveness::{Beat, Heartbeat};
@@ -183,6 +184,25 @@ impl Net {
             }
         }
         Ok(None)
+    }
+
+    /// Whether a waiting rank should park now: every peer is reached over tcp (its
+    /// sockets and inbox can wake us; shared memory and ofi cannot) and spinning
+    /// does not pay (`TcpTransport::spin_pays`).
+    pub fn should_park(&self) -> bool {
+        match (&self.shm, &self.ofi, &self.tcp) {
+            (None, None, Some(tcp)) => !tcp.spin_pays(),
+            _ => false,
+        }
+    }
+
+    /// Sleeps until a network arrival may be waiting, at most `timeout` (only when
+    /// [`Net::should_park`] can be true; otherwise returns at once).
+    pub fn park(&mut self, timeout: Duration) -> Result<(), TransportError> {
+        match (&self.shm, &self.ofi, self.tcp.as_mut()) {
+            (None, None, Some(tcp)) => tcp.park(timeout),
+            _ => Ok(()),
+        }
     }
 
     /// Where this rank's network transports can be reached: (transport, address) with

@@ -2,6 +2,7 @@
 //! host table: where to bind, the job cookie, how soon a silent peer is lost.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
 
 use nf_transport::ofi::OfiConfig;
 use nf_transport::tcp::TcpConfig;
@@ -31,15 +32,32 @@ fn bind_addr(cfg: &Config, remote_hosts: bool) -> IpAddr {
     })
 }
 
-/// The tcp transport's settings for `job`.
-pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool) -> TcpConfig {
+/// How long a busy tcp connection stays read by the rank's own polls when the rank
+/// also has shared-memory peers: each such poll pays a `recv`, which shm round trips
+/// feel, so the connection goes back to the progress thread soon.
+const HOT_WITH_SHM: Duration = Duration::from_micros(500);
+/// The same without shared-memory peers: the rank waits for the network anyway, and
+/// a connection handed back makes the next arrival cost the thread's wake-up.
+const HOT_NETWORK_ONLY: Duration = Duration::from_millis(20);
+
+/// The tcp transport's settings for `job`; `shares_memory` when the rank also has
+/// shm peers.
+pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool, shares_memory: bool) -> TcpConfig {
     let mut t = TcpConfig {
         bind: bind_addr(cfg, remote_hosts),
         cookie: hash_of(job),
+        hot_for: if shares_memory {
+            HOT_WITH_SHM
+        } else {
+            HOT_NETWORK_ONLY
+        },
         ..TcpConfig::default()
     };
     if let Some(d) = cfg.dead_after {
         t.dead_after = d;
+    }
+    if let Some(h) = cfg.tcp_hot_for {
+        t.hot_for = h;
     }
     t
 }

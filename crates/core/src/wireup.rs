@@ -134,7 +134,8 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
             ofi = opened.ok();
         }
         if allowed.tcp {
-            let t = TcpTransport::listen(netconf::tcp(cfg, &job, remote_hosts), me, size)?;
+            let tcp_cfg = netconf::tcp(cfg, &job, remote_hosts, shm.is_some());
+            let t = TcpTransport::listen(tcp_cfg, me, size)?;
             boot.put(&key("tcp"), &t.local_addr().to_string())?;
             tcp = Some(t);
         }

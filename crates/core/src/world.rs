@@ -25,9 +25,10 @@ use crate::buf::RecvBuf;
 use crate::config::Config;
 use crate::error::CoreError;
 use crate::net::Net;
+
 use crate::peers::Route;
 use crate::protocol::{Meta, MAX_AM_HEADER};
-use crate::wait::Waiter;
+use crate::wait::{Waiter, PARK_MAX};
 
 /// State of one rendezvous send, keyed by its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +160,7 @@ impl World {
         let world = World {
             rank: boot.rank(),
             size,
-            waiter: Waiter::new(cfg.wait, net.peers.local.len()),
+            waiter: Waiter::new(cfg.wait, net.peers.local.len(), cfg.park_after),
             rndv_threshold: Cell::new(cfg.rndv_threshold),
             max_packet: (0..size).map(|r| net.max_payload(r)).collect(),
             routes: net.peers.routes.clone(),
@@ -506,17 +507,26 @@ impl Drop for Nested<'_> {
 ///
 /// The clock is read only once a wait has been idle for a while: a wait that ends
 /// at the first poll (the common case for small messages) costs no clock read.
+/// Every [`CHECK_EVERY`]th idle poll: park if the wait has spun long enough and the
+/// network can wake us (`wait.rs`), and check that peers are alive every
+/// `peer_check`.
 pub(crate) struct Backoff<'a> {
     world: &'a World,
     idle: u32,
+    /// When the first clock read of this idle stretch found it idle.
+    idle_since: Option<std::time::Instant>,
     last_check: Option<std::time::Instant>,
 }
+
+/// Idle polls between clock reads.
+const CHECK_EVERY: u32 = 16;
 
 impl<'a> Backoff<'a> {
     pub(crate) fn new(world: &'a World) -> Self {
         Backoff {
             world,
             idle: 0,
+            idle_since: None,
             last_check: None,
         }
     }
@@ -525,14 +535,30 @@ impl<'a> Backoff<'a> {
     pub(crate) fn after(&mut self, progressed: usize) -> Option<CoreError> {
         if progressed > 0 {
             self.idle = 0;
+            self.idle_since = None;
             return None;
         }
         self.idle = self.idle.saturating_add(1);
-        self.world.waiter.idle(self.idle);
-        if !self.idle.is_multiple_of(64) {
+        if !self.idle.is_multiple_of(CHECK_EVERY) {
+            self.world.waiter.idle(self.idle);
             return None;
         }
         let now = std::time::Instant::now();
+        let spun = now - *self.idle_since.get_or_insert(now);
+        let park = self
+            .world
+            .waiter
+            .park_after()
+            .is_some_and(|after| spun >= after)
+            && self.world.net.borrow().should_park();
+        if park {
+            let timeout = self.world.cfg.peer_check.min(PARK_MAX);
+            if let Err(e) = self.world.net.borrow_mut().park(timeout) {
+                return Some(e.into());
+            }
+        } else {
+            self.world.waiter.idle(self.idle);
+        }
         let since = *self.last_check.get_or_insert(now);
         if now - since >= self.world.cfg.peer_check {
             self.last_check = Some(now);

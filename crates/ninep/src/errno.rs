@@ -41,6 +41,8 @@ pub const EFBIG: u32 = 27;
 pub const ENOSPC: u32 = 28;
 /// Illegal seek.
 pub const ESPIPE: u32 = 29;
+/// Broken pipe: no reader will ever read what is written.
+pub const EPIPE: u32 = 32;
 /// Read-only file system.
 pub const EROFS: u32 = 30;
 /// Result out of range (e.g. xattr buffer too small).

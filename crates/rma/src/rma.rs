@@ -186,7 +186,7 @@ impl<'w> Rma<'w> {
             .map(|p| if mine.contains(&p) { intros[p].pid } else { 0 })
             .collect();
         let patience = Patience::new(
-            Waiter::new(cfg.wait, mine.len()),
+            Waiter::new(cfg.wait, mine.len(), None),
             cfg.peer_check,
             Arc::new(pids),
         );
@@ -263,7 +263,7 @@ impl<'w> Rma<'w> {
         // Step 6.
         let native = crate::native::setup(&cfg, &*wire, &domains, bind, cookie)?;
 
-        let spin = Waiter::new(cfg.wait, mine.len()).spins();
+        let spin = Waiter::new(cfg.wait, mine.len(), None).spins();
         let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin, native);
         Ok(Rma {
             _service: service,

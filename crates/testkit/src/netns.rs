@@ -219,6 +219,17 @@ impl Netns {
         self.addrs[i]
     }
 
+    /// The hosts' network, as `A.B.C.0/24`.
+    pub fn subnet(&self) -> String {
+        match self.addrs[0] {
+            IpAddr::V4(a) => {
+                let [a, b, c, _] = a.octets();
+                format!("{a}.{b}.{c}.0/24")
+            }
+            IpAddr::V6(a) => format!("{a}/64"),
+        }
+    }
+
     /// The name of the namespace that holds the bridge.
     pub fn bridge(&self) -> &str {
         &self.bridge

@@ -1,154 +1,18 @@
 //! The tcp transport over real sockets on loopback (127.0.0.1 only), several endpoints
 //! per process, one thread each where they must run at once.
 
+mod tcp_support;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Barrier, Mutex, OnceLock};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use nf_transport::tcp::wire::{Header, Hello, HELLO_LEN};
 use nf_transport::tcp::{PeerState, TcpConfig, TcpTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError, META_MAX};
-
-const COOKIE: u64 = 0x9f00_c0ff_ee00_0001;
-
-fn config() -> TcpConfig {
-    TcpConfig {
-        cookie: COOKIE,
-        max_payload: 64 * 1024,
-        connect_timeout: Duration::from_secs(5),
-        hello_timeout: Duration::from_millis(300),
-        linger: Duration::from_secs(2),
-        ..TcpConfig::default()
-    }
-}
-
-/// Listens `cfg.len()` endpoints, then connects them all to each other at once.
-fn job(cfgs: Vec<TcpConfig>) -> Vec<TcpTransport> {
-    let n = cfgs.len();
-    let mut eps: Vec<_> = cfgs
-        .into_iter()
-        .enumerate()
-        .map(|(r, c)| TcpTransport::listen(c, r, n).unwrap())
-        .collect();
-    let addrs: Vec<_> = eps.iter().map(|e| Some(e.local_addr())).collect();
-    std::thread::scope(|s| {
-        for ep in &mut eps {
-            let mut table = addrs.clone();
-            table[ep.rank()] = None;
-            s.spawn(move || ep.connect(&table).unwrap());
-        }
-    });
-    eps
-}
-
-/// splitmix64: a small deterministic generator for sizes and contents.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-/// Packet `seq` from `src` to `dest`: metadata (≥ 4 B, starting with `seq`) and payload.
-fn packet(src: usize, dest: usize, seq: u32, max: usize) -> (Vec<u8>, Vec<u8>) {
-    let key = mix(((src as u64) << 48) ^ ((dest as u64) << 32) ^ seq as u64);
-    let len = match seq {
-        0 => 0,
-        1 => max,
-        _ => (key % (max as u64 + 1)) as usize,
-    };
-    let meta_len = 4 + (key >> 40) as usize % (META_MAX - 3);
-    let mut meta = seq.to_le_bytes().to_vec();
-    meta.extend((4..meta_len).map(|i| (key >> (i % 8)) as u8));
-    let payload = (0..len).map(|i| (key as usize + i * 7) as u8).collect();
-    (meta, payload)
-}
-
-fn check(pkt: &impl Packet, dest: usize, next: &mut [u32], max: usize) {
-    let src = pkt.src();
-    let seq = u32::from_le_bytes(pkt.meta()[..4].try_into().unwrap());
-    assert_eq!(seq, next[src], "packet from {src} to {dest} out of order");
-    let (meta, payload) = packet(src, dest, seq, max);
-    assert_eq!(pkt.meta(), &meta[..], "metadata of {src}→{dest} #{seq}");
-    assert!(
-        pkt.payload() == &payload[..],
-        "payload of {src}→{dest} #{seq}"
-    );
-    next[src] += 1;
-}
-
-/// Collects everything logged (warnings and up) by every thread of this process.
-fn logs() -> String {
-    static BUF: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-    static INIT: OnceLock<()> = OnceLock::new();
-    struct W;
-    impl Write for W {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            BUF.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    INIT.get_or_init(|| {
-        let sub = tracing_subscriber::fmt()
-            .with_writer(|| W)
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .finish();
-        tracing::subscriber::set_global_default(sub).unwrap();
-    });
-    String::from_utf8_lossy(&BUF.lock().unwrap()).into_owned()
-}
-
-/// Waits until the log has a line containing every one of `parts`.
-fn wait_for_log(parts: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let log = logs();
-        if log.lines().any(|l| parts.iter().all(|p| l.contains(p))) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no log line with {parts:?} in:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Polls `ep` until it returns something other than `Ok(None)`, for at most 5 s.
-fn poll_one(ep: &mut TcpTransport) -> Result<nf_transport::tcp::TcpPacket, TransportError> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Some(p) = ep.poll().transpose() {
-            return p;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nothing arrived at rank {}",
-            ep.rank()
-        );
-        std::thread::yield_now();
-    }
-}
-
-/// Asserts that the other end closed `raw` (EOF or reset), within 5 s.
-fn assert_closed_by_peer(raw: &mut TcpStream) {
-    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut buf = [0u8; 256];
-    loop {
-        match raw.read(&mut buf) {
-            Ok(0) => return,
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
-            Err(e) => panic!("connection not closed by the transport: {e}"),
-        }
-    }
-}
+use tcp_support::*;
 
 #[test]
 fn packets_arrive_intact_and_in_order_between_three_ranks() {
@@ -260,9 +124,12 @@ fn flood_from_three_senders_gets_no_credit_and_arrives_whole() {
 #[test]
 fn queued_packets_drain_while_the_sender_only_polls() {
     const N: u32 = 256;
+    // No direct reads or writes by the owner (tcp_handoff.rs covers those): only the
+    // progress thread may move the queue below.
     let cfg = TcpConfig {
         queue_limit: 64 << 20,
         recv_limit: 256 * 1024,
+        hot_for: Duration::ZERO,
         ..config()
     };
     let max = cfg.max_payload;

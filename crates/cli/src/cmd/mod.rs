@@ -4,5 +4,7 @@ pub mod bench;
 pub mod bench_9p;
 pub mod bench_rma;
 pub mod demo;
+pub mod files;
 pub mod run;
+pub mod serve;
 pub mod tune;

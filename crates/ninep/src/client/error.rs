@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io;
 
-use crate::errno::{EAGAIN, EMFILE};
+use crate::errno::{EAGAIN, EMFILE, ENOSYS};
 use crate::{DecodeError, EncodeError};
 
 /// Why a client call failed.
@@ -111,6 +111,7 @@ impl fmt::Display for Remote<'_> {
             EMFILE => f.write_str(
                 " — the server's fid limit for this connection is reached; clunk unused fids",
             ),
+            ENOSYS => f.write_str(" — the server does not provide this (yet); see its README"),
             _ => Ok(()),
         }
     }

@@ -71,11 +71,19 @@ impl Fid {
                 })
                 .map_err(|e| e.at(&shown))?;
             if wqids.len() < chunk.len() {
+                // A partial walk carries no errno (walk(5)); walking the failed name
+                // alone from where the walk stopped gets the server's reason.
                 let failed = i * MAXWELEM + wqids.len();
+                let errno = self
+                    .walk_names(&names[..failed])
+                    .and_then(|stop| stop.walk_names(&names[failed..=failed]))
+                    .err()
+                    .and_then(|e| e.errno())
+                    .unwrap_or(ENOENT);
                 return Err(ClientError::Remote {
                     op: "walk",
                     path: join(self.path(), &names[..=failed]),
-                    errno: ENOENT,
+                    errno,
                 });
             }
             let qid = wqids.last().copied().unwrap_or(self.qid());

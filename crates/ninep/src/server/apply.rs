@@ -68,6 +68,7 @@ impl<S> Done<S> {
 /// A context for releasing a state: never cancelled, whatever happened to the request.
 fn release_ctx(ctx: &Ctx) -> Ctx {
     Ctx::new(Cancel::new(), ctx.msize(), ctx.conn_id(), ctx.tag())
+        .with_user(ctx.user().map(Into::into))
 }
 
 /// Calls the tree for `job` (borrowed, so that a request the tree could not run

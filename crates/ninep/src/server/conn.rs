@@ -46,6 +46,8 @@ pub(crate) struct Conn<F: Filesystem> {
     shared: Arc<Shared<F>>,
     transport: Arc<dyn Transport>,
     peer: String,
+    /// The user the transport authenticated, given to every request's [`Ctx`].
+    user: Option<Arc<str>>,
     state: Mutex<ConnState<F::Fid>>,
     /// Signalled when the last request in flight finishes.
     idle: Condvar,
@@ -56,12 +58,14 @@ pub(crate) struct Conn<F: Filesystem> {
 impl<F: Filesystem> Conn<F> {
     pub fn new(id: u64, shared: Arc<Shared<F>>, transport: Arc<dyn Transport>) -> Arc<Self> {
         let peer = transport.peer();
+        let user = transport.authenticated_user().map(Arc::from);
         let max_fids = shared.config.max_fids;
         Arc::new(Conn {
             id,
             shared,
             transport,
             peer,
+            user,
             state: Mutex::new(ConnState {
                 msize: None,
                 fids: FidTable::new(max_fids),
@@ -273,7 +277,7 @@ impl<F: Filesystem> Conn<F> {
         };
         let cancel = st.pending.start(tag);
         drop(st);
-        let ctx = Ctx::new(cancel, msize, self.id, tag);
+        let ctx = Ctx::new(cancel, msize, self.id, tag).with_user(self.user.clone());
         if self.shared.fs.runs_inline() {
             // Step 5 on this thread: no hand-off, unless the tree would have to wait.
             let done = self.apply(&ctx.inline(), &job);

@@ -20,6 +20,22 @@ pub const V9FS_MAGIC: u32 = 0x0102_1997;
 /// thread, where it may wait. It is never sent to a client.
 pub const WOULD_BLOCK: u32 = u32::MAX;
 
+/// `Rstatfs` of a tree with no storage figures: `V9FS_MAGIC`, block size 4096, names
+/// up to 255 bytes.
+pub fn synthetic_statfs() -> Rstatfs {
+    Rstatfs {
+        fs_type: V9FS_MAGIC,
+        bsize: 4096,
+        blocks: 0,
+        bfree: 0,
+        bavail: 0,
+        files: 0,
+        ffree: 0,
+        fsid: 0,
+        namelen: 255,
+    }
+}
+
 /// What one request may know about its context.
 #[derive(Clone, Debug)]
 pub struct Ctx {
@@ -28,6 +44,7 @@ pub struct Ctx {
     conn: u64,
     tag: u16,
     may_block: bool,
+    user: Option<std::sync::Arc<str>>,
 }
 
 impl Ctx {
@@ -39,6 +56,7 @@ impl Ctx {
             conn,
             tag,
             may_block: true,
+            user: None,
         }
     }
 
@@ -56,6 +74,18 @@ impl Ctx {
     /// `Rlerror::new(WOULD_BLOCK)` at once instead; the server retries it on a worker.
     pub fn may_block(&self) -> bool {
         self.may_block
+    }
+
+    /// This context, for a connection whose transport authenticated `user`.
+    pub fn with_user(mut self, user: Option<std::sync::Arc<str>>) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// The user the connection's transport authenticated (a TLS client certificate's
+    /// name), or `None` for a transport that authenticates nobody.
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
     }
 
     /// A context outside any request (releasing fids of a closed connection, tests).
@@ -314,17 +344,7 @@ pub trait Filesystem: Send + Sync + 'static {
 
     /// `Tstatfs`: figures of the file system holding `fid`.
     fn statfs(&self, ctx: &Ctx, fid: &Self::Fid, req: &Tstatfs) -> FsResult<Rstatfs> {
-        Ok(Rstatfs {
-            fs_type: V9FS_MAGIC,
-            bsize: 4096,
-            blocks: 0,
-            bfree: 0,
-            bavail: 0,
-            files: 0,
-            ffree: 0,
-            fsid: 0,
-            namelen: 255,
-        })
+        Ok(synthetic_statfs())
     }
 
     /// `Tfsync`: flushes an open fid's data to stable storage.

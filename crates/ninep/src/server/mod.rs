@@ -94,4 +94,4 @@ pub use handler::{Ctx, Filesystem, FsResult, Walked, V9FS_MAGIC, WOULD_BLOCK};
 pub use listen::{ListenAddr, Listener};
 pub use srv::{Server, ServerStats};
 pub use transport::Transport;
-pub use trees::{PassthroughFs, ReadOnlyView, SyntheticTree};
+pub use trees::{MountTable, PassthroughFs, ReadOnlyView, SyntheticTree};

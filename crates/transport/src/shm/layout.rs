@@ -440,3 +440,197 @@ impl View {
         std::slice::from_raw_parts(self.frame_ptr(ring, frame).add(FRAME_HEADER), len)
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Byte channel: a pair of single-producer single-consumer byte rings (see `channel.rs`)
+// ---------------------------------------------------------------------------------------
+//
+// ```text
+//  offset 0          +------------------------------+
+//                    | ChannelHeader   (1 line)     |  magic, version, capacity (written before sharing)
+//  64                +------------------------------+
+//  ring d (d = 0, 1) | RingIndex       (2 lines)    |  line 0: head, data_waiting (consumer's)
+//                    |                              |  line 1: tail, space_waiting (producer's)
+//                    | data[capacity]               |  bytes, at offset (counter mod capacity)
+//                    +------------------------------+
+// ```
+//
+// Ring 0 carries client → server bytes, ring 1 server → client. Access rules:
+// 7. `ChannelHeader` is written by the creator before the memory is shared (the file
+//    descriptor is sent after), and only read afterwards.
+// 8. `head` and `data_waiting` are written only by the ring's consumer, `tail` and
+//    `space_waiting` only by its producer; `head` and `tail` count bytes ever and only
+//    grow, so `tail - head` is what is buffered (≤ capacity).
+// 9. Bytes in `[head, tail)` belong to the consumer, the rest to the producer; the
+//    producer publishes bytes by storing `tail` (Release) after copying them, the
+//    consumer releases them by storing `head` (Release) after copying them out.
+// 10. A side about to sleep sets its waiting flag, then re-reads the other counter
+//    (both SeqCst); the other side stores its counter, then reads the flag (both
+//    SeqCst) and, if set, wakes the sleeper through its eventfd. One of the two always
+//    sees the other, so no wake-up is lost.
+
+/// Identifies a ninefold byte channel ("nf-chan", format byte 1).
+pub const CHANNEL_MAGIC: u64 = u64::from_le_bytes(*b"nf-chan\x01");
+/// Byte channel layout version; bump on any change to the structures below.
+pub const CHANNEL_VERSION: u32 = 1;
+
+/// The first cache line of a byte channel.
+#[repr(C, align(64))]
+pub struct ChannelHeader {
+    /// [`CHANNEL_MAGIC`].
+    pub magic: u64,
+    /// [`CHANNEL_VERSION`].
+    pub version: u32,
+    _pad: u32,
+    /// Bytes of data per ring; a power of two.
+    pub capacity: u64,
+    _reserved: [u64; 5],
+}
+
+/// The counters of one ring: the consumer's line, then the producer's.
+#[repr(C, align(64))]
+pub struct RingIndex {
+    /// Bytes consumed ever (consumer writes).
+    pub head: AtomicU64,
+    /// 1 while the consumer sleeps waiting for data (consumer writes).
+    pub data_waiting: AtomicU32,
+    _pad0: [u8; CACHE_LINE - 12],
+    /// Bytes produced ever (producer writes).
+    pub tail: AtomicU64,
+    /// 1 while the producer sleeps waiting for room (producer writes).
+    pub space_waiting: AtomicU32,
+    _pad1: [u8; CACHE_LINE - 12],
+}
+
+const _: () = assert!(std::mem::size_of::<ChannelHeader>() == CACHE_LINE);
+const _: () = assert!(std::mem::size_of::<RingIndex>() == 2 * CACHE_LINE);
+
+/// Offsets within a byte channel of `capacity` bytes per ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelGeometry {
+    /// Bytes of data per ring, a power of two of at least one cache line.
+    pub capacity: usize,
+}
+
+impl ChannelGeometry {
+    fn ring_offset(&self, ring: usize) -> usize {
+        CACHE_LINE + ring * (std::mem::size_of::<RingIndex>() + self.capacity)
+    }
+
+    /// Total bytes of the channel's memory.
+    pub fn total_len(&self) -> usize {
+        self.ring_offset(2)
+    }
+
+    /// Checks the invariants the access code relies on.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.capacity.is_power_of_two() || self.capacity < CACHE_LINE || self.capacity > 1 << 30
+        {
+            return Err(format!(
+                "byte channel capacity must be a power of two from {CACHE_LINE} B to 1 GiB, got {}",
+                self.capacity
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Typed access to a mapped byte channel.
+#[derive(Clone, Copy)]
+pub struct ChannelView {
+    base: *mut u8,
+    geo: ChannelGeometry,
+}
+
+// SAFETY: a view is a pointer into a shared mapping plus its geometry; everything it
+// hands out is either an atomic or accessed under the ownership rules 8–9, which do not
+// depend on the thread.
+unsafe impl Send for ChannelView {}
+// SAFETY: as above; concurrent use from several threads follows the same rules.
+unsafe impl Sync for ChannelView {}
+
+impl ChannelView {
+    /// Wraps a mapping of at least `geo.total_len()` bytes.
+    ///
+    /// # Safety
+    /// `base` must point to a live, page-aligned, shared mapping of at least
+    /// `geo.total_len()` bytes that stays mapped while this view (or a copy) is used,
+    /// and `geo` must have passed [`ChannelGeometry::validate`].
+    pub unsafe fn new(base: *mut u8, geo: ChannelGeometry) -> ChannelView {
+        ChannelView { base, geo }
+    }
+
+    /// The geometry.
+    pub fn geometry(&self) -> ChannelGeometry {
+        self.geo
+    }
+
+    /// Writes the header (rule 7: before the memory is shared).
+    pub fn init_header(&self) {
+        // SAFETY: offset 0 is page-aligned and in bounds; nobody else has the memory yet.
+        unsafe {
+            let h = self.base as *mut ChannelHeader;
+            std::ptr::addr_of_mut!((*h).magic).write(CHANNEL_MAGIC);
+            std::ptr::addr_of_mut!((*h).version).write(CHANNEL_VERSION);
+            std::ptr::addr_of_mut!((*h).capacity).write(self.geo.capacity as u64);
+        }
+    }
+
+    /// The header's (magic, version, capacity).
+    pub fn read_header(&self) -> (u64, u32, u64) {
+        // SAFETY: in bounds and aligned; written before sharing and never again (rule 7).
+        unsafe {
+            let h = self.base as *const ChannelHeader;
+            (
+                std::ptr::addr_of!((*h).magic).read(),
+                std::ptr::addr_of!((*h).version).read(),
+                std::ptr::addr_of!((*h).capacity).read(),
+            )
+        }
+    }
+
+    /// The counters of ring `ring` (0 or 1).
+    pub fn counters(&self, ring: usize) -> &RingIndex {
+        assert!(ring < 2, "byte channel ring {ring} out of range");
+        // SAFETY: ring offsets are multiples of CACHE_LINE within the mapping; all
+        // fields written after sharing are atomics.
+        unsafe { &*(self.base.add(self.geo.ring_offset(ring)) as *const RingIndex) }
+    }
+
+    fn data(&self, ring: usize) -> *mut u8 {
+        assert!(ring < 2, "byte channel ring {ring} out of range");
+        // SAFETY: in bounds by the geometry.
+        unsafe {
+            self.base
+                .add(self.geo.ring_offset(ring) + std::mem::size_of::<RingIndex>())
+        }
+    }
+
+    /// Copies `bytes` into ring `ring` at stream position `at` (wrapping).
+    ///
+    /// # Safety
+    /// The caller is the ring's producer and owns `[at, at + bytes.len())` (rule 9:
+    /// `at ≥ tail` and `at + len ≤ head + capacity`).
+    pub unsafe fn write_data(&self, ring: usize, at: u64, bytes: &[u8]) {
+        let cap = self.geo.capacity;
+        let start = at as usize & (cap - 1);
+        let first = bytes.len().min(cap - start);
+        let d = self.data(ring);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), d.add(start), first);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), d, bytes.len() - first);
+    }
+
+    /// Copies bytes at stream position `at` of ring `ring` into `out` (wrapping).
+    ///
+    /// # Safety
+    /// The caller is the ring's consumer and the bytes are published to it (rule 9:
+    /// `at ≥ head` and `at + out.len() ≤ tail`).
+    pub unsafe fn read_data(&self, ring: usize, at: u64, out: &mut [u8]) {
+        let cap = self.geo.capacity;
+        let start = at as usize & (cap - 1);
+        let first = out.len().min(cap - start);
+        let d = self.data(ring);
+        std::ptr::copy_nonoverlapping(d.add(start), out.as_mut_ptr(), first);
+        std::ptr::copy_nonoverlapping(d, out.as_mut_ptr().add(first), out.len() - first);
+    }
+}

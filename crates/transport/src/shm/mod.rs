@@ -24,6 +24,7 @@
 //! all our frames, to the rings once all our fast slots are empty; until then a small
 //! packet follows the ring, and a large one waits (`NoCredit`).
 
+pub mod channel;
 pub mod cma;
 mod fastbox;
 pub mod layout;

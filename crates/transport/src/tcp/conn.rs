@@ -8,9 +8,10 @@
 //! 3. Queue empty → write header, metadata and payload with one `sendmsg`; what the
 //!    socket did not take is copied into the queue.
 //!
-//! The progress thread drains the queue when the socket becomes writable. So that it
-//! need not take the lock on every event, a flag (`backlog`) says whether bytes are
-//! queued. Rules, which make sure queued bytes are never stranded:
+//! The progress thread drains the queue when the socket becomes writable, and the
+//! owner at every poll while it holds the connection (`rx.rs`, rule 4). So that
+//! neither need take the lock when there is nothing to do, a flag (`backlog`) says
+//! whether bytes are queued. Rules, which make sure queued bytes are never stranded:
 //! 1. The flag changes only under the peer's lock; it is true whenever the lock is
 //!    released with bytes queued.
 //! 2. When bytes stay queued, the flag was set *before* the last write attempt. A
@@ -31,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use socket2::SockRef;
 
 use super::inbox::{lock, Inbox};
+use super::rx::Rx;
 use super::wire::Header;
 use crate::error::TransportError;
 use crate::SendStatus;
@@ -61,6 +63,8 @@ pub(crate) struct Peer {
     pub(crate) tx: Mutex<Tx>,
     /// Whether `tx.queue` holds bytes (read by the progress thread without the lock).
     backlog: AtomicBool,
+    /// The receiving side: who reads the connection (`rx.rs`).
+    pub(crate) rx: Rx,
 }
 
 impl Peer {
@@ -74,6 +78,7 @@ impl Peer {
                 remote: None,
             }),
             backlog: AtomicBool::new(false),
+            rx: Rx::default(),
         }
     }
 
@@ -156,7 +161,7 @@ impl Peer {
         }
     }
 
-    /// Writes queued bytes if there are any (the progress thread, on writable).
+    /// Writes queued bytes if there are any (on writable, or at the owner's poll).
     pub(crate) fn drain(&self, inbox: &Inbox) {
         if !self.backlog.load(Ordering::SeqCst) {
             return;
@@ -181,6 +186,15 @@ impl Peer {
                 lose(self.rank, tx, why, inbox);
                 true
             }
+        }
+    }
+
+    /// The connection to wait on while parked, and whether bytes are queued for it
+    /// (`park.rs`); `None` unless it is up.
+    pub(crate) fn parkable(&self) -> Option<(Arc<TcpStream>, bool)> {
+        match &lock(&self.tx).link {
+            Link::Up(s) => Some((Arc::clone(s), self.backlog.load(Ordering::SeqCst))),
+            _ => None,
         }
     }
 

@@ -5,18 +5,22 @@
 //! 1. Only the progress thread pushes (and the sending thread, for a connection it
 //!    found broken); only the transport's owner takes.
 //! 2. `count` and `bytes` change only under the lock, with the queue; `count` is
-//!    published with `Release`, so a taker that loads it non-zero finds the items
-//!    under the lock. An empty poll is one atomic load.
+//!    published with `SeqCst` (rule 5; it includes `Release`), so a taker that loads
+//!    it non-zero finds the items under the lock. An empty poll is one atomic load.
 //! 3. The taker takes everything at once (one lock per batch, not per packet).
 //! 4. Memory is bounded: the progress thread stops reading sockets while `bytes`
 //!    exceeds the limit (then TCP's own window stops the sender), after announcing it
 //!    in `stalled`; the taker wakes it after taking. Both sides use `SeqCst` so that
 //!    one of them always sees the other (a stall is never missed).
+//! 5. A push rings the bell of a parked taker (`park.rs`), after publishing `count`
+//!    with `SeqCst`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use super::park::Bell;
+use super::recv::Deposit;
 use super::TcpPacket;
 use crate::error::TransportError;
 
@@ -36,15 +40,35 @@ struct Queue {
 }
 
 /// The arrival queue shared by the progress thread and the poll loop.
-#[derive(Default)]
 pub(crate) struct Inbox {
     queue: Mutex<Queue>,
     count: AtomicUsize,
     bytes: AtomicUsize,
     stalled: AtomicBool,
+    /// Packets the progress thread read and deposited here, ever (for `stats`).
+    pub(crate) relayed: AtomicU64,
+    /// Wakes the taker when it is parked (rule 5).
+    pub(crate) bell: Bell,
 }
 
 impl Inbox {
+    /// An empty inbox.
+    pub(crate) fn new() -> std::io::Result<Inbox> {
+        Ok(Inbox {
+            queue: Mutex::default(),
+            count: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            stalled: AtomicBool::new(false),
+            relayed: AtomicU64::new(0),
+            bell: Bell::new()?,
+        })
+    }
+
+    /// Whether arrivals wait to be taken (rule 5's check, `SeqCst`).
+    pub(crate) fn waiting(&self) -> bool {
+        self.count.load(Ordering::SeqCst) > 0
+    }
+
     /// Appends `batch` (emptying it); `bytes` is the sum of its packets' sizes.
     pub(crate) fn push(&self, batch: &mut Vec<Arrival>, bytes: usize) {
         if batch.is_empty() {
@@ -55,25 +79,30 @@ impl Inbox {
         q.items.extend(batch.drain(..));
         q.bytes += bytes;
         self.bytes.fetch_add(bytes, Ordering::SeqCst);
-        self.count.fetch_add(n, Ordering::Release);
+        self.count.fetch_add(n, Ordering::SeqCst);
+        drop(q);
+        self.bell.ring_if_parked();
     }
 
-    /// Moves every queued arrival into `into` (which must be empty). Returns whether
-    /// anything was taken and whether the progress thread waits to be woken.
-    pub(crate) fn take_all(&self, into: &mut VecDeque<Arrival>) -> (bool, bool) {
+    /// Moves every queued arrival to the back of `into`. Returns whether the progress
+    /// thread waits to be woken (it stalled on a full inbox).
+    pub(crate) fn take_all(&self, into: &mut VecDeque<Arrival>) -> bool {
         if self.count.load(Ordering::Acquire) == 0 {
-            return (false, false);
+            return false;
         }
         {
             let mut q = lock(&self.queue);
-            std::mem::swap(&mut q.items, into);
-            self.count.fetch_sub(into.len(), Ordering::Relaxed);
+            let n = q.items.len();
+            if into.is_empty() {
+                std::mem::swap(&mut q.items, into);
+            } else {
+                into.extend(q.items.drain(..));
+            }
+            self.count.fetch_sub(n, Ordering::Relaxed);
             self.bytes
                 .fetch_sub(std::mem::take(&mut q.bytes), Ordering::SeqCst);
         }
-        let wake =
-            self.stalled.load(Ordering::SeqCst) && self.stalled.swap(false, Ordering::SeqCst);
-        (true, wake)
+        self.stalled.load(Ordering::SeqCst) && self.stalled.swap(false, Ordering::SeqCst)
     }
 
     /// Whether more than `limit` bytes wait to be taken.
@@ -90,6 +119,32 @@ impl Inbox {
             return true;
         }
         self.stalled.store(false, Ordering::SeqCst);
+        false
+    }
+}
+
+impl Deposit for &Inbox {
+    fn deposit(&mut self, batch: &mut Vec<Arrival>, bytes: usize) {
+        if !batch.is_empty() {
+            self.relayed
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        }
+        self.push(batch, bytes);
+    }
+
+    fn over(&self, limit: usize) -> bool {
+        Inbox::over(self, limit)
+    }
+}
+
+/// The owner's own queue, for packets it reads directly (it takes them itself, so it
+/// is never over a limit: it reads only when the queue is empty, one budget at most).
+impl Deposit for VecDeque<Arrival> {
+    fn deposit(&mut self, batch: &mut Vec<Arrival>, _bytes: usize) {
+        self.extend(batch.drain(..));
+    }
+
+    fn over(&self, _limit: usize) -> bool {
         false
     }
 }

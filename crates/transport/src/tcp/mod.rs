@@ -16,17 +16,31 @@
 //! 2. Bytes queued → the packet joins the queue while the queue stays within
 //!    `queue_limit`, otherwise [`SendStatus::NoCredit`]: the caller polls (making
 //!    progress on its own receives) and retries: credit-based flow control.
-//! 3. The progress thread, or the next send, drains the queue when the socket is
-//!    writable. Per-pair order holds because each pair has one stream and one queue.
+//! 3. The progress thread, the next send, or the owner's poll while it holds the
+//!    connection (below) drains the queue when the socket is writable. Per-pair order
+//!    holds because each pair has one stream and one queue.
+//! 4. A packet up to `max_payload` (4 MiB by default) is one frame: the receiver
+//!    reads it into one recycled buffer and the core uses it in place.
 //!
-//! Receiving (seed 002's unified polling; see `progress.rs` and `recv.rs`):
+//! Receiving (seed 002's unified polling; see `progress.rs`, `rx.rs` and `recv.rs`):
 //! 1. The progress thread sleeps in epoll; on arrival it reads whole frames (lengths
 //!    checked before anything is allocated; large bodies straight into recycled
 //!    buffers) and deposits them in the inbox.
 //! 2. [`Messaging::poll`] takes from the inbox: when it is empty that is one atomic
 //!    load, about what polling shared memory costs.
-//! 3. The inbox is bounded (`recv_limit`): past it, the progress thread stops reading
+//! 3. A connection the owner sent on or received from is *held* by the owner for
+//!    `hot_for` after its last traffic (`direct.rs`; at most four at once): a poll
+//!    that finds the inbox empty reads it directly with a non-blocking `recv` (one
+//!    `recv` per held connection when nothing came), and epoll stops waking the
+//!    progress thread for it. That saves the thread's wake-up and the hop through the
+//!    inbox on every arrival, the difference between twice a raw socket's latency and
+//!    less than it. The handoff and its rules (one reader at a time, order kept,
+//!    nothing stranded; the thread takes connections back from an owner that stopped
+//!    polling) are in `rx.rs`.
+//! 4. The inbox is bounded (`recv_limit`): past it, the progress thread stops reading
 //!    and TCP's window stops the sender, whose queue fills, whose sends get `NoCredit`.
+//! 5. [`TcpTransport::park`] lets a waiting owner sleep in `poll(2)` until something
+//!    may have arrived (`park.rs`); the core decides when (`NF_PARK_US`).
 //!
 //! Faults:
 //! 1. A connection that closes without a goodbye, is reset, times out (`dead_after`)
@@ -46,11 +60,14 @@
 //! 3. The sockets close. [`TcpTransport::abort`] skips step 1, as a crash would.
 
 mod conn;
+mod direct;
 mod handshake;
 mod inbox;
+mod park;
 mod pool;
 mod progress;
 mod recv;
+mod rx;
 pub mod wire;
 
 use std::collections::VecDeque;
@@ -63,6 +80,7 @@ use std::time::{Duration, Instant};
 use crate::error::TransportError;
 use crate::{Messaging, Packet, SendStatus, META_MAX};
 use conn::{Link, Peer};
+use direct::Held;
 use inbox::{lock, Arrival, Inbox};
 use pool::Pool;
 use wire::Hello;
@@ -75,7 +93,9 @@ pub struct TcpConfig {
     pub bind: IpAddr,
     /// The job cookie: connections presenting another one are refused.
     pub cookie: u64,
-    /// Largest payload of one packet; every rank must use the same value.
+    /// Largest payload of one packet; every rank must use the same value. A message
+    /// up to this size crosses as one frame, read into one recycled buffer and used
+    /// by the core in place, without the copy that reassembling fragments costs.
     pub max_payload: usize,
     /// Bytes queued per peer before sends to it get `NoCredit`.
     pub queue_limit: usize,
@@ -90,6 +110,9 @@ pub struct TcpConfig {
     pub dead_after: Duration,
     /// How long dropping the transport waits to flush queued packets and goodbyes.
     pub linger: Duration,
+    /// How long after its last traffic a connection stays read directly by the
+    /// owner's polls (`rx.rs`); zero leaves every arrival to the progress thread.
+    pub hot_for: Duration,
 }
 
 impl Default for TcpConfig {
@@ -97,13 +120,14 @@ impl Default for TcpConfig {
         TcpConfig {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             cookie: 0,
-            max_payload: 256 * 1024,
+            max_payload: 4 << 20,
             queue_limit: 4 << 20,
             recv_limit: 64 << 20,
             connect_timeout: Duration::from_secs(30),
             hello_timeout: Duration::from_secs(2),
             dead_after: Duration::from_secs(20),
             linger: Duration::from_secs(5),
+            hot_for: Duration::from_micros(500),
         }
     }
 }
@@ -121,6 +145,15 @@ pub enum PeerState {
     Lost,
 }
 
+/// How the packets received so far were read (for tests and benchmarks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Packets the owner's polls read from their sockets themselves.
+    pub direct: u64,
+    /// Packets the progress thread read and left in the inbox.
+    pub relayed: u64,
+}
+
 /// What the owner and the progress thread share.
 pub(crate) struct Shared {
     pub(crate) cfg: TcpConfig,
@@ -134,6 +167,13 @@ pub(crate) struct Shared {
     /// Connections the owner dialled, for the progress thread to watch.
     pub(crate) dialled: Mutex<Vec<(usize, Arc<TcpStream>)>>,
     pub(crate) stop: AtomicBool,
+    /// The progress thread's epoll, for either side to change what it watches.
+    pub(crate) registry: mio::Registry,
+    /// Set by the owner's polls while it holds connections; cleared by the progress
+    /// thread at each tick (`rx.rs`, rule 4).
+    pub(crate) polled: AtomicBool,
+    /// We said goodbye: a peer closing now is leaving too (`rx::settle`).
+    pub(crate) leaving: AtomicBool,
 }
 
 /// One rank's endpoint of the tcp transport.
@@ -141,8 +181,12 @@ pub struct TcpTransport {
     sh: Arc<Shared>,
     waker: mio::Waker,
     thread: Option<JoinHandle<()>>,
-    /// Arrivals taken from the inbox, not yet returned by `poll`.
+    /// Arrivals taken from the inbox or read directly, not yet returned by `poll`.
     taken: VecDeque<Arrival>,
+    /// Connections this owner holds and reads itself.
+    held: Vec<Held>,
+    /// Packets read by `read_held`.
+    direct: u64,
     addr: SocketAddr,
     graceful: bool,
 }
@@ -182,7 +226,7 @@ impl TcpTransport {
         listener
             .set_nonblocking(true)
             .map_err(|e| net("configuring the listener on", addr, e))?;
-        let (poll, waker) = progress::prepare(&listener)
+        let (poll, waker, registry) = progress::prepare(&listener)
             .map_err(|e| net("creating an epoll instance for", addr, e))?;
         let hello = Hello {
             cookie: cfg.cookie,
@@ -194,10 +238,13 @@ impl TcpTransport {
             cfg,
             hello,
             peers: (0..size).map(Peer::new).collect(),
-            inbox: Inbox::default(),
+            inbox: Inbox::new().map_err(|e| net("creating the inbox bell of", addr, e))?,
             pool: Arc::default(),
             dialled: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            registry,
+            polled: AtomicBool::new(false),
+            leaving: AtomicBool::new(false),
         });
         let thread = progress::spawn(Arc::clone(&sh), poll, listener)
             .map_err(|e| net("starting the progress thread of", addr, e))?;
@@ -206,6 +253,8 @@ impl TcpTransport {
             waker,
             thread: Some(thread),
             taken: VecDeque::new(),
+            held: Vec::new(),
+            direct: 0,
             addr,
             graceful: true,
         })
@@ -289,10 +338,28 @@ impl TcpTransport {
         }
     }
 
+    /// How the packets received so far were read: by this owner's polls or by the
+    /// progress thread.
+    pub fn stats(&self) -> TcpStats {
+        TcpStats {
+            direct: self.direct,
+            relayed: self.sh.inbox.relayed.load(Ordering::Relaxed),
+        }
+    }
+
     /// Closes every connection without the goodbye, as a crashed process would (the
     /// peers see their connection lost); for fault tests and emergency exits.
     pub fn abort(mut self) {
         self.graceful = false;
+    }
+
+    /// Moves the inbox's arrivals to `taken`, waking the progress thread if it
+    /// stalled on a full inbox.
+    fn take_inbox(&mut self) -> Result<(), TransportError> {
+        if self.sh.inbox.take_all(&mut self.taken) {
+            self.wake()?;
+        }
+        Ok(())
     }
 
     fn wake(&self) -> Result<(), TransportError> {
@@ -335,20 +402,23 @@ impl Messaging for TcpTransport {
                 size: self.size(),
             });
         };
-        peer.try_send(meta, payload, self.sh.cfg.queue_limit, &self.sh.inbox)
+        let status = peer.try_send(meta, payload, self.sh.cfg.queue_limit, &self.sh.inbox)?;
+        self.expect(dest);
+        Ok(status)
     }
 
     fn poll(&mut self) -> Result<Option<TcpPacket>, TransportError> {
         if self.taken.is_empty() {
-            let (got, wake) = self.sh.inbox.take_all(&mut self.taken);
-            if wake {
-                self.wake()?;
-            }
-            if !got {
-                return Ok(None);
+            self.take_inbox()?;
+            if self.taken.is_empty() && !self.held.is_empty() {
+                self.read_held()?;
             }
         }
-        self.taken.pop_front().transpose()
+        let next = self.taken.pop_front().transpose()?;
+        if let Some(p) = &next {
+            self.expect(p.src);
+        }
+        Ok(next)
     }
 }
 
@@ -356,6 +426,7 @@ impl Drop for TcpTransport {
     fn drop(&mut self) {
         let (peers, inbox) = (&self.sh.peers, &self.sh.inbox);
         if self.graceful {
+            self.sh.leaving.store(true, Ordering::Release);
             for p in peers {
                 p.say_goodbye(inbox);
             }

@@ -2,15 +2,19 @@
 //!
 //! One turn of its loop:
 //! 1. Wait for events; the timeout is zero if some connection still has bytes to read
-//!    (budget spent), else the nearest hello deadline, else none.
+//!    (budget spent), else the nearest of the hello deadlines and, while the owner
+//!    holds connections, the next [`TICK`]; else none.
 //! 2. Listener readable → accept every waiting connection and start its handshake
 //!    (at most [`MAX_PENDING`] at once; more are refused).
 //! 3. Pending connection readable → read its hello, judge it, answer or refuse.
 //! 4. Peer connection writable → drain its outgoing queue if it has one; readable →
-//!    read frames into the inbox ([`super::recv`]).
+//!    read frames into the inbox ([`super::recv`]), unless the owner holds the
+//!    connection (`rx.rs`): then stop watching its arrivals and list it as lent.
 //! 5. Woken by the owner → register connections it dialled, resume connections that
 //!    stalled on a full inbox, or stop.
 //! 6. Drop pending connections past their hello deadline.
+//! 7. At each [`TICK`] with connections lent: if the owner has not polled since the
+//!    last tick, take them back and read them (`rx.rs`, rule 4).
 //!
 //! A connection that closes, fails or sends garbage is deregistered and its peer
 //! marked lost (which posts one error to the inbox); a goodbye marks it left.
@@ -25,11 +29,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use super::handshake::{Pending, Step};
 use super::inbox::lock;
 use super::recv::{Outcome, Reader};
+use super::rx::{self, Visit, TICK, WATCH};
 use super::Shared;
 
 /// Token of the listening socket.
@@ -41,8 +46,9 @@ pub(crate) const MAX_PENDING: usize = 64;
 /// Bytes read from one connection before turning to the others.
 const BUDGET: usize = 1 << 20;
 
-/// Creates the epoll instance with the listener and the owner's waker registered.
-pub(crate) fn prepare(listener: &TcpListener) -> io::Result<(Poll, Waker)> {
+/// Creates the epoll instance with the listener and the owner's waker registered,
+/// and a second handle on it for the owner's side of the read handoff (`rx.rs`).
+pub(crate) fn prepare(listener: &TcpListener) -> io::Result<(Poll, Waker, Registry)> {
     let poll = Poll::new()?;
     poll.registry().register(
         &mut SourceFd(&listener.as_raw_fd()),
@@ -50,7 +56,8 @@ pub(crate) fn prepare(listener: &TcpListener) -> io::Result<(Poll, Waker)> {
         Interest::READABLE,
     )?;
     let waker = Waker::new(poll.registry(), WAKER)?;
-    Ok((poll, waker))
+    let registry = poll.registry().try_clone()?;
+    Ok((poll, waker, registry))
 }
 
 /// Starts the progress thread.
@@ -64,7 +71,7 @@ pub(crate) fn spawn(
     std::thread::Builder::new().name(name).spawn(move || {
         let addr = listener.local_addr().ok();
         Engine {
-            readers: (0..size).map(|_| None).collect(),
+            size,
             sh: shared,
             poll,
             listener,
@@ -73,6 +80,8 @@ pub(crate) fn spawn(
             next_token: size,
             again: Vec::new(),
             stalled: Vec::new(),
+            lent: Vec::new(),
+            next_tick: Instant::now(),
         }
         .run();
     })
@@ -83,13 +92,18 @@ struct Engine {
     poll: Poll,
     listener: TcpListener,
     addr: Option<SocketAddr>,
-    readers: Vec<Option<Reader>>,
+    /// Ranks in the job; tokens below are peers' connections.
+    size: usize,
     pending: HashMap<usize, Pending>,
     next_token: usize,
     /// Connections that may have more to read (budget spent, or inbox drained).
     again: Vec<usize>,
     /// Connections not read because the inbox is full; resumed when woken.
     stalled: Vec<usize>,
+    /// Connections the owner holds that this thread stopped watching (step 7).
+    lent: Vec<usize>,
+    /// When step 7 runs next, while `lent` is not empty.
+    next_tick: Instant,
 }
 
 impl Engine {
@@ -100,10 +114,13 @@ impl Engine {
                 Some(Duration::ZERO)
             } else {
                 let now = Instant::now();
+                let tick = (!self.lent.is_empty()).then_some(self.next_tick);
                 self.pending
                     .values()
-                    .map(|p| p.deadline.saturating_duration_since(now))
+                    .map(|p| p.deadline)
+                    .chain(tick)
                     .min()
+                    .map(|t| t.saturating_duration_since(now))
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -117,11 +134,16 @@ impl Engine {
                 match ev.token() {
                     WAKER => woken = true,
                     LISTENER => self.accept(),
-                    Token(r) if r < self.readers.len() => {
+                    Token(r) if r < self.size => {
                         if ev.is_writable() {
                             self.sh.peers[r].drain(&self.sh.inbox);
                         }
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                        // A lent connection's first event stops it being watched.
+                        if ev.is_readable()
+                            || ev.is_read_closed()
+                            || ev.is_error()
+                            || self.sh.peers[r].rx.lent()
+                        {
                             self.read(r);
                         }
                     }
@@ -137,49 +159,67 @@ impl Engine {
                 self.read(r);
             }
             self.expire();
+            self.tick();
         }
     }
 
-    /// Reads from peer `r`'s connection and acts on why the reader stopped.
+    /// Reads from peer `r`'s connection, if this thread holds it, and acts on why the
+    /// reader stopped.
     fn read(&mut self, r: usize) {
-        let Some(reader) = self.readers[r].as_mut() else {
+        let sh = &self.sh;
+        let rx = &sh.peers[r].rx;
+        let mut st = match rx.visit(&sh.registry) {
+            Ok(Visit::Read(st)) => st,
+            Ok(Visit::Lent) => {
+                if self.lent.is_empty() {
+                    self.next_tick = Instant::now() + TICK;
+                }
+                push_once(&mut self.lent, r);
+                return;
+            }
+            Err(e) => {
+                let why = format!("the progress thread cannot change what it watches: {e}");
+                rx.close(&sh.registry);
+                sh.peers[r].lost(why, &sh.inbox);
+                return;
+            }
+        };
+        let Some(reader) = st.reader.as_mut() else {
             return;
         };
-        let (cfg, inbox) = (&self.sh.cfg, &self.sh.inbox);
-        match reader.read(inbox, cfg.max_payload, cfg.recv_limit, BUDGET) {
-            Outcome::Blocked => {}
-            Outcome::Budget => push_once(&mut self.again, r),
-            Outcome::Full => {
+        let (cfg, mut inbox) = (&sh.cfg, &sh.inbox);
+        let outcome = reader.read(&mut inbox, cfg.max_payload, cfg.recv_limit, BUDGET, false);
+        match rx::settle(sh, r, &mut st, outcome) {
+            Some(Outcome::Budget) => push_once(&mut self.again, r),
+            Some(Outcome::Full) => {
                 if inbox.stall(cfg.recv_limit) {
                     push_once(&mut self.stalled, r);
                 } else {
                     push_once(&mut self.again, r);
                 }
             }
-            Outcome::Bye => {
-                self.close(r);
-                self.sh.peers[r].left();
-                tracing::debug!(peer = r, "tcp: peer said goodbye");
-            }
-            Outcome::Closed(why) => {
-                self.close(r);
-                self.sh.peers[r].lost(why, &self.sh.inbox);
-            }
-            Outcome::Garbage(why) => {
-                self.close(r);
-                let why = format!("it sent a malformed frame ({why}); connection closed");
-                self.sh.peers[r].lost(why, &self.sh.inbox);
-            }
+            _ => {}
         }
     }
 
-    /// Stops watching peer `r`'s connection.
-    fn close(&mut self, r: usize) {
-        if let Some(reader) = self.readers[r].take() {
-            let _ = self
-                .poll
-                .registry()
-                .deregister(&mut SourceFd(&reader.stream.as_raw_fd()));
+    /// Step 7: takes lent connections back from an owner that stopped polling.
+    fn tick(&mut self) {
+        if self.lent.is_empty() || Instant::now() < self.next_tick {
+            return;
+        }
+        self.next_tick = Instant::now() + TICK;
+        let sh = &self.sh;
+        self.lent.retain(|&r| sh.peers[r].rx.lent());
+        if sh.polled.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        for r in std::mem::take(&mut self.lent) {
+            let rx = &sh.peers[r].rx;
+            if let Err(e) = rx.hand_back(&sh.registry, r) {
+                let why = format!("the progress thread cannot watch the connection: {e}");
+                rx.close(&sh.registry);
+                sh.peers[r].lost(why, &sh.inbox);
+            }
         }
     }
 
@@ -213,7 +253,7 @@ impl Engine {
             let token = self.next_token;
             self.next_token = match self.next_token.checked_add(1) {
                 Some(t) if t < LISTENER.0 => t,
-                _ => self.readers.len(),
+                _ => self.size,
             };
             let registered = stream.set_nonblocking(true).and_then(|()| {
                 self.poll.registry().register(
@@ -265,7 +305,8 @@ impl Engine {
             return;
         }
         self.sh.peers[r].install(Arc::clone(&stream), p.remote);
-        self.readers[r] = Some(Reader::new(stream, r, Arc::clone(&self.sh.pool)));
+        let reader = Reader::new(stream, r, Arc::clone(&self.sh.pool));
+        self.sh.peers[r].rx.install(reader);
         tracing::debug!(peer = r, remote = %p.remote, "tcp: accepted connection");
     }
 
@@ -283,15 +324,14 @@ impl Engine {
     /// Watches an established connection under its peer's token.
     fn watch(&self, r: usize, stream: &TcpStream, was_pending: bool) -> io::Result<()> {
         let fd = stream.as_raw_fd();
-        let interest = Interest::READABLE | Interest::WRITABLE;
         if was_pending {
             self.poll
                 .registry()
-                .reregister(&mut SourceFd(&fd), Token(r), interest)
+                .reregister(&mut SourceFd(&fd), Token(r), WATCH)
         } else {
             self.poll
                 .registry()
-                .register(&mut SourceFd(&fd), Token(r), interest)
+                .register(&mut SourceFd(&fd), Token(r), WATCH)
         }
     }
 
@@ -304,7 +344,8 @@ impl Engine {
                 self.sh.peers[r].lost(why, &self.sh.inbox);
                 continue;
             }
-            self.readers[r] = Some(Reader::new(stream, r, Arc::clone(&self.sh.pool)));
+            let reader = Reader::new(stream, r, Arc::clone(&self.sh.pool));
+            self.sh.peers[r].rx.install(reader);
         }
     }
 
@@ -326,8 +367,8 @@ impl Engine {
     /// The event loop cannot go on: every connection is reported lost.
     fn fail(&mut self, e: &io::Error) {
         tracing::error!("tcp: progress thread stops: epoll failed: {e}");
-        for r in 0..self.readers.len() {
-            self.close(r);
+        for r in 0..self.size {
+            self.sh.peers[r].rx.close(&self.sh.registry);
             let why = format!("the tcp progress thread stopped (epoll failed: {e})");
             self.sh.peers[r].lost(why, &self.sh.inbox);
         }

@@ -1,22 +1,29 @@
 //! One peer's connection, receiving side: turns the byte stream into packets.
 //!
-//! Reading (the progress thread, when the socket is readable):
+//! Reading (whoever holds the connection's reader, see `rx.rs`: the progress thread
+//! when the socket is readable, or a polling owner directly):
 //! 1. Bytes are read into a staging buffer, so many small frames cost one `read`.
 //! 2. Complete frames are cut out of it: the header is checked first (lengths within
 //!    bounds), then metadata and payload are copied into the packet's own buffer.
 //! 3. A frame whose body is large is read straight into its packet buffer, taken
 //!    from the [`Pool`] at the checked length; the staging buffer holds only what had
 //!    already arrived.
-//! 4. Before every `read`, packets cut so far go to the inbox; if the inbox is over
-//!    its limit, reading stops ([`Outcome::Full`]).
-//! 5. Reading goes on until the socket has nothing more (edge-triggered polling), or
-//!    until a byte budget is spent, so one busy peer cannot starve the others.
+//! 4. Before every `read`, packets cut so far are deposited ([`Deposit`]: the inbox,
+//!    or the owner's own queue); if the deposit is over its limit, reading stops
+//!    ([`Outcome::Full`]).
+//! 5. Reading goes on until the socket has nothing more, or until a byte budget is
+//!    spent, so one busy peer cannot starve the others. "Nothing more" is a `read`
+//!    that would block; for the owner, who will look again at its next poll, also a
+//!    `read` that filled less than the room it was given (the socket is empty), which
+//!    saves a second, empty `read` per arrival. The progress thread cannot stop
+//!    there: one epoll edge may carry both the last bytes and the end of the stream,
+//!    and after a short read no new edge would come for the end.
 
 use std::io::{self, Read};
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use super::inbox::{Arrival, Inbox};
+use super::inbox::Arrival;
 use super::pool::Pool;
 use super::wire::{Header, Kind, HEADER_LEN};
 use super::TcpPacket;
@@ -25,6 +32,14 @@ use super::TcpPacket;
 const STAGING: usize = 64 * 1024;
 /// Frames with a body from this size up are read straight into their buffer.
 const DIRECT: usize = 16 * 1024;
+
+/// Where a reader leaves the packets it cut.
+pub(crate) trait Deposit {
+    /// Takes `batch` (emptying it); `bytes` is the sum of its packets' sizes.
+    fn deposit(&mut self, batch: &mut Vec<Arrival>, bytes: usize);
+    /// Whether the reader must stop: more than `limit` bytes wait to be taken.
+    fn over(&self, limit: usize) -> bool;
+}
 
 /// Why a reader stopped.
 #[derive(Debug, PartialEq, Eq)]
@@ -80,36 +95,45 @@ impl Reader {
     /// Reads and delivers frames as described in the module docs.
     pub(crate) fn read(
         &mut self,
-        inbox: &Inbox,
+        sink: &mut impl Deposit,
         max_payload: usize,
         limit: usize,
         budget: usize,
+        stop_short: bool,
     ) -> Outcome {
         let mut batch: Vec<Arrival> = Vec::new();
         let mut bytes = 0;
         let mut spent = 0;
+        // Step 5: a short read (or WouldBlock) emptied the socket.
+        let mut drained = false;
         loop {
             if let Some(mut body) = self.body.take() {
                 let len = body.len;
-                while body.filled < len {
+                while body.filled < len && !drained {
+                    let want = len - body.filled;
                     let why = match (&*self.stream).read(&mut body.data[body.filled..len]) {
                         Ok(0) => mid_packet(body.filled, len),
                         Ok(n) => {
                             body.filled += n;
                             spent += n;
+                            drained = stop_short && n < want;
                             continue;
                         }
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            self.body = Some(body);
-                            inbox.push(&mut batch, bytes);
-                            return Outcome::Blocked;
+                            drained = true;
+                            continue;
                         }
                         Err(e) => format!("read failed: {e}"),
                     };
                     self.pool.give(body.data);
-                    inbox.push(&mut batch, bytes);
+                    sink.deposit(&mut batch, bytes);
                     return Outcome::Closed(why);
+                }
+                if body.filled < len {
+                    self.body = Some(body);
+                    sink.deposit(&mut batch, bytes);
+                    return Outcome::Blocked;
                 }
                 bytes += len;
                 batch.push(Ok(TcpPacket {
@@ -121,20 +145,24 @@ impl Reader {
                 }));
             }
             if let Err(why) = self.cut_frames(&mut batch, &mut bytes, max_payload) {
-                inbox.push(&mut batch, bytes);
+                sink.deposit(&mut batch, bytes);
                 return why;
             }
-            if self.body.is_some() {
+            if self.body.is_some() && !drained {
                 continue;
             }
-            inbox.push(&mut batch, bytes);
+            sink.deposit(&mut batch, bytes);
             bytes = 0;
+            if drained {
+                return Outcome::Blocked;
+            }
             if spent >= budget {
                 return Outcome::Budget;
             }
-            if inbox.over(limit) {
+            if sink.over(limit) {
                 return Outcome::Full;
             }
+            let room = self.staging.len() - self.end;
             match (&*self.stream).read(&mut self.staging[self.end..]) {
                 Ok(0) if self.end > self.start => {
                     return Outcome::Closed(format!(
@@ -146,6 +174,7 @@ impl Reader {
                 Ok(n) => {
                     self.end += n;
                     spent += n;
+                    drained = stop_short && n < room;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Blocked,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -26,4 +26,10 @@ pub trait Transport: Send + Sync + 'static {
     fn peer(&self) -> String {
         String::from("?")
     }
+    /// The user this transport authenticated the peer as (for example a TLS client
+    /// certificate's name); `None` when it authenticates nobody. Read once, when the
+    /// server admits the connection.
+    fn authenticated_user(&self) -> Option<String> {
+        None
+    }
 }

@@ -1,16 +1,20 @@
-//! Ready-made trees: [`PassthroughFs`] (#U), [`ReadOnlyView`] (#R), [`SyntheticTree`].
+//! Ready-made trees: [`PassthroughFs`] (#U), [`ReadOnlyView`] (#R), [`SyntheticTree`],
+//! and [`MountTable`], which composes trees under one root.
 //!
 //! | tree | serves | writes |
 //! |---|---|---|
 //! | [`PassthroughFs`] | a host directory | go to the host |
 //! | [`ReadOnlyView`] | a host directory | go to private in-memory copies, gone with the server |
 //! | [`SyntheticTree`] | nodes built in code | as each file decides |
+//! | [`MountTable`] | other trees, one per root name | as each child decides; none at the root |
 //!
 //! The two host trees share `host.rs`, whose rules keep every access inside the export
 //! root (`..` stops at the root; symlinks are never followed).
 
+pub mod erased;
 mod host;
 mod listing;
+pub mod mount;
 mod passthrough;
 pub mod readonly;
 pub mod synthetic;
@@ -20,6 +24,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::types::Timespec;
 
+pub use erased::{AnyFid, DynFs, Erased};
+pub use mount::{MountFid, MountTable};
 pub use passthrough::{HostFid, PassthroughFs};
 pub use readonly::ReadOnlyView;
 pub use synthetic::SyntheticTree;

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::errno::EACCES;
+use crate::errno::{EACCES, EAGAIN};
 use crate::message::Rlerror;
 use crate::server::cancel::Monitor;
 use crate::server::handler::{Ctx, FsResult};
@@ -165,6 +165,7 @@ struct StreamState {
 
 /// An append-only byte stream that readers follow like `tail -f`: each open starts at
 /// the oldest byte kept and then blocks for more (cancellably) until [`Stream::close`].
+/// A reader opened with `O_NONBLOCK` gets `EAGAIN` instead of blocking.
 /// Clones share the stream.
 #[derive(Clone)]
 pub struct Stream {
@@ -224,12 +225,14 @@ struct StreamReader {
     /// Stream offset of the next byte to read.
     cursor: AtomicU64,
     writable: bool,
+    /// Opened with `O_NONBLOCK`: a reader that has caught up gets `EAGAIN`.
+    nonblock: bool,
 }
 
 impl OpenFile for StreamReader {
     fn read(&self, ctx: &Ctx, _: u64, count: u32) -> FsResult<Vec<u8>> {
-        let data = ctx.cancel().wait(&self.state, |st| {
-            // The closure runs under the monitor's lock: cursor updates are serialised.
+        // Runs under the monitor's lock: cursor updates are serialised.
+        let take = |st: &mut StreamState| {
             let end = st.base + st.kept.len() as u64;
             let from = self.cursor.load(Ordering::Relaxed).max(st.base);
             if from < end {
@@ -242,8 +245,11 @@ impl OpenFile for StreamReader {
             } else {
                 None
             }
-        })?;
-        Ok(data)
+        };
+        if self.nonblock {
+            return take(&mut self.state.lock()).ok_or(Rlerror::new(EAGAIN));
+        }
+        Ok(ctx.cancel().wait(&self.state, take)?)
     }
 
     fn write(&self, _: &Ctx, _: u64, data: &[u8]) -> FsResult<u32> {
@@ -277,6 +283,7 @@ impl FileNode for Stream {
             state: Arc::clone(&self.state),
             cursor: AtomicU64::new(base),
             writable: self.writable,
+            nonblock: flags.contains(LOpenFlags::NONBLOCK),
         }))
     }
 }

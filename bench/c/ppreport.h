@@ -1,0 +1,89 @@
+/*
+ * Ping-pong reports shared by the C reference programs of bench/ (the MPI ping-pong
+ * bench/mpi/pingpong.c and the raw socket ping-pong bench/net/tcp_pingpong.c): the
+ * iteration rule, the statistics, the command-line options they have in common, and
+ * the table and JSON report in the shape of ninefold's `nf bench pingpong`
+ * (crates/bench/src/report.rs):
+ *
+ *   { "bench": "pingpong", "transport": "...", "ranks": 2, "host": "...",
+ *     "timestamp": "2025-01-01T12:00:00Z", "git": "...",            (git only with --git)
+ *     "params": { "iters": 10000, "warmup": 1000, KEY: "VALUE" },    (KEY optional)
+ *     "results": [ { "size": 8, "iters": 10000, "min_us": ..., "avg_us": ...,
+ *                    "median_us": ..., "max_us": ..., "stddev_us": ..., "mb_per_s": ... } ] }
+ *
+ * stddev_us is the sample standard deviation (divisor n-1); mb_per_s = size / avg_us
+ * (MB = 10^6 B). The median of an even count is the mean of the two middle samples.
+ *
+ * Iteration rule (identical to nf_bench::pingpong::iters_for, keep them in step):
+ *
+ *   iters(size)  = ITERS                                       if size <= 64 KiB
+ *                = max(20, min(ITERS, ITERS * 64 KiB / size))  otherwise (integer division)
+ *   warmup(size) = min(WARMUP, iters(size))
+ *
+ * so every size above 64 KiB moves about ITERS x 64 KiB, but never fewer than 20 trips
+ * (and never more than ITERS). Defaults: ITERS = 10000, WARMUP = 1000; sizes: powers of
+ * two from 8 B to 8 MiB, plus 2000000 B, ascending.
+ */
+#ifndef NF_BENCH_PPREPORT_H
+#define NF_BENCH_PPREPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define PP_MAX_SIZES 256
+
+/* One size's summary. */
+struct pp_result {
+    long size, iters;
+    double min_us, avg_us, median_us, max_us, stddev_us, mb_per_s;
+};
+
+/* The options every reference ping-pong takes. */
+struct pp_opts {
+    long sizes[PP_MAX_SIZES];
+    int nsizes;
+    long iters, warmup;
+    const char *json, *git, *transport;
+};
+
+/* Defaults: no sizes yet (see pp_finish_opts), 10000 iterations, 1000 warm-up. */
+void pp_init_opts(struct pp_opts *o, const char *transport);
+
+/*
+ * Takes option `a` with value `v` (NULL if there is none): --sizes, --iters, --warmup,
+ * --json, --git, --transport. Returns 1 if taken, 0 if `a` is not one of them,
+ * -1 if its value is missing or bad.
+ */
+int pp_take_opt(struct pp_opts *o, const char *a, const char *v);
+
+/* Fills the default sizes if none were given; sorts nothing the user gave. */
+void pp_finish_opts(struct pp_opts *o);
+
+/* The usage lines of the common options. */
+extern const char pp_opts_usage[];
+
+/* Timed round trips for `size`, and untimed ones before them (the rule above). */
+long pp_iters_for(long size, long iters);
+long pp_warmup_for(long size, long iters, long warmup);
+
+/* Largest size and largest iteration count over the options' sizes. */
+void pp_maxima(const struct pp_opts *o, long *max_size, long *max_iters);
+
+/* Summarises n > 0 half-round-trip samples in microseconds (sorts them in place). */
+struct pp_result pp_summarise(long size, double *s, long n);
+
+/* "8 B", "4 KiB", "8 MiB", "2000000 B" (binary units only when exact). */
+void pp_fmt_size(char *buf, size_t len, long size);
+
+/* Prints the heading line and the table (one row per result) to f. */
+void pp_print_table(FILE *f, const char *transport, int ranks, const struct pp_result *r,
+                    int n);
+
+/*
+ * Writes the JSON report to `path`; `key`/`value` add one string parameter when
+ * `key` is not NULL. Returns 0, or -1 with errno set.
+ */
+int pp_write_json(const char *path, const struct pp_opts *o, int ranks, const char *key,
+                  const char *value, const struct pp_result *r, int n);
+
+#endif

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# Across two hosts: ninefold's network transports against the limits and Open MPI,
+# measured in the same run, alternating, with ratios and the issue's targets.
+#
+# usage: bench/compare-net.sh [--alternations K] [--sizes LIST] [--iters N]
+#                             [--warmup W] [--shm-sizes LIST] [--fi-sizes LIST]
+#                             [--iperf-seconds S] [--no-ofi] [--out DIR]
+#
+#   --alternations K   rounds, default 3; each round runs every measurement once, in
+#                      the opposite order of the round before
+#   --sizes LIST       ping-pong sizes, default 8 B ... 4 MiB (powers of two)
+#   --iters N          timed round trips per size, default 10000 (the rule of
+#                      bench/c/ppreport.h: fewer above 64 KiB)
+#   --warmup W         untimed round trips per size, default 1000
+#   --shm-sizes LIST   sizes of the shm-with-network check, default 8,64,4096
+#   --fi-sizes LIST    sizes for fi_pingpong (one run each), default 8
+#   --iperf-seconds S  length of each iperf3 run, default 5
+#   --no-ofi           skip ninefold over ofi and fi_pingpong
+#   --out DIR          default bench/out/compare-net-<UTC timestamp>/
+#
+# The two hosts are network namespaces on this machine joined by a bridge (nf-netns,
+# from nf-testkit; removed when this script ends, however it ends). Host 0 runs the
+# launcher / client side, host 1 the echo / server side. Each round measures:
+#   nf-tcp      nf bench pingpong, 1 rank per host, NF_TRANSPORTS=shm,tcp
+#   nf-ofi      the same over ofi (libfabric tcp provider), NF_TRANSPORTS=shm,ofi
+#   raw-tcp     bench/net/tcp_pingpong.c: blocking sockets, TCP_NODELAY (the tcp limit)
+#   openmpi-tcp bench/mpi/pingpong.c under mpirun, pml ob1, btl tcp,self; one rank in
+#               each namespace, started through tests/netns/mpirun-agent.sh
+#               (--mca plm_rsh_agent: mpirun runs in host 0 and starts an orted in
+#               each namespace with `ip netns exec`)
+#   iperf3      one stream, host 0 -> host 1 (the bandwidth limit)
+#   fi_pingpong -p tcp -e rdm (the ofi limit; it reports the mean half round trip)
+#   shm-mixed   nf bench pingpong between ranks 0 and 1 of a 2-host x 2-rank job
+#               (shm between them; tcp and ofi to the other host)
+#   shm-only    nf bench pingpong in a plain 2-rank job on host 0
+# Ranks that only wait on host 1 of the mixed job use NF_WAIT=yield
+# (bench/net/netns-host.sh), since here both "hosts" share the same two cores.
+#
+# Everything lands in the out directory: each run's output, compare-*.{txt,csv,json}
+# per pair, targets.{txt,json}, and compare.png (ping-pong curves of every side).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
+alternations=3
+sizes=$(python3 -c 'print(",".join(str(1 << p) for p in range(3, 23)))' 2>/dev/null || echo 8)
+iters=10000
+warmup=1000
+shm_sizes=8,64,4096
+fi_sizes=8
+iperf_seconds=5
+with_ofi=1
+out=""
+
+while (($#)); do
+    case $1 in
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        --no-ofi)
+            with_ofi=0
+            shift
+            ;;
+        --alternations | --sizes | --iters | --warmup | --shm-sizes | --fi-sizes | --iperf-seconds | --out)
+            (($# >= 2)) || die "$1 needs a value"
+            case $1 in
+                --alternations) alternations=$2 ;;
+                --sizes) sizes=$2 ;;
+                --iters) iters=$2 ;;
+                --warmup) warmup=$2 ;;
+                --shm-sizes) shm_sizes=$2 ;;
+                --fi-sizes) fi_sizes=$2 ;;
+                --iperf-seconds) iperf_seconds=$2 ;;
+                --out) out=$2 ;;
+            esac
+            shift 2
+            ;;
+        *)
+            usage >&2
+            die "unknown argument: $1"
+            ;;
+    esac
+done
+
+check_int --alternations "$alternations"
+check_int --iters "$iters"
+[[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
+check_int --iperf-seconds "$iperf_seconds"
+for l in "$sizes" "$shm_sizes" "$fi_sizes"; do
+    check_sizes "$l"
+done
+[[ $(id -u) -eq 0 ]] || die "network namespaces need root; run as root"
+
+need cc "apt-get install gcc (scripts/setup.sh)"
+need mpicc "run scripts/setup.sh (openmpi-bin libopenmpi-dev)"
+need mpirun "run scripts/setup.sh (openmpi-bin)"
+need iperf3 "run scripts/setup.sh (iperf3)"
+need ip "run scripts/setup.sh (iproute2)"
+need ss "run scripts/setup.sh (iproute2)"
+need python3 "install python3 (needed for the ratio tables)"
+need cargo "install Rust (see scripts/setup.sh)"
+((with_ofi == 0)) || need fi_pingpong "run scripts/setup.sh (libfabric-bin), or pass --no-ofi"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+out=${out:-$repo/bench/out/compare-net-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
+
+echo "compare-net: building nf, nf-netns (release) and the C ping-pongs ..." >&2
+(cd "$repo" && cargo build --release -p nf-cli -p nf-testkit)
+target=${CARGO_TARGET_DIR:-$repo/target}
+[[ $target = /* ]] || target=$repo/$target
+nf=$target/release/nf
+netns=$target/release/nf-netns
+[[ -x $nf && -x $netns ]] || die "no nf / nf-netns binary under $target/release after cargo build"
+raw_bin=$out/tcp_pingpong
+mpi_bin=$out/pingpong-mpi
+cc -O2 -Wall -I"$repo/bench/c" -o "$raw_bin" "$repo/bench/net/tcp_pingpong.c" "$repo/bench/c/ppreport.c" -lm
+mpicc -O2 -Wall -I"$repo/bench/c" -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" "$repo/bench/c/ppreport.c" -lm
+
+# The hosts, removed on any exit of this script.
+netns_hosts "$netns" 2
+echo "compare-net: hosts ${H[0]} (${A[0]}) and ${H[1]} (${A[1]}) on $subnet" >&2
+
+# Long commands run in the background and are waited for: bash defers a trap while a
+# foreground command runs, and this way a signal ends the script at once (the EXIT
+# trap then removes the hosts, which kills whatever still runs inside them).
+run() {
+    "$@" &
+    wait $!
+}
+
+common=(--iters "$iters" --warmup "$warmup")
+pp=("${common[@]}" --sizes "$sizes")
+c_extra=()
+[[ -z $git_rev ]] || c_extra=(--git "$git_rev")
+in0=(ip netns exec "${H[0]}")
+in1=(ip netns exec "${H[1]}")
+bound=(timeout --kill-after=10 600)
+nf_hosts=(--remote "$repo/bench/net/netns-host.sh {host}" --pmi-bind "${A[0]}" --timeout 550)
+
+run_nf() { # NAME TRANSPORTS HOSTS SIZES K
+    echo "== round $5: $1" >&2
+    NF_TRANSPORTS=$2 NF_BENCH_MAIN_HOST=${H[0]} run "${bound[@]}" "${in0[@]}" "$nf" run --hosts "$3" \
+        "${nf_hosts[@]}" -- "$nf" bench pingpong "${common[@]}" --sizes "$4" \
+        --json "$out/$1-$5.json" >"$out/$1-$5.txt" 2>&1 ||
+        die "$1 failed in round $5; see $out/$1-$5.txt"
+}
+
+run_raw() {
+    echo "== round $1: raw-tcp" >&2
+    "${bound[@]}" "${in1[@]}" "$raw_bin" --listen "${A[1]}:47001" >"$out/raw-tcp-server-$1.txt" 2>&1 &
+    local server=$!
+    wait_listen 47001 || die "the raw-tcp echo side did not start in round $1; see $out/raw-tcp-server-$1.txt"
+    run "${bound[@]}" "${in0[@]}" "$raw_bin" --connect "${A[1]}:47001" "${pp[@]}" "${c_extra[@]}" \
+        --json "$out/raw-tcp-$1.json" >"$out/raw-tcp-$1.txt" 2>&1 ||
+        die "raw-tcp failed in round $1; see $out/raw-tcp-$1.txt"
+    wait "$server" || die "the raw-tcp echo side failed in round $1; see $out/raw-tcp-server-$1.txt"
+}
+
+run_mpi() {
+    echo "== round $1: openmpi-tcp" >&2
+    # A session directory of its own: both namespaces have this machine's host name,
+    # and other jobs' leftovers in the shared /tmp/ompi.<host>.<uid> can collide.
+    mkdir -p "$out/ompi-$1"
+    run "${bound[@]}" "${in0[@]}" mpirun --allow-run-as-root --bind-to none \
+        --mca orte_tmpdir_base "$out/ompi-$1" \
+        --mca plm_rsh_agent "$repo/tests/netns/mpirun-agent.sh" \
+        --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet" \
+        --mca pml ob1 --mca btl tcp,self --host "${H[0]}:1,${H[1]}:1" -np 2 \
+        "$mpi_bin" "${pp[@]}" "${c_extra[@]}" --transport openmpi-ob1-tcp \
+        --json "$out/openmpi-tcp-$1.json" >"$out/openmpi-tcp-$1.txt" 2>&1 ||
+        die "Open MPI failed in round $1; see $out/openmpi-tcp-$1.txt"
+}
+
+# Waits (at most 10 s) until something listens on tcp PORT inside host 1.
+wait_listen() {
+    local tries=0
+    until "${in1[@]}" ss -Hltn "sport = :$1" | grep -q .; do
+        ((++tries < 100)) || return 1
+        sleep 0.1
+    done
+}
+
+run_iperf() {
+    echo "== round $1: iperf3" >&2
+    "${bound[@]}" "${in1[@]}" iperf3 --server --one-off --bind "${A[1]}" --port 47002 \
+        >"$out/iperf3-server-$1.txt" 2>&1 &
+    local server=$!
+    wait_listen 47002 || die "the iperf3 server did not start in round $1; see $out/iperf3-server-$1.txt"
+    run "${bound[@]}" "${in0[@]}" iperf3 --client "${A[1]}" --port 47002 --time "$iperf_seconds" \
+        --json >"$out/iperf3-$1.json" 2>&1 || true
+    # iperf3 --json may exit 0 after a failure; its report says so.
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit("error" in r)' \
+        "$out/iperf3-$1.json" 2>/dev/null || die "iperf3 failed in round $1; see $out/iperf3-$1.json"
+    wait "$server" || true
+}
+
+run_fi() {
+    local s
+    for s in ${fi_sizes//,/ }; do
+        echo "== round $1: fi_pingpong $s B" >&2
+        # fi_pingpong's -I is its iteration count; it adds its own warm-up.
+        "${bound[@]}" "${in1[@]}" fi_pingpong -p tcp -e rdm -B 47003 -I "$iters" -S "$s" \
+            >"$out/fi-server-$s-$1.txt" 2>&1 &
+        local server=$!
+        wait_listen 47003 || die "fi_pingpong's server did not start in round $1; see $out/fi-server-$s-$1.txt"
+        run "${bound[@]}" "${in0[@]}" fi_pingpong -p tcp -e rdm -P 47003 -I "$iters" -S "$s" \
+            "${A[1]}" >"$out/fi-$s-$1.txt" 2>&1 ||
+            die "fi_pingpong failed in round $1; see $out/fi-$s-$1.txt"
+        wait "$server" || die "fi_pingpong's server failed in round $1; see $out/fi-server-$s-$1.txt"
+    done
+}
+
+steps=(nf-tcp raw-tcp openmpi-tcp iperf3 shm-mixed shm-only)
+((with_ofi == 0)) || steps+=(nf-ofi fi)
+run_step() { # STEP K
+    case $1 in
+        nf-tcp) run_nf nf-tcp shm,tcp "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
+        nf-ofi) run_nf nf-ofi shm,ofi "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
+        shm-mixed) run_nf shm-mixed shm,ofi,tcp "${H[0]}:2,${H[1]}:2" "$shm_sizes" "$2" ;;
+        shm-only) run_nf shm-only shm "${H[0]}:2" "$shm_sizes" "$2" ;;
+        raw-tcp) run_raw "$2" ;;
+        openmpi-tcp) run_mpi "$2" ;;
+        iperf3) run_iperf "$2" ;;
+        fi) run_fi "$2" ;;
+    esac
+}
+
+for ((k = 1; k <= alternations; k++)); do
+    order=("${steps[@]}")
+    if ((k % 2 == 0)); then
+        order=()
+        for ((i = ${#steps[@]} - 1; i >= 0; i--)); do order+=("${steps[i]}"); done
+    fi
+    for step in "${order[@]}"; do
+        run_step "$step" "$k"
+    done
+done
+
+echo >&2
+report=(--dir "$out" --rounds "$alternations" --fi-sizes "$fi_sizes")
+((with_ofi)) || report+=(--no-ofi)
+python3 "$repo/bench/compare_net_report.py" "${report[@]}" | tee "$out/targets.txt"
+
+plots=()
+for side in nf-tcp nf-ofi raw-tcp openmpi-tcp; do
+    [[ -s $out/best-$side.json ]] && plots+=("$out/best-$side.json")
+done
+if ((${#plots[@]})) && "$nf" bench plot --help >/dev/null 2>&1; then
+    "$nf" bench plot --out "$out/compare.png" "${plots[@]}" >/dev/null
+    echo "compare-net: plot in $out/compare.png" >&2
+fi
+echo "compare-net: results in $out" >&2

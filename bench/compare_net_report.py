@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Ratio tables and targets of bench/compare-net.sh (Python 3 standard library only).
+
+Reads the runs in --dir (K rounds of each side, as compare-net.sh names them) and:
+
+1. prints per-size ratio tables (via compare_report.py, best of K per side):
+   nf-tcp / raw-tcp, nf-tcp / openmpi-tcp, nf-ofi / openmpi-tcp, shm-mixed / shm-only;
+   each also lands as compare-<ours>-vs-<theirs>.{csv,json}, and each side's per-size
+   best rows as best-<side>.json (for `nf bench plot`);
+2. prints issue 3's targets with the measured ratio and whether it is met, and writes
+   them to targets.json:
+   - tcp 8 B half round trip <= 1.15 x raw socket, and <= 1.0 x Open MPI tcp
+     (best-of-K medians);
+   - tcp 4 MiB bandwidth >= 0.85 x iperf3 single stream (best of K each; ping-pong
+     MB/s = size / mean half round trip, iperf3 = received bits per second / 8);
+   - ofi 8 B half round trip <= 1.3 x fi_pingpong (means, best of K: fi_pingpong only
+     reports the mean time per transfer, "usec/xfer", which is half a round trip);
+   - shm 8 B with network transports in the job <= 1.05 x a shm-only job
+     (best-of-K medians).
+
+usage: compare_net_report.py --dir DIR --rounds K [--fi-sizes 8,...] [--no-ofi]
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_report  # noqa: E402  (the shared ping-pong comparison)
+
+LAT_8 = 8
+BW_SIZE = 4 << 20
+
+
+def side_files(d, side, rounds):
+    paths = [os.path.join(d, f"{side}-{k}.json") for k in range(1, rounds + 1)]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        sys.exit(f"compare_net_report: missing runs: {', '.join(missing)}")
+    return paths
+
+
+def pair(d, rounds, ours, theirs, labels):
+    """Prints and writes one per-size table; returns its rows keyed by size."""
+    argv = ["--ours", *side_files(d, ours, rounds), "--theirs", *side_files(d, theirs, rounds),
+            "--ours-label", labels[0], "--theirs-label", labels[1],
+            "--csv", os.path.join(d, f"compare-{ours}-vs-{theirs}.csv"),
+            "--json", os.path.join(d, f"compare-{ours}-vs-{theirs}.json"),
+            "--best-ours", os.path.join(d, f"best-{ours}.json"),
+            "--best-theirs", os.path.join(d, f"best-{theirs}.json")]
+    print()
+    compare_report.main(argv)
+    with open(os.path.join(d, f"compare-{ours}-vs-{theirs}.json"), encoding="utf-8") as f:
+        return {r["size"]: r for r in json.load(f)["rows"]}
+
+
+def best_avg(d, side, rounds, size):
+    """Smallest per-run mean half round trip at `size` (us) over the rounds."""
+    best = compare_report.load(side_files(d, side, rounds))
+    avgs = [row["avg_us"] for rep in best for row in rep["results"] if row["size"] == size]
+    return min(avgs) if avgs else None
+
+
+def iperf_mb_per_s(d, rounds):
+    """Largest received rate of the iperf3 rounds, MB/s (10^6 B), and all of them."""
+    rates = []
+    for k in range(1, rounds + 1):
+        path = os.path.join(d, f"iperf3-{k}.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                rep = json.load(f)
+            rates.append(rep["end"]["sum_received"]["bits_per_second"] / 8 / 1e6)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            sys.exit(f"compare_net_report: {path}: not an iperf3 --json report ({e})")
+    return max(rates), rates
+
+
+FI_ROW = re.compile(r"^\s*(\d+)\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+\S+\s*$")
+
+
+def fi_usec(d, rounds, size):
+    """Smallest fi_pingpong usec/xfer at `size` over the rounds, and all of them."""
+    vals = []
+    for k in range(1, rounds + 1):
+        path = os.path.join(d, f"fi-{size}-{k}.txt")
+        try:
+            with open(path, encoding="utf-8") as f:
+                rows = [FI_ROW.match(line) for line in f]
+        except OSError as e:
+            sys.exit(f"compare_net_report: {path}: {e}")
+        got = [float(m.group(2)) for m in rows if m and int(m.group(1)) == size]
+        if not got:
+            sys.exit(f"compare_net_report: {path}: no fi_pingpong result row for {size} B")
+        vals.append(got[0])
+    return min(vals), vals
+
+
+def target(name, ours, theirs, limit, higher_is_better, unit, method):
+    ratio = ours / theirs if ours is not None and theirs else None
+    if ratio is None:
+        met = None
+    elif higher_is_better:
+        met = ratio >= limit
+    else:
+        met = ratio <= limit
+    return {"target": name, "ours": ours, "theirs": theirs, "ratio": ratio, "limit": limit,
+            "higher_is_better": higher_is_better, "unit": unit, "met": met, "method": method}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--rounds", type=int, required=True)
+    ap.add_argument("--fi-sizes", default="8")
+    ap.add_argument("--no-ofi", action="store_true")
+    a = ap.parse_args(argv)
+    d, k = a.dir, a.rounds
+
+    raw = pair(d, k, "nf-tcp", "raw-tcp", ("nf tcp", "raw socket"))
+    mpi = pair(d, k, "nf-tcp", "openmpi-tcp", ("nf tcp", "Open MPI tcp"))
+    if not a.no_ofi:
+        pair(d, k, "nf-ofi", "openmpi-tcp", ("nf ofi", "Open MPI tcp"))
+    shm = pair(d, k, "shm-mixed", "shm-only", ("shm+net", "shm only"))
+
+    med = "best-of-K median half round trip"
+    targets = []
+    r8 = raw.get(LAT_8)
+    targets.append(target("tcp 8 B vs raw socket", r8 and r8["ours_median_us"],
+                          r8 and r8["theirs_median_us"], 1.15, False, "us", med))
+    m8 = mpi.get(LAT_8)
+    targets.append(target("tcp 8 B vs Open MPI tcp", m8 and m8["ours_median_us"],
+                          m8 and m8["theirs_median_us"], 1.0, False, "us", med))
+    iperf, iperf_all = iperf_mb_per_s(d, k)
+    bw = raw.get(BW_SIZE)
+    targets.append(target("tcp 4 MiB bandwidth vs iperf3", bw and bw["ours_mb_per_s"], iperf,
+                          0.85, True, "MB/s",
+                          f"best of K: ping-pong size / mean half round trip; iperf3 received "
+                          f"rate ({', '.join(f'{r:.0f}' for r in iperf_all)} MB/s)"))
+    if not a.no_ofi:
+        for s in (int(x) for x in a.fi_sizes.split(",")):
+            fi, fi_all = fi_usec(d, k, s)
+            targets.append(target(f"ofi {s} B vs fi_pingpong", best_avg(d, "nf-ofi", k, s), fi,
+                                  1.3 if s == LAT_8 else None, False, "us",
+                                  "best-of-K mean half round trip (fi_pingpong reports means: "
+                                  f"{', '.join(f'{v:.2f}' for v in fi_all)} us)"))
+    s8 = shm.get(LAT_8)
+    targets.append(target("shm 8 B with network transports vs shm only",
+                          s8 and s8["ours_median_us"], s8 and s8["theirs_median_us"], 1.05,
+                          False, "us", med))
+
+    print("\ntargets (issue 3), ratio = ours / theirs")
+    for t in targets:
+        if t["ratio"] is None:
+            print(f"  {t['target']:<46} not measured")
+            continue
+        sign = ">=" if t["higher_is_better"] else "<="
+        verdict = "-" if t["met"] is None else ("met" if t["met"] else "MISSED")
+        goal = f"{sign} {t['limit']:.2f}" if t["limit"] is not None else "(no target)"
+        print(f"  {t['target']:<46} {t['ours']:10.2f} / {t['theirs']:10.2f} {t['unit']:<4}"
+              f" = {t['ratio']:.2f}  {goal:<8} {verdict}")
+    try:
+        with open(os.path.join(d, "targets.json"), "w", encoding="utf-8") as f:
+            json.dump({"bench": "compare-net", "rounds": k, "targets": targets}, f, indent=2)
+            f.write("\n")
+    except OSError as e:
+        sys.exit(f"compare_net_report: {e}")
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(BrokenPipeError):
+        sys.exit(main())

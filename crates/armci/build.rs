@@ -1,0 +1,93 @@
+//! Builds the C side of libarmci (`csrc/`, everything that touches MPI types) with
+//! `mpicc` and links it whole into the library.
+//!
+//! 1. Find the MPI C compiler: `$MPICC`, else `mpicc` (Debian: `libopenmpi-dev`). It
+//!    decides what `MPI_Comm` is (a pointer in Open MPI, an int in MPICH), which is why
+//!    no Rust code touches MPI types.
+//! 2. Compile `csrc/*.c` with the public headers of `include/` into a static archive,
+//!    linked with `+whole-archive` so every `ARMCI_*` / `armci_*` function lands in
+//!    the library even though no Rust code calls it.
+//! 3. Link the MPI library the compiler wrapper names (`mpicc --showme:link`, Open
+//!    MPI; `mpicc -link_info`, MPICH).
+//! 4. Export the C names through `exports.map`, next to the version script rustc
+//!    writes for the Rust names.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    println!("cargo:rerun-if-changed=csrc");
+    println!("cargo:rerun-if-changed=include");
+    println!("cargo:rerun-if-changed=exports.map");
+    println!("cargo:rerun-if-env-changed=MPICC");
+
+    let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".into()); // 1
+    let probe = Command::new(&mpicc).arg("--version").output();
+    if !matches!(probe, Ok(ref o) if o.status.success()) {
+        panic!(
+            "libarmci needs an MPI C compiler: `{mpicc}` does not run. Install Open MPI \
+             (scripts/setup.sh, or apt-get install libopenmpi-dev) or set MPICC"
+        );
+    }
+
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(dir.join("csrc")) // 2
+        .expect("read csrc/")
+        .map(|e| e.expect("csrc entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    sources.sort();
+    cc::Build::new()
+        .compiler(&mpicc)
+        .files(&sources)
+        .include(dir.join("include"))
+        .include(dir.join("csrc"))
+        .flag("-std=gnu11")
+        .flag("-fvisibility=default")
+        .warnings(true)
+        .extra_warnings(true)
+        .warnings_into_errors(true)
+        .cargo_metadata(false)
+        .compile("nfarmci_c");
+    let out = env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    println!("cargo:rustc-link-search=native={out}");
+    println!("cargo:rustc-link-lib=static:+whole-archive=nfarmci_c");
+
+    for word in mpi_link_words(&mpicc) {
+        // 3
+        if let Some(path) = word.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={path}");
+        } else if let Some(lib) = word.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib=dylib={lib}");
+        } else if word.starts_with("-Wl,") || word == "-pthread" {
+            println!("cargo:rustc-link-arg={word}");
+        }
+    }
+
+    println!(
+        // 4
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        dir.join("exports.map").display()
+    );
+}
+
+/// The linker words of the MPI wrapper (Open MPI's `--showme:link`, else MPICH's
+/// `-link_info`, whose first word is the compiler itself).
+fn mpi_link_words(mpicc: &str) -> Vec<String> {
+    let run = |arg: &str| {
+        Command::new(mpicc)
+            .arg(arg)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    if let Some(text) = run("--showme:link") {
+        return text.split_whitespace().map(str::to_owned).collect();
+    }
+    if let Some(text) = run("-link_info") {
+        return text.split_whitespace().skip(1).map(str::to_owned).collect();
+    }
+    panic!("`{mpicc}` names no link flags (tried --showme:link and -link_info)");
+}

@@ -1,0 +1,175 @@
+/*
+ * ninefold libarmci: process groups over MPI communicators.
+ *
+ * Global Arrays copies ARMCI_Group values around and reads their fields, so a
+ * group is entirely described by its struct: `comm` (MPI_Comm_create over the
+ * parent, hence a real communicator GA can call MPI on), rank / size, and the
+ * rank translation tables, allocated here and released by ARMCI_Group_free.
+ * The world and default groups live in `nfa` (setup.c).
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+void nfa_group_fill(ARMCI_Group *group) {
+    group->grp_to_abs = NULL;
+    group->abs_to_grp = NULL;
+    group->noncoll_pgroup_comm = MPI_COMM_NULL;
+    if (group->comm == MPI_COMM_NULL) {
+        group->rank = -1;
+        group->size = 0;
+        return;
+    }
+    MPI_Comm_rank(group->comm, &group->rank);
+    MPI_Comm_size(group->comm, &group->size);
+    /* The world's tables are filled while nfa.world is being set up. */
+    int is_world = group == &nfa.world;
+    int world_size = is_world ? group->size : nfa.world.size;
+    MPI_Group world_grp, grp;
+    MPI_Comm_group(is_world ? group->comm : nfa.world.comm, &world_grp);
+    MPI_Comm_group(group->comm, &grp);
+    int *ids = malloc(sizeof(int) * (size_t)world_size);
+    group->grp_to_abs = malloc(sizeof(int) * (size_t)group->size);
+    group->abs_to_grp = malloc(sizeof(int) * (size_t)world_size);
+    if (!ids || !group->grp_to_abs || !group->abs_to_grp)
+        nfa_fatal("ARMCI_Group_create", "out of memory for the rank tables of a group of %d",
+                  group->size);
+    for (int i = 0; i < world_size; i++) ids[i] = i;
+    MPI_Group_translate_ranks(grp, group->size, ids, world_grp, group->grp_to_abs);
+    MPI_Group_translate_ranks(world_grp, world_size, ids, grp, group->abs_to_grp);
+    for (int i = 0; i < world_size; i++)
+        if (group->abs_to_grp[i] == MPI_UNDEFINED) group->abs_to_grp[i] = -1;
+    free(ids);
+    MPI_Group_free(&world_grp);
+    MPI_Group_free(&grp);
+}
+
+void nfa_group_release(ARMCI_Group *group) {
+    if (group->comm != MPI_COMM_NULL) MPI_Comm_free(&group->comm);
+    free(group->grp_to_abs);
+    free(group->abs_to_grp);
+    group->comm = MPI_COMM_NULL;
+    group->grp_to_abs = NULL;
+    group->abs_to_grp = NULL;
+    group->rank = -1;
+    group->size = 0;
+}
+
+void nfa_group_check(const char *call, const ARMCI_Group *group) {
+    nfa_require_init(call);
+    if (group == NULL) nfa_fatal(call, "argument 'group' is NULL");
+    if (group->comm == MPI_COMM_NULL || group->rank < 0)
+        nfa_fatal(call, "argument 'group': this process is not a member of the group "
+                        "(or the group was freed)");
+}
+
+int nfa_group_rank_of(const ARMCI_Group *group, int abs) {
+    if (abs < 0 || abs >= nfa.world.size) return -1;
+    if (group->comm == nfa.world.comm || group->abs_to_grp == NULL) return abs;
+    return group->abs_to_grp[abs];
+}
+
+static int allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
+    return MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+                         *(MPI_Comm *)ctx);
+}
+
+static int barrier_cb(void *ctx) {
+    return MPI_Barrier(*(MPI_Comm *)ctx);
+}
+
+struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
+    struct nfa_wireup wu = {
+        .ctx = &group->comm,
+        .rank = group->rank,
+        .size = group->size,
+        .members = group->grp_to_abs,
+        .allgather = allgather_cb,
+        .barrier = barrier_cb,
+    };
+    return wu;
+}
+
+void ARMCI_Group_create_child(int grp_size, int *pid_list, ARMCI_Group *group_out,
+                              ARMCI_Group *group_parent) {
+    const char *call = "ARMCI_Group_create";
+    nfa_group_check(call, group_parent);
+    if (group_out == NULL) nfa_fatal(call, "argument 'group_out' is NULL");
+    if (grp_size < 1 || grp_size > group_parent->size)
+        nfa_fatal(call, "argument 'grp_size' is %d; it must be 1 .. %d (the parent's size)",
+                  grp_size, group_parent->size);
+    if (pid_list == NULL) nfa_fatal(call, "argument 'pid_list' is NULL");
+    for (int i = 0; i < grp_size; i++) {
+        if (pid_list[i] < 0 || pid_list[i] >= group_parent->size)
+            nfa_fatal(call, "argument 'pid_list[%d]' is %d; parent ranks are 0 .. %d", i,
+                      pid_list[i], group_parent->size - 1);
+        for (int j = 0; j < i; j++)
+            if (pid_list[j] == pid_list[i])
+                nfa_fatal(call, "argument 'pid_list' names rank %d twice (entries %d and %d)",
+                          pid_list[i], j, i);
+    }
+    MPI_Group parent, child;
+    MPI_Comm_group(group_parent->comm, &parent);
+    MPI_Group_incl(parent, grp_size, pid_list, &child);
+    MPI_Comm_create(group_parent->comm, child, &group_out->comm);
+    MPI_Group_free(&parent);
+    MPI_Group_free(&child);
+    nfa_group_fill(group_out);
+}
+
+void ARMCI_Group_create(int grp_size, int *pid_list, ARMCI_Group *group_out) {
+    ARMCI_Group_create_child(grp_size, pid_list, group_out, &nfa.deflt);
+}
+
+void ARMCI_Group_free(ARMCI_Group *group) {
+    nfa_require_init("ARMCI_Group_free");
+    if (group == NULL) nfa_fatal("ARMCI_Group_free", "argument 'group' is NULL");
+    if (group->comm == nfa.world.comm && group->comm != MPI_COMM_NULL)
+        nfa_fatal("ARMCI_Group_free", "argument 'group' is the world group, which "
+                                      "ARMCI_Finalize frees");
+    if (group->comm == nfa.deflt.comm && group->comm != MPI_COMM_NULL)
+        nfa.deflt = nfa.world; /* a freed default falls back to the world */
+    nfa_group_release(group);
+}
+
+int ARMCI_Group_rank(ARMCI_Group *group, int *rank) {
+    if (group == NULL) nfa_fatal("ARMCI_Group_rank", "argument 'group' is NULL");
+    if (rank == NULL) nfa_fatal("ARMCI_Group_rank", "argument 'rank' is NULL");
+    *rank = group->rank;
+    return group->rank >= 0 ? 0 : 1;
+}
+
+void ARMCI_Group_size(ARMCI_Group *group, int *size) {
+    if (group == NULL) nfa_fatal("ARMCI_Group_size", "argument 'group' is NULL");
+    if (size == NULL) nfa_fatal("ARMCI_Group_size", "argument 'size' is NULL");
+    *size = group->size;
+}
+
+void ARMCI_Group_set_default(ARMCI_Group *group) {
+    nfa_group_check("ARMCI_Group_set_default", group);
+    nfa.deflt = *group;
+}
+
+void ARMCI_Group_get_default(ARMCI_Group *group_out) {
+    nfa_require_init("ARMCI_Group_get_default");
+    if (group_out == NULL)
+        nfa_fatal("ARMCI_Group_get_default", "argument 'group_out' is NULL");
+    *group_out = nfa.deflt;
+}
+
+void ARMCI_Group_get_world(ARMCI_Group *group_out) {
+    nfa_require_init("ARMCI_Group_get_world");
+    if (group_out == NULL) nfa_fatal("ARMCI_Group_get_world", "argument 'group_out' is NULL");
+    *group_out = nfa.world;
+}
+
+int ARMCI_Absolute_id(ARMCI_Group *group, int group_rank) {
+    const char *call = "ARMCI_Absolute_id";
+    nfa_require_init(call);
+    if (group == NULL) nfa_fatal(call, "argument 'group' is NULL");
+    if (group_rank < 0 || group_rank >= group->size)
+        nfa_fatal(call, "argument 'group_rank' is %d; the group's ranks are 0 .. %d",
+                  group_rank, group->size - 1);
+    if (group->grp_to_abs == NULL) return group_rank;
+    return group->grp_to_abs[group_rank];
+}

@@ -1,0 +1,118 @@
+/*
+ * ninefold libarmci, internal: the C side's shared state and the boundary with
+ * the Rust side (src/ffi.rs mirrors every declaration in the second half).
+ *
+ * Who owns what:
+ * - C (this folder) owns everything that touches MPI types: init / finalize, the
+ *   world and its groups (real communicators), node topology, armci_msg_*,
+ *   armci_tcgmsg_*, aborting. It never moves RMA data.
+ * - Rust (src/) owns the RMA side: segments, put / get / accumulate, handles,
+ *   fences, atomics, mutexes. It reaches MPI only through `struct nfa_wireup`
+ *   callbacks and aborts only through nfa_fatal.
+ */
+#ifndef NFA_INTERNAL_H
+#define NFA_INTERNAL_H
+
+#include <stddef.h>
+
+#include <mpi.h>
+
+#include "armci.h"
+
+/* ---- C side ------------------------------------------------------------ */
+
+/* Process-wide state, valid between ARMCI_Init and ARMCI_Finalize. */
+struct nfa_state {
+    int init_count;       /* ARMCI_Init calls not yet matched by ARMCI_Finalize */
+    ARMCI_Group world;    /* comm: a duplicate of MPI_COMM_WORLD */
+    ARMCI_Group deflt;    /* the default group (a copy of world until changed) */
+    MPI_Comm node_comm;   /* the world's processes on this node */
+    int node_count;       /* nodes in the job */
+    int *node_of;         /* node of each world rank */
+    int *node_first;      /* node_count + 1 offsets into node_members */
+    int *node_members;    /* world ranks grouped by node, ascending within a node */
+    int tcg_started_mpi;  /* armci_tcgmsg_pbeginf called MPI_Init */
+    int tcg_started_armci;/* armci_tcgmsg_pbeginf called ARMCI_Init */
+};
+
+extern struct nfa_state nfa;
+
+/* Aborts the job if ARMCI_Init has not run; `call` names the caller. */
+void nfa_require_init(const char *call);
+
+/*
+ * Prints "libarmci: rank R: CALL: MESSAGE" on stderr and aborts the whole job with
+ * ARMCI_NF_ABORT_CODE. Every bad argument ends here.
+ */
+_Noreturn void nfa_fatal(const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Fills a group's rank, size and translation tables from its `comm` field. */
+void nfa_group_fill(ARMCI_Group *group);
+/* Releases what nfa_group_fill allocated and the communicator. */
+void nfa_group_release(ARMCI_Group *group);
+/* Checks that group is non-NULL and the caller is a member; aborts naming `call`. */
+void nfa_group_check(const char *call, const ARMCI_Group *group);
+/* Group rank of world rank `abs` in group, or -1. */
+int nfa_group_rank_of(const ARMCI_Group *group, int abs);
+
+/* Works out the node tables (from Rust's domains) and node_comm (collective). */
+void nfa_topology_init(void);
+void nfa_topology_free(void);
+
+/* Communicator of `scope` within group (SCOPE_NODE: the group's node share). */
+MPI_Comm nfa_scope_comm(const char *call, int scope, const ARMCI_Group *group,
+                        int *must_free);
+
+/* Element-wise all-reduce of x over comm; `call` names the caller for errors. */
+void nfa_allreduce(const char *call, void *x, int n, const char *op, int type,
+                   MPI_Comm comm);
+
+/* Sets up / frees the TCGMSG counter (collective, inside ARMCI_Init / _Finalize). */
+void nfa_tcgmsg_init(void);
+void nfa_tcgmsg_free(void);
+
+/* ---- boundary with Rust ------------------------------------------------- */
+
+/*
+ * Collective operations of one group, handed to Rust as its wire-up: Rust calls
+ * them (all members in the same order) to exchange segment addresses and to
+ * synchronise. Both return 0, or an MPI error code.
+ */
+struct nfa_wireup {
+    void *ctx;           /* the group's MPI_Comm, opaque to Rust */
+    int rank;            /* the caller's rank in the group */
+    int size;            /* members */
+    const int *members;  /* world rank of each group rank */
+    int (*allgather)(void *ctx, const void *mine, void *all, size_t bytes);
+    int (*barrier)(void *ctx);
+};
+
+/* A wire-up over group (valid while group is). */
+struct nfa_wireup nfa_wireup_of(ARMCI_Group *group);
+
+/* Rust: starts the RMA side over the world wire-up; 0, or non-zero with a reason in err. */
+int nf_armci_rs_init(const struct nfa_wireup *world, char *err, size_t errlen);
+/* Rust: node_of[r] = the node (shared-memory domain) of world rank r, for n ranks. */
+int nf_armci_rs_node_of(int *node_of, int n);
+/* Rust: completes everything and releases every segment (collective). */
+int nf_armci_rs_finalize(const struct nfa_wireup *world);
+/* Rust: releases shared resources without talking to anyone. */
+void nf_armci_rs_cleanup(void);
+/* Rust: collective allocation over `group` (ptr_arr by group rank); aborts on error. */
+int nf_armci_rs_malloc(const char *call, const struct nfa_wireup *group, long bytes,
+                       void **ptr_arr);
+/* Rust: collective free of the allocation whose local address is ptr (may be NULL). */
+int nf_armci_rs_free(const char *call, const struct nfa_wireup *group, void *ptr);
+/* Rust: a local buffer usable by every transport; NULL when out of memory. */
+void *nf_armci_rs_malloc_local(long bytes);
+int nf_armci_rs_free_local(const char *call, void *ptr);
+/* Rust: the cap of ARMCI_Set_shm_limit (0: none). */
+void nf_armci_rs_set_limit(unsigned long long bytes);
+
+/* Rust calls this to abort: like nfa_fatal with a ready message. */
+_Noreturn void nfa_fatal_msg(const char *call, const char *msg);
+/* Rust calls this to learn the caller's world rank for messages (-1 before init). */
+int nfa_world_rank(void);
+
+#endif /* NFA_INTERNAL_H */

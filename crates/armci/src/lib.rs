@@ -1,0 +1,35 @@
+//! libarmci: ARMCI for C programs, and for Debian's prebuilt Global Arrays, over
+//! ninefold's rma layer (`nf-rma`).
+//!
+//! Glossary:
+//! - **ARMCI**: the one-sided interface Global Arrays is written on (seed 004 ch. 4);
+//!   this library is ABI-compatible with ARMCI-MPI 0.3 as Debian builds it.
+//! - **C side** (`csrc/`, built by `build.rs` with `mpicc`): everything that touches
+//!   MPI types — init, groups (real MPI communicators), topology, `armci_msg_*`,
+//!   `armci_tcgmsg_*`, aborting. MPI types differ between MPI libraries, so no Rust
+//!   code names them.
+//! - **Rust side** (this crate): the one-sided calls. Each `ARMCI_*` function here
+//!   checks its C arguments in ARMCI's words ([`args`]), builds an `nf_rma::Xfer`
+//!   and runs it ([`issue`]); the rma layer moves the bytes (load / store within a
+//!   node, a service thread across nodes, so targets need not call the library).
+//! - **wire-up**: the rma layer's collectives, here MPI calls on a group's
+//!   communicator made by the C side ([`wireup`]).
+//! - **state**: the process's `Rma` and handle table, between `ARMCI_Init` and
+//!   `ARMCI_Finalize` ([`state`]).
+//!
+//! Every failure of an ARMCI call is fatal, as in ARMCI: the message names the call
+//! and the argument, and the job is aborted with a non-zero code ([`ffi::fatal`]).
+//! The public headers are in `include/` (one per capability, `armci.h` gathers them).
+#![warn(missing_docs)]
+
+pub mod args;
+pub mod contig;
+pub mod ffi;
+pub mod issue;
+pub mod memory;
+pub mod nonblocking;
+pub mod state;
+pub mod strided;
+pub mod sync;
+pub mod vector;
+pub mod wireup;

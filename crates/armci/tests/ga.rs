@@ -1,0 +1,177 @@
+//! Global Arrays acceptance: C programs using Debian's `ga.h`, linked the way
+//! `ga-config --libs` says but with libarmci in place of ARMCI-MPI, run by `mpirun`
+//! with 2 and 4 processes and across two namespace hosts (2 + 2). Each program checks
+//! its results against a serial computation of its own.
+//!
+//! `NF_ARMCI_TEST_IMPL=armci-mpi` links them against ARMCI-MPI instead (the proof
+//! that the programs are right).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{assert_all_passed, compile, expected_tests, lib_dir, mpirun, mpirun_hosts, Impl};
+use nf_testkit::Netns;
+
+/// Generous: a run takes seconds; this only stops a hang.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// Debian's `ga-config` for the Open MPI build of Global Arrays.
+const GA_CONFIG: &str = "/usr/lib/x86_64-linux-gnu/ga/openmpi/bin/ga-config";
+
+/// Debian's Global Arrays archive.
+const LIBGA: &str = "/usr/lib/x86_64-linux-gnu/libga-openmpi.a";
+
+/// The words of `ga-config ARG`.
+fn ga_config(arg: &str) -> Vec<String> {
+    let out = Command::new(GA_CONFIG)
+        .arg(arg)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{GA_CONFIG} {arg}: {e}; install libglobalarrays-dev (scripts/setup.sh)")
+        });
+    assert!(out.status.success(), "{GA_CONFIG} {arg} failed");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `ga-config --libs` without ARMCI-MPI, then the Fortran runtime GA needs.
+fn ga_libs() -> Vec<String> {
+    let mut libs: Vec<String> = ga_config("--libs")
+        .into_iter()
+        .filter(|w| w != "-larmci-openmpi")
+        .collect();
+    libs.extend(ga_config("--flibs"));
+    libs
+}
+
+fn source(name: &str) -> PathBuf {
+    common::crate_dir()
+        .join("tests/ga")
+        .join(format!("{name}.c"))
+}
+
+fn build(name: &str) -> (Impl, PathBuf) {
+    let imp = Impl::from_env();
+    let libs = ga_libs();
+    let libs: Vec<&str> = libs.iter().map(String::as_str).collect();
+    let include = format!("-I{}", common::crate_dir().join("tests/ga").display());
+    let mut pre = vec![include.as_str()];
+    pre.extend(libs);
+    (imp, compile(imp, name, &[source(name)], &pre))
+}
+
+/// Runs GA program `name` with 2 and 4 processes and on two hosts with 2 each.
+fn run_ga(name: &str) {
+    let (imp, prog) = build(name);
+    let names = expected_tests(&source(name), imp);
+    for np in [2, 4] {
+        let out = mpirun(np, &prog, &[], LIMIT);
+        assert_all_passed(&format!("{name} -np {np} ({imp:?})"), &out, &names);
+    }
+    let net = Netns::create(2).expect("two namespace hosts");
+    let out = mpirun_hosts(&net, 2, &prog, &[], LIMIT);
+    assert_all_passed(&format!("{name} on 2 hosts x 2 ({imp:?})"), &out, &names);
+}
+
+#[test]
+fn ga_create_destroy_patches() {
+    run_ga("ga_arrays");
+}
+
+#[test]
+fn ga_dgemm_ddot() {
+    run_ga("ga_algebra");
+}
+
+#[test]
+fn ga_read_inc_and_lock() {
+    run_ga("ga_sync");
+}
+
+#[test]
+fn ga_processor_groups() {
+    run_ga("ga_groups");
+}
+
+/// Symbols named by `nm` lines of a kind (`U`, or defined: `T`, `W`, `D`, `B`, `R`).
+fn symbols(args: &[&str], path: &str, defined: bool) -> BTreeSet<String> {
+    let out = Command::new("nm")
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("nm {path}: {e}"));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match (defined, w.as_slice()) {
+                (false, ["U", name]) => Some(name.to_string()),
+                (true, [_, kind, name]) if "TWDBRV".contains(*kind) => Some(name.to_string()),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Every ARMCI symbol Debian's libga references, the armci_tcgmsg_* family
+/// included, is exported by libarmci.so.
+#[test]
+fn libarmci_exports_everything_libga_references() {
+    let lib = lib_dir().join("libarmci.so");
+    let lib = lib.to_str().expect("utf-8 path");
+    let exported = symbols(&["-D", "--defined-only"], lib, true);
+    let referenced: BTreeSet<String> = symbols(&["-u"], LIBGA, false)
+        .into_iter()
+        .filter(|s| s.to_lowercase().contains("armci"))
+        .collect();
+    let ga_own = symbols(&[], LIBGA, true);
+    let needed: Vec<&String> = referenced
+        .iter()
+        .filter(|s| !ga_own.contains(*s) || s.starts_with("armci_tcgmsg_"))
+        .collect();
+    assert!(
+        needed.len() > 90,
+        "only {} ARMCI symbols found in {LIBGA}",
+        needed.len()
+    );
+    let missing: Vec<&&String> = needed.iter().filter(|s| !exported.contains(**s)).collect();
+    assert!(
+        missing.is_empty(),
+        "libarmci.so does not export {missing:?}"
+    );
+}
+
+/// A GA program built here takes every ARMCI symbol from libarmci.so: none is
+/// defined in the executable (ARMCI-MPI is a static archive, so linking it would
+/// define them there), and the dynamic linker finds libarmci.so.
+#[test]
+fn ga_programs_link_libarmci_not_armci_mpi() {
+    assert!(!ga_libs().iter().any(|w| w.contains("armci-openmpi")));
+    let (imp, prog) = build("ga_algebra");
+    if imp == Impl::ArmciMpi {
+        panic!("this check is about libarmci; NF_ARMCI_TEST_IMPL=armci-mpi links ARMCI-MPI");
+    }
+    let prog = prog.to_str().expect("utf-8 path");
+    let defined = symbols(&[], prog, true);
+    assert!(
+        !defined
+            .iter()
+            .any(|s| s.starts_with("ARMCI_") || s.starts_with("PARMCI_")),
+        "the executable defines ARMCI symbols itself"
+    );
+    assert!(symbols(&["-u"], prog, false).contains("ARMCI_Init"));
+    let ldd = Command::new("ldd").arg(prog).output().expect("ldd");
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    let ours = lib_dir().join("libarmci.so");
+    assert!(
+        ldd.contains(ours.to_str().expect("utf-8 path")),
+        "ldd does not resolve libarmci.so to {}:\n{ldd}",
+        ours.display()
+    );
+}

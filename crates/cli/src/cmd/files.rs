@@ -1,0 +1,491 @@
+//! `nf ls | stat | cat | write | cp | tail | rm | mkdir`: files on a node server over
+//! 9P, without mounting anything.
+//!
+//! Every path is `ADDR:/path` (`unix:PATH:/p`, `tcp:HOST:PORT:/p`) or `:/path` for the
+//! local server (`$NF_ADDR`, else the default socket of `nf serve`). Data moves in
+//! msize-sized chunks as it comes, so `cat` of a stream or a pipe prints while it runs
+//! and `producer | nf write :/pipe/p` feeds a pipe as the producer writes.
+
+use std::collections::VecDeque;
+use std::fs::File as LocalFile;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use nf_ninep::client::{ClientError, File, Root};
+use nf_ninep::errno::{EAGAIN, EEXIST, ENOENT};
+use nf_ninep::{LOpenFlags, Message, Rmessage, Tread};
+use nf_node::addr::{is_remote, parse_target, Target};
+use nf_node::connect::{attach, ConnectOptions};
+use nf_node::tls::TlsFiles;
+
+/// How to reach the server (shared by the file commands).
+#[derive(Args, Debug, Clone)]
+pub struct ConnArgs {
+    /// User to attach as [default: $USER].
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Largest 9P message to ask for, in bytes.
+    #[arg(long, global = true, default_value_t = nf_ninep::DEFAULT_MAX_MSIZE)]
+    pub msize: u32,
+    /// Client certificate (PEM) for tls: addresses; its common name is the user.
+    #[arg(long, global = true, value_name = "PEM", requires_all = ["key", "ca"])]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(long, global = true, value_name = "PEM", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// CA certificate that signs the server's certificate (PEM).
+    #[arg(long, global = true, value_name = "PEM", requires = "cert")]
+    pub ca: Option<PathBuf>,
+}
+
+impl ConnArgs {
+    fn options(&self) -> ConnectOptions {
+        let mut opts = ConnectOptions {
+            msize: self.msize,
+            ..ConnectOptions::default()
+        };
+        if let Some(u) = &self.user {
+            opts.user = u.clone();
+        }
+        if let (Some(cert), Some(key), Some(ca)) = (&self.cert, &self.key, &self.ca) {
+            opts.tls = Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                ca: ca.clone(),
+            });
+            if self.user.is_none() {
+                // Attach as whoever the certificate says.
+                opts.user = String::new();
+            }
+        }
+        opts
+    }
+
+    /// The target named by `arg`, attached.
+    fn open(&self, arg: &str) -> anyhow::Result<(Root, Target)> {
+        let target = parse_target(arg)?;
+        let root = attach(&target.addr, &self.options())
+            .with_context(|| format!("reaching the 9P server {}", target.addr))?;
+        Ok((root, target))
+    }
+}
+
+/// Arguments of `nf ls`.
+#[derive(Args, Debug)]
+pub struct LsArgs {
+    /// Directories (or files) to list.
+    #[arg(required = true, value_name = "ADDR:/PATH")]
+    pub paths: Vec<String>,
+    /// Long listing: mode, size, name.
+    #[arg(short, long)]
+    pub long: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// Arguments of `nf stat`, `nf cat`, `nf rm`, `nf mkdir`.
+#[derive(Args, Debug)]
+pub struct PathsArgs {
+    /// The files.
+    #[arg(required = true, value_name = "ADDR:/PATH")]
+    pub paths: Vec<String>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// Arguments of `nf write`.
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// The file (created if missing).
+    #[arg(value_name = "ADDR:/PATH")]
+    pub path: String,
+    /// Text to write, joined by spaces, with a newline; without it, standard input.
+    pub text: Vec<String>,
+    /// Append instead of replacing the content.
+    #[arg(short, long)]
+    pub append: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// Arguments of `nf cp`.
+#[derive(Args, Debug)]
+pub struct CpArgs {
+    /// Source: a local file or ADDR:/PATH.
+    pub from: String,
+    /// Destination: a local file or ADDR:/PATH (created or replaced).
+    pub to: String,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// Arguments of `nf tail`.
+#[derive(Args, Debug)]
+pub struct TailArgs {
+    /// The file or stream.
+    #[arg(value_name = "ADDR:/PATH")]
+    pub path: String,
+    /// Lines of what is there already to print.
+    #[arg(short = 'n', long, default_value_t = 10)]
+    pub lines: usize,
+    /// Then follow: print what is appended until interrupted or the stream ends.
+    #[arg(short, long)]
+    pub follow: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+fn flags_r() -> LOpenFlags {
+    LOpenFlags::RDONLY
+}
+
+/// Copies an open remote file to `out`, chunk by chunk, as data comes.
+fn copy_out(file: &mut File, out: &mut dyn Write) -> anyhow::Result<u64> {
+    let mut total = 0;
+    loop {
+        let data = file.read_chunk(file.position(), file.chunk())?;
+        if data.is_empty() {
+            out.flush()?;
+            return Ok(total);
+        }
+        file.seek_to(file.position() + data.len() as u64);
+        total += data.len() as u64;
+        out.write_all(&data)?;
+        out.flush()?;
+    }
+}
+
+/// Copies `input` to an open remote file, chunk by chunk, as data comes.
+fn copy_in(input: &mut dyn Read, file: &mut File) -> anyhow::Result<u64> {
+    let mut buf = vec![0u8; file.chunk() as usize];
+    let mut total = 0;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("reading the input"),
+        };
+        file.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
+/// Opens `path` for writing, creating it (mode 0644) if it does not exist.
+fn open_for_write(root: &Root, path: &str, append: bool) -> Result<File, ClientError> {
+    let flags = if append {
+        LOpenFlags::WRONLY | LOpenFlags::APPEND
+    } else {
+        LOpenFlags::WRONLY | LOpenFlags::TRUNC
+    };
+    match root.open(path, flags) {
+        Err(e) if e.errno() == Some(ENOENT) => match root.create(path, flags, 0o644) {
+            // Made by someone else meanwhile.
+            Err(e) if e.errno() == Some(EEXIST) => root.open(path, flags),
+            other => other,
+        },
+        other => other,
+    }
+}
+
+/// `nf ls`.
+pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
+    let mut out = io::stdout().lock();
+    for arg in &a.paths {
+        let (root, t) = a.conn.open(arg)?;
+        let stat = root.stat(&t.path)?;
+        let names = if stat.is_dir() {
+            root.readdir(&t.path)?
+                .into_iter()
+                .map(|e| (e.is_dir(), e.name))
+                .map(|(d, n)| (n, d))
+                .collect()
+        } else {
+            vec![(t.path.clone(), false)]
+        };
+        if a.paths.len() > 1 {
+            writeln!(out, "{arg}:")?;
+        }
+        let mut names: Vec<(String, bool)> = names;
+        names.sort();
+        for (name, is_dir) in names {
+            let shown = if is_dir {
+                format!("{name}/")
+            } else {
+                name.clone()
+            };
+            if a.long {
+                let full = if stat.is_dir() {
+                    format!("{}/{name}", t.path.trim_end_matches('/'))
+                } else {
+                    name.clone()
+                };
+                let s = root.stat(&full)?;
+                writeln!(out, "{} {:>10} {shown}", mode_string(s.attr.mode), s.size())?;
+            } else {
+                writeln!(out, "{shown}")?;
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// `drwxr-xr-x` from a Linux mode.
+fn mode_string(mode: u32) -> String {
+    let kind = match mode & 0o170000 {
+        0o040000 => 'd',
+        0o120000 => 'l',
+        0o010000 => 'p',
+        0o140000 => 's',
+        0o020000 => 'c',
+        0o060000 => 'b',
+        _ => '-',
+    };
+    let mut s = String::from(kind);
+    for shift in [6, 3, 0] {
+        let bits = (mode >> shift) & 7;
+        s.push(if bits & 4 != 0 { 'r' } else { '-' });
+        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        s.push(if bits & 1 != 0 { 'x' } else { '-' });
+    }
+    s
+}
+
+/// `nf stat`.
+pub fn stat(a: PathsArgs) -> anyhow::Result<i32> {
+    let mut out = io::stdout().lock();
+    for arg in &a.paths {
+        let (root, t) = a.conn.open(arg)?;
+        let s = root.stat(&t.path)?;
+        let kind = if s.is_dir() {
+            "directory"
+        } else if s.is_symlink() {
+            "symlink"
+        } else {
+            "file"
+        };
+        writeln!(out, "path {}", t.path)?;
+        writeln!(out, "type {kind}")?;
+        writeln!(
+            out,
+            "mode {:04o} {}",
+            s.permissions(),
+            mode_string(s.attr.mode)
+        )?;
+        writeln!(out, "size {}", s.size())?;
+        writeln!(out, "uid {}", s.attr.uid)?;
+        writeln!(out, "gid {}", s.attr.gid)?;
+        writeln!(out, "nlink {}", s.attr.nlink)?;
+        writeln!(out, "mtime {}.{:09}", s.attr.mtime.sec, s.attr.mtime.nsec)?;
+        writeln!(out, "qid {:#018x} version {}", s.qid.path, s.qid.version)?;
+    }
+    Ok(0)
+}
+
+/// `nf cat`.
+pub fn cat(a: PathsArgs) -> anyhow::Result<i32> {
+    let mut out = io::stdout().lock();
+    for arg in &a.paths {
+        let (root, t) = a.conn.open(arg)?;
+        let mut file = root.open(&t.path, flags_r())?;
+        copy_out(&mut file, &mut out)?;
+    }
+    Ok(0)
+}
+
+/// `nf write`.
+pub fn write(a: WriteArgs) -> anyhow::Result<i32> {
+    let (root, t) = a.conn.open(&a.path)?;
+    let mut file = open_for_write(&root, &t.path, a.append)?;
+    if a.text.is_empty() {
+        copy_in(&mut io::stdin().lock(), &mut file)?;
+    } else {
+        let line = format!("{}\n", a.text.join(" "));
+        file.write_all(line.as_bytes())?;
+    }
+    file.close()?;
+    Ok(0)
+}
+
+/// `nf cp`: local → remote, remote → local, or remote → remote.
+pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
+    match (is_remote(&a.from), is_remote(&a.to)) {
+        (false, false) => bail!(
+            "nf cp {} {}: neither is remote; name one as ADDR:/path or :/path",
+            a.from,
+            a.to
+        ),
+        (true, false) => {
+            let (root, t) = a.conn.open(&a.from)?;
+            let mut file = root.open(&t.path, flags_r())?;
+            let mut out = LocalFile::create(&a.to)
+                .with_context(|| format!("creating local file {}", a.to))?;
+            copy_out(&mut file, &mut out)?;
+        }
+        (false, true) => {
+            let mut input = LocalFile::open(&a.from)
+                .with_context(|| format!("opening local file {}", a.from))?;
+            let (root, t) = a.conn.open(&a.to)?;
+            let mut file = open_for_write(&root, &t.path, false)?;
+            copy_in(&mut input, &mut file)?;
+            file.close()?;
+        }
+        (true, true) => {
+            let (src_root, src) = a.conn.open(&a.from)?;
+            let (dst_root, dst) = a.conn.open(&a.to)?;
+            let mut from = src_root.open(&src.path, flags_r())?;
+            let mut to = open_for_write(&dst_root, &dst.path, false)?;
+            loop {
+                let data = from.read_chunk(from.position(), from.chunk())?;
+                if data.is_empty() {
+                    break;
+                }
+                from.seek_to(from.position() + data.len() as u64);
+                to.write_all(&data)?;
+            }
+            to.close()?;
+        }
+    }
+    Ok(0)
+}
+
+/// `nf rm`.
+pub fn rm(a: PathsArgs) -> anyhow::Result<i32> {
+    for arg in &a.paths {
+        let (root, t) = a.conn.open(arg)?;
+        root.remove(&t.path)?;
+    }
+    Ok(0)
+}
+
+/// `nf mkdir`.
+pub fn mkdir(a: PathsArgs) -> anyhow::Result<i32> {
+    for arg in &a.paths {
+        let (root, t) = a.conn.open(arg)?;
+        root.mkdir(&t.path, 0o755)?;
+    }
+    Ok(0)
+}
+
+/// Keeps the last `n` lines of what it is fed.
+struct LastLines {
+    n: usize,
+    lines: VecDeque<Vec<u8>>,
+    partial: Vec<u8>,
+}
+
+impl LastLines {
+    fn new(n: usize) -> Self {
+        LastLines {
+            n,
+            lines: VecDeque::new(),
+            partial: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, data: &[u8]) {
+        for &b in data {
+            self.partial.push(b);
+            if b == b'\n' {
+                self.lines.push_back(std::mem::take(&mut self.partial));
+                if self.lines.len() > self.n {
+                    self.lines.pop_front();
+                }
+            }
+        }
+    }
+
+    fn print(self, out: &mut dyn Write) -> io::Result<()> {
+        for l in self.lines {
+            out.write_all(&l)?;
+        }
+        out.write_all(&self.partial)?;
+        out.flush()
+    }
+}
+
+/// How long a read may stay unanswered before `nf tail -f` counts the history as read.
+const CAUGHT_UP: Duration = Duration::from_millis(200);
+
+/// `nf tail`: the last lines, then (`-f`) what is appended.
+///
+/// Without `-f` the file is opened `O_NONBLOCK`, so a stream answers `EAGAIN` once its
+/// history is read. With `-f` reads block; the history counts as read when a read stays
+/// unanswered for a moment, and from then on everything is printed as it comes.
+pub fn tail(a: TailArgs) -> anyhow::Result<i32> {
+    let (root, t) = a.conn.open(&a.path)?;
+    let mut out = io::stdout().lock();
+    let mut last = LastLines::new(a.lines);
+    if !a.follow {
+        let mut file = root.open(&t.path, LOpenFlags::RDONLY | LOpenFlags::NONBLOCK)?;
+        loop {
+            match file.read_chunk(file.position(), file.chunk()) {
+                Ok(data) if data.is_empty() => break,
+                Ok(data) => {
+                    file.seek_to(file.position() + data.len() as u64);
+                    last.feed(&data);
+                }
+                Err(e) if e.errno() == Some(EAGAIN) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        last.print(&mut out)?;
+        return Ok(0);
+    }
+    let file = root.open(&t.path, flags_r())?;
+    let client = file.client().clone();
+    let mut offset = 0u64;
+    let mut history = Some(last);
+    loop {
+        let call = client.start(Tread {
+            fid: file.number(),
+            offset,
+            count: file.chunk(),
+        })?;
+        let reply = match history.is_some() {
+            true => match call.wait_timeout(CAUGHT_UP)? {
+                Some(reply) => reply,
+                None => {
+                    if let Some(h) = history.take() {
+                        h.print(&mut out)?;
+                    }
+                    call.wait()?
+                }
+            },
+            false => call.wait()?,
+        };
+        let data = match reply {
+            Rmessage::Rread(r) => r.data.0,
+            Rmessage::Rlerror(e) => {
+                return Err(ClientError::Remote {
+                    op: "read",
+                    path: t.path.clone(),
+                    errno: e.ecode,
+                }
+                .into())
+            }
+            other => bail!(
+                "read {}: unexpected reply {}",
+                t.path,
+                other.msg_type().name()
+            ),
+        };
+        if data.is_empty() {
+            if let Some(h) = history.take() {
+                h.print(&mut out)?;
+            }
+            return Ok(0);
+        }
+        offset += data.len() as u64;
+        match history.as_mut() {
+            Some(h) => h.feed(&data),
+            None => {
+                out.write_all(&data)?;
+                out.flush()?;
+            }
+        }
+    }
+}

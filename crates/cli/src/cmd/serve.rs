@@ -1,0 +1,259 @@
+//! `nf serve`: the node daemon — this node's file tree over 9P2000.L.
+//!
+//! Without `--foreground` it starts itself again with `--foreground` in a new process
+//! group, passes on what that child prints until the child says it is ready (or
+//! fails), then exits, leaving the child serving: so `nf serve && nf ls :/` never races.
+//! The log goes to stderr (a detached server's only until it is ready) and to `/log`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use nf_ninep::server::trees::synthetic::Stream;
+use nf_ninep::server::ServerConfig;
+use nf_node::addr::default_socket;
+use nf_node::tls::TlsFiles;
+use nf_node::{Daemon, NodeConfig, ServeConfig};
+
+/// The line a foreground server prints once it is listening.
+const READY: &str = "nf serve: ready";
+/// Set by [`detach`] for the child: stop writing to stderr once ready.
+const DETACHED_ENV: &str = "NF_SERVE_DETACHED";
+
+/// Arguments of `nf serve`.
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Tree served: /status (node facts, snapshot per open), /log (append by writing; \
+readers follow it like tail -f), /pipe/NAME (named pipes: create a file in /pipe), \
+/fs and /ro (the --export directory, read-write and read-only with private writes), \
+/mem (arrives with the rma layer).
+
+Local clients may also talk 9P through shared memory: they connect to the shm socket \
+(shm:PATH.shm) and get a memfd ring pair. Listens on the unix sockets only, unless --tcp \
+is given. Tcp on an address that is not \
+loopback is refused unless TLS is configured (--tls-cert, --tls-key, --tls-client-ca): \
+then every tcp listener speaks TLS, clients must present a certificate signed by the \
+client CA, and its common name is the only 9P user they may attach as (it must be an \
+account in /etc/passwd). Log level: NF_LOG (default info). Stop with SIGINT or SIGTERM.
+
+Examples:
+  nf serve --export /srv/data                       # detach once listening
+  nf serve -f --unix /tmp/nf.sock --export /tmp/x   # stay in the foreground
+  nf ls unix:/tmp/nf.sock:/
+  nf serve --tcp 0.0.0.0:5640 --tls-cert node.pem --tls-key node.key --tls-client-ca ca.pem")]
+pub struct ServeArgs {
+    /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/ninefold/nf.sock, or
+    /// /run/ninefold/nf.sock without XDG_RUNTIME_DIR]. A missing directory is made
+    /// with mode 0700.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    /// Listen on no unix socket (then give --tcp).
+    #[arg(long, conflicts_with = "unix")]
+    pub no_unix: bool,
+    /// Unix socket where local clients set up shared-memory channels (9P through
+    /// memfd rings; address shm:PATH) [default: the unix socket's path + ".shm"].
+    #[arg(long, value_name = "PATH")]
+    pub shm: Option<PathBuf>,
+    /// Also listen on tcp ADDR:PORT (repeatable; port 0 picks one). Loopback only,
+    /// unless TLS is configured.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub tcp: Vec<SocketAddr>,
+    /// This server's TLS certificate chain (PEM); makes every --tcp listener TLS.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_client_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificate(s) that sign the clients' certificates (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Directory served as /fs (read-write) and /ro (read-only, writes kept in memory).
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
+    /// Largest 9P message offered to clients, in bytes (at least 4096).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub msize: u32,
+    /// Most fids one connection may hold (more: EMFILE).
+    #[arg(long, default_value_t = 16384)]
+    pub max_fids: usize,
+    /// Most requests one connection may have in flight (more: EAGAIN).
+    #[arg(long, default_value_t = 256)]
+    pub max_in_flight: usize,
+    /// Most connections served at once (more are answered EAGAIN and closed).
+    #[arg(long, default_value_t = 256)]
+    pub max_clients: usize,
+    /// Bytes of /log kept for readers that open later.
+    #[arg(long, default_value_t = 256 * 1024)]
+    pub log_history: usize,
+    /// Buffer of each pipe in /pipe, in bytes (writers block when it is full).
+    #[arg(long, default_value_t = 64 * 1024)]
+    pub pipe_buffer: usize,
+    /// Stay in the foreground instead of detaching once listening.
+    #[arg(long, short = 'f')]
+    pub foreground: bool,
+}
+
+/// `/log` once the tree exists; log lines written before go to stderr only.
+static LOG: OnceLock<Stream> = OnceLock::new();
+/// Set once a detached server is ready: its parent has gone, and with it the terminal.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Writes each log line to stderr and to `/log`.
+struct Tee;
+
+impl Write for Tee {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(log) = LOG.get() {
+            log.push(buf);
+        }
+        if !QUIET.load(Ordering::Relaxed) {
+            let _ = std::io::stderr().write_all(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sets up logging for the server: `NF_LOG` (default `info`) to stderr and `/log`.
+pub fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("NF_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_ansi(false)
+        .with_writer(|| Tee)
+        .init();
+}
+
+impl ServeArgs {
+    fn config(&self) -> anyhow::Result<ServeConfig> {
+        if self.msize < nf_ninep::MIN_MSIZE {
+            bail!(
+                "--msize {} is below the 9P minimum of {} bytes",
+                self.msize,
+                nf_ninep::MIN_MSIZE
+            );
+        }
+        if self.max_fids == 0 || self.max_in_flight == 0 || self.max_clients == 0 {
+            bail!("--max-fids, --max-in-flight and --max-clients must be at least 1");
+        }
+        if let Some(dir) = &self.export {
+            if !dir.is_dir() {
+                bail!(
+                    "--export {}: not a directory (give the directory to serve as /fs and /ro)",
+                    dir.display()
+                );
+            }
+        }
+        let unix = if self.no_unix {
+            None
+        } else {
+            Some(self.unix.clone().unwrap_or_else(default_socket))
+        };
+        let shm = self.shm.clone().or_else(|| {
+            unix.as_ref().map(|u| {
+                let mut p = u.clone().into_os_string();
+                p.push(".shm");
+                PathBuf::from(p)
+            })
+        });
+        let tls = match (&self.tls_cert, &self.tls_key, &self.tls_client_ca) {
+            (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                ca: ca.clone(),
+            }),
+            _ => None,
+        };
+        Ok(ServeConfig {
+            unix,
+            shm,
+            tcp: self.tcp.clone(),
+            tls,
+            node: NodeConfig {
+                export: self.export.clone(),
+                log_history: self.log_history,
+                pipe_capacity: self.pipe_buffer,
+            },
+            limits: ServerConfig::default()
+                .max_msize(self.msize)
+                .max_fids(self.max_fids)
+                .max_in_flight(self.max_in_flight)
+                .max_clients(self.max_clients),
+        })
+    }
+}
+
+/// Runs `nf serve`.
+pub fn main(a: ServeArgs) -> anyhow::Result<i32> {
+    let config = a.config()?;
+    if !a.foreground {
+        return detach();
+    }
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .context("installing SIGINT/SIGTERM handlers")?;
+    let daemon = Daemon::start(&config).context("starting the node server")?;
+    let _ = LOG.set(daemon.log().clone());
+    for addr in daemon.addrs() {
+        println!("nf serve: listening on {addr}");
+        tracing::info!(%addr, "listening");
+    }
+    println!("{READY} (pid {})", std::process::id());
+    let _ = std::io::stdout().flush();
+    if std::env::var_os(DETACHED_ENV).is_some() {
+        QUIET.store(true, Ordering::Relaxed);
+    }
+    let signal = signals.forever().next();
+    tracing::info!(signal, "shutting down");
+    if !daemon.shutdown(Duration::from_secs(5)) {
+        tracing::warn!("some connections did not release their fids within 5 s");
+    }
+    Ok(0)
+}
+
+/// Starts this command again in the foreground, detached, and waits until it is ready.
+fn detach() -> anyhow::Result<i32> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().context("finding the nf executable")?;
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    args.push("--foreground".into());
+    let mut child = Command::new(exe)
+        .args(&args)
+        .env(DETACHED_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .context("starting the detached server")?;
+    // Pass the child's stderr on while we are here; after we exit it has no terminal.
+    let stderr = child.stderr.take().context("reading the server's errors")?;
+    let errors = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+        }
+    });
+    let stdout = child.stdout.take().context("reading the server's output")?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading the server's output")?;
+        println!("{line}");
+        if line.starts_with(READY) {
+            return Ok(0);
+        }
+    }
+    let status = child.wait().context("waiting for the server")?;
+    let _ = errors.join();
+    bail!("the server stopped before it was ready ({status})");
+}

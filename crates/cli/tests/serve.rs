@@ -1,0 +1,272 @@
+//! `nf serve` and the `nf` file commands end to end: real processes, a real unix socket.
+
+mod serve_support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serve_support::{nf, run_bounded, signal, text, wait_bounded, Served, DEADLINE};
+
+#[test]
+fn file_commands_end_to_end() {
+    let s = Served::start(&[]);
+    let ok = |args: &[&str]| {
+        let out = s.run(args);
+        assert!(out.status.success(), "nf {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+
+    let ls = ok(&["ls", &s.at("/")]);
+    for name in ["fs/", "log", "mem/", "pipe/", "ro/", "status"] {
+        assert!(ls.lines().any(|l| l == name), "{name} missing in {ls}");
+    }
+    assert!(ok(&["ls", "-l", &s.at("/fs")]).contains("-rw-r--r--"));
+    assert!(ok(&["cat", &s.at("/status")]).contains("cores "));
+    assert!(ok(&["stat", &s.at("/status")]).contains("size 0"));
+
+    // write / cat / mkdir / rm on /fs reach the host directory.
+    ok(&["write", &s.at("/fs/note"), "written", "by", "nf"]);
+    assert_eq!(
+        std::fs::read(s.export.join("note")).unwrap(),
+        b"written by nf\n"
+    );
+    assert_eq!(ok(&["cat", &s.at("/fs/note")]), "written by nf\n");
+    ok(&["write", "-a", &s.at("/fs/note"), "more"]);
+    assert_eq!(ok(&["cat", &s.at("/fs/note")]), "written by nf\nmore\n");
+    ok(&["mkdir", &s.at("/fs/dir")]);
+    assert!(s.export.join("dir").is_dir());
+    ok(&["rm", &s.at("/fs/dir"), &s.at("/fs/note")]);
+    assert!(!s.export.join("dir").exists() && !s.export.join("note").exists());
+
+    // cp both ways, with a file larger than one message.
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let local = s.dir.path().join("big.bin");
+    std::fs::write(&local, &big).unwrap();
+    ok(&[
+        "cp",
+        "--msize",
+        "8192",
+        local.to_str().unwrap(),
+        &s.at("/fs/big.bin"),
+    ]);
+    assert_eq!(std::fs::read(s.export.join("big.bin")).unwrap(), big);
+    let back = s.dir.path().join("back.bin");
+    ok(&["cp", &s.at("/ro/big.bin"), back.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&back).unwrap(), big);
+    // Remote to remote; writes to /ro stay off the host.
+    ok(&["cp", &s.at("/fs/hello.txt"), &s.at("/ro/copy.txt")]);
+    assert_eq!(ok(&["cat", &s.at("/ro/copy.txt")]), "hello\n");
+    assert!(!s.export.join("copy.txt").exists());
+
+    // The log, and tail.
+    for i in 0..15 {
+        ok(&["write", &s.at("/log"), &format!("line {i}")]);
+    }
+    let tail = ok(&["tail", "-n", "3", &s.at("/log")]);
+    assert_eq!(tail, "line 12\nline 13\nline 14\n");
+}
+
+#[test]
+fn errors_name_the_file_and_the_reason() {
+    let s = Served::start(&[]);
+    let out = s.run(&["cat", &s.at("/fs/nosuch")]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("/fs/nosuch") && err.contains("No such file"),
+        "{err}"
+    );
+
+    let out = s.run(&["cat", &s.at("/mem/1/0/seg")]);
+    let err = text(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("not implemented"),
+        "{err}"
+    );
+
+    let out = s.run(&["write", &s.at("/status"), "x"]);
+    assert!(!out.status.success(), "status is read-only");
+
+    let out = s.run(&["cp", "a", "b"]);
+    assert!(text(&out.stderr).contains("neither is remote"));
+
+    let out = s.run(&["ls", "unix:/nonexistent/sock:/"]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success() && err.contains("nf serve"), "{err}");
+
+    let out = s.run(&["ls", "ftp:x:/"]);
+    assert!(text(&out.stderr).contains("bad address"));
+}
+
+#[test]
+fn tail_follows_the_log_as_it_grows() {
+    let s = Served::start(&[]);
+    assert!(s.run(&["write", &s.at("/log"), "old"]).status.success());
+    let mut follower = nf()
+        .args(["tail", "-f", "-n", "1", &s.at("/log")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "old");
+    assert!(s.run(&["write", &s.at("/log"), "new"]).status.success());
+    assert_eq!(lines.next().unwrap().unwrap(), "new");
+    follower.kill().unwrap();
+    follower.wait().unwrap();
+}
+
+#[test]
+fn a_pipe_between_processes_and_a_crashed_writer() {
+    let s = Served::start(&[]);
+    // The pipe must exist before `cat` opens it.
+    assert!(s.run(&["write", &s.at("/pipe/p")]).status.success());
+    // A reader process first: it waits for a writer.
+    let path = s.at("/pipe/p");
+    let reader = std::thread::spawn(move || run_bounded(nf().args(["cat", &path])));
+    // A writer fed from stdin, killed outright after writing.
+    let mut writer = nf()
+        .args(["write", &s.at("/pipe/p")])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writer
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"before the crash\n")
+        .unwrap();
+    writer.stdin.as_mut().unwrap().flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(writer.id(), "KILL");
+    writer.wait().unwrap();
+    // The reader got what was written, then end of file when the connection died.
+    let out = reader.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "before the crash\n");
+}
+
+#[test]
+fn sigterm_stops_the_server_and_removes_its_socket() {
+    let mut s = Served::start(&[]);
+    assert!(s.socket.exists());
+    let status = s.terminate();
+    assert!(status.success(), "{status}");
+    assert!(!s.socket.exists());
+}
+
+#[test]
+fn detached_server_answers_then_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("run/nf.sock");
+    let out = run_bounded(
+        nf().arg("serve")
+            .arg("--unix")
+            .arg(&socket)
+            .env("NF_LOG", "warn"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let pid: u32 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("nf serve: ready (pid "))
+        .and_then(|l| l.strip_suffix(')'))
+        .expect("ready line with a pid")
+        .parse()
+        .unwrap();
+    let addr = format!("unix:{}:/status", socket.display());
+    let cat = run_bounded(nf().args(["cat", &addr]));
+    assert!(text(&cat.stdout).contains("arch "));
+    signal(pid, "TERM");
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while socket.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "detached server did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn remote_listening_without_authentication_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_bounded(
+        nf().args(["serve", "-f", "--no-unix", "--tcp", "0.0.0.0:0"])
+            .env("NF_LOG", "warn"),
+    );
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("without authentication") && err.contains("0.0.0.0"),
+        "{err}"
+    );
+    // Loopback is fine.
+    let mut child = nf()
+        .args(["serve", "-f", "--no-unix", "--tcp", "127.0.0.1:0"])
+        .env("NF_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let listening = lines.next().unwrap().unwrap();
+    let port = listening.rsplit('!').next().unwrap().to_string();
+    let cat = run_bounded(nf().args(["cat", &format!("tcp:127.0.0.1:{port}:/status")]));
+    assert!(text(&cat.stdout).contains("arch "), "{}", text(&cat.stderr));
+    signal(child.id(), "TERM");
+    assert!(wait_bounded(&mut child).success());
+    drop(dir);
+}
+
+#[test]
+fn bad_serve_arguments_are_refused_clearly() {
+    let out = run_bounded(nf().args(["serve", "-f", "--msize", "100"]));
+    assert!(text(&out.stderr).contains("msize"), "{}", text(&out.stderr));
+    let out = run_bounded(nf().args(["serve", "-f", "--export", "/nonexistent/dir"]));
+    assert!(text(&out.stderr).contains("not a directory"));
+    let out = run_bounded(nf().args(["serve", "-f", "--no-unix"]));
+    assert!(text(&out.stderr).contains("nothing to listen on"));
+}
+
+#[test]
+fn shm_clients_work_and_a_killed_one_is_released() {
+    let s = Served::start(&[]);
+    let shm = format!("shm:{}.shm", s.socket.display());
+    let out = s.run(&["cat", &format!("{shm}:/status")]);
+    assert!(
+        text(&out.stdout).contains("cores "),
+        "{}",
+        text(&out.stderr)
+    );
+    // A reader over shared memory, blocked on a pipe, then killed outright.
+    assert!(s.run(&["write", &s.at("/pipe/k")]).status.success());
+    let mut reader = nf()
+        .args(["cat", &format!("{shm}:/pipe/k")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = nf_ninep::client::Client::connect_unix(&s.socket).unwrap();
+    let root = client.attach("root", "").unwrap();
+    let w = root.open("/pipe/k", nf_ninep::LOpenFlags::WRONLY).unwrap();
+    // Once the reader prints what was written, it has the pipe open.
+    w.write_at(b"x", 0).unwrap();
+    let mut got = [0u8; 1];
+    std::io::Read::read_exact(reader.stdout.as_mut().unwrap(), &mut got).unwrap();
+    assert_eq!(&got, b"x");
+    signal(reader.id(), "KILL");
+    reader.wait().unwrap();
+    // The server noticed the dead client and released its reader: writes break.
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        match w.write_at(b"y", 0) {
+            Err(e) if e.errno() == Some(32) => break,
+            _ => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "reader never released"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! A real `nf serve` process on a unix socket in a temporary directory.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Deadline for a server to come up, or a command to finish (against hangs only).
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+pub fn nf() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nf"))
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `nf serve -f` running until dropped (then SIGTERM, then SIGKILL).
+pub struct Served {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub export: PathBuf,
+}
+
+impl Served {
+    /// Starts `nf serve -f --unix DIR/s.sock --export DIR/export EXTRA…` and waits
+    /// until it says it is ready.
+    pub fn start(extra: &[&str]) -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        let export = dir.path().join("export");
+        std::fs::create_dir(&export).unwrap();
+        std::fs::write(export.join("hello.txt"), b"hello\n").unwrap();
+        let socket = dir.path().join("s.sock");
+        let mut child = nf()
+            .args(["serve", "-f", "--unix"])
+            .arg(&socket)
+            .arg("--export")
+            .arg(&export)
+            .args(extra)
+            .env("NF_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start nf serve");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.starts_with("nf serve: ready") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        if rx.recv_timeout(DEADLINE).is_err() {
+            let _ = child.kill();
+            panic!("nf serve did not become ready");
+        }
+        Served {
+            child,
+            dir,
+            socket,
+            export,
+        }
+    }
+
+    /// `unix:SOCKET`, the ADDR of this server.
+    pub fn addr(&self) -> String {
+        format!("unix:{}", self.socket.display())
+    }
+
+    /// `unix:SOCKET:PATH`.
+    pub fn at(&self, path: &str) -> String {
+        format!("{}:{path}", self.addr())
+    }
+
+    /// Runs `nf ARGS…` to completion (bounded by [`DEADLINE`]).
+    pub fn run(&self, args: &[&str]) -> Output {
+        run_bounded(nf().args(args))
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        signal(self.child.id(), "TERM");
+        wait_bounded(&mut self.child)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            signal(self.child.id(), "TERM");
+            if wait_for_exit(&mut self.child).is_none() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+    }
+}
+
+pub fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+fn wait_for_exit(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+pub fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
+    match wait_for_exit(child) {
+        Some(s) => s,
+        None => {
+            let _ = child.kill();
+            panic!("process did not exit within {DEADLINE:?}");
+        }
+    }
+}
+
+/// Runs a command with piped output, killing it after [`DEADLINE`].
+pub fn run_bounded(cmd: &mut Command) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if rx.recv_timeout(DEADLINE).is_err() {
+            signal(pid, "KILL");
+        }
+    });
+    let out = child.wait_with_output().expect("wait");
+    let _ = tx.send(());
+    let _ = watchdog.join();
+    out
+}

@@ -1,0 +1,303 @@
+//! The [`Filesystem`] impl of [`MountTable`]: the root's own answers, and forwarding
+//! to the child a fid is in, with qids rewritten (rule 4 of the module docs).
+
+use std::sync::Arc;
+
+use crate::errno::{EBADF, EEXIST, EISDIR, ENOTDIR, EROFS};
+use crate::message::*;
+use crate::readdir::{decode_dirents, DirentWriter};
+use crate::server::handler::{Ctx, Filesystem, FsResult, Walked};
+use crate::server::trees::mount::{MountFid, MountTable, Place};
+use crate::types::{Attr, GetattrMask, Qid};
+use crate::wire::Data;
+
+const S_IFDIR: u32 = 0o040000;
+
+impl MountTable {
+    /// Why `name` cannot be made at the root: it exists, or the root is read-only.
+    fn refusal(&self, name: &str) -> u32 {
+        if self.index_of(name).is_some() {
+            EEXIST
+        } else {
+            EROFS
+        }
+    }
+
+    fn root_attr(&self) -> Rgetattr {
+        Rgetattr {
+            valid: GetattrMask::BASIC,
+            qid: self.root_qid(),
+            attr: Attr {
+                mode: S_IFDIR | 0o555,
+                uid: self.uid,
+                gid: self.gid,
+                nlink: 2 + self.mounts.len() as u64,
+                blksize: 4096,
+                atime: self.created,
+                mtime: self.created,
+                ctime: self.created,
+                ..Attr::default()
+            },
+        }
+    }
+
+    /// Rewrites the qids of a child's `Rreaddir` data; the entries keep their sizes.
+    fn rewrite_entries(&self, index: usize, at_root: bool, data: Data) -> FsResult<Data> {
+        let entries = decode_dirents(data.as_slice()).map_err(|_| Rlerror::new(EBADF))?;
+        let mut out = DirentWriter::new(data.len() as u32);
+        for mut e in entries {
+            e.qid = if at_root && e.name == ".." {
+                self.root_qid()
+            } else {
+                Self::outer(index, e.qid)
+            };
+            out.push(&e).map_err(|_| Rlerror::new(EBADF))?;
+        }
+        Ok(out.into_data())
+    }
+}
+
+/// Maps the qid a child answered to the table's.
+fn mapped(index: usize, q: Qid) -> Qid {
+    MountTable::outer(index, q)
+}
+
+impl Filesystem for MountTable {
+    type Fid = MountFid;
+
+    fn attach(
+        &self,
+        ctx: &Ctx,
+        req: &Tattach,
+        _: Option<&MountFid>,
+    ) -> FsResult<(Rattach, MountFid)> {
+        if let Some(check) = &self.check {
+            check(ctx, req)?;
+        }
+        let session = Arc::new(req.clone());
+        let root = MountFid::root(&session);
+        let names = super::split(&req.aname);
+        if names.is_empty() {
+            return Ok((
+                Rattach {
+                    qid: self.root_qid(),
+                },
+                root,
+            ));
+        }
+        let walked = self.walk_names(ctx, &root, &names)?;
+        match (walked.fid, walked.qids.last()) {
+            (Some(fid), Some(qid)) => Ok((Rattach { qid: *qid }, fid)),
+            _ => Err(Rlerror::new(crate::errno::ENOENT)),
+        }
+    }
+
+    fn walk1(&self, ctx: &Ctx, dir: &MountFid, name: &str) -> FsResult<(Qid, MountFid)> {
+        let w = self.walk_names(ctx, dir, &[name.to_string()])?;
+        match (w.fid, w.qids.first()) {
+            (Some(fid), Some(qid)) => Ok((*qid, fid)),
+            _ => Err(Rlerror::new(crate::errno::ENOENT)),
+        }
+    }
+
+    fn clone_fid(&self, ctx: &Ctx, fid: &MountFid) -> FsResult<MountFid> {
+        match &fid.at {
+            Place::Root(_) => Ok(MountFid::root(&fid.session)),
+            Place::Child { index, state, path } => {
+                let state = self.mounts[*index].fs.clone_fid(ctx, state)?;
+                Ok(MountFid::child(&fid.session, *index, state, *path))
+            }
+        }
+    }
+
+    fn walk(&self, ctx: &Ctx, fid: &MountFid, names: &[String]) -> FsResult<Walked<MountFid>> {
+        if names.is_empty() {
+            return Ok(Walked {
+                qids: Vec::new(),
+                fid: Some(self.clone_fid(ctx, fid)?),
+            });
+        }
+        self.walk_names(ctx, fid, names)
+    }
+
+    fn getattr(&self, ctx: &Ctx, fid: &MountFid, req: &Tgetattr) -> FsResult<Rgetattr> {
+        match &fid.at {
+            Place::Root(_) => Ok(self.root_attr()),
+            Place::Child { index, state, .. } => {
+                let mut r = self.mounts[*index].fs.getattr(ctx, state, req)?;
+                r.qid = mapped(*index, r.qid);
+                Ok(r)
+            }
+        }
+    }
+
+    fn lopen(&self, ctx: &Ctx, fid: &MountFid, req: &Tlopen) -> FsResult<Rlopen> {
+        match &fid.at {
+            Place::Root(_) => Ok(Rlopen {
+                qid: self.root_qid(),
+                iounit: 0,
+            }),
+            Place::Child { index, state, .. } => {
+                let mut r = self.mounts[*index].fs.lopen(ctx, state, req)?;
+                r.qid = mapped(*index, r.qid);
+                Ok(r)
+            }
+        }
+    }
+
+    fn lcreate(&self, ctx: &Ctx, dir: &MountFid, req: &Tlcreate) -> FsResult<(Rlcreate, MountFid)> {
+        let (fs, state, index) = self.child(dir, self.refusal(&req.name))?;
+        let (mut r, state) = fs.lcreate(ctx, state, req)?;
+        let fid = MountFid::child(&dir.session, index, state, r.qid.path);
+        r.qid = mapped(index, r.qid);
+        Ok((r, fid))
+    }
+
+    fn read(&self, ctx: &Ctx, fid: &MountFid, req: &Tread) -> FsResult<Rread> {
+        let (fs, state, _) = self.child(fid, EISDIR)?;
+        fs.read(ctx, state, req)
+    }
+
+    fn write(&self, ctx: &Ctx, fid: &MountFid, req: &Twrite) -> FsResult<Rwrite> {
+        let (fs, state, _) = self.child(fid, EISDIR)?;
+        fs.write(ctx, state, req)
+    }
+
+    fn readdir(&self, ctx: &Ctx, dir: &MountFid, req: &Treaddir) -> FsResult<Rreaddir> {
+        match &dir.at {
+            Place::Root(listing) => listing.page(req.offset, req.count, || Ok(self.root_entries())),
+            Place::Child { index, state, path } => {
+                let mount = &self.mounts[*index];
+                let r = mount.fs.readdir(ctx, state, req)?;
+                let at_root = *path == mount.root.path;
+                Ok(Rreaddir {
+                    data: self.rewrite_entries(*index, at_root, r.data)?,
+                })
+            }
+        }
+    }
+
+    fn mkdir(&self, ctx: &Ctx, dir: &MountFid, req: &Tmkdir) -> FsResult<Rmkdir> {
+        let (fs, state, index) = self.child(dir, self.refusal(&req.name))?;
+        let r = fs.mkdir(ctx, state, req)?;
+        Ok(Rmkdir {
+            qid: mapped(index, r.qid),
+        })
+    }
+
+    fn mknod(&self, ctx: &Ctx, dir: &MountFid, req: &Tmknod) -> FsResult<Rmknod> {
+        let (fs, state, index) = self.child(dir, EROFS)?;
+        let r = fs.mknod(ctx, state, req)?;
+        Ok(Rmknod {
+            qid: mapped(index, r.qid),
+        })
+    }
+
+    fn symlink(&self, ctx: &Ctx, dir: &MountFid, req: &Tsymlink) -> FsResult<Rsymlink> {
+        let (fs, state, index) = self.child(dir, EROFS)?;
+        let r = fs.symlink(ctx, state, req)?;
+        Ok(Rsymlink {
+            qid: mapped(index, r.qid),
+        })
+    }
+
+    fn readlink(&self, ctx: &Ctx, fid: &MountFid, req: &Treadlink) -> FsResult<Rreadlink> {
+        let (fs, state, _) = self.child(fid, crate::errno::EINVAL)?;
+        fs.readlink(ctx, state, req)
+    }
+
+    fn link(&self, ctx: &Ctx, dir: &MountFid, fid: &MountFid, req: &Tlink) -> FsResult<Rlink> {
+        let (fs, d, f) = self.pair(dir, fid, EROFS)?;
+        fs.link(ctx, d, f, req)
+    }
+
+    fn rename(
+        &self,
+        ctx: &Ctx,
+        fid: &MountFid,
+        dir: &MountFid,
+        req: &Trename,
+    ) -> FsResult<Rrename> {
+        let (fs, f, d) = self.pair(fid, dir, EROFS)?;
+        fs.rename(ctx, f, d, req)
+    }
+
+    fn renameat(
+        &self,
+        ctx: &Ctx,
+        olddir: &MountFid,
+        newdir: &MountFid,
+        req: &Trenameat,
+    ) -> FsResult<Rrenameat> {
+        let (fs, o, n) = self.pair(olddir, newdir, EROFS)?;
+        fs.renameat(ctx, o, n, req)
+    }
+
+    fn unlinkat(&self, ctx: &Ctx, dir: &MountFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
+        let (fs, state, _) = self.child(dir, EROFS)?;
+        fs.unlinkat(ctx, state, req)
+    }
+
+    fn remove(&self, ctx: &Ctx, fid: &MountFid) -> FsResult<Rremove> {
+        let (fs, state, _) = self.child(fid, EROFS)?;
+        fs.remove(ctx, state)
+    }
+
+    fn setattr(&self, ctx: &Ctx, fid: &MountFid, req: &Tsetattr) -> FsResult<Rsetattr> {
+        let (fs, state, _) = self.child(fid, EROFS)?;
+        fs.setattr(ctx, state, req)
+    }
+
+    fn statfs(&self, ctx: &Ctx, fid: &MountFid, req: &Tstatfs) -> FsResult<Rstatfs> {
+        match &fid.at {
+            Place::Root(_) => Ok(crate::server::handler::synthetic_statfs()),
+            Place::Child { index, state, .. } => self.mounts[*index].fs.statfs(ctx, state, req),
+        }
+    }
+
+    fn fsync(&self, ctx: &Ctx, fid: &MountFid, req: &Tfsync) -> FsResult<Rfsync> {
+        match self.child(fid, ENOTDIR) {
+            Ok((fs, state, _)) => fs.fsync(ctx, state, req),
+            Err(_) => Ok(Rfsync),
+        }
+    }
+
+    fn xattrwalk(
+        &self,
+        ctx: &Ctx,
+        fid: &MountFid,
+        req: &Txattrwalk,
+    ) -> FsResult<(Rxattrwalk, MountFid)> {
+        let (fs, state, index) = self.child(fid, crate::errno::EOPNOTSUPP)?;
+        let (r, state) = fs.xattrwalk(ctx, state, req)?;
+        Ok((r, MountFid::child(&fid.session, index, state, fid.path())))
+    }
+
+    fn xattrcreate(
+        &self,
+        ctx: &Ctx,
+        fid: &MountFid,
+        req: &Txattrcreate,
+    ) -> FsResult<(Rxattrcreate, MountFid)> {
+        let (fs, state, index) = self.child(fid, crate::errno::EOPNOTSUPP)?;
+        let (r, state) = fs.xattrcreate(ctx, state, req)?;
+        Ok((r, MountFid::child(&fid.session, index, state, fid.path())))
+    }
+
+    fn lock(&self, ctx: &Ctx, fid: &MountFid, req: &Tlock) -> FsResult<Rlock> {
+        let (fs, state, _) = self.child(fid, EISDIR)?;
+        fs.lock(ctx, state, req)
+    }
+
+    fn getlock(&self, ctx: &Ctx, fid: &MountFid, req: &Tgetlock) -> FsResult<Rgetlock> {
+        let (fs, state, _) = self.child(fid, EISDIR)?;
+        fs.getlock(ctx, state, req)
+    }
+
+    fn clunk(&self, ctx: &Ctx, fid: &MountFid) -> FsResult<()> {
+        match &fid.at {
+            Place::Root(_) => Ok(()),
+            Place::Child { index, state, .. } => self.mounts[*index].fs.clunk(ctx, state),
+        }
+    }
+}

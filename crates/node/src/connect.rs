@@ -1,0 +1,90 @@
+//! Reaching a node server as a client: an [`Addr`] and the user to attach as.
+
+use std::net::TcpStream;
+
+use nf_ninep::client::{Client, ClientConfig, ClientError, Root};
+
+use crate::addr::Addr;
+use crate::tls::{client_config, TlsError, TlsFiles, TlsTransport};
+
+/// How the `nf` file commands connect.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    /// The user named in `Tattach`.
+    pub user: String,
+    /// The msize to ask for.
+    pub msize: u32,
+    /// Certificate, key and CA for `tls:` addresses.
+    pub tls: Option<TlsFiles>,
+}
+
+/// Why a connection could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The 9P client failed (connecting, version, attach).
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// TLS failed (files, handshake).
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// A `tls:` address without certificate files.
+    #[error("{addr} needs a client certificate: give --cert FILE --key FILE --ca FILE")]
+    NoCertificate {
+        /// The address.
+        addr: String,
+    },
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            user: default_user(),
+            msize: nf_ninep::DEFAULT_MAX_MSIZE,
+            tls: None,
+        }
+    }
+}
+
+/// The user running this process, from `$USER` (or `$LOGNAME`), else `nobody`.
+pub fn default_user() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| String::from("nobody"))
+}
+
+/// Connects to the server at `addr` and negotiates the version.
+pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectError> {
+    let config = ClientConfig { msize: opts.msize };
+    Ok(match addr {
+        Addr::Unix(path) => Client::connect_unix_with(path, config)?,
+        Addr::Tcp(hostport) => Client::connect_tcp_with(hostport.as_str(), config)?,
+        Addr::Shm(path) => crate::shm::connect(path, config)?,
+        Addr::Tls(hostport) => {
+            let files = opts
+                .tls
+                .as_ref()
+                .ok_or_else(|| ConnectError::NoCertificate {
+                    addr: addr.to_string(),
+                })?;
+            let sock =
+                TcpStream::connect(hostport.as_str()).map_err(|source| ClientError::Connect {
+                    addr: hostport.clone(),
+                    source,
+                })?;
+            let host = hostport
+                .rsplit_once(':')
+                .map_or(hostport.as_str(), |(h, _)| h)
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            let tls = TlsTransport::connect(sock, client_config(files)?, host)?;
+            Client::with_transport(tls, config)?
+        }
+    })
+}
+
+/// Connects to `addr` and attaches to its root as `opts.user`.
+pub fn attach(addr: &Addr, opts: &ConnectOptions) -> Result<Root, ConnectError> {
+    Ok(connect(addr, opts)?.attach(&opts.user, "")?)
+}

@@ -1,0 +1,44 @@
+//! The node service: the 9P2000.L file tree every ninefold node exports, and the daemon
+//! behind `nf serve` (seed 000: every component of the cluster is reached through files).
+//!
+//! # Glossary
+//!
+//! - **node tree**: the tree one node serves (`/status`, `/log`, `/pipe`, `/fs`, `/ro`,
+//!   `/mem`; see [`tree`]), composed from ninep's ready-made trees by a
+//!   [`nf_ninep::server::MountTable`].
+//! - **#U, #R, #p, #l, #r**: seed 000's CellFS names for host files (read-write and
+//!   read-only with private writes), pipes, the log, and memory regions.
+//! - **local / remote connection**: a unix socket, loopback tcp or the shared-memory
+//!   channel is local; tcp on any other address is remote and needs authentication.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`tree`] | building the node tree from a [`NodeConfig`] |
+//! | [`status`] | `/status` snapshots |
+//! | [`pipe`] | `/pipe/NAME`: bounded, blocking named pipes |
+//! | [`mem`] | `/mem`: the placeholder until the rma layer |
+//! | [`accept`] | accept threads for the TLS and shm listeners |
+//! | [`access`] | the attach check: authenticated identity → 9P user |
+//! | [`serve`] | the daemon: listeners, limits, shutdown |
+//! | [`tls`] | TLS with client certificates for remote connections |
+//! | [`shm`] | 9P over a shared-memory byte channel |
+//! | [`addr`] | `ADDR:/path` arguments and the default socket |
+//! | [`connect`] | connecting and attaching as a client |
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod accept;
+pub mod access;
+pub mod addr;
+pub mod connect;
+pub mod mem;
+pub mod pipe;
+pub mod serve;
+pub mod shm;
+pub mod status;
+pub mod tls;
+pub mod tree;
+
+pub use serve::{Daemon, ServeConfig, ServeError};
+pub use tree::{build, NodeConfig, NodeTree};

@@ -1,0 +1,232 @@
+//! The node daemon behind `nf serve`: the node tree served on a unix socket and, when
+//! asked, on tcp.
+//!
+//! Start-up steps:
+//!
+//! 1. Check the listening plan: tcp on an address that is not loopback is remote, and
+//!    is refused unless authentication is configured ([`ServeError::RemoteWithoutAuth`]).
+//!    With TLS configured every tcp listener speaks TLS and requires client
+//!    certificates ([`crate::tls`]), loopback included.
+//! 2. Build the node tree ([`crate::tree::build`]).
+//! 3. Create the unix socket's directory (mode 0700) if it is missing, then listen on
+//!    the socket, the shm socket (shared-memory channels, [`crate::shm`]) and every tcp
+//!    address.
+//!
+//! Shutdown ([`Daemon::shutdown`]): stop accepting (the unix socket file is removed),
+//! end the log stream so followers see end of file, close every connection and wait
+//! for them to release their fids.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nf_ninep::server::trees::synthetic::Stream;
+use nf_ninep::server::{ListenAddr, Listener, MountTable, Server, ServerConfig, ServerError};
+
+use crate::shm::{ShmListener, DEFAULT_CAPACITY as SHM_CAPACITY};
+use crate::tls::{server_config, TlsError, TlsFiles, TlsListener};
+use crate::tree::{build, NodeConfig, TreeBuildError};
+
+/// What `nf serve` serves, and where.
+#[derive(Clone, Debug, Default)]
+pub struct ServeConfig {
+    /// The unix socket to listen on; `None`: none.
+    pub unix: Option<PathBuf>,
+    /// The unix socket where clients set up shared-memory channels; `None`: none.
+    pub shm: Option<PathBuf>,
+    /// Tcp addresses to listen on.
+    pub tcp: Vec<SocketAddr>,
+    /// TLS for the tcp listeners (required for addresses that are not loopback).
+    pub tls: Option<TlsFiles>,
+    /// The tree.
+    pub node: NodeConfig,
+    /// Limits: msize, fids, requests in flight, clients.
+    pub limits: ServerConfig,
+}
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Tcp on a non-loopback address without authentication.
+    #[error("refusing to listen on {addr} without authentication: it is reachable from other hosts; configure TLS client certificates (--tls-cert, --tls-key, --tls-client-ca) or listen on loopback (127.0.0.1)")]
+    RemoteWithoutAuth {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// Nothing to listen on.
+    #[error("nothing to listen on: give --unix PATH or --tcp ADDR:PORT")]
+    NoListener,
+    /// The tree could not be built.
+    #[error(transparent)]
+    Tree(#[from] TreeBuildError),
+    /// The unix socket's directory could not be made.
+    #[error("creating the socket directory {}: {source} (choose another place with --unix PATH)", dir.display())]
+    SocketDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A listener could not start.
+    #[error(transparent)]
+    Listen(#[from] ServerError),
+    /// TLS could not be set up.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The shm socket could not be bound.
+    #[error("listening for shared-memory channels on {}: {source}", path.display())]
+    BindShm {
+        /// The socket path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A TLS listener could not bind.
+    #[error("listening on {addr} (TLS): {source}")]
+    BindTls {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// A running node server.
+pub struct Daemon {
+    server: Server<MountTable>,
+    listeners: Vec<Listener>,
+    tls_listeners: Vec<TlsListener>,
+    shm_listener: Option<ShmListener>,
+    log: Stream,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon")
+            .field("listeners", &self.listeners)
+            .finish()
+    }
+}
+
+impl Daemon {
+    /// Starts serving (the steps in the module docs).
+    pub fn start(config: &ServeConfig) -> Result<Daemon, ServeError> {
+        if config.unix.is_none() && config.tcp.is_empty() && config.shm.is_none() {
+            return Err(ServeError::NoListener);
+        }
+        if config.tls.is_none() {
+            if let Some(addr) = config.tcp.iter().find(|a| !a.ip().is_loopback()) {
+                return Err(ServeError::RemoteWithoutAuth { addr: *addr });
+            }
+        }
+        let tls = config.tls.as_ref().map(server_config).transpose()?;
+        let tree = build(&config.node)?;
+        let server = Server::with_config(tree.table, config.limits.clone());
+        let mut listeners = Vec::new();
+        if let Some(path) = &config.unix {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                make_private_dir(dir).map_err(|source| ServeError::SocketDir {
+                    dir: dir.to_path_buf(),
+                    source,
+                })?;
+            }
+            listeners.push(server.listen_unix(path)?);
+        }
+        let shm_listener = match &config.shm {
+            Some(path) => Some(
+                ShmListener::start(server.clone(), path, SHM_CAPACITY).map_err(|source| {
+                    ServeError::BindShm {
+                        path: path.clone(),
+                        source,
+                    }
+                })?,
+            ),
+            None => None,
+        };
+        let mut tls_listeners = Vec::new();
+        for addr in &config.tcp {
+            match &tls {
+                Some(tls) => tls_listeners.push(
+                    TlsListener::start(server.clone(), *addr, Arc::clone(tls)).map_err(
+                        |source| ServeError::BindTls {
+                            addr: *addr,
+                            source,
+                        },
+                    )?,
+                ),
+                None => listeners.push(server.listen_tcp(*addr)?),
+            }
+        }
+        Ok(Daemon {
+            server,
+            listeners,
+            tls_listeners,
+            shm_listener,
+            log: tree.log,
+        })
+    }
+
+    /// Where it listens, as `unix!PATH`, `tcp!IP!PORT` or `tls!IP!PORT` (the real port
+    /// when 0 was asked for).
+    pub fn addrs(&self) -> Vec<String> {
+        let plain = self.listeners.iter().map(|l| l.addr().to_string());
+        let tls = self
+            .tls_listeners
+            .iter()
+            .map(|l| format!("tls!{}!{}", l.addr().ip(), l.addr().port()));
+        let shm = self
+            .shm_listener
+            .iter()
+            .map(|l| format!("shm!{}", l.path().display()));
+        plain.chain(tls).chain(shm).collect()
+    }
+
+    /// The tcp address of the first tcp or TLS listener.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        let plain = self.listeners.iter().find_map(|l| match l.addr() {
+            ListenAddr::Tcp(a) => Some(*a),
+            ListenAddr::Unix(_) => None,
+        });
+        plain.or_else(|| self.tls_listeners.first().map(TlsListener::addr))
+    }
+
+    /// The server, for counters and extra transports.
+    pub fn server(&self) -> &Server<MountTable> {
+        &self.server
+    }
+
+    /// `/log`: what is pushed here reaches its readers.
+    pub fn log(&self) -> &Stream {
+        &self.log
+    }
+
+    /// Stops (the steps in the module docs); true if every connection let go of its
+    /// fids within `timeout`.
+    pub fn shutdown(self, timeout: Duration) -> bool {
+        for l in self.listeners {
+            l.stop();
+        }
+        for l in self.tls_listeners {
+            l.stop();
+        }
+        if let Some(l) = self.shm_listener {
+            l.stop();
+        }
+        self.log.close();
+        self.server.shutdown(timeout)
+    }
+}
+
+/// Creates `dir` (and parents) with mode 0700 if missing.
+fn make_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}

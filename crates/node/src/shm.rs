@@ -1,0 +1,113 @@
+//! 9P over shared memory: a client inside a rank talks to its node's server through a
+//! [`ByteChannel`] (seed 000's EIB idea), set up over a unix socket of its own.
+//!
+//! Steps for each connection:
+//!
+//! 1. The client connects to the server's shm socket (`nf serve` puts it beside its unix
+//!    socket, as `PATH.shm`).
+//! 2. The server offers a channel over it (memfd and eventfds sent with `SCM_RIGHTS`;
+//!    see [`nf_transport::shm::channel`]); the client joins it.
+//! 3. 9P flows through the shared-memory rings; the socket stays open only to tell each
+//!    side when the other closes or dies.
+
+use std::io;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+use nf_ninep::client::{Client, ClientConfig, ClientError};
+use nf_ninep::server::{Filesystem, Server, Transport};
+use nf_transport::shm::channel::ByteChannel;
+
+use crate::accept::Acceptor;
+
+pub use nf_transport::shm::channel::DEFAULT_CAPACITY;
+
+/// A [`ByteChannel`] carrying 9P.
+#[derive(Debug)]
+pub struct ShmTransport(pub ByteChannel);
+
+impl Transport for ShmTransport {
+    fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.recv(buf)
+    }
+
+    fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        self.0.send(bytes)
+    }
+
+    fn close(&self) {
+        self.0.close();
+    }
+
+    fn peer(&self) -> String {
+        String::from("shm")
+    }
+}
+
+/// Connects to the shm socket at `path` and negotiates 9P over the channel (steps 1–2).
+pub fn connect(path: &Path, config: ClientConfig) -> Result<Client, ClientError> {
+    let connect_err = |source| ClientError::Connect {
+        addr: format!("shm:{}", path.display()),
+        source,
+    };
+    let sock = UnixStream::connect(path).map_err(connect_err)?;
+    let channel = ByteChannel::join(sock).map_err(connect_err)?;
+    Client::with_transport(ShmTransport(channel), config)
+}
+
+/// Accepts shm set-ups on a unix socket and serves each channel (steps in the module
+/// docs). Dropping it (or [`ShmListener::stop`]) stops accepting and removes the socket.
+#[derive(Debug)]
+pub struct ShmListener {
+    path: PathBuf,
+    acceptor: Option<Acceptor>,
+}
+
+impl ShmListener {
+    /// Listens at `path` (a stale socket file is replaced) and serves `server` over
+    /// channels of `capacity` bytes per direction.
+    pub fn start<F: Filesystem>(
+        server: Server<F>,
+        path: &Path,
+        capacity: usize,
+    ) -> io::Result<ShmListener> {
+        let stale = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+        if stale && UnixStream::connect(path).is_err() {
+            std::fs::remove_file(path)?;
+        }
+        let socket = UnixListener::bind(path)?;
+        let acceptor = Acceptor::start("9p-shm", socket, move |sock| {
+            match ByteChannel::offer(sock, capacity) {
+                Ok(channel) => {
+                    if let Err(e) = server.serve(ShmTransport(channel)) {
+                        tracing::warn!(error = %e, "shm connection refused");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot set up a shared-memory channel"),
+            }
+        })?;
+        tracing::info!(path = %path.display(), "9P server listening (shared-memory channels)");
+        Ok(ShmListener {
+            path: path.to_path_buf(),
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops accepting, waits for the accept thread, removes the socket file.
+    pub fn stop(self) {}
+}
+
+impl Drop for ShmListener {
+    fn drop(&mut self) {
+        if let Some(a) = self.acceptor.take() {
+            a.stop();
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

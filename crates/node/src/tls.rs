@@ -1,0 +1,353 @@
+//! 9P over TLS with client certificates (rustls): how remote users authenticate.
+//!
+//! Both sides present a certificate signed by a CA the other trusts: the server's
+//! names its host (checked by the client), the client's common name (CN) is the user
+//! it authenticated as, handed to the tree as [`nf_ninep::server::Ctx::user`] and
+//! checked at attach ([`crate::access`]).
+//!
+//! Connection steps:
+//!
+//! 1. Accept (or connect) the tcp stream; an accept thread hands it to a thread of its
+//!    own at once, so a slow handshake never blocks other clients.
+//! 2. Handshake with a deadline ([`HANDSHAKE_TIMEOUT`]): a client without a
+//!    certificate from the trusted CA is refused by rustls and the stream closed.
+//! 3. Read the client certificate's CN (a certificate without one is refused).
+//! 4. Serve 9P over the TLS stream until it closes ([`nf_ninep::server::Server::serve`],
+//!    which also applies `max_clients`).
+//!
+//! The stream is used by one receiving thread and serialised senders (the
+//! [`Transport`] contract). Lock order: `rx`, then `conn`; `tx`, then `conn`; socket
+//! reads and writes happen without `conn` held, so a blocked send never stops
+//! receiving, and the other way round.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use nf_ninep::server::{Filesystem, Server, Transport};
+
+use crate::accept::Acceptor;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConnection, Connection, RootCertStore, ServerConnection};
+
+/// How long a peer may take to complete the TLS handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A certificate chain, its key, and the CA that signs the peers' certificates (PEM).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// This side's certificate chain.
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+    /// The CA certificate(s) the peer's certificate must chain to.
+    pub ca: PathBuf,
+}
+
+/// Why TLS could not be set up or a handshake failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A PEM file could not be read.
+    #[error("reading {what} from {}: {reason}", path.display())]
+    Pem {
+        /// What was expected (certificate, key, CA).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// rustls refused the configuration or the handshake.
+    #[error("TLS {context}: {source}")]
+    Rustls {
+        /// What was being done.
+        context: String,
+        /// rustls' reason.
+        source: rustls::Error,
+    },
+    /// The client certificate names no user.
+    #[error("the client certificate has no common name (CN) to use as the 9P user")]
+    NoCommonName,
+    /// Socket I/O failed during the handshake.
+    #[error("TLS handshake with {peer}: {source}")]
+    Io {
+        /// The peer.
+        peer: String,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+fn certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bad = |reason: String| TlsError::Pem {
+        what,
+        path: path.to_path_buf(),
+        reason,
+    };
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad("no PEM certificate in it".into()));
+    }
+    Ok(certs)
+}
+
+fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::Pem {
+        what: "private key",
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
+fn roots(path: &Path) -> Result<Arc<RootCertStore>, TlsError> {
+    let mut store = RootCertStore::empty();
+    for c in certs("CA certificate", path)? {
+        store.add(c).map_err(|source| TlsError::Rustls {
+            context: format!("adding CA {}", path.display()),
+            source,
+        })?;
+    }
+    Ok(Arc::new(store))
+}
+
+fn rustls_err(context: &str) -> impl FnOnce(rustls::Error) -> TlsError + '_ {
+    move |source| TlsError::Rustls {
+        context: context.to_string(),
+        source,
+    }
+}
+
+/// The server side: our certificate, and client certificates required from `files.ca`.
+pub fn server_config(files: &TlsFiles) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let verifier = WebPkiClientVerifier::builder(roots(&files.ca)?)
+        .build()
+        .map_err(|e| TlsError::Rustls {
+            context: "building the client-certificate verifier".into(),
+            source: rustls::Error::General(e.to_string()),
+        })?;
+    let config = rustls::ServerConfig::builder()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs("certificate", &files.cert)?, key(&files.key)?)
+        .map_err(rustls_err("loading the server certificate and key"))?;
+    Ok(Arc::new(config))
+}
+
+/// The client side: our certificate, and the server's checked against `files.ca`.
+pub fn client_config(files: &TlsFiles) -> Result<Arc<rustls::ClientConfig>, TlsError> {
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots(&files.ca)?)
+        .with_client_auth_cert(certs("certificate", &files.cert)?, key(&files.key)?)
+        .map_err(rustls_err("loading the client certificate and key"))?;
+    Ok(Arc::new(config))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A TLS stream carrying 9P, either side.
+pub struct TlsTransport {
+    sock: TcpStream,
+    conn: Mutex<Connection>,
+    /// Ciphertext received and not yet given to rustls (the receiving thread's).
+    rx: Mutex<Vec<u8>>,
+    /// Ciphertext to send (the senders' scratch; also their lock).
+    tx: Mutex<Vec<u8>>,
+    peer: String,
+    user: Option<String>,
+}
+
+impl TlsTransport {
+    fn handshake(sock: TcpStream, mut conn: Connection) -> Result<TlsTransport, TlsError> {
+        let peer = sock
+            .peer_addr()
+            .map_or_else(|_| String::from("?"), |a| a.to_string());
+        let io_err = |source| TlsError::Io {
+            peer: peer.clone(),
+            source,
+        };
+        sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+            .map_err(io_err)?;
+        sock.set_write_timeout(Some(HANDSHAKE_TIMEOUT))
+            .map_err(io_err)?;
+        conn.set_buffer_limit(None);
+        let mut s = &sock;
+        while conn.is_handshaking() {
+            conn.complete_io(&mut s).map_err(io_err)?;
+        }
+        sock.set_read_timeout(None).map_err(io_err)?;
+        sock.set_write_timeout(None).map_err(io_err)?;
+        let _ = sock.set_nodelay(true);
+        Ok(TlsTransport {
+            sock,
+            conn: Mutex::new(conn),
+            rx: Mutex::new(Vec::new()),
+            tx: Mutex::new(Vec::new()),
+            peer: format!("tls {peer}"),
+            user: None,
+        })
+    }
+
+    /// Runs the server side of the handshake; the client's CN becomes the user.
+    pub fn accept(
+        sock: TcpStream,
+        config: Arc<rustls::ServerConfig>,
+    ) -> Result<TlsTransport, TlsError> {
+        let conn = ServerConnection::new(config).map_err(rustls_err("starting a session"))?;
+        let mut t = TlsTransport::handshake(sock, conn.into())?;
+        let cert = match &*lock(&t.conn) {
+            Connection::Server(s) => s.peer_certificates().and_then(|c| c.first().cloned()),
+            Connection::Client(_) => None,
+        };
+        let user = cert
+            .as_deref()
+            .and_then(common_name)
+            .ok_or(TlsError::NoCommonName)?;
+        t.user = Some(user);
+        Ok(t)
+    }
+
+    /// Connects the client side to `server` (the name its certificate must carry).
+    pub fn connect(
+        sock: TcpStream,
+        config: Arc<rustls::ClientConfig>,
+        server: &str,
+    ) -> Result<TlsTransport, TlsError> {
+        let name = ServerName::try_from(server.to_string()).map_err(|e| TlsError::Rustls {
+            context: format!("server name {server:?}"),
+            source: rustls::Error::General(e.to_string()),
+        })?;
+        let conn = ClientConnection::new(config, name).map_err(rustls_err("starting a session"))?;
+        TlsTransport::handshake(sock, conn.into())
+    }
+
+    /// Hands ciphertext rustls wants sent to the socket (senders only).
+    fn flush(&self, out: &mut Vec<u8>) -> io::Result<()> {
+        out.clear();
+        {
+            let mut conn = lock(&self.conn);
+            while conn.wants_write() {
+                conn.write_tls(out)?;
+            }
+        }
+        (&self.sock).write_all(out)
+    }
+}
+
+/// The first common name of a DER certificate's subject.
+fn common_name(der: &[u8]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let cn = cert.subject().iter_common_name().next()?;
+    cn.as_str()
+        .ok()
+        .map(str::to_string)
+        .filter(|s| !s.is_empty())
+}
+
+impl Transport for TlsTransport {
+    fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut rx = lock(&self.rx);
+        loop {
+            {
+                let mut conn = lock(&self.conn);
+                match conn.reader().read(buf) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+                if !rx.is_empty() {
+                    let used = conn.read_tls(&mut rx.as_slice())?;
+                    rx.drain(..used);
+                    conn.process_new_packets()
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    continue;
+                }
+            }
+            // Replies rustls owes the peer (alerts, key updates) go out with the next
+            // send if a sender is busy now.
+            if let Ok(mut out) = self.tx.try_lock() {
+                self.flush(&mut out)?;
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let n = loop {
+                match (&self.sock).read(&mut chunk) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => break other?,
+                }
+            };
+            if n == 0 {
+                return Ok(0);
+            }
+            rx.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut out = lock(&self.tx);
+        lock(&self.conn).writer().write_all(bytes)?;
+        self.flush(&mut out)
+    }
+
+    fn close(&self) {
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
+
+    fn peer(&self) -> String {
+        self.peer.clone()
+    }
+
+    fn authenticated_user(&self) -> Option<String> {
+        self.user.clone()
+    }
+}
+
+/// A tcp listener whose connections are served over TLS (steps in the module docs).
+/// Dropping it (or [`TlsListener::stop`]) stops accepting.
+#[derive(Debug)]
+pub struct TlsListener {
+    addr: SocketAddr,
+    acceptor: Acceptor,
+}
+
+impl TlsListener {
+    /// Listens on `addr` and serves each connection of `server` over TLS.
+    pub fn start<F: Filesystem>(
+        server: Server<F>,
+        addr: SocketAddr,
+        config: Arc<rustls::ServerConfig>,
+    ) -> io::Result<TlsListener> {
+        let socket = TcpListener::bind(addr)?;
+        let addr = socket.local_addr()?;
+        let acceptor = Acceptor::start("9p-tls", socket, move |sock| {
+            match TlsTransport::accept(sock, Arc::clone(&config)) {
+                Ok(t) => {
+                    tracing::info!(peer = %t.peer, user = t.user.as_deref().unwrap_or(""), "TLS client authenticated");
+                    if let Err(e) = server.serve(t) {
+                        tracing::warn!(error = %e, "TLS connection refused");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "TLS connection refused"),
+            }
+        })?;
+        tracing::info!(%addr, "9P server listening (TLS, client certificates required)");
+        Ok(TlsListener { addr, acceptor })
+    }
+
+    /// The address listened on (the real port when 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting and waits for the accept thread.
+    pub fn stop(self) {
+        self.acceptor.stop();
+    }
+}

@@ -1,0 +1,99 @@
+//! The node's file tree: one [`MountTable`] over the synthetic files and the exports.
+//!
+//! | path | what | tree |
+//! |---|---|---|
+//! | `/status` | host, arch, cores, memory, load, uptime, ranks (snapshot per open) | synthetic |
+//! | `/log` | append by writing; readers get the history, then follow (`tail -f`) | synthetic |
+//! | `/pipe/NAME` | named pipes, made by creating a file in `/pipe` | synthetic |
+//! | `/fs` | the export directory, read-write (#U) | [`PassthroughFs`] |
+//! | `/ro` | the export directory, writes private to the server's memory (#R) | [`ReadOnlyView`] |
+//! | `/mem` | a README: segments arrive with the rma layer | [`MemPending`] |
+//!
+//! `/fs` and `/ro` exist only when an export directory is configured. The three
+//! synthetic entries are one [`SyntheticTree`] mounted three times, so a pipe made
+//! through one connection is seen by every other.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use nf_ninep::server::trees::mount::MountError;
+use nf_ninep::server::trees::synthetic::{DynamicFile, Stream, TreeError};
+use nf_ninep::server::trees::{DynFs, Erased, ExportError};
+use nf_ninep::server::{MountTable, PassthroughFs, ReadOnlyView, SyntheticTree};
+
+use crate::access::check_attach;
+use crate::mem::MemPending;
+use crate::pipe::{PipeDir, DEFAULT_PIPE_CAPACITY};
+use crate::status;
+
+/// Default history of `/log` kept for new readers: 256 KiB.
+pub const DEFAULT_LOG_HISTORY: usize = 256 * 1024;
+
+/// What the node's tree is made from.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// The directory served as `/fs` and `/ro`; none: no `/fs` or `/ro`.
+    pub export: Option<PathBuf>,
+    /// Bytes of `/log` kept for readers that open later (older bytes are dropped).
+    pub log_history: usize,
+    /// Buffer of each pipe in `/pipe`, in bytes.
+    pub pipe_capacity: usize,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            export: None,
+            log_history: DEFAULT_LOG_HISTORY,
+            pipe_capacity: DEFAULT_PIPE_CAPACITY,
+        }
+    }
+}
+
+/// Why the node's tree could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TreeBuildError {
+    /// The export directory cannot be served.
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    /// A subtree could not be mounted.
+    #[error(transparent)]
+    Mount(#[from] MountError),
+    /// The synthetic tree could not be built.
+    #[error(transparent)]
+    Synthetic(#[from] TreeError),
+}
+
+/// The node's tree, and the handles the daemon keeps.
+pub struct NodeTree {
+    /// The whole tree, ready to serve.
+    pub table: MountTable,
+    /// `/log`: the daemon appends its own events to it.
+    pub log: Stream,
+}
+
+/// Builds the node's tree from `config`, with [`check_attach`] as its attach policy.
+pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
+    let synthetic = SyntheticTree::new();
+    synthetic.add_file(
+        "/status",
+        DynamicFile::new(|| status::snapshot().into_bytes()),
+    )?;
+    let log = Stream::with_history(config.log_history).writable();
+    synthetic.add_file("/log", log.clone())?;
+    synthetic.add_dir("/pipe")?;
+    synthetic.set_dir_ops("/pipe", PipeDir::new(config.pipe_capacity))?;
+    let synthetic: Arc<DynFs> = Arc::new(Erased(synthetic));
+
+    let mut table = MountTable::new().with_attach_check(check_attach);
+    for name in ["status", "log", "pipe"] {
+        table.mount_dyn(name, Arc::clone(&synthetic), name)?;
+    }
+    if let Some(dir) = &config.export {
+        table.mount("fs", PassthroughFs::new(dir)?)?;
+        table.mount("ro", ReadOnlyView::new(dir)?)?;
+    }
+    table.mount("mem", MemPending)?;
+    Ok(NodeTree { table, log })
+}

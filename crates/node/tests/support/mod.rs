@@ -1,0 +1,99 @@
+//! A node server started in-process on a real unix socket in a temporary directory,
+//! with an export directory, and real clients for it.
+
+#![allow(dead_code)]
+
+pub mod certs;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nf_ninep::client::{Client, Root};
+use nf_ninep::server::ServerConfig;
+use nf_node::{Daemon, NodeConfig, ServeConfig};
+
+/// A running node server and its files.
+pub struct Node {
+    pub daemon: Option<Daemon>,
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub export: PathBuf,
+}
+
+impl Node {
+    /// A server with the default limits.
+    pub fn start() -> Node {
+        Node::with_limits(ServerConfig::default())
+    }
+
+    /// A server with `limits`, exporting a fresh directory holding `hello.txt`.
+    pub fn with_limits(limits: ServerConfig) -> Node {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let export = dir.path().join("export");
+        std::fs::create_dir(&export).unwrap();
+        std::fs::write(export.join("hello.txt"), b"hello from the host\n").unwrap();
+        let socket = dir.path().join("run/nf.sock");
+        let mut node = Node {
+            daemon: None,
+            dir,
+            socket,
+            export,
+        };
+        node.restart_with(limits);
+        node
+    }
+
+    /// Stops the server (if running) and starts a fresh one on the same socket.
+    pub fn restart_with(&mut self, limits: ServerConfig) {
+        if let Some(d) = self.daemon.take() {
+            assert!(d.shutdown(Duration::from_secs(5)), "connections let go");
+        }
+        let config = ServeConfig {
+            unix: Some(self.socket.clone()),
+            shm: Some(self.shm_socket()),
+            tcp: Vec::new(),
+            tls: None,
+            node: NodeConfig {
+                export: Some(self.export.clone()),
+                pipe_capacity: 16,
+                ..NodeConfig::default()
+            },
+            limits,
+        };
+        self.daemon = Some(Daemon::start(&config).expect("start node server"));
+    }
+
+    /// Where the server offers shared-memory channels.
+    pub fn shm_socket(&self) -> PathBuf {
+        self.socket.with_extension("sock.shm")
+    }
+
+    pub fn daemon(&self) -> &Daemon {
+        self.daemon.as_ref().expect("running")
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect_unix(&self.socket).expect("connect")
+    }
+
+    pub fn root(&self) -> Root {
+        self.client().attach("root", "").expect("attach")
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(d) = self.daemon.take() {
+            d.shutdown(Duration::from_secs(5));
+        }
+    }
+}
+
+/// Polls `cond` every 5 ms for up to 10 s (a deadline against hangs, not a timing claim).
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,422 @@
+//! [`ByteChannel`]: a bidirectional byte stream over shared memory between two
+//! processes of one host — how a rank talks 9P to its node's server (seed 000's EIB
+//! idea) without a socket copy per message.
+//!
+//! Memory: one memfd holding two single-producer single-consumer byte rings (layout
+//! and access rules 7–10 in [`super::layout`]). Wake-ups: four eventfds, one per
+//! (ring, reason): a consumer sleeping for data, a producer sleeping for room. Liveness:
+//! the unix stream the channel was set up over stays open; it carries nothing more, so
+//! when it reports hang-up or end of file the peer has closed or died, and sleepers wake.
+//!
+//! Set-up (over a connected unix stream):
+//!
+//! 1. The offering side ([`ByteChannel::offer`], the server) creates the memfd, sizes it,
+//!    maps it, writes the header, and creates the four eventfds.
+//! 2. It sends one byte with all five descriptors attached (`SCM_RIGHTS`).
+//! 3. The joining side ([`ByteChannel::join`], the client) receives them, checks the
+//!    header (magic, version, capacity against the file's size) and maps the memfd.
+//!
+//! Ring 0 carries joiner → offerer bytes, ring 1 offerer → joiner. One thread may
+//! receive while another sends; sends must be serialised by the caller (the 9P server
+//! and client both hold a lock around them). [`ByteChannel::close`] may come from any
+//! thread and wakes both sides.
+
+use std::fs::File;
+use std::io;
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::net::Shutdown;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use memmap2::MmapMut;
+use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
+use rustix::fs::{memfd_create, MemfdFlags};
+use rustix::net::{
+    recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+
+use super::layout::{ChannelGeometry, ChannelView, CHANNEL_MAGIC, CHANNEL_VERSION};
+
+/// Default bytes per ring: 1 MiB, room for a whole default-msize 9P message.
+pub const DEFAULT_CAPACITY: usize = 1 << 20;
+
+/// Descriptors sent at set-up: memfd, then the eventfds in [`Wakers`] order.
+const FDS: usize = 5;
+
+/// Index of the eventfd a ring's consumer sleeps on (waiting for data).
+const DATA: usize = 0;
+/// Index of the eventfd a ring's producer sleeps on (waiting for room).
+const SPACE: usize = 1;
+
+/// The four eventfds: `[ring][DATA | SPACE]`.
+type Wakers = [[OwnedFd; 2]; 2];
+
+/// One end of a shared-memory byte channel (see the [module docs](self)).
+pub struct ByteChannel {
+    view: ChannelView,
+    /// Keeps the memory mapped for `view`.
+    _map: MmapMut,
+    /// The ring we read, the ring we write.
+    rx: usize,
+    tx: usize,
+    wakers: Wakers,
+    sock: UnixStream,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for ByteChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ByteChannel")
+            .field("capacity", &self.view.geometry().capacity)
+            .field("rx", &self.rx)
+            .finish()
+    }
+}
+
+fn new_eventfd() -> io::Result<OwnedFd> {
+    Ok(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?)
+}
+
+fn map(file: &File, geo: ChannelGeometry) -> io::Result<(MmapMut, ChannelView)> {
+    // SAFETY: the memfd is shared only with the peer of this channel, which follows the
+    // same access rules (layout rules 7–10); its length was set (offer) or checked
+    // (join) to hold the whole geometry, and memfds cannot shrink under a seal-free
+    // peer without breaking it — the peer is the other half of this protocol.
+    let mut map = unsafe { MmapMut::map_mut(file)? };
+    if map.len() < geo.total_len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "byte channel memory is smaller than its header says",
+        ));
+    }
+    // SAFETY: the mapping is page-aligned, holds total_len bytes (checked above), lives
+    // as long as the ByteChannel that owns both, and geo was validated by the callers.
+    let view = unsafe { ChannelView::new(map.as_mut_ptr(), geo) };
+    Ok((map, view))
+}
+
+impl ByteChannel {
+    /// Steps 1–2 of the set-up: creates a channel of `capacity` bytes per ring and sends
+    /// it over `sock` (which then stays open for liveness).
+    pub fn offer(sock: UnixStream, capacity: usize) -> io::Result<ByteChannel> {
+        let geo = ChannelGeometry { capacity };
+        geo.validate()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let memfd = memfd_create("nf-byte-channel", MemfdFlags::CLOEXEC)?;
+        let file = File::from(memfd);
+        file.set_len(geo.total_len() as u64)?;
+        let (map, view) = map(&file, geo)?;
+        view.init_header();
+        let wakers: Wakers = [
+            [new_eventfd()?, new_eventfd()?],
+            [new_eventfd()?, new_eventfd()?],
+        ];
+        let fds = [
+            file.as_fd(),
+            wakers[0][DATA].as_fd(),
+            wakers[0][SPACE].as_fd(),
+            wakers[1][DATA].as_fd(),
+            wakers[1][SPACE].as_fd(),
+        ];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+        sendmsg(
+            &sock,
+            &[IoSlice::new(b"C")],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        )?;
+        Ok(ByteChannel {
+            view,
+            _map: map,
+            rx: 0,
+            tx: 1,
+            wakers,
+            sock,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Step 3 of the set-up: receives a channel offered over `sock`.
+    pub fn join(sock: UnixStream) -> io::Result<ByteChannel> {
+        let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+        let mut byte = [0u8; 1];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = recvmsg(
+            &sock,
+            &mut [IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        )?;
+        if got.bytes == 0 {
+            return Err(bad(
+                "the server closed the connection before offering a channel",
+            ));
+        }
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for msg in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(rights) = msg {
+                fds.extend(rights);
+            }
+        }
+        if fds.len() != FDS || byte != *b"C" {
+            return Err(bad("the peer did not offer a ninefold byte channel"));
+        }
+        let mut fds = fds.into_iter();
+        let mut next = || fds.next().expect("FDS descriptors checked above");
+        let file = File::from(next());
+        let wakers: Wakers = [[next(), next()], [next(), next()]];
+        let len = file.metadata()?.len();
+        // Read the header through a minimal mapping first, to learn the geometry.
+        let probe = ChannelGeometry { capacity: 64 };
+        let (probe_map, probe_view) = map(&file, probe)?;
+        let (magic, version, capacity) = probe_view.read_header();
+        drop(probe_map);
+        if magic != CHANNEL_MAGIC || version != CHANNEL_VERSION {
+            return Err(bad("byte channel header: wrong magic or version"));
+        }
+        let geo = ChannelGeometry {
+            capacity: usize::try_from(capacity).map_err(|_| bad("capacity too large"))?,
+        };
+        geo.validate().map_err(|e| bad(&e))?;
+        if (geo.total_len() as u64) > len {
+            return Err(bad("byte channel memory is smaller than its header says"));
+        }
+        let (map, view) = map(&file, geo)?;
+        Ok(ByteChannel {
+            view,
+            _map: map,
+            rx: 1,
+            tx: 0,
+            wakers,
+            sock,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Bytes per ring.
+    pub fn capacity(&self) -> usize {
+        self.view.geometry().capacity
+    }
+
+    /// What we sleep on for data, and for room; what wakes the peer for each.
+    fn my_data(&self) -> &OwnedFd {
+        &self.wakers[self.rx][DATA]
+    }
+
+    fn my_space(&self) -> &OwnedFd {
+        &self.wakers[self.tx][SPACE]
+    }
+
+    fn peer_data(&self) -> &OwnedFd {
+        &self.wakers[self.tx][DATA]
+    }
+
+    fn peer_space(&self) -> &OwnedFd {
+        &self.wakers[self.rx][SPACE]
+    }
+
+    /// Sleeps until `efd` is signalled (true) or the channel is closed or the peer
+    /// gone (false).
+    fn sleep(&self, efd: &OwnedFd) -> io::Result<bool> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let mut fds = [
+            PollFd::new(efd, PollFlags::IN),
+            PollFd::new(&self.sock, PollFlags::IN | PollFlags::RDHUP),
+        ];
+        match poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => return Ok(true),
+            Err(e) => return Err(e.into()),
+        }
+        if !fds[1].revents().is_empty() {
+            return Ok(false);
+        }
+        let mut counter = [0u8; 8];
+        let _ = rustix::io::read(efd, &mut counter);
+        Ok(true)
+    }
+
+    fn wake(efd: &OwnedFd) {
+        // EAGAIN only if the counter is saturated: the sleeper is awake anyway.
+        let _ = rustix::io::write(efd, &1u64.to_ne_bytes());
+    }
+
+    /// Reads some bytes into `buf`, blocking while there are none; `Ok(0)` once the
+    /// channel is closed or the peer is gone and everything it sent has been read.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let idx = self.view.counters(self.rx);
+        loop {
+            let head = idx.head.load(Ordering::Relaxed);
+            let tail = idx.tail.load(Ordering::Acquire);
+            if tail != head {
+                let n = ((tail - head) as usize).min(buf.len());
+                // SAFETY: we are ring rx's consumer and [head, head + n) ⊆ [head, tail)
+                // is published to us (rule 9).
+                unsafe { self.view.read_data(self.rx, head, &mut buf[..n]) };
+                idx.head.store(head + n as u64, Ordering::SeqCst);
+                if idx.space_waiting.load(Ordering::SeqCst) == 1 {
+                    Self::wake(self.peer_space());
+                }
+                return Ok(n);
+            }
+            // Rule 10: announce the sleep, then look again.
+            idx.data_waiting.store(1, Ordering::SeqCst);
+            if idx.tail.load(Ordering::SeqCst) != head {
+                idx.data_waiting.store(0, Ordering::Relaxed);
+                continue;
+            }
+            let alive = self.sleep(self.my_data())?;
+            idx.data_waiting.store(0, Ordering::Relaxed);
+            if !alive && idx.tail.load(Ordering::Acquire) == head {
+                return Ok(0);
+            }
+        }
+    }
+
+    /// Writes all of `bytes`, blocking while the ring is full; fails once the channel is
+    /// closed, or when it must wait for room and the peer is gone (as with a socket,
+    /// bytes that fit may still be written after the peer went).
+    pub fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        let idx = self.view.counters(self.tx);
+        let cap = self.capacity() as u64;
+        let mut done = 0;
+        while done < bytes.len() {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "byte channel closed",
+                ));
+            }
+            let tail = idx.tail.load(Ordering::Relaxed);
+            let head = idx.head.load(Ordering::Acquire);
+            let free = cap - (tail - head);
+            if free == 0 {
+                idx.space_waiting.store(1, Ordering::SeqCst);
+                if idx.head.load(Ordering::SeqCst) != head {
+                    idx.space_waiting.store(0, Ordering::Relaxed);
+                    continue;
+                }
+                let alive = self.sleep(self.my_space())?;
+                idx.space_waiting.store(0, Ordering::Relaxed);
+                if !alive {
+                    return Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "the byte channel's peer closed it or exited",
+                    ));
+                }
+                continue;
+            }
+            let n = (free as usize).min(bytes.len() - done);
+            // SAFETY: we are ring tx's producer and own [tail, tail + n) because
+            // n ≤ free = head + capacity - tail (rule 9).
+            unsafe { self.view.write_data(self.tx, tail, &bytes[done..done + n]) };
+            idx.tail.store(tail + n as u64, Ordering::SeqCst);
+            if idx.data_waiting.load(Ordering::SeqCst) == 1 {
+                Self::wake(self.peer_data());
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Closes the channel both ways: blocked calls on both sides return. Idempotent.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
+}
+
+impl Drop for ByteChannel {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::thread;
+
+    fn pair(capacity: usize) -> (ByteChannel, ByteChannel) {
+        let (a, b) = UnixStream::pair().unwrap();
+        let offer = thread::spawn(move || ByteChannel::offer(a, capacity).unwrap());
+        let joined = ByteChannel::join(b).unwrap();
+        (offer.join().unwrap(), joined)
+    }
+
+    #[test]
+    fn bytes_flow_both_ways_through_a_small_ring_in_order() {
+        let (server, client) = pair(64);
+        let client = Arc::new(client);
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+        let sender = {
+            let client = Arc::clone(&client);
+            let data = data.clone();
+            thread::spawn(move || client.send(&data).unwrap())
+        };
+        let mut got = Vec::new();
+        let mut buf = [0u8; 100];
+        while got.len() < data.len() {
+            let n = server.recv(&mut buf).unwrap();
+            assert!(n > 0);
+            got.extend_from_slice(&buf[..n]);
+        }
+        sender.join().unwrap();
+        assert_eq!(got, data);
+        server.send(b"reply").unwrap();
+        let n = client.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"reply");
+    }
+
+    #[test]
+    fn close_wakes_a_blocked_receiver_and_the_peer() {
+        let (server, client) = pair(64);
+        let server = Arc::new(server);
+        let s2 = Arc::clone(&server);
+        let blocked = thread::spawn(move || s2.recv(&mut [0u8; 8]).unwrap());
+        thread::sleep(std::time::Duration::from_millis(50));
+        client.send(b"last").unwrap();
+        drop(client);
+        assert_eq!(
+            blocked.join().unwrap(),
+            4,
+            "data sent before closing arrives"
+        );
+        assert_eq!(server.recv(&mut [0u8; 8]).unwrap(), 0, "then end of file");
+        // Like a socket, a send may still fill the ring; it fails once it must wait.
+        assert!((0..4).any(|_| server.send(&[0u8; 64]).is_err()));
+        let (a, b) = pair(64);
+        let a = Arc::new(a);
+        let a2 = Arc::clone(&a);
+        let blocked = thread::spawn(move || a2.recv(&mut [0u8; 8]).unwrap());
+        thread::sleep(std::time::Duration::from_millis(50));
+        a.close();
+        assert_eq!(blocked.join().unwrap(), 0);
+        drop(b);
+    }
+
+    #[test]
+    fn a_non_channel_peer_is_refused() {
+        let (a, b) = UnixStream::pair().unwrap();
+        use std::io::Write;
+        (&a).write_all(b"C").unwrap();
+        let err = ByteChannel::join(b).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            ByteChannel::offer(a, 100).is_err(),
+            "capacity must be a power of two"
+        );
+    }
+}
