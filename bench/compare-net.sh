@@ -122,26 +122,8 @@ mpi_bin=$out/pingpong-mpi
 cc -O2 -Wall -I"$repo/bench/c" -o "$raw_bin" "$repo/bench/net/tcp_pingpong.c" "$repo/bench/c/ppreport.c" -lm
 mpicc -O2 -Wall -I"$repo/bench/c" -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" "$repo/bench/c/ppreport.c" -lm
 
-# The hosts: nf-netns keeps them while its stdin is open; closing it (on any exit of
-# this script) removes them.
-coproc NETNS { exec "$netns" --hosts 2; }
-netns_pid=$NETNS_PID
-cleanup() {
-    exec {NETNS[1]}>&- 2>/dev/null || true
-    wait "$netns_pid" 2>/dev/null || true
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-declare -a H A
-subnet=""
-while read -r -u "${NETNS[0]}" kind a b c; do
-    case $kind in
-        host) H[a]=$b A[a]=$c ;;
-        subnet) subnet=$a ;;
-        ready) break ;;
-    esac
-done
-[[ -n ${H[1]:-} && -n $subnet ]] || die "nf-netns did not bring the hosts up (see its message above)"
+# The hosts, removed on any exit of this script.
+netns_hosts "$netns" 2
 echo "compare-net: hosts ${H[0]} (${A[0]}) and ${H[1]} (${A[1]}) on $subnet" >&2
 
 # Long commands run in the background and are waited for: bash defers a trap while a

@@ -10,8 +10,10 @@
 #                     ARMCI-MPI over Open MPI's defaults (its windows are in shared
 #                     memory then, whatever the btl);
 #                     netns: two network namespaces joined by a veth pair (made and
-#                     removed here; needs root), one rank in each: ninefold through
-#                     its service thread, ARMCI-MPI over Open MPI's tcp btl
+#                     removed here; needs root), one rank in each: ninefold with put
+#                     and get over the ofi transport's native RMA (NF_RMA_OFI=auto;
+#                     export NF_RMA_OFI=off for its service thread), ARMCI-MPI over
+#                     Open MPI's tcp btl
 #   --ours S          nf (default): ninefold's side is `nf bench rma`; libarmci: it is
 #                     the same bench/mpi/rma.c linked with ninefold's libarmci
 #                     (crates/armci) instead of ARMCI-MPI, started the same way
@@ -26,7 +28,7 @@
 #   --out DIR         default bench/out/compare-rma-<path>-<UTC timestamp>/
 #
 # While rank 0 measures, ninefold's rank 1 sleeps without calling the library (its
-# service thread answers); ARMCI-MPI's rank 1 waits in ARMCI_Barrier, which lets MPI
+# service thread, or its ofi progress thread, answers); ARMCI-MPI's rank 1 waits in ARMCI_Barrier, which lets MPI
 # make progress for it. Per (op, layout) the table shows the best of K runs on each
 # side and the ratios ours / ARMCI-MPI (bench/compare_report.py); summary.txt has
 # every table. Each run's JSON and text land in the out directory.

@@ -5,6 +5,7 @@
 #   need TOOL HINT           die with HINT unless TOOL is on PATH
 #   check_int NAME VALUE     die unless VALUE is a positive integer
 #   check_sizes VALUE        die unless VALUE is a list like 8,64,4096
+#   netns_hosts NF_NETNS K   K namespace hosts for the script's lifetime (see below)
 
 die() {
     echo "$(basename "$0" .sh): $*" >&2
@@ -25,4 +26,32 @@ check_int() {
 
 check_sizes() {
     [[ $1 =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "size lists look like 8,64,4096, not '$1'"
+}
+
+# netns_hosts NF_NETNS K     bring up K namespace hosts with nf-netns (from nf-testkit)
+#                            for as long as the script runs: sets H[i] (host names),
+#                            A[i] (their addresses) and subnet; nf-netns keeps them
+#                            while its stdin is open, so they go when the script exits,
+#                            however it exits (the EXIT trap closes it)
+netns_hosts() {
+    coproc NETNS { exec "$1" --hosts "$2"; }
+    netns_pid=$NETNS_PID
+    trap netns_hosts_release EXIT
+    trap 'exit 130' INT TERM
+    declare -ga H A
+    subnet=""
+    local kind a b c
+    while read -r -u "${NETNS[0]}" kind a b c; do
+        case $kind in
+            host) H[a]=$b A[a]=$c ;;
+            subnet) subnet=$a ;;
+            ready) break ;;
+        esac
+    done
+    [[ -n ${H[$2 - 1]:-} && -n $subnet ]] || die "nf-netns did not bring the hosts up (see its message above)"
+}
+
+netns_hosts_release() {
+    exec {NETNS[1]}>&- 2>/dev/null || true
+    wait "$netns_pid" 2>/dev/null || true
 }

@@ -209,7 +209,7 @@ fn bench_9p_without_diod_says_how_to_get_it() {
 }
 
 #[test]
-fn rma_bench_reports_every_operation_and_layout_on_both_paths() {
+fn rma_bench_reports_every_operation_and_layout_on_every_path() {
     let dir = tempfile::tempdir().unwrap();
     let (json, csv, png) = (
         dir.path().join("rma.json"),
@@ -232,10 +232,15 @@ fn rma_bench_reports_every_operation_and_layout_on_both_paths() {
         "--plot",
         png.to_str().unwrap(),
     ];
-    for (direct, path) in [("1", "rma-direct"), ("0", "rma-service-tcp")] {
+    for (direct, ofi, path) in [
+        ("1", "auto", "rma-direct"),
+        ("0", "off", "rma-service-tcp"),
+        ("0", "on", "rma-ofi-native"),
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_nf"))
             .args(args)
             .env("NF_RMA_DIRECT", direct)
+            .env("NF_RMA_OFI", ofi)
             .output()
             .expect("run nf");
         assert!(out.status.success(), "{}", text(&out.stderr));

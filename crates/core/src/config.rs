@@ -17,6 +17,7 @@
 //! | `NF_TCP_HOT_US` | a tcp connection this rank sent on or received from is read directly by its polls for this long after its last traffic (then the progress thread serves it again); `0` leaves every arrival to the progress thread | `500` with same-host (shm) peers, else `20000` |
 //! | `NF_OFI_PROVIDER` | libfabric provider of the ofi transport (`tcp`, `verbs`, `efa`, …; `fi_info -l` lists them) | `tcp` |
 //! | `NF_OFI_NODE` | source address (node) the ofi endpoint binds | for `tcp`/`sockets`/`udp`: as `NF_TCP_BIND`; else the provider's choice |
+//! | `NF_OFI_PACKET` | largest payload of one ofi packet, bytes; every rank must use the same (see `netconf.rs`) | `15872` |
 //! | `NF_OFI_POLL_EVERY` | while shm routes exist, the ofi completion queue is read on every Nth empty poll (reading it costs system calls with the tcp provider); 1 reads it on every poll | `1024` |
 //! | `NF_DEAD_AFTER_MS` | a network peer that stops answering (host down, link cut) is lost after about this long: tcp user timeout and keepalive, ofi `dead_after` | tcp `20000`, ofi `30000` |
 //! | `NF_SHOW_TRANSPORTS` | if set (not `0`), rank 0 prints the peer × transport matrix after wire-up | unset |
@@ -76,6 +77,8 @@ pub struct Config {
     pub ofi_node: Option<String>,
     /// With shm routes, the ofi completion queue is read on every Nth empty poll.
     pub ofi_poll_every: u32,
+    /// Largest payload of one ofi packet.
+    pub ofi_packet: usize,
     /// How soon a silent network peer is lost; the transports' defaults when `None`.
     pub dead_after: Option<Duration>,
     /// Rank 0 prints the peer × transport matrix after wire-up (`NF_SHOW_TRANSPORTS`).
@@ -102,6 +105,7 @@ impl Default for Config {
             ofi_provider: "tcp".into(),
             ofi_node: None,
             ofi_poll_every: 1024,
+            ofi_packet: crate::netconf::OFI_PACKET,
             dead_after: None,
             show_transports: false,
         }
@@ -206,6 +210,16 @@ impl Config {
         c.ofi_node = std::env::var("NF_OFI_NODE").ok();
         if let Some(k) = var::<u32>("NF_OFI_POLL_EVERY", "a positive integer")? {
             c.ofi_poll_every = k.max(1);
+        }
+        if let Some(n) = var::<usize>("NF_OFI_PACKET", "bytes, 1024 ..= 16777216")? {
+            if !(1024..=16 << 20).contains(&n) {
+                return Err(CoreError::Config {
+                    var: "NF_OFI_PACKET",
+                    value: n.to_string(),
+                    expected: "bytes, 1024 ..= 16777216",
+                });
+            }
+            c.ofi_packet = n;
         }
         if let Some(ms) = var::<u64>("NF_DEAD_AFTER_MS", "milliseconds")? {
             c.dead_after = Some(Duration::from_millis(ms.max(100)));

@@ -10,15 +10,15 @@ use nf_transport::tcp::TcpConfig;
 use crate::config::Config;
 use crate::wireup::hash_of;
 
-/// Largest ofi payload per packet: a packet (20 B header, metadata, payload) stays
-/// under `ofi_rxm`'s eager limit (16 KiB buffers, less its own header), so the tcp and
-/// verbs providers send every packet eagerly, in order on one connection. Larger
-/// packets go by rendezvous and complete behind later ones; under a sustained stream
-/// the receiver then has to hold more and more packets back to restore order.
-const OFI_MAX_PAYLOAD: usize = 16 * 1024 - 512;
-
-/// Providers whose endpoints bind an IP address (`FI_SOURCE` with a node name).
-const IP_PROVIDERS: [&str; 3] = ["tcp", "sockets", "udp"];
+/// Largest ofi payload per packet (`NF_OFI_PACKET`): a packet (20 B header, metadata,
+/// payload) stays under `ofi_rxm`'s eager limit (16 KiB buffers, less its own header),
+/// so the tcp and verbs providers send every packet eagerly, in order on one
+/// connection. Larger packets are correct too (the transport's send windows bound
+/// what a receiver holds to restore order), but go by rendezvous, one handshake per
+/// packet: measured across two namespace hosts (`bench/compare-ofi.sh --part packet`),
+/// 64 KiB packets doubled the bandwidth of 64 KiB messages and lost 15 % at 1 MiB and
+/// 46 % at 4 MiB.
+pub(crate) const OFI_PACKET: usize = 16 * 1024 - 512;
 
 /// Where network transports bind: `NF_TCP_BIND`; loopback when every peer is on this
 /// host; else the first non-loopback IPv4 address that is up.
@@ -66,17 +66,15 @@ pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool, shares_memory: bo
 /// IP providers the node is `NF_OFI_NODE`, else the address tcp would bind (so the
 /// endpoint is reachable from the other hosts, not only on loopback).
 pub(crate) fn ofi(cfg: &Config, job: &str, remote_hosts: bool) -> OfiConfig {
-    let base = cfg.ofi_provider.split(';').next().unwrap_or_default();
     let node = cfg.ofi_node.clone().or_else(|| {
-        IP_PROVIDERS
-            .contains(&base)
+        nf_transport::ofi::binds_ip(&cfg.ofi_provider)
             .then(|| bind_addr(cfg, remote_hosts).to_string())
     });
     let mut o = OfiConfig {
         provider: cfg.ofi_provider.clone(),
         node,
         cookie: hash_of(job),
-        max_payload: OFI_MAX_PAYLOAD,
+        max_payload: cfg.ofi_packet,
         ..OfiConfig::default()
     };
     if let Some(d) = cfg.dead_after {

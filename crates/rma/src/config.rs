@@ -3,7 +3,10 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `NF_RMA_DIRECT` | `1`: same-host procs map each other's segments and use load / store; `0`: every other proc goes through its service thread (for tests and comparisons) | `1` |
-//! | `NF_RMA_BIND` | address the service thread listens on | `NF_TCP_BIND`, else loopback when every proc is on this host, else the first non-loopback IPv4 |
+//! | `NF_RMA_OFI` | put / get to other domains: `auto` uses the ofi transport's native RMA (`fi_write` / `fi_read`) where every end opens an endpoint with `FI_RMA` and a wait fd, else the service thread; `on` fails start-up, naming the proc and why, unless every proc with remote peers can; `off` always uses the service thread | `auto` |
+//! | `NF_OFI_PROVIDER` | the libfabric provider for native RMA (shared with the core) | `tcp` |
+//! | `NF_DEAD_AFTER_MS` | a remote proc whose RMA operations make no progress this long is lost (shared with the core) | `30000` |
+//! | `NF_RMA_BIND` | address the service thread listens on (and the ofi endpoint binds, for IP providers) | `NF_TCP_BIND`, else loopback when every proc is on this host, else the first non-loopback IPv4 |
 //! | `NF_RMA_CHUNK` | largest payload of one service request or reply, bytes | `1048576` |
 //! | `NF_SHM_DIR` | directory (a tmpfs) for segment files (shared with the core) | `/dev/shm` |
 //! | `NF_WAIT` | waiting policy, as for the core: `spin`, `yield`, `auto` | `auto` |
@@ -18,9 +21,27 @@ use nf_core::WaitMode;
 
 use crate::error::RmaError;
 
+/// Whether put / get to other domains use the ofi transport's native RMA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfiMode {
+    /// Where every end can; the service thread elsewhere.
+    Auto,
+    /// Everywhere, or start-up fails saying why not.
+    On,
+    /// Never: the service thread carries everything.
+    Off,
+}
+
 /// The rma layer's settings.
 #[derive(Debug, Clone)]
 pub struct RmaConfig {
+    /// Native RMA over ofi for put / get to other domains.
+    pub ofi: OfiMode,
+    /// The libfabric provider for native RMA.
+    pub ofi_provider: String,
+    /// A remote proc whose operations make no progress this long is lost (`None`:
+    /// the transport's default).
+    pub dead_after: Option<Duration>,
     /// Same-host procs access each other's memory directly.
     pub direct: bool,
     /// Address of the service listener, if set.
@@ -38,6 +59,9 @@ pub struct RmaConfig {
 impl Default for RmaConfig {
     fn default() -> Self {
         RmaConfig {
+            ofi: OfiMode::Auto,
+            ofi_provider: "tcp".into(),
+            dead_after: None,
             direct: true,
             bind: None,
             chunk: 1 << 20,
@@ -57,8 +81,18 @@ impl RmaConfig {
             wait: core.wait,
             peer_check: core.peer_check,
             bind: core.tcp_bind,
+            ofi_provider: core.ofi_provider.clone(),
+            dead_after: core.dead_after,
             ..RmaConfig::default()
         };
+        if let Some(v) = var("NF_RMA_OFI") {
+            cfg.ofi = match v.as_str() {
+                "auto" => OfiMode::Auto,
+                "on" => OfiMode::On,
+                "off" => OfiMode::Off,
+                _ => return Err(bad("NF_RMA_OFI", v, "auto, on or off")),
+            };
+        }
         if let Some(v) = var("NF_RMA_DIRECT") {
             cfg.direct = match v.as_str() {
                 "1" => true,

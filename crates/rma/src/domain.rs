@@ -5,6 +5,18 @@
 //! rank order. With `NF_RMA_DIRECT=0` every proc is a domain of its own, since no
 //! memory is then accessed directly.
 
+/// How this proc reaches another proc's memory (see [`crate::Rma::route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Load / store on its mapped segments (same domain, and ourselves).
+    Direct,
+    /// Put and get with the ofi transport's native RMA; accumulate, rmw and mutexes
+    /// through its service thread.
+    Native,
+    /// Everything through its service thread.
+    Service,
+}
+
 /// The partition of the job's procs into domains.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Domains {

@@ -48,6 +48,7 @@ pub mod domain;
 pub mod error;
 pub mod handle;
 mod memory;
+mod native;
 mod origin;
 mod rma;
 mod service;
@@ -60,8 +61,8 @@ pub mod world;
 pub mod xfer;
 
 pub use array::{Accumulate, GlobalArray, RmwInt};
-pub use config::RmaConfig;
-pub use domain::Domains;
+pub use config::{OfiMode, RmaConfig};
+pub use domain::{Domains, Route};
 pub use error::RmaError;
 pub use handle::Handle;
 pub use rma::Rma;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use memmap2::MmapMut;
+use nf_transport::ofi::RegionId;
 use nf_transport::shm::segment::{segment_path, PREFIX};
 
 use crate::shm::map::Mapping;
@@ -21,6 +22,8 @@ pub(crate) struct Alloc {
     pub lens: Vec<u64>,
     /// Our own segment and the domain peers' segments, mapped here.
     pub maps: Vec<Mapping>,
+    /// Our segment's ofi registration, if native RMA reaches it.
+    pub region: Option<RegionId>,
 }
 
 impl Alloc {

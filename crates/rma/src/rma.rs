@@ -9,6 +9,9 @@
 //!    outside our domain; allgather service addresses (which also says that every
 //!    control segment exists).
 //! 5. Map the control segments of our domain's procs; barrier; unlink our name.
+//! 6. Native RMA over ofi where every end can (`native/setup.rs`: its own allgather
+//!    of endpoint addresses; a progress thread when used). Last, so that a proc
+//!    refusing it leaves no file behind.
 //!
 //! Shutdown ([`Rma::finalize`], collective): complete and fence everything, barrier,
 //! then stop the service thread. Dropping an `Rma` without it stops the thread at
@@ -210,12 +213,9 @@ impl<'w> Rma<'w> {
             pid,
             stop: AtomicBool::new(false),
         });
+        let bind = bind_address(&cfg, intros.iter().all(|i| i.host == me.host));
         let service = if mine.len() < size {
-            let all_here = intros.iter().all(|i| i.host == me.host);
-            Some(Service::start(
-                bind_address(&cfg, all_here),
-                Arc::clone(&shared),
-            )?)
+            Some(Service::start(bind, Arc::clone(&shared))?)
         } else {
             None
         };
@@ -260,8 +260,11 @@ impl<'w> Rma<'w> {
         wire.barrier()?;
         own_ctl.mapping().unlink()?;
 
+        // Step 6.
+        let native = crate::native::setup(&cfg, &*wire, &domains, bind, cookie)?;
+
         let spin = Waiter::new(cfg.wait, mine.len(), None).spins();
-        let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin);
+        let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin, native);
         Ok(Rma {
             _service: service,
             origin: RefCell::new(origin),

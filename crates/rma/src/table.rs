@@ -5,6 +5,8 @@
 //! segment is mapped in this process when its proc shares our domain, which is how
 //! `(proc, remote address)` becomes a local pointer.
 
+use nf_transport::ofi::RemoteRegion;
+
 /// One proc's segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Seg {
@@ -14,6 +16,8 @@ pub(crate) struct Seg {
     pub len: u64,
     /// Address of byte 0 in this process, if mapped here (0 otherwise).
     pub mapped: usize,
+    /// How the owner's ofi endpoint names the segment, when we reach it natively.
+    pub ofi: Option<RemoteRegion>,
 }
 
 impl Seg {
@@ -78,6 +82,7 @@ mod tests {
                 base: 0x2000,
                 len: 0x1000,
                 mapped: 0x9000,
+                ofi: None,
             },
         );
         t.insert(
@@ -86,6 +91,7 @@ mod tests {
                 base: 0x1000,
                 len: 0x1000,
                 mapped: 0,
+                ofi: None,
             },
         );
         assert_eq!(t.find(1, 0x1000, 0x1000).map(|s| s.base), Some(0x1000));

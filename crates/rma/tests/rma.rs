@@ -1,6 +1,9 @@
 //! The rma layer over real processes started by the real launcher: same host with
-//! direct access, same host through the service threads (`NF_RMA_DIRECT=0`), and two
-//! network-namespace hosts of two ranks each.
+//! direct access, same host through the service threads (`NF_RMA_DIRECT=0`,
+//! `NF_RMA_OFI=off`), and two network-namespace hosts of two ranks each, once with put
+//! and get over the ofi transport's native RMA (libfabric's tcp provider) and once
+//! through the service threads. Every job on a path other than direct checks that
+//! each proc really reaches the others that way (`NF_RMA_CHECK_ROUTE`).
 //!
 //! Each test runs `nf-rma-check MODE …` (src/bin) and checks the job's outcome and
 //! that no segment file outlives it.
@@ -21,8 +24,22 @@ const BOUND: Duration = Duration::from_secs(180);
 enum Path_ {
     /// One host, segments mapped by every proc.
     Direct,
-    /// One host, every other proc through its service thread on loopback.
+    /// Every other proc (one host), or every proc of the other host, through its
+    /// service thread.
     Service,
+    /// As `Service`, but put and get with the ofi transport's native RMA.
+    Native,
+}
+
+impl Path_ {
+    /// The settings that choose the path to other domains, and check it was taken.
+    fn env(self) -> Vec<(&'static str, &'static str)> {
+        match self {
+            Path_::Direct => vec![],
+            Path_::Service => vec![("NF_RMA_OFI", "off"), ("NF_RMA_CHECK_ROUTE", "service")],
+            Path_::Native => vec![("NF_RMA_OFI", "on"), ("NF_RMA_CHECK_ROUTE", "native")],
+        }
+    }
 }
 
 struct Job {
@@ -36,12 +53,15 @@ impl Job {
         }
     }
 
-    fn spec(&self, n: usize, args: &[&str], path: Path_) -> LaunchSpec {
+    /// A job of `n` ranks; on one host, every path but `Direct` makes each proc a
+    /// domain of its own (`NF_RMA_DIRECT=0`), across hosts only the hosts are.
+    fn spec(&self, n: usize, args: &[&str], path: Path_, one_host: bool) -> LaunchSpec {
         let mut env: Vec<(OsString, OsString)> =
             vec![("NF_SHM_DIR".into(), self.shm.path().into())];
-        if let Path_::Service = path {
+        if one_host && !matches!(path, Path_::Direct) {
             env.push(("NF_RMA_DIRECT".into(), "0".into()));
         }
+        env.extend(path.env().into_iter().map(|(k, v)| (k.into(), v.into())));
         LaunchSpec {
             nprocs: n,
             program: env!("CARGO_BIN_EXE_nf-rma-check").into(),
@@ -58,7 +78,7 @@ impl Job {
     }
 
     fn expect_success_with(&self, n: usize, args: &[&str], path: Path_, env: &[(&str, &str)]) {
-        let mut spec = self.spec(n, args, path);
+        let mut spec = self.spec(n, args, path, true);
         spec.env.extend(
             env.iter()
                 .map(|(k, v)| (OsString::from(k), OsString::from(v))),
@@ -149,6 +169,19 @@ fn a_computing_target_does_not_stall_gets_on_its_memory() {
 }
 
 #[test]
+fn ofi_rma_on_where_it_cannot_run_fails_start_up_and_auto_falls_back() {
+    let job = Job::new();
+    let nowhere = [("NF_OFI_PROVIDER", "no-such-provider")];
+    // Every proc gets the same error naming the setting and the proc (the job would
+    // hang in a collective if one failed alone).
+    job.expect_success_with(3, &["refused"], Path_::Native, &nowhere);
+    // auto: the service thread carries put and get (the route check says so).
+    let mut auto = nowhere.to_vec();
+    auto.push(("NF_RMA_OFI", "auto"));
+    job.expect_success_with(3, &["contig"], Path_::Service, &auto);
+}
+
+#[test]
 fn teams_allocate_transfer_and_free() {
     Job::new().both(4, &["teams"]);
 }
@@ -187,55 +220,122 @@ fn a_mutex_holder_that_leaves_fails_the_waiters() {
     job.expect_success_with(3, &["holderdies"], Path_::Service, &quick);
 }
 
-/// Two namespace hosts of two ranks each, the launcher inside host 0.
-fn across_hosts(args: &[&str]) {
-    let net = Netns::create(2)
-        .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
-    let job = Job::new();
-    let hosts = Hosts {
-        hosts: vec![
-            HostSlots {
-                name: net.host(0).to_owned(),
-                ranks: 2,
-            },
-            HostSlots {
-                name: net.host(1).to_owned(),
-                ranks: 2,
-            },
-        ],
-        remote: RemoteTemplate::parse("ip netns exec {host}").unwrap(),
-        pmi_bind: Some(SocketAddr::new(net.addr(0), 0)),
-    };
-    let spec = job.spec(4, args, Path_::Direct);
-    let report = net
-        .within(0, || nf_launch::run_on_hosts(&spec, &hosts, |_| {}))
-        .expect("enter host 0")
-        .expect("launch");
-    leftovers_are_gone(job.shm.path());
-    assert!(
-        matches!(report.outcome, Outcome::Success),
-        "{args:?} across two hosts: {}",
-        report.outcome
-    );
+/// Two namespace hosts, the launcher inside host 0; jobs run on `path`.
+struct TwoHosts {
+    net: Netns,
+    job: Job,
+    path: Path_,
 }
 
-#[test]
-fn two_hosts_contig_strided_vector() {
-    for mode in ["contig", "strided", "vector"] {
-        across_hosts(&[mode]);
+impl TwoHosts {
+    fn new(path: Path_) -> TwoHosts {
+        let net = Netns::create(2)
+            .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
+        TwoHosts {
+            net,
+            job: Job::new(),
+            path,
+        }
+    }
+
+    /// Runs `args` with `per_host` ranks on each host; expects success.
+    fn run(&self, per_host: [usize; 2], args: &[&str]) {
+        let hosts = Hosts {
+            hosts: (0..2)
+                .map(|i| HostSlots {
+                    name: self.net.host(i).to_owned(),
+                    ranks: per_host[i],
+                })
+                .collect(),
+            remote: RemoteTemplate::parse("ip netns exec {host}").unwrap(),
+            pmi_bind: Some(SocketAddr::new(self.net.addr(0), 0)),
+        };
+        let spec = self.job.spec(per_host.iter().sum(), args, self.path, false);
+        let report = self
+            .net
+            .within(0, || nf_launch::run_on_hosts(&spec, &hosts, |_| {}))
+            .expect("enter host 0")
+            .expect("launch");
+        leftovers_are_gone(self.job.shm.path());
+        assert!(
+            matches!(report.outcome, Outcome::Success),
+            "{args:?} across two hosts ({:?}): {}",
+            self.path,
+            report.outcome
+        );
+    }
+
+    /// Two ranks per host (same-host pairs go direct, the others on `path`).
+    fn each(&self, modes: &[&[&str]]) {
+        for args in modes {
+            self.run([2, 2], args);
+        }
     }
 }
 
-#[test]
-fn two_hosts_stress_atomicity_mutex_rmw() {
-    across_hosts(&["stress", "4", "300"]);
-    across_hosts(&["atomicity", "30"]);
-    across_hosts(&["mutex", "30"]);
-    across_hosts(&["rmw", "50"]);
+/// Across hosts: put and get over the ofi transport's native RMA (accumulate, rmw and
+/// mutexes through the service thread), or everything through the service thread.
+fn remote_path(native: bool) -> Path_ {
+    if native {
+        Path_::Native
+    } else {
+        Path_::Service
+    }
+}
+
+fn shapes_across_hosts(native: bool) {
+    TwoHosts::new(remote_path(native)).each(&[
+        &["contig"],
+        &["strided"],
+        &["vector"],
+        &["nonblocking"],
+        &["teams"],
+        &["typed"],
+    ]);
+}
+
+fn sync_across_hosts(native: bool) {
+    TwoHosts::new(remote_path(native)).each(&[
+        &["stress", "4", "300"],
+        &["atomicity", "30"],
+        &["mutex", "30"],
+        &["rmw", "50"],
+    ]);
+}
+
+fn faults_across_hosts(native: bool) {
+    let hosts = TwoHosts::new(remote_path(native));
+    hosts.each(&[&["progress", "2"], &["badinput"]]);
+    // One rank per host: the target vanishes while proc 0 reads its memory.
+    hosts.run([1, 1], &["vanish"]);
 }
 
 #[test]
-fn two_hosts_progress_and_bad_input() {
-    across_hosts(&["progress", "2"]);
-    across_hosts(&["badinput"]);
+fn two_hosts_shapes_over_ofi_native_rma() {
+    shapes_across_hosts(true);
+}
+
+#[test]
+fn two_hosts_shapes_over_the_service_thread() {
+    shapes_across_hosts(false);
+}
+
+#[test]
+fn two_hosts_stress_atomicity_mutex_rmw_over_ofi_native_rma() {
+    sync_across_hosts(true);
+}
+
+#[test]
+fn two_hosts_stress_atomicity_mutex_rmw_over_the_service_thread() {
+    sync_across_hosts(false);
+}
+
+#[test]
+fn two_hosts_progress_bad_input_and_a_vanishing_target_over_ofi_native_rma() {
+    faults_across_hosts(true);
+}
+
+#[test]
+fn two_hosts_progress_bad_input_and_a_vanishing_target_over_the_service_thread() {
+    faults_across_hosts(false);
 }

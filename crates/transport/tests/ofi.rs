@@ -3,9 +3,12 @@
 //! they must run at once. Without libfabric every test fails, saying what to install.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nf_transport::ofi::{self, OfiConfig, OfiPacket, OfiTransport, RemoteRegion};
+use nf_transport::ofi::{
+    self, OfiConfig, OfiPacket, OfiTransport, RemoteRegion, RemoteSpan, RmaDone,
+};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError, META_MAX};
 
 const COOKIE: u64 = 0x9f00_c0ff_ee00_0002;
@@ -122,11 +125,12 @@ fn the_endpoint_is_bound_to_loopback_and_named() {
     let (prov, fabric, domain) = eps[0].provider();
     assert!(prov.starts_with("tcp"), "{prov}");
     assert_eq!((fabric, domain), ("127.0.0.1/32", "lo"));
-    // A sockaddr_in (family AF_INET, a port, 127.0.0.1), then max_payload and a tag.
+    // A sockaddr_in (family AF_INET, a port, 127.0.0.1), then the reorder window,
+    // max_payload and a tag.
     let a = eps[0].address();
-    assert_eq!(a.len(), 16 + 8);
+    assert_eq!(a.len(), 16 + 12);
     assert_eq!(&a[4..8], &[127, 0, 0, 1]);
-    assert_eq!(&a[16..], &[0, 0, 1, 0, b'n', b'f', b'o', b'1']);
+    assert_eq!(&a[16..], &[0, 1, 0, 0, 0, 0, 1, 0, b'n', b'f', b'o', b'2']);
     assert_ne!(eps[0].address(), eps[1].address());
 }
 
@@ -428,6 +432,10 @@ fn bad_settings_are_refused_before_opening() {
             queue_limit: 100_000,
             ..config()
         },
+        OfiConfig {
+            reorder_window: 0,
+            ..config()
+        },
     ] {
         assert!(OfiTransport::open(cfg, 0, 2).is_err());
     }
@@ -599,17 +607,19 @@ fn rma_put_and_get_move_bytes_between_registered_regions() {
             r1.progress().unwrap(); // the target's manual progress
         }
     };
-    while r0.put(1, mine, 1000, data.len(), &remote, 5000).unwrap() == SendStatus::NoCredit {
+    while r0.put(1, mine, 1000, data.len(), &remote, 5000, 7).unwrap() == SendStatus::NoCredit {
         r0.progress().unwrap();
         r1.progress().unwrap(); // connection set-up needs both ends
     }
     wait(&mut r0, &mut r1);
+    let done = r0.pop_rma_done().expect("the put's completion");
+    assert_eq!((done.tag, done.peer, done.result.is_ok()), (7, 1, true));
     let mut back = vec![0u8; data.len()];
     r1.region_read(theirs, 5000, &mut back).unwrap();
     assert!(back == data, "put moved the wrong bytes");
 
     r1.region_write(theirs, 0, b"from rank one").unwrap();
-    while r0.get(1, mine, 0, 13, &remote, 0).unwrap() == SendStatus::NoCredit {
+    while r0.get(1, mine, 0, 13, &remote, 0, 8).unwrap() == SendStatus::NoCredit {
         r0.progress().unwrap();
     }
     wait(&mut r0, &mut r1);
@@ -617,8 +627,8 @@ fn rma_put_and_get_move_bytes_between_registered_regions() {
     r0.region_read(mine, 0, &mut got).unwrap();
     assert_eq!(&got, b"from rank one");
 
-    assert!(r0.put(1, mine, 0, 16, &remote, (1 << 20) - 8).is_err());
-    assert!(r0.put(1, mine, (1 << 20) - 8, 16, &remote, 0).is_err());
+    assert!(r0.put(1, mine, 0, 16, &remote, (1 << 20) - 8, 9).is_err());
+    assert!(r0.put(1, mine, (1 << 20) - 8, 16, &remote, 0, 9).is_err());
     r0.deregister(mine).unwrap();
     assert!(r0.region_read(mine, 0, &mut got).is_err());
 }
@@ -709,4 +719,335 @@ fn measure_loopback() {
          half round trip {mib:?} = {:.0} MB/s; empty poll {empty:?}",
         (1 << 20) as f64 / mib.as_secs_f64() / 1e6
     );
+}
+
+/// A payload size for packet `seq` of a mixed stream: full packets (above the tcp
+/// provider's 64 KiB eager size once the header is added: rendezvous), packets just
+/// under it, and tiny (injected) ones between.
+fn mixed_size(seq: u32, max: usize) -> usize {
+    let key = mix(seq as u64 ^ 0x5eed);
+    match key % 16 {
+        0 => max,
+        2 => max - 64 - (key >> 8) as usize % 4096,
+        _ => (key >> 8) as usize % 32,
+    }
+}
+
+#[test]
+fn a_sustained_two_way_stream_of_large_and_small_packets_loses_nothing() {
+    // Both ranks send as fast as the transport lets them and receive at the same time:
+    // large packets finish by rendezvous behind small ones sent after them, so the
+    // receivers must restore order. Nothing may be dropped or refused.
+    const N: u32 = 20000;
+    let cfg = config();
+    let (max, window) = (cfg.max_payload, cfg.reorder_window);
+    let eps = job(vec![cfg; 2]);
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for mut ep in eps {
+            let finished = &finished;
+            s.spawn(move || {
+                let me = ep.rank();
+                let peer = 1 - me;
+                let (mut sent, mut next) = (0u32, 0u32);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while sent < N || next < N {
+                    assert!(
+                        Instant::now() < deadline,
+                        "rank {me} stuck: sent {sent}, got {next} of {N}"
+                    );
+                    while sent < N {
+                        let mut meta = sent.to_le_bytes().to_vec();
+                        meta.push(me as u8);
+                        let len = mixed_size(sent ^ (me as u32) << 20, max);
+                        let payload = vec![(sent as u8) ^ (me as u8); len];
+                        match ep.try_send(peer, &meta, &payload) {
+                            Ok(SendStatus::Sent) => sent += 1,
+                            Ok(SendStatus::NoCredit) => break,
+                            Err(e) => panic!("rank {me}: send #{sent} failed: {e}"),
+                        }
+                    }
+                    loop {
+                        match ep.poll() {
+                            Ok(Some(pkt)) => {
+                                let seq = u32::from_le_bytes(pkt.meta()[..4].try_into().unwrap());
+                                assert_eq!(seq, next, "rank {me}: out of order");
+                                let len = mixed_size(seq ^ (peer as u32) << 20, max);
+                                assert_eq!(pkt.payload().len(), len, "rank {me}: #{seq} length");
+                                assert!(
+                                    pkt.payload()
+                                        .iter()
+                                        .all(|&b| b == (seq as u8) ^ (peer as u8)),
+                                    "rank {me}: #{seq} payload"
+                                );
+                                next += 1;
+                            }
+                            Ok(None) => break,
+                            Err(e) => panic!("rank {me}: lost data after #{next}: {e}"),
+                        }
+                    }
+                }
+                let stats = ep.stats();
+                eprintln!("rank {me}: {stats:?}");
+                assert!(
+                    stats.held_max < window,
+                    "rank {me} held {} packets of one sender; the window is {window}",
+                    stats.held_max
+                );
+                finished.fetch_add(1, Ordering::SeqCst);
+                while finished.load(Ordering::SeqCst) < 2 {
+                    assert!(ep.poll().unwrap().is_none());
+                }
+            });
+        }
+    });
+}
+
+/// `len` bytes at `off` of a peer's region.
+fn span_of(region: RemoteRegion, off: u64, len: u64) -> RemoteSpan {
+    RemoteSpan { region, off, len }
+}
+
+/// Drives `ep` from its own thread until `stop`, sleeping on the completion queue's
+/// wait fd whenever `trywait` allows: the target side of asynchronous progress, with
+/// the endpoint's owner doing nothing.
+fn progress_thread(
+    ep: Arc<Mutex<OfiTransport>>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let fd = ep.lock().unwrap().wait_fd().expect("a wait fd");
+        while !stop.load(Ordering::SeqCst) {
+            let sleep = {
+                let mut t = ep.lock().unwrap();
+                t.progress().unwrap();
+                t.trywait().unwrap()
+            };
+            if sleep {
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd for the call.
+                unsafe { libc::poll(&mut p, 1, 50) };
+            }
+        }
+    })
+}
+
+/// Waits (at most 5 s) for the next RMA completion of `ep`, driving it.
+fn next_done(ep: &mut OfiTransport) -> RmaDone {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(d) = ep.pop_rma_done() {
+            return d;
+        }
+        assert!(Instant::now() < deadline, "no RMA completion within 5 s");
+        ep.progress().unwrap();
+    }
+}
+
+#[test]
+fn rma_on_the_callers_memory_in_pieces_while_the_target_only_sleeps_on_its_fd() {
+    let waiting = OfiConfig {
+        wait: true,
+        ..config()
+    };
+    let mut eps = job(vec![config(), waiting]);
+    let (r1, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
+    let caps = r0.rma_caps();
+    assert!(caps.rma_iov_limit >= 2 && caps.iov_limit >= 2, "{caps:?}");
+    // What `fi_info -p tcp` lists: RAW and WAW (general and RMA bits), not WAR.
+    assert!(caps.read_after_write && caps.write_after_write, "{caps:?}");
+    assert!(!caps.write_after_read, "{caps:?}");
+    // Rank 1's memory is its own (a Vec here; a shared-memory segment in the rma layer).
+    let mut memory: Vec<u8> = (0..64 * 1024).map(|i| (i % 251) as u8).collect();
+    let r1 = Arc::new(Mutex::new(r1));
+    // SAFETY: `memory` outlives the transport (dropped at the end, after it).
+    let region = unsafe {
+        r1.lock()
+            .unwrap()
+            .register_memory(memory.as_mut_ptr(), memory.len())
+    }
+    .unwrap();
+    let remote = r1.lock().unwrap().remote(region).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = progress_thread(Arc::clone(&r1), Arc::clone(&stop));
+
+    // A strided write: 300 B, then 500 B, to two places.
+    let span = |off, len| span_of(remote, off, len);
+    let mut data: Vec<u8> = (0..800).map(|i| (i * 7) as u8).collect();
+    let want = data.clone();
+    let to = [span(100, 300), span(10_000, 500)];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while r0.write(1, &mut data, &to, 1).unwrap() == SendStatus::NoCredit {
+        assert!(Instant::now() < deadline, "no credit for 5 s");
+        assert_eq!(data.len(), 800, "a refused write keeps its bytes");
+    }
+    assert!(data.is_empty(), "an issued write takes its bytes");
+    let done = next_done(&mut r0);
+    assert_eq!((done.tag, done.peer), (1, 1));
+    done.result.unwrap();
+    // Remote completion: the bytes are in rank 1's memory once the write completed.
+    assert_eq!(&memory[100..400], &want[..300]);
+    assert_eq!(&memory[10_000..10_500], &want[300..]);
+
+    // A read of three remote pieces into two local ones.
+    let mut a = [0u8; 100];
+    let mut b = [0u8; 60];
+    let from = [span(0, 40), span(100, 70), span(10_400, 50)];
+    let into = [(a.as_mut_ptr(), a.len()), (b.as_mut_ptr(), b.len())];
+    if caps.rma_iov_limit >= 3 {
+        // SAFETY: `a` and `b` live until the completion is popped below.
+        while unsafe { r0.read(1, &into, &from, 2) }.unwrap() == SendStatus::NoCredit {}
+        let done = next_done(&mut r0);
+        assert_eq!(done.tag, 2);
+        done.result.unwrap();
+        let mut expect = memory[0..40].to_vec();
+        expect.extend_from_slice(&memory[100..170]);
+        expect.extend_from_slice(&memory[10_400..10_450]);
+        assert_eq!((&a[..], &b[..]), (&expect[..100], &expect[100..]));
+    }
+
+    // Refused before anything moves: too many pieces, a piece outside the region,
+    // lengths that do not add up.
+    let many = vec![span(0, 1); caps.rma_iov_limit + 1];
+    let mut one = vec![0u8; many.len()];
+    assert!(r0.write(1, &mut one, &many, 3).is_err());
+    assert!(r0
+        .write(1, &mut vec![0u8; 8], &[span(64 * 1024 - 4, 8)], 3)
+        .is_err());
+    assert_eq!(
+        one.len(),
+        caps.rma_iov_limit + 1,
+        "a refused write keeps its bytes"
+    );
+    stop.store(true, Ordering::SeqCst);
+    thread.join().unwrap();
+    assert!(
+        r0.pop_rma_done().is_none(),
+        "refused operations complete nothing"
+    );
+    drop(r1);
+    drop(memory);
+}
+
+#[test]
+fn rma_to_a_peer_that_died_completes_with_its_loss() {
+    let mut eps = job(vec![config(); 2]);
+    let (mut gone, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
+    let theirs = gone.register(4096).unwrap();
+    let remote = gone.remote(theirs).unwrap();
+    let span = span_of(remote, 0, 8);
+    // One read that completes, so the connection exists, then the peer goes.
+    let mut buf = [0u8; 8];
+    let into = [(buf.as_mut_ptr(), 8)];
+    // SAFETY: `buf` outlives every operation on it (each is popped before the end).
+    while unsafe { r0.read(1, &into, &[span], 1) }.unwrap() == SendStatus::NoCredit {
+        gone.progress().unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let done = loop {
+        assert!(Instant::now() < deadline, "the first read never completed");
+        gone.progress().unwrap();
+        r0.progress().unwrap();
+        if let Some(d) = r0.pop_rma_done() {
+            break d;
+        }
+    };
+    done.result.unwrap();
+    drop(gone);
+    let t = Instant::now();
+    let err = loop {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no error within 10 s: a hang"
+        );
+        r0.expire_stuck();
+        // SAFETY: as above.
+        if let Err(e) = unsafe { r0.read(1, &into, &[span], 2) } {
+            break e;
+        }
+        r0.progress().unwrap();
+        if let Some(RmaDone {
+            tag: 2,
+            result: Err(e),
+            ..
+        }) = r0.pop_rma_done()
+        {
+            break e;
+        }
+    };
+    assert!(
+        matches!(err, TransportError::PeerLost { peer: 1, .. }),
+        "expected rank 1 lost, got {err}"
+    );
+    // Whatever is still in flight ends before `buf` goes.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while r0.rma_in_flight() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "operations to a lost peer never ended"
+        );
+        r0.expire_stuck();
+        r0.progress().unwrap();
+    }
+}
+
+/// 8 B RMA read round trips against a target served by a thread that either spins on
+/// `progress` or sleeps on the wait fd (the rma layer's progress thread).
+fn read_latency(sleeping_target: bool, rounds: usize) -> Duration {
+    let mut eps = job(vec![
+        config(),
+        OfiConfig {
+            wait: true,
+            ..config()
+        },
+    ]);
+    let (mut r1, mut r0) = (eps.pop().unwrap(), eps.pop().unwrap());
+    let theirs = r1.register(4096).unwrap();
+    let remote = r1.remote(theirs).unwrap();
+    let r1 = Arc::new(Mutex::new(r1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = if sleeping_target {
+        progress_thread(Arc::clone(&r1), Arc::clone(&stop))
+    } else {
+        let (r1, stop) = (Arc::clone(&r1), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                r1.lock().unwrap().progress().unwrap();
+            }
+        })
+    };
+    let span = span_of(remote, 0, 8);
+    let mut buf = [0u8; 8];
+    let into = [(buf.as_mut_ptr(), 8)];
+    let mut t = Instant::now();
+    for i in 0..rounds + 100 {
+        if i == 100 {
+            t = Instant::now();
+        }
+        // SAFETY: `buf` outlives the read, whose completion is awaited here.
+        while unsafe { r0.read(1, &into, &[span], i as u64) }.unwrap() == SendStatus::NoCredit {}
+        next_done(&mut r0).result.unwrap();
+    }
+    let each = t.elapsed() / rounds as u32;
+    stop.store(true, Ordering::SeqCst);
+    thread.join().unwrap();
+    each
+}
+
+/// Indicative: `cargo test --release -p nf-transport --test ofi -- --ignored
+/// --nocapture measure_rma`.
+#[test]
+#[ignore]
+fn measure_rma_read_loopback() {
+    for _ in 0..3 {
+        let spin = read_latency(false, 5000);
+        let sleep = read_latency(true, 5000);
+        println!(
+            "8 B fi_read round trip: target spinning {spin:?}, target sleeping on its fd {sleep:?}"
+        );
+    }
 }

@@ -5,7 +5,7 @@ use clap::Args;
 use nf_bench::report::{Report, SizeResult};
 use nf_bench::rma::{self, Layout, Measured, Op, Params};
 use nf_core::World;
-use nf_rma::{Rma, WorldWireup};
+use nf_rma::{Rma, Route, WorldWireup};
 
 /// Arguments of `nf bench rma`.
 #[derive(Args)]
@@ -48,10 +48,10 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
         ops: a.ops.clone(),
         layouts: a.layouts.clone(),
     };
-    let path = if rma.size() > 1 && rma.same_node(1) {
-        "rma-direct"
-    } else {
-        "rma-service-tcp"
+    let path = match rma.route(1) {
+        Route::Direct => "rma-direct",
+        Route::Native => "rma-ofi-native",
+        Route::Service => "rma-service-tcp",
     };
     let measured = rma::run(&rma, &params, |op, layout, size| {
         eprintln!("rma {} {} {size} B done", op.name(), layout.name());

@@ -2,8 +2,10 @@
 //!
 //! Allocation over a team, on every member, in order (`shm/mod.rs` has the naming
 //! and lifecycle rules):
-//! 1. Create and map our segment file (unless we asked for 0 bytes).
-//! 2. Allgather (ok, base, length, file number): every member learns every base.
+//! 1. Create and map our segment file (unless we asked for 0 bytes); with native RMA,
+//!    register it with our ofi endpoint.
+//! 2. Allgather (ok, base, length, file number, ofi key and base): every member learns
+//!    every base, and how to reach the segment natively.
 //! 3. Map the segments of the members of our domain; allgather whether that worked.
 //!    The second allgather doubles as the barrier after which names may go.
 //! 4. Unlink our name; enter every member's segment in the table, ours in the list
@@ -13,9 +15,13 @@
 //! return the same error, so a collective never leaves some members waiting.
 //!
 //! Freeing: complete our transfers; allgather bases; every member checks them
-//! against its record alike (so all fail or none); barrier; unmap and forget.
+//! against its record alike (so all fail or none); barrier; deregister, unmap and
+//! forget. (Remote procs reach a segment natively only after step 2 and before the
+//! barrier, so the registration lives exactly as long as anyone may use it.)
 
 use std::sync::atomic::{fence, Ordering};
+
+use nf_transport::ofi::{RegionId, RemoteRegion};
 
 use crate::error::RmaError;
 use crate::memory::Alloc;
@@ -30,26 +36,41 @@ struct Announce {
     base: u64,
     len: u64,
     n: u64,
+    /// How our ofi endpoint names the segment, if registered.
+    ofi: Option<RemoteRegion>,
 }
 
 impl Announce {
-    fn encode(&self) -> [u8; 25] {
-        let mut b = [0u8; 25];
+    const LEN: usize = 42;
+
+    fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
         b[0] = u8::from(self.ok);
         b[1..9].copy_from_slice(&self.base.to_le_bytes());
         b[9..17].copy_from_slice(&self.len.to_le_bytes());
         b[17..25].copy_from_slice(&self.n.to_le_bytes());
+        if let Some(r) = self.ofi {
+            b[25] = 1;
+            b[26..34].copy_from_slice(&r.key.to_le_bytes());
+            b[34..42].copy_from_slice(&r.base.to_le_bytes());
+        }
         b
     }
 
     fn decode(b: &[u8]) -> Option<Announce> {
-        let b: &[u8; 25] = b.try_into().ok()?;
+        let b: &[u8; Self::LEN] = b.try_into().ok()?;
         let word = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        let len = word(9);
         Some(Announce {
             ok: b[0] == 1,
             base: word(1),
-            len: word(9),
+            len,
             n: word(17),
+            ofi: (b[25] == 1).then(|| RemoteRegion {
+                key: word(26),
+                base: word(34),
+                len,
+            }),
         })
     }
 }
@@ -112,11 +133,21 @@ impl Rma<'_> {
         } else {
             None
         };
+        let mut region: Option<(RegionId, RemoteRegion)> = None;
+        if let (Some(m), Some(native)) = (&own, self.origin.borrow().native()) {
+            // SAFETY: the mapping lives in this allocation until `free_team` (or a
+            // failure below) deregisters the region first.
+            match unsafe { native.register(m.ptr(), bytes) } {
+                Ok(r) => region = Some(r),
+                Err(e) => failure = Some(e),
+            }
+        }
         let announce = Announce {
             ok: failure.is_none(),
             base: own.as_ref().map_or(0, |m| m.ptr() as u64),
             len: bytes as u64,
             n,
+            ofi: region.map(|r| r.1),
         };
         // The service must accept requests on it as soon as anyone can know its base.
         if own.is_some() {
@@ -126,6 +157,7 @@ impl Rma<'_> {
             if own.is_some() {
                 self.own_segments().retain(|&(b, _)| b != announce.base);
             }
+            self.deregister(region.map(|r| r.0));
         };
 
         // Step 2.
@@ -180,6 +212,7 @@ impl Rma<'_> {
         }
         let bases: Vec<u64> = all.iter().map(|a| a.base).collect();
         let lens: Vec<u64> = all.iter().map(|a| a.len).collect();
+        let origin = self.origin.borrow();
         let mut mem = self.mem.borrow_mut();
         for (i, &q) in members.iter().enumerate() {
             if lens[i] > 0 {
@@ -187,6 +220,7 @@ impl Rma<'_> {
                     base: bases[i],
                     len: lens[i],
                     mapped: mapped[i],
+                    ofi: all[i].ofi.filter(|_| origin.native_route(q)),
                 };
                 mem.table.insert(q, seg);
             }
@@ -197,6 +231,7 @@ impl Rma<'_> {
                 bases: bases.clone(),
                 lens,
                 maps,
+                region: region.map(|r| r.0),
             };
             mem.allocs.insert(key, alloc);
         }
@@ -245,9 +280,18 @@ impl Rma<'_> {
         if base != 0 {
             self.own_segments().retain(|&(b, _)| b != base);
         }
+        drop(mem);
+        self.deregister(alloc.region);
         // Unmaps our segment and the domain's.
         drop(alloc.maps);
         Ok(())
+    }
+
+    /// Forgets our segment's ofi registration, if it has one (before unmapping it).
+    fn deregister(&self, region: Option<RegionId>) {
+        if let (Some(id), Some(native)) = (region, self.origin.borrow().native()) {
+            native.deregister(id);
+        }
     }
 
     /// Allocates `bytes` (at least 1) of local memory, zeroed and page-aligned, for use

@@ -1,6 +1,6 @@
 //! Node queries: who shares memory with us, and direct pointers into it.
 
-use crate::domain::Domains;
+use crate::domain::{Domains, Route};
 use crate::error::RmaError;
 use crate::rma::Rma;
 
@@ -9,6 +9,18 @@ impl Rma<'_> {
     /// store (`ARMCI_Same_node`); false outside the job.
     pub fn same_node(&self, proc: usize) -> bool {
         self.domains.same(proc)
+    }
+
+    /// How put and get reach `proc`'s memory (`Direct` outside the job's range too,
+    /// where every call fails anyway).
+    pub fn route(&self, proc: usize) -> Route {
+        if proc >= self.size || self.same_node(proc) {
+            Route::Direct
+        } else if self.origin.borrow().native_route(proc) {
+            Route::Native
+        } else {
+            Route::Service
+        }
     }
 
     /// The job's domains (`armci_domain_*` with `ARMCI_DOMAIN_SMP`).

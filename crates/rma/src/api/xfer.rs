@@ -95,7 +95,8 @@ impl Rma<'_> {
         self.resolve(op, x, extent)
     }
 
-    /// Issues a checked transfer to another domain through its service.
+    /// Issues a checked transfer to another domain: natively (put and get, where the
+    /// proc is reached that way) or through its service.
     ///
     /// # Safety
     /// As for [`Rma::start`].
@@ -106,8 +107,16 @@ impl Rma<'_> {
         } else {
             IMPLICIT
         };
-        // SAFETY: forwarded from the caller.
-        let r = unsafe { origin.send_xfer(x.proc, &x.kind, &x.shape, h) };
+        let native = origin.native_route(x.proc) && !matches!(x.kind, Kind::Acc(_));
+        let r = if native {
+            let mem = self.mem.borrow();
+            let find = |addr, len| mem.table.find(x.proc, addr, len);
+            // SAFETY: forwarded from the caller.
+            unsafe { origin.send_native(x.proc, &x.kind, &x.shape, h, find) }
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { origin.send_xfer(x.proc, &x.kind, &x.shape, h) }
+        };
         if let Err(e) = r {
             if explicit {
                 let op = shape::op_name(&x.kind, &x.shape);

@@ -18,9 +18,14 @@
 //! everything outstanding on it with [`RmaError::PeerLost`] and every later request
 //! to that proc; refusals of requests that have no answer (put, acc, unlock) are kept
 //! and returned by the next fence or wait covering that proc.
+//!
+//! Put and get to procs reached natively go through the ofi transport instead
+//! (`native.rs` here, `crate::native`); waits then also take finished native
+//! operations, and sleep on the native wake-up fd as well as on sockets.
 
 mod conn;
 pub(crate) mod handles;
+mod native;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -30,6 +35,7 @@ use conn::Conn;
 use handles::Handles;
 
 use crate::error::RmaError;
+use crate::native::Native;
 use crate::service::wire::{self, Hello, Op, Rep, Req};
 use crate::shape::{for_each_chunk, Chunk};
 use crate::xfer::{Kind, RmwOp, Shape};
@@ -81,6 +87,10 @@ pub(crate) struct Origin {
     expect: Vec<usize>,
     /// Procs with puts, accumulates or unlocks not yet fenced.
     dirty: Vec<bool>,
+    /// Procs with native puts not yet fenced.
+    native_dirty: Vec<bool>,
+    /// Native RMA, when some proc is reached that way.
+    native: Option<Native>,
     /// First refusal of an unanswered request, per proc.
     deferred: Vec<Option<RmaError>>,
     /// Non-blocking transfers.
@@ -95,6 +105,7 @@ impl Origin {
         chunk: usize,
         check_every: Duration,
         spin: bool,
+        native: Option<Native>,
     ) -> Origin {
         let n = addrs.len();
         Origin {
@@ -110,6 +121,8 @@ impl Origin {
             answers: HashMap::new(),
             expect: vec![0; n],
             dirty: vec![false; n],
+            native_dirty: vec![false; n],
+            native,
             deferred: (0..n).map(|_| None).collect(),
             handles: Handles::new(n),
         }
@@ -156,6 +169,7 @@ impl Origin {
         shape: &Shape<'_>,
         h: u64,
     ) -> Result<(), RmaError> {
+        self.settle_native(proc)?;
         let chunk = self.chunk;
         // Accumulates are cut at element boundaries: the target applies whole elements.
         let unit = match kind {
@@ -295,6 +309,7 @@ impl Origin {
 
     /// A read-modify-write on `proc`'s integer at `remote`.
     pub(crate) fn rmw(&mut self, proc: usize, op: RmwOp, remote: u64) -> Result<i64, RmaError> {
+        self.settle_native(proc)?;
         let (etype, arg) = wire::encode_rmw(op);
         let req = Req {
             etype,
@@ -312,6 +327,7 @@ impl Origin {
 
     /// Takes mutex `m` of `proc` (returns once granted).
     pub(crate) fn lock(&mut self, proc: usize, m: usize) -> Result<(), RmaError> {
+        self.settle_native(proc)?;
         let mut req = Req::bare(Op::Lock, self.next_id());
         req.arg[..8].copy_from_slice(&(m as u64).to_le_bytes());
         self.call(proc, req, &[]).map(|_| ())
@@ -319,6 +335,7 @@ impl Origin {
 
     /// Releases mutex `m` of `proc` (a refusal comes back with the next fence).
     pub(crate) fn unlock(&mut self, proc: usize, m: usize) -> Result<(), RmaError> {
+        self.settle_native(proc)?;
         let mut req = Req::bare(Op::Unlock, self.next_id());
         req.arg[..8].copy_from_slice(&(m as u64).to_le_bytes());
         self.conn(proc)?.out.bytes.extend_from_slice(&req.encode());
@@ -326,9 +343,22 @@ impl Origin {
         self.bound_queue(proc)
     }
 
-    /// Remote completion of everything sent to `procs` (a FENCE to each dirty one,
-    /// all in flight at once), then their deferred refusals.
+    /// Remote completion of everything sent to `procs` (native writes completed, a
+    /// FENCE to each proc with unfenced service requests, all in flight at once), then
+    /// their deferred refusals.
     pub(crate) fn fence(&mut self, procs: &[usize]) -> Result<(), RmaError> {
+        self.fence_native(procs)?;
+        self.fence_service(procs)?;
+        for &p in procs {
+            if let Some(e) = self.deferred[p].take() {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The service part of [`Origin::fence`] (deferred refusals stay for the caller).
+    fn fence_service(&mut self, procs: &[usize]) -> Result<(), RmaError> {
         let mut ids = Vec::new();
         let dirty: Vec<usize> = procs.iter().copied().filter(|&p| self.dirty[p]).collect();
         for p in dirty {
@@ -352,22 +382,43 @@ impl Origin {
                 first = r.map(|_| ());
             }
         }
-        first?;
-        for &p in procs {
-            if let Some(e) = self.deferred[p].take() {
-                return Err(e);
-            }
-        }
-        Ok(())
+        first
     }
 
     /// Procs with unfenced requests.
     pub(crate) fn dirty_procs(&self) -> Vec<usize> {
-        (0..self.dirty.len()).filter(|&p| self.dirty[p]).collect()
+        (0..self.dirty.len())
+            .filter(|&p| self.dirty[p] || self.native_dirty[p])
+            .collect()
     }
 
     /// Runs I/O until `done` holds (see the module docs).
     pub(crate) fn drive(&mut self, done: impl Fn(&Origin) -> bool) -> Result<(), RmaError> {
+        // While we wait for native operations, we drive the endpoint ourselves (and
+        // serve peers' operations on it on the way); otherwise the progress thread does.
+        let driving = self.native_waiting().is_some();
+        let r = self.drive_inner(done, driving);
+        if let Some(n) = self.native.as_ref().filter(|_| driving) {
+            n.end_drive(false);
+        }
+        r
+    }
+
+    fn drive_inner(
+        &mut self,
+        done: impl Fn(&Origin) -> bool,
+        driving: bool,
+    ) -> Result<(), RmaError> {
+        let native_drive = |o: &Origin, on: bool| {
+            if let Some(n) = o.native.as_ref().filter(|_| driving) {
+                if on {
+                    n.begin_drive()
+                } else {
+                    n.end_drive(true)
+                }
+            }
+        };
+        native_drive(self, true);
         let mut polls = 0;
         loop {
             if done(self) {
@@ -386,18 +437,22 @@ impl Origin {
                 .filter(|&p| self.conns[p].is_some() && (self.expect[p] > 0 || self.unsent(p) > 0))
                 .map(|p| (p, self.unsent(p) > 0))
                 .collect();
-            if busy.is_empty() {
+            let native = self.native_waiting();
+            if busy.is_empty() && native.is_none() {
                 return Err(RmaError::Protocol {
                     proc: self.hello.rank as usize,
                     why: "waiting for an answer with nothing in flight (internal error)".into(),
                 });
             }
-            self.block(&busy);
+            native_drive(self, false);
+            self.block(&busy, native);
+            native_drive(self, true);
         }
     }
 
-    /// Sleeps until one of the busy connections is ready, at most `check_every`.
-    fn block(&self, busy: &[(usize, bool)]) {
+    /// Sleeps until one of the busy connections (or `also`, the native wake-up fd) is
+    /// ready, at most `check_every`.
+    fn block(&self, busy: &[(usize, bool)], also: Option<std::os::fd::RawFd>) {
         let mut fds: Vec<libc::pollfd> = busy
             .iter()
             .map(|&(p, write)| libc::pollfd {
@@ -405,14 +460,24 @@ impl Origin {
                 events: libc::POLLIN | if write { libc::POLLOUT } else { 0 },
                 revents: 0,
             })
+            .chain(also.map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            }))
             .collect();
         let ms = self.check_every.as_millis().clamp(1, i32::MAX as u128) as i32;
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the call.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if ready == 0 && also.is_some() {
+            self.expire_native();
+        }
     }
 
-    /// Flushes and reads every connection that has work (never blocks).
+    /// Flushes and reads every connection that has work, and takes finished native
+    /// operations (never blocks).
     pub(crate) fn pump(&mut self) {
+        self.pump_native();
         for p in 0..self.conns.len() {
             if self.conns[p].is_some()
                 && (self.expect[p] > 0 || self.dirty[p] || self.unsent(p) > 0)

@@ -3,33 +3,39 @@
 //! endpoints and the provider's native RMA where it has one (`rma.rs`).
 //!
 //! libfabric's API is mostly `static inline` C, so a small C shim (`shim/`, built by
-//! `build.rs` into its own shared object) wraps it, and `ffi.rs` loads that at run time:
+//! `build.rs` into its own shared object) wraps it, and `ffi/` loads that at run time:
 //! without libfabric the crate still builds and [`available`] says why ofi cannot run.
 //!
 //! 1. **Open.** [`OfiTransport::open`] asks `fi_getinfo` for an RDM endpoint with
 //!    `FI_MSG` (and `FI_RMA` when [`OfiConfig::rma`]; without it, messaging only) from
 //!    the provider named by [`OfiConfig::provider`] (the core reads `NF_OFI_PROVIDER`),
-//!    opens fabric, domain, completion queue, address vector and endpoint, and posts
-//!    `rx_buffers` receive buffers of `20 + META_MAX + max_payload` bytes each.
+//!    opens fabric, domain, completion queue (with a wait fd when [`OfiConfig::wait`]),
+//!    address vector and endpoint, and posts `rx_buffers` receive buffers of
+//!    `20 + META_MAX + max_payload` bytes each.
 //! 2. **Address exchange.** [`OfiTransport::address`] is the endpoint's name (opaque
-//!    bytes) followed by an 8-byte trailer: our `max_payload` (u32, little-endian) and
-//!    the tag `nfo1`; the core publishes it hex-encoded through the launcher's
+//!    bytes) followed by a trailer (`address.rs`): our `reorder_window` and
+//!    `max_payload`; the core publishes it hex-encoded through the launcher's
 //!    key-value store. After a fence, [`OfiTransport::connect`] checks each peer's
-//!    trailer (a different `max_payload` would truncate packets, so it is refused here)
-//!    and inserts the name into the address vector. Connections, if the provider has
-//!    any, are made on first use, when both ends poll.
+//!    trailer (a different `max_payload` would truncate packets, so it is refused here),
+//!    inserts the name into the address vector and opens our send window to that peer
+//!    at its `reorder_window`. Connections, if the provider has any, are made on first
+//!    use, when both ends poll.
 //! 3. **Send.** [`Messaging::try_send`] copies header (`wire.rs`: sender, per-pair
 //!    sequence number, lengths, check word), metadata and payload into a free send slot
 //!    and injects it (≤ the provider's inject size: the slot is free at once) or sends
 //!    it (the slot is busy until its completion). No free slot (`queue_limit` in
-//!    flight) after reading the completion queue, or `-FI_EAGAIN` from the provider, is
-//!    [`SendStatus::NoCredit`]: poll, then retry.
+//!    flight) after reading the completion queue, a packet outside the peer's window
+//!    (`window.rs`: a posted packet `reorder_window` older still in flight), or
+//!    `-FI_EAGAIN` from the provider, is [`SendStatus::NoCredit`]: poll, then retry.
 //! 4. **Progress and poll.** [`Messaging::poll`] re-posts the buffers of dropped packets,
 //!    then reads the completion queue, which also drives the provider's progress
 //!    (`FI_PROGRESS_MANUAL` for tcp: nothing moves between calls). A received packet is
 //!    returned in its receive buffer (no copy); the buffer is re-posted once the packet
 //!    is dropped. Completions may come out of order (rendezvous of large messages), so
-//!    `order.rs` restores per-pair order from the sequence numbers.
+//!    `order.rs` restores per-pair order from the sequence numbers. The send windows
+//!    bound what it must hold, so no packet is ever dropped for want of room: a
+//!    receiver holds fewer than `reorder_window` packets per sender (the invariant and
+//!    its proof are in `window.rs`).
 //! 5. **Faults.** A peer is lost when a send or RMA operation to it completes with an
 //!    error, when an operation to it stays in flight for `dead_after`, or when the
 //!    provider answers every send to it with `-FI_EAGAIN` for `dead_after` (the tcp
@@ -41,33 +47,42 @@
 //!    peer that dies while we only receive from it is noticed when we next send to it,
 //!    or by the core's liveness check. Under manual progress a peer that does not poll
 //!    for `dead_after` looks the same as a dead one.
+//!    RMA operations fail the same way, each reported with its tag (`rma.rs`);
+//!    [`OfiTransport::expire_stuck`] applies the `dead_after` rule for callers that
+//!    never `poll`.
 //! 6. **Close.** Dropping the transport reads completions until every send to a peer
 //!    not lost has completed (at most `linger`), then closes the endpoint; the receive
 //!    pool is freed when the last packet that uses it is dropped.
+//!
+//! Files: `messaging.rs` (steps 3–4), `window.rs` and `order.rs` (per-pair order
+//! without loss), `faults.rs` (step 5), `rma.rs`, `address.rs`, `wire.rs`, `ffi/`.
 //!
 //! Settings read from the environment here (the core's config owns the rest):
 //! `NF_OFI_SHIM` overrides the path of the shim built by `build.rs`; libfabric's own
 //! `FI_*` variables (`FI_TCP_IFACE`, `FI_LOG_LEVEL`, …) apply as usual.
 
+mod address;
+mod faults;
 mod ffi;
+mod messaging;
 mod order;
 mod rma;
+mod window;
 pub mod wire;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::error::TransportError;
-use crate::{Messaging, Packet, SendStatus, META_MAX};
-use ffi::{Endpoint, Event, Fail, OpenParams, RxBuf, Sent};
-use order::{Order, Verdict};
-pub use rma::{RegionId, RemoteRegion};
-use wire::{Header, HEADER_LEN};
-
-/// Tag ending the trailer of a published address (see step 2).
-const ADDR_TAG: [u8; 4] = *b"nfo1";
-/// Bytes of that trailer: max_payload (u32 LE) and the tag.
-const ADDR_TRAILER: usize = 8;
+use crate::META_MAX;
+use faults::{ofi_error, open_error};
+use ffi::{Endpoint, Event, OpenParams, RxBuf};
+use messaging::recv_error;
+pub use messaging::OfiPacket;
+use order::Order;
+pub use rma::{RegionId, RemoteRegion, RemoteSpan, RmaCaps, RmaDone};
+use window::Windows;
+use wire::HEADER_LEN;
 
 /// Settings of the ofi transport (the core fills them from `NF_OFI_*`).
 #[derive(Debug, Clone)]
@@ -88,8 +103,15 @@ pub struct OfiConfig {
     pub rx_buffers: usize,
     /// Sends (and RMA operations) in flight before `try_send` gets `NoCredit`.
     pub queue_limit: usize,
+    /// Packets we hold at most per sender to restore order; published with our
+    /// address, and senders keep their window to us within it (`window.rs`).
+    pub reorder_window: usize,
     /// Ask for the provider's native RMA (`FI_RMA`); messaging works without it.
     pub rma: bool,
+    /// Open the completion queue with a wait object (an fd), so a thread can sleep
+    /// until something happens (`rma.rs` step 4); without one where the provider has
+    /// none.
+    pub wait: bool,
     /// A peer whose operations make no progress for this long is lost (see step 5).
     pub dead_after: Duration,
     /// How long dropping the transport waits for sends in flight to complete.
@@ -106,11 +128,23 @@ impl Default for OfiConfig {
             max_payload: 64 * 1024,
             rx_buffers: 128,
             queue_limit: 64,
+            reorder_window: 256,
             rma: true,
+            wait: false,
             dead_after: Duration::from_secs(30),
             linger: Duration::from_secs(2),
         }
     }
+}
+
+/// Providers whose endpoints bind an IP address (`FI_SOURCE` with a node name).
+const IP_PROVIDERS: [&str; 3] = ["tcp", "sockets", "udp"];
+
+/// Whether endpoints of `provider` (e.g. `tcp` or `tcp;ofi_rxm`) bind an IP address,
+/// so [`OfiConfig::node`] should name the interface address peers reach.
+pub fn binds_ip(provider: &str) -> bool {
+    let base = provider.split(';').next().unwrap_or_default();
+    IP_PROVIDERS.contains(&base)
 }
 
 /// Whether the ofi transport can run in this process: `Ok` with libfabric's version
@@ -128,16 +162,22 @@ pub struct OfiStats {
     pub injected: u64,
     /// `try_send` calls answered `NoCredit`.
     pub no_credit: u64,
+    /// Of those, the ones held back by the receiver's reorder window.
+    pub window_waits: u64,
     /// Packets that completed ahead of an earlier one from the same sender and were
     /// held to restore order.
     pub reordered: u64,
+    /// Most packets held at once for one sender.
+    pub held_max: usize,
 }
 
 /// What a send slot is used for, to name the peer when it fails.
 #[derive(Debug, Clone, Copy)]
 enum Op {
-    Send(usize),
-    Rma(usize),
+    /// A posted packet: the peer and its sequence number.
+    Send(usize, u32),
+    /// An RMA operation: the peer and the caller's tag.
+    Rma(usize, u64),
 }
 
 /// One rank's endpoint of the ofi transport.
@@ -153,6 +193,8 @@ pub struct OfiTransport {
     lost: Vec<Option<String>>,
     /// Sequence number of the next packet to each peer.
     next_seq: Vec<u32>,
+    /// Posted packets in flight per peer, and each peer's reorder window.
+    windows: Windows,
     /// The operation in each send slot, and when it was issued (valid while the slot
     /// is in flight).
     slot_op: Vec<Op>,
@@ -170,6 +212,8 @@ pub struct OfiTransport {
     order: Order<OfiPacket>,
     regions: Vec<Option<std::sync::Arc<ffi::Region>>>,
     rma_in_flight: usize,
+    /// Finished RMA operations, for `pop_rma_done`.
+    rma_done: VecDeque<RmaDone>,
     stats: OfiStats,
 }
 
@@ -195,6 +239,12 @@ impl OfiTransport {
         if u32::try_from(size).is_err() {
             return Err(bad(format!("job size {size} does not fit in 32 bits")));
         }
+        if cfg.reorder_window == 0 || cfg.reorder_window > 1 << 20 {
+            return Err(bad(format!(
+                "reorder_window {} must be between 1 and 1048576 packets",
+                cfg.reorder_window
+            )));
+        }
         let buf_size = HEADER_LEN + META_MAX + cfg.max_payload;
         let mut ep = Endpoint::open(&OpenParams {
             provider: &cfg.provider,
@@ -205,6 +255,7 @@ impl OfiTransport {
             buf_size,
             npeers: size,
             want_rma: cfg.rma,
+            want_wait: cfg.wait,
         })
         .map_err(|f| open_error(&cfg, f))?;
         let name = ep.name().map_err(|f| {
@@ -214,7 +265,6 @@ impl OfiTransport {
                 "the provider could not say its own address",
             )
         })?;
-        let held_limit = 4 * cfg.rx_buffers;
         Ok(OfiTransport {
             ep,
             me,
@@ -223,16 +273,18 @@ impl OfiTransport {
             connected: vec![false; size],
             lost: vec![None; size],
             next_seq: vec![0; size],
-            slot_op: vec![Op::Send(0); cfg.queue_limit],
+            windows: Windows::new(size),
+            slot_op: vec![Op::Rma(0, 0); cfg.queue_limit],
             slot_since: vec![Instant::now(); cfg.queue_limit],
             stalled_since: vec![None; size],
             idle_polls: 0,
             events: VecDeque::new(),
             incoming: VecDeque::new(),
             ready: VecDeque::new(),
-            order: Order::new(size, held_limit),
+            order: Order::new(size, cfg.reorder_window),
             regions: Vec::new(),
             rma_in_flight: 0,
+            rma_done: VecDeque::new(),
             stats: OfiStats::default(),
             cfg,
         })
@@ -240,10 +292,11 @@ impl OfiTransport {
 
     /// Step 2a: this endpoint's name and trailer, for the peers' [`OfiTransport::connect`].
     pub fn address(&self) -> Vec<u8> {
-        let mut a = self.name.clone();
-        a.extend_from_slice(&(self.cfg.max_payload as u32).to_le_bytes());
-        a.extend_from_slice(&ADDR_TAG);
-        a
+        address::encode(
+            &self.name,
+            self.cfg.max_payload as u32,
+            self.cfg.reorder_window as u32,
+        )
     }
 
     /// Step 2b: inserts every peer's name (indexed by rank; `None` for ourselves and
@@ -262,19 +315,8 @@ impl OfiTransport {
                 continue;
             }
             let wire_up = |why: String| TransportError::WireUp { peer: rank, why };
-            let Some(split) = addr
-                .len()
-                .checked_sub(ADDR_TRAILER)
-                .filter(|&n| addr[n + 4..] == ADDR_TAG)
-            else {
-                return Err(wire_up(format!(
-                    "its published ofi address ({} B) does not end in ninefold's trailer: \
-                     is it from an ofi transport of this version?",
-                    addr.len()
-                )));
-            };
-            let (name, trailer) = addr.split_at(split);
-            let max = u32::from_le_bytes(trailer[..4].try_into().expect("4 bytes"));
+            let theirs = address::decode(addr).map_err(wire_up)?;
+            let (name, max) = (theirs.name, theirs.max_payload);
             if max as usize != self.cfg.max_payload {
                 return Err(wire_up(format!(
                     "it uses an ofi max_payload of {max} B, we use {} B; every rank must \
@@ -298,6 +340,7 @@ impl OfiTransport {
                     "the published address is not one this provider accepts",
                 )
             })?;
+            self.windows.open(rank, theirs.window);
             self.connected[rank] = true;
         }
         Ok(())
@@ -333,6 +376,7 @@ impl OfiTransport {
     pub fn stats(&self) -> OfiStats {
         OfiStats {
             reordered: self.order.reordered,
+            held_max: self.order.held_max,
             ..self.stats
         }
     }
@@ -351,16 +395,45 @@ impl OfiTransport {
             match ev {
                 Event::Recv(buf) => self.incoming.push_back(Ok(buf)),
                 Event::RecvFailed(f) => self.incoming.push_back(Err(recv_error(f))),
-                Event::RmaDone => self.rma_in_flight -= 1,
-                Event::OpFailed(slot, f) => {
+                Event::RmaDone(slot, bytes) => {
+                    if let Op::Rma(peer, tag) = self.slot_op[slot as usize] {
+                        self.rma_in_flight -= 1;
+                        let result = Ok(());
+                        self.rma_done.push_back(RmaDone {
+                            tag,
+                            peer,
+                            result,
+                            bytes,
+                        });
+                    }
+                }
+                Event::SendDone(slot) => {
+                    if let Op::Send(peer, seq) = self.slot_op[slot as usize] {
+                        self.windows.completed(peer, seq);
+                    }
+                }
+                Event::OpFailed(slot, f, bytes) => {
                     let (peer, what) = match self.slot_op[slot as usize] {
-                        Op::Send(p) => (p, "a send"),
-                        Op::Rma(p) => {
+                        Op::Send(p, seq) => {
+                            self.windows.completed(p, seq);
+                            (p, "a send")
+                        }
+                        Op::Rma(p, _) => {
                             self.rma_in_flight -= 1;
                             (p, "an RMA operation")
                         }
                     };
-                    self.lose(peer, format!("{what} to it failed: {}", f.text));
+                    let why = format!("{what} to it failed: {}", f.text);
+                    self.lose(peer, why.clone());
+                    if let Op::Rma(_, tag) = self.slot_op[slot as usize] {
+                        let result = Err(TransportError::PeerLost { peer, why });
+                        self.rma_done.push_back(RmaDone {
+                            tag,
+                            peer,
+                            result,
+                            bytes,
+                        });
+                    }
                 }
                 Event::Other(f) => self.incoming.push_back(Err(ofi_error(
                     "an operation".into(),
@@ -370,285 +443,6 @@ impl OfiTransport {
             }
         }
         Ok(n)
-    }
-
-    /// Marks `peer` lost (once) and queues the error for `poll`.
-    fn lose(&mut self, peer: usize, why: String) {
-        if self.lost[peer].is_none() {
-            self.lost[peer] = Some(why.clone());
-            self.incoming
-                .push_back(Err(TransportError::PeerLost { peer, why }));
-        }
-    }
-
-    fn op_peer(&self, slot: u32) -> usize {
-        match self.slot_op[slot as usize] {
-            Op::Send(p) | Op::Rma(p) => p,
-        }
-    }
-
-    /// Loses the peers of operations in flight for longer than `dead_after`.
-    fn check_stuck(&mut self) {
-        let dead_after = self.cfg.dead_after;
-        let stuck: Vec<usize> = self
-            .ep
-            .in_flight()
-            .filter(|&s| self.slot_since[s as usize].elapsed() > dead_after)
-            .map(|s| self.op_peer(s))
-            .collect();
-        for peer in stuck {
-            self.lose(
-                peer,
-                format!(
-                    "an operation to it has not completed for {dead_after:?} (the peer is \
-                     gone, or has not polled for that long)"
-                ),
-            );
-        }
-    }
-
-    /// Checks `dest` before an operation to it.
-    fn reachable(&self, dest: usize) -> Result<(), TransportError> {
-        if dest >= self.size {
-            return Err(TransportError::NoPeer {
-                dest,
-                size: self.size,
-            });
-        }
-        if let Some(why) = &self.lost[dest] {
-            return Err(TransportError::PeerLost {
-                peer: dest,
-                why: why.clone(),
-            });
-        }
-        if !self.connected[dest] {
-            return Err(TransportError::WireUp {
-                peer: dest,
-                why: "no ofi address was inserted for it (connect was not given one)".into(),
-            });
-        }
-        Ok(())
-    }
-
-    /// Turns an arrived buffer into a packet in order (or holds it, or refuses it).
-    fn accept(&mut self, buf: RxBuf) -> Result<Option<OfiPacket>, TransportError> {
-        let bad = |src: u32, why: String| TransportError::BadPacket {
-            transport: "ofi",
-            src,
-            why,
-        };
-        let h = Header::decode(self.cfg.cookie, buf.bytes()).map_err(|why| bad(u32::MAX, why))?;
-        let src = h.src as usize;
-        if src >= self.size || src == self.me {
-            return Err(bad(
-                h.src,
-                format!("no such sender in a job of {} ranks", self.size),
-            ));
-        }
-        if h.meta_len as usize > META_MAX {
-            return Err(bad(
-                h.src,
-                format!("{} B of metadata exceeds {META_MAX} B", h.meta_len),
-            ));
-        }
-        let pkt = OfiPacket {
-            src,
-            meta_end: HEADER_LEN + h.meta_len as usize,
-            len: buf.bytes().len(),
-            data: Data::Pool(buf),
-        };
-        match self
-            .order
-            .arrive(src, h.seq)
-            .map_err(|why| bad(h.src, why))?
-        {
-            Verdict::Deliver => {
-                while let Some(next) = self.order.next_held(src) {
-                    self.ready.push_back(next);
-                }
-                Ok(Some(pkt))
-            }
-            Verdict::Hold => {
-                self.order.hold(src, h.seq, pkt.into_owned());
-                Ok(None)
-            }
-        }
-    }
-}
-
-fn ofi_error(what: String, f: Fail, hint: &str) -> TransportError {
-    TransportError::Ofi {
-        what,
-        code: f.code,
-        text: f.text,
-        hint: hint.into(),
-    }
-}
-
-fn open_error(cfg: &OfiConfig, f: Fail) -> TransportError {
-    if f.code == 0 {
-        return TransportError::OfiUnavailable(f.text);
-    }
-    let mut what = format!("opening an RDM endpoint of provider {:?}", cfg.provider);
-    if let Some(n) = &cfg.node {
-        what += &format!(" on {n}");
-    }
-    if let Some(d) = &cfg.domain {
-        what += &format!(" in domain {d:?}");
-    }
-    let hint = if f.code == ffi::FI_ENODATA {
-        "no such provider, or it offers no reliable-datagram endpoint with messaging here: \
-         `fi_info -l` lists the providers, `fi_info -p NAME -t FI_EP_RDM` what one offers; \
-         set NF_OFI_PROVIDER accordingly (tcp works on any host)"
-            .to_owned()
-    } else {
-        format!(
-            "check the provider's settings (`fi_info -p {} -v`, its FI_* variables)",
-            cfg.provider
-        )
-    };
-    TransportError::Ofi {
-        what,
-        code: f.code,
-        text: f.text,
-        hint,
-    }
-}
-
-fn recv_error(f: Fail) -> TransportError {
-    if f.code == ffi::FI_ETRUNC {
-        return TransportError::BadPacket {
-            transport: "ofi",
-            src: u32::MAX,
-            why: format!(
-                "a message longer than our receive buffers arrived ({}); do all ranks use \
-                 the same max_payload?",
-                f.text
-            ),
-        };
-    }
-    TransportError::RecvFailed {
-        transport: "ofi",
-        why: format!("{} (fi_errno {})", f.text, f.code),
-    }
-}
-
-impl Messaging for OfiTransport {
-    type Packet = OfiPacket;
-
-    fn max_payload(&self) -> usize {
-        self.cfg.max_payload
-    }
-
-    fn try_send(
-        &mut self,
-        dest: usize,
-        meta: &[u8],
-        payload: &[u8],
-    ) -> Result<SendStatus, TransportError> {
-        if meta.len() > META_MAX {
-            return Err(TransportError::TooLarge {
-                len: meta.len(),
-                max: META_MAX,
-            });
-        }
-        if payload.len() > self.cfg.max_payload {
-            return Err(TransportError::TooLarge {
-                len: payload.len(),
-                max: self.cfg.max_payload,
-            });
-        }
-        self.reachable(dest)?;
-        if self.ep.busy() == self.cfg.queue_limit {
-            self.progress()?;
-            if self.ep.busy() == self.cfg.queue_limit {
-                self.check_stuck();
-                self.reachable(dest)?;
-                self.stats.no_credit += 1;
-                return Ok(SendStatus::NoCredit);
-            }
-        }
-        let head = Header {
-            src: self.me as u32,
-            seq: self.next_seq[dest],
-            meta_len: meta.len() as u8,
-            payload_len: payload.len() as u32,
-        };
-        let (cookie, total) = (self.cfg.cookie, HEADER_LEN + meta.len() + payload.len());
-        let sent = self
-            .ep
-            .send(dest, true, |buf| {
-                head.encode(cookie, buf);
-                buf[HEADER_LEN..HEADER_LEN + meta.len()].copy_from_slice(meta);
-                buf[HEADER_LEN + meta.len()..total].copy_from_slice(payload);
-                total
-            })
-            .map_err(|f| {
-                ofi_error(
-                    format!("sending {total} B to rank {dest}"),
-                    f,
-                    "the provider refused the send",
-                )
-            })?;
-        match sent {
-            Sent::Busy => {
-                self.stats.no_credit += 1;
-                let since = *self.stalled_since[dest].get_or_insert_with(Instant::now);
-                if since.elapsed() > self.cfg.dead_after {
-                    self.lose(
-                        dest,
-                        format!(
-                            "the provider refused every send to it for {:?} (EAGAIN: it \
-                             cannot reach the peer, which is probably gone)",
-                            self.cfg.dead_after
-                        ),
-                    );
-                    self.reachable(dest)?;
-                }
-                self.progress()?;
-                return Ok(SendStatus::NoCredit);
-            }
-            Sent::Injected => self.stats.injected += 1,
-            Sent::Posted(slot) => {
-                self.slot_op[slot as usize] = Op::Send(dest);
-                self.slot_since[slot as usize] = Instant::now();
-                self.stats.sent += 1;
-            }
-        }
-        self.stalled_since[dest] = None;
-        self.next_seq[dest] = self.next_seq[dest].wrapping_add(1);
-        Ok(SendStatus::Sent)
-    }
-
-    fn poll(&mut self) -> Result<Option<OfiPacket>, TransportError> {
-        self.ep.repost().map_err(|f| {
-            ofi_error(
-                "re-posting receive buffers".into(),
-                f,
-                "the provider refused a receive",
-            )
-        })?;
-        if let Some(p) = self.ready.pop_front() {
-            return Ok(Some(p));
-        }
-        loop {
-            let Some(next) = self.incoming.pop_front() else {
-                if self.progress()? > 0 {
-                    continue;
-                }
-                self.idle_polls = self.idle_polls.wrapping_add(1);
-                if self.idle_polls & 1023 == 0 && self.ep.busy() > 0 {
-                    self.check_stuck();
-                    if !self.incoming.is_empty() {
-                        continue;
-                    }
-                }
-                return Ok(None);
-            };
-            if let Some(p) = self.accept(next?)? {
-                return Ok(Some(p));
-            }
-        }
     }
 }
 
@@ -675,52 +469,5 @@ impl Drop for OfiTransport {
                 self.cfg.linger
             );
         }
-    }
-}
-
-/// Where a packet's bytes are.
-enum Data {
-    /// In its receive buffer, re-posted when the packet is dropped.
-    Pool(RxBuf),
-    /// Copied out (a packet held to restore order).
-    Owned(Vec<u8>),
-}
-
-/// A received packet: header, metadata and payload, in its receive buffer or owned.
-pub struct OfiPacket {
-    src: usize,
-    /// End of the metadata (start of the payload) in `bytes()`.
-    meta_end: usize,
-    /// Length of the whole message.
-    len: usize,
-    data: Data,
-}
-
-impl OfiPacket {
-    fn bytes(&self) -> &[u8] {
-        match &self.data {
-            Data::Pool(b) => b.bytes(),
-            Data::Owned(v) => v,
-        }
-    }
-
-    /// The same packet with its bytes copied out of the receive buffer (released).
-    fn into_owned(self) -> OfiPacket {
-        let data = Data::Owned(self.bytes().to_vec());
-        OfiPacket { data, ..self }
-    }
-}
-
-impl Packet for OfiPacket {
-    fn src(&self) -> usize {
-        self.src
-    }
-
-    fn meta(&self) -> &[u8] {
-        &self.bytes()[HEADER_LEN..self.meta_end]
-    }
-
-    fn payload(&self) -> &[u8] {
-        &self.bytes()[self.meta_end..self.len]
     }
 }

@@ -8,8 +8,9 @@
 //!    every held packet that follows it;
 //! 2. holds a packet that is ahead (copied out of its receive buffer, so the buffer is
 //!    re-posted at once and the provider never runs dry waiting for the gap to close);
-//! 3. refuses one that is behind (a duplicate) or too far ahead (more than `limit`
-//!    held for one sender): the sender breaks the protocol.
+//! 3. refuses one that is behind (a duplicate) or too far ahead (`limit`, our
+//!    `reorder_window`, already held for its sender): the sender breaks the protocol,
+//!    since a sender that keeps its window (`window.rs`) never gets that far ahead.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,8 @@ pub(crate) struct Order<P> {
     limit: usize,
     /// Packets that ever had to be held (a statistic).
     pub(crate) reordered: u64,
+    /// Most packets held at once for one sender (a statistic).
+    pub(crate) held_max: usize,
 }
 
 impl<P> Order<P> {
@@ -43,6 +46,7 @@ impl<P> Order<P> {
             held: (0..size).map(|_| BTreeMap::new()).collect(),
             limit,
             reordered: 0,
+            held_max: 0,
         }
     }
 
@@ -76,6 +80,7 @@ impl<P> Order<P> {
     pub(crate) fn hold(&mut self, src: usize, seq: u32, pkt: P) {
         self.held[src].insert(seq, pkt);
         self.reordered += 1;
+        self.held_max = self.held_max.max(self.held[src].len());
     }
 
     /// The held packet from `src` that is next now, if any (advances the number).

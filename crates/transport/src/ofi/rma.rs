@@ -1,22 +1,40 @@
 //! Native RMA (`fi_write` / `fi_read`) on registered memory, for the rma layer.
 //!
-//! 1. [`OfiTransport::register`] allocates a region (page-aligned, zeroed) registered
-//!    for local and remote access; [`OfiTransport::remote`] is what a peer needs to
-//!    reach it ([`RemoteRegion`], 24 bytes to publish).
-//! 2. [`OfiTransport::put`] / [`OfiTransport::get`] issue one operation in a send slot
-//!    (the same `queue_limit` as messaging: `NoCredit` when none is free). The local
-//!    bytes must not be touched until [`OfiTransport::rma_in_flight`] says the
-//!    operation completed; completions are read by `poll` or
-//!    [`OfiTransport::progress`]. A failed operation marks its peer lost, as a send does.
-//! 3. [`OfiTransport::deregister`] forgets a region; its memory is freed once no
-//!    operation uses it.
+//! 1. **Regions.** [`OfiTransport::register`] allocates a region (page-aligned, zeroed)
+//!    registered for local and remote access; [`OfiTransport::register_memory`]
+//!    registers memory the caller owns (say a shared-memory segment), which must stay
+//!    mapped until [`OfiTransport::deregister`]. [`OfiTransport::remote`] is what a
+//!    peer needs to reach a region ([`RemoteRegion`], 24 bytes to publish).
+//! 2. **Operations.** Each takes a send slot (the same `queue_limit` as messaging:
+//!    `NoCredit` when none is free, or while the provider says `EAGAIN`) and carries
+//!    the caller's `tag`:
+//!    - [`OfiTransport::put`] / [`OfiTransport::get`]: one contiguous piece between a
+//!      region of ours and a peer's;
+//!    - [`OfiTransport::write`]: bytes the transport keeps until the completion, to up
+//!      to [`RmaCaps::rma_iov_limit`] pieces of peers' regions;
+//!    - [`OfiTransport::read`]: up to that many remote pieces into as many pieces of
+//!      the caller's memory (`unsafe`: it must stay valid until the completion).
+//!
+//!    A write completes only once its data is in the target's memory
+//!    (`FI_DELIVERY_COMPLETE`), so its completion is *remote* completion; a read
+//!    completes when its data is in ours.
+//! 3. **Completions** are read by `poll` or [`OfiTransport::progress`] (which also
+//!    drives the provider: with manual progress a target's memory is written or read
+//!    only while its owner reads its queue) and wait in order for
+//!    [`OfiTransport::pop_rma_done`], each with its tag and outcome (and a write's
+//!    bytes, to reuse). A failed operation marks its peer lost, as a send does.
+//! 4. **Sleeping.** With [`super::OfiConfig::wait`] the completion queue has a wait
+//!    object: a thread may sleep on [`OfiTransport::wait_fd`] after
+//!    [`OfiTransport::trywait`] said yes (libfabric's rule: else a completion, or
+//!    progress the provider owes, could be missed).
 //!
 //! A provider without `FI_RMA` (or a transport opened with `rma: false`) answers
 //! [`TransportError::Unsupported`].
 
+use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use super::ffi::Sent;
+use super::ffi::{Keep, RawIov, RawRiov, Region, Sent, MAX_IOV};
 use super::{ofi_error, OfiTransport, Op};
 use crate::error::TransportError;
 use crate::SendStatus;
@@ -58,7 +76,54 @@ impl RemoteRegion {
     }
 }
 
+/// `len` bytes at offset `off` of a peer's region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteSpan {
+    /// The region.
+    pub region: RemoteRegion,
+    /// Offset of the first byte in it.
+    pub off: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// What the provider offers for RMA on this endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RmaCaps {
+    /// Local pieces one [`OfiTransport::read`] may have.
+    pub iov_limit: usize,
+    /// Remote pieces one operation may have.
+    pub rma_iov_limit: usize,
+    /// A read to a peer sees the data of every write issued to it before
+    /// (`FI_ORDER_RAW`).
+    pub read_after_write: bool,
+    /// Writes to a peer land in issue order (`FI_ORDER_WAW`).
+    pub write_after_write: bool,
+    /// A write to a peer lands after every read issued to it before has read
+    /// (`FI_ORDER_WAR`).
+    pub write_after_read: bool,
+}
+
+/// One finished RMA operation.
+#[derive(Debug)]
+pub struct RmaDone {
+    /// The tag it was issued with.
+    pub tag: u64,
+    /// The peer.
+    pub peer: usize,
+    /// `Ok`, or why it failed (the peer is then lost).
+    pub result: Result<(), TransportError>,
+    /// The bytes a [`OfiTransport::write`] took, handed back for reuse.
+    pub bytes: Option<Vec<u8>>,
+}
+
 const NO_RMA: &str = "native RMA (the provider lacks FI_RMA, or rma was off at open)";
+
+/// `FI_ORDER_*` bits (rdma/fabric.h): the general ones, and (libfabric 1.16+) the
+/// ones for RMA alone; either promises the order for RMA operations.
+const FI_ORDER_RAW: u64 = 1 << 1 | 1 << 33;
+const FI_ORDER_WAR: u64 = 1 << 3 | 1 << 34;
+const FI_ORDER_WAW: u64 = 1 << 4 | 1 << 35;
 
 impl OfiTransport {
     /// Whether the provider granted native RMA.
@@ -66,23 +131,61 @@ impl OfiTransport {
         self.ep.granted().rma
     }
 
-    /// Step 1: allocates and registers a region of `len` bytes.
-    pub fn register(&mut self, len: usize) -> Result<RegionId, TransportError> {
-        if !self.rma_supported() {
-            return Err(TransportError::Unsupported(NO_RMA));
+    /// What the provider offers for RMA.
+    pub fn rma_caps(&self) -> RmaCaps {
+        let g = self.ep.granted();
+        RmaCaps {
+            iov_limit: g.iov_limit.clamp(1, MAX_IOV),
+            rma_iov_limit: g.rma_iov_limit.clamp(1, MAX_IOV),
+            read_after_write: g.msg_order & FI_ORDER_RAW != 0,
+            write_after_write: g.msg_order & FI_ORDER_WAW != 0,
+            write_after_read: g.msg_order & FI_ORDER_WAR != 0,
         }
-        let region = self.ep.region(len).map_err(|f| {
-            ofi_error(
-                format!("registering {len} B for RMA"),
-                f,
-                "check the memory-lock limit (ulimit -l) and the provider's MR limits",
-            )
-        })?;
-        self.regions.push(Some(Arc::new(region)));
-        Ok(RegionId(self.regions.len() - 1))
     }
 
-    fn region(&self, id: RegionId) -> Result<&Arc<super::ffi::Region>, TransportError> {
+    /// Step 1: allocates and registers a region of `len` bytes.
+    pub fn register(&mut self, len: usize) -> Result<RegionId, TransportError> {
+        self.need_rma()?;
+        let region = self
+            .ep
+            .region(len)
+            .map_err(|f| register_error(f, format!("registering {len} B for RMA")))?;
+        Ok(self.keep_region(region))
+    }
+
+    /// Step 1: registers `len` bytes of the caller's memory at `ptr` for local and
+    /// remote RMA.
+    ///
+    /// # Safety
+    /// The memory must stay mapped until [`OfiTransport::deregister`] (or the
+    /// transport is dropped) and no operation of ours uses it any more; peers may read
+    /// and write it meanwhile.
+    pub unsafe fn register_memory(
+        &mut self,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<RegionId, TransportError> {
+        self.need_rma()?;
+        // SAFETY: forwarded from the caller.
+        let region = unsafe { self.ep.register(ptr, len) }
+            .map_err(|f| register_error(f, format!("registering {len} B at {ptr:p} for RMA")))?;
+        Ok(self.keep_region(region))
+    }
+
+    fn keep_region(&mut self, region: Region) -> RegionId {
+        self.regions.push(Some(Arc::new(region)));
+        RegionId(self.regions.len() - 1)
+    }
+
+    fn need_rma(&self) -> Result<(), TransportError> {
+        if self.rma_supported() {
+            Ok(())
+        } else {
+            Err(TransportError::Unsupported(NO_RMA))
+        }
+    }
+
+    fn region(&self, id: RegionId) -> Result<&Arc<Region>, TransportError> {
         self.regions
             .get(id.0)
             .and_then(Option::as_ref)
@@ -127,7 +230,7 @@ impl OfiTransport {
         Ok(())
     }
 
-    /// Step 3: forgets region `id` (freed when no operation uses it any more).
+    /// Step 1: forgets region `id` (deregistered when no operation uses it any more).
     pub fn deregister(&mut self, id: RegionId) -> Result<(), TransportError> {
         self.region(id)?;
         self.regions[id.0] = None;
@@ -135,6 +238,7 @@ impl OfiTransport {
     }
 
     /// Step 2: writes `len` bytes of region `id` at `off` to `to` at `to_off` on `dest`.
+    #[allow(clippy::too_many_arguments)]
     pub fn put(
         &mut self,
         dest: usize,
@@ -143,12 +247,14 @@ impl OfiTransport {
         len: usize,
         to: &RemoteRegion,
         to_off: u64,
+        tag: u64,
     ) -> Result<SendStatus, TransportError> {
-        self.rma(true, dest, id, off, len, to, to_off)
+        self.region_op(true, dest, id, off, len, to, to_off, tag)
     }
 
     /// Step 2: reads `len` bytes from `from` at `from_off` on `dest` into region `id`
     /// at `off`.
+    #[allow(clippy::too_many_arguments)]
     pub fn get(
         &mut self,
         dest: usize,
@@ -157,17 +263,13 @@ impl OfiTransport {
         len: usize,
         from: &RemoteRegion,
         from_off: u64,
+        tag: u64,
     ) -> Result<SendStatus, TransportError> {
-        self.rma(false, dest, id, off, len, from, from_off)
-    }
-
-    /// RMA operations issued and not yet completed.
-    pub fn rma_in_flight(&self) -> usize {
-        self.rma_in_flight
+        self.region_op(false, dest, id, off, len, from, from_off, tag)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn rma(
+    fn region_op(
         &mut self,
         write: bool,
         dest: usize,
@@ -176,55 +278,222 @@ impl OfiTransport {
         len: usize,
         remote: &RemoteRegion,
         remote_off: u64,
+        tag: u64,
     ) -> Result<SendStatus, TransportError> {
-        if !self.rma_supported() {
-            return Err(TransportError::Unsupported(NO_RMA));
-        }
-        self.reachable(dest)?;
+        self.need_rma()?;
         let region = Arc::clone(self.region(id)?);
-        if off > region.len() || len > region.len() - off {
-            return Err(out_of_range(off, len, region.len()));
+        let local = region
+            .piece(off, len)
+            .ok_or_else(|| out_of_range(off, len, region.len()))?;
+        let span = RemoteSpan {
+            region: *remote,
+            off: remote_off,
+            len: len as u64,
+        };
+        let remote = self.remote_pieces(dest, &[span])?;
+        let mut keep = Some(Keep::Region(Arc::clone(&region)));
+        // SAFETY: the local piece lies in `region` (checked), which `keep` holds until
+        // the completion.
+        unsafe {
+            self.issue(
+                write,
+                dest,
+                Some(&region),
+                &[local],
+                &remote,
+                &mut keep,
+                tag,
+            )
         }
-        if remote_off > remote.len || len as u64 > remote.len - remote_off {
+    }
+
+    /// Step 2: writes `data` (taken, leaving it empty, once the write is issued) to the
+    /// pieces `to` of `dest`'s regions, in order; their lengths must add up to
+    /// `data.len()`. `NoCredit` leaves `data` as it was.
+    pub fn write(
+        &mut self,
+        dest: usize,
+        data: &mut Vec<u8>,
+        to: &[RemoteSpan],
+        tag: u64,
+    ) -> Result<SendStatus, TransportError> {
+        self.need_rma()?;
+        let remote = self.remote_pieces(dest, to)?;
+        let local = [RawIov {
+            buf: data.as_mut_ptr(),
+            len: data.len() as u64,
+        }];
+        // A Vec's heap buffer does not move when the Vec does, so `local` stays valid
+        // while `keep` holds it.
+        let mut keep = Some(Keep::Bytes(std::mem::take(data)));
+        // SAFETY: the local piece is the buffer `keep` holds until the completion.
+        let status = unsafe { self.issue(true, dest, None, &local, &remote, &mut keep, tag) };
+        if let Some(Keep::Bytes(back)) = keep {
+            *data = back;
+        }
+        status
+    }
+
+    /// Step 2: reads the pieces `from` of `dest`'s regions, in order, into the local
+    /// pieces `into` (at most [`RmaCaps::iov_limit`]), whose lengths add up to the same.
+    ///
+    /// # Safety
+    /// Every local piece must be valid for writes, and touched by no one else, until
+    /// this operation's completion is popped or the transport is dropped.
+    pub unsafe fn read(
+        &mut self,
+        dest: usize,
+        into: &[(*mut u8, usize)],
+        from: &[RemoteSpan],
+        tag: u64,
+    ) -> Result<SendStatus, TransportError> {
+        self.need_rma()?;
+        let remote = self.remote_pieces(dest, from)?;
+        let local: Vec<RawIov> = into
+            .iter()
+            .map(|&(buf, len)| RawIov {
+                buf,
+                len: len as u64,
+            })
+            .collect();
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.issue(
+                false,
+                dest,
+                None,
+                &local,
+                &remote,
+                &mut Some(Keep::Caller),
+                tag,
+            )
+        }
+    }
+
+    /// Checks `dest` and the remote pieces (each inside its region, at most
+    /// `rma_iov_limit`) and names them as the provider wants.
+    fn remote_pieces(
+        &self,
+        dest: usize,
+        spans: &[RemoteSpan],
+    ) -> Result<Vec<RawRiov>, TransportError> {
+        self.reachable(dest)?;
+        let limit = self.rma_caps().rma_iov_limit;
+        if spans.is_empty() || spans.len() > limit {
             return Err(TransportError::Config(format!(
-                "ofi RMA of {len} B at offset {remote_off} of rank {dest}'s {} B region is out \
-                 of range",
-                remote.len
+                "an ofi RMA operation has {} remote pieces; 1 ..= {limit} allowed",
+                spans.len()
+            )));
+        }
+        spans
+            .iter()
+            .map(|s| {
+                let r = &s.region;
+                if s.off > r.len || s.len > r.len - s.off {
+                    return Err(TransportError::Config(format!(
+                        "ofi RMA of {} B at offset {} of rank {dest}'s {} B region is out of \
+                         range",
+                        s.len, s.off, r.len
+                    )));
+                }
+                Ok(RawRiov {
+                    addr: r.base + s.off,
+                    len: s.len,
+                    key: r.key,
+                })
+            })
+            .collect()
+    }
+
+    /// Issues one checked operation in a free slot; `keep` moves into the slot once
+    /// the operation is posted, and stays with the caller otherwise.
+    ///
+    /// # Safety
+    /// As for [`super::ffi::Endpoint::rmav`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn issue(
+        &mut self,
+        write: bool,
+        dest: usize,
+        region: Option<&Region>,
+        local: &[RawIov],
+        remote: &[RawRiov],
+        keep: &mut Option<Keep>,
+        tag: u64,
+    ) -> Result<SendStatus, TransportError> {
+        if local.is_empty() || local.len() > self.rma_caps().iov_limit {
+            return Err(TransportError::Config(format!(
+                "an ofi RMA operation has {} local pieces; 1 ..= {} allowed",
+                local.len(),
+                self.rma_caps().iov_limit
             )));
         }
         if self.ep.busy() == self.cfg.queue_limit {
             self.progress()?;
         }
-        let raddr = remote.base + remote_off;
-        let issued = self
-            .ep
-            .rma(write, dest, &region, off, len, raddr, remote.key)
-            .map_err(|f| {
-                let dir = if write { "writing" } else { "reading" };
-                ofi_error(
-                    format!(
-                        "{dir} {len} B of rank {dest}'s region (key {:#x})",
-                        remote.key
-                    ),
-                    f,
-                    "check that the region is still registered on that rank",
-                )
-            })?;
+        let len: u64 = remote.iter().map(|r| r.len).sum();
+        // SAFETY: forwarded from the caller.
+        let issued = unsafe { self.ep.rmav(write, dest, region, local, remote, keep) };
+        let issued = issued.map_err(|f| {
+            let dir = if write { "writing" } else { "reading" };
+            ofi_error(
+                format!("{dir} {len} B of rank {dest}'s memory"),
+                f,
+                "check that the region is still registered on that rank",
+            )
+        })?;
         match issued {
             Sent::Posted(slot) => {
-                self.slot_op[slot as usize] = Op::Rma(dest);
+                self.slot_op[slot as usize] = Op::Rma(dest, tag);
                 self.slot_since[slot as usize] = std::time::Instant::now();
                 self.rma_in_flight += 1;
+                self.stalled_since[dest] = None;
                 Ok(SendStatus::Sent)
             }
-            Sent::Injected => Ok(SendStatus::Sent),
-            Sent::Busy => {
-                self.stats.no_credit += 1;
-                self.progress()?;
-                Ok(SendStatus::NoCredit)
-            }
+            Sent::Injected => unreachable!("RMA operations are never injected"),
+            Sent::Busy => self.refused(dest),
         }
     }
+
+    /// Operations issued and not yet completed.
+    pub fn rma_in_flight(&self) -> usize {
+        self.rma_in_flight
+    }
+
+    /// Step 3: the next finished operation, in completion order.
+    pub fn pop_rma_done(&mut self) -> Option<RmaDone> {
+        self.rma_done.pop_front()
+    }
+
+    /// Step 3: whether finished operations wait to be popped.
+    pub fn rma_done_waiting(&self) -> bool {
+        !self.rma_done.is_empty()
+    }
+
+    /// Step 4: the completion queue's wait object, if it has one.
+    pub fn wait_fd(&self) -> Option<RawFd> {
+        self.ep.granted().wait_fd
+    }
+
+    /// Step 4: whether a thread may sleep on [`OfiTransport::wait_fd`] now; `false`
+    /// means: read completions ([`OfiTransport::progress`]) first.
+    pub fn trywait(&mut self) -> Result<bool, TransportError> {
+        self.ep.trywait().map_err(|f| {
+            ofi_error(
+                "asking whether the completion queue may be waited on".into(),
+                f,
+                "open the transport with `wait: true` on a provider with FI_WAIT_FD",
+            )
+        })
+    }
+}
+
+fn register_error(f: super::ffi::Fail, what: String) -> TransportError {
+    ofi_error(
+        what,
+        f,
+        "check the memory-lock limit (ulimit -l) and the provider's MR limits",
+    )
 }
 
 fn out_of_range(off: usize, len: usize, size: usize) -> TransportError {

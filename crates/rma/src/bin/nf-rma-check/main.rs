@@ -23,7 +23,13 @@
 //! - `vanish`: the last proc exits without a word; gets on its memory fail with
 //!   `PeerLost` (service path only);
 //! - `holderdies`: proc 1 leaves holding a mutex of proc 0; other takers get an error
-//!   naming it.
+//!   naming it;
+//! - `refused`: start-up must fail (say `NF_RMA_OFI=on` where ofi cannot run) with an
+//!   error naming the setting and a proc.
+//!
+//! With `NF_RMA_CHECK_ROUTE=native` (or `service`), every proc first checks that it
+//! reaches every proc outside its domain that way, so a test cannot pass on the
+//! wrong path.
 //!
 //! Exit status 0 means every check passed; failures print what differed.
 
@@ -35,7 +41,7 @@ mod sync;
 mod teams;
 
 use nf_core::World;
-use nf_rma::{Rma, WorldWireup};
+use nf_rma::{Rma, Route, WorldWireup};
 
 /// A check's outcome: `Err` says what differed.
 pub type Check = Result<(), String>;
@@ -64,8 +70,18 @@ pub fn ctx<T, E: std::fmt::Display>(r: Result<T, E>, what: &str) -> Result<T, St
 fn run(args: &[String]) -> Check {
     let world = World::init().map_err(|e| e.to_string())?;
     let wire = ctx(WorldWireup::new(&world), "wire-up")?;
-    let rma = ctx(Rma::new(&wire), "Rma::new")?;
     let mode = args.first().map(String::as_str).unwrap_or("");
+    if mode == "refused" {
+        return match Rma::new(&wire) {
+            Ok(_) => Err("start-up succeeded".into()),
+            Err(e) if e.to_string().contains("NF_RMA_OFI=on, but proc") => Ok(()),
+            Err(e) => Err(format!(
+                "start-up failed, but not naming NF_RMA_OFI and a proc: {e}"
+            )),
+        };
+    }
+    let rma = ctx(Rma::new(&wire), "Rma::new")?;
+    check_routes(&rma)?;
     match mode {
         "contig" => shapes::contig(&rma)?,
         "strided" => shapes::strided(&rma)?,
@@ -92,6 +108,27 @@ fn run(args: &[String]) -> Check {
     }
     ctx(rma.finalize(), "rma finalize")?;
     world.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+/// Checks `NF_RMA_CHECK_ROUTE` (see the module docs).
+fn check_routes(rma: &Rma<'_>) -> Check {
+    let want = match std::env::var("NF_RMA_CHECK_ROUTE").as_deref() {
+        Ok("native") => Route::Native,
+        Ok("service") => Route::Service,
+        Ok(other) => return Err(format!("NF_RMA_CHECK_ROUTE={other:?}: native or service")),
+        Err(_) => return Ok(()),
+    };
+    let remote: Vec<usize> = (0..rma.size()).filter(|&p| !rma.same_node(p)).collect();
+    if remote.is_empty() {
+        return Err("NF_RMA_CHECK_ROUTE is set, but no proc is outside our domain".into());
+    }
+    match remote.iter().find(|&&p| rma.route(p) != want) {
+        Some(&p) => Err(format!(
+            "proc {p} is reached by {:?}, expected {want:?}",
+            rma.route(p)
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Deterministic bytes for (`who`, `what`, position): a pattern each check can

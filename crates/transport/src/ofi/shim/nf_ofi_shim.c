@@ -14,7 +14,12 @@
  *   rx pool: rx_count buffers of buf_size bytes, each posted with fi_recv and its own
  *            fi_context2 (rx_ctx[i]), so a completion's op_context names the buffer;
  *   tx pool: tx_count slots of buf_size bytes, filled by the caller; a slot's context
- *            (tx_ctx[i]) also serves RMA operations issued "in" that slot.
+ *            (tx_ctx[i]) also serves RMA operations issued "in" that slot, and the
+ *            slot keeps the temporary registrations of such an operation's local
+ *            memory (tx_tmp[i], only where the provider wants FI_MR_LOCAL) until its
+ *            completion is read.
+ * With want_wait the completion queue has a wait object (an fd): a thread can sleep on
+ * it while nothing happens, after nf_ofi_trywait says it may.
  */
 #include <errno.h>
 #include <sys/uio.h>
@@ -35,7 +40,11 @@
 #endif
 
 /* Bump when any struct or signature below changes; ffi.rs checks it. */
-#define NF_OFI_ABI 1
+#define NF_OFI_ABI 2
+
+/* Most local or remote pieces of one RMA operation (the caller keeps to the
+ * provider's iov_limit and rma_iov_limit, which are at most this here). */
+#define NF_MAX_IOV 8
 
 #define NF_EXPORT __attribute__((visibility("default")))
 
@@ -51,6 +60,7 @@ struct nf_open_args {
 	uint64_t buf_size;    /* bytes per buffer and per slot */
 	uint64_t npeers;      /* ranks in the job */
 	int32_t want_rma;     /* ask for FI_RMA (falls back to messaging only) */
+	int32_t want_wait;    /* a completion queue with an fd to sleep on */
 };
 
 /* What the caller may know about an open endpoint (mirrored by ffi.rs). */
@@ -62,6 +72,10 @@ struct nf_ep_info {
 	uint64_t mr_mode;
 	uint64_t max_msg_size;
 	int32_t rma;
+	int32_t wait_fd;        /* -1 without a wait object */
+	uint64_t msg_order;     /* FI_ORDER_* the provider keeps */
+	uint64_t iov_limit;     /* local pieces per RMA operation (<= NF_MAX_IOV) */
+	uint64_t rma_iov_limit; /* remote pieces per RMA operation (<= NF_MAX_IOV) */
 	char provider[64];
 	char fabric[64];
 	char domain[64];
@@ -80,6 +94,25 @@ struct nf_mr {
 	struct fid_mr *mr;
 	uint8_t *buf;
 	uint64_t len;
+	int ext; /* the caller's memory: not ours to free */
+};
+
+/* One local piece of an RMA operation (mirrored by ffi.rs). */
+struct nf_iov {
+	uint8_t *buf;
+	uint64_t len;
+};
+
+/* One remote piece: address as the target's registration names it, and its key. */
+struct nf_riov {
+	uint64_t addr;
+	uint64_t len;
+	uint64_t key;
+};
+
+/* Temporary registrations of one slot's RMA operation. */
+struct nf_tmp {
+	struct fid_mr *mr[NF_MAX_IOV];
 };
 
 struct nf_ep {
@@ -97,6 +130,8 @@ struct nf_ep {
 	struct fid_mr *rx_mr, *tx_mr;
 	void *rx_desc, *tx_desc;
 	struct fi_context2 *rx_ctx, *tx_ctx;
+	struct nf_tmp *tx_tmp;
+	int wait_fd;
 
 	uint64_t npeers;
 	fi_addr_t *peers;
@@ -137,8 +172,13 @@ NF_EXPORT void nf_ofi_close(struct nf_ep *e)
 		fi_freeinfo(e->info);
 	free(e->rx_mem);
 	free(e->tx_mem);
+	if (e->tx_tmp)
+		for (uint64_t i = 0; i < e->tx_count; i++)
+			for (int j = 0; j < NF_MAX_IOV; j++)
+				close_fid(e->tx_tmp[i].mr[j] ? &e->tx_tmp[i].mr[j]->fid : NULL);
 	free(e->rx_ctx);
 	free(e->tx_ctx);
+	free(e->tx_tmp);
 	free(e->peers);
 	free(e);
 }
@@ -263,9 +303,24 @@ NF_EXPORT int nf_ofi_open(const struct nf_open_args *a, struct nf_ep **out, char
 		goto fail;
 	}
 	cq_attr.format = FI_CQ_FORMAT_MSG;
-	cq_attr.wait_obj = FI_WAIT_NONE;
 	cq_attr.size = a->rx_count + a->tx_count + 64;
-	ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
+	e->wait_fd = -1;
+	ret = -FI_ENOSYS;
+	if (a->want_wait) {
+		cq_attr.wait_obj = FI_WAIT_FD;
+		ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
+		if (!ret && fi_control(&e->cq->fid, FI_GETWAIT, &e->wait_fd)) {
+			e->wait_fd = -1;
+			fi_close(&e->cq->fid);
+			e->cq = NULL;
+			ret = -FI_ENOSYS;
+		}
+	}
+	if (ret) {
+		/* No wait object (or none asked for): callers poll. */
+		cq_attr.wait_obj = FI_WAIT_NONE;
+		ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
+	}
 	if (ret) {
 		say(err, errlen, "fi_cq_open", ret);
 		goto fail;
@@ -301,8 +356,9 @@ NF_EXPORT int nf_ofi_open(const struct nf_open_args *a, struct nf_ep **out, char
 	e->tx_mem = pool(a->tx_count, a->buf_size);
 	e->rx_ctx = calloc(a->rx_count, sizeof(*e->rx_ctx));
 	e->tx_ctx = calloc(a->tx_count, sizeof(*e->tx_ctx));
+	e->tx_tmp = calloc(a->tx_count, sizeof(*e->tx_tmp));
 	e->peers = malloc(a->npeers * sizeof(*e->peers));
-	if (!e->rx_mem || !e->tx_mem || !e->rx_ctx || !e->tx_ctx || !e->peers) {
+	if (!e->rx_mem || !e->tx_mem || !e->rx_ctx || !e->tx_ctx || !e->tx_tmp || !e->peers) {
 		say(err, errlen, "allocating buffer pools", -FI_ENOMEM);
 		ret = -FI_ENOMEM;
 		goto fail;
@@ -334,6 +390,13 @@ NF_EXPORT int nf_ofi_info(const struct nf_ep *e, struct nf_ep_info *o)
 	o->mr_mode = e->info->domain_attr->mr_mode;
 	o->max_msg_size = e->info->ep_attr->max_msg_size;
 	o->rma = e->rma;
+	o->wait_fd = e->wait_fd;
+	o->msg_order = e->info->tx_attr->msg_order;
+	o->iov_limit = e->info->tx_attr->iov_limit < NF_MAX_IOV ? e->info->tx_attr->iov_limit
+								 : NF_MAX_IOV;
+	o->rma_iov_limit = e->info->tx_attr->rma_iov_limit < NF_MAX_IOV
+				   ? e->info->tx_attr->rma_iov_limit
+				   : NF_MAX_IOV;
 	snprintf(o->provider, sizeof(o->provider), "%s", e->info->fabric_attr->prov_name);
 	snprintf(o->fabric, sizeof(o->fabric), "%s", e->info->fabric_attr->name);
 	snprintf(o->domain, sizeof(o->domain), "%s", e->info->domain_attr->name);
@@ -390,7 +453,16 @@ NF_EXPORT int nf_ofi_send(struct nf_ep *e, uint64_t rank, uint64_t slot, uint64_
 	return (int)ret;
 }
 
-static void classify(const struct nf_ep *e, void *ctx, struct nf_completion *c)
+/* Closes the temporary registrations of slot `slot`'s operation (it is over). */
+static void release_tmp(struct nf_ep *e, uint64_t slot)
+{
+	for (int j = 0; j < NF_MAX_IOV; j++) {
+		close_fid(e->tx_tmp[slot].mr[j] ? &e->tx_tmp[slot].mr[j]->fid : NULL);
+		e->tx_tmp[slot].mr[j] = NULL;
+	}
+}
+
+static void classify(struct nf_ep *e, void *ctx, struct nf_completion *c)
 {
 	const struct fi_context2 *p = ctx;
 
@@ -402,6 +474,7 @@ static void classify(const struct nf_ep *e, void *ctx, struct nf_completion *c)
 	} else if (p >= e->tx_ctx && p < e->tx_ctx + e->tx_count) {
 		c->kind = NF_TX;
 		c->idx = (uint32_t)(p - e->tx_ctx);
+		release_tmp(e, c->idx);
 	}
 }
 
@@ -449,12 +522,38 @@ NF_EXPORT int nf_ofi_poll(struct nf_ep *e, struct nf_completion *out, size_t max
 
 NF_EXPORT const char *nf_ofi_errtext(const struct nf_ep *e) { return e->errtext; }
 
+/* Registers [buf, buf+len) for local and remote RMA as a new region; `ext` says the
+ * memory is the caller's (not freed with the region). */
+static int mr_new(struct nf_ep *e, uint8_t *buf, uint64_t len, int ext, struct nf_mr **out,
+		  uint64_t *key, uint64_t *base)
+{
+	struct nf_mr *m;
+	void *desc;
+	int ret;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -FI_ENOMEM;
+	m->buf = buf;
+	m->len = len;
+	m->ext = ext;
+	ret = reg(e, buf, len, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 1, &m->mr,
+		  &desc);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	*key = fi_mr_key(m->mr);
+	*base = (e->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0;
+	*out = m;
+	return 0;
+}
+
 /* Allocates `len` bytes (page-aligned, zeroed) registered for local and remote RMA. */
 NF_EXPORT int nf_ofi_mr_alloc(struct nf_ep *e, uint64_t len, struct nf_mr **out,
 			      uint64_t *key, uint64_t *base)
 {
-	struct nf_mr *m;
-	void *desc;
+	uint8_t *buf;
 	int ret;
 
 	*out = NULL;
@@ -462,27 +561,26 @@ NF_EXPORT int nf_ofi_mr_alloc(struct nf_ep *e, uint64_t len, struct nf_mr **out,
 		return -FI_ENOSYS;
 	if (!len)
 		return -FI_EINVAL;
-	m = calloc(1, sizeof(*m));
-	if (!m)
+	buf = pool(1, len);
+	if (!buf)
 		return -FI_ENOMEM;
-	m->buf = pool(1, len);
-	m->len = len;
-	if (!m->buf) {
-		free(m);
-		return -FI_ENOMEM;
-	}
-	ret = reg(e, m->buf, len, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 1,
-		  &m->mr, &desc);
-	if (ret) {
-		free(m->buf);
-		free(m);
-		return ret;
-	}
-	*key = fi_mr_key(m->mr);
-	*base = (e->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)m->buf
-								  : 0;
-	*out = m;
-	return 0;
+	ret = mr_new(e, buf, len, 0, out, key, base);
+	if (ret)
+		free(buf);
+	return ret;
+}
+
+/* Registers the caller's `len` bytes at `buf` for local and remote RMA; the memory
+ * stays the caller's (nf_ofi_mr_free only deregisters it). */
+NF_EXPORT int nf_ofi_mr_reg(struct nf_ep *e, uint8_t *buf, uint64_t len, struct nf_mr **out,
+			    uint64_t *key, uint64_t *base)
+{
+	*out = NULL;
+	if (!e->rma)
+		return -FI_ENOSYS;
+	if (!buf || !len)
+		return -FI_EINVAL;
+	return mr_new(e, buf, len, 1, out, key, base);
 }
 
 NF_EXPORT uint8_t *nf_ofi_mr_buf(const struct nf_mr *m) { return m->buf; }
@@ -492,43 +590,91 @@ NF_EXPORT void nf_ofi_mr_free(struct nf_mr *m)
 	if (!m)
 		return;
 	close_fid(m->mr ? &m->mr->fid : NULL);
-	free(m->buf);
+	if (!m->ext)
+		free(m->buf);
 	free(m);
 }
 
-/* One RMA operation in slot `slot`: write [off, off+len) of `m` to `raddr` at `rank`,
- * or read from there into it. Completes through the CQ like a send; a write completes
- * only once its data is at the target (FI_DELIVERY_COMPLETE), not merely sent. */
-NF_EXPORT int nf_ofi_rma(struct nf_ep *e, int32_t write, uint64_t rank, uint64_t slot,
-			 struct nf_mr *m, uint64_t off, uint64_t len, uint64_t raddr,
-			 uint64_t rkey)
+/* Whether the caller may sleep on the wait fd now: 0 yes, -FI_EAGAIN when there are
+ * completions (or progress) to make first. */
+NF_EXPORT int nf_ofi_trywait(struct nf_ep *e)
 {
-	void *buf;
-	void *desc;
+	struct fid *f = &e->cq->fid;
+
+	if (e->wait_fd < 0)
+		return -FI_ENOSYS;
+	return fi_trywait(e->fabric, &f, 1);
+}
+
+/* One RMA operation in slot `slot` to `rank`: write the `nl` local pieces, in order,
+ * to the `nr` remote pieces (the same total length), or read the remote pieces into
+ * the local ones. The local pieces lie in region `m`, or (m NULL) in any memory the
+ * caller keeps valid until the completion: they are then registered for the
+ * operation if the provider wants local registration. Completes through the CQ like
+ * a send; a write completes only once its data is at the target
+ * (FI_DELIVERY_COMPLETE), not merely sent. */
+NF_EXPORT int nf_ofi_rmav(struct nf_ep *e, int32_t write, uint64_t rank, uint64_t slot,
+			  struct nf_mr *m, const struct nf_iov *local, uint64_t nl,
+			  const struct nf_riov *remote, uint64_t nr)
+{
+	struct iovec iov[NF_MAX_IOV];
+	void *desc[NF_MAX_IOV];
+	struct fi_rma_iov riov[NF_MAX_IOV];
+	uint64_t total = 0, rtotal = 0;
+	struct fi_msg_rma msg;
+	ssize_t ret;
+	int ret2;
 
 	if (!e->rma)
 		return -FI_ENOSYS;
-	if (rank >= e->npeers || slot >= e->tx_count || !m || off > m->len ||
-	    len > m->len - off)
+	if (rank >= e->npeers || slot >= e->tx_count || !nl || !nr || nl > NF_MAX_IOV ||
+	    nr > NF_MAX_IOV || nl > e->info->tx_attr->iov_limit ||
+	    nr > e->info->tx_attr->rma_iov_limit)
 		return -FI_EINVAL;
 	if (e->peers[rank] == FI_ADDR_NOTAVAIL)
 		return -FI_EADDRNOTAVAIL;
-	buf = m->buf + off;
-	desc = fi_mr_desc(m->mr);
-	if (write) {
-		struct iovec iov = {.iov_base = buf, .iov_len = len};
-		struct fi_rma_iov riov = {.addr = raddr, .len = len, .key = rkey};
-		struct fi_msg_rma msg = {
-			.msg_iov = &iov,
-			.desc = &desc,
-			.iov_count = 1,
-			.addr = e->peers[rank],
-			.rma_iov = &riov,
-			.rma_iov_count = 1,
-			.context = &e->tx_ctx[slot],
-		};
-		return (int)fi_writemsg(e->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+	for (uint64_t i = 0; i < nl; i++) {
+		if (m && (local[i].buf < m->buf || local[i].len > m->len ||
+			  (uint64_t)(local[i].buf - m->buf) > m->len - local[i].len))
+			return -FI_EINVAL;
+		iov[i].iov_base = local[i].buf;
+		iov[i].iov_len = local[i].len;
+		desc[i] = NULL;
+		total += local[i].len;
 	}
-	return (int)fi_read(e->ep, buf, len, desc, e->peers[rank], raddr, rkey,
-			    &e->tx_ctx[slot]);
+	for (uint64_t i = 0; i < nr; i++) {
+		riov[i].addr = remote[i].addr;
+		riov[i].len = remote[i].len;
+		riov[i].key = remote[i].key;
+		rtotal += remote[i].len;
+	}
+	if (total != rtotal)
+		return -FI_EINVAL;
+	for (uint64_t i = 0; i < nl; i++) {
+		if (m) {
+			desc[i] = m->mr ? fi_mr_desc(m->mr) : NULL;
+			continue;
+		}
+		ret2 = reg(e, local[i].buf, local[i].len, write ? FI_WRITE : FI_READ, 0,
+			   &e->tx_tmp[slot].mr[i], &desc[i]);
+		if (ret2) {
+			release_tmp(e, slot);
+			return ret2;
+		}
+	}
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = iov;
+	msg.desc = desc;
+	msg.iov_count = nl;
+	msg.addr = e->peers[rank];
+	msg.rma_iov = riov;
+	msg.rma_iov_count = nr;
+	msg.context = &e->tx_ctx[slot];
+	if (write)
+		ret = fi_writemsg(e->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+	else
+		ret = fi_readmsg(e->ep, &msg, FI_COMPLETION);
+	if (ret)
+		release_tmp(e, slot);
+	return (int)ret;
 }
