@@ -16,10 +16,10 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use nf_ninep::client::{Client, ClientConfig, ClientError};
-use nf_ninep::server::{Filesystem, Server, Transport};
+use nf_ninep::server::{Acceptor, Filesystem, Server, Transport};
 use nf_transport::shm::channel::ByteChannel;
 
-use crate::accept::Acceptor;
+use crate::accept::thread_per_connection;
 
 pub use nf_transport::shm::channel::DEFAULT_CAPACITY;
 
@@ -77,16 +77,19 @@ impl ShmListener {
             std::fs::remove_file(path)?;
         }
         let socket = UnixListener::bind(path)?;
-        let acceptor = Acceptor::start("9p-shm", socket, move |sock| {
-            match ByteChannel::offer(sock, capacity) {
-                Ok(channel) => {
-                    if let Err(e) = server.serve(ShmTransport(channel)) {
-                        tracing::warn!(error = %e, "shm connection refused");
-                    }
+        let serve = move |sock: UnixStream| match ByteChannel::offer(sock, capacity) {
+            Ok(channel) => {
+                if let Err(e) = server.serve(ShmTransport(channel)) {
+                    tracing::warn!(error = %e, "shm connection refused");
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot set up a shared-memory channel"),
             }
-        })?;
+            Err(e) => tracing::warn!(error = %e, "cannot set up a shared-memory channel"),
+        };
+        let acceptor = Acceptor::start(
+            "9p-shm-accept",
+            socket,
+            thread_per_connection("9p-shm-conn", serve),
+        )?;
         tracing::info!(path = %path.display(), "9P server listening (shared-memory channels)");
         Ok(ShmListener {
             path: path.to_path_buf(),
