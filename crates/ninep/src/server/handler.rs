@@ -4,7 +4,7 @@
 
 use crate::errno::{EINVAL, ENOTDIR, EOPNOTSUPP, EROFS};
 use crate::message::*;
-use crate::server::cancel::Cancel;
+use crate::server::cancel::{Cancel, Monitor};
 use crate::types::{GetattrMask, LockStatus, LockType, Qid, NOFID};
 
 /// Result of a tree method: the reply, or the `Rlerror` to send instead.
@@ -74,6 +74,25 @@ impl Ctx {
     /// `Rlerror::new(WOULD_BLOCK)` at once instead; the server retries it on a worker.
     pub fn may_block(&self) -> bool {
         self.may_block
+    }
+
+    /// Waits until `ready` gives a result (see [`Cancel::wait`]), honouring both ways a
+    /// request stops waiting: cancellation (`EINTR`) and, where the request may not
+    /// block, [`WOULD_BLOCK`] at once if `ready` has nothing yet — the server then runs
+    /// the request again on a worker. `ready` has consumed nothing when it returns
+    /// `None`, so the second run starts afresh.
+    pub fn wait<T, R>(
+        &self,
+        monitor: &std::sync::Arc<Monitor<T>>,
+        mut ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> FsResult<R>
+    where
+        T: Send + 'static,
+    {
+        if !self.may_block {
+            return ready(&mut monitor.lock()).ok_or(Rlerror::new(WOULD_BLOCK));
+        }
+        Ok(self.cancel.wait(monitor, ready)?)
     }
 
     /// This context, for a connection whose transport authenticated `user`.
@@ -200,7 +219,9 @@ pub trait Filesystem: Send + Sync + 'static {
     fn clone_fid(&self, ctx: &Ctx, fid: &Self::Fid) -> FsResult<Self::Fid>;
 
     /// `Twalk`: walks `names` (at most 16) from `fid`. If the first name fails, return
-    /// its error; if a later one fails, return the qids walked so far and no state.
+    /// its error; if a later one fails, return the qids walked so far and no state —
+    /// except for [`WOULD_BLOCK`], which is the walk's answer wherever it comes (the
+    /// server runs the walk again on a worker).
     fn walk(&self, ctx: &Ctx, fid: &Self::Fid, names: &[String]) -> FsResult<Walked<Self::Fid>> {
         if names.is_empty() {
             return Ok(Walked {
@@ -219,7 +240,12 @@ pub trait Filesystem: Send + Sync + 'static {
                         let _ = self.clunk(ctx, &done);
                     }
                 }
-                Err(e) if qids.is_empty() => return Err(e),
+                Err(e) if qids.is_empty() || e.ecode == WOULD_BLOCK => {
+                    if let Some(done) = current.take() {
+                        let _ = self.clunk(ctx, &done);
+                    }
+                    return Err(e);
+                }
                 Err(_) => break,
             }
         }
