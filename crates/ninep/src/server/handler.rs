@@ -45,6 +45,7 @@ pub struct Ctx {
     tag: u16,
     may_block: bool,
     user: Option<std::sync::Arc<str>>,
+    peer_uid: Option<u32>,
 }
 
 impl Ctx {
@@ -57,6 +58,7 @@ impl Ctx {
             tag,
             may_block: true,
             user: None,
+            peer_uid: None,
         }
     }
 
@@ -105,6 +107,19 @@ impl Ctx {
     /// name), or `None` for a transport that authenticates nobody.
     pub fn user(&self) -> Option<&str> {
         self.user.as_deref()
+    }
+
+    /// This context, for a local connection whose peer process runs as `uid`.
+    pub fn with_peer_uid(mut self, uid: Option<u32>) -> Self {
+        self.peer_uid = uid;
+        self
+    }
+
+    /// The uid of the process at the other end of a local connection (unix socket,
+    /// shared-memory channel), as the kernel recorded it (`SO_PEERCRED`); `None` where
+    /// the transport cannot know (tcp, TLS).
+    pub fn peer_uid(&self) -> Option<u32> {
+        self.peer_uid
     }
 
     /// A context outside any request (releasing fids of a closed connection, tests).
