@@ -23,7 +23,7 @@ if ((${#need_pkgs[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-# The Linux kernel 9P client test (crates/ninep/tests/conform_kernel.rs) and the diod
+# The Linux kernel 9P client test (crates/cli/tests/conform_kernel.rs) and the diod
 # comparison of `nf bench 9p`.
 if ! k9p_log=$("$(dirname "$0")/../tests/kernel9p/setup.sh" 2>&1); then
     echo "$k9p_log" >&2
@@ -31,7 +31,7 @@ if ! k9p_log=$("$(dirname "$0")/../tests/kernel9p/setup.sh" 2>&1); then
     exit 1
 fi
 
-# The third-party 9P client test (crates/ninep/tests/conform_go.rs): Go (the machine's,
+# The third-party 9P client test (crates/cli/tests/conform_go.rs): Go (the machine's,
 # else Debian's golang-go) and the module pinned in tests/p9client/go.sum.
 if ! command -v go >/dev/null 2>&1; then
     echo "setup: installing golang-go" >&2

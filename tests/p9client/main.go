@@ -1,7 +1,8 @@
 // Command p9client drives a 9P2000.L server with a third-party client, the Go package
 // github.com/hugelgupf/p9 (pinned in go.mod / go.sum), and checks every answer.
 //
-// The export it is pointed at must hold (crates/ninep/tests/conform_go.rs prepares it):
+// The export it is pointed at (the attach root, or -aname inside the server's tree)
+// must hold (crates/cli/tests/conform_go.rs prepares it):
 //
 //	hello.txt      "hello, world\n"
 //	sub/leaf.txt   "leaf\n"
@@ -12,7 +13,7 @@
 // check on the host, and ends with "P9CLIENT done N". The first failed check prints
 // "P9CLIENT FAIL NAME: WHY" and exits 1; a usage error exits 2.
 //
-// Usage: p9client -unix PATH [-msize N]
+// Usage: p9client -unix PATH [-msize N] [-aname NAME]
 package main
 
 import (
@@ -140,9 +141,10 @@ func listAll(root p9.File, path string) ([]string, error) {
 func main() {
 	sock := flag.String("unix", "", "unix socket of the 9P server")
 	msize := flag.Uint("msize", 65536, "msize to ask for")
+	aname := flag.String("aname", "", "attach name: where the export is in the server's tree")
 	flag.Parse()
 	if *sock == "" {
-		fmt.Fprintln(os.Stderr, "usage: p9client -unix PATH [-msize N]")
+		fmt.Fprintln(os.Stderr, "usage: p9client -unix PATH [-msize N] [-aname NAME]")
 		os.Exit(2)
 	}
 
@@ -158,7 +160,7 @@ func main() {
 	ok("version")
 	defer client.Close()
 
-	root, err := client.Attach("")
+	root, err := client.Attach(*aname)
 	must("attach", err, "Tattach")
 	qid, _, attr, err := root.GetAttr(p9.AttrMaskAll)
 	must("attach", err, "Tgetattr of the root")

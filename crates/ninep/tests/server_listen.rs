@@ -52,3 +52,37 @@ fn unix_sockets_replace_only_stale_sockets() {
     assert_eq!(std::fs::read(&path).unwrap(), b"precious");
     server.shutdown(server_support::LIMIT);
 }
+
+/// A listener bound inside a network namespace, stopped from a thread outside it (where
+/// its address does not exist): stopping must neither hang nor leave it accepting.
+#[test]
+fn listener_inside_a_namespace_stops_from_outside() {
+    let net = nf_testkit::Netns::create(2).expect("network namespaces (needs root and ip)");
+    let server = Server::new(SyntheticTree::new());
+    let bind = std::net::SocketAddr::new(net.addr(0), 0);
+    let listener = net.within(0, || server.listen_tcp(bind).unwrap()).unwrap();
+    let addr = listener.tcp_addr().unwrap();
+    let connect = || net.within(1, || Client::connect_tcp(addr).map(|c| c.attach("t", "")));
+    assert!(
+        matches!(connect().unwrap(), Ok(Ok(_))),
+        "host 1 reaches the listener on host 0"
+    );
+    let stopper = std::thread::spawn(move || listener.stop());
+    let deadline = std::time::Instant::now() + server_support::LIMIT;
+    while !stopper.is_finished() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "stopping the listener hangs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    stopper.join().unwrap();
+    // Not even the tcp handshake: nothing listens there any more.
+    let raw = net
+        .within(1, || {
+            std::net::TcpStream::connect_timeout(&addr, server_support::LIMIT)
+        })
+        .unwrap();
+    assert!(raw.is_err(), "a stopped listener still accepts connections");
+    server.shutdown(server_support::LIMIT);
+}

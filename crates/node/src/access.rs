@@ -1,16 +1,20 @@
-//! Who may attach: the user named in `Tattach` is checked against the identity the
-//! transport authenticated.
+//! Who may attach: the user named in `Tattach` is checked against what the transport
+//! knows of the peer.
 //!
-//! 1. A connection whose transport authenticated nobody (a unix socket, loopback tcp,
-//!    the shared-memory channel) is local: this host's operating system already decided
-//!    who may connect (the socket's file mode), so any `uname` is accepted, as diod does
-//!    without authentication. Remote listening without authentication is refused at
-//!    start-up (see [`crate::serve`]), so every such connection is local.
-//! 2. A connection whose transport authenticated user `U` (a TLS client certificate's
+//! 1. A connection whose transport authenticated user `U` (a TLS client certificate's
 //!    common name) may attach only as `U`: `uname` must be `U` or empty, and
-//!    `n_uname`, when given, must be `U`'s uid.
-//! 3. `U` must be a known user: an account in this host's `/etc/passwd` (its uid is
-//!    what `n_uname` is checked against). An unknown user is refused.
+//!    `n_uname`, when given, must be `U`'s uid. `U` must be an account in this host's
+//!    `/etc/passwd` (its uid is what `n_uname` is checked against); an unknown user is
+//!    refused.
+//! 2. A local connection (unix socket, shared-memory channel) carries the connecting
+//!    process's uid (`SO_PEERCRED`, recorded by the kernel at `connect`): that process
+//!    may attach only as its own user — `uname` empty or the account name of its uid,
+//!    `n_uname` unset or its uid. Root (uid 0) may attach as anyone.
+//! 3. A connection whose transport identifies nobody is loopback tcp without TLS
+//!    (remote listening without authentication is refused at start-up, see
+//!    [`crate::serve`]): any `uname` is accepted, as diod does without
+//!    authentication. Such a listener is open to every user of this host; it is only
+//!    made when asked for (`--tcp 127.0.0.1:PORT`) and says so in the log.
 //!
 //! Refusals answer `EACCES` and are logged with the names involved.
 //!
@@ -23,15 +27,31 @@ use nf_ninep::errno::EACCES;
 use nf_ninep::server::{Ctx, FsResult};
 use nf_ninep::{Rlerror, Tattach, NONUNAME};
 
+/// The accounts of the passwd file at `passwd`: (name, uid).
+fn accounts(passwd: &Path) -> Vec<(String, u32)> {
+    let text = std::fs::read_to_string(passwd).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            let uid = fields.nth(1)?.parse().ok()?;
+            Some((name.to_string(), uid))
+        })
+        .collect()
+}
+
 /// The uid of `user` in the passwd file at `passwd`, if the user exists.
 pub fn lookup_uid(passwd: &Path, user: &str) -> Option<u32> {
-    let text = std::fs::read_to_string(passwd).ok()?;
-    text.lines().find_map(|line| {
-        let mut fields = line.split(':');
-        let name = fields.next()?;
-        let uid = fields.nth(1)?;
-        (name == user).then(|| uid.parse().ok()).flatten()
-    })
+    accounts(passwd)
+        .into_iter()
+        .find_map(|(name, uid)| (name == user).then_some(uid))
+}
+
+/// The account name of `uid` in the passwd file at `passwd`, if there is one.
+pub fn lookup_name(passwd: &Path, uid: u32) -> Option<String> {
+    accounts(passwd)
+        .into_iter()
+        .find_map(|(name, u)| (u == uid).then_some(name))
 }
 
 /// The attach check of rules 1–3, with accounts from `/etc/passwd`.
@@ -41,9 +61,17 @@ pub fn check_attach(ctx: &Ctx, req: &Tattach) -> FsResult<()> {
 
 /// The attach check of rules 1–3, with accounts from the passwd file `passwd`.
 pub fn check_attach_with(passwd: &Path, ctx: &Ctx, req: &Tattach) -> FsResult<()> {
-    let Some(user) = ctx.user() else {
-        return Ok(());
-    };
+    if let Some(user) = ctx.user() {
+        return check_authenticated(passwd, ctx, req, user);
+    }
+    match ctx.peer_uid() {
+        Some(uid) => check_local(passwd, ctx, req, uid),
+        None => Ok(()),
+    }
+}
+
+/// Rule 1.
+fn check_authenticated(passwd: &Path, ctx: &Ctx, req: &Tattach, user: &str) -> FsResult<()> {
     if !req.uname.is_empty() && req.uname != user {
         tracing::warn!(authenticated = user, asked = %req.uname, conn = ctx.conn_id(), "attach refused: a user may only attach as the identity it authenticated as");
         return Err(Rlerror::new(EACCES));
@@ -67,6 +95,28 @@ pub fn check_attach_with(passwd: &Path, ctx: &Ctx, req: &Tattach) -> FsResult<()
         return Err(Rlerror::new(EACCES));
     }
     Ok(())
+}
+
+/// Rule 2.
+fn check_local(passwd: &Path, ctx: &Ctx, req: &Tattach, uid: u32) -> FsResult<()> {
+    if uid == 0 {
+        return Ok(());
+    }
+    let name = lookup_name(passwd, uid);
+    let uname_ok = req.uname.is_empty() || name.as_deref() == Some(req.uname.as_str());
+    let n_uname_ok = req.n_uname == NONUNAME || req.n_uname == uid;
+    if uname_ok && n_uname_ok {
+        return Ok(());
+    }
+    tracing::warn!(
+        peer_uid = uid,
+        peer_user = name.as_deref().unwrap_or("?"),
+        asked = %req.uname,
+        asked_uid = req.n_uname,
+        conn = ctx.conn_id(),
+        "attach refused: a local process may only attach as its own user (only root may attach as anyone)"
+    );
+    Err(Rlerror::new(EACCES))
 }
 
 #[cfg(test)]
@@ -120,5 +170,24 @@ mod tests {
                 .ecode,
             EACCES
         );
+
+        // Local peers: their own user only; root as anyone.
+        assert_eq!(lookup_name(&passwd, 1000).as_deref(), Some("ann"));
+        let local = |uid| Ctx::background(8192).with_peer_uid(Some(uid));
+        let refused = |ctx: &Ctx, uname: &str, n_uname| {
+            check_attach_with(&passwd, ctx, &attach(uname, n_uname))
+                .is_err_and(|e| e.ecode == EACCES)
+        };
+        assert!(check_attach_with(&passwd, &local(1000), &attach("ann", NONUNAME)).is_ok());
+        assert!(check_attach_with(&passwd, &local(1000), &attach("", 1000)).is_ok());
+        assert!(refused(&local(1000), "root", NONUNAME));
+        assert!(refused(&local(1000), "ann", 0));
+        assert!(
+            refused(&local(4242), "nobody", NONUNAME),
+            "uid without an account"
+        );
+        assert!(check_attach_with(&passwd, &local(4242), &attach("", NONUNAME)).is_ok());
+        assert!(check_attach_with(&passwd, &local(0), &attach("ann", 1000)).is_ok());
+        assert!(check_attach_with(&passwd, &local(0), &attach("who", 7)).is_ok());
     }
 }

@@ -46,11 +46,16 @@ impl Default for ConnectOptions {
     }
 }
 
-/// The user running this process, from `$USER` (or `$LOGNAME`), else `nobody`.
+/// The user running this process: the account of its uid in `/etc/passwd` (what a
+/// local server checks, [`crate::access`]), else `$USER` (or `$LOGNAME`), else `nobody`.
 pub fn default_user() -> String {
-    ["USER", "LOGNAME"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+    let uid = rustix::process::getuid().as_raw();
+    crate::access::lookup_name(std::path::Path::new("/etc/passwd"), uid)
+        .or_else(|| {
+            ["USER", "LOGNAME"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        })
         .unwrap_or_else(|| String::from("nobody"))
 }
 

@@ -17,7 +17,7 @@
 //! | [`status`] | `/status` snapshots |
 //! | [`pipe`] | `/pipe/NAME`: bounded, blocking named pipes |
 //! | [`mem`] | `/mem`: the placeholder until the rma layer |
-//! | [`accept`] | accept threads for the TLS and shm listeners |
+//! | [`accept`] | a thread per connection for the TLS and shm listeners |
 //! | [`access`] | the attach check: authenticated identity → 9P user |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
 //! | [`tls`] | TLS with client certificates for remote connections |

@@ -17,7 +17,10 @@
 //!    data waits in the buffer.
 //! 3. An end opened with `O_NONBLOCK` gets `EAGAIN` where it would block.
 //! 4. Blocked reads and writes return `EINTR` when flushed (`Tflush`) or when their
-//!    connection goes; nothing is lost: a flushed read consumed nothing.
+//!    connection goes; nothing is lost: a flushed read consumed nothing. On the
+//!    connection's reader thread (inline) a read or write that would block answers
+//!    `WOULD_BLOCK` instead, having taken nothing, and the server runs it again on a
+//!    worker ([`Ctx::wait`]).
 //! 5. Readers and writers are counted per open and uncounted when the fid is clunked
 //!    (also by a dropped connection), waking everyone blocked on the pipe.
 
@@ -83,6 +86,10 @@ fn wants(flags: LOpenFlags) -> (bool, bool) {
 }
 
 impl FileNode for Pipe {
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn mode(&self) -> u32 {
         0o666
     }
@@ -124,7 +131,7 @@ impl PipeEnd {
         if self.nonblock {
             return ready(&mut self.pipe.state.lock()).ok_or(Rlerror::new(EAGAIN));
         }
-        Ok(ctx.cancel().wait(&self.pipe.state, ready)?)
+        ctx.wait(&self.pipe.state, ready)
     }
 
     /// Rule 1's end of file, judged under the pipe's lock.
@@ -217,6 +224,10 @@ impl PipeDir {
 }
 
 impl DirOps for PipeDir {
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn create(&self, _: &Ctx, _: &str, _: u32) -> FsResult<Arc<dyn FileNode>> {
         Ok(Arc::new(Pipe::new(self.capacity)))
     }

@@ -156,7 +156,10 @@ impl Daemon {
                         },
                     )?,
                 ),
-                None => listeners.push(server.listen_tcp(*addr)?),
+                None => {
+                    tracing::warn!(%addr, "plain tcp on loopback: every user of this host may connect and attach as any user (the unix socket checks who connects; TLS authenticates)");
+                    listeners.push(server.listen_tcp(*addr)?);
+                }
             }
         }
         Ok(Daemon {

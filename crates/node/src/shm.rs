@@ -8,7 +8,9 @@
 //! 2. The server offers a channel over it (memfd and eventfds sent with `SCM_RIGHTS`;
 //!    see [`nf_transport::shm::channel`]); the client joins it.
 //! 3. 9P flows through the shared-memory rings; the socket stays open only to tell each
-//!    side when the other closes or dies.
+//!    side when the other closes or dies. The server side keeps the set-up socket's
+//!    `SO_PEERCRED` (the client process's pid and uid) as the channel's peer, for the
+//!    attach check ([`crate::access`]).
 
 use std::io;
 use std::os::unix::fs::FileTypeExt;
@@ -16,32 +18,54 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
 use nf_ninep::client::{Client, ClientConfig, ClientError};
-use nf_ninep::server::{Filesystem, Server, Transport};
+use nf_ninep::server::transport::unix_peer;
+use nf_ninep::server::{Acceptor, Filesystem, Server, Transport};
 use nf_transport::shm::channel::ByteChannel;
 
-use crate::accept::Acceptor;
+use crate::accept::thread_per_connection;
 
 pub use nf_transport::shm::channel::DEFAULT_CAPACITY;
 
 /// A [`ByteChannel`] carrying 9P.
 #[derive(Debug)]
-pub struct ShmTransport(pub ByteChannel);
+pub struct ShmTransport {
+    channel: ByteChannel,
+    /// The pid and uid of the process that set the channel up (server side).
+    peer: Option<(u32, u32)>,
+}
+
+impl ShmTransport {
+    /// A channel whose peer is unknown (the client side).
+    pub fn new(channel: ByteChannel) -> Self {
+        ShmTransport {
+            channel,
+            peer: None,
+        }
+    }
+}
 
 impl Transport for ShmTransport {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.recv(buf)
+        self.channel.recv(buf)
     }
 
     fn send(&self, bytes: &[u8]) -> io::Result<()> {
-        self.0.send(bytes)
+        self.channel.send(bytes)
     }
 
     fn close(&self) {
-        self.0.close();
+        self.channel.close();
     }
 
     fn peer(&self) -> String {
-        String::from("shm")
+        match self.peer {
+            Some((pid, uid)) => format!("shm pid {pid} uid {uid}"),
+            None => String::from("shm"),
+        }
+    }
+
+    fn peer_uid(&self) -> Option<u32> {
+        self.peer.map(|(_, uid)| uid)
     }
 }
 
@@ -53,7 +77,7 @@ pub fn connect(path: &Path, config: ClientConfig) -> Result<Client, ClientError>
     };
     let sock = UnixStream::connect(path).map_err(connect_err)?;
     let channel = ByteChannel::join(sock).map_err(connect_err)?;
-    Client::with_transport(ShmTransport(channel), config)
+    Client::with_transport(ShmTransport::new(channel), config)
 }
 
 /// Accepts shm set-ups on a unix socket and serves each channel (steps in the module
@@ -77,16 +101,22 @@ impl ShmListener {
             std::fs::remove_file(path)?;
         }
         let socket = UnixListener::bind(path)?;
-        let acceptor = Acceptor::start("9p-shm", socket, move |sock| {
+        let serve = move |sock: UnixStream| {
+            let peer = unix_peer(&sock);
             match ByteChannel::offer(sock, capacity) {
                 Ok(channel) => {
-                    if let Err(e) = server.serve(ShmTransport(channel)) {
+                    if let Err(e) = server.serve(ShmTransport { channel, peer }) {
                         tracing::warn!(error = %e, "shm connection refused");
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot set up a shared-memory channel"),
             }
-        })?;
+        };
+        let acceptor = Acceptor::start(
+            "9p-shm-accept",
+            socket,
+            thread_per_connection("9p-shm-conn", serve),
+        )?;
         tracing::info!(path = %path.display(), "9P server listening (shared-memory channels)");
         Ok(ShmListener {
             path: path.to_path_buf(),

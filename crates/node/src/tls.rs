@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use nf_ninep::server::{Filesystem, Server, Transport};
+use nf_ninep::server::{Acceptor, Filesystem, Server, Transport};
 
-use crate::accept::Acceptor;
+use crate::accept::thread_per_connection;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
@@ -326,17 +326,20 @@ impl TlsListener {
     ) -> io::Result<TlsListener> {
         let socket = TcpListener::bind(addr)?;
         let addr = socket.local_addr()?;
-        let acceptor = Acceptor::start("9p-tls", socket, move |sock| {
-            match TlsTransport::accept(sock, Arc::clone(&config)) {
-                Ok(t) => {
-                    tracing::info!(peer = %t.peer, user = t.user.as_deref().unwrap_or(""), "TLS client authenticated");
-                    if let Err(e) = server.serve(t) {
-                        tracing::warn!(error = %e, "TLS connection refused");
-                    }
+        let serve = move |sock| match TlsTransport::accept(sock, Arc::clone(&config)) {
+            Ok(t) => {
+                tracing::info!(peer = %t.peer, user = t.user.as_deref().unwrap_or(""), "TLS client authenticated");
+                if let Err(e) = server.serve(t) {
+                    tracing::warn!(error = %e, "TLS connection refused");
                 }
-                Err(e) => tracing::warn!(error = %e, "TLS connection refused"),
             }
-        })?;
+            Err(e) => tracing::warn!(error = %e, "TLS connection refused"),
+        };
+        let acceptor = Acceptor::start(
+            "9p-tls-accept",
+            socket,
+            thread_per_connection("9p-tls-conn", serve),
+        )?;
         tracing::info!(%addr, "9P server listening (TLS, client certificates required)");
         Ok(TlsListener { addr, acceptor })
     }

@@ -235,3 +235,42 @@ fn pipes_are_listed_and_removed() {
     root.remove("/pipe/a").unwrap();
     assert!(root.readdir("/pipe").unwrap().is_empty());
 }
+
+/// The node tree runs requests on the connection's reader thread unless they must wait:
+/// host files, `/status` and a pipe with data need no worker; a pipe read that waits
+/// moves to one, is woken by a writer, and loses nothing.
+#[test]
+fn only_requests_that_wait_leave_the_reader_thread() {
+    let node = Node::start();
+    let root = node.root();
+    assert_eq!(
+        root.read_file("/fs/hello.txt").unwrap(),
+        b"hello from the host\n"
+    );
+    root.write_file("/fs/new.txt", b"x").unwrap();
+    assert!(!root.read_file("/status").unwrap().is_empty());
+    root.write_file("/log", b"note\n").unwrap();
+    let reader = root.open("/pipe/p", LOpenFlags::RDONLY);
+    assert!(reader.is_err(), "no such pipe yet");
+    let writer = root
+        .create("/pipe/p", LOpenFlags::WRONLY, 0o600)
+        .expect("make a pipe");
+    let reader = node.root().open("/pipe/p", LOpenFlags::RDONLY).unwrap();
+    writer.write_at(b"ab", 0).unwrap();
+    let rc = reader.client().clone();
+    assert_eq!(data(rc.call(read_msg(reader.number())).unwrap()), b"ab");
+    assert_eq!(
+        node.daemon().server().stats().workers,
+        0,
+        "a request that did not wait went to a worker"
+    );
+
+    let call = rc.start(read_msg(reader.number())).unwrap();
+    assert!(
+        call.wait_timeout(QUIET).unwrap().is_none(),
+        "read should block"
+    );
+    assert!(node.daemon().server().stats().workers >= 1);
+    writer.write_at(b"cd", 0).unwrap();
+    assert_eq!(data(call.wait().unwrap()), b"cd");
+}

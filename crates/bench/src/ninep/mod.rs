@@ -76,6 +76,9 @@ pub struct Params {
     pub stream_bytes: u64,
     /// Rounds of (server A, server B) per msize.
     pub alternations: usize,
+    /// The user to attach as: this process's own account (a local `nf serve` admits a
+    /// process only as itself, root as anyone).
+    pub user: String,
 }
 
 /// 8 KiB, 16 KiB, … 1 MiB.
@@ -117,7 +120,7 @@ fn measure(served: &Served, msize: u32, p: &Params) -> Result<Round, BenchError>
     let client = Client::connect_unix_with(&served.socket, ClientConfig { msize })
         .map_err(err("connecting"))?;
     let root = client
-        .attach("root", &served.aname)
+        .attach(&p.user, &served.aname)
         .map_err(err("attaching"))?;
     let small = ops::small_ops(&root, p.small_iters, p.small_warmup)
         .map_err(err("walk / open / read 1 B / clunk"))?;

@@ -1,16 +1,17 @@
-//! The servers compared: ninefold's own (a child process, as diod is; or in this
-//! process; or any server already on a unix socket) and Debian's diod (a child
-//! process), both exporting the same directory.
+//! The servers compared: ninefold's node daemon `nf serve` (a child process, as diod is;
+//! or any server already on a unix socket) and Debian's diod (a child process), both
+//! exporting the same directory.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nf_ninep::server::{Listener, PassthroughFs, Server};
-
 use crate::ninep::BenchError;
 
-/// How long diod may take to create its socket.
+/// Where `nf serve` shows its export directory (the attach name that reaches it).
+pub const NF_SERVE_EXPORT: &str = "/fs";
+
+/// How long a server may take to create its socket.
 const START_LIMIT: Duration = Duration::from_secs(10);
 
 /// A 9P server being measured, reachable on a unix socket.
@@ -26,10 +27,6 @@ pub struct Served {
 }
 
 enum Guard {
-    /// Held for its `Drop`, which stops the accept loop.
-    InProcess {
-        _listener: Listener,
-    },
     Child(Child),
     External,
 }
@@ -41,28 +38,6 @@ impl Drop for Guard {
             let _ = child.wait();
         }
     }
-}
-
-/// ninefold's `PassthroughFs` over `export`, served by this process on `socket`.
-pub fn ninefold_in_process(export: &Path, socket: &Path) -> Result<Served, BenchError> {
-    let fs = PassthroughFs::new(export).map_err(|e| BenchError::Server {
-        name: "ninefold".into(),
-        reason: e.to_string(),
-    })?;
-    let listener = Server::new(fs)
-        .listen_unix(socket)
-        .map_err(|e| BenchError::Server {
-            name: "ninefold".into(),
-            reason: e.to_string(),
-        })?;
-    Ok(Served {
-        name: "ninefold".into(),
-        socket: socket.into(),
-        aname: export.display().to_string(),
-        _guard: Guard::InProcess {
-            _listener: listener,
-        },
-    })
 }
 
 /// A server someone else started (e.g. `nf serve`) on `socket`, exporting the
@@ -94,26 +69,29 @@ pub fn diod(binary: &str, export: &Path, socket: &Path, log: &Path) -> Result<Se
     .arg("--listen")
     .arg(socket);
     let hint = "install it with scripts/setup.sh or `apt-get install diod`, or pass --no-diod";
-    spawn("diod", cmd, export, socket, log, hint)
+    let aname = export.display().to_string();
+    spawn("diod", cmd, &aname, socket, log, hint)
 }
 
-/// A ninefold server in a child process: `command` must serve `export` on `socket`
-/// (for `nf bench 9p`, its own hidden `nf bench 9p-server`) and exit when its standard
-/// input closes, so it never outlives the benchmark.
-pub fn ninefold_child(
-    command: Command,
-    export: &Path,
-    socket: &Path,
-    log: &Path,
-) -> Result<Served, BenchError> {
-    spawn("ninefold", command, export, socket, log, "see its log")
+/// ninefold's node daemon, `nf serve -f` (the binary `nf`), exporting `export` on the
+/// unix socket `socket` (its node tree shows it as [`NF_SERVE_EXPORT`]); its log goes
+/// to `log`. It is killed when the returned [`Served`] is dropped.
+pub fn nf_serve(nf: &Path, export: &Path, socket: &Path, log: &Path) -> Result<Served, BenchError> {
+    let mut cmd = Command::new(nf);
+    cmd.args(["serve", "-f", "--unix"])
+        .arg(socket)
+        .arg("--export")
+        .arg(export)
+        .env("NF_LOG", "warn");
+    spawn("ninefold", cmd, NF_SERVE_EXPORT, socket, log, "see its log")
 }
 
-/// Starts `cmd` with its stderr in `log` and waits until it listens on `socket`.
+/// Starts `cmd` with its stderr in `log` and waits until it listens on `socket`,
+/// where `aname` reaches the export.
 fn spawn(
     name: &str,
     mut cmd: Command,
-    export: &Path,
+    aname: &str,
     socket: &Path,
     log: &Path,
     hint: &str,
@@ -126,7 +104,7 @@ fn spawn(
         .map_err(|e| failed(format!("creating its log {}: {e}", log.display())))?;
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut child = cmd
-        .stdin(Stdio::piped())
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log_file)
         .spawn()
@@ -153,17 +131,7 @@ fn spawn(
     Ok(Served {
         name: name.into(),
         socket: socket.into(),
-        aname: export.display().to_string(),
+        aname: aname.into(),
         _guard: Guard::Child(child),
     })
-}
-
-/// Serves `export` with `PassthroughFs` on `socket` until standard input closes (the
-/// child side of [`ninefold_child`]).
-pub fn serve_until_stdin_closes(export: &Path, socket: &Path) -> Result<(), BenchError> {
-    let served = ninefold_in_process(export, socket)?;
-    let mut sink = Vec::new();
-    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-    drop(served);
-    Ok(())
 }

@@ -19,13 +19,9 @@ pub enum BenchCommand {
     /// started by hand), contiguous and 2-D strided.
     Rma(super::bench_rma::RmaArgs),
     /// 9P file service: walk/open/read 1 B/clunk rate and streaming read / write at
-    /// msize 8 KiB … 1 MiB, ninefold's server against diod in the same run.
+    /// msize 8 KiB … 1 MiB, `nf serve` against diod in the same run.
     #[command(name = "9p")]
     Ninep(super::bench_9p::NinepArgs),
-    /// The ninefold side of `nf bench 9p`: serves a directory on a unix socket until
-    /// standard input closes (until `nf serve` exists).
-    #[command(name = "9p-server", hide = true)]
-    NinepServer(super::bench_9p::ServerArgs),
 }
 
 /// Arguments of `nf bench plot`.
@@ -77,7 +73,6 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Plot(a) => plot(a),
         BenchCommand::Rma(a) => super::bench_rma::run(a),
         BenchCommand::Ninep(a) => super::bench_9p::main(a),
-        BenchCommand::NinepServer(a) => super::bench_9p::serve(a),
     }
 }
 

@@ -1,5 +1,5 @@
-//! `nf bench 9p`: ninefold's 9P server against Debian's diod, same directory, same
-//! client, same run (the method is in `nf_bench::ninep`).
+//! `nf bench 9p`: ninefold's node daemon (`nf serve`) against Debian's diod, same
+//! directory, same client, same run (the method is in `nf_bench::ninep`).
 
 use std::path::{Path, PathBuf};
 
@@ -36,15 +36,12 @@ pub struct NinepArgs {
     /// Measure ninefold alone (no comparison).
     #[arg(long)]
     pub no_diod: bool,
-    /// Measure a ninefold server already serving --dir on this unix socket (e.g.
-    /// `nf serve`) instead of starting one (a child process, as diod is).
-    #[arg(long, requires = "dir", conflicts_with = "in_process")]
+    /// Measure a ninefold server already serving --dir on this unix socket instead of
+    /// starting `nf serve -f --unix SOCK --export DIR` (a child process, as diod is).
+    #[arg(long, requires = "dir")]
     pub ours_socket: Option<PathBuf>,
-    /// Serve ninefold's side from this process instead of a child process.
-    #[arg(long)]
-    pub in_process: bool,
-    /// Attach name for --ours-socket.
-    #[arg(long, default_value = "")]
+    /// Attach name that reaches --dir on --ours-socket (`nf serve` shows it as /fs).
+    #[arg(long, default_value = servers::NF_SERVE_EXPORT)]
     pub ours_aname: String,
     /// Write the comparison as JSON here.
     #[arg(long)]
@@ -55,23 +52,6 @@ pub struct NinepArgs {
     /// Plot streaming read and write into PREFIX-read.png and PREFIX-write.png.
     #[arg(long, value_name = "PREFIX")]
     pub plot: Option<PathBuf>,
-}
-
-/// Arguments of the hidden `nf bench 9p-server`.
-#[derive(Args)]
-pub struct ServerArgs {
-    /// Directory to export.
-    #[arg(long)]
-    pub export: PathBuf,
-    /// Unix socket to listen on.
-    #[arg(long)]
-    pub unix: PathBuf,
-}
-
-/// Runs `nf bench 9p-server`: serves until standard input closes.
-pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
-    servers::serve_until_stdin_closes(&a.export, &a.unix)?;
-    Ok(0)
 }
 
 /// A private working directory, removed on drop.
@@ -91,6 +71,7 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
         small_warmup: a.small_warmup,
         stream_bytes: a.stream_mib.max(1) << 20,
         alternations: a.alternations.max(1),
+        user: nf_node::connect::default_user(),
     };
     anyhow::ensure!(
         params.msizes.iter().all(|&m| m >= 4096),
@@ -107,18 +88,12 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
     ninep::prepare_export(&export, params.stream_bytes)?;
 
     let mut served: Vec<Served> = Vec::new();
-    let ours_sock = work.0.join("ninefold.sock");
     served.push(match &a.ours_socket {
         Some(sock) => servers::external("ninefold", sock, &a.ours_aname),
-        None if a.in_process => servers::ninefold_in_process(&export, &ours_sock)?,
         None => {
-            let exe = std::env::current_exe().context("finding this nf binary")?;
-            let mut cmd = std::process::Command::new(exe);
-            cmd.args(["bench", "9p-server", "--export"])
-                .arg(&export)
-                .arg("--unix")
-                .arg(&ours_sock);
-            servers::ninefold_child(cmd, &export, &ours_sock, &work.0.join("ninefold.log"))?
+            let nf = std::env::current_exe().context("finding this nf binary")?;
+            let sock = work.0.join("ninefold.sock");
+            servers::nf_serve(&nf, &export, &sock, &work.0.join("ninefold.log"))?
         }
     });
     if !a.no_diod {

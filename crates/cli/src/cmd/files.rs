@@ -15,16 +15,16 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use nf_ninep::client::{ClientError, File, Root};
-use nf_ninep::errno::{EAGAIN, EEXIST, ENOENT};
+use nf_ninep::errno::{EACCES, EAGAIN, EEXIST, ENOENT};
 use nf_ninep::{LOpenFlags, Message, Rmessage, Tread};
 use nf_node::addr::{is_remote, parse_target, Target};
-use nf_node::connect::{attach, ConnectOptions};
+use nf_node::connect::{attach, ConnectError, ConnectOptions};
 use nf_node::tls::TlsFiles;
 
 /// How to reach the server (shared by the file commands).
 #[derive(Args, Debug, Clone)]
 pub struct ConnArgs {
-    /// User to attach as [default: $USER].
+    /// User to attach as [default: the account of this process's uid, else $USER].
     #[arg(long, global = true, value_name = "NAME")]
     pub user: Option<String>,
     /// Largest 9P message to ask for, in bytes.
@@ -67,8 +67,22 @@ impl ConnArgs {
     /// The target named by `arg`, attached.
     fn open(&self, arg: &str) -> anyhow::Result<(Root, Target)> {
         let target = parse_target(arg)?;
-        let root = attach(&target.addr, &self.options())
-            .with_context(|| format!("reaching the 9P server {}", target.addr))?;
+        let opts = self.options();
+        let root = attach(&target.addr, &opts).map_err(|e| {
+            let refused = matches!(&e, ConnectError::Client(c) if c.errno() == Some(EACCES));
+            let what = format!("reaching the 9P server {}", target.addr);
+            let err = anyhow::Error::new(e).context(what);
+            if refused {
+                err.context(format!(
+                    "the server refused to let this process attach as user {:?}: over a local \
+                     socket only your own user is accepted (root may attach as anyone), over \
+                     TLS only your certificate's; drop --user or name yourself",
+                    opts.user
+                ))
+            } else {
+                err
+            }
+        })?;
         Ok((root, target))
     }
 }

@@ -69,6 +69,7 @@ impl<S> Done<S> {
 fn release_ctx(ctx: &Ctx) -> Ctx {
     Ctx::new(Cancel::new(), ctx.msize(), ctx.conn_id(), ctx.tag())
         .with_user(ctx.user().map(Into::into))
+        .with_peer_uid(ctx.peer_uid())
 }
 
 /// Calls the tree for `job` (borrowed, so that a request the tree could not run

@@ -48,6 +48,8 @@ pub(crate) struct Conn<F: Filesystem> {
     peer: String,
     /// The user the transport authenticated, given to every request's [`Ctx`].
     user: Option<Arc<str>>,
+    /// The local peer's uid, given to every request's [`Ctx`].
+    peer_uid: Option<u32>,
     state: Mutex<ConnState<F::Fid>>,
     /// Signalled when the last request in flight finishes.
     idle: Condvar,
@@ -59,6 +61,7 @@ impl<F: Filesystem> Conn<F> {
     pub fn new(id: u64, shared: Arc<Shared<F>>, transport: Arc<dyn Transport>) -> Arc<Self> {
         let peer = transport.peer();
         let user = transport.authenticated_user().map(Arc::from);
+        let peer_uid = transport.peer_uid();
         let max_fids = shared.config.max_fids;
         Arc::new(Conn {
             id,
@@ -66,6 +69,7 @@ impl<F: Filesystem> Conn<F> {
             transport,
             peer,
             user,
+            peer_uid,
             state: Mutex::new(ConnState {
                 msize: None,
                 fids: FidTable::new(max_fids),
@@ -277,7 +281,9 @@ impl<F: Filesystem> Conn<F> {
         };
         let cancel = st.pending.start(tag);
         drop(st);
-        let ctx = Ctx::new(cancel, msize, self.id, tag).with_user(self.user.clone());
+        let ctx = Ctx::new(cancel, msize, self.id, tag)
+            .with_user(self.user.clone())
+            .with_peer_uid(self.peer_uid);
         if self.shared.fs.runs_inline() {
             // Step 5 on this thread: no hand-off, unless the tree would have to wait.
             let done = self.apply(&ctx.inline(), &job);

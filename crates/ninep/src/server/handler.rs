@@ -4,7 +4,7 @@
 
 use crate::errno::{EINVAL, ENOTDIR, EOPNOTSUPP, EROFS};
 use crate::message::*;
-use crate::server::cancel::Cancel;
+use crate::server::cancel::{Cancel, Monitor};
 use crate::types::{GetattrMask, LockStatus, LockType, Qid, NOFID};
 
 /// Result of a tree method: the reply, or the `Rlerror` to send instead.
@@ -45,6 +45,7 @@ pub struct Ctx {
     tag: u16,
     may_block: bool,
     user: Option<std::sync::Arc<str>>,
+    peer_uid: Option<u32>,
 }
 
 impl Ctx {
@@ -57,6 +58,7 @@ impl Ctx {
             tag,
             may_block: true,
             user: None,
+            peer_uid: None,
         }
     }
 
@@ -76,6 +78,25 @@ impl Ctx {
         self.may_block
     }
 
+    /// Waits until `ready` gives a result (see [`Cancel::wait`]), honouring both ways a
+    /// request stops waiting: cancellation (`EINTR`) and, where the request may not
+    /// block, [`WOULD_BLOCK`] at once if `ready` has nothing yet — the server then runs
+    /// the request again on a worker. `ready` has consumed nothing when it returns
+    /// `None`, so the second run starts afresh.
+    pub fn wait<T, R>(
+        &self,
+        monitor: &std::sync::Arc<Monitor<T>>,
+        mut ready: impl FnMut(&mut T) -> Option<R>,
+    ) -> FsResult<R>
+    where
+        T: Send + 'static,
+    {
+        if !self.may_block {
+            return ready(&mut monitor.lock()).ok_or(Rlerror::new(WOULD_BLOCK));
+        }
+        Ok(self.cancel.wait(monitor, ready)?)
+    }
+
     /// This context, for a connection whose transport authenticated `user`.
     pub fn with_user(mut self, user: Option<std::sync::Arc<str>>) -> Self {
         self.user = user;
@@ -86,6 +107,19 @@ impl Ctx {
     /// name), or `None` for a transport that authenticates nobody.
     pub fn user(&self) -> Option<&str> {
         self.user.as_deref()
+    }
+
+    /// This context, for a local connection whose peer process runs as `uid`.
+    pub fn with_peer_uid(mut self, uid: Option<u32>) -> Self {
+        self.peer_uid = uid;
+        self
+    }
+
+    /// The uid of the process at the other end of a local connection (unix socket,
+    /// shared-memory channel), as the kernel recorded it (`SO_PEERCRED`); `None` where
+    /// the transport cannot know (tcp, TLS).
+    pub fn peer_uid(&self) -> Option<u32> {
+        self.peer_uid
     }
 
     /// A context outside any request (releasing fids of a closed connection, tests).
@@ -200,7 +234,9 @@ pub trait Filesystem: Send + Sync + 'static {
     fn clone_fid(&self, ctx: &Ctx, fid: &Self::Fid) -> FsResult<Self::Fid>;
 
     /// `Twalk`: walks `names` (at most 16) from `fid`. If the first name fails, return
-    /// its error; if a later one fails, return the qids walked so far and no state.
+    /// its error; if a later one fails, return the qids walked so far and no state —
+    /// except for [`WOULD_BLOCK`], which is the walk's answer wherever it comes (the
+    /// server runs the walk again on a worker).
     fn walk(&self, ctx: &Ctx, fid: &Self::Fid, names: &[String]) -> FsResult<Walked<Self::Fid>> {
         if names.is_empty() {
             return Ok(Walked {
@@ -219,7 +255,12 @@ pub trait Filesystem: Send + Sync + 'static {
                         let _ = self.clunk(ctx, &done);
                     }
                 }
-                Err(e) if qids.is_empty() => return Err(e),
+                Err(e) if qids.is_empty() || e.ecode == WOULD_BLOCK => {
+                    if let Some(done) = current.take() {
+                        let _ = self.clunk(ctx, &done);
+                    }
+                    return Err(e);
+                }
                 Err(_) => break,
             }
         }

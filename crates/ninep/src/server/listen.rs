@@ -1,22 +1,22 @@
 //! Accept loops for TCP and unix sockets, and the [`Listener`] handle that stops them.
 //!
-//! Each listener has one accept thread. An accepted connection is admitted (up to
-//! `max_clients`) and served on its own reader thread; a refused one is answered on a
-//! short-lived thread that waits at most `refuse_timeout` for the client's first frame.
-//! Stopping sets a flag and connects to the listener itself, so the blocked `accept`
-//! returns and sees the flag; a unix socket file is then removed.
+//! Each listener has one accept thread ([`Acceptor`]). An accepted connection is
+//! admitted (up to `max_clients`) and served on its own reader thread; a refused one is
+//! answered on a short-lived thread that waits at most `refuse_timeout` for the
+//! client's first frame. Stopping shuts the listening socket down (never a connection
+//! to itself, which is unsafe across network namespaces); a unix socket file is then
+//! removed.
 
 use std::fmt;
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Duration;
 
+use crate::server::accept::{Acceptor, Listening};
 use crate::server::error::ServerError;
 use crate::server::handler::Filesystem;
 use crate::server::srv::{refuse, Server};
@@ -43,8 +43,7 @@ impl fmt::Display for ListenAddr {
 /// connections already accepted go on until they close or the server shuts down.
 pub struct Listener {
     addr: ListenAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    acceptor: Option<Acceptor>,
 }
 
 impl Listener {
@@ -67,20 +66,10 @@ impl Listener {
     }
 
     fn stop_now(&mut self) {
-        let Some(thread) = self.thread.take() else {
+        let Some(acceptor) = self.acceptor.take() else {
             return;
         };
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocked accept with a connection of our own.
-        let woke = match &self.addr {
-            ListenAddr::Tcp(addr) => {
-                TcpStream::connect_timeout(&loopback(*addr), Duration::from_secs(1)).is_ok()
-            }
-            ListenAddr::Unix(path) => UnixStream::connect(path).is_ok(),
-        };
-        if woke {
-            let _ = thread.join();
-        }
+        acceptor.stop();
         if let ListenAddr::Unix(path) = &self.addr {
             let _ = std::fs::remove_file(path);
         }
@@ -91,7 +80,7 @@ impl fmt::Debug for Listener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Listener")
             .field("addr", &self.addr)
-            .field("running", &self.thread.is_some())
+            .field("running", &self.acceptor.is_some())
             .finish()
     }
 }
@@ -102,23 +91,20 @@ impl Drop for Listener {
     }
 }
 
-/// The address to connect to for reaching a listener bound to `addr`.
-fn loopback(addr: SocketAddr) -> SocketAddr {
-    match addr {
-        SocketAddr::V4(a) if a.ip().is_unspecified() => (Ipv4Addr::LOCALHOST, a.port()).into(),
-        SocketAddr::V6(a) if a.ip().is_unspecified() => (Ipv6Addr::LOCALHOST, a.port()).into(),
-        other => other,
-    }
-}
-
 /// A stream the accept loop can serve: a transport whose read timeout can be set.
 trait Accepted: crate::server::transport::Transport + Sized {
     fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+    /// Socket options set before serving.
+    fn prepare(&self) {}
 }
 
 impl Accepted for TcpStream {
     fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         self.set_read_timeout(timeout)
+    }
+
+    fn prepare(&self) {
+        let _ = self.set_nodelay(true);
     }
 }
 
@@ -149,46 +135,27 @@ fn serve_accepted<F: Filesystem, S: Accepted>(server: &Server<F>, stream: S) {
     }
 }
 
-/// The accept loop: runs until `stop` is set.
-fn accept_loop<F: Filesystem, S: Accepted>(
-    server: Server<F>,
-    stop: Arc<AtomicBool>,
-    mut accept: impl FnMut() -> io::Result<S>,
-) {
-    loop {
-        let accepted = accept();
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        match accepted {
-            Ok(stream) => serve_accepted(&server, stream),
-            Err(e) => {
-                tracing::warn!(error = %e, "9P accept failed; retrying");
-                thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
-}
-
-fn start<F: Filesystem, S: Accepted>(
+/// Starts the accept thread of a listener on `socket`, reachable at `addr`.
+fn start<F: Filesystem, L: Listening>(
     server: Server<F>,
     addr: ListenAddr,
-    accept: impl FnMut() -> io::Result<S> + Send + 'static,
-) -> Result<Listener, ServerError> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let thread = thread::Builder::new()
-        .name("9p-accept".into())
-        .spawn(move || accept_loop(server, flag, accept))
-        .map_err(|source| ServerError::Spawn {
-            what: "accept",
-            source,
-        })?;
+    socket: L,
+) -> Result<Listener, ServerError>
+where
+    L::Stream: Accepted,
+{
+    let acceptor = Acceptor::start("9p-accept", socket, move |stream: L::Stream| {
+        stream.prepare();
+        serve_accepted(&server, stream);
+    })
+    .map_err(|source| ServerError::Spawn {
+        what: "accept",
+        source,
+    })?;
     tracing::info!(%addr, "9P server listening");
     Ok(Listener {
         addr,
-        stop,
-        thread: Some(thread),
+        acceptor: Some(acceptor),
     })
 }
 
@@ -214,11 +181,7 @@ pub(crate) fn tcp<F: Filesystem>(
     };
     let listener = TcpListener::bind(&addrs[..]).map_err(bind_error)?;
     let local = listener.local_addr().map_err(bind_error)?;
-    start(server, ListenAddr::Tcp(local), move || {
-        let (stream, _) = listener.accept()?;
-        let _ = stream.set_nodelay(true);
-        Ok(stream)
-    })
+    start(server, ListenAddr::Tcp(local), listener)
 }
 
 /// Binds a unix socket at `path` and starts accepting connections.
@@ -247,7 +210,5 @@ pub(crate) fn unix<F: Filesystem>(server: Server<F>, path: &Path) -> Result<List
         }
         Err(e) => return Err(bind_error(e)),
     };
-    start(server, ListenAddr::Unix(path.to_path_buf()), move || {
-        listener.accept().map(|(stream, _)| stream)
-    })
+    start(server, ListenAddr::Unix(path.to_path_buf()), listener)
 }

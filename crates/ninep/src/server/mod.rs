@@ -17,7 +17,8 @@
 //! | `pending` | requests in flight and the flushes waiting for them |
 //! | `fid` | the fid table |
 //! | `pool` | worker threads |
-//! | `srv`, `listen` | [`Server`], accept loops, [`Listener`] |
+//! | `srv`, `listen` | [`Server`], [`Listener`] |
+//! | `accept` | [`Acceptor`]: accept threads and how they stop |
 //! | `cancel` | [`Cancel`] tokens and [`Monitor`] for blocking trees |
 //! | `config` | every limit and its default ([`ServerConfig`]) |
 //! | `transport` | the byte [`Transport`] trait (tcp, unix) |
@@ -70,6 +71,7 @@
 //! the first request is answered `EAGAIN`, then the connection is closed), each logged
 //! when hit.
 
+pub mod accept;
 mod apply;
 mod cancel;
 mod check;
@@ -87,6 +89,7 @@ mod srv;
 pub mod transport;
 pub mod trees;
 
+pub use accept::{Acceptor, Listening};
 pub use cancel::{Cancel, Cancelled, Monitor};
 pub use config::ServerConfig;
 pub use error::ServerError;

@@ -32,4 +32,16 @@ pub trait Transport: Send + Sync + 'static {
     fn authenticated_user(&self) -> Option<String> {
         None
     }
+    /// The uid of the process at the other end of a local connection, as the kernel
+    /// recorded it when that process connected (`SO_PEERCRED`); `None` where the
+    /// transport cannot know (tcp). Read once, when the server admits the connection.
+    fn peer_uid(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// The kernel's record of who connected a unix socket (`SO_PEERCRED`): pid and uid.
+pub fn unix_peer(sock: &std::os::unix::net::UnixStream) -> Option<(u32, u32)> {
+    let cred = rustix::net::sockopt::socket_peercred(sock).ok()?;
+    Some((cred.pid.as_raw_nonzero().get() as u32, cred.uid.as_raw()))
 }

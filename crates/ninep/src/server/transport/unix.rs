@@ -4,7 +4,7 @@ use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 
-use super::Transport;
+use super::{unix_peer, Transport};
 
 impl Transport for UnixStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -25,6 +25,13 @@ impl Transport for UnixStream {
     }
 
     fn peer(&self) -> String {
-        String::from("unix")
+        match unix_peer(self) {
+            Some((pid, uid)) => format!("unix pid {pid} uid {uid}"),
+            None => String::from("unix"),
+        }
+    }
+
+    fn peer_uid(&self) -> Option<u32> {
+        unix_peer(self).map(|(_, uid)| uid)
     }
 }

@@ -34,6 +34,10 @@ fn boxed<R, S: Send + Sync + 'static>(r: FsResult<(R, S)>) -> FsResult<(R, AnyFi
 impl<F: Filesystem> Filesystem for Erased<F> {
     type Fid = AnyFid;
 
+    fn runs_inline(&self) -> bool {
+        self.0.runs_inline()
+    }
+
     fn attach(
         &self,
         ctx: &Ctx,

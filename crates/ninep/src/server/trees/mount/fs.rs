@@ -65,6 +65,11 @@ fn mapped(index: usize, q: Qid) -> Qid {
 impl Filesystem for MountTable {
     type Fid = MountFid;
 
+    /// Rule 7 of the module docs: decided per request, by the child it reaches.
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn attach(
         &self,
         ctx: &Ctx,
@@ -104,7 +109,7 @@ impl Filesystem for MountTable {
         match &fid.at {
             Place::Root(_) => Ok(MountFid::root(&fid.session)),
             Place::Child { index, state, path } => {
-                let state = self.mounts[*index].fs.clone_fid(ctx, state)?;
+                let state = self.reach(ctx, *index)?.clone_fid(ctx, state)?;
                 Ok(MountFid::child(&fid.session, *index, state, *path))
             }
         }
@@ -124,7 +129,7 @@ impl Filesystem for MountTable {
         match &fid.at {
             Place::Root(_) => Ok(self.root_attr()),
             Place::Child { index, state, .. } => {
-                let mut r = self.mounts[*index].fs.getattr(ctx, state, req)?;
+                let mut r = self.reach(ctx, *index)?.getattr(ctx, state, req)?;
                 r.qid = mapped(*index, r.qid);
                 Ok(r)
             }
@@ -138,7 +143,7 @@ impl Filesystem for MountTable {
                 iounit: 0,
             }),
             Place::Child { index, state, .. } => {
-                let mut r = self.mounts[*index].fs.lopen(ctx, state, req)?;
+                let mut r = self.reach(ctx, *index)?.lopen(ctx, state, req)?;
                 r.qid = mapped(*index, r.qid);
                 Ok(r)
             }
@@ -146,7 +151,7 @@ impl Filesystem for MountTable {
     }
 
     fn lcreate(&self, ctx: &Ctx, dir: &MountFid, req: &Tlcreate) -> FsResult<(Rlcreate, MountFid)> {
-        let (fs, state, index) = self.child(dir, self.refusal(&req.name))?;
+        let (fs, state, index) = self.child(ctx, dir, self.refusal(&req.name))?;
         let (mut r, state) = fs.lcreate(ctx, state, req)?;
         let fid = MountFid::child(&dir.session, index, state, r.qid.path);
         r.qid = mapped(index, r.qid);
@@ -154,12 +159,12 @@ impl Filesystem for MountTable {
     }
 
     fn read(&self, ctx: &Ctx, fid: &MountFid, req: &Tread) -> FsResult<Rread> {
-        let (fs, state, _) = self.child(fid, EISDIR)?;
+        let (fs, state, _) = self.child(ctx, fid, EISDIR)?;
         fs.read(ctx, state, req)
     }
 
     fn write(&self, ctx: &Ctx, fid: &MountFid, req: &Twrite) -> FsResult<Rwrite> {
-        let (fs, state, _) = self.child(fid, EISDIR)?;
+        let (fs, state, _) = self.child(ctx, fid, EISDIR)?;
         fs.write(ctx, state, req)
     }
 
@@ -167,9 +172,8 @@ impl Filesystem for MountTable {
         match &dir.at {
             Place::Root(listing) => listing.page(req.offset, req.count, || Ok(self.root_entries())),
             Place::Child { index, state, path } => {
-                let mount = &self.mounts[*index];
-                let r = mount.fs.readdir(ctx, state, req)?;
-                let at_root = *path == mount.root.path;
+                let r = self.reach(ctx, *index)?.readdir(ctx, state, req)?;
+                let at_root = *path == self.mounts[*index].root.path;
                 Ok(Rreaddir {
                     data: self.rewrite_entries(*index, at_root, r.data)?,
                 })
@@ -178,7 +182,7 @@ impl Filesystem for MountTable {
     }
 
     fn mkdir(&self, ctx: &Ctx, dir: &MountFid, req: &Tmkdir) -> FsResult<Rmkdir> {
-        let (fs, state, index) = self.child(dir, self.refusal(&req.name))?;
+        let (fs, state, index) = self.child(ctx, dir, self.refusal(&req.name))?;
         let r = fs.mkdir(ctx, state, req)?;
         Ok(Rmkdir {
             qid: mapped(index, r.qid),
@@ -186,7 +190,7 @@ impl Filesystem for MountTable {
     }
 
     fn mknod(&self, ctx: &Ctx, dir: &MountFid, req: &Tmknod) -> FsResult<Rmknod> {
-        let (fs, state, index) = self.child(dir, EROFS)?;
+        let (fs, state, index) = self.child(ctx, dir, EROFS)?;
         let r = fs.mknod(ctx, state, req)?;
         Ok(Rmknod {
             qid: mapped(index, r.qid),
@@ -194,7 +198,7 @@ impl Filesystem for MountTable {
     }
 
     fn symlink(&self, ctx: &Ctx, dir: &MountFid, req: &Tsymlink) -> FsResult<Rsymlink> {
-        let (fs, state, index) = self.child(dir, EROFS)?;
+        let (fs, state, index) = self.child(ctx, dir, EROFS)?;
         let r = fs.symlink(ctx, state, req)?;
         Ok(Rsymlink {
             qid: mapped(index, r.qid),
@@ -202,12 +206,12 @@ impl Filesystem for MountTable {
     }
 
     fn readlink(&self, ctx: &Ctx, fid: &MountFid, req: &Treadlink) -> FsResult<Rreadlink> {
-        let (fs, state, _) = self.child(fid, crate::errno::EINVAL)?;
+        let (fs, state, _) = self.child(ctx, fid, crate::errno::EINVAL)?;
         fs.readlink(ctx, state, req)
     }
 
     fn link(&self, ctx: &Ctx, dir: &MountFid, fid: &MountFid, req: &Tlink) -> FsResult<Rlink> {
-        let (fs, d, f) = self.pair(dir, fid, EROFS)?;
+        let (fs, d, f) = self.pair(ctx, dir, fid, EROFS)?;
         fs.link(ctx, d, f, req)
     }
 
@@ -218,7 +222,7 @@ impl Filesystem for MountTable {
         dir: &MountFid,
         req: &Trename,
     ) -> FsResult<Rrename> {
-        let (fs, f, d) = self.pair(fid, dir, EROFS)?;
+        let (fs, f, d) = self.pair(ctx, fid, dir, EROFS)?;
         fs.rename(ctx, f, d, req)
     }
 
@@ -229,36 +233,39 @@ impl Filesystem for MountTable {
         newdir: &MountFid,
         req: &Trenameat,
     ) -> FsResult<Rrenameat> {
-        let (fs, o, n) = self.pair(olddir, newdir, EROFS)?;
+        let (fs, o, n) = self.pair(ctx, olddir, newdir, EROFS)?;
         fs.renameat(ctx, o, n, req)
     }
 
     fn unlinkat(&self, ctx: &Ctx, dir: &MountFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
-        let (fs, state, _) = self.child(dir, EROFS)?;
+        let (fs, state, _) = self.child(ctx, dir, EROFS)?;
         fs.unlinkat(ctx, state, req)
     }
 
     fn remove(&self, ctx: &Ctx, fid: &MountFid) -> FsResult<Rremove> {
-        let (fs, state, _) = self.child(fid, EROFS)?;
+        let (fs, state, _) = self.child(ctx, fid, EROFS)?;
         fs.remove(ctx, state)
     }
 
     fn setattr(&self, ctx: &Ctx, fid: &MountFid, req: &Tsetattr) -> FsResult<Rsetattr> {
-        let (fs, state, _) = self.child(fid, EROFS)?;
+        let (fs, state, _) = self.child(ctx, fid, EROFS)?;
         fs.setattr(ctx, state, req)
     }
 
     fn statfs(&self, ctx: &Ctx, fid: &MountFid, req: &Tstatfs) -> FsResult<Rstatfs> {
         match &fid.at {
             Place::Root(_) => Ok(crate::server::handler::synthetic_statfs()),
-            Place::Child { index, state, .. } => self.mounts[*index].fs.statfs(ctx, state, req),
+            Place::Child { index, state, .. } => self.reach(ctx, *index)?.statfs(ctx, state, req),
         }
     }
 
     fn fsync(&self, ctx: &Ctx, fid: &MountFid, req: &Tfsync) -> FsResult<Rfsync> {
-        match self.child(fid, ENOTDIR) {
-            Ok((fs, state, _)) => fs.fsync(ctx, state, req),
-            Err(_) => Ok(Rfsync),
+        match &fid.at {
+            Place::Root(_) => Ok(Rfsync),
+            Place::Child { .. } => {
+                let (fs, state, _) = self.child(ctx, fid, ENOTDIR)?;
+                fs.fsync(ctx, state, req)
+            }
         }
     }
 
@@ -268,7 +275,7 @@ impl Filesystem for MountTable {
         fid: &MountFid,
         req: &Txattrwalk,
     ) -> FsResult<(Rxattrwalk, MountFid)> {
-        let (fs, state, index) = self.child(fid, crate::errno::EOPNOTSUPP)?;
+        let (fs, state, index) = self.child(ctx, fid, crate::errno::EOPNOTSUPP)?;
         let (r, state) = fs.xattrwalk(ctx, state, req)?;
         Ok((r, MountFid::child(&fid.session, index, state, fid.path())))
     }
@@ -279,18 +286,18 @@ impl Filesystem for MountTable {
         fid: &MountFid,
         req: &Txattrcreate,
     ) -> FsResult<(Rxattrcreate, MountFid)> {
-        let (fs, state, index) = self.child(fid, crate::errno::EOPNOTSUPP)?;
+        let (fs, state, index) = self.child(ctx, fid, crate::errno::EOPNOTSUPP)?;
         let (r, state) = fs.xattrcreate(ctx, state, req)?;
         Ok((r, MountFid::child(&fid.session, index, state, fid.path())))
     }
 
     fn lock(&self, ctx: &Ctx, fid: &MountFid, req: &Tlock) -> FsResult<Rlock> {
-        let (fs, state, _) = self.child(fid, EISDIR)?;
+        let (fs, state, _) = self.child(ctx, fid, EISDIR)?;
         fs.lock(ctx, state, req)
     }
 
     fn getlock(&self, ctx: &Ctx, fid: &MountFid, req: &Tgetlock) -> FsResult<Rgetlock> {
-        let (fs, state, _) = self.child(fid, EISDIR)?;
+        let (fs, state, _) = self.child(ctx, fid, EISDIR)?;
         fs.getlock(ctx, state, req)
     }
 

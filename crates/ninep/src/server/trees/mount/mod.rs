@@ -24,6 +24,14 @@
 //!    (`EXDEV` otherwise), as across file systems.
 //! 6. The root itself answers getattr, open, readdir and statfs; creating, removing or
 //!    writing there fails with `EROFS`.
+//! 7. **Inline requests are decided per request.** The table runs inline
+//!    ([`Filesystem::runs_inline`]): the root never waits, and the context's
+//!    [`Ctx::may_block`] goes to the child unchanged, so a child that runs inline
+//!    decides for itself (a stream with data answers at once, one without says
+//!    `WOULD_BLOCK`). A request that reaches a child which does not run inline is
+//!    answered `WOULD_BLOCK` where it may not block, before the child sees it, so the
+//!    server runs it on a worker. A walk that would block anywhere is a
+//!    `WOULD_BLOCK` walk, never a partial one.
 
 mod fs;
 
@@ -31,7 +39,7 @@ use std::sync::Arc;
 
 use crate::errno::{ENOENT, EXDEV};
 use crate::message::*;
-use crate::server::handler::{Ctx, Filesystem, FsResult, Walked};
+use crate::server::handler::{Ctx, Filesystem, FsResult, Walked, WOULD_BLOCK};
 use crate::server::trees::erased::{AnyFid, DynFs, Erased};
 use crate::server::trees::listing::Listing;
 use crate::server::trees::now;
@@ -78,6 +86,8 @@ struct Mount {
     inside: Vec<String>,
     /// The child's own qid of what is mounted, for rule 3 and the root's listing.
     root: Qid,
+    /// The child's [`Filesystem::runs_inline`] (rule 7).
+    inline: bool,
 }
 
 /// Trees mounted under the names of one synthetic root (see the [module docs](self)).
@@ -199,11 +209,13 @@ impl MountTable {
                 errno: e.ecode,
             })?;
         let _ = fs.clunk(&ctx, &state);
+        let inline = fs.runs_inline();
         self.mounts.push(Mount {
             name: name.to_string(),
             fs,
             inside,
             root,
+            inline,
         });
         Ok(self)
     }
@@ -233,27 +245,38 @@ impl MountTable {
         }
     }
 
+    /// Child `index`, if a request with `ctx` may run it now (rule 7).
+    pub(super) fn reach(&self, ctx: &Ctx, index: usize) -> FsResult<&DynFs> {
+        let mount = &self.mounts[index];
+        if !mount.inline && !ctx.may_block() {
+            return Err(Rlerror::new(WOULD_BLOCK));
+        }
+        Ok(&*mount.fs)
+    }
+
     /// The child, its state and index for `fid`; `at_root` is the errno for the root.
     fn child<'a>(
         &'a self,
+        ctx: &Ctx,
         fid: &'a MountFid,
         at_root: u32,
     ) -> FsResult<(&'a DynFs, &'a AnyFid, usize)> {
         match &fid.at {
             Place::Root(_) => Err(Rlerror::new(at_root)),
-            Place::Child { index, state, .. } => Ok((&*self.mounts[*index].fs, state, *index)),
+            Place::Child { index, state, .. } => Ok((self.reach(ctx, *index)?, state, *index)),
         }
     }
 
     /// The child and states of two fids that must be in the same child (rule 5).
     fn pair<'a>(
         &'a self,
+        ctx: &Ctx,
         a: &'a MountFid,
         b: &'a MountFid,
         at_root: u32,
     ) -> FsResult<(&'a DynFs, &'a AnyFid, &'a AnyFid)> {
-        let (fs, sa, ia) = self.child(a, at_root)?;
-        let (_, sb, ib) = self.child(b, at_root)?;
+        let (fs, sa, ia) = self.child(ctx, a, at_root)?;
+        let (_, sb, ib) = self.child(ctx, b, at_root)?;
         if ia != ib {
             return Err(Rlerror::new(EXDEV));
         }
@@ -266,8 +289,8 @@ impl MountTable {
             return Ok((self.root_qid(), MountFid::root(session)));
         }
         let index = self.index_of(name).ok_or(Rlerror::new(ENOENT))?;
-        let mount = &self.mounts[index];
-        let (qid, state) = attach_inside(&*mount.fs, ctx, session, &mount.inside)?;
+        let fs = self.reach(ctx, index)?;
+        let (qid, state) = attach_inside(fs, ctx, session, &self.mounts[index].inside)?;
         Ok((
             Self::outer(index, qid),
             MountFid::child(session, index, state, qid.path),
@@ -289,17 +312,17 @@ impl MountTable {
             }
             Place::Child { index, state, path } => (*index, state, *path),
         };
-        let mount = &self.mounts[index];
+        if names[0] == ".." && path == self.mounts[index].root.path {
+            return Ok((vec![self.root_qid()], Some(MountFid::root(&from.session))));
+        }
+        let fs = self.reach(ctx, index)?;
         if names[0] == ".." {
-            if path == mount.root.path {
-                return Ok((vec![self.root_qid()], Some(MountFid::root(&from.session))));
-            }
-            let (qid, next) = mount.fs.walk1(ctx, state, "..")?;
+            let (qid, next) = fs.walk1(ctx, state, "..")?;
             let fid = MountFid::child(&from.session, index, next, qid.path);
             return Ok((vec![Self::outer(index, qid)], Some(fid)));
         }
         let run = names.iter().position(|n| n == "..").unwrap_or(names.len());
-        let walked = mount.fs.walk(ctx, state, &names[..run])?;
+        let walked = fs.walk(ctx, state, &names[..run])?;
         let last = walked.qids.last().map_or(path, |q| q.path);
         let qids = walked
             .qids
@@ -332,7 +355,12 @@ impl MountTable {
             let from = current.as_ref().unwrap_or(fid);
             let (walked, next) = match self.step(ctx, from, &names[qids.len()..]) {
                 Ok(step) => step,
-                Err(e) if qids.is_empty() => return Err(e),
+                Err(e) if qids.is_empty() || e.ecode == WOULD_BLOCK => {
+                    if let Some(done) = current.take() {
+                        self.release(ctx, &done);
+                    }
+                    return Err(e);
+                }
                 Err(_) => break,
             };
             let progressed = !walked.is_empty();

@@ -54,6 +54,10 @@ impl OpenFile for StaticOpen {
 }
 
 impl FileNode for StaticFile {
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn mode(&self) -> u32 {
         0o444
     }
@@ -127,6 +131,10 @@ impl OpenFile for DynamicOpen {
 }
 
 impl FileNode for DynamicFile {
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn mode(&self) -> u32 {
         match (self.read.is_some(), self.write.is_some()) {
             (true, true) => 0o644,
@@ -249,7 +257,7 @@ impl OpenFile for StreamReader {
         if self.nonblock {
             return take(&mut self.state.lock()).ok_or(Rlerror::new(EAGAIN));
         }
-        Ok(ctx.cancel().wait(&self.state, take)?)
+        ctx.wait(&self.state, take)
     }
 
     fn write(&self, _: &Ctx, _: u64, data: &[u8]) -> FsResult<u32> {
@@ -266,6 +274,10 @@ impl OpenFile for StreamReader {
 }
 
 impl FileNode for Stream {
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
     fn mode(&self) -> u32 {
         if self.writable {
             0o644

@@ -4,7 +4,7 @@ use std::sync::{Arc, OnceLock, PoisonError};
 
 use crate::errno::{EBADF, EEXIST, EISDIR, ENOENT, ENOTDIR, ENOTEMPTY, EROFS};
 use crate::message::*;
-use crate::server::handler::{Ctx, Filesystem, FsResult};
+use crate::server::handler::{Ctx, Filesystem, FsResult, WOULD_BLOCK};
 use crate::server::trees::listing::Listing;
 use crate::server::trees::synthetic::node::{DirNode, DirOps, Node, NodeKind, OpenFile};
 use crate::server::trees::synthetic::SyntheticTree;
@@ -45,12 +45,36 @@ fn dir_of(node: &Node) -> FsResult<&DirNode> {
     node.dir().ok_or(Rlerror::new(ENOTDIR))
 }
 
-fn ops_of(dir: &DirNode) -> FsResult<Arc<dyn DirOps>> {
-    dir.ops
+/// `WOULD_BLOCK` where the request may not block but the code it would run may wait
+/// (`inline`: that code's `runs_inline`).
+fn may_run(ctx: &Ctx, inline: bool) -> FsResult<()> {
+    if inline || ctx.may_block() {
+        Ok(())
+    } else {
+        Err(Rlerror::new(WOULD_BLOCK))
+    }
+}
+
+/// The directory's operations, if the request may run them now.
+fn ops_of(ctx: &Ctx, dir: &DirNode) -> FsResult<Arc<dyn DirOps>> {
+    let ops = dir
+        .ops
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .clone()
-        .ok_or(Rlerror::new(EROFS))
+        .ok_or(Rlerror::new(EROFS))?;
+    may_run(ctx, ops.runs_inline())?;
+    Ok(ops)
+}
+
+impl SynFid {
+    /// The open file, if the request may use it now.
+    fn file_for(&self, ctx: &Ctx) -> FsResult<&dyn OpenFile> {
+        if let NodeKind::File(node) = &self.node.kind {
+            may_run(ctx, node.runs_inline())?;
+        }
+        self.file()
+    }
 }
 
 fn lookup(dir: &DirNode, name: &str) -> Option<Arc<Node>> {
@@ -111,7 +135,7 @@ impl SyntheticTree {
             (NodeKind::File(_), Some(true)) => return Err(Rlerror::new(ENOTDIR)),
             (NodeKind::File(_), _) => {}
         }
-        ops_of(dir)?.remove(ctx, name)?;
+        ops_of(ctx, dir)?.remove(ctx, name)?;
         dir.children
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -149,6 +173,14 @@ impl SyntheticTree {
 
 impl Filesystem for SyntheticTree {
     type Fid = SynFid;
+
+    /// Decided per request: directories never wait, and a file or a directory's
+    /// operations run inline when they say so
+    /// ([`FileNode::runs_inline`](super::FileNode::runs_inline), [`DirOps::runs_inline`]); the others answer `WOULD_BLOCK` where the request
+    /// may not block, and run on a worker.
+    fn runs_inline(&self) -> bool {
+        true
+    }
 
     fn attach(&self, _: &Ctx, _: &Tattach, _: Option<&SynFid>) -> FsResult<(Rattach, SynFid)> {
         Ok((
@@ -205,7 +237,10 @@ impl Filesystem for SyntheticTree {
     fn lopen(&self, ctx: &Ctx, fid: &SynFid, req: &Tlopen) -> FsResult<Rlopen> {
         let opened = match &fid.node.kind {
             NodeKind::Dir(_) => SynOpen::Dir(Listing::default()),
-            NodeKind::File(f) => SynOpen::File(f.open(ctx, req.flags)?),
+            NodeKind::File(f) => {
+                may_run(ctx, f.runs_inline())?;
+                SynOpen::File(f.open(ctx, req.flags)?)
+            }
         };
         fid.open.set(opened).map_err(|_| Rlerror::new(EBADF))?;
         Ok(Rlopen {
@@ -220,7 +255,8 @@ impl Filesystem for SyntheticTree {
         if lookup(d, &req.name).is_some() {
             return Err(Rlerror::new(EEXIST));
         }
-        let file = ops_of(d)?.create(ctx, &req.name, req.mode)?;
+        let file = ops_of(ctx, d)?.create(ctx, &req.name, req.mode)?;
+        may_run(ctx, file.runs_inline())?;
         let opened = file.open(ctx, req.flags)?;
         let node = self.add_child(parent, &req.name, NodeKind::File(file))?;
         let fid = SynFid::new(node);
@@ -235,12 +271,14 @@ impl Filesystem for SyntheticTree {
     }
 
     fn read(&self, ctx: &Ctx, fid: &SynFid, req: &Tread) -> FsResult<Rread> {
-        let data = fid.file()?.read(ctx, req.offset, req.count)?;
+        let data = fid.file_for(ctx)?.read(ctx, req.offset, req.count)?;
         Ok(Rread { data: data.into() })
     }
 
     fn write(&self, ctx: &Ctx, fid: &SynFid, req: &Twrite) -> FsResult<Rwrite> {
-        let count = fid.file()?.write(ctx, req.offset, req.data.as_slice())?;
+        let count = fid
+            .file_for(ctx)?
+            .write(ctx, req.offset, req.data.as_slice())?;
         fid.node.touch();
         Ok(Rwrite { count })
     }
@@ -259,7 +297,7 @@ impl Filesystem for SyntheticTree {
         if lookup(d, &req.name).is_some() {
             return Err(Rlerror::new(EEXIST));
         }
-        ops_of(d)?.mkdir(ctx, &req.name, req.mode)?;
+        ops_of(ctx, d)?.mkdir(ctx, &req.name, req.mode)?;
         let node = self.add_child(&dir.node, &req.name, NodeKind::Dir(DirNode::default()))?;
         Ok(Rmkdir { qid: node.qid() })
     }

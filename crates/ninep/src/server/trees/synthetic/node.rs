@@ -17,6 +17,14 @@ use crate::types::{LOpenFlags, Qid, QidType, Timespec};
 /// Each open gets its own [`OpenFile`], dropped when the fid is released — so a file
 /// can count its readers and writers (a pipe's end of file) or take a snapshot per open.
 pub trait FileNode: Send + Sync + 'static {
+    /// True if `open` and the open file's `read` and `write` either return promptly or,
+    /// where [`Ctx::may_block`] is false, answer `WOULD_BLOCK` instead of waiting
+    /// ([`Ctx::wait`] does both). Default false: every request on this file then runs on
+    /// a worker thread.
+    fn runs_inline(&self) -> bool {
+        false
+    }
+
     /// Permission bits (the server adds the file-type bits).
     fn mode(&self) -> u32 {
         0o644
@@ -35,7 +43,8 @@ pub trait FileNode: Send + Sync + 'static {
 #[allow(unused_variables)]
 pub trait OpenFile: Send + Sync + 'static {
     /// Reads at most `count` bytes at `offset`; an empty result is end of file. A read
-    /// that blocks must wait with `ctx.cancel()` (see [`crate::server::Cancel::wait`]).
+    /// that blocks must wait with [`Ctx::wait`] (or `ctx.cancel()`, see
+    /// [`crate::server::Cancel::wait`]).
     fn read(&self, ctx: &Ctx, offset: u64, count: u32) -> FsResult<Vec<u8>> {
         Err(Rlerror::new(EOPNOTSUPP))
     }
@@ -50,7 +59,14 @@ pub trait OpenFile: Send + Sync + 'static {
 /// `EROFS` unless implemented; the tree itself adds or removes the entry afterwards.
 #[allow(unused_variables)]
 pub trait DirOps: Send + Sync + 'static {
+    /// As [`FileNode::runs_inline`], for these methods. Default false.
+    fn runs_inline(&self) -> bool {
+        false
+    }
+
     /// `Tlcreate` of `name`: the file to add (it is then opened with the request's flags).
+    /// Called again, the first file dropped, when that file does not run inline and
+    /// the request had to move to a worker.
     fn create(&self, ctx: &Ctx, name: &str, mode: u32) -> FsResult<Arc<dyn FileNode>> {
         Err(Rlerror::new(EROFS))
     }
