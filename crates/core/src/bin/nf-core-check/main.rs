@@ -28,7 +28,7 @@
 //!
 //! Exit status 0 means every check passed; failures print what differed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use nf_core::{CoreError, ReduceOp, World};
@@ -447,10 +447,24 @@ fn die(world: &World, victim: usize) -> Check {
 }
 
 fn vanish(world: &World, victim: usize) -> Check {
+    // The victim leaves only once every survivor is past the first barrier and told it
+    // so: a rank still in that barrier may rightly see the victim's exit as a loss.
+    let past = Rc::new(Cell::new(0usize));
+    let seen = Rc::clone(&past);
+    world
+        .register(DATA, move |_, _| seen.set(seen.get() + 1))
+        .map_err(|e| e.to_string())?;
     world.barrier().map_err(|e| e.to_string())?;
     if world.rank() == victim {
+        let survivors = world.size() - 1;
+        world
+            .wait_until(|| past.get() == survivors)
+            .map_err(|e| e.to_string())?;
         std::process::exit(0);
     }
+    world
+        .send(victim, DATA, &[], &[])
+        .map_err(|e| e.to_string())?;
     let named = |e: &CoreError| match e {
         CoreError::PeerDied { rank, .. } => *rank == victim,
         CoreError::Transport(nf_transport::TransportError::PeerLost { peer, .. }) => {
