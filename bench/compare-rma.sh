@@ -112,7 +112,8 @@ git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
 
 echo "compare-rma: building the ARMCI benchmark and nf (release) ..." >&2
 armci_bin=$out/rma-armci-mpi
-"$mpicc" -O2 -Wall -o "$armci_bin" "$repo/bench/mpi/rma.c" -larmci-openmpi -lm
+report=("-I$repo/bench/c" "$repo/bench/c/ppreport.c")
+"$mpicc" -O2 -Wall "${report[@]}" -o "$armci_bin" "$repo/bench/mpi/rma.c" -larmci-openmpi -lm
 release=${CARGO_TARGET_DIR:-$repo/target}/release
 [[ $release = /* ]] || release=$repo/$release
 if [[ $ours_kind = nf ]]; then
@@ -123,7 +124,7 @@ else
     (cd "$repo" && cargo build --release -p nf-armci)
     [[ -e $release/libarmci.so ]] || die "no libarmci.so in $release after cargo build"
     ours_bin=$out/rma-libarmci
-    "$mpicc" -O2 -Wall -I "$repo/crates/armci/include" -o "$ours_bin" "$repo/bench/mpi/rma.c" \
+    "$mpicc" -O2 -Wall -I "$repo/crates/armci/include" "${report[@]}" -o "$ours_bin" "$repo/bench/mpi/rma.c" \
         "$release/libarmci.so" -Wl,-rpath,"$release" -lm
 fi
 
