@@ -15,45 +15,28 @@
 # says what is counted), one empty `World::poll`, and the sum over both ranks.
 set -euo pipefail
 
-die() {
-    echo "callgrind-pingpong: $*" >&2
-    exit 1
-}
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
 iters=20000
 warmup=100
 out=""
-while (($#)); do
-    case $1 in
-        --iters | --out)
-            (($# >= 2)) || die "$1 needs a value"
-            [[ $1 == --iters ]] && iters=$2 || out=$2
-            shift 2
-            ;;
-        -h | --help)
-            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-            exit 0
-            ;;
-        *) die "unknown argument: $1" ;;
-    esac
-done
-[[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters must be a positive integer, not '$iters'"
-for tool in valgrind python3 cargo; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run scripts/setup.sh (it installs valgrind)"
-done
+parse_opts "iters out" "$@"
+check_int --iters "$iters"
+need valgrind "run scripts/setup.sh (it installs valgrind)"
+need python3 "install python3 (needed for the report)"
+need cargo "install Rust (see scripts/setup.sh)"
 
-out=${out:-$repo/bench/out/callgrind-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-(cd "$repo" && cargo build --release -p nf-cli)
-nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
-[[ $nf = /* ]] || nf=$repo/$nf
+out_dir callgrind
+build_release nf-cli
+nf=$release/nf
+need_built "$nf"
 
 # Runs (bench/callgrind_report.py says why): rank 0 under valgrind with a native
 # peer, rank 1 likewise, then both under valgrind; each counts only the ping-pong
 # loop. A last short run counts only the empty-poll phase.
 profile() { # RANKS NAME FUNCTION ITERS
+    # shellcheck disable=SC2016 # expanded by the rank's shell
     NF_PROFILED="$1" NF_COLLECT="$3" "$nf" run -n 2 --timeout 600 -- bash -c '
         if [[ " $NF_PROFILED " == *" $NF_RANK "* ]]; then
             exec valgrind --tool=callgrind --callgrind-out-file="$0.$NF_RANK" \

@@ -13,45 +13,22 @@
 # compare-{read,write}.png into the out directory.
 set -euo pipefail
 
-die() {
-    echo "compare-9p: $*" >&2
-    exit 1
-}
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
 out=""
-pass=()
-while (($#)); do
-    case $1 in
-        -h | --help)
-            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-            exit 0
-            ;;
-        --out)
-            (($# >= 2)) || die "--out needs a value"
-            out=$2
-            shift 2
-            ;;
-        *)
-            pass+=("$1")
-            shift
-            ;;
-    esac
-done
+parse_opts "out *" "$@"
 
-command -v diod >/dev/null 2>&1 || die "diod not found: run scripts/setup.sh or apt-get install diod"
-command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (see scripts/setup.sh)"
+need diod "run scripts/setup.sh or apt-get install diod"
+need cargo "install Rust (see scripts/setup.sh)"
 
-out=${out:-$repo/bench/out/compare-9p-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+out_dir compare-9p
 
 echo "compare-9p: building nf (release) ..." >&2
-(cd "$repo" && cargo build --release -p nf-cli)
-nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
-[[ $nf = /* ]] || nf=$repo/$nf
-[[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+build_release nf-cli
+nf=$release/nf
+need_built "$nf"
 
 (cd "$repo" && "$nf" bench 9p --json "$out/compare.json" --csv "$out/compare.csv" \
-    --plot "$out/compare" "${pass[@]}") | tee "$out/compare.txt"
+    --plot "$out/compare" "${rest[@]}") | tee "$out/compare.txt"
 echo "compare-9p: results in $out" >&2

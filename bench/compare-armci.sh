@@ -13,8 +13,8 @@
 #   --alternations K  pairs of runs per comparison, default 3; odd pairs run ARMCI-MPI
 #                     first, even pairs libarmci first
 #   --paths LIST      shm,netns (default): one host (2 ranks), and two namespaces joined
-#                     by a veth pair (1 rank each; ARMCI-MPI over Open MPI's tcp btl
-#                     with osc pt2pt; needs root)
+#                     by a bridge (nf-netns; 1 rank each; ARMCI-MPI over Open MPI's tcp
+#                     btl with osc pt2pt; needs root)
 #   --ops, --layouts, --sizes, --iters, --warmup
 #                     passed to bench/compare-rma.sh (defaults: put,put-fence,get,acc;
 #                     contig,strided; 8 B ... 4 MiB; 2000; 200)
@@ -31,65 +31,39 @@
 # reports), ga-*.json, targets.{txt,csv,json}.
 set -euo pipefail
 
-die() {
-    echo "compare-armci: $*" >&2
-    exit 1
-}
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-}
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
 alternations=3
 paths=shm,netns
-netns_ops=get
+netns_ops="get"
 ga_ranks=2
 ga_args=""
 out=""
+# Passed on to compare-rma.sh when given (it checks them).
+# shellcheck disable=SC2034 # read through ${!opt} below
+ops="" layouts="" sizes="" iters="" warmup=""
+parse_opts "alternations paths ops netns-ops layouts sizes iters warmup ga-ranks ga-args out" "$@"
 rma_args=()
-
-while (($#)); do
-    case $1 in
-        -h | --help)
-            usage
-            exit 0
-            ;;
-        --alternations | --paths | --ops | --netns-ops | --layouts | --sizes | --iters | --warmup | --ga-ranks | --ga-args | --out)
-            (($# >= 2)) || die "$1 needs a value"
-            case $1 in
-                --alternations) alternations=$2 ;;
-                --paths) paths=$2 ;;
-                --netns-ops) netns_ops=$2 ;;
-                --ga-ranks) ga_ranks=$2 ;;
-                --ga-args) ga_args=$2 ;;
-                --out) out=$2 ;;
-                *) rma_args+=("$1" "$2") ;;
-            esac
-            shift 2
-            ;;
-        *)
-            usage >&2
-            die "unknown argument: $1"
-            ;;
-    esac
+for opt in ops layouts sizes iters warmup; do
+    [[ -z ${!opt} ]] || rma_args+=("--$opt" "${!opt}")
 done
 
-[[ $alternations =~ ^[1-9][0-9]*$ ]] || die "--alternations must be a positive integer, not '$alternations'"
-[[ $paths =~ ^(shm|netns)(,(shm|netns))*$ ]] || die "--paths: shm, netns, not '$paths'"
-[[ $ga_ranks =~ ^[1-9][0-9]*$ ]] || die "--ga-ranks must be a positive integer, not '$ga_ranks'"
+check_int --alternations "$alternations"
+check_words --paths "$paths" shm netns
+check_words --netns-ops "$netns_ops" put put-fence get acc
+check_int --ga-ranks "$ga_ranks"
 ga_config=/usr/lib/x86_64-linux-gnu/ga/openmpi/bin/ga-config
 [[ -x $ga_config ]] || die "Global Arrays is missing: apt-get install libglobalarrays-dev (scripts/setup.sh)"
-for tool in mpicc mpirun python3 cargo; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run scripts/setup.sh"
+for tool in mpicc mpirun; do
+    need "$tool" "run scripts/setup.sh (openmpi-bin libopenmpi-dev)"
 done
+need python3 "install python3 (needed for the target table)"
+need cargo "install Rust (see scripts/setup.sh)"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-out=${out:-$repo/bench/out/compare-armci-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
+ompi_as_root
+out_dir compare-armci
+git_arg
 
 # 1. bench/mpi/rma.c with each ARMCI, per path.
 IFS=, read -r -a path_list <<<"$paths"
@@ -102,16 +76,15 @@ done
 
 # 2. The GA program with each ARMCI: ga-config's link line, ARMCI-MPI swapped for ours.
 echo "compare-armci: building the GA program both ways ..." >&2
-(cd "$repo" && cargo build --release -p nf-armci)
-release=${CARGO_TARGET_DIR:-$repo/target}/release
-[[ $release = /* ]] || release=$repo/$release
+build_release nf-armci
+need_built "$release/libarmci.so"
 read -r -a ga_libs <<<"$("$ga_config" --libs | sed 's/-larmci-openmpi//g') $("$ga_config" --flibs)"
 mpicc -O2 -Wall -o "$out/ga-armci-mpi" "$repo/bench/mpi/ga.c" "${ga_libs[@]}" -larmci-openmpi
 mpicc -O2 -Wall -o "$out/ga-libarmci" "$repo/bench/mpi/ga.c" "${ga_libs[@]}" \
     "$release/libarmci.so" -Wl,-rpath,"$release"
 
 read -r -a ga_extra <<<"$ga_args"
-[[ -z $git_rev ]] || ga_extra+=(--git "$git_rev")
+ga_extra+=("${git_arg[@]}")
 bind=(--bind-to core)
 ((ga_ranks <= $(nproc))) || bind=(--oversubscribe --bind-to none)
 run_ga() { # label k
@@ -122,13 +95,10 @@ run_ga() { # label k
 ga_ours=()
 ga_theirs=()
 for ((k = 1; k <= alternations; k++)); do
-    if ((k % 2)); then
-        run_ga armci-mpi "$k"
-        run_ga libarmci "$k"
-    else
-        run_ga libarmci "$k"
-        run_ga armci-mpi "$k"
-    fi
+    turn_order "$k" armci-mpi libarmci
+    for side in "${order[@]}"; do
+        run_ga "$side" "$k"
+    done
     ga_ours+=("$out/ga-libarmci-$k.json")
     ga_theirs+=("$out/ga-armci-mpi-$k.json")
 done

@@ -34,34 +34,11 @@ sizes=""
 iters=10000
 warmup=1000
 out=""
-
-while (($#)); do
-    case $1 in
-        -h | --help)
-            usage
-            exit 0
-            ;;
-        --alternations | --sizes | --iters | --warmup | --out)
-            (($# >= 2)) || die "$1 needs a value"
-            case $1 in
-                --alternations) alternations=$2 ;;
-                --sizes) sizes=$2 ;;
-                --iters) iters=$2 ;;
-                --warmup) warmup=$2 ;;
-                --out) out=$2 ;;
-            esac
-            shift 2
-            ;;
-        *)
-            usage >&2
-            die "unknown argument: $1"
-            ;;
-    esac
-done
+parse_opts "alternations sizes iters warmup out" "$@"
 
 check_int --alternations "$alternations"
 check_int --iters "$iters"
-[[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
+check_count --warmup "$warmup"
 [[ -z $sizes ]] || check_sizes "$sizes"
 
 for tool in mpicc mpirun; do
@@ -70,30 +47,24 @@ done
 need python3 "needed for the ratio table"
 need cargo "install Rust (see scripts/setup.sh)"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-out=${out:-$repo/bench/out/compare-mpi-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
+ompi_as_root
+out_dir compare-mpi
+git_arg
 
 echo "compare-mpi: building the MPI ping-pong and nf (release) ..." >&2
 mpi_bin=$out/pingpong-mpi
-mpicc -O2 -Wall -I"$repo/bench/c" -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" "$repo/bench/c/ppreport.c" -lm
-(cd "$repo" && cargo build --release -p nf-cli)
-nf=${CARGO_TARGET_DIR:-$repo/target}/release/nf
-[[ $nf = /* ]] || nf=$repo/$nf
-[[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+build_c mpicc "$mpi_bin" mpi/pingpong.c
+build_release nf-cli
+nf=$release/nf
+need_built "$nf"
 
 common=(--iters "$iters" --warmup "$warmup")
 [[ -z $sizes ]] || common+=(--sizes "$sizes")
-mpi_extra=()
-[[ -z $git_rev ]] || mpi_extra=(--git "$git_rev")
 
 run_openmpi() {
     echo "== run $1/$alternations: Open MPI (pml ob1, btl vader,self)" >&2
     mpirun --allow-run-as-root -np 2 --bind-to core --mca pml ob1 --mca btl vader,self \
-        "$mpi_bin" "${common[@]}" "${mpi_extra[@]}" --json "$out/openmpi-$1.json" |
+        "$mpi_bin" "${common[@]}" "${git_arg[@]}" --json "$out/openmpi-$1.json" |
         tee "$out/openmpi-$1.txt"
 }
 
@@ -106,13 +77,10 @@ run_ninefold() {
 ours=()
 theirs=()
 for ((k = 1; k <= alternations; k++)); do
-    if ((k % 2)); then
-        run_openmpi "$k"
-        run_ninefold "$k"
-    else
-        run_ninefold "$k"
-        run_openmpi "$k"
-    fi
+    turn_order "$k" openmpi ninefold
+    for side in "${order[@]}"; do
+        "run_$side" "$k"
+    done
     for f in "$out/ninefold-$k.json" "$out/openmpi-$k.json"; do
         [[ -s $f ]] || die "run $k wrote no report $f"
     done

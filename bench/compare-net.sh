@@ -50,43 +50,13 @@ warmup=1000
 shm_sizes=8,64,4096
 fi_sizes=8
 iperf_seconds=5
-with_ofi=1
+no_ofi=0
 out=""
-
-while (($#)); do
-    case $1 in
-        -h | --help)
-            usage
-            exit 0
-            ;;
-        --no-ofi)
-            with_ofi=0
-            shift
-            ;;
-        --alternations | --sizes | --iters | --warmup | --shm-sizes | --fi-sizes | --iperf-seconds | --out)
-            (($# >= 2)) || die "$1 needs a value"
-            case $1 in
-                --alternations) alternations=$2 ;;
-                --sizes) sizes=$2 ;;
-                --iters) iters=$2 ;;
-                --warmup) warmup=$2 ;;
-                --shm-sizes) shm_sizes=$2 ;;
-                --fi-sizes) fi_sizes=$2 ;;
-                --iperf-seconds) iperf_seconds=$2 ;;
-                --out) out=$2 ;;
-            esac
-            shift 2
-            ;;
-        *)
-            usage >&2
-            die "unknown argument: $1"
-            ;;
-    esac
-done
+parse_opts "alternations sizes iters warmup shm-sizes fi-sizes iperf-seconds no-ofi! out" "$@"
 
 check_int --alternations "$alternations"
 check_int --iters "$iters"
-[[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
+check_count --warmup "$warmup"
 check_int --iperf-seconds "$iperf_seconds"
 for l in "$sizes" "$shm_sizes" "$fi_sizes"; do
     check_sizes "$l"
@@ -101,29 +71,23 @@ need ip "run scripts/setup.sh (iproute2)"
 need ss "run scripts/setup.sh (iproute2)"
 need python3 "install python3 (needed for the ratio tables)"
 need cargo "install Rust (see scripts/setup.sh)"
-((with_ofi == 0)) || need fi_pingpong "run scripts/setup.sh (libfabric-bin), or pass --no-ofi"
+((no_ofi)) || need fi_pingpong "run scripts/setup.sh (libfabric-bin), or pass --no-ofi"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-out=${out:-$repo/bench/out/compare-net-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
+ompi_as_root
+out_dir compare-net
+git_arg
 
 echo "compare-net: building nf, nf-netns (release) and the C ping-pongs ..." >&2
-(cd "$repo" && cargo build --release -p nf-cli -p nf-testkit)
-target=${CARGO_TARGET_DIR:-$repo/target}
-[[ $target = /* ]] || target=$repo/$target
-nf=$target/release/nf
-netns=$target/release/nf-netns
-[[ -x $nf && -x $netns ]] || die "no nf / nf-netns binary under $target/release after cargo build"
+build_release nf-cli nf-testkit
+nf=$release/nf
+need_built "$nf" "$release/nf-netns"
 raw_bin=$out/tcp_pingpong
 mpi_bin=$out/pingpong-mpi
-cc -O2 -Wall -I"$repo/bench/c" -o "$raw_bin" "$repo/bench/net/tcp_pingpong.c" "$repo/bench/c/ppreport.c" -lm
-mpicc -O2 -Wall -I"$repo/bench/c" -o "$mpi_bin" "$repo/bench/mpi/pingpong.c" "$repo/bench/c/ppreport.c" -lm
+build_c cc "$raw_bin" net/tcp_pingpong.c
+build_c mpicc "$mpi_bin" mpi/pingpong.c
 
 # The hosts, removed on any exit of this script.
-netns_hosts "$netns" 2
+netns_hosts "$release/nf-netns" 2
 echo "compare-net: hosts ${H[0]} (${A[0]}) and ${H[1]} (${A[1]}) on $subnet" >&2
 
 # Long commands run in the background and are waited for: bash defers a trap while a
@@ -136,8 +100,6 @@ run() {
 
 common=(--iters "$iters" --warmup "$warmup")
 pp=("${common[@]}" --sizes "$sizes")
-c_extra=()
-[[ -z $git_rev ]] || c_extra=(--git "$git_rev")
 in0=(ip netns exec "${H[0]}")
 in1=(ip netns exec "${H[1]}")
 bound=(timeout --kill-after=10 600)
@@ -156,7 +118,7 @@ run_raw() {
     "${bound[@]}" "${in1[@]}" "$raw_bin" --listen "${A[1]}:47001" >"$out/raw-tcp-server-$1.txt" 2>&1 &
     local server=$!
     wait_listen 47001 || die "the raw-tcp echo side did not start in round $1; see $out/raw-tcp-server-$1.txt"
-    run "${bound[@]}" "${in0[@]}" "$raw_bin" --connect "${A[1]}:47001" "${pp[@]}" "${c_extra[@]}" \
+    run "${bound[@]}" "${in0[@]}" "$raw_bin" --connect "${A[1]}:47001" "${pp[@]}" "${git_arg[@]}" \
         --json "$out/raw-tcp-$1.json" >"$out/raw-tcp-$1.txt" 2>&1 ||
         die "raw-tcp failed in round $1; see $out/raw-tcp-$1.txt"
     wait "$server" || die "the raw-tcp echo side failed in round $1; see $out/raw-tcp-server-$1.txt"
@@ -164,15 +126,9 @@ run_raw() {
 
 run_mpi() {
     echo "== round $1: openmpi-tcp" >&2
-    # A session directory of its own: both namespaces have this machine's host name,
-    # and other jobs' leftovers in the shared /tmp/ompi.<host>.<uid> can collide.
-    mkdir -p "$out/ompi-$1"
-    run "${bound[@]}" "${in0[@]}" mpirun --allow-run-as-root --bind-to none \
-        --mca orte_tmpdir_base "$out/ompi-$1" \
-        --mca plm_rsh_agent "$repo/tests/netns/mpirun-agent.sh" \
-        --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet" \
-        --mca pml ob1 --mca btl tcp,self --host "${H[0]}:1,${H[1]}:1" -np 2 \
-        "$mpi_bin" "${pp[@]}" "${c_extra[@]}" --transport openmpi-ob1-tcp \
+    mpirun_across "$out/ompi-$1"
+    run "${bound[@]}" "${mpirun_across[@]}" --bind-to none \
+        "$mpi_bin" "${pp[@]}" "${git_arg[@]}" --transport openmpi-ob1-tcp \
         --json "$out/openmpi-tcp-$1.json" >"$out/openmpi-tcp-$1.txt" 2>&1 ||
         die "Open MPI failed in round $1; see $out/openmpi-tcp-$1.txt"
 }
@@ -217,7 +173,7 @@ run_fi() {
 }
 
 steps=(nf-tcp raw-tcp openmpi-tcp iperf3 shm-mixed shm-only)
-((with_ofi == 0)) || steps+=(nf-ofi fi)
+((no_ofi)) || steps+=(nf-ofi "fi")
 run_step() { # STEP K
     case $1 in
         nf-tcp) run_nf nf-tcp shm,tcp "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
@@ -232,11 +188,7 @@ run_step() { # STEP K
 }
 
 for ((k = 1; k <= alternations; k++)); do
-    order=("${steps[@]}")
-    if ((k % 2 == 0)); then
-        order=()
-        for ((i = ${#steps[@]} - 1; i >= 0; i--)); do order+=("${steps[i]}"); done
-    fi
+    turn_order "$k" "${steps[@]}"
     for step in "${order[@]}"; do
         run_step "$step" "$k"
     done
@@ -244,7 +196,7 @@ done
 
 echo >&2
 report=(--dir "$out" --rounds "$alternations" --fi-sizes "$fi_sizes")
-((with_ofi)) || report+=(--no-ofi)
+((no_ofi == 0)) || report+=(--no-ofi)
 python3 "$repo/bench/compare_net_report.py" "${report[@]}" | tee "$out/targets.txt"
 
 plots=()

@@ -47,65 +47,32 @@ big=65536
 iters=1000
 warmup=100
 out=""
-
-while (($#)); do
-    case $1 in
-        -h | --help)
-            usage
-            exit 0
-            ;;
-        --part | --alternations | --rma-sizes | --ops | --layouts | --pp-sizes | --small | --big | --iters | --warmup | --out)
-            (($# >= 2)) || die "$1 needs a value"
-            case $1 in
-                --part) part=$2 ;;
-                --alternations) alternations=$2 ;;
-                --rma-sizes) rma_sizes=$2 ;;
-                --ops) ops=$2 ;;
-                --layouts) layouts=$2 ;;
-                --pp-sizes) pp_sizes=$2 ;;
-                --small) small=$2 ;;
-                --big) big=$2 ;;
-                --iters) iters=$2 ;;
-                --warmup) warmup=$2 ;;
-                --out) out=$2 ;;
-            esac
-            shift 2
-            ;;
-        *)
-            usage >&2
-            die "unknown argument: $1"
-            ;;
-    esac
-done
+parse_opts "part alternations rma-sizes ops layouts pp-sizes small big iters warmup out" "$@"
 
 [[ $part =~ ^(rma|packet|all)$ ]] || die "--part must be rma, packet or all, not '$part'"
 check_int --alternations "$alternations"
 check_int --iters "$iters"
 check_int --small "$small"
 check_int --big "$big"
-[[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
+check_count --warmup "$warmup"
 check_sizes "$rma_sizes"
 check_sizes "$pp_sizes"
-[[ $ops =~ ^(put|put-fence|get|acc)(,(put|put-fence|get|acc))*$ ]] || die "--ops: put, put-fence, get, acc, not '$ops'"
-[[ $layouts =~ ^(contig|strided)(,(contig|strided))*$ ]] || die "--layouts: contig, strided, not '$layouts'"
+check_words --ops "$ops" put put-fence get acc
+check_words --layouts "$layouts" contig strided
 need python3 "install python3 (needed for the ratio tables)"
 need cargo "install Rust (see scripts/setup.sh)"
 need ip "run scripts/setup.sh (iproute2)"
 [[ $(id -u) -eq 0 ]] || die "network namespaces need root; run as root"
 
-out=${out:-$repo/bench/out/compare-ofi-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+out_dir compare-ofi
 
 echo "compare-ofi: building nf and nf-netns (release) ..." >&2
-(cd "$repo" && cargo build --release -p nf-cli -p nf-testkit)
-target=${CARGO_TARGET_DIR:-$repo/target}
-[[ $target = /* ]] || target=$repo/$target
-nf=$target/release/nf
-[[ -x $nf && -x $target/release/nf-netns ]] || die "no nf / nf-netns binary under $target/release after cargo build"
+build_release nf-cli nf-testkit
+nf=$release/nf
+need_built "$nf" "$release/nf-netns"
 
 # The hosts, removed on any exit of this script.
-netns_hosts "$target/release/nf-netns" 2
+netns_hosts "$release/nf-netns" 2
 
 across() { # env... -- nf-args...: one rank on each namespace host
     local env=()
@@ -124,16 +91,14 @@ summary=$out/summary.txt
 
 # compare NAME LABEL_A LABEL_B RUN_A RUN_B: K alternating rounds, then the table.
 compare() {
-    local name=$1 label_a=$2 label_b=$3 run_a=$4 run_b=$5 k
+    local name=$1 label_a=$2 label_b=$3 k side
+    local -A runner=([a]=$4 [b]=$5)
     local a=() b=()
     for ((k = 1; k <= alternations; k++)); do
-        if ((k % 2)); then
-            "$run_a" "$out/$name-a-$k"
-            "$run_b" "$out/$name-b-$k"
-        else
-            "$run_b" "$out/$name-b-$k"
-            "$run_a" "$out/$name-a-$k"
-        fi
+        turn_order "$k" a b
+        for side in "${order[@]}"; do
+            "${runner[$side]}" "$out/$name-$side-$k"
+        done
         for f in "$out/$name-a-$k.json" "$out/$name-b-$k.json"; do
             [[ -s $f ]] || die "round $k wrote no report $f"
         done

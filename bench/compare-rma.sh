@@ -9,8 +9,9 @@
 #   --path P          shm (default): both on one host, ninefold by direct load / store,
 #                     ARMCI-MPI over Open MPI's defaults (its windows are in shared
 #                     memory then, whatever the btl);
-#                     netns: two network namespaces joined by a veth pair (made and
-#                     removed here; needs root), one rank in each: ninefold with put
+#                     netns: two network namespaces joined by a bridge (nf-netns, from
+#                     nf-testkit; removed when this script ends, however it ends;
+#                     needs root), one rank in each: ninefold with put
 #                     and get over the ofi transport's native RMA (NF_RMA_OFI=auto;
 #                     export NF_RMA_OFI=off for its service thread), ARMCI-MPI over
 #                     Open MPI's tcp btl
@@ -34,18 +35,11 @@
 # every table. Each run's JSON and text land in the out directory.
 set -euo pipefail
 
-die() {
-    echo "compare-rma: $*" >&2
-    exit 1
-}
-
-usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-}
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
 path=shm
-ours_kind=nf
+ours=nf
 alternations=3
 ops=put,put-fence,get,acc
 layouts=contig,strided
@@ -53,126 +47,72 @@ sizes=""
 iters=2000
 warmup=200
 out=""
-
-while (($#)); do
-    case $1 in
-        -h | --help)
-            usage
-            exit 0
-            ;;
-        --path | --ours | --alternations | --ops | --layouts | --sizes | --iters | --warmup | --out)
-            (($# >= 2)) || die "$1 needs a value"
-            case $1 in
-                --path) path=$2 ;;
-                --ours) ours_kind=$2 ;;
-                --alternations) alternations=$2 ;;
-                --ops) ops=$2 ;;
-                --layouts) layouts=$2 ;;
-                --sizes) sizes=$2 ;;
-                --iters) iters=$2 ;;
-                --warmup) warmup=$2 ;;
-                --out) out=$2 ;;
-            esac
-            shift 2
-            ;;
-        *)
-            usage >&2
-            die "unknown argument: $1"
-            ;;
-    esac
-done
+parse_opts "path ours alternations ops layouts sizes iters warmup out" "$@"
 
 [[ $path =~ ^(shm|netns)$ ]] || die "--path must be shm or netns, not '$path'"
-[[ $ours_kind =~ ^(nf|libarmci)$ ]] || die "--ours must be nf or libarmci, not '$ours_kind'"
-[[ $alternations =~ ^[1-9][0-9]*$ ]] || die "--alternations must be a positive integer, not '$alternations'"
-[[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters must be a positive integer, not '$iters'"
-[[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
-[[ -z $sizes || $sizes =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--sizes must be like 8,64,4096, not '$sizes'"
-[[ $ops =~ ^(put|put-fence|get|acc)(,(put|put-fence|get|acc))*$ ]] || die "--ops: put, put-fence, get, acc, not '$ops'"
-[[ $layouts =~ ^(contig|strided)(,(contig|strided))*$ ]] || die "--layouts: contig, strided, not '$layouts'"
+[[ $ours =~ ^(nf|libarmci)$ ]] || die "--ours must be nf or libarmci, not '$ours'"
+check_int --alternations "$alternations"
+check_int --iters "$iters"
+check_count --warmup "$warmup"
+[[ -z $sizes ]] || check_sizes "$sizes"
+check_words --ops "$ops" put put-fence get acc
+check_words --layouts "$layouts" contig strided
 
-for tool in mpicc mpirun python3 cargo; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run scripts/setup.sh"
+for tool in mpicc mpirun; do
+    need "$tool" "run scripts/setup.sh (openmpi-bin libopenmpi-dev)"
 done
+need python3 "install python3 (needed for the ratio tables)"
+need cargo "install Rust (see scripts/setup.sh)"
 # ARMCI-MPI is linked against Open MPI: use its wrappers even where MPICH is the default.
 mpicc=$(command -v mpicc.openmpi || command -v mpicc)
 mpirun=$(command -v mpirun.openmpi || command -v mpirun)
 [[ -e /usr/include/armci.h ]] || die "ARMCI-MPI is missing: apt-get install libarmci-mpi-dev (scripts/setup.sh)"
 if [[ $path = netns ]]; then
-    (($(id -u) == 0)) || die "--path netns needs root (ip netns)"
-    command -v ip >/dev/null 2>&1 || die "ip not found: apt-get install iproute2"
+    [[ $(id -u) -eq 0 ]] || die "--path netns needs root (network namespaces)"
+    need ip "run scripts/setup.sh (iproute2)"
 fi
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-out=${out:-$repo/bench/out/compare-rma-$path-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-git_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
+ompi_as_root
+out_dir "compare-rma-$path"
+git_arg
 
 echo "compare-rma: building the ARMCI benchmark and nf (release) ..." >&2
 armci_bin=$out/rma-armci-mpi
-"$mpicc" -O2 -Wall -o "$armci_bin" "$repo/bench/mpi/rma.c" -larmci-openmpi -lm
-release=${CARGO_TARGET_DIR:-$repo/target}/release
-[[ $release = /* ]] || release=$repo/$release
-if [[ $ours_kind = nf ]]; then
-    (cd "$repo" && cargo build --release -p nf-cli)
+build_c "$mpicc" "$armci_bin" mpi/rma.c -larmci-openmpi
+packages=(nf-cli)
+[[ $ours = nf ]] || packages=(nf-armci)
+[[ $path = shm ]] || packages+=(nf-testkit)
+build_release "${packages[@]}"
+if [[ $ours = nf ]]; then
     nf=$release/nf
-    [[ -x $nf ]] || die "no nf binary at $nf after cargo build"
+    need_built "$nf"
 else
-    (cd "$repo" && cargo build --release -p nf-armci)
-    [[ -e $release/libarmci.so ]] || die "no libarmci.so in $release after cargo build"
+    need_built "$release/libarmci.so"
     ours_bin=$out/rma-libarmci
-    "$mpicc" -O2 -Wall -I "$repo/crates/armci/include" -o "$ours_bin" "$repo/bench/mpi/rma.c" \
-        "$release/libarmci.so" -Wl,-rpath,"$release" -lm
+    build_c "$mpicc" "$ours_bin" mpi/rma.c -I"$repo/crates/armci/include" \
+        "$release/libarmci.so" -Wl,-rpath,"$release"
 fi
 
-# Two namespaces joined by a veth pair, removed on exit whatever happens.
-ns0=nfrma$$-h0
-ns1=nfrma$$-h1
-subnet=10.253.$(($$ % 250)).0/24
-addr0=10.253.$(($$ % 250)).1
-addr1=10.253.$(($$ % 250)).2
-cleanup() {
-    for ns in "$ns0" "$ns1"; do
-        if [[ -e /var/run/netns/$ns ]]; then
-            for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-            ip netns del "$ns" 2>/dev/null || true
-        fi
-    done
-}
 if [[ $path = netns ]]; then
-    trap cleanup EXIT
-    ip netns add "$ns0"
-    ip netns add "$ns1"
-    ip link add veth0 netns "$ns0" type veth peer name veth1 netns "$ns1"
-    ip -n "$ns0" addr add "$addr0/24" dev veth0
-    ip -n "$ns1" addr add "$addr1/24" dev veth1
-    for ns in "$ns0" "$ns1"; do
-        ip -n "$ns" link set lo up
-    done
-    ip -n "$ns0" link set veth0 up
-    ip -n "$ns1" link set veth1 up
+    need_built "$release/nf-netns"
+    # The hosts, removed on any exit of this script.
+    netns_hosts "$release/nf-netns" 2
 fi
 
 common=(--iters "$iters" --warmup "$warmup")
 [[ -z $sizes ]] || common+=(--sizes "$sizes")
-armci_extra=()
-[[ -z $git_rev ]] || armci_extra=(--git "$git_rev")
 
 run_rma_c() { # binary file-prefix label k op layout: bench/mpi/rma.c under mpirun
     local f=$out/$2-$5-$6-$4
     echo "== run $4/$alternations: $3 $5 $6 ($path)" >&2
-    local args=("$1" --op "$5" --layout "$6" "${common[@]}" "${armci_extra[@]}"
+    local args=("$1" --op "$5" --layout "$6" "${common[@]}" "${git_arg[@]}"
         --transport "$3-$path" --json "$f.json")
     case $path in
         shm) "$mpirun" --allow-run-as-root -np 2 --bind-to core "${args[@]}" ;;
-        netns) ip netns exec "$ns0" "$mpirun" --allow-run-as-root --oversubscribe \
-            --mca plm_rsh_agent "$repo/tests/netns/mpirun-agent.sh" \
-            --mca orte_tmpdir_base "$(mktemp -d "$out/ompi.XXXXXX")" \
-            --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet" \
-            --mca btl tcp,self --mca osc pt2pt --mca pml ob1 \
-            --host "$ns0:1,$ns1:1" -np 2 "${args[@]}" ;;
+        netns)
+            mpirun_across "$f.ompi" "$mpirun"
+            "${mpirun_across[@]}" --oversubscribe --mca osc pt2pt "${args[@]}"
+            ;;
     esac | tee "$f.txt"
 }
 
@@ -181,7 +121,7 @@ run_armci() { # k op layout
 }
 
 run_ninefold() { # k op layout
-    if [[ $ours_kind = libarmci ]]; then
+    if [[ $ours = libarmci ]]; then
         run_rma_c "$ours_bin" ninefold libarmci "$@"
         return
     fi
@@ -191,37 +131,34 @@ run_ninefold() { # k op layout
         --label "ninefold-$path" --json "$f.json")
     case $path in
         shm) "$nf" run -n 2 --bind-to core -- "${args[@]}" ;;
-        netns) ip netns exec "$ns0" "$nf" run --hosts "$ns0:1,$ns1:1" \
-            --remote "ip netns exec {host}" --pmi-bind "$addr0:0" -- "${args[@]}" ;;
+        netns) ip netns exec "${H[0]}" "$nf" run --hosts "${H[0]}:1,${H[1]}:1" \
+            --remote "ip netns exec {host}" --pmi-bind "${A[0]}:0" -- "${args[@]}" ;;
     esac | tee "$f.txt"
 }
 
 ours_label=ninefold
-[[ $ours_kind = nf ]] || ours_label=libarmci
+[[ $ours = nf ]] || ours_label=libarmci
 summary=$out/summary.txt
 : >"$summary"
 IFS=, read -r -a op_list <<<"$ops"
 IFS=, read -r -a layout_list <<<"$layouts"
 for op in "${op_list[@]}"; do
     for layout in "${layout_list[@]}"; do
-        ours=()
-        theirs=()
+        ours_runs=()
+        theirs_runs=()
         for ((k = 1; k <= alternations; k++)); do
-            if ((k % 2)); then
-                run_armci "$k" "$op" "$layout"
-                run_ninefold "$k" "$op" "$layout"
-            else
-                run_ninefold "$k" "$op" "$layout"
-                run_armci "$k" "$op" "$layout"
-            fi
+            turn_order "$k" armci ninefold
+            for side in "${order[@]}"; do
+                "run_$side" "$k" "$op" "$layout"
+            done
             for f in "$out/ninefold-$op-$layout-$k.json" "$out/armci-$op-$layout-$k.json"; do
                 [[ -s $f ]] || die "run $k wrote no report $f"
             done
-            ours+=("$out/ninefold-$op-$layout-$k.json")
-            theirs+=("$out/armci-$op-$layout-$k.json")
+            ours_runs+=("$out/ninefold-$op-$layout-$k.json")
+            theirs_runs+=("$out/armci-$op-$layout-$k.json")
         done
         python3 "$repo/bench/compare_report.py" \
-            --ours "${ours[@]}" --theirs "${theirs[@]}" \
+            --ours "${ours_runs[@]}" --theirs "${theirs_runs[@]}" \
             --ours-label "$ours_label" --theirs-label ARMCI-MPI \
             --csv "$out/compare-$op-$layout.csv" --json "$out/compare-$op-$layout.json" \
             --best-ours "$out/best-ninefold-$op-$layout.json" \

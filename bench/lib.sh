@@ -1,11 +1,34 @@
-# Pieces shared by the comparison scripts in bench/ (source it; bash only).
+# shellcheck shell=bash disable=SC2034 # it sets variables for the scripts that source it
+# Pieces shared by the comparison scripts in bench/ (source it; bash only). A script
+# sets repo (the checkout's root) before it sources this file.
 #
 #   die MESSAGE              print "<script>: MESSAGE" to stderr and exit 1
 #   usage                    print the script's header comment (up to `set -euo`)
+#   parse_opts SPEC ARGS...  the script's command line (see below)
 #   need TOOL HINT           die with HINT unless TOOL is on PATH
 #   check_int NAME VALUE     die unless VALUE is a positive integer
+#   check_count NAME VALUE   die unless VALUE is a non-negative integer
 #   check_sizes VALUE        die unless VALUE is a list like 8,64,4096
+#   check_words NAME VALUE WORD...
+#                            die unless VALUE is a comma-separated list of the WORDs
+#                            (plain words: letters, digits, -)
+#   out_dir NAME             sets out (absolute, created): the --out the script was
+#                            given, else bench/out/NAME-<UTC timestamp>
+#   git_arg                  sets git_arg: (--git REV) naming this checkout's commit
+#                            (git describe --always --dirty), or () outside git
+#   build_release PKG...     cargo build --release -p PKG... in repo; sets release (the
+#                            absolute release directory, CARGO_TARGET_DIR honoured)
+#   need_built FILE...       die unless every FILE exists (after build_release)
+#   build_c CC BIN SRC ARG...
+#                            compile the C benchmark SRC (its path under bench/) with
+#                            bench/c/ppreport.c into BIN: CC -O2 -Wall, ARGs before -lm
+#   turn_order K ITEM...     sets order: the ITEMs as given when K is odd, reversed when
+#                            K is even (alternating runs: no side always goes first)
+#   ompi_as_root             export what lets Open MPI's mpirun run as root
 #   netns_hosts NF_NETNS K   K namespace hosts for the script's lifetime (see below)
+#   mpirun_across DIR [MPIRUN]
+#                            sets mpirun_across: Open MPI's mpirun over the namespace
+#                            hosts of netns_hosts (see below)
 
 die() {
     echo "$(basename "$0" .sh): $*" >&2
@@ -16,6 +39,54 @@ usage() {
     sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
 }
 
+# parse_opts SPEC ARGS...    SPEC names the options, without their dashes: NAME takes
+#                            a value (--NAME V sets the variable NAME, dashes read as
+#                            underscores: --pp-sizes V sets pp_sizes), NAME! is a flag
+#                            (--NAME sets NAME to 1), and a lone * lets every other
+#                            argument through, in order, into the array rest; -h and
+#                            --help print usage and exit 0; anything else is an error
+parse_opts() {
+    # Locals start with _ so that no option's variable is one of them.
+    local -A _kind=()
+    local -a _words
+    local _word _arg _name _rest=0
+    read -r -a _words <<<"$1"
+    for _word in "${_words[@]}"; do
+        case $_word in
+            \*) _rest=1 ;;
+            *!) _kind[=--${_word%!}]=flag ;;
+            *) _kind[=--$_word]=value ;;
+        esac
+    done
+    shift
+    rest=()
+    while (($#)); do
+        _arg=$1
+        _name=${_arg#--}
+        _name=${_name//-/_}
+        case ${_kind[=$_arg]:-} in
+            flag) printf -v "$_name" 1 ;;
+            value)
+                (($# >= 2)) || die "$_arg needs a value"
+                printf -v "$_name" %s "$2"
+                shift
+                ;;
+            *)
+                if [[ $_arg = -h || $_arg = --help ]]; then
+                    usage
+                    exit 0
+                elif ((_rest)); then
+                    rest+=("$_arg")
+                else
+                    usage >&2
+                    die "unknown argument '$_arg'"
+                fi
+                ;;
+        esac
+        shift
+    done
+}
+
 need() {
     command -v "$1" >/dev/null 2>&1 || die "$1 not found: $2"
 }
@@ -24,8 +95,72 @@ check_int() {
     [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 must be a positive integer, not '$2'"
 }
 
+check_count() {
+    [[ $2 =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer, not '$2'"
+}
+
 check_sizes() {
     [[ $1 =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "size lists look like 8,64,4096, not '$1'"
+}
+
+check_words() {
+    local name=$1 value=$2 alt words
+    shift 2
+    alt=$(IFS='|' && echo "$*")
+    words=$(printf '%s, ' "$@")
+    [[ $value =~ ^($alt)(,($alt))*$ ]] || die "$name takes a comma-separated list of ${words%, }; not '$value'"
+}
+
+out_dir() {
+    out=${out:-$repo/bench/out/$1-$(date -u +%Y%m%dT%H%M%SZ)}
+    mkdir -p "$out"
+    out=$(cd "$out" && pwd)
+}
+
+git_arg() {
+    local rev
+    rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || true)
+    git_arg=()
+    [[ -z $rev ]] || git_arg=(--git "$rev")
+}
+
+build_release() {
+    local pkg args=()
+    for pkg; do
+        args+=(-p "$pkg")
+    done
+    (cd "$repo" && cargo build --release "${args[@]}")
+    release=${CARGO_TARGET_DIR:-$repo/target}/release
+    [[ $release = /* ]] || release=$repo/$release
+}
+
+need_built() {
+    local f
+    for f; do
+        [[ -e $f ]] || die "no $f after cargo build (is the target directory elsewhere?)"
+    done
+}
+
+build_c() {
+    local cc=$1 bin=$2 src=$3
+    shift 3
+    "$cc" -O2 -Wall -I"$repo/bench/c" -o "$bin" "$repo/bench/$src" "$repo/bench/c/ppreport.c" "$@" -lm
+}
+
+turn_order() {
+    local k=$1 i
+    shift
+    order=("$@")
+    if ((k % 2 == 0)); then
+        order=()
+        for ((i = $#; i >= 1; i--)); do
+            order+=("${!i}")
+        done
+    fi
+}
+
+ompi_as_root() {
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 }
 
 # netns_hosts NF_NETNS K     bring up K namespace hosts with nf-netns (from nf-testkit)
@@ -35,6 +170,7 @@ check_sizes() {
 #                            however it exits (the EXIT trap closes it)
 netns_hosts() {
     coproc NETNS { exec "$1" --hosts "$2"; }
+    # shellcheck disable=SC2153 # NETNS_PID is set by coproc
     netns_pid=$NETNS_PID
     trap netns_hosts_release EXIT
     trap 'exit 130' INT TERM
@@ -52,6 +188,25 @@ netns_hosts() {
 }
 
 netns_hosts_release() {
+    # shellcheck disable=SC1083 # {NETNS[1]} names the fd to close
     exec {NETNS[1]}>&- 2>/dev/null || true
     wait "$netns_pid" 2>/dev/null || true
+}
+
+# mpirun_across DIR [MPIRUN] after netns_hosts: sets the array mpirun_across to a
+#                            command that runs MPIRUN (default mpirun; Open MPI's)
+#                            inside H[0], one rank on H[0] and one on H[1] (append
+#                            options and the program), over pml ob1 and btl tcp,self
+#                            on the hosts' subnet; mpirun starts its daemons through
+#                            tests/netns/mpirun-agent.sh and keeps its session
+#                            directory in DIR (made here): the namespaces share this
+#                            machine's host name, and other jobs' leftovers in the
+#                            shared /tmp/ompi.<host>.<uid> can collide
+mpirun_across() {
+    mkdir -p "$1"
+    mpirun_across=(ip netns exec "${H[0]}" "${2:-mpirun}" --allow-run-as-root
+        --mca orte_tmpdir_base "$1"
+        --mca plm_rsh_agent "$repo/tests/netns/mpirun-agent.sh"
+        --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet"
+        --mca pml ob1 --mca btl "tcp,self" --host "${H[0]}:1,${H[1]}:1" -np 2)
 }

@@ -13,36 +13,27 @@
 # Prints, per size and setup, the median of the K runs' median half round trips, and
 # the median of the K ratios to the shm-only run of the same alternation (a shared
 # machine's speed drifts between alternations; within one it is about the same).
-# Every run's JSON stays in the out directory. Needs a release build
-# (cargo build --release -p nf-cli) and python3.
+# Every run's JSON stays in the out directory. Builds nf (release); needs python3.
 set -euo pipefail
 
-die() {
-    echo "shm-with-network: $*" >&2
-    exit 1
-}
-
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
 alternations=5
 iters=20000
 sizes=8
 out=""
-while (($#)); do
-    (($# >= 2)) || die "$1 needs a value"
-    case $1 in
-        --alternations) alternations=$2 ;;
-        --iters) iters=$2 ;;
-        --sizes) sizes=$2 ;;
-        --out) out=$2 ;;
-        *) die "unknown option $1 (see the header of $0)" ;;
-    esac
-    shift 2
-done
-nf=$repo/target/release/nf
-[[ -x $nf ]] || die "no $nf; run: cargo build --release -p nf-cli"
-command -v python3 >/dev/null || die "python3 is needed for the summary"
-out=${out:-$repo/bench/out/shm-with-network-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$out"
+parse_opts "alternations iters sizes out" "$@"
+check_int --alternations "$alternations"
+check_int --iters "$iters"
+check_sizes "$sizes"
+need python3 "install python3 (needed for the summary)"
+need cargo "install Rust (see scripts/setup.sh)"
+
+out_dir shm-with-network
+build_release nf-cli
+nf=$release/nf
+need_built "$nf"
 
 # One ping-pong job: SETUP (shm-only, ofi, tcp), K (the alternation).
 run() {

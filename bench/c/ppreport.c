@@ -1,4 +1,4 @@
-/* Ping-pong reports shared by bench/'s C reference programs; see ppreport.h. */
+/* Reports shared by bench/'s C reference programs; see ppreport.h. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "ppreport.h"
@@ -17,12 +17,13 @@
 const char pp_opts_usage[] =
     "  [--sizes 8,16,...] [--iters N] [--warmup W] [--json F] [--transport NAME] [--git REV]\n";
 
-void pp_init_opts(struct pp_opts *o, const char *transport)
+void pp_init_opts(struct pp_opts *o, const char *bench, const char *transport)
 {
     memset(o, 0, sizeof *o);
     o->iters = 10000;
     o->warmup = 1000;
     o->transport = transport;
+    o->bench = bench;
 }
 
 /* Parses a positive long; returns 0 on error. */
@@ -85,12 +86,19 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void pp_default_sizes(struct pp_opts *o, long largest)
+{
+    if (o->nsizes)
+        return;
+    for (long s = 8; s <= largest && o->nsizes < PP_MAX_SIZES; s *= 2)
+        o->sizes[o->nsizes++] = s;
+}
+
 void pp_finish_opts(struct pp_opts *o)
 {
     if (o->nsizes)
         return;
-    for (int p = 3; p <= 23; p++)
-        o->sizes[o->nsizes++] = 1L << p;
+    pp_default_sizes(o, 8L << 20);
     o->sizes[o->nsizes++] = 2000000;
     qsort(o->sizes, (size_t)o->nsizes, sizeof o->sizes[0], cmp_long);
 }
@@ -177,11 +185,11 @@ static void host_and_stamp(char *host, size_t hlen, char *stamp, size_t slen)
     strftime(stamp, slen, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-void pp_print_table(FILE *f, const char *transport, int ranks, const struct pp_result *r, int n)
+void pp_print_table(FILE *f, const struct pp_opts *o, int ranks, const struct pp_result *r, int n)
 {
     char host[256], stamp[32];
     host_and_stamp(host, sizeof host, stamp, sizeof stamp);
-    fprintf(f, "pingpong over %s, %d ranks, host %s, %s\n", transport, ranks, host, stamp);
+    fprintf(f, "%s over %s, %d ranks, host %s, %s\n", o->bench, o->transport, ranks, host, stamp);
     fprintf(f, "%10s %7s %10s %10s %10s %10s %10s %10s\n", "size", "iters", "min us", "avg us",
             "median us", "max us", "stddev us", "MB/s");
     for (int k = 0; k < n; k++) {
@@ -214,15 +222,17 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int pp_write_json(const char *path, const struct pp_opts *o, int ranks, const char *key,
-                  const char *value, const struct pp_result *r, int n)
+int pp_write_json(const char *path, const struct pp_opts *o, int ranks, const struct pp_param *p,
+                  int np, const struct pp_result *r, int n)
 {
     char host[256], stamp[32];
     host_and_stamp(host, sizeof host, stamp, sizeof stamp);
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    fprintf(f, "{\n  \"bench\": \"pingpong\",\n  \"transport\": ");
+    fprintf(f, "{\n  \"bench\": ");
+    json_str(f, o->bench);
+    fprintf(f, ",\n  \"transport\": ");
     json_str(f, o->transport);
     fprintf(f, ",\n  \"ranks\": %d,\n  \"host\": ", ranks);
     json_str(f, host);
@@ -233,11 +243,11 @@ int pp_write_json(const char *path, const struct pp_opts *o, int ranks, const ch
         fprintf(f, ",\n");
     }
     fprintf(f, "  \"params\": {\n    \"iters\": %ld,\n    \"warmup\": %ld", o->iters, o->warmup);
-    if (key) {
+    for (int i = 0; i < np; i++) {
         fprintf(f, ",\n    ");
-        json_str(f, key);
+        json_str(f, p[i].key);
         fprintf(f, ": ");
-        json_str(f, value);
+        json_str(f, p[i].value);
     }
     fprintf(f, "\n  },\n  \"results\": [");
     for (int k = 0; k < n; k++) {

@@ -39,7 +39,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
     struct pp_opts o;
-    pp_init_opts(&o, "openmpi-ob1-vader");
+    pp_init_opts(&o, "pingpong", "openmpi-ob1-vader");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -110,8 +110,9 @@ int main(int argc, char **argv)
         int liblen = 0;
         MPI_Get_library_version(lib, &liblen);
         lib[strcspn(lib, "\n,")] = '\0'; /* first line / clause only */
-        pp_print_table(stdout, o.transport, nranks, results, o.nsizes);
-        if (o.json && pp_write_json(o.json, &o, nranks, "mpi_library", lib, results, o.nsizes)) {
+        pp_print_table(stdout, &o, nranks, results, o.nsizes);
+        const struct pp_param params[] = { { "mpi_library", lib } };
+        if (o.json && pp_write_json(o.json, &o, nranks, params, 1, results, o.nsizes)) {
             fprintf(stderr, "pingpong: cannot write %s: %s\n", o.json, strerror(errno));
             MPI_Abort(MPI_COMM_WORLD, 1);
         }

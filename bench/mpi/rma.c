@@ -14,18 +14,25 @@
  * target instead sleeps without calling the library (its service thread answers).
  *
  * Output: a table on stdout and, with --json F, ninefold's report shape with bench
- * "rma-<op>-<layout>" (crates/bench/src/report.rs). Iterations follow report.h's rule.
+ * "rma-<op>-<layout>" and params.op / params.layout (crates/bench/src/report.rs).
+ * Iteration rule, options and report: bench/c/ppreport.h.
  *
  * Usage: mpirun -np 2 ./rma --op get --layout contig [--sizes 8,16,...] [--iters N]
  *                           [--warmup W] [--json F] [--transport NAME] [--git REV]
- * Default sizes: powers of two from 8 B to 4 MiB. Build: make -C bench/mpi
+ * Defaults: sizes powers of two from 8 B to 4 MiB, 2000 iterations, 200 warm-up.
+ * Build: mpicc -O2 -I bench/c -o rma bench/mpi/rma.c bench/c/ppreport.c -larmci-openmpi -lm
+ *        (or: make -C bench/mpi rma)
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <armci.h>
+#include <errno.h>
 #include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "report.h"
+#include "ppreport.h"
 
 #define FLAG_AREA 4096L
 
@@ -34,9 +41,8 @@ static const char *op_names[] = { "put", "put-fence", "get", "acc" };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpirun -np 2 rma --op put|put-fence|get|acc --layout contig|strided\n"
-               "                        [--sizes 8,16,...] [--iters N] [--warmup W]\n"
-               "                        [--json F] [--transport NAME] [--git REV]\n");
+    fprintf(f, "usage: mpirun -np 2 rma --op put|put-fence|get|acc --layout contig|strided\n%s",
+            pp_opts_usage);
 }
 
 static void die(int rank, const char *what)
@@ -86,7 +92,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
     int op = -1, strided = -1;
-    struct common_opts opt = { .iters = 2000, .warmup = 200, .transport = "armci-mpi" };
+    struct pp_opts opt;
+    pp_init_opts(&opt, NULL, "armci-mpi");
+    opt.iters = 2000;
+    opt.warmup = 200;
 
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -108,8 +117,7 @@ int main(int argc, char **argv)
             strided = !strcmp(v, "strided") ? 1 : !strcmp(v, "contig") ? 0 : -1;
             bad = strided < 0;
         } else {
-            int taken = common_option(a, v, &opt);
-            bad = taken <= 0;
+            bad = pp_take_opt(&opt, a, v) != 1;
         }
         if (bad) {
             if (rank == 0) {
@@ -123,24 +131,21 @@ int main(int argc, char **argv)
         die(rank, "--op and --layout are required");
     if (nranks < 2)
         die(rank, "needs at least 2 ranks (mpirun -np 2)");
-    if (opt.nsizes == 0)
-        for (int p = 3; p <= 22; p++)
-            opt.sizes[opt.nsizes++] = 1L << p;
-
-    long max_size = 0, max_iters = 0;
-    for (int k = 0; k < opt.nsizes; k++) {
+    pp_default_sizes(&opt, 4L << 20);
+    for (int k = 0; k < opt.nsizes; k++)
         if (opt.sizes[k] % 8)
             die(rank, "sizes must be multiples of 8 (accumulates move doubles)");
-        if (opt.sizes[k] > max_size)
-            max_size = opt.sizes[k];
-        long n = iters_for(opt.sizes[k], opt.iters);
-        if (n > max_iters)
-            max_iters = n;
-    }
+    char bench[64];
+    const char *layout = strided ? "strided" : "contig";
+    snprintf(bench, sizeof bench, "rma-%s-%s", op_names[op], layout);
+    opt.bench = bench;
+
+    long max_size, max_iters;
+    pp_maxima(&opt, &max_size, &max_iters);
     long room = 2 * max_size + 128 * 16 + 64;
     void **bases = malloc((size_t)nranks * sizeof *bases);
     double *samples = malloc((size_t)max_iters * sizeof *samples);
-    struct result *results = calloc((size_t)opt.nsizes, sizeof *results);
+    struct pp_result *results = calloc((size_t)opt.nsizes, sizeof *results);
     if (!bases || !samples || !results || ARMCI_Malloc(bases, FLAG_AREA + room) != 0)
         die(rank, "out of memory");
     char *lbuf = ARMCI_Malloc_local(room);
@@ -151,8 +156,8 @@ int main(int argc, char **argv)
 
     for (int k = 0; k < opt.nsizes; k++) {
         long size = opt.sizes[k];
-        long n = iters_for(size, opt.iters);
-        long w = opt.warmup < n ? opt.warmup : n;
+        long n = pp_iters_for(size, opt.iters);
+        long w = pp_warmup_for(size, opt.iters, opt.warmup);
         ARMCI_Barrier();
         if (rank == 0) {
             for (long i = 0; i < w + n; i++) {
@@ -163,25 +168,17 @@ int main(int argc, char **argv)
                     samples[i - w] = (t1 - t0) * 1e6;
             }
             ARMCI_Fence(1);
-            results[k] = summarise(size, samples, n);
+            results[k] = pp_summarise(size, samples, n);
         }
     }
     ARMCI_Barrier();
 
     if (rank == 0) {
-        char bench[64];
-        snprintf(bench, sizeof bench, "rma-%s-%s", op_names[op], strided ? "strided" : "contig");
-        struct origin o = origin_now();
-        print_table(bench, opt.transport, nranks, &o, results, opt.nsizes);
-        if (opt.json) {
-            char params[256];
-            snprintf(params, sizeof params,
-                     "\"iters\": %ld,\n    \"warmup\": %ld,\n    \"op\": \"%s\",\n    \"layout\": \"%s\"",
-                     opt.iters, opt.warmup, op_names[op], strided ? "strided" : "contig");
-            if (write_report(opt.json, bench, opt.transport, nranks, &o, opt.git, params, results, opt.nsizes)) {
-                fprintf(stderr, "rma: cannot write %s: %s\n", opt.json, strerror(errno));
-                MPI_Abort(MPI_COMM_WORLD, 1);
-            }
+        pp_print_table(stdout, &opt, nranks, results, opt.nsizes);
+        const struct pp_param params[] = { { "op", op_names[op] }, { "layout", layout } };
+        if (opt.json && pp_write_json(opt.json, &opt, nranks, params, 2, results, opt.nsizes)) {
+            fprintf(stderr, "rma: cannot write %s: %s\n", opt.json, strerror(errno));
+            MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
     ARMCI_Free_local(lbuf);

@@ -143,7 +143,7 @@ static int serve(const struct sockaddr_in *sa)
         return 1;
     }
     struct pp_opts o;
-    pp_init_opts(&o, "raw-tcp");
+    pp_init_opts(&o, "pingpong", "raw-tcp");
     uint64_t nsizes = get_u64(fd);
     o.iters = (long)get_u64(fd);
     o.warmup = (long)get_u64(fd);
@@ -234,8 +234,9 @@ static int measure(const struct sockaddr_in *sa, const char *peer, struct pp_opt
         results[k] = pp_summarise(size, samples, n);
     }
     close(fd);
-    pp_print_table(stdout, o->transport, 2, results, o->nsizes);
-    if (o->json && pp_write_json(o->json, o, 2, "peer", peer, results, o->nsizes))
+    pp_print_table(stdout, o, 2, results, o->nsizes);
+    const struct pp_param params[] = { { "peer", peer } };
+    if (o->json && pp_write_json(o->json, o, 2, params, 1, results, o->nsizes))
         die(o->json);
     free(sbuf);
     free(rbuf);
@@ -247,7 +248,7 @@ static int measure(const struct sockaddr_in *sa, const char *peer, struct pp_opt
 int main(int argc, char **argv)
 {
     struct pp_opts o;
-    pp_init_opts(&o, "raw-tcp");
+    pp_init_opts(&o, "pingpong", "raw-tcp");
     const char *listen_at = NULL, *connect_to = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
