@@ -146,13 +146,17 @@ pub fn valid_job(job: &str) -> bool {
         && !job.chars().any(|c| c == '/' || c.is_control() || c == ' ')
 }
 
-/// When process `pid` started (field 22 of `/proc/PID/stat`), if it exists.
+/// When process `pid` started (field 22 of `/proc/PID/stat`), if it runs: a zombie
+/// (killed, not yet reaped) has no memory left and counts as gone.
 pub fn process_start(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold anything: count
-    // fields after its closing one (field 3 is the first there).
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(22 - 3)?.parse().ok()
+    // fields after its closing one (field 3, the state, is the first there).
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    if matches!(fields.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    fields.nth(22 - 4)?.parse().ok()
 }
 
 /// The uid owning process `pid` (its effective uid, as `/proc` shows it).
@@ -366,6 +370,27 @@ mod tests {
         assert!(e.alive());
         e.start += 1;
         assert!(!e.alive(), "a reused pid");
+        // A killed child not yet reaped is gone too.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(process_start(pid).is_some());
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_start(pid).is_some() {
+            assert!(std::time::Instant::now() < deadline, "the child never died");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(
+            std::fs::metadata(format!("/proc/{pid}")).is_ok(),
+            "a zombie until reaped"
+        );
+        child.wait().unwrap();
     }
 
     #[test]
