@@ -26,7 +26,7 @@ enum Command {
     Bench(cmd::bench::BenchCommand),
     /// Measure this host's protocol thresholds and cache them.
     Tune(cmd::tune::TuneArgs),
-    /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports).
+    /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma memory).
     Serve(cmd::serve::ServeArgs),
     /// List directories on a 9P server (ADDR:/path, or :/path for the local one).
     Ls(cmd::files::LsArgs),

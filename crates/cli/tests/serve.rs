@@ -78,10 +78,10 @@ fn errors_name_the_file_and_the_reason() {
         "{err}"
     );
 
-    let out = s.run(&["cat", &s.at("/mem/1/0/seg")]);
+    let out = s.run(&["cat", &s.at("/mem/nosuchjob/0/1")]);
     let err = text(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("not implemented"),
+        !out.status.success() && err.contains("/mem/nosuchjob") && err.contains("No such file"),
         "{err}"
     );
 

@@ -9,6 +9,8 @@ use std::io;
 pub const EPERM: u32 = 1;
 /// No such file or directory.
 pub const ENOENT: u32 = 2;
+/// No such process.
+pub const ESRCH: u32 = 3;
 /// Interrupted call.
 pub const EINTR: u32 = 4;
 /// I/O error (the default when nothing better is known).
@@ -71,6 +73,8 @@ pub const EMSGSIZE: u32 = 90;
 pub const EOPNOTSUPP: u32 = 95;
 /// Timed out.
 pub const ETIMEDOUT: u32 = 110;
+/// Stale file handle: the file a fid named is gone.
+pub const ESTALE: u32 = 116;
 
 /// The Linux errno for an I/O error: its OS code on Linux, else by kind, else `EIO`.
 pub fn from_io_error(err: &io::Error) -> u32 {

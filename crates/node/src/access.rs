@@ -70,6 +70,24 @@ pub fn check_attach_with(passwd: &Path, ctx: &Ctx, req: &Tattach) -> FsResult<()
     }
 }
 
+/// The uid the attach's user stands for, once [`check_attach`] has let it in: its
+/// `n_uname`, else its `uname`'s account, else the transport's user. `None` where the
+/// transport identifies nobody (rule 3: the names are only claims) or the name has no
+/// account — trees that must know who is asking (`/mem`) refuse those.
+pub fn attached_uid(passwd: &Path, ctx: &Ctx, req: &Tattach) -> Option<u32> {
+    let transport = match ctx.user() {
+        Some(user) => lookup_uid(passwd, user)?,
+        None => ctx.peer_uid()?,
+    };
+    if req.n_uname != NONUNAME {
+        return Some(req.n_uname);
+    }
+    if !req.uname.is_empty() {
+        return lookup_uid(passwd, &req.uname);
+    }
+    Some(transport)
+}
+
 /// Rule 1.
 fn check_authenticated(passwd: &Path, ctx: &Ctx, req: &Tattach, user: &str) -> FsResult<()> {
     if !req.uname.is_empty() && req.uname != user {
@@ -189,5 +207,16 @@ mod tests {
         assert!(check_attach_with(&passwd, &local(4242), &attach("", NONUNAME)).is_ok());
         assert!(check_attach_with(&passwd, &local(0), &attach("ann", 1000)).is_ok());
         assert!(check_attach_with(&passwd, &local(0), &attach("who", 7)).is_ok());
+
+        // Who an attach stands for: only where the transport identifies someone.
+        let uid =
+            |ctx: &Ctx, uname: &str, n_uname| attached_uid(&passwd, ctx, &attach(uname, n_uname));
+        assert_eq!(uid(&Ctx::background(8192), "ann", NONUNAME), None);
+        assert_eq!(uid(&local(1000), "", NONUNAME), Some(1000));
+        assert_eq!(uid(&local(0), "ann", NONUNAME), Some(1000));
+        assert_eq!(uid(&local(0), "", 1000), Some(1000));
+        assert_eq!(uid(&local(0), "ghost", NONUNAME), None);
+        assert_eq!(uid(&ann, "", NONUNAME), Some(1000));
+        assert_eq!(uid(&ghost, "", NONUNAME), None);
     }
 }

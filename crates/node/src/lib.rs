@@ -16,7 +16,7 @@
 //! | [`tree`] | building the node tree from a [`NodeConfig`] |
 //! | [`status`] | `/status` snapshots |
 //! | [`pipe`] | `/pipe/NAME`: bounded, blocking named pipes |
-//! | [`mem`] | `/mem`: the placeholder until the rma layer |
+//! | [`mem`] | `/mem/JOB/RANK/SEGMENT`: rma segments of running procs, read and written with cross-memory attach |
 //! | [`accept`] | a thread per connection for the TLS and shm listeners |
 //! | [`access`] | the attach check: authenticated identity → 9P user |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |

@@ -7,7 +7,7 @@
 //! | `/pipe/NAME` | named pipes, made by creating a file in `/pipe` | synthetic |
 //! | `/fs` | the export directory, read-write (#U) | [`PassthroughFs`] |
 //! | `/ro` | the export directory, writes private to the server's memory (#R) | [`ReadOnlyView`] |
-//! | `/mem` | a README: segments arrive with the rma layer | [`MemPending`] |
+//! | `/mem/JOB/RANK/SEGMENT` | running procs' rma segments: read = get, write = put | [`MemTree`] |
 //!
 //! `/fs` and `/ro` exist only when an export directory is configured. The three
 //! synthetic entries are one [`SyntheticTree`] mounted three times, so a pipe made
@@ -22,7 +22,7 @@ use nf_ninep::server::trees::{DynFs, Erased, ExportError};
 use nf_ninep::server::{MountTable, PassthroughFs, ReadOnlyView, SyntheticTree};
 
 use crate::access::check_attach;
-use crate::mem::MemPending;
+use crate::mem::MemTree;
 use crate::pipe::{PipeDir, DEFAULT_PIPE_CAPACITY};
 use crate::status;
 
@@ -38,6 +38,9 @@ pub struct NodeConfig {
     pub log_history: usize,
     /// Buffer of each pipe in `/pipe`, in bytes.
     pub pipe_capacity: usize,
+    /// The rma memory registry `/mem` reads; `None`: the default
+    /// ([`nf_rma::registry::default_dir`]).
+    pub mem_registry: Option<PathBuf>,
 }
 
 impl Default for NodeConfig {
@@ -46,6 +49,7 @@ impl Default for NodeConfig {
             export: None,
             log_history: DEFAULT_LOG_HISTORY,
             pipe_capacity: DEFAULT_PIPE_CAPACITY,
+            mem_registry: None,
         }
     }
 }
@@ -94,6 +98,13 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
         table.mount("fs", PassthroughFs::new(dir)?)?;
         table.mount("ro", ReadOnlyView::new(dir)?)?;
     }
-    table.mount("mem", MemPending)?;
+    let registry = config
+        .mem_registry
+        .clone()
+        .unwrap_or_else(nf_rma::registry::default_dir);
+    table.mount(
+        "mem",
+        MemTree::new(registry, rustix::process::geteuid().as_raw()),
+    )?;
     Ok(NodeTree { table, log })
 }

@@ -1,12 +1,12 @@
 //! The node tree through a real client on a real unix socket: the mount table (walks
-//! across mounts, `..`, unique qids, aname), `/status`, `/mem`, `/fs` and `/ro`, and
+//! across mounts, `..`, unique qids, aname), `/status`, `/fs` and `/ro`, and
 //! path escapes.
 
 mod support;
 
 use std::collections::HashSet;
 
-use nf_ninep::errno::{ENOENT, ENOSYS, EROFS};
+use nf_ninep::errno::{ENOENT, EROFS};
 use nf_ninep::server::ServerConfig;
 use nf_ninep::LOpenFlags;
 use support::Node;
@@ -72,16 +72,7 @@ fn qids_are_unique_across_mounts() {
     let b = root.stat("/ro/hello.txt").unwrap().qid;
     assert_ne!(a.path, b.path);
     let mut seen = HashSet::new();
-    for p in [
-        "/",
-        "/fs",
-        "/ro",
-        "/status",
-        "/log",
-        "/pipe",
-        "/mem",
-        "/mem/README",
-    ] {
+    for p in ["/", "/fs", "/ro", "/status", "/log", "/pipe", "/mem"] {
         assert!(
             seen.insert(root.stat(p).unwrap().qid.path),
             "{p} repeats a qid"
@@ -159,17 +150,6 @@ fn status_counts_ranks_running() {
     support::eventually("the rank to be counted", || ranks(&root) > before);
     rank.kill().unwrap();
     rank.wait().unwrap();
-}
-
-#[test]
-fn mem_says_it_is_not_there_yet() {
-    let node = Node::start();
-    let root = node.root();
-    let readme = String::from_utf8(root.read_file("/mem/README").unwrap()).unwrap();
-    assert!(readme.contains("rma layer"), "{readme}");
-    let err = root.read_file("/mem/1/0/segment").unwrap_err();
-    assert_eq!(err.errno(), Some(ENOSYS), "{err}");
-    assert!(err.to_string().contains("/mem/1"), "{err}");
 }
 
 #[test]

@@ -11,6 +11,7 @@
 //! | `NF_SHM_DIR` | directory (a tmpfs) for segment files (shared with the core) | `/dev/shm` |
 //! | `NF_WAIT` | waiting policy, as for the core: `spin`, `yield`, `auto` | `auto` |
 //! | `NF_PEER_CHECK_MS` | how often a waiter checks that the procs it waits for are alive | `250` |
+//! | `NF_MEM_REGISTRY` | directory where each proc publishes its segments for `nf serve`'s `/mem` ([`crate::registry`]); `off`: publish nothing | `$XDG_RUNTIME_DIR/ninefold/mem`, else `/tmp/ninefold-UID/mem` |
 //! | `NF_HOST` | host identity: procs with equal values share memory | host name + boot id (+ network namespace outside `nf run`) |
 
 use std::net::IpAddr;
@@ -54,6 +55,8 @@ pub struct RmaConfig {
     pub wait: WaitMode,
     /// Period of liveness checks while waiting.
     pub peer_check: Duration,
+    /// Where segments are published for the node's `/mem` (`None`: nowhere).
+    pub mem_registry: Option<PathBuf>,
 }
 
 impl Default for RmaConfig {
@@ -68,6 +71,7 @@ impl Default for RmaConfig {
             shm_dir: PathBuf::from("/dev/shm"),
             wait: WaitMode::Auto,
             peer_check: Duration::from_millis(250),
+            mem_registry: None,
         }
     }
 }
@@ -83,6 +87,7 @@ impl RmaConfig {
             bind: core.tcp_bind,
             ofi_provider: core.ofi_provider.clone(),
             dead_after: core.dead_after,
+            mem_registry: Some(crate::registry::default_dir()),
             ..RmaConfig::default()
         };
         if let Some(v) = var("NF_RMA_OFI") {
@@ -92,6 +97,9 @@ impl RmaConfig {
                 "off" => OfiMode::Off,
                 _ => return Err(bad("NF_RMA_OFI", v, "auto, on or off")),
             };
+        }
+        if var(crate::registry::ENV).as_deref() == Some("off") {
+            cfg.mem_registry = None;
         }
         if let Some(v) = var("NF_RMA_DIRECT") {
             cfg.direct = match v.as_str() {

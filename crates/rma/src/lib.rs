@@ -50,6 +50,7 @@ pub mod handle;
 mod memory;
 mod native;
 mod origin;
+pub mod registry;
 mod rma;
 mod service;
 mod shape;

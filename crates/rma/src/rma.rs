@@ -4,14 +4,16 @@
 //! 1. Read settings; allgather every proc's host identity and pid, with rank 0's
 //!    job id (if the wire-up has none) and connection cookie.
 //! 2. Group procs into domains (same host identity, unless `NF_RMA_DIRECT=0`).
-//! 3. The lowest proc of each domain reclaims segment files of dead jobs.
+//! 3. The lowest proc of each domain reclaims segment files of dead jobs, and their
+//!    memory-registry entries (`registry.rs`).
 //! 4. Create this proc's control segment; start the service thread if some proc is
 //!    outside our domain; allgather service addresses (which also says that every
 //!    control segment exists).
 //! 5. Map the control segments of our domain's procs; barrier; unlink our name.
 //! 6. Native RMA over ofi where every end can (`native/setup.rs`: its own allgather
-//!    of endpoint addresses; a progress thread when used). Last, so that a proc
-//!    refusing it leaves no file behind.
+//!    of endpoint addresses; a progress thread when used). Last but one, so that a
+//!    proc refusing it leaves no file behind.
+//! 7. Publish this proc, with no segments yet, in the memory registry (`registry.rs`).
 //!
 //! Shutdown ([`Rma::finalize`], collective): complete and fence everything, barrier,
 //! then stop the service thread. Dropping an `Rma` without it stops the thread at
@@ -34,6 +36,7 @@ use crate::domain::Domains;
 use crate::error::RmaError;
 use crate::memory::{fnv, Memory, Names};
 use crate::origin::Origin;
+use crate::registry::Publisher;
 use crate::service::wire::Hello;
 use crate::service::{Service, Shared};
 use crate::shm::control::{self, Control};
@@ -50,7 +53,10 @@ const STALE_AFTER: Duration = Duration::from_secs(60);
 /// It is used from one thread (like `nf_core::World`); a service thread it owns
 /// answers other procs' requests on its memory without this thread's help.
 pub struct Rma<'w> {
-    // Field order is drop order: the service thread stops before memory is unmapped.
+    // Field order is drop order: the registry entry goes first, so the node stops
+    // showing our segments before anything is unmapped; the service thread stops
+    // before memory is unmapped.
+    pub(crate) registry: RefCell<Publisher>,
     /// Held for its `Drop`, which stops the thread.
     _service: Option<Service>,
     pub(crate) origin: RefCell<Origin>,
@@ -195,6 +201,9 @@ impl<'w> Rma<'w> {
         // Step 3.
         if mine[0] == rank {
             nf_transport::shm::segment::reclaim_stale(names.dir(), STALE_AFTER);
+            if let Some(dir) = &cfg.mem_registry {
+                crate::registry::reclaim_stale(dir);
+            }
         }
 
         // Step 4.
@@ -265,7 +274,10 @@ impl<'w> Rma<'w> {
 
         let spin = Waiter::new(cfg.wait, mine.len(), None).spins();
         let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin, native);
+        // Step 7.
+        let registry = Publisher::start(cfg.mem_registry.as_deref(), &job, rank);
         Ok(Rma {
+            registry: RefCell::new(registry),
             _service: service,
             origin: RefCell::new(origin),
             mem: RefCell::new(Memory::new(size)),

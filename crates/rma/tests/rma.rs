@@ -6,7 +6,7 @@
 //! each proc really reaches the others that way (`NF_RMA_CHECK_ROUTE`).
 //!
 //! Each test runs `nf-rma-check MODE …` (src/bin) and checks the job's outcome and
-//! that no segment file outlives it.
+//! that no segment file (nor memory-registry entry) outlives it.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -44,20 +44,25 @@ impl Path_ {
 
 struct Job {
     shm: tempfile::TempDir,
+    /// The memory registry the procs publish in (`NF_MEM_REGISTRY`).
+    registry: tempfile::TempDir,
 }
 
 impl Job {
     fn new() -> Job {
         Job {
             shm: tempfile::tempdir_in("/dev/shm").expect("a tmpfs at /dev/shm"),
+            registry: tempfile::tempdir().expect("a temporary directory"),
         }
     }
 
     /// A job of `n` ranks; on one host, every path but `Direct` makes each proc a
     /// domain of its own (`NF_RMA_DIRECT=0`), across hosts only the hosts are.
     fn spec(&self, n: usize, args: &[&str], path: Path_, one_host: bool) -> LaunchSpec {
-        let mut env: Vec<(OsString, OsString)> =
-            vec![("NF_SHM_DIR".into(), self.shm.path().into())];
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("NF_SHM_DIR".into(), self.shm.path().into()),
+            ("NF_MEM_REGISTRY".into(), self.registry.path().into()),
+        ];
         if one_host && !matches!(path, Path_::Direct) {
             env.push(("NF_RMA_DIRECT".into(), "0".into()));
         }
@@ -85,6 +90,8 @@ impl Job {
         );
         let report = nf_launch::run(&spec).expect("launch");
         leftovers_are_gone(self.shm.path());
+        // Each proc's memory-registry entry leaves with it.
+        leftovers_are_gone(self.registry.path());
         assert!(
             matches!(report.outcome, Outcome::Success),
             "{args:?} on {n} ranks ({path:?}): {}",

@@ -32,7 +32,8 @@ const DETACHED_ENV: &str = "NF_SERVE_DETACHED";
 Tree served: /status (node facts, snapshot per open), /log (append by writing; \
 readers follow it like tail -f), /pipe/NAME (named pipes: create a file in /pipe), \
 /fs and /ro (the --export directory, read-write and read-only with private writes), \
-/mem (arrives with the rma layer).
+/mem/JOB/RANK/SEGMENT (running procs' rma segments: reading is a get, writing a put; \
+found through the memory registry, --mem-registry).
 
 Local clients may also talk 9P through shared memory: they connect to the shm socket \
 (shm:PATH.shm) and get a memfd ring pair. Listens on the unix sockets only, unless --tcp \
@@ -94,6 +95,11 @@ pub struct ServeArgs {
     /// Buffer of each pipe in /pipe, in bytes (writers block when it is full).
     #[arg(long, default_value_t = 64 * 1024)]
     pub pipe_buffer: usize,
+    /// The memory registry where procs publish their segments, served as /mem: give
+    /// the jobs the same directory in NF_MEM_REGISTRY [default: $NF_MEM_REGISTRY, else
+    /// $XDG_RUNTIME_DIR/ninefold/mem, else /tmp/ninefold-UID/mem].
+    #[arg(long, value_name = "DIR")]
+    pub mem_registry: Option<PathBuf>,
     /// Stay in the foreground instead of detaching once listening.
     #[arg(long, short = 'f')]
     pub foreground: bool,
@@ -183,6 +189,7 @@ impl ServeArgs {
                 export: self.export.clone(),
                 log_history: self.log_history,
                 pipe_capacity: self.pipe_buffer,
+                mem_registry: self.mem_registry.clone(),
             },
             limits: ServerConfig::default()
                 .max_msize(self.msize)

@@ -18,6 +18,8 @@ pub struct Node {
     pub dir: tempfile::TempDir,
     pub socket: PathBuf,
     pub export: PathBuf,
+    /// The memory registry `/mem` reads (empty unless a test fills it).
+    pub registry: PathBuf,
 }
 
 impl Node {
@@ -33,11 +35,13 @@ impl Node {
         std::fs::create_dir(&export).unwrap();
         std::fs::write(export.join("hello.txt"), b"hello from the host\n").unwrap();
         let socket = dir.path().join("run/nf.sock");
+        let registry = dir.path().join("mem");
         let mut node = Node {
             daemon: None,
             dir,
             socket,
             export,
+            registry,
         };
         node.restart_with(limits);
         node
@@ -56,6 +60,7 @@ impl Node {
             node: NodeConfig {
                 export: Some(self.export.clone()),
                 pipe_capacity: 16,
+                mem_registry: Some(self.registry.clone()),
                 ..NodeConfig::default()
             },
             limits,

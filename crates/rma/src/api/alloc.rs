@@ -9,14 +9,15 @@
 //! 3. Map the segments of the members of our domain; allgather whether that worked.
 //!    The second allgather doubles as the barrier after which names may go.
 //! 4. Unlink our name; enter every member's segment in the table, ours in the list
-//!    the service thread checks requests against.
+//!    the service thread checks requests against and in the memory registry (for
+//!    `nf serve`'s `/mem`).
 //!
 //! A failure at step 1 or 3 on any member makes every member undo its part and
 //! return the same error, so a collective never leaves some members waiting.
 //!
 //! Freeing: complete our transfers; allgather bases; every member checks them
-//! against its record alike (so all fail or none); barrier; deregister, unmap and
-//! forget. (Remote procs reach a segment natively only after step 2 and before the
+//! against its record alike (so all fail or none); barrier; leave the memory
+//! registry, deregister, unmap and forget. (Remote procs reach a segment natively only after step 2 and before the
 //! barrier, so the registration lives exactly as long as anyone may use it.)
 
 use std::sync::atomic::{fence, Ordering};
@@ -209,6 +210,9 @@ impl Rma<'_> {
         if let Some(own) = own {
             mapped[me] = own.ptr() as usize;
             maps.push(own);
+            self.registry
+                .borrow_mut()
+                .add(n, announce.base, announce.len);
         }
         let bases: Vec<u64> = all.iter().map(|a| a.base).collect();
         let lens: Vec<u64> = all.iter().map(|a| a.len).collect();
@@ -279,6 +283,7 @@ impl Rma<'_> {
         }
         if base != 0 {
             self.own_segments().retain(|&(b, _)| b != base);
+            self.registry.borrow_mut().remove(base);
         }
         drop(mem);
         self.deregister(alloc.region);

@@ -13,9 +13,9 @@ use crate::server::cancel::lock;
 use crate::server::handler::FsResult;
 use crate::types::Dirent;
 
-/// The listing state of one open directory fid.
+/// The listing state of one open directory fid (for trees outside this crate too).
 #[derive(Default)]
-pub(crate) struct Listing {
+pub struct Listing {
     snapshot: Mutex<Option<Vec<Dirent>>>,
 }
 

@@ -25,6 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::types::Timespec;
 
 pub use erased::{AnyFid, DynFs, Erased};
+pub use listing::Listing;
 pub use mount::{MountFid, MountTable};
 pub use passthrough::{HostFid, PassthroughFs};
 pub use readonly::ReadOnlyView;

@@ -1,0 +1,453 @@
+//! The memory registry: where each proc tells its node's daemon (`nf serve`, `/mem`)
+//! which segments it holds, so the daemon can read and write them with cross-memory
+//! attach while the job runs.
+//!
+//! Segment files are unlinked once mapped (`shm/mod.rs`), so a separate process cannot
+//! find them by name; instead every proc keeps one small text file in a per-user
+//! directory, [`default_dir`] unless `NF_MEM_REGISTRY` says otherwise:
+//!
+//! ```text
+//! nf-mem 1
+//! job JOB
+//! rank RANK
+//! pid PID
+//! start TICKS          (field 22 of /proc/PID/stat: tells a reused pid apart)
+//! seg ID BASE LEN      (one line per live segment; BASE in the proc's own space)
+//! ```
+//!
+//! Rules:
+//! 1. The file is `DIR/JOB.RANK`, written whole to a temporary name and renamed over
+//!    the old one, so a reader sees the old or the new list, never half of one.
+//! 2. A proc writes it at start-up, after each allocation of its own segment and
+//!    before each free unmaps one; it removes it when its [`Rma`](crate::Rma) is
+//!    dropped (finalized or not).
+//! 3. A SIGKILLed proc leaves its file behind: readers treat an entry whose pid is
+//!    gone, or runs a process started at another time, as absent ([`Entry::alive`]),
+//!    and the lowest proc of each domain removes such files at the next job's start.
+//! 4. The directory is made mode 0700; an existing one owned by someone else or
+//!    writable by others is refused. Publishing is best effort: a failure is logged
+//!    and the job runs on, invisible under `/mem`.
+//! 5. Readers trust nothing in a file: [`read_entry`] bounds its size, every line is
+//!    checked, a job name must be a file name, and who owns the file is the reader's
+//!    to check against who owns the process (the daemon does, `nf_node::mem`).
+
+use std::fmt::Write as _;
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// First line of every entry: the format and its version.
+pub const MAGIC: &str = "nf-mem 1";
+/// The environment variable naming the registry directory.
+pub const ENV: &str = "NF_MEM_REGISTRY";
+/// Largest entry file read (a larger one is not an entry).
+pub const MAX_ENTRY_BYTES: u64 = 64 * 1024;
+
+/// One live segment of a proc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegEntry {
+    /// The segment's number within its proc (the allocation counter that named its file).
+    pub id: u64,
+    /// Its first byte, in the proc's address space.
+    pub base: u64,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+/// One proc's entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The job id.
+    pub job: String,
+    /// The proc's rank.
+    pub rank: u32,
+    /// Its pid.
+    pub pid: u32,
+    /// Its start time (clock ticks after boot), which a reused pid does not share.
+    pub start: u64,
+    /// Its live segments.
+    pub segments: Vec<SegEntry>,
+}
+
+impl Entry {
+    /// The file name of this entry in the registry (rule 1).
+    pub fn file_name(&self) -> String {
+        format!("{}.{}", self.job, self.rank)
+    }
+
+    /// The text of the entry (format in the module docs).
+    pub fn encode(&self) -> String {
+        let mut s = format!(
+            "{MAGIC}\njob {}\nrank {}\npid {}\nstart {}\n",
+            self.job, self.rank, self.pid, self.start
+        );
+        for seg in &self.segments {
+            let _ = writeln!(s, "seg {} {:#x} {}", seg.id, seg.base, seg.len);
+        }
+        s
+    }
+
+    /// Parses an entry; `None` for anything malformed (rule 5).
+    pub fn parse(text: &str) -> Option<Entry> {
+        let mut lines = text.lines();
+        if lines.next()? != MAGIC {
+            return None;
+        }
+        let mut field = |key: &str| -> Option<String> {
+            let line = lines.next()?;
+            line.strip_prefix(key)?
+                .strip_prefix(' ')
+                .map(str::to_string)
+        };
+        let job = field("job")?;
+        let rank = field("rank")?.parse().ok()?;
+        let pid = field("pid")?.parse().ok()?;
+        let start = field("start")?.parse().ok()?;
+        if !valid_job(&job) || pid == 0 {
+            return None;
+        }
+        let segments = lines
+            .map(|line| {
+                let mut words = line.strip_prefix("seg ")?.split(' ');
+                let id = words.next()?.parse().ok()?;
+                let base = u64::from_str_radix(words.next()?.strip_prefix("0x")?, 16).ok()?;
+                let len = words.next()?.parse().ok()?;
+                let fits = base.checked_add(len).is_some() && len > 0;
+                (words.next().is_none() && fits).then_some(SegEntry { id, base, len })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Entry {
+            job,
+            rank,
+            pid,
+            start,
+            segments,
+        })
+    }
+
+    /// True if the proc still runs: its pid exists and started when the entry says.
+    pub fn alive(&self) -> bool {
+        process_start(self.pid) == Some(self.start)
+    }
+
+    /// The live segment numbered `id`.
+    pub fn segment(&self, id: u64) -> Option<SegEntry> {
+        self.segments.iter().copied().find(|s| s.id == id)
+    }
+}
+
+/// True if `job` can name a file and a 9P directory: not empty, not `.` or `..`, no
+/// `/`, no NUL, no control characters or spaces, at most 200 bytes.
+pub fn valid_job(job: &str) -> bool {
+    !job.is_empty()
+        && job.len() <= 200
+        && job != "."
+        && job != ".."
+        && !job.chars().any(|c| c == '/' || c.is_control() || c == ' ')
+}
+
+/// When process `pid` started (field 22 of `/proc/PID/stat`), if it runs: a zombie
+/// (killed, not yet reaped) has no memory left and counts as gone.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold anything: count
+    // fields after its closing one (field 3, the state, is the first there).
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    if matches!(fields.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    fields.nth(22 - 4)?.parse().ok()
+}
+
+/// The uid owning process `pid` (its effective uid, as `/proc` shows it).
+pub fn process_uid(pid: u32) -> Option<u32> {
+    std::fs::metadata(format!("/proc/{pid}"))
+        .ok()
+        .map(|m| m.uid())
+}
+
+/// The registry directory: `NF_MEM_REGISTRY`, else `$XDG_RUNTIME_DIR/ninefold/mem`,
+/// else `/tmp/ninefold-UID/mem`.
+pub fn default_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(ENV).filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        return Path::new(&run).join("ninefold/mem");
+    }
+    let uid = process_uid(std::process::id()).unwrap_or(0);
+    PathBuf::from(format!("/tmp/ninefold-{uid}/mem"))
+}
+
+/// Reads the entry file at `path` (bounded); `None` if it is missing or malformed.
+/// Also returns the uid owning the file.
+pub fn read_entry(path: &Path) -> Option<(Entry, u32)> {
+    let file = std::fs::File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_ENTRY_BYTES {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_ENTRY_BYTES).read_to_string(&mut text).ok()?;
+    let entry = Entry::parse(&text)?;
+    // Rule 1: the name is the entry's, so a reader may look one up by name.
+    let name = path.file_name()?.to_str()?;
+    (name == entry.file_name()).then_some((entry, meta.uid()))
+}
+
+/// Every well-formed entry in `dir` with the uid owning its file, live or not
+/// (callers check [`Entry::alive`] and ownership).
+pub fn scan(dir: &Path) -> Vec<(Entry, u32)> {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    list.filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| read_entry(&e.path()))
+        .collect()
+}
+
+/// Removes the files of dead procs from `dir` (rule 3); only our own user's.
+pub fn reclaim_stale(dir: &Path) {
+    let me = process_uid(std::process::id());
+    for (entry, owner) in scan(dir) {
+        if Some(owner) == me && !entry.alive() {
+            let _ = std::fs::remove_file(dir.join(entry.file_name()));
+        }
+    }
+}
+
+/// Creates `dir` with mode 0700 if missing, and checks an existing one (rule 4).
+fn prepare_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::metadata(dir)?;
+    let me = process_uid(std::process::id());
+    if Some(meta.uid()) != me || meta.permissions().mode() & 0o022 != 0 {
+        return Err(std::io::Error::new(
+            ErrorKind::PermissionDenied,
+            "the directory belongs to another user or others may write to it",
+        ));
+    }
+    Ok(())
+}
+
+/// This proc's entry, kept on disk while it lives (rules 1–4).
+pub(crate) struct Publisher {
+    /// Where the entry is written; `None` once publishing failed (or never started).
+    path: Option<PathBuf>,
+    entry: Entry,
+}
+
+impl Publisher {
+    /// Publishes proc `rank` of `job` with no segments in `dir` (`None`: not at all).
+    pub(crate) fn start(dir: Option<&Path>, job: &str, rank: usize) -> Publisher {
+        let pid = std::process::id();
+        let entry = Entry {
+            job: job.to_string(),
+            rank: rank as u32,
+            pid,
+            start: process_start(pid).unwrap_or(0),
+            segments: Vec::new(),
+        };
+        let mut publisher = Publisher { path: None, entry };
+        let Some(dir) = dir else {
+            return publisher;
+        };
+        if !valid_job(job) {
+            tracing::warn!(
+                job,
+                "not publishing segments for nf serve's /mem: the job id is not a file name"
+            );
+            return publisher;
+        }
+        if let Err(e) = prepare_dir(dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "not publishing segments for nf serve's /mem: the registry directory is unusable (set {ENV} to another)");
+            return publisher;
+        }
+        publisher.path = Some(dir.join(publisher.entry.file_name()));
+        publisher.write();
+        publisher
+    }
+
+    /// Adds our segment `id` at `base`, `len` bytes.
+    pub(crate) fn add(&mut self, id: u64, base: u64, len: u64) {
+        self.entry.segments.push(SegEntry { id, base, len });
+        self.write();
+    }
+
+    /// Forgets our segment at `base` (before it is unmapped).
+    pub(crate) fn remove(&mut self, base: u64) {
+        self.entry.segments.retain(|s| s.base != base);
+        self.write();
+    }
+
+    /// Writes the entry through a temporary file and a rename (rule 1).
+    fn write(&mut self) {
+        let Some(path) = &self.path else { return };
+        let tmp = path.with_file_name(format!(".{}.tmp", self.entry.file_name()));
+        let done = std::fs::write(&tmp, self.entry.encode()).and_then(|()| {
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+            std::fs::rename(&tmp, path)
+        });
+        if let Err(e) = done {
+            tracing::warn!(path = %path.display(), error = %e, "could not publish segments for nf serve's /mem; this proc stops publishing");
+            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(path);
+            self.path = None;
+        }
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        if let Some(path) = &self.path {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> Entry {
+        Entry {
+            job: "job7".into(),
+            rank: 3,
+            pid: 42,
+            start: 1234,
+            segments: vec![
+                SegEntry {
+                    id: 1,
+                    base: 0x7f00_0000_0000,
+                    len: 4096,
+                },
+                SegEntry {
+                    id: 4,
+                    base: 0x7f00_0001_0000,
+                    len: 10,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn entries_round_trip_and_malformed_ones_are_refused() {
+        let e = entry();
+        assert_eq!(Entry::parse(&e.encode()), Some(e.clone()));
+        assert_eq!(e.file_name(), "job7.3");
+        let text = e.encode();
+        for bad in [
+            String::new(),
+            text.replace(MAGIC, "nf-mem 2"),
+            text.replace("rank 3", "rank -3"),
+            text.replace("job job7", "job ../x"),
+            text.replace("job job7", "job a/b"),
+            text.replace("pid 42", "pid 0"),
+            text.replace("4096", "0"),
+            text.replace("0x7f0000010000 10", "0x7f0000010000 10 11"),
+            text.replace("0x7f0000010000 10", "0xffffffffffffffff 10"),
+            text.replace("seg 4", "sag 4"),
+            text.replace("start 1234\n", ""),
+        ] {
+            assert_eq!(Entry::parse(&bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_wrong_start_is_not() {
+        let mut e = entry();
+        e.pid = std::process::id();
+        e.start = process_start(e.pid).expect("our own start time");
+        assert!(e.alive());
+        e.start += 1;
+        assert!(!e.alive(), "a reused pid");
+        // A killed child not yet reaped is gone too.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(process_start(pid).is_some());
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_start(pid).is_some() {
+            assert!(std::time::Instant::now() < deadline, "the child never died");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(
+            std::fs::metadata(format!("/proc/{pid}")).is_ok(),
+            "a zombie until reaped"
+        );
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn publisher_writes_updates_and_removes_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = dir.path().join("reg");
+        let mut p = Publisher::start(Some(&reg), "jobx", 1);
+        let mode = std::fs::metadata(&reg).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let file = reg.join("jobx.1");
+        let (got, _) = read_entry(&file).expect("an entry");
+        assert!(got.alive() && got.segments.is_empty());
+        p.add(1, 0x1000, 64);
+        p.add(2, 0x9000, 8);
+        p.remove(0x1000);
+        let (got, _) = read_entry(&file).unwrap();
+        assert_eq!(
+            got.segments,
+            [SegEntry {
+                id: 2,
+                base: 0x9000,
+                len: 8
+            }]
+        );
+        assert_eq!(scan(&reg).len(), 1, "no temporary file is left");
+        drop(p);
+        assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_registry_others_may_write_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = dir.path().join("open");
+        std::fs::create_dir(&reg).unwrap();
+        std::fs::set_permissions(&reg, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let _p = Publisher::start(Some(&reg), "jobx", 0);
+        assert!(scan(&reg).is_empty());
+    }
+
+    #[test]
+    fn stale_files_are_reclaimed_and_misnamed_ones_are_not_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut dead = entry();
+        dead.pid = u32::MAX / 2; // above pid_max: never a process
+        std::fs::write(dir.path().join(dead.file_name()), dead.encode()).unwrap();
+        let mut live = entry();
+        live.pid = std::process::id();
+        live.start = process_start(live.pid).unwrap();
+        live.rank = 5;
+        std::fs::write(dir.path().join("wrong.name"), live.encode()).unwrap();
+        std::fs::write(dir.path().join(live.file_name()), live.encode()).unwrap();
+        assert!(read_entry(&dir.path().join("wrong.name")).is_none());
+        reclaim_stale(dir.path());
+        let left: Vec<String> = scan(dir.path())
+            .into_iter()
+            .map(|(e, _)| e.file_name())
+            .collect();
+        assert_eq!(left, ["job7.5"]);
+    }
+}
