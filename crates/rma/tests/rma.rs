@@ -90,8 +90,21 @@ impl Job {
         );
         let report = nf_launch::run(&spec).expect("launch");
         leftovers_are_gone(self.shm.path());
-        // Each proc's memory-registry entry leaves with it.
-        leftovers_are_gone(self.registry.path());
+        // Each proc's memory-registry entry leaves with it; a proc that exits on purpose
+        // without dropping its `Rma` leaves one behind, which must read as dead.
+        if VANISHING.contains(&args[0]) {
+            let live: Vec<_> = nf_rma::registry::scan(self.registry.path())
+                .into_iter()
+                .filter(|(e, _)| e.alive())
+                .map(|(e, _)| e.file_name())
+                .collect();
+            assert!(
+                live.is_empty(),
+                "live registry entries after the job: {live:?}"
+            );
+        } else {
+            leftovers_are_gone(self.registry.path());
+        }
         assert!(
             matches!(report.outcome, Outcome::Success),
             "{args:?} on {n} ranks ({path:?}): {}",
@@ -105,6 +118,9 @@ impl Job {
         self.expect_success(n, args, Path_::Service);
     }
 }
+
+/// Checks in which a proc exits without dropping its `Rma` (on purpose).
+const VANISHING: &[&str] = &["vanish", "holderdies"];
 
 /// Segment files are unlinked once mapped, so nothing remains once a job is over.
 fn leftovers_are_gone(dir: &Path) {

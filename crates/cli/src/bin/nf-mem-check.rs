@@ -38,7 +38,9 @@ fn main() {
 
 /// Writes `data` to `path` whole (temporary file, then rename).
 fn publish(path: &Path, data: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension("tmp");
+    // Appended, not a replaced extension: `get.0` and `get.1` need distinct temporaries.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
     std::fs::write(&tmp, data)
         .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|e| format!("writing {}: {e}", path.display()))
