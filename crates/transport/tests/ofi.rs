@@ -2,6 +2,8 @@
 //! domain `lo`, nothing else), several endpoints per process, one thread each where
 //! they must run at once. Without libfabric every test fails, saying what to install.
 
+mod traffic;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,6 +12,7 @@ use nf_transport::ofi::{
     self, OfiConfig, OfiPacket, OfiTransport, RemoteRegion, RemoteSpan, RmaDone,
 };
 use nf_transport::{Messaging, Packet, SendStatus, TransportError, META_MAX};
+use traffic::*;
 
 const COOKIE: u64 = 0x9f00_c0ff_ee00_0002;
 
@@ -51,43 +54,6 @@ fn job(cfgs: Vec<OfiConfig>) -> Vec<OfiTransport> {
         ep.connect(&table).unwrap();
     }
     eps
-}
-
-/// splitmix64: a small deterministic generator for sizes and contents.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-/// Packet `seq` from `src` to `dest`: metadata (≥ 4 B, starting with `seq`) and payload
-/// of a size in 0..=max (0 and max first).
-fn packet(src: usize, dest: usize, seq: u32, max: usize) -> (Vec<u8>, Vec<u8>) {
-    let key = mix(((src as u64) << 48) ^ ((dest as u64) << 32) ^ seq as u64);
-    let len = match seq {
-        0 => 0,
-        1 => max,
-        _ => (key % (max as u64 + 1)) as usize,
-    };
-    let meta_len = 4 + (key >> 40) as usize % (META_MAX - 3);
-    let mut meta = seq.to_le_bytes().to_vec();
-    meta.extend((4..meta_len).map(|i| (key >> (i % 8)) as u8));
-    let payload = (0..len).map(|i| (key as usize + i * 7) as u8).collect();
-    (meta, payload)
-}
-
-fn check(pkt: &OfiPacket, dest: usize, next: &mut [u32], max: usize) {
-    let src = pkt.src();
-    let seq = u32::from_le_bytes(pkt.meta()[..4].try_into().unwrap());
-    assert_eq!(seq, next[src], "packet from {src} to {dest} out of order");
-    let (meta, payload) = packet(src, dest, seq, max);
-    assert_eq!(pkt.meta(), &meta[..], "metadata of {src}→{dest} #{seq}");
-    assert!(
-        pkt.payload() == &payload[..],
-        "payload of {src}→{dest} #{seq}"
-    );
-    next[src] += 1;
 }
 
 /// Sends one packet, polling (as the core does) while the answer is `NoCredit`; `other`
@@ -153,27 +119,7 @@ fn packets_arrive_intact_and_in_order_between_three_ranks() {
             let (finished, reordered) = (&finished, &reordered);
             s.spawn(move || {
                 let me = ep.rank();
-                let peers: Vec<usize> = (0..3).filter(|&p| p != me).collect();
-                let mut sent = [0u32; 3];
-                let mut next = [0u32; 3];
-                let deadline = Instant::now() + Duration::from_secs(30);
-                while peers.iter().any(|&p| sent[p] < N || next[p] < N) {
-                    assert!(
-                        Instant::now() < deadline,
-                        "rank {me} stuck: sent {sent:?} got {next:?}"
-                    );
-                    for &p in &peers {
-                        if sent[p] < N {
-                            let (meta, payload) = packet(me, p, sent[p], max);
-                            if ep.try_send(p, &meta, &payload).unwrap() == SendStatus::Sent {
-                                sent[p] += 1;
-                            }
-                        }
-                    }
-                    while let Some(pkt) = ep.poll().unwrap() {
-                        check(&pkt, me, &mut next, max);
-                    }
-                }
+                exchange_all(&mut ep, me, 3, N, max, Duration::from_secs(30));
                 reordered.fetch_add(ep.stats().reordered as usize, Ordering::SeqCst);
                 // Keep our sends moving until everyone has everything (manual progress).
                 finished.fetch_add(1, Ordering::SeqCst);

@@ -2,6 +2,7 @@
 //! per process, one thread each where they must run at once.
 
 mod tcp_support;
+mod traffic;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -13,6 +14,7 @@ use nf_transport::tcp::wire::{Header, Hello, HELLO_LEN};
 use nf_transport::tcp::{PeerState, TcpConfig, TcpTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError, META_MAX};
 use tcp_support::*;
+use traffic::*;
 
 #[test]
 fn packets_arrive_intact_and_in_order_between_three_ranks() {
@@ -25,27 +27,7 @@ fn packets_arrive_intact_and_in_order_between_three_ranks() {
             let done = &done;
             s.spawn(move || {
                 let me = ep.rank();
-                let peers: Vec<usize> = (0..3).filter(|&p| p != me).collect();
-                let mut sent = [0u32; 3];
-                let mut next = [0u32; 3];
-                let deadline = Instant::now() + Duration::from_secs(15);
-                while peers.iter().any(|&p| sent[p] < N || next[p] < N) {
-                    assert!(
-                        Instant::now() < deadline,
-                        "rank {me} stuck: sent {sent:?} got {next:?}"
-                    );
-                    for &p in &peers {
-                        if sent[p] < N {
-                            let (meta, payload) = packet(me, p, sent[p], max);
-                            if ep.try_send(p, &meta, &payload).unwrap() == SendStatus::Sent {
-                                sent[p] += 1;
-                            }
-                        }
-                    }
-                    while let Some(pkt) = ep.poll().unwrap() {
-                        check(&pkt, me, &mut next, max);
-                    }
-                }
+                exchange_all(&mut ep, me, 3, N, max, Duration::from_secs(15));
                 done.wait();
             });
         }

@@ -4,6 +4,7 @@
 //! loopback; `TcpTransport::stats` tells which side read each packet.
 
 mod tcp_support;
+mod traffic;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -14,6 +15,7 @@ use nf_transport::tcp::wire::{Header, Hello, HELLO_LEN};
 use nf_transport::tcp::{PeerState, TcpConfig, TcpTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 use tcp_support::*;
+use traffic::*;
 
 /// Rounds of a ping-pong between ranks 0 and 1 in which both only poll between sends;
 /// checks every packet and returns the stats of both ends.

@@ -38,7 +38,7 @@ use std::time::Duration;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 
 use crate::errno::{EINVAL, EIO, EOPNOTSUPP};
-use crate::message::Rlerror;
+use crate::message::{Rlerror, Rstatfs};
 use crate::server::cancel::lock;
 use crate::server::handler::{Ctx, FsResult, WOULD_BLOCK};
 use crate::types::{Attr, Dirent, GetattrMask, Qid, QidType, Timespec};
@@ -185,9 +185,21 @@ impl HostRoot {
         Ok(entries)
     }
 
-    /// statfs(2) of the export's file system.
-    pub fn statfs(&self) -> FsResult<rustix::fs::StatFs> {
-        rustix::fs::fstatfs(&self.fd).map_err(os)
+    /// statfs(2) of the export's file system, as 9P reports it.
+    #[allow(clippy::unnecessary_cast)] // statfs field types differ between architectures
+    pub fn statfs(&self) -> FsResult<Rstatfs> {
+        let s = rustix::fs::fstatfs(&self.fd).map_err(os)?;
+        Ok(Rstatfs {
+            fs_type: s.f_type as u32,
+            bsize: s.f_bsize as u32,
+            blocks: s.f_blocks as u64,
+            bfree: s.f_bfree as u64,
+            bavail: s.f_bavail as u64,
+            files: s.f_files as u64,
+            ffree: s.f_ffree as u64,
+            fsid: 0,
+            namelen: s.f_namelen as u32,
+        })
     }
 
     /// The qid.path of inode `ino` on device `dev`: the inode number, mixed with the

@@ -274,20 +274,8 @@ impl Filesystem for ReadOnlyView {
         Ok(Rsetattr)
     }
 
-    #[allow(clippy::unnecessary_cast)] // statfs field types differ between architectures
     fn statfs(&self, _: &Ctx, _: &RoFid, _: &Tstatfs) -> FsResult<Rstatfs> {
-        let s = self.root.statfs()?;
-        Ok(Rstatfs {
-            fs_type: s.f_type as u32,
-            bsize: s.f_bsize as u32,
-            blocks: s.f_blocks as u64,
-            bfree: s.f_bfree as u64,
-            bavail: s.f_bavail as u64,
-            files: s.f_files as u64,
-            ffree: s.f_ffree as u64,
-            fsid: 0,
-            namelen: s.f_namelen as u32,
-        })
+        self.root.statfs()
     }
 }
 
