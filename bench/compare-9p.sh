@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 9P file service: ninefold's server against Debian's diod on this machine, same run.
+# 9P file service: ninefold's node daemon (nf serve) against Debian's diod, same run.
 #
 # usage: bench/compare-9p.sh [--out DIR] [nf bench 9p options ...]
 #

@@ -1,18 +1,13 @@
 //! TCP streams as a [`Transport`].
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
 
-use super::Transport;
+use super::{recv_polling, Transport};
 
 impl Transport for TcpStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            match (&*self).read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
+        recv_polling(self, buf)
     }
 
     fn send(&self, bytes: &[u8]) -> io::Result<()> {

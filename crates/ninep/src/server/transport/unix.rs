@@ -1,19 +1,14 @@
 //! Unix-socket streams as a [`Transport`].
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 
-use super::{unix_peer, Transport};
+use super::{recv_polling, unix_peer, Transport};
 
 impl Transport for UnixStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            match (&*self).read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
+        recv_polling(self, buf)
     }
 
     fn send(&self, bytes: &[u8]) -> io::Result<()> {
