@@ -140,3 +140,25 @@ impl TransportError {
         }
     }
 }
+
+/// Refuses metadata above [`META_MAX`](crate::META_MAX) or a payload above `max_payload`
+/// (the network transports' first check of a send).
+pub(crate) fn check_packet(
+    meta: &[u8],
+    payload: &[u8],
+    max_payload: usize,
+) -> Result<(), TransportError> {
+    if meta.len() > crate::META_MAX {
+        return Err(TransportError::TooLarge {
+            len: meta.len(),
+            max: crate::META_MAX,
+        });
+    }
+    if payload.len() > max_payload {
+        return Err(TransportError::TooLarge {
+            len: payload.len(),
+            max: max_payload,
+        });
+    }
+    Ok(())
+}

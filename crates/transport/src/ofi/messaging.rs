@@ -88,18 +88,7 @@ impl Messaging for OfiTransport {
         meta: &[u8],
         payload: &[u8],
     ) -> Result<SendStatus, TransportError> {
-        if meta.len() > META_MAX {
-            return Err(TransportError::TooLarge {
-                len: meta.len(),
-                max: META_MAX,
-            });
-        }
-        if payload.len() > self.cfg.max_payload {
-            return Err(TransportError::TooLarge {
-                len: payload.len(),
-                max: self.cfg.max_payload,
-            });
-        }
+        crate::error::check_packet(meta, payload, self.cfg.max_payload)?;
         self.reachable(dest)?;
         let seq = self.next_seq[dest];
         if self.ep.busy() == self.cfg.queue_limit || !self.windows.may_send(dest, seq) {

@@ -78,7 +78,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::TransportError;
-use crate::{Messaging, Packet, SendStatus, META_MAX};
+use crate::{Messaging, Packet, SendStatus};
 use conn::{Link, Peer};
 use direct::Held;
 use inbox::{lock, Arrival, Inbox};
@@ -384,18 +384,7 @@ impl Messaging for TcpTransport {
         meta: &[u8],
         payload: &[u8],
     ) -> Result<SendStatus, TransportError> {
-        if meta.len() > META_MAX {
-            return Err(TransportError::TooLarge {
-                len: meta.len(),
-                max: META_MAX,
-            });
-        }
-        if payload.len() > self.sh.cfg.max_payload {
-            return Err(TransportError::TooLarge {
-                len: payload.len(),
-                max: self.sh.cfg.max_payload,
-            });
-        }
+        crate::error::check_packet(meta, payload, self.sh.cfg.max_payload)?;
         let Some(peer) = self.sh.peers.get(dest) else {
             return Err(TransportError::NoPeer {
                 dest,
