@@ -14,22 +14,13 @@ use crate::issue::{run, Mode};
 use crate::nonblocking::ArmciHdl;
 use crate::state::with;
 
-/// One side of a transfer as the C call names it.
-#[derive(Clone, Copy)]
-pub struct Side {
-    /// The argument's name in the C prototype.
-    pub name: &'static str,
-    /// Its value.
-    pub ptr: *const c_void,
-}
-
-/// A contiguous transfer of `bytes` between `local` and `remote` on `p`.
-#[allow(clippy::too_many_arguments)]
+/// A contiguous transfer of `bytes` between ARMCI's `src` and `dst` on `p`; for a get
+/// the local side is `dst`, otherwise `src`.
 fn contig(
     call: &str,
     kind: impl FnOnce() -> Kind,
-    local: Side,
-    remote: Side,
+    src: *const c_void,
+    dst: *const c_void,
     bytes: c_int,
     p: c_int,
     mode: Mode,
@@ -41,9 +32,15 @@ fn contig(
             return 0;
         }
         let kind = kind();
+        let get = matches!(kind, Kind::Get);
+        let (local, remote, remote_arg) = if get {
+            (("dst", dst), ("src", src), "src")
+        } else {
+            (("src", src), ("dst", dst), "dst")
+        };
         let (lp, rp) = (
-            nonnull(call, local.name, local.ptr),
-            nonnull(call, remote.name, remote.ptr) as u64,
+            nonnull(call, local.0, local.1),
+            nonnull(call, remote.0, remote.1) as u64,
         );
         if let (Mode::Blocking, Kind::Put | Kind::Get) = (mode, kind) {
             // Same node: the rma layer's direct path is one copy through the mapped
@@ -51,11 +48,7 @@ fn contig(
             // Anything else (another node, an address outside every segment) takes
             // the general path, which also words the errors.
             if let Ok(Some(there)) = st.rma.local_ptr(p, rp, n) {
-                let (from, to) = if matches!(kind, Kind::Put) {
-                    (lp, there)
-                } else {
-                    (there, lp)
-                };
+                let (from, to) = if get { (there, lp) } else { (lp, there) };
                 // SAFETY: `there` lies in a live segment mapped here (checked by
                 // local_ptr) and ARMCI's contract makes `lp` valid for `n` bytes;
                 // `copy` allows overlap (a process copying within its own segment).
@@ -74,76 +67,21 @@ fn contig(
         };
         // SAFETY: ARMCI's contract: the local side holds `bytes` valid bytes until
         // the operation completes (for Nb, until its handle is waited for).
-        unsafe { run(call, remote.name, st, &x, mode) }
+        unsafe { run(call, remote_arg, st, &x, mode) }
     })
 }
 
-fn put(
-    call: &str,
-    src: *const c_void,
-    dst: *mut c_void,
-    bytes: c_int,
-    p: c_int,
-    mode: Mode,
-) -> c_int {
-    let local = Side {
-        name: "src",
-        ptr: src,
-    };
-    let remote = Side {
-        name: "dst",
-        ptr: dst,
-    };
-    contig(call, || Kind::Put, local, remote, bytes, p, mode)
+fn put(call: &str, src: *const c_void, dst: *mut c_void, bytes: c_int, p: c_int) -> c_int {
+    contig(call, || Kind::Put, src, dst, bytes, p, Mode::Blocking)
 }
 
-fn get(
-    call: &str,
-    src: *mut c_void,
-    dst: *mut c_void,
-    bytes: c_int,
-    p: c_int,
-    mode: Mode,
-) -> c_int {
-    let local = Side {
-        name: "dst",
-        ptr: dst,
-    };
-    let remote = Side {
-        name: "src",
-        ptr: src,
-    };
-    contig(call, || Kind::Get, local, remote, bytes, p, mode)
+fn get(call: &str, src: *mut c_void, dst: *mut c_void, bytes: c_int, p: c_int) -> c_int {
+    contig(call, || Kind::Get, src, dst, bytes, p, Mode::Blocking)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn acc(
-    call: &str,
-    datatype: c_int,
-    sc: *mut c_void,
-    src: *mut c_void,
-    dst: *mut c_void,
-    bytes: c_int,
-    p: c_int,
-    mode: Mode,
-) -> c_int {
-    let local = Side {
-        name: "src",
-        ptr: src,
-    };
-    let remote = Side {
-        name: "dst",
-        ptr: dst,
-    };
-    contig(
-        call,
-        || Kind::Acc(scale(call, datatype, sc)),
-        local,
-        remote,
-        bytes,
-        p,
-        mode,
-    )
+/// The accumulate of `datatype` scaled by `*sc`.
+fn acc_kind(call: &str, datatype: c_int, sc: *mut c_void) -> impl FnOnce() -> Kind + '_ {
+    move || Kind::Acc(scale(call, datatype, sc))
 }
 
 /// `ARMCI_Put`.
@@ -154,7 +92,7 @@ pub extern "C" fn ARMCI_Put(
     bytes: c_int,
     proc: c_int,
 ) -> c_int {
-    put("ARMCI_Put", src, dst, bytes, proc, Mode::Blocking)
+    put("ARMCI_Put", src, dst, bytes, proc)
 }
 
 /// `ARMCI_Get`.
@@ -165,7 +103,7 @@ pub extern "C" fn ARMCI_Get(
     bytes: c_int,
     proc: c_int,
 ) -> c_int {
-    get("ARMCI_Get", src, dst, bytes, proc, Mode::Blocking)
+    get("ARMCI_Get", src, dst, bytes, proc)
 }
 
 /// `ARMCI_Acc`.
@@ -178,10 +116,10 @@ pub extern "C" fn ARMCI_Acc(
     bytes: c_int,
     proc: c_int,
 ) -> c_int {
-    acc(
-        "ARMCI_Acc",
-        datatype,
-        scale,
+    let call = "ARMCI_Acc";
+    contig(
+        call,
+        acc_kind(call, datatype, scale),
         src,
         dst,
         bytes,
@@ -199,7 +137,15 @@ pub extern "C" fn ARMCI_NbPut(
     proc: c_int,
     hdl: *mut ArmciHdl,
 ) -> c_int {
-    put("ARMCI_NbPut", src, dst, bytes, proc, Mode::Nb(hdl))
+    contig(
+        "ARMCI_NbPut",
+        || Kind::Put,
+        src,
+        dst,
+        bytes,
+        proc,
+        Mode::Nb(hdl),
+    )
 }
 
 /// `ARMCI_NbGet`.
@@ -211,7 +157,15 @@ pub extern "C" fn ARMCI_NbGet(
     proc: c_int,
     hdl: *mut ArmciHdl,
 ) -> c_int {
-    get("ARMCI_NbGet", src, dst, bytes, proc, Mode::Nb(hdl))
+    contig(
+        "ARMCI_NbGet",
+        || Kind::Get,
+        src,
+        dst,
+        bytes,
+        proc,
+        Mode::Nb(hdl),
+    )
 }
 
 /// `ARMCI_NbAcc`.
@@ -225,10 +179,10 @@ pub extern "C" fn ARMCI_NbAcc(
     proc: c_int,
     hdl: *mut ArmciHdl,
 ) -> c_int {
-    acc(
-        "ARMCI_NbAcc",
-        datatype,
-        scale,
+    let call = "ARMCI_NbAcc";
+    contig(
+        call,
+        acc_kind(call, datatype, scale),
         src,
         dst,
         bytes,
@@ -246,15 +200,7 @@ pub fn raise_flag(call: &str, flag: *mut c_int, value: c_int, p: c_int) -> c_int
             .fence(q)
             .unwrap_or_else(|e| fatal(call, describe("dst", &e)));
     });
-    let v = value;
-    put(
-        call,
-        (&v as *const c_int).cast(),
-        flag.cast(),
-        4,
-        p,
-        Mode::Blocking,
-    )
+    put_value(call, value, flag.cast(), p)
 }
 
 /// `ARMCI_Put_flag`: put, then set the remote flag.
@@ -271,21 +217,21 @@ pub extern "C" fn ARMCI_Put_flag(
     if flag.is_null() {
         fatal(call, "argument 'flag' is NULL");
     }
-    put(call, src, dst, bytes, proc, Mode::Blocking);
+    put(call, src, dst, bytes, proc);
     raise_flag(call, flag, value, proc)
 }
 
 /// Puts one value of type `T`.
 fn put_value<T: Copy>(call: &str, v: T, dst: *mut c_void, p: c_int) -> c_int {
     let n = std::mem::size_of::<T>() as c_int;
-    put(call, (&v as *const T).cast(), dst, n, p, Mode::Blocking)
+    put(call, (&v as *const T).cast(), dst, n, p)
 }
 
 /// Gets one value of type `T`.
 fn get_value<T: Copy + Default>(call: &str, src: *mut c_void, p: c_int) -> T {
     let mut v = T::default();
     let n = std::mem::size_of::<T>() as c_int;
-    get(call, src, (&mut v as *mut T).cast(), n, p, Mode::Blocking);
+    get(call, src, (&mut v as *mut T).cast(), n, p);
     v
 }
 

@@ -15,7 +15,8 @@ use crate::issue::{run, Mode};
 use crate::nonblocking::ArmciHdl;
 use crate::state::with;
 
-/// ARMCI's strided arguments, as passed.
+/// ARMCI's strided arguments, as passed (`src_ptr`, `src_stride_arr`, `dst_ptr`,
+/// `dst_stride_arr`, `count`, `stride_levels`, `proc` in armci.h).
 #[derive(Clone, Copy)]
 struct Args {
     src: *mut c_void,
@@ -95,46 +96,30 @@ fn args(
 /// `ARMCI_PutS`.
 #[no_mangle]
 pub extern "C" fn ARMCI_PutS(
-    src_ptr: *mut c_void,
-    src_stride_arr: *const c_int,
-    dst_ptr: *mut c_void,
-    dst_stride_arr: *const c_int,
+    src: *mut c_void,
+    src_stride: *const c_int,
+    dst: *mut c_void,
+    dst_stride: *const c_int,
     count: *const c_int,
-    stride_levels: c_int,
+    levels: c_int,
     proc: c_int,
 ) -> c_int {
-    let a = args(
-        src_ptr,
-        src_stride_arr,
-        dst_ptr,
-        dst_stride_arr,
-        count,
-        stride_levels,
-        proc,
-    );
+    let a = args(src, src_stride, dst, dst_stride, count, levels, proc);
     strided_op("ARMCI_PutS", || Kind::Put, a, Mode::Blocking)
 }
 
 /// `ARMCI_GetS`.
 #[no_mangle]
 pub extern "C" fn ARMCI_GetS(
-    src_ptr: *mut c_void,
-    src_stride_arr: *const c_int,
-    dst_ptr: *mut c_void,
-    dst_stride_arr: *const c_int,
+    src: *mut c_void,
+    src_stride: *const c_int,
+    dst: *mut c_void,
+    dst_stride: *const c_int,
     count: *const c_int,
-    stride_levels: c_int,
+    levels: c_int,
     proc: c_int,
 ) -> c_int {
-    let a = args(
-        src_ptr,
-        src_stride_arr,
-        dst_ptr,
-        dst_stride_arr,
-        count,
-        stride_levels,
-        proc,
-    );
+    let a = args(src, src_stride, dst, dst_stride, count, levels, proc);
     strided_op("ARMCI_GetS", || Kind::Get, a, Mode::Blocking)
 }
 
@@ -144,24 +129,16 @@ pub extern "C" fn ARMCI_GetS(
 pub extern "C" fn ARMCI_AccS(
     datatype: c_int,
     scale_ptr: *mut c_void,
-    src_ptr: *mut c_void,
-    src_stride_arr: *const c_int,
-    dst_ptr: *mut c_void,
-    dst_stride_arr: *const c_int,
+    src: *mut c_void,
+    src_stride: *const c_int,
+    dst: *mut c_void,
+    dst_stride: *const c_int,
     count: *const c_int,
-    stride_levels: c_int,
+    levels: c_int,
     proc: c_int,
 ) -> c_int {
     let call = "ARMCI_AccS";
-    let a = args(
-        src_ptr,
-        src_stride_arr,
-        dst_ptr,
-        dst_stride_arr,
-        count,
-        stride_levels,
-        proc,
-    );
+    let a = args(src, src_stride, dst, dst_stride, count, levels, proc);
     strided_op(
         call,
         || Kind::Acc(scale(call, datatype, scale_ptr)),
@@ -174,24 +151,16 @@ pub extern "C" fn ARMCI_AccS(
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn ARMCI_NbPutS(
-    src_ptr: *mut c_void,
-    src_stride_arr: *const c_int,
-    dst_ptr: *mut c_void,
-    dst_stride_arr: *const c_int,
+    src: *mut c_void,
+    src_stride: *const c_int,
+    dst: *mut c_void,
+    dst_stride: *const c_int,
     count: *const c_int,
-    stride_levels: c_int,
+    levels: c_int,
     proc: c_int,
     hdl: *mut ArmciHdl,
 ) -> c_int {
-    let a = args(
-        src_ptr,
-        src_stride_arr,
-        dst_ptr,
-        dst_stride_arr,
-        count,
-        stride_levels,
-        proc,
-    );
+    let a = args(src, src_stride, dst, dst_stride, count, levels, proc);
     strided_op("ARMCI_NbPutS", || Kind::Put, a, Mode::Nb(hdl))
 }
 
@@ -199,24 +168,16 @@ pub extern "C" fn ARMCI_NbPutS(
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn ARMCI_NbGetS(
-    src_ptr: *mut c_void,
-    src_stride_arr: *const c_int,
-    dst_ptr: *mut c_void,
-    dst_stride_arr: *const c_int,
+    src: *mut c_void,
+    src_stride: *const c_int,
+    dst: *mut c_void,
+    dst_stride: *const c_int,
     count: *const c_int,
-    stride_levels: c_int,
+    levels: c_int,
     proc: c_int,
     hdl: *mut ArmciHdl,
 ) -> c_int {
-    let a = args(
-        src_ptr,
-        src_stride_arr,
-        dst_ptr,
-        dst_stride_arr,
-        count,
-        stride_levels,
-        proc,
-    );
+    let a = args(src, src_stride, dst, dst_stride, count, levels, proc);
     strided_op("ARMCI_NbGetS", || Kind::Get, a, Mode::Nb(hdl))
 }
 
@@ -226,25 +187,17 @@ pub extern "C" fn ARMCI_NbGetS(
 pub extern "C" fn ARMCI_NbAccS(
     datatype: c_int,
     scale_ptr: *mut c_void,
-    src_ptr: *mut c_void,
-    src_stride_arr: *const c_int,
-    dst_ptr: *mut c_void,
-    dst_stride_arr: *const c_int,
+    src: *mut c_void,
+    src_stride: *const c_int,
+    dst: *mut c_void,
+    dst_stride: *const c_int,
     count: *const c_int,
-    stride_levels: c_int,
+    levels: c_int,
     proc: c_int,
     hdl: *mut ArmciHdl,
 ) -> c_int {
     let call = "ARMCI_NbAccS";
-    let a = args(
-        src_ptr,
-        src_stride_arr,
-        dst_ptr,
-        dst_stride_arr,
-        count,
-        stride_levels,
-        proc,
-    );
+    let a = args(src, src_stride, dst, dst_stride, count, levels, proc);
     strided_op(
         call,
         || Kind::Acc(scale(call, datatype, scale_ptr)),
@@ -257,12 +210,12 @@ pub extern "C" fn ARMCI_NbAccS(
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn ARMCI_PutS_flag(
-    src_ptr: *mut c_void,
-    src_stride_arr: *const c_int,
-    dst_ptr: *mut c_void,
-    dst_stride_arr: *const c_int,
+    src: *mut c_void,
+    src_stride: *const c_int,
+    dst: *mut c_void,
+    dst_stride: *const c_int,
     count: *const c_int,
-    stride_levels: c_int,
+    levels: c_int,
     flag: *mut c_int,
     value: c_int,
     proc: c_int,
@@ -271,15 +224,7 @@ pub extern "C" fn ARMCI_PutS_flag(
     if flag.is_null() {
         fatal(call, "argument 'flag' is NULL");
     }
-    let a = args(
-        src_ptr,
-        src_stride_arr,
-        dst_ptr,
-        dst_stride_arr,
-        count,
-        stride_levels,
-        proc,
-    );
+    let a = args(src, src_stride, dst, dst_stride, count, levels, proc);
     strided_op(call, || Kind::Put, a, Mode::Blocking);
     raise_flag(call, flag, value, proc)
 }
