@@ -14,4 +14,4 @@ mod bounded;
 mod netns;
 
 pub use bounded::output_within;
-pub use netns::{Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};
+pub use netns::{listed, Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};

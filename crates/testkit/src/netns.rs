@@ -373,3 +373,16 @@ fn ip_output(args: &[&str]) -> Result<String, NetnsError> {
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// Names of the network namespaces `ip netns list` shows: how tests check that hosts
+/// are gone. Panics if `ip` cannot run (an empty list would pass such checks).
+pub fn listed() -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect()
+}

@@ -5,22 +5,10 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use nf_testkit::Netns;
+use nf_testkit::{listed, Netns};
 
 fn create(k: usize) -> Netns {
     Netns::create(k).unwrap_or_else(|e| panic!("cannot create {k} network namespaces: {e}"))
-}
-
-/// Names of the namespaces `ip netns list` shows.
-fn listed() -> Vec<String> {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
-        .collect()
 }
 
 /// Interface names of the root namespace.

@@ -6,17 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Names of the namespaces `ip netns list` shows.
-fn listed() -> Vec<String> {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
-        .collect()
-}
+use nf_testkit::listed;
 
 /// Starts `nf-netns --hosts k` and reads its announcement up to `ready`.
 fn start(k: usize) -> (Child, Vec<String>) {
