@@ -101,7 +101,8 @@ pub fn available_cores() -> usize {
 pub(crate) struct Backoff<'a> {
     world: &'a World,
     idle: u32,
-    /// When the first clock read of this idle stretch found it idle.
+    /// When the first clock read of the current idle stretch (its `CHECK_EVERY`-th
+    /// empty poll) happened; set there, so progress need not reset it.
     idle_since: Option<Instant>,
     last_check: Option<Instant>,
 }
@@ -121,7 +122,6 @@ impl<'a> Backoff<'a> {
     pub(crate) fn after(&mut self, progressed: usize) -> Option<CoreError> {
         if progressed > 0 {
             self.idle = 0;
-            self.idle_since = None;
             return None;
         }
         if self.idle_once() {
@@ -145,7 +145,10 @@ impl<'a> Backoff<'a> {
     #[cold]
     fn on_clock(&mut self) -> Option<CoreError> {
         let now = Instant::now();
-        let spun = now - *self.idle_since.get_or_insert(now);
+        if self.idle == CHECK_EVERY {
+            self.idle_since = Some(now);
+        }
+        let spun = now - self.idle_since.unwrap_or(now);
         let world = self.world;
         let park = world.waiter.park_after().is_some_and(|after| spun >= after)
             && world.net.borrow().should_park();
