@@ -27,9 +27,22 @@ pub fn cache_path() -> Option<PathBuf> {
     Some(base.join("ninefold").join("tune.json"))
 }
 
-/// Reads the cache, if there is a usable one.
+/// Largest cache file read: far more than any cache written.
+const MAX_CACHE_BYTES: u64 = 64 * 1024;
+
+/// Reads the cache, if there is a usable one. The path is a setting, so it is read
+/// bounded ([`nf_transport::file::read_regular_text`]): a device or FIFO there is
+/// reported once and ignored, never read until memory runs out or waited on.
 pub fn cached() -> Option<Tuned> {
-    let text = std::fs::read_to_string(cache_path()?).ok()?;
+    let path = cache_path()?;
+    let text = match nf_transport::file::read_regular_text(&path, MAX_CACHE_BYTES) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::warn!(error = %e, "ignoring the tune cache (NF_TUNE_FILE); `nf tune` writes a new one");
+            return None;
+        }
+    };
     serde_json::from_str(&text).ok()
 }
 

@@ -112,11 +112,11 @@ fn max_clients() {
 fn max_msize_caps_the_negotiation() {
     let (tree, _) = Counting::sample();
     let s = serve(tree, ServerConfig::default().max_msize(16384), Via::Tcp);
-    let client = s.client_with(ClientConfig { msize: 1 << 20 });
+    let client = s.client_with(ClientConfig { msize: 1 << 20, ..ClientConfig::default() });
     assert_eq!(client.msize(), 16384);
     // A client asking below the protocol floor is refused.
     let addr = s.listener.as_ref().unwrap().tcp_addr().unwrap();
     let err =
-        nf_ninep::client::Client::connect_tcp_with(addr, ClientConfig { msize: 1024 }).unwrap_err();
+        nf_ninep::client::Client::connect_tcp_with(addr, ClientConfig { msize: 1024, ..ClientConfig::default() }).unwrap_err();
     assert!(matches!(err, ClientError::VersionRefused { .. }), "{err}");
 }

@@ -1,100 +1,141 @@
-//! Who may attach: the user named in `Tattach` is checked against what the transport
-//! knows of the peer.
+//! Who may attach, and as whom the attach's requests run.
+//!
+//! Who a peer is comes from the kernel or from a certificate, never from what the peer
+//! claims in `Tattach`:
 //!
 //! 1. A connection whose transport authenticated user `U` (a TLS client certificate's
 //!    common name) may attach only as `U`: `uname` must be `U` or empty, and
-//!    `n_uname`, when given, must be `U`'s uid. `U` must be an account in this host's
-//!    `/etc/passwd` (its uid is what `n_uname` is checked against); an unknown user is
-//!    refused.
-//! 2. A local connection (unix socket, shared-memory channel) carries the connecting
-//!    process's uid (`SO_PEERCRED`, recorded by the kernel at `connect`): that process
-//!    may attach only as its own user — `uname` empty or the account name of its uid,
-//!    `n_uname` unset or its uid. Root (uid 0) may attach as anyone.
-//! 3. A connection whose transport identifies nobody is loopback tcp without TLS
-//!    (remote listening without authentication is refused at start-up, see
-//!    [`crate::serve`]): any `uname` is accepted, as diod does without
-//!    authentication. Such a listener is open to every user of this host; it is only
-//!    made when asked for (`--tcp 127.0.0.1:PORT`) and says so in the log.
+//!    `n_uname`, when given, must be `U`'s uid.
+//! 2. A local connection carries the uid of the process at the other end: on a unix
+//!    socket or a shared-memory channel as the kernel recorded it at `connect`
+//!    (`SO_PEERCRED`), on loopback tcp the owner of the connecting socket as the kernel
+//!    reports it (`sock_diag`). That process may attach only as its own user — `uname`
+//!    empty or its account's name, `n_uname` unset or its uid. Root (uid 0) may attach
+//!    as anyone (`n_uname` first, else `uname`; both unset: root).
+//! 3. A connection whose transport identifies nobody is refused.
+//! 4. A server that does not run as root cannot act as anyone else, so it serves only
+//!    its own user: any other attach is refused.
+//! 5. The user must have an account on this host (the system's user database, through
+//!    NSS: `/etc/passwd`, LDAP, …); its primary group and supplementary groups are read
+//!    from there at attach time.
 //!
-//! Refusals answer `EACCES` and are logged with the names involved.
-//!
-//! The tree then runs with this server's own permissions: users are authenticated and
-//! mapped, not impersonated (no `setuid`).
-
-use std::path::Path;
+//! Refusals answer `EACCES` and are logged with the names involved. An attach that is
+//! let in yields the account's [`Creds`]: the mount table makes every request on the
+//! attach's fids run with them (fsuid, fsgid, supplementary groups on the serving
+//! thread), so the kernel applies that user's permissions to host files, and in-memory
+//! trees (pipes, `/mem`) check ownership against them.
 
 use nf_ninep::errno::EACCES;
-use nf_ninep::server::{Ctx, FsResult};
+use nf_ninep::server::{Creds, Ctx, FsResult};
 use nf_ninep::{Rlerror, Tattach, NONUNAME};
 
-/// The accounts of the passwd file at `passwd`: (name, uid).
-fn accounts(passwd: &Path) -> Vec<(String, u32)> {
-    let text = std::fs::read_to_string(passwd).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| {
-            let mut fields = line.split(':');
-            let name = fields.next()?;
-            let uid = fields.nth(1)?.parse().ok()?;
-            Some((name.to_string(), uid))
-        })
-        .collect()
+/// One user account: name, uid, primary gid and supplementary groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    /// The login name.
+    pub name: String,
+    /// The user id.
+    pub uid: u32,
+    /// The primary group id.
+    pub gid: u32,
+    /// Every group the user is in (the primary one included).
+    pub groups: Vec<u32>,
 }
 
-/// The uid of `user` in the passwd file at `passwd`, if the user exists.
-pub fn lookup_uid(passwd: &Path, user: &str) -> Option<u32> {
-    accounts(passwd)
-        .into_iter()
-        .find_map(|(name, uid)| (name == user).then_some(uid))
-}
-
-/// The account name of `uid` in the passwd file at `passwd`, if there is one.
-pub fn lookup_name(passwd: &Path, uid: u32) -> Option<String> {
-    accounts(passwd)
-        .into_iter()
-        .find_map(|(name, u)| (u == uid).then_some(name))
-}
-
-/// The attach check of rules 1–3, with accounts from `/etc/passwd`.
-pub fn check_attach(ctx: &Ctx, req: &Tattach) -> FsResult<()> {
-    check_attach_with(Path::new("/etc/passwd"), ctx, req)
-}
-
-/// The attach check of rules 1–3, with accounts from the passwd file `passwd`.
-pub fn check_attach_with(passwd: &Path, ctx: &Ctx, req: &Tattach) -> FsResult<()> {
-    if let Some(user) = ctx.user() {
-        return check_authenticated(passwd, ctx, req, user);
-    }
-    match ctx.peer_uid() {
-        Some(uid) => check_local(passwd, ctx, req, uid),
-        None => Ok(()),
+impl Account {
+    /// The identity requests of this account run with.
+    pub fn creds(&self) -> Creds {
+        Creds::new(self.uid, self.gid, self.groups.clone())
     }
 }
 
-/// The uid the attach's user stands for, once [`check_attach`] has let it in: its
-/// `n_uname`, else its `uname`'s account, else the transport's user. `None` where the
-/// transport identifies nobody (rule 3: the names are only claims) or the name has no
-/// account — trees that must know who is asking (`/mem`) refuse those.
-pub fn attached_uid(passwd: &Path, ctx: &Ctx, req: &Tattach) -> Option<u32> {
-    let transport = match ctx.user() {
-        Some(user) => lookup_uid(passwd, user)?,
-        None => ctx.peer_uid()?,
+/// Where accounts are looked up.
+pub trait Accounts: Send + Sync {
+    /// The account named `name`, if there is one.
+    fn by_name(&self, name: &str) -> Option<Account>;
+    /// The account of `uid`, if there is one.
+    fn by_uid(&self, uid: u32) -> Option<Account>;
+}
+
+/// The system's user database (NSS: `/etc/passwd` and `/etc/group`, LDAP, …).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemAccounts;
+
+impl SystemAccounts {
+    fn account(user: nix::unistd::User) -> Account {
+        let groups = std::ffi::CString::new(user.name.clone())
+            .ok()
+            .and_then(|name| nix::unistd::getgrouplist(&name, user.gid).ok())
+            .map(|gs| gs.into_iter().map(|g| g.as_raw()).collect())
+            .unwrap_or_else(|| vec![user.gid.as_raw()]);
+        Account {
+            name: user.name,
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            groups,
+        }
+    }
+}
+
+impl Accounts for SystemAccounts {
+    fn by_name(&self, name: &str) -> Option<Account> {
+        let user = nix::unistd::User::from_name(name).ok()??;
+        Some(Self::account(user))
+    }
+
+    fn by_uid(&self, uid: u32) -> Option<Account> {
+        let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).ok()??;
+        Some(Self::account(user))
+    }
+}
+
+/// The account name of `uid` in the system's user database, if there is one.
+pub fn account_name(uid: u32) -> Option<String> {
+    SystemAccounts.by_uid(uid).map(|a| a.name)
+}
+
+/// The attach check of rules 1–5 with the system's accounts, for a server running as
+/// this process's effective uid.
+pub fn check_attach(ctx: &Ctx, req: &Tattach) -> FsResult<Creds> {
+    let server_uid = rustix::process::geteuid().as_raw();
+    check_attach_with(&SystemAccounts, server_uid, ctx, req)
+}
+
+/// The attach check of rules 1–5 with accounts from `accounts`, for a server running
+/// as `server_uid`.
+pub fn check_attach_with(
+    accounts: &dyn Accounts,
+    server_uid: u32,
+    ctx: &Ctx,
+    req: &Tattach,
+) -> FsResult<Creds> {
+    let account = if let Some(user) = ctx.user() {
+        authenticated(accounts, ctx, req, user)?
+    } else if let Some(uid) = ctx.peer_uid() {
+        local(accounts, ctx, req, uid)?
+    } else {
+        tracing::warn!(conn = ctx.conn_id(), asked = %req.uname, "attach refused: the connection's transport does not say who the peer is (use the unix socket, loopback tcp or TLS with a client certificate)");
+        return Err(Rlerror::new(EACCES));
     };
-    if req.n_uname != NONUNAME {
-        return Some(req.n_uname);
+    if server_uid != 0 && account.uid != server_uid {
+        tracing::warn!(conn = ctx.conn_id(), user = %account.name, server_uid, "attach refused: this server does not run as root, so it can act only as its own user (run nf serve as root to serve every user)");
+        return Err(Rlerror::new(EACCES));
     }
-    if !req.uname.is_empty() {
-        return lookup_uid(passwd, &req.uname);
-    }
-    Some(transport)
+    Ok(account.creds())
 }
 
 /// Rule 1.
-fn check_authenticated(passwd: &Path, ctx: &Ctx, req: &Tattach, user: &str) -> FsResult<()> {
+fn authenticated(
+    accounts: &dyn Accounts,
+    ctx: &Ctx,
+    req: &Tattach,
+    user: &str,
+) -> FsResult<Account> {
     if !req.uname.is_empty() && req.uname != user {
         tracing::warn!(authenticated = user, asked = %req.uname, conn = ctx.conn_id(), "attach refused: a user may only attach as the identity it authenticated as");
         return Err(Rlerror::new(EACCES));
     }
-    let Some(uid) = lookup_uid(passwd, user) else {
+    let Some(account) = accounts.by_name(user) else {
         tracing::warn!(
             user,
             conn = ctx.conn_id(),
@@ -102,33 +143,38 @@ fn check_authenticated(passwd: &Path, ctx: &Ctx, req: &Tattach, user: &str) -> F
         );
         return Err(Rlerror::new(EACCES));
     };
-    if req.n_uname != NONUNAME && req.n_uname != uid {
+    if req.n_uname != NONUNAME && req.n_uname != account.uid {
         tracing::warn!(
             user,
-            uid,
+            uid = account.uid,
             asked = req.n_uname,
             conn = ctx.conn_id(),
             "attach refused: n_uname is not the authenticated user's uid"
         );
         return Err(Rlerror::new(EACCES));
     }
-    Ok(())
+    Ok(account)
 }
 
-/// Rule 2.
-fn check_local(passwd: &Path, ctx: &Ctx, req: &Tattach, uid: u32) -> FsResult<()> {
-    if uid == 0 {
-        return Ok(());
-    }
-    let name = lookup_name(passwd, uid);
-    let uname_ok = req.uname.is_empty() || name.as_deref() == Some(req.uname.as_str());
-    let n_uname_ok = req.n_uname == NONUNAME || req.n_uname == uid;
-    if uname_ok && n_uname_ok {
-        return Ok(());
+/// Rule 2 (and 5).
+fn local(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, uid: u32) -> FsResult<Account> {
+    let asked = if req.n_uname != NONUNAME {
+        accounts.by_uid(req.n_uname)
+    } else if !req.uname.is_empty() {
+        accounts.by_name(&req.uname)
+    } else {
+        accounts.by_uid(uid)
+    };
+    let Some(account) = asked else {
+        tracing::warn!(peer_uid = uid, asked = %req.uname, asked_uid = req.n_uname, conn = ctx.conn_id(), "attach refused: no account on this host for the user asked for");
+        return Err(Rlerror::new(EACCES));
+    };
+    let names_agree = req.uname.is_empty() || req.uname == account.name;
+    if names_agree && (uid == 0 || account.uid == uid) {
+        return Ok(account);
     }
     tracing::warn!(
         peer_uid = uid,
-        peer_user = name.as_deref().unwrap_or("?"),
         asked = %req.uname,
         asked_uid = req.n_uname,
         conn = ctx.conn_id(),
@@ -144,6 +190,30 @@ mod tests {
     use nf_ninep::NOFID;
     use std::sync::Arc;
 
+    struct Fixed(Vec<Account>);
+
+    impl Accounts for Fixed {
+        fn by_name(&self, name: &str) -> Option<Account> {
+            self.0.iter().find(|a| a.name == name).cloned()
+        }
+        fn by_uid(&self, uid: u32) -> Option<Account> {
+            self.0.iter().find(|a| a.uid == uid).cloned()
+        }
+    }
+
+    fn accounts() -> Fixed {
+        let account = |name: &str, uid, gid, groups: &[u32]| Account {
+            name: name.into(),
+            uid,
+            gid,
+            groups: groups.to_vec(),
+        };
+        Fixed(vec![
+            account("root", 0, 0, &[0]),
+            account("ann", 1000, 1000, &[1000, 27]),
+        ])
+    }
+
     fn attach(uname: &str, n_uname: u32) -> Tattach {
         Tattach {
             fid: 0,
@@ -154,69 +224,58 @@ mod tests {
         }
     }
 
+    fn uid_of(ctx: &Ctx, uname: &str, n_uname: u32, server: u32) -> Result<u32, u32> {
+        check_attach_with(&accounts(), server, ctx, &attach(uname, n_uname))
+            .map(|c| c.uid())
+            .map_err(|e| e.ecode)
+    }
+
     #[test]
-    fn rules() {
-        let dir = tempfile::tempdir().unwrap();
-        let passwd = dir.path().join("passwd");
-        std::fs::write(
-            &passwd,
-            "root:x:0:0::/root:/bin/sh\nann:x:1000:1000::/home/ann:/bin/sh\n",
-        )
-        .unwrap();
-        assert_eq!(lookup_uid(&passwd, "ann"), Some(1000));
-        let local = Ctx::background(8192);
-        assert!(check_attach_with(&passwd, &local, &attach("anyone", 7)).is_ok());
+    fn authenticated_users_attach_as_themselves_only() {
         let ann = Ctx::new(Cancel::new(), 8192, 1, 1).with_user(Some(Arc::from("ann")));
-        assert!(check_attach_with(&passwd, &ann, &attach("ann", NONUNAME)).is_ok());
-        assert!(check_attach_with(&passwd, &ann, &attach("", 1000)).is_ok());
-        assert_eq!(
-            check_attach_with(&passwd, &ann, &attach("root", NONUNAME))
-                .unwrap_err()
-                .ecode,
-            EACCES
-        );
-        assert_eq!(
-            check_attach_with(&passwd, &ann, &attach("ann", 0))
-                .unwrap_err()
-                .ecode,
-            EACCES
-        );
+        assert_eq!(uid_of(&ann, "ann", NONUNAME, 0), Ok(1000));
+        assert_eq!(uid_of(&ann, "", 1000, 0), Ok(1000));
+        assert_eq!(uid_of(&ann, "root", NONUNAME, 0), Err(EACCES));
+        assert_eq!(uid_of(&ann, "ann", 0, 0), Err(EACCES));
         let ghost = Ctx::new(Cancel::new(), 8192, 1, 1).with_user(Some(Arc::from("ghost")));
-        assert_eq!(
-            check_attach_with(&passwd, &ghost, &attach("ghost", NONUNAME))
-                .unwrap_err()
-                .ecode,
-            EACCES
-        );
+        assert_eq!(uid_of(&ghost, "ghost", NONUNAME, 0), Err(EACCES));
+        let creds = check_attach_with(&accounts(), 0, &ann, &attach("", NONUNAME)).unwrap();
+        assert_eq!((creds.gid(), creds.groups()), (1000, &[1000, 27][..]));
+    }
 
-        // Local peers: their own user only; root as anyone.
-        assert_eq!(lookup_name(&passwd, 1000).as_deref(), Some("ann"));
+    #[test]
+    fn local_peers_attach_as_their_own_user_and_root_as_anyone() {
         let local = |uid| Ctx::background(8192).with_peer_uid(Some(uid));
-        let refused = |ctx: &Ctx, uname: &str, n_uname| {
-            check_attach_with(&passwd, ctx, &attach(uname, n_uname))
-                .is_err_and(|e| e.ecode == EACCES)
-        };
-        assert!(check_attach_with(&passwd, &local(1000), &attach("ann", NONUNAME)).is_ok());
-        assert!(check_attach_with(&passwd, &local(1000), &attach("", 1000)).is_ok());
-        assert!(refused(&local(1000), "root", NONUNAME));
-        assert!(refused(&local(1000), "ann", 0));
-        assert!(
-            refused(&local(4242), "nobody", NONUNAME),
-            "uid without an account"
+        assert_eq!(uid_of(&local(1000), "ann", NONUNAME, 0), Ok(1000));
+        assert_eq!(uid_of(&local(1000), "", 1000, 0), Ok(1000));
+        assert_eq!(uid_of(&local(1000), "", NONUNAME, 0), Ok(1000));
+        assert_eq!(uid_of(&local(1000), "root", NONUNAME, 0), Err(EACCES));
+        assert_eq!(uid_of(&local(1000), "ann", 0, 0), Err(EACCES));
+        assert_eq!(uid_of(&local(1000), "root", 1000, 0), Err(EACCES));
+        assert_eq!(
+            uid_of(&local(4242), "", NONUNAME, 0),
+            Err(EACCES),
+            "a uid without an account"
         );
-        assert!(check_attach_with(&passwd, &local(4242), &attach("", NONUNAME)).is_ok());
-        assert!(check_attach_with(&passwd, &local(0), &attach("ann", 1000)).is_ok());
-        assert!(check_attach_with(&passwd, &local(0), &attach("who", 7)).is_ok());
+        assert_eq!(uid_of(&local(0), "ann", NONUNAME, 0), Ok(1000));
+        assert_eq!(uid_of(&local(0), "", 1000, 0), Ok(1000));
+        assert_eq!(uid_of(&local(0), "", NONUNAME, 0), Ok(0));
+        assert_eq!(uid_of(&local(0), "who", 7, 0), Err(EACCES));
+    }
 
-        // Who an attach stands for: only where the transport identifies someone.
-        let uid =
-            |ctx: &Ctx, uname: &str, n_uname| attached_uid(&passwd, ctx, &attach(uname, n_uname));
-        assert_eq!(uid(&Ctx::background(8192), "ann", NONUNAME), None);
-        assert_eq!(uid(&local(1000), "", NONUNAME), Some(1000));
-        assert_eq!(uid(&local(0), "ann", NONUNAME), Some(1000));
-        assert_eq!(uid(&local(0), "", 1000), Some(1000));
-        assert_eq!(uid(&local(0), "ghost", NONUNAME), None);
-        assert_eq!(uid(&ann, "", NONUNAME), Some(1000));
-        assert_eq!(uid(&ghost, "", NONUNAME), None);
+    #[test]
+    fn unidentified_peers_are_refused() {
+        assert_eq!(
+            uid_of(&Ctx::background(8192), "ann", NONUNAME, 0),
+            Err(EACCES)
+        );
+    }
+
+    #[test]
+    fn a_server_not_running_as_root_serves_only_its_own_user() {
+        let local = |uid| Ctx::background(8192).with_peer_uid(Some(uid));
+        assert_eq!(uid_of(&local(1000), "", NONUNAME, 1000), Ok(1000));
+        assert_eq!(uid_of(&local(0), "", NONUNAME, 1000), Err(EACCES));
+        assert_eq!(uid_of(&local(0), "ann", NONUNAME, 1000), Ok(1000));
     }
 }

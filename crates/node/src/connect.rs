@@ -50,7 +50,7 @@ impl Default for ConnectOptions {
 /// local server checks, [`crate::access`]), else `$USER` (or `$LOGNAME`), else `nobody`.
 pub fn default_user() -> String {
     let uid = rustix::process::getuid().as_raw();
-    crate::access::lookup_name(std::path::Path::new("/etc/passwd"), uid)
+    crate::access::account_name(uid)
         .or_else(|| {
             ["USER", "LOGNAME"]
                 .iter()
@@ -61,7 +61,10 @@ pub fn default_user() -> String {
 
 /// Connects to the server at `addr` and negotiates the version.
 pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectError> {
-    let config = ClientConfig { msize: opts.msize };
+    let config = ClientConfig {
+        msize: opts.msize,
+        ..ClientConfig::default()
+    };
     Ok(match addr {
         Addr::Unix(path) => Client::connect_unix_with(path, config)?,
         Addr::Tcp(hostport) => Client::connect_tcp_with(hostport.as_str(), config)?,

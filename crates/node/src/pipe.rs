@@ -1,16 +1,20 @@
 //! `/pipe/NAME` (#p): named pipes between processes and nodes.
 //!
-//! A pipe is made by creating a file in `/pipe` (`Tlcreate`, e.g. `nf write
-//! :/pipe/jobs …` or `touch` on a mount) and removed like a file. Opening it for
-//! reading makes a reader, for writing a writer (`O_RDWR` both); every client of the
-//! server — another process, another node — shares the same pipe.
+//! A pipe exists once it is named: walking to a name in `/pipe` that does not exist
+//! makes the pipe (mode 0600, owned by the walker), as does creating the file
+//! (`Tlcreate`, with the mode asked for). So a reader and a writer started together
+//! (`nf write :/pipe/jobs < work.txt & nf cat :/pipe/jobs`) meet whichever comes first.
+//! A pipe is removed like a file. Opening it for reading makes a reader, for writing a
+//! writer (`O_RDWR` both); every client of the server — another process, another node —
+//! shares the same pipe.
 //!
 //! Rules (a bounded FIFO, like a Unix pipe):
 //!
 //! 1. A read returns what is buffered (at most `count` bytes). With nothing buffered it
 //!    blocks until a writer writes, or until end of file: nothing is buffered, no writer
-//!    is open, and some writer was open during this reader's open (so a reader that
-//!    opens first waits for its writer instead of seeing end of file at once).
+//!    is open, and some writer has opened the pipe since it was made. So a reader that
+//!    comes first waits for its writer, and a reader that comes after the last writer
+//!    left gets the buffered data, then end of file.
 //! 2. A write takes as much as fits in the buffer (`capacity` bytes) and blocks while it
 //!    is full. It fails with `EPIPE` once no reader is open and some reader was open
 //!    during this writer's open (nobody will ever read it); before any reader opened,
@@ -23,19 +27,144 @@
 //!    worker ([`Ctx::wait`]).
 //! 5. Readers and writers are counted per open and uncounted when the fid is clunked
 //!    (also by a dropped connection), waking everyone blocked on the pipe.
+//! 6. **Owners and permissions.** A pipe belongs to the user who made it; opening it
+//!    is checked against its mode like a file's (reading takes data away, so it needs
+//!    read permission), and `/pipe` is sticky (mode 1777): only a pipe's owner or root
+//!    may remove it.
+//! 7. **Budgets** ([`PipeLimits`]): pipes per user and in all, and bytes buffered per
+//!    user (charged to the pipe's owner) and in all. Making a pipe past a user's count
+//!    fails with `EDQUOT`, past the total with `ENOSPC`; a write that finds the owner's
+//!    byte budget spent fails with `EDQUOT` (`ENOSPC` for the total) instead of
+//!    growing or waiting: the bytes held elsewhere may never be read. A pipe's bytes
+//!    and its count are given back as it is read, and when it is removed and its last
+//!    end closed.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use nf_ninep::errno::{EAGAIN, EINVAL, EPIPE};
+use nf_ninep::errno::{EAGAIN, EINVAL, ENOSPC, EPIPE};
 use nf_ninep::server::trees::synthetic::{DirOps, FileNode, OpenFile};
-use nf_ninep::server::{Ctx, FsResult, Monitor};
+use nf_ninep::server::{Creds, Ctx, FsResult, Monitor};
 use nf_ninep::{LOpenFlags, Rlerror};
 
 /// Default buffer of one pipe: 64 KiB, as a Linux pipe.
 pub const DEFAULT_PIPE_CAPACITY: usize = 64 * 1024;
 
-#[derive(Default)]
+/// `EDQUOT`: a user's budget is spent (rule 7).
+const EDQUOT: u32 = 122;
+
+/// Mode of a pipe made by a walk (rule 6).
+const WALK_MODE: u32 = 0o600;
+
+/// The budgets of rule 7.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipeLimits {
+    /// Pipes one user may own at once.
+    pub pipes_per_user: usize,
+    /// Pipes in all.
+    pub pipes_total: usize,
+    /// Bytes buffered in the pipes one user owns.
+    pub bytes_per_user: usize,
+    /// Bytes buffered in all pipes.
+    pub bytes_total: usize,
+}
+
+impl Default for PipeLimits {
+    fn default() -> Self {
+        PipeLimits {
+            pipes_per_user: 64,
+            pipes_total: 1024,
+            bytes_per_user: 4 << 20,
+            bytes_total: 64 << 20,
+        }
+    }
+}
+
+/// Pipes and bytes held, per owner and in all, against [`PipeLimits`] (rule 7).
+#[derive(Debug, Default)]
+struct Usage {
+    pipes: usize,
+    bytes: usize,
+    per_user: HashMap<u32, (usize, usize)>,
+}
+
+/// The budgets, shared by a pipe directory and its pipes.
+#[derive(Debug)]
+struct Budget {
+    limits: PipeLimits,
+    usage: Mutex<Usage>,
+}
+
+impl Budget {
+    fn usage(&self) -> std::sync::MutexGuard<'_, Usage> {
+        self.usage.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a new pipe of `owner`, or fails (rule 7).
+    fn add_pipe(self: &Arc<Self>, owner: u32) -> FsResult<Charge> {
+        let mut u = self.usage();
+        let mine = u.per_user.get(&owner).map_or(0, |m| m.0);
+        if mine >= self.limits.pipes_per_user {
+            tracing::warn!(uid = owner, limit = self.limits.pipes_per_user, "pipe refused: the user owns as many pipes as allowed (EDQUOT)");
+            return Err(Rlerror::new(EDQUOT));
+        }
+        if u.pipes >= self.limits.pipes_total {
+            tracing::warn!(limit = self.limits.pipes_total, "pipe refused: the server holds as many pipes as allowed (ENOSPC)");
+            return Err(Rlerror::new(ENOSPC));
+        }
+        u.pipes += 1;
+        u.per_user.entry(owner).or_default().0 += 1;
+        Ok(Charge {
+            budget: Arc::clone(self),
+            owner,
+        })
+    }
+
+    /// Takes up to `want` bytes for `owner`'s pipe: how many, or the error when none.
+    fn take_bytes(&self, owner: u32, want: usize) -> FsResult<usize> {
+        let mut u = self.usage();
+        let mine = u.per_user.get(&owner).map_or(0, |m| m.1);
+        let user_room = self.limits.bytes_per_user.saturating_sub(mine);
+        let total_room = self.limits.bytes_total.saturating_sub(u.bytes);
+        let n = want.min(user_room).min(total_room);
+        if n == 0 && want > 0 {
+            let ecode = if user_room == 0 { EDQUOT } else { ENOSPC };
+            return Err(Rlerror::new(ecode));
+        }
+        u.bytes += n;
+        u.per_user.entry(owner).or_default().1 += n;
+        Ok(n)
+    }
+
+    fn give_bytes(&self, owner: u32, n: usize) {
+        let mut u = self.usage();
+        u.bytes -= n;
+        if let Some(m) = u.per_user.get_mut(&owner) {
+            m.1 -= n;
+        }
+    }
+}
+
+/// One pipe's place in the budget: given back when the pipe goes (rule 7).
+#[derive(Debug)]
+struct Charge {
+    budget: Arc<Budget>,
+    owner: u32,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        let mut u = self.budget.usage();
+        u.pipes -= 1;
+        if let Some(m) = u.per_user.get_mut(&self.owner) {
+            m.0 -= 1;
+            if *m == (0, 0) {
+                u.per_user.remove(&self.owner);
+            }
+        }
+    }
+}
+
 struct PipeState {
     buf: VecDeque<u8>,
     readers: usize,
@@ -43,6 +172,14 @@ struct PipeState {
     /// Opens ever, per side: an open sees the other side's count change (rules 1, 2).
     reader_opens: u64,
     writer_opens: u64,
+    /// The pipe's place in the budget; its buffered bytes are charged to the owner.
+    charge: Charge,
+}
+
+impl Drop for PipeState {
+    fn drop(&mut self) {
+        self.charge.budget.give_bytes(self.charge.owner, self.buf.len());
+    }
 }
 
 /// One named pipe. Clones share it.
@@ -50,15 +187,13 @@ struct PipeState {
 pub struct Pipe {
     state: Arc<Monitor<PipeState>>,
     capacity: usize,
+    owner: (u32, u32),
+    mode: u32,
 }
 
 impl Pipe {
-    /// An empty pipe buffering at most `capacity` bytes (at least 1).
-    pub fn new(capacity: usize) -> Self {
-        Pipe {
-            state: Arc::new(Monitor::new(PipeState::default())),
-            capacity: capacity.max(1),
-        }
+    fn state(&self) -> &Arc<Monitor<PipeState>> {
+        &self.state
     }
 }
 
@@ -68,9 +203,6 @@ struct PipeEnd {
     reads: bool,
     writes: bool,
     nonblock: bool,
-    /// `writer_opens` at open, and whether a writer was open then (rule 1).
-    writers_seen: u64,
-    had_writer: bool,
     /// `reader_opens` at open, and whether a reader was open then (rule 2).
     readers_seen: u64,
     had_reader: bool,
@@ -91,7 +223,11 @@ impl FileNode for Pipe {
     }
 
     fn mode(&self) -> u32 {
-        0o666
+        self.mode
+    }
+
+    fn owner(&self) -> Option<(u32, u32)> {
+        Some(self.owner)
     }
 
     fn open(&self, _: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>> {
@@ -99,14 +235,12 @@ impl FileNode for Pipe {
         if !reads && !writes {
             return Err(Rlerror::new(EINVAL));
         }
-        let end = self.state.update(|st| {
+        let end = self.state().update(|st| {
             let end = PipeEnd {
                 pipe: self.clone(),
                 reads,
                 writes,
                 nonblock: flags.contains(LOpenFlags::NONBLOCK),
-                writers_seen: st.writer_opens,
-                had_writer: st.writers > 0,
                 readers_seen: st.reader_opens,
                 had_reader: st.readers > 0,
             };
@@ -129,17 +263,16 @@ impl PipeEnd {
     fn wait<R>(&self, ctx: &Ctx, ready: impl FnMut(&mut PipeState) -> Option<R>) -> FsResult<R> {
         let mut ready = ready;
         if self.nonblock {
-            return ready(&mut self.pipe.state.lock()).ok_or(Rlerror::new(EAGAIN));
+            return ready(&mut self.pipe.state().lock()).ok_or(Rlerror::new(EAGAIN));
         }
-        ctx.wait(&self.pipe.state, ready)
+        ctx.wait(self.pipe.state(), ready)
     }
 
     /// Rule 1's end of file, judged under the pipe's lock.
     fn at_eof(&self, st: &PipeState) -> bool {
-        let own = u64::from(self.writes);
         st.buf.is_empty()
             && st.writers == usize::from(self.writes)
-            && (self.had_writer || st.writer_opens > self.writers_seen + own)
+            && st.writer_opens > u64::from(self.writes)
     }
 
     /// Rule 2's broken pipe, judged under the pipe's lock.
@@ -158,6 +291,7 @@ impl OpenFile for PipeEnd {
         let take = |st: &mut PipeState| {
             if !st.buf.is_empty() {
                 let take = (count as usize).min(st.buf.len());
+                st.charge.budget.give_bytes(st.charge.owner, take);
                 Some(st.buf.drain(..take).collect::<Vec<u8>>())
             } else if self.at_eof(st) {
                 Some(Vec::new())
@@ -168,7 +302,7 @@ impl OpenFile for PipeEnd {
         let data = self.wait(ctx, take)?;
         if !data.is_empty() {
             // Writers may be waiting for room.
-            self.pipe.state.update(|_| ());
+            self.pipe.state().update(|_| ());
         }
         Ok(data)
     }
@@ -185,22 +319,29 @@ impl OpenFile for PipeEnd {
             if self.broken(st) {
                 Some(Err(Rlerror::new(EPIPE)))
             } else if st.buf.len() < capacity {
-                let take = data.len().min(capacity - st.buf.len());
-                st.buf.extend(&data[..take]);
-                Some(Ok(take as u32))
+                let room = data.len().min(capacity - st.buf.len());
+                Some(
+                    st.charge
+                        .budget
+                        .take_bytes(st.charge.owner, room)
+                        .map(|take| {
+                            st.buf.extend(&data[..take]);
+                            take as u32
+                        }),
+                )
             } else {
                 None
             }
         })??;
         // Readers may be waiting for data.
-        self.pipe.state.update(|_| ());
+        self.pipe.state().update(|_| ());
         Ok(taken)
     }
 }
 
 impl Drop for PipeEnd {
     fn drop(&mut self) {
-        self.pipe.state.update(|st| {
+        self.pipe.state().update(|st| {
             if self.reads {
                 st.readers -= 1;
             }
@@ -211,15 +352,44 @@ impl Drop for PipeEnd {
     }
 }
 
-/// What clients may do in `/pipe`: create pipes and remove them.
+/// What clients may do in `/pipe`: make pipes (by creating or naming them) and remove
+/// them.
 pub struct PipeDir {
     capacity: usize,
+    budget: Arc<Budget>,
 }
 
 impl PipeDir {
-    /// Pipes made here buffer `capacity` bytes.
-    pub fn new(capacity: usize) -> Self {
-        PipeDir { capacity }
+    /// Pipes made here buffer `capacity` bytes, within `limits`.
+    pub fn new(capacity: usize, limits: PipeLimits) -> Self {
+        PipeDir {
+            capacity: capacity.max(1),
+            budget: Arc::new(Budget {
+                limits,
+                usage: Mutex::default(),
+            }),
+        }
+    }
+
+    /// A new pipe of mode `mode` for the request's user (the server's outside a
+    /// mount table that names one).
+    pub fn make(&self, ctx: &Ctx, mode: u32) -> FsResult<Pipe> {
+        let creds = ctx.creds().unwrap_or_else(|| Creds::server());
+        let charge = self.budget.add_pipe(creds.uid())?;
+        let state = PipeState {
+            buf: VecDeque::new(),
+            readers: 0,
+            writers: 0,
+            reader_opens: 0,
+            writer_opens: 0,
+            charge,
+        };
+        Ok(Pipe {
+            state: Arc::new(Monitor::new(state)),
+            capacity: self.capacity,
+            owner: (creds.uid(), creds.gid()),
+            mode: mode & 0o777,
+        })
     }
 }
 
@@ -228,8 +398,16 @@ impl DirOps for PipeDir {
         true
     }
 
-    fn create(&self, _: &Ctx, _: &str, _: u32) -> FsResult<Arc<dyn FileNode>> {
-        Ok(Arc::new(Pipe::new(self.capacity)))
+    fn mode(&self) -> u32 {
+        0o1777
+    }
+
+    fn walk_missing(&self, ctx: &Ctx, _: &str) -> FsResult<Option<Arc<dyn FileNode>>> {
+        Ok(Some(Arc::new(self.make(ctx, WALK_MODE)?)))
+    }
+
+    fn create(&self, ctx: &Ctx, _: &str, mode: u32) -> FsResult<Arc<dyn FileNode>> {
+        Ok(Arc::new(self.make(ctx, mode)?))
     }
 
     fn remove(&self, _: &Ctx, _: &str) -> FsResult<()> {
@@ -245,9 +423,19 @@ mod tests {
         Ctx::background(8192)
     }
 
+    fn as_user(uid: u32) -> Ctx {
+        ctx().acting_as(&Creds::new(uid, uid, vec![uid]))
+    }
+
+    fn pipe(capacity: usize) -> Pipe {
+        PipeDir::new(capacity, PipeLimits::default())
+            .make(&ctx(), 0o600)
+            .unwrap()
+    }
+
     #[test]
     fn eof_after_the_last_writer_and_not_before_the_first() {
-        let p = Pipe::new(16);
+        let p = pipe(16);
         let r = p.open(&ctx(), LOpenFlags::RDONLY).unwrap();
         let w = p.open(&ctx(), LOpenFlags::WRONLY).unwrap();
         assert_eq!(w.write(&ctx(), 0, b"hello").unwrap(), 5);
@@ -258,12 +446,58 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_after_the_last_writer_gets_the_data_then_eof() {
+        let p = pipe(16);
+        let w = p.open(&ctx(), LOpenFlags::WRONLY).unwrap();
+        assert_eq!(w.write(&ctx(), 0, b"late").unwrap(), 4);
+        drop(w);
+        let r = p.open(&ctx(), LOpenFlags::RDONLY).unwrap();
+        assert_eq!(r.read(&ctx(), 0, 9).unwrap(), b"late");
+        assert_eq!(r.read(&ctx(), 0, 9).unwrap(), b"");
+        let early = pipe(16).open(&ctx(), LOpenFlags::RDONLY | LOpenFlags::NONBLOCK);
+        let err = early.unwrap().read(&ctx(), 0, 9).unwrap_err();
+        assert_eq!(err.ecode, EAGAIN, "no writer yet: no end of file");
+    }
+
+    #[test]
     fn full_buffer_takes_part_and_broken_pipe_fails() {
-        let p = Pipe::new(4);
+        let p = pipe(4);
         let r = p.open(&ctx(), LOpenFlags::RDONLY).unwrap();
         let w = p.open(&ctx(), LOpenFlags::WRONLY).unwrap();
         assert_eq!(w.write(&ctx(), 0, b"abcdef").unwrap(), 4);
         drop(r);
         assert_eq!(w.write(&ctx(), 0, b"x").unwrap_err().ecode, EPIPE);
+    }
+
+    #[test]
+    fn budgets_refuse_instead_of_growing_and_come_back() {
+        let limits = PipeLimits {
+            pipes_per_user: 2,
+            pipes_total: 3,
+            bytes_per_user: 10,
+            bytes_total: 15,
+        };
+        let dir = PipeDir::new(8, limits);
+        let a1 = dir.make(&as_user(1), 0o600).unwrap();
+        let a2 = dir.make(&as_user(1), 0o600).unwrap();
+        let edquot = |r: FsResult<Pipe>| r.err().map(|e| e.ecode);
+        assert_eq!(edquot(dir.make(&as_user(1), 0o600)), Some(EDQUOT));
+        let b1 = dir.make(&as_user(2), 0o600).unwrap();
+        assert_eq!(edquot(dir.make(&as_user(3), 0o600)), Some(ENOSPC));
+
+        let w1 = a1.open(&ctx(), LOpenFlags::WRONLY).unwrap();
+        let w2 = a2.open(&ctx(), LOpenFlags::WRONLY).unwrap();
+        assert_eq!(w1.write(&ctx(), 0, &[7; 8]).unwrap(), 8);
+        assert_eq!(w2.write(&ctx(), 0, &[7; 8]).unwrap(), 2, "user 1 has 10 bytes");
+        assert_eq!(w2.write(&ctx(), 0, &[7]).unwrap_err().ecode, EDQUOT);
+        let wb = b1.open(&ctx(), LOpenFlags::WRONLY).unwrap();
+        assert_eq!(wb.write(&ctx(), 0, &[7; 8]).unwrap(), 5, "15 in all");
+        assert_eq!(wb.write(&ctx(), 0, &[7]).unwrap_err().ecode, ENOSPC);
+
+        let r1 = a1.open(&ctx(), LOpenFlags::RDONLY).unwrap();
+        assert_eq!(r1.read(&ctx(), 0, 4).unwrap().len(), 4);
+        assert_eq!(w2.write(&ctx(), 0, &[7; 8]).unwrap(), 4, "reading gives back");
+        drop((w1, r1, a1));
+        assert!(dir.make(&as_user(1), 0o600).is_ok(), "a removed pipe gives back");
     }
 }

@@ -157,7 +157,7 @@ impl Daemon {
                     )?,
                 ),
                 None => {
-                    tracing::warn!(%addr, "plain tcp on loopback: every user of this host may connect and attach as any user (the unix socket checks who connects; TLS authenticates)");
+                    tracing::info!(%addr, "plain tcp on loopback: each peer is known by the uid that owns its socket (asked of the kernel), as on the unix socket");
                     listeners.push(server.listen_tcp(*addr)?);
                 }
             }

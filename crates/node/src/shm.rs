@@ -76,7 +76,21 @@ pub fn connect(path: &Path, config: ClientConfig) -> Result<Client, ClientError>
         source,
     };
     let sock = UnixStream::connect(path).map_err(connect_err)?;
-    let channel = ByteChannel::join(sock).map_err(connect_err)?;
+    // A plain 9P socket never offers a channel: wait for the offer no longer than for
+    // a version reply.
+    sock.set_read_timeout(Some(config.connect_timeout))
+        .map_err(connect_err)?;
+    let channel = ByteChannel::join(sock.try_clone().map_err(connect_err)?).map_err(|e| {
+        if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+            ClientError::TimedOut {
+                what: "shared-memory channel offer",
+                after: config.connect_timeout,
+            }
+        } else {
+            connect_err(e)
+        }
+    })?;
+    sock.set_read_timeout(None).map_err(connect_err)?;
     Client::with_transport(ShmTransport::new(channel), config)
 }
 

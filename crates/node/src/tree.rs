@@ -23,7 +23,7 @@ use nf_ninep::server::{MountTable, PassthroughFs, ReadOnlyView, SyntheticTree};
 
 use crate::access::check_attach;
 use crate::mem::MemTree;
-use crate::pipe::{PipeDir, DEFAULT_PIPE_CAPACITY};
+use crate::pipe::{PipeDir, PipeLimits, DEFAULT_PIPE_CAPACITY};
 use crate::status;
 
 /// Default history of `/log` kept for new readers: 256 KiB.
@@ -38,6 +38,11 @@ pub struct NodeConfig {
     pub log_history: usize,
     /// Buffer of each pipe in `/pipe`, in bytes.
     pub pipe_capacity: usize,
+    /// Budgets for `/pipe`: pipes and bytes buffered, per user and in all.
+    pub pipe_limits: PipeLimits,
+    /// Memory `/ro` may hold for what clients write, create and remove there (content
+    /// and entries; beyond it: `ENOSPC`).
+    pub ro_memory_limit: u64,
     /// The rma memory registry `/mem` reads; `None`: the default
     /// ([`nf_rma::registry::default_dir`]).
     pub mem_registry: Option<PathBuf>,
@@ -49,6 +54,8 @@ impl Default for NodeConfig {
             export: None,
             log_history: DEFAULT_LOG_HISTORY,
             pipe_capacity: DEFAULT_PIPE_CAPACITY,
+            pipe_limits: PipeLimits::default(),
+            ro_memory_limit: nf_ninep::server::trees::readonly::DEFAULT_MEMORY_LIMIT,
             mem_registry: None,
         }
     }
@@ -87,7 +94,7 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
     let log = Stream::with_history(config.log_history).writable();
     synthetic.add_file("/log", log.clone())?;
     synthetic.add_dir("/pipe")?;
-    synthetic.set_dir_ops("/pipe", PipeDir::new(config.pipe_capacity))?;
+    synthetic.set_dir_ops("/pipe", PipeDir::new(config.pipe_capacity, config.pipe_limits))?;
     let synthetic: Arc<DynFs> = Arc::new(Erased(synthetic));
 
     let mut table = MountTable::new().with_attach_check(check_attach);
@@ -96,7 +103,10 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
     }
     if let Some(dir) = &config.export {
         table.mount("fs", PassthroughFs::new(dir)?)?;
-        table.mount("ro", ReadOnlyView::new(dir)?)?;
+        table.mount(
+            "ro",
+            ReadOnlyView::new(dir)?.with_memory_limit(config.ro_memory_limit),
+        )?;
     }
     let registry = config
         .mem_registry

@@ -32,7 +32,7 @@
 //!    to check against who owns the process (the daemon does, `nf_node::mem`).
 
 use std::fmt::Write as _;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -182,17 +182,13 @@ pub fn default_dir() -> PathBuf {
 /// Reads the entry file at `path` (bounded); `None` if it is missing or malformed.
 /// Also returns the uid owning the file.
 pub fn read_entry(path: &Path) -> Option<(Entry, u32)> {
-    let file = std::fs::File::open(path).ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > MAX_ENTRY_BYTES {
-        return None;
-    }
-    let mut text = String::new();
-    file.take(MAX_ENTRY_BYTES).read_to_string(&mut text).ok()?;
+    // A daemon reads other users' entries: a FIFO or device there must neither block
+    // it nor feed it without end, and a symlink must not lead it elsewhere.
+    let (text, owner) = nf_transport::file::read_regular_text_owned(path, MAX_ENTRY_BYTES).ok()?;
     let entry = Entry::parse(&text)?;
     // Rule 1: the name is the entry's, so a reader may look one up by name.
     let name = path.file_name()?.to_str()?;
-    (name == entry.file_name()).then_some((entry, meta.uid()))
+    (name == entry.file_name()).then_some((entry, owner))
 }
 
 /// Every well-formed entry in `dir` with the uid owning its file, live or not

@@ -4,6 +4,7 @@
 //!   job, joined by a bridge, removed again when the fixture is dropped (also when the
 //!   test panics). Needs root and `ip` (iproute2).
 //! - [`output_within`]: run a command to completion, or fail the test after a deadline.
+//! - [`users`]: a second, unprivileged account, and acting as it on one thread.
 //!
 //! Leftovers of a test process that was killed outright (Drop never ran) are removed by
 //! `tests/netns/cleanup.sh` at the repository root.
@@ -12,6 +13,7 @@
 
 mod bounded;
 mod netns;
+pub mod users;
 
 pub use bounded::output_within;
 pub use netns::{listed, Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};

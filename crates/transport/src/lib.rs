@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod file;
 pub mod ofi;
 pub mod shm;
 pub mod tcp;

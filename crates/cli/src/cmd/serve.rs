@@ -18,6 +18,7 @@ use clap::Args;
 use nf_ninep::server::trees::synthetic::Stream;
 use nf_ninep::server::ServerConfig;
 use nf_node::addr::default_socket;
+use nf_node::pipe::PipeLimits;
 use nf_node::tls::TlsFiles;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 
@@ -35,13 +36,19 @@ readers follow it like tail -f), /pipe/NAME (named pipes: create a file in /pipe
 /mem/JOB/RANK/SEGMENT (running procs' rma segments: reading is a get, writing a put; \
 found through the memory registry, --mem-registry).
 
+Who may attach, and as whom: a local client (unix socket, shm, loopback tcp) is known \
+by the kernel (its uid) and may attach only as its own user, root as anyone; a TLS \
+client only as its certificate's name. Every operation then runs with that user's \
+rights (fsuid, fsgid, groups): run as root, nf serve serves every user; run as a \
+user, only that user.
+
 Local clients may also talk 9P through shared memory: they connect to the shm socket \
 (shm:PATH.shm) and get a memfd ring pair. Listens on the unix sockets only, unless --tcp \
 is given. Tcp on an address that is not \
 loopback is refused unless TLS is configured (--tls-cert, --tls-key, --tls-client-ca): \
 then every tcp listener speaks TLS, clients must present a certificate signed by the \
 client CA, and its common name is the only 9P user they may attach as (it must be an \
-account in /etc/passwd). Log level: NF_LOG (default info). Stop with SIGINT or SIGTERM.
+account on this host). Log level: NF_LOG (default info). Stop with SIGINT or SIGTERM.
 
 Examples:
   nf serve --export /srv/data                       # detach once listening
@@ -89,6 +96,20 @@ pub struct ServeArgs {
     /// Most connections served at once (more are answered EAGAIN and closed).
     #[arg(long, default_value_t = 256)]
     pub max_clients: usize,
+    /// Most connections served at once for one user (the kernel's uid of a local peer,
+    /// a TLS name); more are answered EAGAIN and closed.
+    #[arg(long, default_value_t = 64)]
+    pub max_clients_per_user: usize,
+    /// Seconds a new connection may take to attach, and a started frame to arrive;
+    /// a connection holding no fid is closed after 6× this of silence.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub handshake_timeout: u64,
+    /// Pipes one user may own in /pipe (more: EDQUOT).
+    #[arg(long, default_value_t = PipeLimits::default().pipes_per_user)]
+    pub max_pipes_per_user: usize,
+    /// Bytes buffered in one user's pipes (more: EDQUOT), and in all pipes is 16×.
+    #[arg(long, default_value_t = PipeLimits::default().bytes_per_user)]
+    pub pipe_bytes_per_user: usize,
     /// Bytes of /log kept for readers that open later.
     #[arg(long, default_value_t = 256 * 1024)]
     pub log_history: usize,
@@ -189,13 +210,25 @@ impl ServeArgs {
                 export: self.export.clone(),
                 log_history: self.log_history,
                 pipe_capacity: self.pipe_buffer,
+                pipe_limits: PipeLimits {
+                    pipes_per_user: self.max_pipes_per_user,
+                    pipes_total: self.max_pipes_per_user.saturating_mul(16),
+                    bytes_per_user: self.pipe_bytes_per_user,
+                    bytes_total: self.pipe_bytes_per_user.saturating_mul(16),
+                },
                 mem_registry: self.mem_registry.clone(),
             },
             limits: ServerConfig::default()
                 .max_msize(self.msize)
                 .max_fids(self.max_fids)
                 .max_in_flight(self.max_in_flight)
-                .max_clients(self.max_clients),
+                .max_clients(self.max_clients)
+                .max_clients_per_user(self.max_clients_per_user)
+                .deadlines(
+                    Duration::from_secs(self.handshake_timeout),
+                    Duration::from_secs(self.handshake_timeout * 3),
+                    Duration::from_secs(self.handshake_timeout * 6),
+                ),
         })
     }
 }

@@ -74,6 +74,14 @@ pub enum ClientError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// The server did not answer in time.
+    #[error("{what}: no answer from the 9P server within {after:?}; is it a 9P server, and is it alive? (connecting to the shm socket with a plain address, or the plain socket with shm:, waits like this)")]
+    TimedOut {
+        /// What waited (`"version"`, `"attach"`, a request).
+        what: &'static str,
+        /// How long it waited.
+        after: std::time::Duration,
+    },
     /// All 65535 tags are in use by calls in flight.
     #[error("too many 9P calls in flight on one connection (65535 tags in use); wait for some to finish")]
     NoFreeTag,

@@ -50,6 +50,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
+use std::io;
 
 pub use attr::Stat;
 pub use dir::DirEntry;
@@ -70,18 +72,32 @@ use rpc::Rpc;
 pub struct ClientConfig {
     /// The msize to ask for (the server may offer less). Default 1 MiB.
     pub msize: u32,
+    /// How long connecting (tcp) and the version exchange may take: a listener that
+    /// never answers is an error ([`ClientError::TimedOut`]), not a hang. Default 10 s.
+    pub connect_timeout: Duration,
+    /// How long any later reply may take; `None` (the default): as long as it takes,
+    /// since reading a pipe or following a log legitimately waits.
+    pub reply_timeout: Option<Duration>,
 }
+
+/// Default [`ClientConfig::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
             msize: DEFAULT_MAX_MSIZE,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            reply_timeout: None,
         }
     }
 }
 
 struct Inner {
     rpc: Arc<Rpc>,
+    reply_timeout: Option<Duration>,
+    /// The connect timeout, which also bounds `Tattach` (part of connecting).
+    handshake: Duration,
     next_fid: AtomicU32,
     reader: Mutex<Option<JoinHandle<()>>>,
 }
@@ -133,13 +149,27 @@ impl Client {
                 source,
             })?
             .collect();
-        let stream = TcpStream::connect(&addrs[..]).map_err(|source| ClientError::Connect {
-            addr: addrs
+        let named = || {
+            addrs
                 .iter()
                 .map(|a| a.to_string())
                 .collect::<Vec<_>>()
-                .join(", "),
-            source,
+                .join(", ")
+        };
+        let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to");
+        let mut stream = None;
+        for addr in &addrs {
+            match TcpStream::connect_timeout(addr, config.connect_timeout) {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => last = e,
+            }
+        }
+        let stream = stream.ok_or_else(|| ClientError::Connect {
+            addr: named(),
+            source: last,
         })?;
         let _ = stream.set_nodelay(true);
         Client::with_transport(stream, config)
@@ -169,8 +199,10 @@ impl Client {
         config: ClientConfig,
     ) -> Result<Client, ClientError> {
         let transport: Arc<dyn Transport> = Arc::new(transport);
-        let msize =
-            session::version(&*transport, config.msize).inspect_err(|_| transport.close())?;
+        let msize = within(&transport, config.connect_timeout, || {
+            session::version(&*transport, config.msize)
+        })
+        .inspect_err(|_| transport.close())?;
         let rpc = Rpc::new(transport, msize);
         let reader_rpc = Arc::clone(&rpc);
         let reader = thread::Builder::new()
@@ -180,10 +212,17 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 rpc,
+                reply_timeout: config.reply_timeout,
+                handshake: config.connect_timeout,
                 next_fid: AtomicU32::new(0),
                 reader: Mutex::new(Some(reader)),
             }),
         })
+    }
+
+    /// How long connecting may take; it bounds `Tattach` as well.
+    pub(crate) fn handshake_timeout(&self) -> Duration {
+        self.inner.reply_timeout.unwrap_or(self.inner.handshake)
     }
 
     /// The negotiated msize.
@@ -210,7 +249,32 @@ impl Client {
         msg: impl Into<Tmessage>,
         pick: impl FnOnce(Rmessage) -> Option<R>,
     ) -> Result<R, ClientError> {
-        let reply = self.inner.rpc.start(op, &msg.into())?.wait()?;
+        self.request_within(op, msg, pick, self.inner.reply_timeout)
+    }
+
+    /// [`Client::request`] waiting at most `limit` for the reply (`None`: no limit).
+    pub(crate) fn request_within<R>(
+        &self,
+        op: &'static str,
+        msg: impl Into<Tmessage>,
+        pick: impl FnOnce(Rmessage) -> Option<R>,
+        limit: Option<Duration>,
+    ) -> Result<R, ClientError> {
+        let call = self.inner.rpc.start(op, &msg.into())?;
+        let reply = match limit {
+            None => call.wait()?,
+            Some(after) => match call.wait_timeout(after)? {
+                Some(reply) => reply,
+                None => {
+                    // Abandon it (the server may still answer the flush late: then the
+                    // connection is of no further use and goes).
+                    if !matches!(call.flush(), Ok(None) | Ok(Some(_))) {
+                        self.inner.rpc.close();
+                    }
+                    return Err(ClientError::TimedOut { what: op, after });
+                }
+            },
+        };
         let got = reply.msg_type().name();
         match reply {
             Rmessage::Rlerror(Rlerror { ecode }) => Err(ClientError::Remote {
@@ -231,4 +295,37 @@ impl Client {
             }
         }
     }
+}
+
+/// Runs `step` on `transport`, closing the transport if it has not finished within
+/// `limit` (which makes a blocked receive return): the step then fails with
+/// [`ClientError::TimedOut`].
+fn within<T>(
+    transport: &Arc<dyn Transport>,
+    limit: Duration,
+    step: impl FnOnce() -> Result<T, ClientError>,
+) -> Result<T, ClientError> {
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watched = Arc::clone(transport);
+    let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&expired);
+    let watchdog = thread::Builder::new()
+        .name("9p-client-deadline".into())
+        .spawn(move || {
+            if finished.recv_timeout(limit).is_err() {
+                flag.store(true, Ordering::SeqCst);
+                watched.close();
+            }
+        })
+        .map_err(ClientError::Io)?;
+    let out = step();
+    let _ = done.send(());
+    let _ = watchdog.join();
+    if expired.load(Ordering::SeqCst) && out.is_err() {
+        return Err(ClientError::TimedOut {
+            what: "version",
+            after: limit,
+        });
+    }
+    out
 }

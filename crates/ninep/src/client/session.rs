@@ -100,11 +100,12 @@ impl Client {
             aname: aname.to_string(),
             n_uname,
         };
+        let pick = |r| match r {
+            Rmessage::Rattach(a) => Some(a.qid),
+            _ => None,
+        };
         let qid = self
-            .request("attach", msg, |r| match r {
-                Rmessage::Rattach(a) => Some(a.qid),
-                _ => None,
-            })
+            .request_within("attach", msg, pick, Some(self.handshake_timeout()))
             .map_err(|e| e.at(aname))?;
         Ok(Root {
             fid: Fid::new(self.clone(), fid, qid, String::from("/")),

@@ -6,6 +6,10 @@
 //! | `max_fids` (per connection) | 16384 | the request that would create a fid gets `Rlerror(EMFILE)` |
 //! | `max_in_flight` (per connection) | 256 | a request beyond it gets `Rlerror(EAGAIN)`; `Tflush` is never refused |
 //! | `max_clients` (per server) | 256 | the new connection's first request gets `Rlerror(EAGAIN)`, then it is closed |
+//! | `max_clients_per_user` | 64 | the same, for a connection whose user (the kernel's uid of a local peer, a TLS name) already has this many; connections that identify nobody count as one user |
+//! | `handshake_timeout` | 10 s | a connection that has not attached this long after it was accepted is closed |
+//! | `frame_timeout` | 30 s | a connection whose frame has started to arrive but stays incomplete this long is closed |
+//! | `idle_timeout` | 60 s | a connection that holds no fid and sends nothing this long is closed |
 //! | `max_workers` (per server) | 1024 | requests wait in a queue for a free worker |
 //! | `refuse_timeout` | 2 s | how long a refused connection may take to send its first frame |
 //! | `worker_idle` | 10 s | an idle worker thread exits after this |
@@ -28,6 +32,14 @@ pub struct ServerConfig {
     pub max_in_flight: usize,
     /// Most connections served at once.
     pub max_clients: usize,
+    /// Most connections served at once for one user (see the module docs).
+    pub max_clients_per_user: usize,
+    /// How long a new connection may take to attach.
+    pub handshake_timeout: Duration,
+    /// How long a frame may take to arrive once it has started.
+    pub frame_timeout: Duration,
+    /// How long a connection that holds no fid may stay silent.
+    pub idle_timeout: Duration,
     /// Most worker threads running tree methods, over all connections.
     pub max_workers: usize,
     /// How long a connection refused for `max_clients` may take to send a frame that
@@ -44,6 +56,10 @@ impl Default for ServerConfig {
             max_fids: 16384,
             max_in_flight: 256,
             max_clients: 256,
+            max_clients_per_user: 64,
+            handshake_timeout: Duration::from_secs(10),
+            frame_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
             max_workers: 1024,
             refuse_timeout: Duration::from_secs(2),
             worker_idle: Duration::from_secs(10),
@@ -73,6 +89,20 @@ impl ServerConfig {
     /// This config with `max_clients` set.
     pub fn max_clients(mut self, n: usize) -> Self {
         self.max_clients = n;
+        self
+    }
+
+    /// This config with `max_clients_per_user` set.
+    pub fn max_clients_per_user(mut self, n: usize) -> Self {
+        self.max_clients_per_user = n;
+        self
+    }
+
+    /// This config with the handshake, frame and idle deadlines set.
+    pub fn deadlines(mut self, handshake: Duration, frame: Duration, idle: Duration) -> Self {
+        self.handshake_timeout = handshake;
+        self.frame_timeout = frame;
+        self.idle_timeout = idle;
         self
     }
 

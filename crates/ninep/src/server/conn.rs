@@ -11,6 +11,7 @@
 //! (a reply before its `Rflush`) takes `send` before letting go of `state`.
 
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -32,6 +33,39 @@ use crate::DecodeError;
 
 /// Receive buffer to start with; it grows up to msize for large frames.
 const INITIAL_BUFFER: usize = 64 * 1024;
+
+/// Who a connection's peer is, as far as its transport knows (per-user limits).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Identity {
+    /// Authenticated by name (TLS).
+    User(Arc<str>),
+    /// A local peer's uid, from the kernel.
+    Uid(u32),
+    /// Nobody the transport can name.
+    Unknown,
+}
+
+impl Identity {
+    /// What `transport` knows of its peer (asked once: a loopback tcp peer costs a
+    /// netlink round trip).
+    pub fn of(transport: &dyn Transport) -> Identity {
+        match (transport.authenticated_user(), transport.peer_uid()) {
+            (Some(user), _) => Identity::User(Arc::from(user)),
+            (None, Some(uid)) => Identity::Uid(uid),
+            (None, None) => Identity::Unknown,
+        }
+    }
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::User(user) => write!(f, "user {user}"),
+            Identity::Uid(uid) => write!(f, "uid {uid}"),
+            Identity::Unknown => f.write_str("unidentified peers"),
+        }
+    }
+}
 
 struct ConnState<S> {
     /// Negotiated msize; `None` until a `Tversion` succeeds.
@@ -55,13 +89,25 @@ pub(crate) struct Conn<F: Filesystem> {
     idle: Condvar,
     /// The sending side, with a scratch buffer for encoding.
     send: Mutex<Vec<u8>>,
+    /// Frames received so far, and whether a frame is partly received: what the
+    /// deadline watcher reads ([`crate::server::watch`]).
+    frames: AtomicU64,
+    partial: AtomicBool,
 }
 
 impl<F: Filesystem> Conn<F> {
-    pub fn new(id: u64, shared: Arc<Shared<F>>, transport: Arc<dyn Transport>) -> Arc<Self> {
+    pub fn new(
+        id: u64,
+        shared: Arc<Shared<F>>,
+        transport: Arc<dyn Transport>,
+        who: Identity,
+    ) -> Arc<Self> {
         let peer = transport.peer();
-        let user = transport.authenticated_user().map(Arc::from);
-        let peer_uid = transport.peer_uid();
+        let (user, peer_uid) = match who {
+            Identity::User(user) => (Some(user), None),
+            Identity::Uid(uid) => (None, Some(uid)),
+            Identity::Unknown => (None, None),
+        };
         let max_fids = shared.config.max_fids;
         Arc::new(Conn {
             id,
@@ -77,7 +123,32 @@ impl<F: Filesystem> Conn<F> {
             }),
             idle: Condvar::new(),
             send: Mutex::new(Vec::new()),
+            frames: AtomicU64::new(0),
+            partial: AtomicBool::new(false),
         })
+    }
+
+    /// Who the transport says the peer is, for per-user limits: a TLS name, else a
+    /// local uid, else nobody.
+    pub fn identity(&self) -> Identity {
+        match (&self.user, self.peer_uid) {
+            (Some(user), _) => Identity::User(Arc::clone(user)),
+            (None, Some(uid)) => Identity::Uid(uid),
+            (None, None) => Identity::Unknown,
+        }
+    }
+
+    /// The peer, as logs name it.
+    pub fn peer(&self) -> &str {
+        &self.peer
+    }
+
+    /// Frames received so far, and whether one is partly received now.
+    pub fn progress(&self) -> (u64, bool) {
+        (
+            self.frames.load(Ordering::Relaxed),
+            self.partial.load(Ordering::Relaxed),
+        )
     }
 
     pub fn id(&self) -> u64 {
@@ -114,6 +185,7 @@ impl<F: Filesystem> Conn<F> {
                 match decoder.split(&buf[start..filled]) {
                     Ok(Some(raw)) => {
                         start += raw.size();
+                        self.frames.fetch_add(1, Ordering::Relaxed);
                         self.handle_raw(raw);
                     }
                     Ok(None) => break,
@@ -125,6 +197,7 @@ impl<F: Filesystem> Conn<F> {
             }
             buf.copy_within(start..filled, 0);
             filled -= start;
+            self.partial.store(filled > 0, Ordering::Relaxed);
             if filled == buf.len() {
                 buf.resize((buf.len() * 2).clamp(HEADER_SIZE, max), 0);
             }
@@ -341,6 +414,12 @@ impl<F: Filesystem> Conn<F> {
         }
         let mut out = lock(&self.send);
         drop(st);
+        // Released states go before the reply: once a client has its Rclunk (or
+        // Rremove), what the fid held is gone — a pipe has one reader fewer.
+        let release = Ctx::background(msize);
+        for entry in released {
+            let _ = self.shared.fs.clunk(&release, &entry.state);
+        }
         if let Some(p) = pending {
             // A flushed request is answered only if it did its work (flush(5): the
             // client must honour a reply that comes before the Rflush).
@@ -353,10 +432,6 @@ impl<F: Filesystem> Conn<F> {
             }
         }
         drop(out);
-        let release = Ctx::background(msize);
-        for entry in released {
-            let _ = self.shared.fs.clunk(&release, &entry.state);
-        }
     }
 
     /// Sends a reply that no flush can race with (checks failed, version, early errors).

@@ -5,6 +5,7 @@
 use crate::errno::{EINVAL, ENOTDIR, EOPNOTSUPP, EROFS};
 use crate::message::*;
 use crate::server::cancel::{Cancel, Monitor};
+use crate::server::creds::Creds;
 use crate::types::{GetattrMask, LockStatus, LockType, Qid, NOFID};
 
 /// Result of a tree method: the reply, or the `Rlerror` to send instead.
@@ -46,6 +47,7 @@ pub struct Ctx {
     may_block: bool,
     user: Option<std::sync::Arc<str>>,
     peer_uid: Option<u32>,
+    creds: Option<Creds>,
 }
 
 impl Ctx {
@@ -59,6 +61,7 @@ impl Ctx {
             may_block: true,
             user: None,
             peer_uid: None,
+            creds: None,
         }
     }
 
@@ -122,6 +125,25 @@ impl Ctx {
         self.peer_uid
     }
 
+    /// This context, for a request done for `creds` (the identity its fid's attach
+    /// stands for; see [`crate::server::MountTable`]).
+    pub fn acting_as(&self, creds: &Creds) -> Ctx {
+        Ctx {
+            creds: Some(creds.clone()),
+            ..self.clone()
+        }
+    }
+
+    /// Who the request is done for, where the tree above knows (a [`MountTable`]
+    /// with an attach check); `None` outside one. The calling thread already acts as
+    /// this identity on host files ([`Creds::assume`]); in-memory trees use it for
+    /// ownership and permission checks of their own.
+    ///
+    /// [`MountTable`]: crate::server::MountTable
+    pub fn creds(&self) -> Option<&Creds> {
+        self.creds.as_ref()
+    }
+
     /// A context outside any request (releasing fids of a closed connection, tests).
     pub fn background(msize: u32) -> Self {
         Ctx::new(Cancel::new(), msize, 0, crate::NOTAG)
@@ -172,7 +194,7 @@ pub struct Walked<F> {
 /// |---|---|
 /// | `attach`, `walk1`, `clone_fid`, `getattr` | required |
 /// | `walk` | `clone_fid` for no names, else `walk1` name by name |
-/// | `auth` | `EOPNOTSUPP` (no authentication required) |
+/// | `auth` | `ENOENT` (no authentication scheme: attach without one, as diod says) |
 /// | `lopen` | success: the qid from `getattr`, iounit 0 |
 /// | `read` | `EOPNOTSUPP` |
 /// | `write` | `EROFS` |
@@ -221,9 +243,10 @@ pub trait Filesystem: Send + Sync + 'static {
     ) -> FsResult<(Rattach, Self::Fid)>;
 
     /// `Tauth`: a state over which the client runs an authentication protocol with
-    /// reads and writes.
+    /// reads and writes. The default, `ENOENT`, says no authentication scheme is
+    /// offered (attach with `afid = NOFID`), as diod answers and as its clients expect.
     fn auth(&self, ctx: &Ctx, req: &Tauth) -> FsResult<(Rauth, Self::Fid)> {
-        Err(Rlerror::new(EOPNOTSUPP))
+        Err(Rlerror::new(crate::errno::ENOENT))
     }
 
     /// One step of a walk: `name` (never empty, never containing `/`; may be `.` or

@@ -20,7 +20,9 @@
 //! | `srv`, `listen` | [`Server`], [`Listener`] |
 //! | `accept` | [`Acceptor`]: accept threads and how they stop |
 //! | `cancel` | [`Cancel`] tokens and [`Monitor`] for blocking trees |
+//! | `watch` | deadlines: handshake, partial frames, idle connections |
 //! | `config` | every limit and its default ([`ServerConfig`]) |
+//! | `creds` | [`Creds`]: acting as the attached user on host files |
 //! | `transport` | the byte [`Transport`] trait (tcp, unix) |
 //! | `trees` | [`PassthroughFs`], [`ReadOnlyView`], [`SyntheticTree`] |
 //!
@@ -40,9 +42,10 @@
 //! 6. **Record** (`reply`, under the connection lock): the fid table is updated from the
 //!    outcome; the request leaves the pending table.
 //! 7. **Reply**: the worker takes the sending lock before letting go of the connection
-//!    lock, then sends the reply — unless the request was aborted, or flushed and
-//!    failed — and then one `Rflush` per flush that waited for it. States the server let
-//!    go of are clunked in the tree afterwards.
+//!    lock, clunks in the tree the states the server let go of (so a client that has
+//!    its `Rclunk` knows the fid's hold is gone), then sends the reply — unless the
+//!    request was aborted, or flushed and failed — and then one `Rflush` per flush that
+//!    waited for it.
 //!
 //! # Flush
 //!
@@ -68,8 +71,11 @@
 //!
 //! See [`ServerConfig`]: `max_msize` (1 MiB), `max_fids` (16384 per connection,
 //! `EMFILE`), `max_in_flight` (256 per connection, `EAGAIN`), `max_clients` (256,
-//! the first request is answered `EAGAIN`, then the connection is closed), each logged
-//! when hit.
+//! the first request is answered `EAGAIN`, then the connection is closed) and
+//! `max_clients_per_user` (64, the same), each logged when hit; and deadlines
+//! (`watch`): a connection must attach within `handshake_timeout` (10 s), a frame
+//! must arrive within `frame_timeout` (30 s) once started, and a connection without
+//! fids is closed after `idle_timeout` (60 s) of silence.
 
 pub mod accept;
 mod apply;
@@ -77,6 +83,7 @@ mod cancel;
 mod check;
 mod config;
 mod conn;
+mod creds;
 mod error;
 mod fid;
 mod handler;
@@ -88,10 +95,12 @@ mod reply;
 mod srv;
 pub mod transport;
 pub mod trees;
+mod watch;
 
 pub use accept::{Acceptor, Listening};
 pub use cancel::{Cancel, Cancelled, Monitor};
 pub use config::ServerConfig;
+pub use creds::Creds;
 pub use error::ServerError;
 pub use handler::{Ctx, Filesystem, FsResult, Walked, V9FS_MAGIC, WOULD_BLOCK};
 pub use listen::{ListenAddr, Listener};

@@ -13,12 +13,13 @@ use crate::frame::{encode_frame, FrameDecoder};
 use crate::message::{Rlerror, Rmessage};
 use crate::server::cancel::lock;
 use crate::server::config::ServerConfig;
-use crate::server::conn::Conn;
+use crate::server::conn::{Conn, Identity};
 use crate::server::error::ServerError;
 use crate::server::handler::Filesystem;
 use crate::server::listen::{self, Listener};
 use crate::server::pool::Pool;
 use crate::server::transport::Transport;
+use crate::server::watch;
 
 /// What a server holds, shared by its handles, listeners and connections.
 pub(crate) struct Shared<F: Filesystem> {
@@ -85,16 +86,16 @@ impl<F: Filesystem> Server<F> {
     /// A server for `fs` with `config`.
     pub fn with_config(fs: F, config: ServerConfig) -> Self {
         let pool = Pool::new(config.max_workers, config.worker_idle);
-        Server {
-            shared: Arc::new(Shared {
-                fs: Arc::new(fs),
-                config,
-                pool,
-                conns: Mutex::new(HashMap::new()),
-                next_id: AtomicU64::new(1),
-                refused: AtomicU64::new(0),
-            }),
-        }
+        let shared = Arc::new(Shared {
+            fs: Arc::new(fs),
+            config,
+            pool,
+            conns: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            refused: AtomicU64::new(0),
+        });
+        watch::start(Arc::downgrade(&shared));
+        Server { shared }
     }
 
     /// The tree being served.
@@ -194,23 +195,39 @@ impl<F: Filesystem> Server<F> {
         true
     }
 
-    /// Registers a connection, or gives the transport back when `max_clients` are served.
+    /// Registers a connection, or gives the transport back when `max_clients` are
+    /// served, or `max_clients_per_user` for the peer's user.
     pub(crate) fn admit<T: Transport>(&self, transport: T) -> Result<Arc<Conn<F>>, T> {
+        let who = Identity::of(&transport);
+        let config = &self.shared.config;
         let mut conns = lock(&self.shared.conns);
-        if conns.len() >= self.shared.config.max_clients {
+        let refusal = if conns.len() >= config.max_clients {
+            Some(("too many clients (max_clients)", config.max_clients))
+        } else if conns.values().filter(|c| c.identity() == who).count()
+            >= config.max_clients_per_user
+        {
+            Some((
+                "too many connections for this user (max_clients_per_user)",
+                config.max_clients_per_user,
+            ))
+        } else {
+            None
+        };
+        if let Some((why, limit)) = refusal {
             drop(conns);
             self.shared.refused.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
-                peer = %transport.peer(),
-                limit = self.shared.config.max_clients,
-                "refusing 9P connection with EAGAIN: too many clients (max_clients)"
-            );
+            tracing::warn!(peer = %transport.peer(), %who, limit, "refusing 9P connection with EAGAIN: {why}");
             return Err(transport);
         }
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let conn = Conn::new(id, Arc::clone(&self.shared), Arc::new(transport));
+        let conn = Conn::new(id, Arc::clone(&self.shared), Arc::new(transport), who);
         conns.insert(id, Arc::clone(&conn));
         Ok(conn)
+    }
+
+    /// Every connection being served now.
+    pub(crate) fn conns(shared: &Shared<F>) -> Vec<Arc<Conn<F>>> {
+        lock(&shared.conns).values().cloned().collect()
     }
 
     /// Runs an admitted connection on a new thread.

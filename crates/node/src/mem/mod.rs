@@ -11,9 +11,11 @@
 //! and I/O; which entries it believes and who sees what is [`view`].
 //!
 //! Rules:
-//! 1. Only users the transport identifies get in: the attach's user on a unix socket or
-//!    shm channel (checked against `SO_PEERCRED`) or TLS; plain loopback tcp, where a
-//!    user name is only a claim, is refused with `EACCES`.
+//! 1. Only users the attach check vouched for get in ([`crate::access`]: the kernel's
+//!    word on a local peer, or a TLS certificate): a fid without an identity (this tree
+//!    mounted without that check) is refused with `EACCES`. Cross-memory attach is
+//!    checked by the kernel against the server's real uid, not the attached user's, so
+//!    [`view`] decides who sees which proc: its owner, and root.
 //! 2. A read at or past the end returns 0 bytes, one that crosses it is short. A write
 //!    at or past the end fails with `EFBIG` (as a write beyond a file size limit);
 //!    one that crosses it writes what fits and returns that count.
@@ -44,7 +46,6 @@ use nf_ninep::{
 use nf_rma::registry::SegEntry;
 use nf_transport::shm::cma;
 
-use crate::access::attached_uid;
 use view::{Proc, View};
 
 /// EFAULT: the copy touched memory the rank no longer maps.
@@ -53,7 +54,6 @@ const EFAULT: u32 = 14;
 /// The tree mounted at `/mem`.
 pub struct MemTree {
     view: View,
-    passwd: PathBuf,
 }
 
 impl MemTree {
@@ -61,7 +61,6 @@ impl MemTree {
     pub fn new(dir: PathBuf, daemon_uid: u32) -> MemTree {
         MemTree {
             view: View::new(dir, daemon_uid),
-            passwd: PathBuf::from("/etc/passwd"),
         }
     }
 
@@ -258,9 +257,9 @@ impl Filesystem for MemTree {
         true
     }
 
-    fn attach(&self, ctx: &Ctx, req: &Tattach, _: Option<&MemFid>) -> FsResult<(Rattach, MemFid)> {
+    fn attach(&self, ctx: &Ctx, _: &Tattach, _: Option<&MemFid>) -> FsResult<(Rattach, MemFid)> {
         let fid = MemFid {
-            who: attached_uid(&self.passwd, ctx, req),
+            who: ctx.creds().map(|c| c.uid()),
             at: At::Root,
             listing: Listing::default(),
         };

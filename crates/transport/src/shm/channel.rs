@@ -14,7 +14,20 @@
 //!    maps it, writes the header, and creates the four eventfds.
 //! 2. It sends one byte with all five descriptors attached (`SCM_RIGHTS`).
 //! 3. The joining side ([`ByteChannel::join`], the client) receives them, checks the
-//!    header (magic, version, capacity against the file's size) and maps the memfd.
+//!    header (magic, version, capacity against the file's size) and the seals, and
+//!    maps the memfd.
+//!
+//! Neither side trusts the other (a 9P server serves clients it does not control):
+//!
+//! - The offerer seals the memfd's size (`F_SEAL_SHRINK`, `F_SEAL_GROW`, then
+//!   `F_SEAL_SEAL`) before sending it, so no peer can truncate the memory under the
+//!   other's mapping (which would kill it with `SIGBUS`); the joiner refuses memory
+//!   that is not sealed.
+//! - Each side keeps its own counter (the consumer's head, the producer's tail) in
+//!   private memory and only publishes it; the peer's counter is read and checked: a
+//!   ring claiming more bytes than it holds, or less room than none, breaks the
+//!   protocol and fails the call (`InvalidData`) instead of reading or writing out of
+//!   bounds. Garbage bytes are the layer above's to refuse (9P frames are checked).
 //!
 //! Ring 0 carries joiner → offerer bytes, ring 1 offerer → joiner. One thread may
 //! receive while another sends; sends must be serialised by the caller (the 9P server
@@ -28,11 +41,11 @@ use std::mem::MaybeUninit;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use memmap2::MmapMut;
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
-use rustix::fs::{memfd_create, MemfdFlags};
+use rustix::fs::{fcntl_add_seals, fcntl_get_seals, memfd_create, MemfdFlags, SealFlags};
 use rustix::net::{
     recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags,
@@ -59,9 +72,16 @@ pub struct ByteChannel {
     view: ChannelView,
     /// Keeps the memory mapped for `view`.
     _map: MmapMut,
+    /// The memfd itself (sealed); kept so the seal tests can try to resize it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    memory: File,
     /// The ring we read, the ring we write.
     rx: usize,
     tx: usize,
+    /// Our own counters, kept here and only published in shared memory (the peer
+    /// could overwrite the shared copies): the head of ring `rx`, the tail of `tx`.
+    rx_head: AtomicU64,
+    tx_tail: AtomicU64,
     wakers: Wakers,
     sock: UnixStream,
     closed: AtomicBool,
@@ -76,15 +96,27 @@ impl std::fmt::Debug for ByteChannel {
     }
 }
 
+/// The seals that keep the memory's size fixed.
+const SIZE_SEALS: SealFlags = SealFlags::SHRINK.union(SealFlags::GROW);
+
+/// The error for a peer that broke the ring protocol (it wrote our counters' partner
+/// with nonsense).
+fn broken(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("byte channel: the peer broke the ring protocol: its counter {what}"),
+    )
+}
+
 fn new_eventfd() -> io::Result<OwnedFd> {
     Ok(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?)
 }
 
 fn map(file: &File, geo: ChannelGeometry) -> io::Result<(MmapMut, ChannelView)> {
-    // SAFETY: the memfd is shared only with the peer of this channel, which follows the
-    // same access rules (layout rules 7–10); its length was set (offer) or checked
-    // (join) to hold the whole geometry, and memfds cannot shrink under a seal-free
-    // peer without breaking it — the peer is the other half of this protocol.
+    // SAFETY: the memfd is shared only with the peer of this channel; its length was
+    // set (offer) or checked (join) to hold the whole geometry and is sealed against
+    // shrinking (offer seals, join checks), so the mapping stays backed; what the peer
+    // writes into it is only ever read through atomics and bounds-checked counters.
     let mut map = unsafe { MmapMut::map_mut(file)? };
     if map.len() < geo.total_len() {
         return Err(io::Error::new(
@@ -105,9 +137,13 @@ impl ByteChannel {
         let geo = ChannelGeometry { capacity };
         geo.validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let memfd = memfd_create("nf-byte-channel", MemfdFlags::CLOEXEC)?;
+        let memfd = memfd_create(
+            "nf-byte-channel",
+            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+        )?;
         let file = File::from(memfd);
         file.set_len(geo.total_len() as u64)?;
+        fcntl_add_seals(&file, SIZE_SEALS | SealFlags::SEAL)?;
         let (map, view) = map(&file, geo)?;
         view.init_header();
         let wakers: Wakers = [
@@ -133,8 +169,11 @@ impl ByteChannel {
         Ok(ByteChannel {
             view,
             _map: map,
+            memory: file,
             rx: 0,
             tx: 1,
+            rx_head: AtomicU64::new(0),
+            tx_tail: AtomicU64::new(0),
             wakers,
             sock,
             closed: AtomicBool::new(false),
@@ -171,6 +210,11 @@ impl ByteChannel {
         let mut next = || fds.next().expect("FDS descriptors checked above");
         let file = File::from(next());
         let wakers: Wakers = [[next(), next()], [next(), next()]];
+        if !fcntl_get_seals(&file)?.contains(SIZE_SEALS) {
+            return Err(bad(
+                "byte channel memory is not sealed against resizing; refusing it",
+            ));
+        }
         let len = file.metadata()?.len();
         // Read the header through a minimal mapping first, to learn the geometry.
         let probe = ChannelGeometry { capacity: 64 };
@@ -191,8 +235,11 @@ impl ByteChannel {
         Ok(ByteChannel {
             view,
             _map: map,
+            memory: file,
             rx: 1,
             tx: 0,
+            rx_head: AtomicU64::new(0),
+            tx_tail: AtomicU64::new(0),
             wakers,
             sock,
             closed: AtomicBool::new(false),
@@ -256,15 +303,22 @@ impl ByteChannel {
             return Ok(0);
         }
         let idx = self.view.counters(self.rx);
+        let cap = self.capacity() as u64;
         loop {
-            let head = idx.head.load(Ordering::Relaxed);
+            let head = self.rx_head.load(Ordering::Relaxed);
             let tail = idx.tail.load(Ordering::Acquire);
-            if tail != head {
-                let n = ((tail - head) as usize).min(buf.len());
+            let avail = tail.wrapping_sub(head);
+            if avail > cap {
+                return Err(broken("claims more bytes than its ring holds"));
+            }
+            if avail != 0 {
+                let n = (avail as usize).min(buf.len());
                 // SAFETY: we are ring rx's consumer and [head, head + n) ⊆ [head, tail)
                 // is published to us (rule 9).
                 unsafe { self.view.read_data(self.rx, head, &mut buf[..n]) };
-                idx.head.store(head + n as u64, Ordering::SeqCst);
+                let head = head.wrapping_add(n as u64);
+                self.rx_head.store(head, Ordering::Relaxed);
+                idx.head.store(head, Ordering::SeqCst);
                 if idx.space_waiting.load(Ordering::SeqCst) == 1 {
                     Self::wake(self.peer_space());
                 }
@@ -298,9 +352,13 @@ impl ByteChannel {
                     "byte channel closed",
                 ));
             }
-            let tail = idx.tail.load(Ordering::Relaxed);
+            let tail = self.tx_tail.load(Ordering::Relaxed);
             let head = idx.head.load(Ordering::Acquire);
-            let free = cap - (tail - head);
+            let used = tail.wrapping_sub(head);
+            if used > cap {
+                return Err(broken("claims to have read bytes never sent"));
+            }
+            let free = cap - used;
             if free == 0 {
                 idx.space_waiting.store(1, Ordering::SeqCst);
                 if idx.head.load(Ordering::SeqCst) != head {
@@ -321,7 +379,9 @@ impl ByteChannel {
             // SAFETY: we are ring tx's producer and own [tail, tail + n) because
             // n ≤ free = head + capacity - tail (rule 9).
             unsafe { self.view.write_data(self.tx, tail, &bytes[done..done + n]) };
-            idx.tail.store(tail + n as u64, Ordering::SeqCst);
+            let tail = tail.wrapping_add(n as u64);
+            self.tx_tail.store(tail, Ordering::Relaxed);
+            idx.tail.store(tail, Ordering::SeqCst);
             if idx.data_waiting.load(Ordering::SeqCst) == 1 {
                 Self::wake(self.peer_data());
             }
@@ -418,5 +478,51 @@ mod tests {
             ByteChannel::offer(a, 100).is_err(),
             "capacity must be a power of two"
         );
+    }
+    #[test]
+    fn the_memory_cannot_be_resized_by_either_side() {
+        let (server, client) = pair(64);
+        for side in [&server, &client] {
+            assert!(side.memory.set_len(0).is_err(), "shrink");
+            assert!(side.memory.set_len(1 << 30).is_err(), "grow");
+        }
+        client.send(b"still here").unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(server.recv(&mut buf).unwrap(), 10);
+    }
+
+    #[test]
+    fn counters_scribbled_by_the_peer_fail_the_call_without_touching_memory_out_of_bounds() {
+        let (server, client) = pair(64);
+        // The client is ring 0's producer: it claims far more bytes than the ring holds.
+        client.view.counters(0).tail.store(1 << 40, Ordering::SeqCst);
+        let err = server.recv(&mut [0u8; 4096]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        // It is ring 1's consumer: it claims to have read what was never sent.
+        client.view.counters(1).head.store(1 << 40, Ordering::SeqCst);
+        let err = server.send(&[1u8; 32]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        // A head moved backwards (more room claimed than exists) is caught as well.
+        let (server, client) = pair(64);
+        server.send(&[1u8; 64]).unwrap();
+        client.view.counters(1).head.store(u64::MAX - 1000, Ordering::SeqCst);
+        assert!(server.send(&[1u8; 8]).is_err());
+    }
+
+    #[test]
+    fn unsealed_memory_is_refused_by_the_joiner() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let memfd = memfd_create("plain", MemfdFlags::CLOEXEC).unwrap();
+        let file = File::from(memfd);
+        file.set_len(1 << 16).unwrap();
+        let efds: Vec<OwnedFd> = (0..4).map(|_| new_eventfd().unwrap()).collect();
+        let mut fds = vec![file.as_fd()];
+        fds.extend(efds.iter().map(|e| e.as_fd()));
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+        sendmsg(&a, &[IoSlice::new(b"C")], &mut control, SendFlags::NOSIGNAL).unwrap();
+        let err = ByteChannel::join(b).unwrap_err();
+        assert!(err.to_string().contains("not sealed"), "{err}");
     }
 }

@@ -9,8 +9,11 @@
 //! Implemented here for TCP and unix-socket streams; the runtime's shared-memory
 //! transport can implement the same trait later.
 
+mod sockdiag;
 mod tcp;
 mod unix;
+
+pub use sockdiag::loopback_peer_uid;
 
 use std::io::{self, Read};
 use std::os::fd::AsFd;
@@ -69,8 +72,9 @@ pub trait Transport: Send + Sync + 'static {
         None
     }
     /// The uid of the process at the other end of a local connection, as the kernel
-    /// recorded it when that process connected (`SO_PEERCRED`); `None` where the
-    /// transport cannot know (tcp). Read once, when the server admits the connection.
+    /// recorded it (`SO_PEERCRED` for a unix socket, the connecting socket's owner
+    /// through `sock_diag` for loopback tcp); `None` where the transport cannot know
+    /// (tcp from another host). Read once, when the server admits the connection.
     fn peer_uid(&self) -> Option<u32> {
         None
     }

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
 
-use super::{recv_polling, Transport};
+use super::{loopback_peer_uid, recv_polling, Transport};
 
 impl Transport for TcpStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -23,5 +23,9 @@ impl Transport for TcpStream {
             Ok(addr) => format!("tcp {addr}"),
             Err(_) => String::from("tcp ?"),
         }
+    }
+
+    fn peer_uid(&self) -> Option<u32> {
+        loopback_peer_uid(self)
     }
 }

@@ -7,7 +7,8 @@ use crate::errno::{EBADF, EEXIST, EISDIR, ENOTDIR, EROFS};
 use crate::message::*;
 use crate::readdir::{decode_dirents, DirentWriter};
 use crate::server::handler::{Ctx, Filesystem, FsResult, Walked};
-use crate::server::trees::mount::{MountFid, MountTable, Place};
+use crate::server::creds::Creds;
+use crate::server::trees::mount::{MountFid, MountTable, Place, Session};
 use crate::types::{Attr, GetattrMask, Qid};
 use crate::wire::Data;
 
@@ -76,10 +77,14 @@ impl Filesystem for MountTable {
         req: &Tattach,
         _: Option<&MountFid>,
     ) -> FsResult<(Rattach, MountFid)> {
-        if let Some(check) = &self.check {
-            check(ctx, req)?;
-        }
-        let session = Arc::new(req.clone());
+        let creds = match &self.check {
+            Some(check) => check(ctx, req)?,
+            None => Creds::server().clone(),
+        };
+        let session = Arc::new(Session {
+            attach: req.clone(),
+            creds,
+        });
         let root = MountFid::root(&session);
         let names = super::split(&req.aname);
         if names.is_empty() {
@@ -109,7 +114,8 @@ impl Filesystem for MountTable {
         match &fid.at {
             Place::Root(_) => Ok(MountFid::root(&fid.session)),
             Place::Child { index, state, path } => {
-                let state = self.reach(ctx, *index)?.clone_fid(ctx, state)?;
+                let (fs, ctx) = self.reach(ctx, &fid.session, *index)?;
+                let state = fs.clone_fid(&ctx, state)?;
                 Ok(MountFid::child(&fid.session, *index, state, *path))
             }
         }
@@ -129,7 +135,8 @@ impl Filesystem for MountTable {
         match &fid.at {
             Place::Root(_) => Ok(self.root_attr()),
             Place::Child { index, state, .. } => {
-                let mut r = self.reach(ctx, *index)?.getattr(ctx, state, req)?;
+                let (fs, ctx) = self.reach(ctx, &fid.session, *index)?;
+                let mut r = fs.getattr(&ctx, state, req)?;
                 r.qid = mapped(*index, r.qid);
                 Ok(r)
             }
@@ -143,7 +150,8 @@ impl Filesystem for MountTable {
                 iounit: 0,
             }),
             Place::Child { index, state, .. } => {
-                let mut r = self.reach(ctx, *index)?.lopen(ctx, state, req)?;
+                let (fs, ctx) = self.reach(ctx, &fid.session, *index)?;
+                let mut r = fs.lopen(&ctx, state, req)?;
                 r.qid = mapped(*index, r.qid);
                 Ok(r)
             }
@@ -151,7 +159,8 @@ impl Filesystem for MountTable {
     }
 
     fn lcreate(&self, ctx: &Ctx, dir: &MountFid, req: &Tlcreate) -> FsResult<(Rlcreate, MountFid)> {
-        let (fs, state, index) = self.child(ctx, dir, self.refusal(&req.name))?;
+        let (fs, state, index, ctx) = self.child(ctx, dir, self.refusal(&req.name))?;
+        let ctx = &ctx;
         let (mut r, state) = fs.lcreate(ctx, state, req)?;
         let fid = MountFid::child(&dir.session, index, state, r.qid.path);
         r.qid = mapped(index, r.qid);
@@ -159,12 +168,14 @@ impl Filesystem for MountTable {
     }
 
     fn read(&self, ctx: &Ctx, fid: &MountFid, req: &Tread) -> FsResult<Rread> {
-        let (fs, state, _) = self.child(ctx, fid, EISDIR)?;
+        let (fs, state, _, ctx) = self.child(ctx, fid, EISDIR)?;
+        let ctx = &ctx;
         fs.read(ctx, state, req)
     }
 
     fn write(&self, ctx: &Ctx, fid: &MountFid, req: &Twrite) -> FsResult<Rwrite> {
-        let (fs, state, _) = self.child(ctx, fid, EISDIR)?;
+        let (fs, state, _, ctx) = self.child(ctx, fid, EISDIR)?;
+        let ctx = &ctx;
         fs.write(ctx, state, req)
     }
 
@@ -172,7 +183,8 @@ impl Filesystem for MountTable {
         match &dir.at {
             Place::Root(listing) => listing.page(req.offset, req.count, || Ok(self.root_entries())),
             Place::Child { index, state, path } => {
-                let r = self.reach(ctx, *index)?.readdir(ctx, state, req)?;
+                let (fs, ctx) = self.reach(ctx, &dir.session, *index)?;
+                let r = fs.readdir(&ctx, state, req)?;
                 let at_root = *path == self.mounts[*index].root.path;
                 Ok(Rreaddir {
                     data: self.rewrite_entries(*index, at_root, r.data)?,
@@ -182,7 +194,8 @@ impl Filesystem for MountTable {
     }
 
     fn mkdir(&self, ctx: &Ctx, dir: &MountFid, req: &Tmkdir) -> FsResult<Rmkdir> {
-        let (fs, state, index) = self.child(ctx, dir, self.refusal(&req.name))?;
+        let (fs, state, index, ctx) = self.child(ctx, dir, self.refusal(&req.name))?;
+        let ctx = &ctx;
         let r = fs.mkdir(ctx, state, req)?;
         Ok(Rmkdir {
             qid: mapped(index, r.qid),
@@ -190,7 +203,8 @@ impl Filesystem for MountTable {
     }
 
     fn mknod(&self, ctx: &Ctx, dir: &MountFid, req: &Tmknod) -> FsResult<Rmknod> {
-        let (fs, state, index) = self.child(ctx, dir, EROFS)?;
+        let (fs, state, index, ctx) = self.child(ctx, dir, EROFS)?;
+        let ctx = &ctx;
         let r = fs.mknod(ctx, state, req)?;
         Ok(Rmknod {
             qid: mapped(index, r.qid),
@@ -198,7 +212,8 @@ impl Filesystem for MountTable {
     }
 
     fn symlink(&self, ctx: &Ctx, dir: &MountFid, req: &Tsymlink) -> FsResult<Rsymlink> {
-        let (fs, state, index) = self.child(ctx, dir, EROFS)?;
+        let (fs, state, index, ctx) = self.child(ctx, dir, EROFS)?;
+        let ctx = &ctx;
         let r = fs.symlink(ctx, state, req)?;
         Ok(Rsymlink {
             qid: mapped(index, r.qid),
@@ -206,12 +221,14 @@ impl Filesystem for MountTable {
     }
 
     fn readlink(&self, ctx: &Ctx, fid: &MountFid, req: &Treadlink) -> FsResult<Rreadlink> {
-        let (fs, state, _) = self.child(ctx, fid, crate::errno::EINVAL)?;
+        let (fs, state, _, ctx) = self.child(ctx, fid, crate::errno::EINVAL)?;
+        let ctx = &ctx;
         fs.readlink(ctx, state, req)
     }
 
     fn link(&self, ctx: &Ctx, dir: &MountFid, fid: &MountFid, req: &Tlink) -> FsResult<Rlink> {
-        let (fs, d, f) = self.pair(ctx, dir, fid, EROFS)?;
+        let (fs, d, f, ctx) = self.pair(ctx, dir, fid, EROFS)?;
+        let ctx = &ctx;
         fs.link(ctx, d, f, req)
     }
 
@@ -222,7 +239,8 @@ impl Filesystem for MountTable {
         dir: &MountFid,
         req: &Trename,
     ) -> FsResult<Rrename> {
-        let (fs, f, d) = self.pair(ctx, fid, dir, EROFS)?;
+        let (fs, f, d, ctx) = self.pair(ctx, fid, dir, EROFS)?;
+        let ctx = &ctx;
         fs.rename(ctx, f, d, req)
     }
 
@@ -233,29 +251,36 @@ impl Filesystem for MountTable {
         newdir: &MountFid,
         req: &Trenameat,
     ) -> FsResult<Rrenameat> {
-        let (fs, o, n) = self.pair(ctx, olddir, newdir, EROFS)?;
+        let (fs, o, n, ctx) = self.pair(ctx, olddir, newdir, EROFS)?;
+        let ctx = &ctx;
         fs.renameat(ctx, o, n, req)
     }
 
     fn unlinkat(&self, ctx: &Ctx, dir: &MountFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
-        let (fs, state, _) = self.child(ctx, dir, EROFS)?;
+        let (fs, state, _, ctx) = self.child(ctx, dir, EROFS)?;
+        let ctx = &ctx;
         fs.unlinkat(ctx, state, req)
     }
 
     fn remove(&self, ctx: &Ctx, fid: &MountFid) -> FsResult<Rremove> {
-        let (fs, state, _) = self.child(ctx, fid, EROFS)?;
+        let (fs, state, _, ctx) = self.child(ctx, fid, EROFS)?;
+        let ctx = &ctx;
         fs.remove(ctx, state)
     }
 
     fn setattr(&self, ctx: &Ctx, fid: &MountFid, req: &Tsetattr) -> FsResult<Rsetattr> {
-        let (fs, state, _) = self.child(ctx, fid, EROFS)?;
+        let (fs, state, _, ctx) = self.child(ctx, fid, EROFS)?;
+        let ctx = &ctx;
         fs.setattr(ctx, state, req)
     }
 
     fn statfs(&self, ctx: &Ctx, fid: &MountFid, req: &Tstatfs) -> FsResult<Rstatfs> {
         match &fid.at {
             Place::Root(_) => Ok(crate::server::handler::synthetic_statfs()),
-            Place::Child { index, state, .. } => self.reach(ctx, *index)?.statfs(ctx, state, req),
+            Place::Child { index, state, .. } => {
+                let (fs, ctx) = self.reach(ctx, &fid.session, *index)?;
+                fs.statfs(&ctx, state, req)
+            }
         }
     }
 
@@ -263,7 +288,8 @@ impl Filesystem for MountTable {
         match &fid.at {
             Place::Root(_) => Ok(Rfsync),
             Place::Child { .. } => {
-                let (fs, state, _) = self.child(ctx, fid, ENOTDIR)?;
+                let (fs, state, _, ctx) = self.child(ctx, fid, ENOTDIR)?;
+        let ctx = &ctx;
                 fs.fsync(ctx, state, req)
             }
         }
@@ -275,7 +301,8 @@ impl Filesystem for MountTable {
         fid: &MountFid,
         req: &Txattrwalk,
     ) -> FsResult<(Rxattrwalk, MountFid)> {
-        let (fs, state, index) = self.child(ctx, fid, crate::errno::EOPNOTSUPP)?;
+        let (fs, state, index, ctx) = self.child(ctx, fid, crate::errno::EOPNOTSUPP)?;
+        let ctx = &ctx;
         let (r, state) = fs.xattrwalk(ctx, state, req)?;
         Ok((r, MountFid::child(&fid.session, index, state, fid.path())))
     }
@@ -286,18 +313,21 @@ impl Filesystem for MountTable {
         fid: &MountFid,
         req: &Txattrcreate,
     ) -> FsResult<(Rxattrcreate, MountFid)> {
-        let (fs, state, index) = self.child(ctx, fid, crate::errno::EOPNOTSUPP)?;
+        let (fs, state, index, ctx) = self.child(ctx, fid, crate::errno::EOPNOTSUPP)?;
+        let ctx = &ctx;
         let (r, state) = fs.xattrcreate(ctx, state, req)?;
         Ok((r, MountFid::child(&fid.session, index, state, fid.path())))
     }
 
     fn lock(&self, ctx: &Ctx, fid: &MountFid, req: &Tlock) -> FsResult<Rlock> {
-        let (fs, state, _) = self.child(ctx, fid, EISDIR)?;
+        let (fs, state, _, ctx) = self.child(ctx, fid, EISDIR)?;
+        let ctx = &ctx;
         fs.lock(ctx, state, req)
     }
 
     fn getlock(&self, ctx: &Ctx, fid: &MountFid, req: &Tgetlock) -> FsResult<Rgetlock> {
-        let (fs, state, _) = self.child(ctx, fid, EISDIR)?;
+        let (fs, state, _, ctx) = self.child(ctx, fid, EISDIR)?;
+        let ctx = &ctx;
         fs.getlock(ctx, state, req)
     }
 

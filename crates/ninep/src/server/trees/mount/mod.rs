@@ -32,6 +32,13 @@
 //!    answered `WOULD_BLOCK` where it may not block, before the child sees it, so the
 //!    server runs it on a worker. A walk that would block anywhere is a
 //!    `WOULD_BLOCK` walk, never a partial one.
+//! 8. **Acting as the attached user.** The attach check decides who an attach stands
+//!    for ([`Creds`]; without a check, the server itself). Every fid descends from one
+//!    attach and keeps its identity; before any request reaches a child, the calling
+//!    thread takes that identity on for filesystem access ([`Creds::assume`]) and the
+//!    child gets it in its context ([`Ctx::creds`]). Host trees are then checked by the
+//!    kernel as that user; in-memory trees check ownership themselves. (Clunks are not:
+//!    releasing a fid needs no rights.)
 
 mod fs;
 
@@ -39,6 +46,7 @@ use std::sync::Arc;
 
 use crate::errno::{ENOENT, EXDEV};
 use crate::message::*;
+use crate::server::creds::Creds;
 use crate::server::handler::{Ctx, Filesystem, FsResult, Walked, WOULD_BLOCK};
 use crate::server::trees::erased::{AnyFid, DynFs, Erased};
 use crate::server::trees::listing::Listing;
@@ -53,8 +61,9 @@ const ROOT_PATH: u64 = 1;
 /// Most children a table holds (the index must fit the top 8 bits, 0 is the root's).
 pub const MAX_MOUNTS: usize = 255;
 
-/// The check run on every `Tattach` before anything else (user mapping, policy).
-pub type AttachCheck = dyn Fn(&Ctx, &Tattach) -> FsResult<()> + Send + Sync;
+/// The check run on every `Tattach` before anything else (user mapping, policy): who
+/// the attach stands for, or the error to answer.
+pub type AttachCheck = dyn Fn(&Ctx, &Tattach) -> FsResult<Creds> + Send + Sync;
 
 /// Why a tree could not be mounted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -105,9 +114,15 @@ impl Default for MountTable {
     }
 }
 
+/// What one attach established: its request and who its fids act as (rule 8).
+pub(super) struct Session {
+    attach: Tattach,
+    creds: Creds,
+}
+
 /// A [`MountTable`] fid: the attach it came from and where it is.
 pub struct MountFid {
-    session: Arc<Tattach>,
+    session: Arc<Session>,
     at: Place,
 }
 
@@ -123,14 +138,14 @@ enum Place {
 }
 
 impl MountFid {
-    fn root(session: &Arc<Tattach>) -> MountFid {
+    fn root(session: &Arc<Session>) -> MountFid {
         MountFid {
             session: Arc::clone(session),
             at: Place::Root(Listing::default()),
         }
     }
 
-    fn child(session: &Arc<Tattach>, index: usize, state: AnyFid, path: u64) -> MountFid {
+    fn child(session: &Arc<Session>, index: usize, state: AnyFid, path: u64) -> MountFid {
         MountFid {
             session: Arc::clone(session),
             at: Place::Child { index, state, path },
@@ -147,7 +162,12 @@ impl MountFid {
 
     /// The attach request this fid descends from (user names, aname).
     pub fn session(&self) -> &Tattach {
-        &self.session
+        &self.session.attach
+    }
+
+    /// Who this fid acts as (rule 8).
+    pub fn creds(&self) -> &Creds {
+        &self.session.creds
     }
 }
 
@@ -163,10 +183,11 @@ impl MountTable {
         }
     }
 
-    /// Runs `check` on every `Tattach`; its error is the attach's answer.
+    /// Runs `check` on every `Tattach`: its error is the attach's answer, its identity
+    /// the one the attach's fids act as (rule 8).
     pub fn with_attach_check(
         mut self,
-        check: impl Fn(&Ctx, &Tattach) -> FsResult<()> + Send + Sync + 'static,
+        check: impl Fn(&Ctx, &Tattach) -> FsResult<Creds> + Send + Sync + 'static,
     ) -> Self {
         self.check = Some(Box::new(check));
         self
@@ -196,13 +217,17 @@ impl MountTable {
         }
         let inside = split(path);
         let ctx = Ctx::background(crate::DEFAULT_MAX_MSIZE);
-        let probe = Arc::new(Tattach {
+        let probe = Tattach {
             fid: NOFID,
             afid: NOFID,
             uname: String::new(),
             aname: String::new(),
             n_uname: NONUNAME,
-        });
+        };
+        Creds::server().assume().map_err(|e| MountError::Attach {
+            name: name.to_string(),
+            errno: e.ecode,
+        })?;
         let (root, state) =
             attach_inside(&*fs, &ctx, &probe, &inside).map_err(|e| MountError::Attach {
                 name: name.to_string(),
@@ -245,13 +270,20 @@ impl MountTable {
         }
     }
 
-    /// Child `index`, if a request with `ctx` may run it now (rule 7).
-    pub(super) fn reach(&self, ctx: &Ctx, index: usize) -> FsResult<&DynFs> {
+    /// Child `index`, if a request with `ctx` may run it now (rule 7), and the context
+    /// to call it with; the calling thread now acts as the session's user (rule 8).
+    pub(super) fn reach(
+        &self,
+        ctx: &Ctx,
+        session: &Session,
+        index: usize,
+    ) -> FsResult<(&DynFs, Ctx)> {
         let mount = &self.mounts[index];
         if !mount.inline && !ctx.may_block() {
             return Err(Rlerror::new(WOULD_BLOCK));
         }
-        Ok(&*mount.fs)
+        session.creds.assume()?;
+        Ok((&*mount.fs, ctx.acting_as(&session.creds)))
     }
 
     /// The child, its state and index for `fid`; `at_root` is the errno for the root.
@@ -260,10 +292,13 @@ impl MountTable {
         ctx: &Ctx,
         fid: &'a MountFid,
         at_root: u32,
-    ) -> FsResult<(&'a DynFs, &'a AnyFid, usize)> {
+    ) -> FsResult<(&'a DynFs, &'a AnyFid, usize, Ctx)> {
         match &fid.at {
             Place::Root(_) => Err(Rlerror::new(at_root)),
-            Place::Child { index, state, .. } => Ok((self.reach(ctx, *index)?, state, *index)),
+            Place::Child { index, state, .. } => {
+                let (fs, ctx) = self.reach(ctx, &fid.session, *index)?;
+                Ok((fs, state, *index, ctx))
+            }
         }
     }
 
@@ -274,23 +309,25 @@ impl MountTable {
         a: &'a MountFid,
         b: &'a MountFid,
         at_root: u32,
-    ) -> FsResult<(&'a DynFs, &'a AnyFid, &'a AnyFid)> {
-        let (fs, sa, ia) = self.child(ctx, a, at_root)?;
-        let (_, sb, ib) = self.child(ctx, b, at_root)?;
+    ) -> FsResult<(&'a DynFs, &'a AnyFid, &'a AnyFid, Ctx)> {
+        let (_, sb, ib, _) = self.child(ctx, b, at_root)?;
+        // The first fid's user is the one the operation runs as.
+        let (fs, sa, ia, acting) = self.child(ctx, a, at_root)?;
         if ia != ib {
             return Err(Rlerror::new(EXDEV));
         }
-        Ok((fs, sa, sb))
+        Ok((fs, sa, sb, acting))
     }
 
     /// Enters mount `name` from the root (rule 2).
-    fn enter(&self, ctx: &Ctx, session: &Arc<Tattach>, name: &str) -> FsResult<(Qid, MountFid)> {
+    fn enter(&self, ctx: &Ctx, session: &Arc<Session>, name: &str) -> FsResult<(Qid, MountFid)> {
         if name == "." || name == ".." {
             return Ok((self.root_qid(), MountFid::root(session)));
         }
         let index = self.index_of(name).ok_or(Rlerror::new(ENOENT))?;
-        let fs = self.reach(ctx, index)?;
-        let (qid, state) = attach_inside(fs, ctx, session, &self.mounts[index].inside)?;
+        let (fs, ctx) = self.reach(ctx, session, index)?;
+        let inside = &self.mounts[index].inside;
+        let (qid, state) = attach_inside(fs, &ctx, &session.attach, inside)?;
         Ok((
             Self::outer(index, qid),
             MountFid::child(session, index, state, qid.path),
@@ -315,7 +352,8 @@ impl MountTable {
         if names[0] == ".." && path == self.mounts[index].root.path {
             return Ok((vec![self.root_qid()], Some(MountFid::root(&from.session))));
         }
-        let fs = self.reach(ctx, index)?;
+        let (fs, ctx) = self.reach(ctx, &from.session, index)?;
+        let ctx = &ctx;
         if names[0] == ".." {
             let (qid, next) = fs.walk1(ctx, state, "..")?;
             let fid = MountFid::child(&from.session, index, next, qid.path);

@@ -42,7 +42,7 @@ impl ReadOnlyView {
         }
         let entry = make(ov.new_qid_path());
         ov.remove_tree(&key(path));
-        ov.entries.insert(key(path), entry.clone());
+        ov.insert(key(path), entry.clone())?;
         Ok(entry)
     }
 }
@@ -95,6 +95,9 @@ impl Filesystem for ReadOnlyView {
         let path = fid.path();
         let append = req.flags.contains(LOpenFlags::APPEND);
         let truncate = req.flags.contains(LOpenFlags::TRUNC) && writes(req.flags);
+        if writes(req.flags) || truncate {
+            self.permit(ctx, &path, 2)?;
+        }
         let opened = match self.find(&path)? {
             Found::Dir(_) => RoOpen::Dir(Listing::default()),
             Found::File(file) => {
@@ -127,10 +130,12 @@ impl Filesystem for ReadOnlyView {
         Ok(Rlopen { qid, iounit: 0 })
     }
 
-    fn lcreate(&self, _: &Ctx, dir: &RoFid, req: &Tlcreate) -> FsResult<(Rlcreate, RoFid)> {
+    fn lcreate(&self, ctx: &Ctx, dir: &RoFid, req: &Tlcreate) -> FsResult<(Rlcreate, RoFid)> {
         let path = child(&dir.path(), &req.name);
+        self.permit_parent(ctx, &path)?;
         let budget = Arc::clone(&self.budget);
-        let meta = MemMeta::new(S_IFREG | (req.mode & 0o7777), self.uid(), req.gid);
+        let (uid, gid) = Self::owner(ctx);
+        let meta = MemMeta::new(S_IFREG | (req.mode & 0o7777), uid, gid);
         let entry = self.add_entry(&path, |qid_path| {
             Entry::File(MemFile::new(qid_path, Vec::new(), meta, budget))
         })?;
@@ -177,9 +182,11 @@ impl Filesystem for ReadOnlyView {
         }
     }
 
-    fn mkdir(&self, _: &Ctx, dir: &RoFid, req: &Tmkdir) -> FsResult<Rmkdir> {
+    fn mkdir(&self, ctx: &Ctx, dir: &RoFid, req: &Tmkdir) -> FsResult<Rmkdir> {
         let path = child(&dir.path(), &req.name);
-        let meta = MemMeta::new(S_IFDIR | (req.mode & 0o7777), self.uid(), req.gid);
+        self.permit_parent(ctx, &path)?;
+        let (uid, gid) = Self::owner(ctx);
+        let meta = MemMeta::new(S_IFDIR | (req.mode & 0o7777), uid, gid);
         let entry = self.add_entry(&path, |qid_path| {
             Entry::Dir(Arc::new(MemDir {
                 qid_path,
@@ -204,7 +211,10 @@ impl Filesystem for ReadOnlyView {
     }
 
     fn rename(&self, ctx: &Ctx, fid: &RoFid, dir: &RoFid, req: &Trename) -> FsResult<Rrename> {
-        self.move_file(fid.path(), child(&dir.path(), &req.name), ctx)?;
+        let (from, to) = (fid.path(), child(&dir.path(), &req.name));
+        self.permit_parent(ctx, &from)?;
+        self.permit_parent(ctx, &to)?;
+        self.move_file(from, to, ctx)?;
         Ok(Rrename)
     }
 
@@ -215,18 +225,26 @@ impl Filesystem for ReadOnlyView {
         newdir: &RoFid,
         req: &Trenameat,
     ) -> FsResult<Rrenameat> {
-        let from = child(&olddir.path(), &req.oldname);
-        self.move_file(from, child(&newdir.path(), &req.newname), ctx)?;
+        let (from, to) = (
+            child(&olddir.path(), &req.oldname),
+            child(&newdir.path(), &req.newname),
+        );
+        self.permit_parent(ctx, &from)?;
+        self.permit_parent(ctx, &to)?;
+        self.move_file(from, to, ctx)?;
         Ok(Rrenameat)
     }
 
-    fn unlinkat(&self, _: &Ctx, dir: &RoFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
+    fn unlinkat(&self, ctx: &Ctx, dir: &RoFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
         let want_dir = req.flags.contains(UnlinkatFlags::REMOVEDIR);
-        self.unlink(&child(&dir.path(), &req.name), Some(want_dir))?;
+        let path = child(&dir.path(), &req.name);
+        self.permit_parent(ctx, &path)?;
+        self.unlink(&path, Some(want_dir))?;
         Ok(Runlinkat)
     }
 
-    fn remove(&self, _: &Ctx, fid: &RoFid) -> FsResult<Rremove> {
+    fn remove(&self, ctx: &Ctx, fid: &RoFid) -> FsResult<Rremove> {
+        self.permit_parent(ctx, &fid.path())?;
         self.unlink(&fid.path(), None)?;
         Ok(Rremove)
     }
@@ -236,6 +254,20 @@ impl Filesystem for ReadOnlyView {
             return Err(Rlerror::new(EPERM));
         }
         let path = fid.path();
+        let any = |bits: &[SetattrMask]| bits.iter().any(|&b| req.valid.contains(b));
+        if any(&[
+            SetattrMask::MODE,
+            SetattrMask::ATIME_SET,
+            SetattrMask::MTIME_SET,
+        ]) {
+            self.permit_owner(ctx, &path)?;
+        }
+        if any(&[SetattrMask::SIZE, SetattrMask::ATIME, SetattrMask::MTIME]) {
+            self.permit(ctx, &path, 2).or_else(|e| {
+                // utimes(now) takes write permission or ownership.
+                self.permit_owner(ctx, &path).map_err(|_| e)
+            })?;
+        }
         let meta_of = |found: &Found| -> FsResult<Option<Arc<MemFile>>> {
             match found {
                 Found::File(f) => Ok(Some(Arc::clone(f))),
@@ -280,7 +312,44 @@ impl Filesystem for ReadOnlyView {
 }
 
 impl ReadOnlyView {
-    fn uid(&self) -> u32 {
-        rustix::process::getuid().as_raw()
+    /// Owner and group of what the request's user makes (the server's outside a tree
+    /// that names users).
+    fn owner(ctx: &Ctx) -> (u32, u32) {
+        let c = ctx.creds().unwrap_or_else(|| crate::server::Creds::server());
+        (c.uid(), c.gid())
+    }
+
+    /// `EACCES` unless the request's user may access `path` for `want` (4 read, 2 write,
+    /// 1 search), by the file's owner, group and mode, in memory or on the host: the
+    /// overlay is shared by every client, so changing it takes the rights changing the
+    /// host file would.
+    fn permit(&self, ctx: &Ctx, path: &[String], want: u32) -> FsResult<()> {
+        let Some(c) = ctx.creds() else {
+            return Ok(());
+        };
+        let a = Self::attr(&self.find(path)?);
+        if c.may(a.uid, a.gid, a.mode, want) {
+            Ok(())
+        } else {
+            Err(Rlerror::new(crate::errno::EACCES))
+        }
+    }
+
+    /// `EACCES` unless the user may add or remove entries in the directory holding
+    /// `path`.
+    fn permit_parent(&self, ctx: &Ctx, path: &[String]) -> FsResult<()> {
+        self.permit(ctx, &path[..path.len().saturating_sub(1)], 3)
+    }
+
+    /// `EPERM` unless the user owns `path` (or is root): chmod and utimes.
+    fn permit_owner(&self, ctx: &Ctx, path: &[String]) -> FsResult<()> {
+        let Some(c) = ctx.creds() else {
+            return Ok(());
+        };
+        if c.is_root() || Self::attr(&self.find(path)?).uid == c.uid() {
+            Ok(())
+        } else {
+            Err(Rlerror::new(EPERM))
+        }
     }
 }

@@ -12,8 +12,13 @@
 //! 4. Files can be renamed (they are copied up first); directories cannot (`EXDEV`, so
 //!    `mv` falls back to copying). Symlinks, hard links and device nodes cannot be
 //!    created (`EROFS`).
-//! 5. All memory file contents together stay below a budget (default 256 MiB);
-//!    beyond it writes fail with `ENOSPC`.
+//! 5. All memory file contents and overlay entries (each charged its bookkeeping)
+//!    together stay below a budget (default 256 MiB); beyond it writes, creates,
+//!    mkdirs and removes of host entries fail with `ENOSPC`.
+//! 6. Changes take the rights changing the host would: a user (the request's
+//!    [`Ctx::creds`]) needs write permission on a file to write or truncate it, on a
+//!    directory to add or remove its entries, and must own a file to chmod it; what a
+//!    user creates is theirs.
 //!
 //! Host paths are resolved with the same rules as [`super::PassthroughFs`]: `..` stops at
 //! the root and symlinks are never followed.
@@ -99,19 +104,21 @@ impl ReadOnlyView {
             path: export.clone(),
             source,
         })?;
+        let budget = Budget::new(DEFAULT_MEMORY_LIMIT);
         Ok(ReadOnlyView {
             export,
             root,
             versions: Versions::default(),
             paths: PathRegistry::default(),
-            overlay: Mutex::new(Overlay::default()),
-            budget: Budget::new(DEFAULT_MEMORY_LIMIT),
+            overlay: Mutex::new(Overlay::new(Arc::clone(&budget))),
+            budget,
         })
     }
 
     /// This view with a memory budget of `bytes` for private copies.
     pub fn with_memory_limit(mut self, bytes: u64) -> Self {
         self.budget = Budget::new(bytes);
+        self.overlay = Mutex::new(Overlay::new(Arc::clone(&self.budget)));
         self
     }
 
@@ -221,7 +228,7 @@ impl ReadOnlyView {
             return Ok(Arc::clone(f));
         }
         let file = MemFile::new(qid_path, data, meta, Arc::clone(&self.budget));
-        ov.entries.insert(key(path), Entry::File(Arc::clone(&file)));
+        ov.insert(key(path), Entry::File(Arc::clone(&file)))?;
         Ok(file)
     }
 
@@ -313,18 +320,18 @@ impl ReadOnlyView {
         if found.is_dir() && self.entries(path)?.len() > 2 {
             return Err(Rlerror::new(crate::errno::ENOTEMPTY));
         }
-        self.hide(path);
-        Ok(())
+        self.hide(path)
     }
 
     /// Drops the overlay entries at and below `path`, and whites out a host entry left.
-    fn hide(&self, path: &[String]) {
+    fn hide(&self, path: &[String]) -> FsResult<()> {
         let mut ov = self.overlay();
         let k = key(path);
         ov.remove_tree(&k);
         if matches!(self.find_in(&ov, path), Ok(Found::Host(_))) {
-            ov.entries.insert(k, Entry::Whiteout);
+            ov.insert(k, Entry::Whiteout)?;
         }
+        Ok(())
     }
 
     /// Renames a file (copying it up); directories get `EXDEV`.
@@ -343,10 +350,10 @@ impl ReadOnlyView {
             }
         }
         let file = self.copy_up(&from, false, ctx)?;
-        self.hide(&from);
+        self.hide(&from)?;
         let mut ov = self.overlay();
         ov.remove_tree(&key(&to));
-        ov.entries.insert(key(&to), Entry::File(file));
+        ov.insert(key(&to), Entry::File(file))?;
         drop(ov);
         self.paths.renamed(&from, &to);
         Ok(())

@@ -9,8 +9,10 @@
 //!    created where the host had nothing (or a whiteout).
 //! 4. A memory file created by copy-up keeps the host file's qid.path, so a client sees
 //!    the same file before and after its first write.
-//! 5. All file contents together stay within the view's memory budget; growing past it
-//!    fails with `ENOSPC`.
+//! 5. All file contents, and every entry (charged [`ENTRY_COST`] plus its key's
+//!    length: directories and whiteouts hold no content but still take memory),
+//!    together stay within the view's memory budget; growing past it fails with
+//!    `ENOSPC`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -282,24 +284,60 @@ pub(crate) enum Entry {
     Whiteout,
 }
 
+/// Bytes an entry is charged besides its key (rule 5): the map slot, the entry and
+/// its attributes, rounded up.
+pub(crate) const ENTRY_COST: u64 = 192;
+
+fn cost(k: &str) -> u64 {
+    ENTRY_COST + k.len() as u64
+}
+
 /// Path key → entry.
-#[derive(Default)]
 pub(crate) struct Overlay {
     pub entries: HashMap<String, Entry>,
     next_id: u64,
+    budget: Arc<Budget>,
 }
 
 impl Overlay {
+    /// An empty overlay charging its entries to `budget`.
+    pub fn new(budget: Arc<Budget>) -> Self {
+        Overlay {
+            entries: HashMap::new(),
+            next_id: 0,
+            budget,
+        }
+    }
+
+    /// Sets `k` to `entry`, charging a new key to the budget (rule 5).
+    pub fn insert(&mut self, k: String, entry: Entry) -> FsResult<()> {
+        if !self.entries.contains_key(&k) {
+            self.budget.take(cost(&k))?;
+        }
+        self.entries.insert(k, entry);
+        Ok(())
+    }
+
     /// A qid.path for a new memory entry: high bit set, so it never meets an inode number.
     pub fn new_qid_path(&mut self) -> u64 {
         self.next_id += 1;
         (1 << 63) | self.next_id
     }
 
-    /// Removes `k` and everything below it.
+    /// Removes `k` and everything below it, giving their charges back.
     pub fn remove_tree(&mut self, k: &str) {
-        self.entries.remove(k);
-        self.entries.retain(|other, _| !is_below(other, k));
+        let mut freed = 0;
+        if self.entries.remove(k).is_some() {
+            freed += cost(k);
+        }
+        self.entries.retain(|other, _| {
+            let below = is_below(other, k);
+            if below {
+                freed += cost(other);
+            }
+            !below
+        });
+        self.budget.give(freed);
     }
 }
 

@@ -279,8 +279,10 @@ impl FileNode for Stream {
     }
 
     fn mode(&self) -> u32 {
+        // A writable stream is a shared log: everyone may append, as before users
+        // were told apart.
         if self.writable {
-            0o644
+            0o666
         } else {
             0o444
         }

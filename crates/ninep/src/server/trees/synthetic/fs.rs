@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, OnceLock, PoisonError};
 
-use crate::errno::{EBADF, EEXIST, EISDIR, ENOENT, ENOTDIR, ENOTEMPTY, EROFS};
+use crate::errno::{EACCES, EBADF, EEXIST, EISDIR, ENOENT, ENOTDIR, ENOTEMPTY, EROFS};
 use crate::message::*;
 use crate::server::handler::{Ctx, Filesystem, FsResult, WOULD_BLOCK};
 use crate::server::trees::listing::Listing;
@@ -77,6 +77,30 @@ impl SynFid {
     }
 }
 
+/// `EACCES` unless the request's user (if the tree above names one, [`Ctx::creds`])
+/// may access a file of `owner`, `mode` for `want` (4 read, 2 write, 1 search).
+fn permit(ctx: &Ctx, owner: (u32, u32), mode: u32, want: u32) -> FsResult<()> {
+    match ctx.creds() {
+        Some(c) if !c.may(owner.0, owner.1, mode, want) => Err(Rlerror::new(EACCES)),
+        _ => Ok(()),
+    }
+}
+
+/// What an open with `flags` needs: 4 to read, 2 to write (truncating is writing).
+fn wanted(flags: crate::types::LOpenFlags) -> u32 {
+    use crate::types::LOpenFlags;
+    let access = match flags.access_mode() {
+        m if m == LOpenFlags::WRONLY.0 => 2,
+        m if m == LOpenFlags::RDWR.0 => 6,
+        _ => 4,
+    };
+    if flags.contains(LOpenFlags::TRUNC) {
+        access | 2
+    } else {
+        access
+    }
+}
+
 fn lookup(dir: &DirNode, name: &str) -> Option<Arc<Node>> {
     dir.children
         .read()
@@ -95,6 +119,27 @@ fn dtype(node: &Node) -> u8 {
 impl SyntheticTree {
     fn node_id(&self) -> u64 {
         self.new_id()
+    }
+
+    /// Owner, group and permission bits (with the type bits) of `node`.
+    fn perms(&self, node: &Node) -> ((u32, u32), u32) {
+        match &node.kind {
+            NodeKind::Dir(d) => {
+                let ops = d.ops.read().unwrap_or_else(PoisonError::into_inner);
+                let bits = ops.as_ref().map_or(0o755, |o| o.mode() & 0o7777);
+                ((self.uid, self.gid), S_IFDIR | bits)
+            }
+            NodeKind::File(f) => (
+                f.owner().unwrap_or((self.uid, self.gid)),
+                S_IFREG | (f.mode() & 0o7777),
+            ),
+        }
+    }
+
+    /// `EACCES` unless the request's user may write (add or remove entries) in `dir`.
+    fn may_change(&self, ctx: &Ctx, dir: &Node) -> FsResult<()> {
+        let (owner, mode) = self.perms(dir);
+        permit(ctx, owner, mode, 3)
     }
 
     /// Adds a node made by a client request under `parent`.
@@ -135,6 +180,15 @@ impl SyntheticTree {
             (NodeKind::File(_), Some(true)) => return Err(Rlerror::new(ENOTDIR)),
             (NodeKind::File(_), _) => {}
         }
+        self.may_change(ctx, parent)?;
+        let (dir_owner, dir_mode) = self.perms(parent);
+        if let Some(c) = ctx.creds() {
+            let sticky = dir_mode & 0o1000 != 0;
+            let owner = self.perms(&node).0 .0;
+            if sticky && !c.is_root() && c.uid() != owner && c.uid() != dir_owner.0 {
+                return Err(Rlerror::new(crate::errno::EPERM));
+            }
+        }
         ops_of(ctx, dir)?.remove(ctx, name)?;
         dir.children
             .write()
@@ -142,6 +196,28 @@ impl SyntheticTree {
             .remove(name);
         parent.touch();
         Ok(())
+    }
+
+    /// Rule of [`DirOps::walk_missing`]: a file the directory makes for a walk to a
+    /// name it lacks, added to it; else `ENOENT`.
+    fn walk_missing(&self, ctx: &Ctx, dir: &Arc<Node>, name: &str) -> FsResult<Arc<Node>> {
+        let d = dir_of(dir)?;
+        let missing = || Rlerror::new(ENOENT);
+        let Some(ops) = d.ops.read().unwrap_or_else(PoisonError::into_inner).clone() else {
+            return Err(missing());
+        };
+        may_run(ctx, ops.runs_inline())?;
+        if self.may_change(ctx, dir).is_err() {
+            return Err(missing());
+        }
+        let file = ops.walk_missing(ctx, name)?.ok_or_else(missing)?;
+        match self.add_child(dir, name, NodeKind::File(file)) {
+            Ok(node) => Ok(node),
+            // Another walk made it first: use theirs (ours is dropped, giving back
+            // whatever it took).
+            Err(e) if e.ecode == EEXIST => lookup(d, name).ok_or_else(missing),
+            Err(e) => Err(e),
+        }
     }
 
     fn entries(&self, node: &Arc<Node>) -> FsResult<Vec<Dirent>> {
@@ -191,7 +267,7 @@ impl Filesystem for SyntheticTree {
         ))
     }
 
-    fn walk1(&self, _: &Ctx, dir: &SynFid, name: &str) -> FsResult<(Qid, SynFid)> {
+    fn walk1(&self, ctx: &Ctx, dir: &SynFid, name: &str) -> FsResult<(Qid, SynFid)> {
         let node = match name {
             "." => Arc::clone(&dir.node),
             ".." => dir
@@ -199,7 +275,13 @@ impl Filesystem for SyntheticTree {
                 .parent
                 .upgrade()
                 .unwrap_or_else(|| Arc::clone(&dir.node)),
-            _ => lookup(dir_of(&dir.node)?, name).ok_or(Rlerror::new(ENOENT))?,
+            _ => {
+                let d = dir_of(&dir.node)?;
+                match lookup(d, name) {
+                    Some(node) => node,
+                    None => self.walk_missing(ctx, &dir.node, name)?,
+                }
+            }
         };
         Ok((node.qid(), SynFid::new(node)))
     }
@@ -210,9 +292,10 @@ impl Filesystem for SyntheticTree {
 
     fn getattr(&self, _: &Ctx, fid: &SynFid, _: &Tgetattr) -> FsResult<Rgetattr> {
         let node = &fid.node;
-        let (mode, nlink, size) = match &node.kind {
-            NodeKind::Dir(_) => (S_IFDIR | 0o755, 2, 0),
-            NodeKind::File(f) => (S_IFREG | (f.mode() & 0o7777), 1, f.size()),
+        let ((uid, gid), mode) = self.perms(node);
+        let (nlink, size) = match &node.kind {
+            NodeKind::Dir(_) => (2, 0),
+            NodeKind::File(f) => (1, f.size()),
         };
         let mtime = node.mtime();
         Ok(Rgetattr {
@@ -220,8 +303,8 @@ impl Filesystem for SyntheticTree {
             qid: node.qid(),
             attr: Attr {
                 mode,
-                uid: self.uid,
-                gid: self.gid,
+                uid,
+                gid,
                 nlink,
                 size,
                 blksize: 4096,
@@ -239,6 +322,8 @@ impl Filesystem for SyntheticTree {
             NodeKind::Dir(_) => SynOpen::Dir(Listing::default()),
             NodeKind::File(f) => {
                 may_run(ctx, f.runs_inline())?;
+                let (owner, mode) = self.perms(&fid.node);
+                permit(ctx, owner, mode, wanted(req.flags))?;
                 SynOpen::File(f.open(ctx, req.flags)?)
             }
         };
@@ -255,7 +340,9 @@ impl Filesystem for SyntheticTree {
         if lookup(d, &req.name).is_some() {
             return Err(Rlerror::new(EEXIST));
         }
-        let file = ops_of(ctx, d)?.create(ctx, &req.name, req.mode)?;
+        let ops = ops_of(ctx, d)?;
+        self.may_change(ctx, parent)?;
+        let file = ops.create(ctx, &req.name, req.mode)?;
         may_run(ctx, file.runs_inline())?;
         let opened = file.open(ctx, req.flags)?;
         let node = self.add_child(parent, &req.name, NodeKind::File(file))?;
@@ -297,7 +384,9 @@ impl Filesystem for SyntheticTree {
         if lookup(d, &req.name).is_some() {
             return Err(Rlerror::new(EEXIST));
         }
-        ops_of(ctx, d)?.mkdir(ctx, &req.name, req.mode)?;
+        let ops = ops_of(ctx, d)?;
+        self.may_change(ctx, &dir.node)?;
+        ops.mkdir(ctx, &req.name, req.mode)?;
         let node = self.add_child(&dir.node, &req.name, NodeKind::Dir(DirNode::default()))?;
         Ok(Rmkdir { qid: node.qid() })
     }

@@ -30,6 +30,11 @@ pub trait FileNode: Send + Sync + 'static {
         0o644
     }
 
+    /// Owner and group (uid, gid); `None`: the tree's own (the server's).
+    fn owner(&self) -> Option<(u32, u32)> {
+        None
+    }
+
     /// Size reported by getattr (0 for files whose content is made at open).
     fn size(&self) -> u64 {
         0
@@ -62,6 +67,21 @@ pub trait DirOps: Send + Sync + 'static {
     /// As [`FileNode::runs_inline`], for these methods. Default false.
     fn runs_inline(&self) -> bool {
         false
+    }
+
+    /// Permission bits of the directory (the server adds the file-type bits). Clients
+    /// acting as a user ([`Ctx::creds`]) need write permission here to create or
+    /// remove; with the sticky bit (`0o1000`, as `/tmp`) only a file's owner, the
+    /// directory's owner or root may remove it. Default `0o755`.
+    fn mode(&self) -> u32 {
+        0o755
+    }
+
+    /// A walk to `name`, which does not exist here: a file to add under that name
+    /// (the walk then goes on to it), or `None` for `ENOENT` (the default). The walker
+    /// has write permission on the directory.
+    fn walk_missing(&self, ctx: &Ctx, name: &str) -> FsResult<Option<Arc<dyn FileNode>>> {
+        Ok(None)
     }
 
     /// `Tlcreate` of `name`: the file to add (it is then opened with the request's flags).
