@@ -119,9 +119,9 @@ fn tail_follows_the_log_as_it_grows() {
 #[test]
 fn a_pipe_between_processes_and_a_crashed_writer() {
     let s = Served::start(&[]);
-    // The pipe must exist before `cat` opens it.
+    // Opening it for creation only (a writer that writes nothing) ends no stream.
     assert!(s.run(&["write", &s.at("/pipe/p")]).status.success());
-    // A reader process first: it waits for a writer.
+    // A reader process: it waits for a writer.
     let path = s.at("/pipe/p");
     let reader = std::thread::spawn(move || run_bounded(nf().args(["cat", &path])));
     // A writer fed from stdin, killed outright after writing.

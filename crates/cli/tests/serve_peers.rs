@@ -1,5 +1,6 @@
 //! Local peer credentials: over the unix socket and the shared-memory channel a process
-//! may attach only as its own user (the kernel's `SO_PEERCRED`), and root as anyone.
+//! may attach only as its own user (the kernel's `SO_PEERCRED`), and root as anyone
+//! with an account on the host.
 //! Real `nf` processes of two users against a real `nf serve`.
 
 mod serve_support;
@@ -87,8 +88,9 @@ fn a_local_process_attaches_only_as_its_own_user_and_root_as_anyone() {
                 "{err}"
             );
         }
-        // root as anyone, even a name without an account.
-        for claim in ["daemon", "no-such-account", ""] {
+        // root as anyone with an account here (the server must know the user's
+        // groups to act as them), and not as a name without one.
+        for claim in ["daemon", ""] {
             let out = nf_as(&nf, None, &["cat", "--user", claim, target]);
             assert!(
                 out.status.success(),
@@ -96,5 +98,10 @@ fn a_local_process_attaches_only_as_its_own_user_and_root_as_anyone() {
                 text(&out.stderr)
             );
         }
+        let out = nf_as(&nf, None, &["cat", "--user", "no-such-account", target]);
+        assert!(
+            !out.status.success() && text(&out.stderr).contains("refused"),
+            "root as an account that does not exist over {target}"
+        );
     }
 }

@@ -77,7 +77,10 @@ fn std_io_copy_through_small_messages() {
         ServerConfig::default(),
         Via::Tcp,
     );
-    let client = served.client_with(ClientConfig { msize: 4096, ..ClientConfig::default() });
+    let client = served.client_with(ClientConfig {
+        msize: 4096,
+        ..ClientConfig::default()
+    });
     let root = client.attach("t", "").unwrap();
     let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7) as u8).collect();
     let mut out = root.create("/copy", LOpenFlags::WRONLY, 0o644).unwrap();

@@ -86,6 +86,8 @@ fn max_clients() {
     let s = serve(tree, ServerConfig::default().max_clients(2), Via::Tcp);
     let a = s.client();
     let b = s.client();
+    // Attached clients hold fids: neither gives its slot up.
+    let (_ra, _rb) = (a.attach("a", "").unwrap(), b.attach("b", "").unwrap());
     let addr = s.listener.as_ref().unwrap().tcp_addr().unwrap();
     let err = nf_ninep::client::Client::connect_tcp(addr).unwrap_err();
     assert!(
@@ -101,22 +103,49 @@ fn max_clients() {
     );
     assert!(err.to_string().contains("limit"), "{err}");
     assert_eq!(s.server.stats().refused_clients, 1);
-    drop(a);
+    drop((a, _ra));
     assert!(wait_for(|| s.server.stats().clients == 1));
     let c = s.client();
     assert!(c.attach("t", "").is_ok());
     drop(b);
 }
 
+/// At the limit, a connection that holds no fid (connected, never attached) gives its
+/// slot to a new one instead of locking it out.
+#[test]
+fn a_connection_holding_nothing_gives_its_slot_up() {
+    let (tree, _) = Counting::sample();
+    let s = serve(tree, ServerConfig::default().max_clients(2), Via::Tcp);
+    let a = s.client();
+    let _ra = a.attach("a", "").unwrap();
+    let idle = s.client();
+    let c = s.client();
+    assert!(c.attach("c", "").is_ok(), "the idle connection made room");
+    assert!(
+        idle.attach("idle", "").is_err(),
+        "the idle connection was closed"
+    );
+    assert_eq!(s.server.stats().refused_clients, 0);
+}
+
 #[test]
 fn max_msize_caps_the_negotiation() {
     let (tree, _) = Counting::sample();
     let s = serve(tree, ServerConfig::default().max_msize(16384), Via::Tcp);
-    let client = s.client_with(ClientConfig { msize: 1 << 20, ..ClientConfig::default() });
+    let client = s.client_with(ClientConfig {
+        msize: 1 << 20,
+        ..ClientConfig::default()
+    });
     assert_eq!(client.msize(), 16384);
     // A client asking below the protocol floor is refused.
     let addr = s.listener.as_ref().unwrap().tcp_addr().unwrap();
-    let err =
-        nf_ninep::client::Client::connect_tcp_with(addr, ClientConfig { msize: 1024, ..ClientConfig::default() }).unwrap_err();
+    let err = nf_ninep::client::Client::connect_tcp_with(
+        addr,
+        ClientConfig {
+            msize: 1024,
+            ..ClientConfig::default()
+        },
+    )
+    .unwrap_err();
     assert!(matches!(err, ClientError::VersionRefused { .. }), "{err}");
 }

@@ -170,7 +170,10 @@ fn qids_are_stable_and_versions_move_on_writes() {
 fn reads_and_writes_chunk_to_msize() {
     let dir = export();
     let served = unix_server(dir.path());
-    let client = served.client_with(ClientConfig { msize: 8192, ..ClientConfig::default() });
+    let client = served.client_with(ClientConfig {
+        msize: 8192,
+        ..ClientConfig::default()
+    });
     assert_eq!(client.msize(), 8192);
     let root = client.attach("tester", "").unwrap();
     let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();

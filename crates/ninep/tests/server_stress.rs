@@ -32,7 +32,12 @@ fn hundred_clients_hundred_ops_with_blocked_readers() {
             }),
         )
         .unwrap();
-    let s = serve(tree, ServerConfig::default(), Via::Tcp);
+    // All clients are this process's user: let them all in.
+    let s = serve(
+        tree,
+        ServerConfig::default().max_clients_per_user(CLIENTS),
+        Via::Tcp,
+    );
     let sockdir = tempfile::tempdir().unwrap();
     let unix = s.server.listen_unix(sockdir.path().join("s")).unwrap();
     let tcp_addr = s.listener.as_ref().unwrap().tcp_addr().unwrap();

@@ -12,9 +12,12 @@
 //!
 //! 1. A read returns what is buffered (at most `count` bytes). With nothing buffered it
 //!    blocks until a writer writes, or until end of file: nothing is buffered, no writer
-//!    is open, and some writer has opened the pipe since it was made. So a reader that
-//!    comes first waits for its writer, and a reader that comes after the last writer
-//!    left gets the buffered data, then end of file.
+//!    is open, and either a writer has opened the pipe since this reader did, or data
+//!    was written since a reader last got end of file. So a reader that comes first
+//!    waits for its writer; a reader that comes after the last writer left gets the
+//!    buffered data, then end of file; and once a stream's end has been read, the next
+//!    reader waits for the next writer (one pipe serves round after round; a writer
+//!    that only opened and closed it, as creating it does, ends no round).
 //! 2. A write takes as much as fits in the buffer (`capacity` bytes) and blocks while it
 //!    is full. It fails with `EPIPE` once no reader is open and some reader was open
 //!    during this writer's open (nobody will ever read it); before any reader opened,
@@ -105,11 +108,18 @@ impl Budget {
         let mut u = self.usage();
         let mine = u.per_user.get(&owner).map_or(0, |m| m.0);
         if mine >= self.limits.pipes_per_user {
-            tracing::warn!(uid = owner, limit = self.limits.pipes_per_user, "pipe refused: the user owns as many pipes as allowed (EDQUOT)");
+            tracing::warn!(
+                uid = owner,
+                limit = self.limits.pipes_per_user,
+                "pipe refused: the user owns as many pipes as allowed (EDQUOT)"
+            );
             return Err(Rlerror::new(EDQUOT));
         }
         if u.pipes >= self.limits.pipes_total {
-            tracing::warn!(limit = self.limits.pipes_total, "pipe refused: the server holds as many pipes as allowed (ENOSPC)");
+            tracing::warn!(
+                limit = self.limits.pipes_total,
+                "pipe refused: the server holds as many pipes as allowed (ENOSPC)"
+            );
             return Err(Rlerror::new(ENOSPC));
         }
         u.pipes += 1;
@@ -172,13 +182,17 @@ struct PipeState {
     /// Opens ever, per side: an open sees the other side's count change (rules 1, 2).
     reader_opens: u64,
     writer_opens: u64,
+    /// Whether data was written since a reader last got end of file (rule 1).
+    wrote_since_eof: bool,
     /// The pipe's place in the budget; its buffered bytes are charged to the owner.
     charge: Charge,
 }
 
 impl Drop for PipeState {
     fn drop(&mut self) {
-        self.charge.budget.give_bytes(self.charge.owner, self.buf.len());
+        self.charge
+            .budget
+            .give_bytes(self.charge.owner, self.buf.len());
     }
 }
 
@@ -203,6 +217,8 @@ struct PipeEnd {
     reads: bool,
     writes: bool,
     nonblock: bool,
+    /// `writer_opens` at open, not counting this end's own (rule 1).
+    writers_seen: u64,
     /// `reader_opens` at open, and whether a reader was open then (rule 2).
     readers_seen: u64,
     had_reader: bool,
@@ -241,6 +257,7 @@ impl FileNode for Pipe {
                 reads,
                 writes,
                 nonblock: flags.contains(LOpenFlags::NONBLOCK),
+                writers_seen: st.writer_opens,
                 readers_seen: st.reader_opens,
                 had_reader: st.readers > 0,
             };
@@ -270,9 +287,10 @@ impl PipeEnd {
 
     /// Rule 1's end of file, judged under the pipe's lock.
     fn at_eof(&self, st: &PipeState) -> bool {
+        let others = st.writer_opens - u64::from(self.writes);
         st.buf.is_empty()
             && st.writers == usize::from(self.writes)
-            && st.writer_opens > u64::from(self.writes)
+            && (others > self.writers_seen || st.wrote_since_eof)
     }
 
     /// Rule 2's broken pipe, judged under the pipe's lock.
@@ -294,6 +312,7 @@ impl OpenFile for PipeEnd {
                 st.charge.budget.give_bytes(st.charge.owner, take);
                 Some(st.buf.drain(..take).collect::<Vec<u8>>())
             } else if self.at_eof(st) {
+                st.wrote_since_eof = false;
                 Some(Vec::new())
             } else {
                 None
@@ -326,6 +345,7 @@ impl OpenFile for PipeEnd {
                         .take_bytes(st.charge.owner, room)
                         .map(|take| {
                             st.buf.extend(&data[..take]);
+                            st.wrote_since_eof = true;
                             take as u32
                         }),
                 )
@@ -382,6 +402,7 @@ impl PipeDir {
             writers: 0,
             reader_opens: 0,
             writer_opens: 0,
+            wrote_since_eof: false,
             charge,
         };
         Ok(Pipe {
@@ -460,6 +481,25 @@ mod tests {
     }
 
     #[test]
+    fn after_a_stream_ends_the_next_reader_waits_for_the_next_writer() {
+        let p = pipe(16);
+        for round in 0..3u8 {
+            let w = p.open(&ctx(), LOpenFlags::WRONLY).unwrap();
+            assert_eq!(w.write(&ctx(), 0, &[round]).unwrap(), 1);
+            drop(w);
+            let r = p
+                .open(&ctx(), LOpenFlags::RDONLY | LOpenFlags::NONBLOCK)
+                .unwrap();
+            assert_eq!(r.read(&ctx(), 0, 9).unwrap(), [round]);
+            assert_eq!(r.read(&ctx(), 0, 9).unwrap(), b"", "end of round {round}");
+            let next = p
+                .open(&ctx(), LOpenFlags::RDONLY | LOpenFlags::NONBLOCK)
+                .unwrap();
+            assert_eq!(next.read(&ctx(), 0, 9).unwrap_err().ecode, EAGAIN);
+        }
+    }
+
+    #[test]
     fn full_buffer_takes_part_and_broken_pipe_fails() {
         let p = pipe(4);
         let r = p.open(&ctx(), LOpenFlags::RDONLY).unwrap();
@@ -488,7 +528,11 @@ mod tests {
         let w1 = a1.open(&ctx(), LOpenFlags::WRONLY).unwrap();
         let w2 = a2.open(&ctx(), LOpenFlags::WRONLY).unwrap();
         assert_eq!(w1.write(&ctx(), 0, &[7; 8]).unwrap(), 8);
-        assert_eq!(w2.write(&ctx(), 0, &[7; 8]).unwrap(), 2, "user 1 has 10 bytes");
+        assert_eq!(
+            w2.write(&ctx(), 0, &[7; 8]).unwrap(),
+            2,
+            "user 1 has 10 bytes"
+        );
         assert_eq!(w2.write(&ctx(), 0, &[7]).unwrap_err().ecode, EDQUOT);
         let wb = b1.open(&ctx(), LOpenFlags::WRONLY).unwrap();
         assert_eq!(wb.write(&ctx(), 0, &[7; 8]).unwrap(), 5, "15 in all");
@@ -496,8 +540,15 @@ mod tests {
 
         let r1 = a1.open(&ctx(), LOpenFlags::RDONLY).unwrap();
         assert_eq!(r1.read(&ctx(), 0, 4).unwrap().len(), 4);
-        assert_eq!(w2.write(&ctx(), 0, &[7; 8]).unwrap(), 4, "reading gives back");
+        assert_eq!(
+            w2.write(&ctx(), 0, &[7; 8]).unwrap(),
+            4,
+            "reading gives back"
+        );
         drop((w1, r1, a1));
-        assert!(dir.make(&as_user(1), 0o600).is_ok(), "a removed pipe gives back");
+        assert!(
+            dir.make(&as_user(1), 0o600).is_ok(),
+            "a removed pipe gives back"
+        );
     }
 }

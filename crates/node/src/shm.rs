@@ -81,7 +81,10 @@ pub fn connect(path: &Path, config: ClientConfig) -> Result<Client, ClientError>
     sock.set_read_timeout(Some(config.connect_timeout))
         .map_err(connect_err)?;
     let channel = ByteChannel::join(sock.try_clone().map_err(connect_err)?).map_err(|e| {
-        if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
             ClientError::TimedOut {
                 what: "shared-memory channel offer",
                 after: config.connect_timeout,

@@ -94,7 +94,10 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
     let log = Stream::with_history(config.log_history).writable();
     synthetic.add_file("/log", log.clone())?;
     synthetic.add_dir("/pipe")?;
-    synthetic.set_dir_ops("/pipe", PipeDir::new(config.pipe_capacity, config.pipe_limits))?;
+    synthetic.set_dir_ops(
+        "/pipe",
+        PipeDir::new(config.pipe_capacity, config.pipe_limits),
+    )?;
     let synthetic: Arc<DynFs> = Arc::new(Erased(synthetic));
 
     let mut table = MountTable::new().with_attach_check(check_attach);

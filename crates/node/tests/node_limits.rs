@@ -69,7 +69,14 @@ fn in_flight_limit_answers_eagain() {
 #[test]
 fn msize_is_capped_by_the_server() {
     let node = Node::with_limits(ServerConfig::default().max_msize(16384));
-    let client = Client::connect_unix_with(&node.socket, ClientConfig { msize: 1 << 20, ..ClientConfig::default() }).unwrap();
+    let client = Client::connect_unix_with(
+        &node.socket,
+        ClientConfig {
+            msize: 1 << 20,
+            ..ClientConfig::default()
+        },
+    )
+    .unwrap();
     assert_eq!(client.msize(), 16384);
     let root = client.attach("root", "").unwrap();
     let big = vec![1u8; 100_000];

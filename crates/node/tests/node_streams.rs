@@ -252,7 +252,9 @@ fn only_requests_that_wait_leave_the_reader_thread() {
     root.write_file("/log", b"note\n").unwrap();
     // Naming a pipe makes it: the reader may come before the writer.
     let reader = node.root().open("/pipe/p", LOpenFlags::RDONLY).unwrap();
-    let writer = root.open("/pipe/p", LOpenFlags::WRONLY).expect("the named pipe");
+    let writer = root
+        .open("/pipe/p", LOpenFlags::WRONLY)
+        .expect("the named pipe");
     writer.write_at(b"ab", 0).unwrap();
     let rc = reader.client().clone();
     assert_eq!(data(rc.call(read_msg(reader.number())).unwrap()), b"ab");

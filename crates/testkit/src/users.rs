@@ -45,7 +45,12 @@ pub fn test_account() -> Result<Account, String> {
     }
     if id("-u", TEST_USER).is_none() {
         let out = Command::new("useradd")
-            .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"])
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+            ])
             .arg(TEST_USER)
             .output()
             .map_err(|e| format!("running useradd: {e} (install passwd)"))?;

@@ -87,7 +87,10 @@ mod tests {
             0,
         )
         .unwrap();
-        assert!(read_regular(&fifo, 1024).is_err(), "a FIFO neither blocks nor reads");
+        assert!(
+            read_regular(&fifo, 1024).is_err(),
+            "a FIFO neither blocks nor reads"
+        );
         let file = dir.path().join("f");
         std::fs::write(&file, b"0123456789").unwrap();
         assert_eq!(read_regular(&file, 10).unwrap(), b"0123456789");

@@ -117,8 +117,14 @@ fn measure(served: &Served, msize: u32, p: &Params) -> Result<Round, BenchError>
             source: Box::new(source),
         }
     };
-    let client = Client::connect_unix_with(&served.socket, ClientConfig { msize, ..ClientConfig::default() })
-        .map_err(err("connecting"))?;
+    let client = Client::connect_unix_with(
+        &served.socket,
+        ClientConfig {
+            msize,
+            ..ClientConfig::default()
+        },
+    )
+    .map_err(err("connecting"))?;
     let root = client
         .attach(&p.user, &served.aname)
         .map_err(err("attaching"))?;

@@ -98,7 +98,7 @@ pub struct ServeArgs {
     pub max_clients: usize,
     /// Most connections served at once for one user (the kernel's uid of a local peer,
     /// a TLS name); more are answered EAGAIN and closed.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 128)]
     pub max_clients_per_user: usize,
     /// Seconds a new connection may take to attach, and a started frame to arrive;
     /// a connection holding no fid is closed after 6× this of silence.
@@ -107,9 +107,14 @@ pub struct ServeArgs {
     /// Pipes one user may own in /pipe (more: EDQUOT).
     #[arg(long, default_value_t = PipeLimits::default().pipes_per_user)]
     pub max_pipes_per_user: usize,
-    /// Bytes buffered in one user's pipes (more: EDQUOT), and in all pipes is 16×.
+    /// Bytes buffered in one user's pipes (more: EDQUOT); all pipes together may
+    /// buffer 16× this.
     #[arg(long, default_value_t = PipeLimits::default().bytes_per_user)]
     pub pipe_bytes_per_user: usize,
+    /// Bytes /ro may hold for what clients write, create and remove there (contents
+    /// and entries; more: ENOSPC).
+    #[arg(long, default_value_t = nf_ninep::server::trees::readonly::DEFAULT_MEMORY_LIMIT)]
+    pub ro_memory: u64,
     /// Bytes of /log kept for readers that open later.
     #[arg(long, default_value_t = 256 * 1024)]
     pub log_history: usize,
@@ -216,6 +221,7 @@ impl ServeArgs {
                     bytes_per_user: self.pipe_bytes_per_user,
                     bytes_total: self.pipe_bytes_per_user.saturating_mul(16),
                 },
+                ro_memory_limit: self.ro_memory,
                 mem_registry: self.mem_registry.clone(),
             },
             limits: ServerConfig::default()

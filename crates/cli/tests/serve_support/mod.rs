@@ -139,6 +139,11 @@ pub fn run_bounded(cmd: &mut Command) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
+    output_bounded(child)
+}
+
+/// Waits for a spawned child's exit and output, killing it after [`DEADLINE`].
+pub fn output_bounded(child: Child) -> Output {
     let pid = child.id();
     let (tx, rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {

@@ -44,6 +44,7 @@ mod session;
 mod walk;
 mod write;
 
+use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -51,7 +52,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
-use std::io;
 
 pub use attr::Stat;
 pub use dir::DirEntry;

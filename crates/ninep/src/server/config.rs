@@ -6,10 +6,14 @@
 //! | `max_fids` (per connection) | 16384 | the request that would create a fid gets `Rlerror(EMFILE)` |
 //! | `max_in_flight` (per connection) | 256 | a request beyond it gets `Rlerror(EAGAIN)`; `Tflush` is never refused |
 //! | `max_clients` (per server) | 256 | the new connection's first request gets `Rlerror(EAGAIN)`, then it is closed |
-//! | `max_clients_per_user` | 64 | the same, for a connection whose user (the kernel's uid of a local peer, a TLS name) already has this many; connections that identify nobody count as one user |
-//! | `handshake_timeout` | 10 s | a connection that has not attached this long after it was accepted is closed |
+//! | `max_clients_per_user` | 128 | the same, for a connection whose user (the kernel's uid of a local peer, a TLS name) already has this many; connections that identify nobody count as one user |
+//! | `handshake_timeout` | 10 s | a connection that has started to talk but not attached this long after it was accepted is closed |
 //! | `frame_timeout` | 30 s | a connection whose frame has started to arrive but stays incomplete this long is closed |
-//! | `idle_timeout` | 60 s | a connection that holds no fid and sends nothing this long is closed |
+//! | `idle_timeout` | 60 s | a connection that attached, then let go of every fid and sends nothing this long is closed |
+//!
+//! At `max_clients` (or a user's `max_clients_per_user`) a new connection first takes
+//! the slot of the oldest connection that holds no fid (that user's, for the per-user
+//! limit); only if there is none is it refused.
 //! | `max_workers` (per server) | 1024 | requests wait in a queue for a free worker |
 //! | `refuse_timeout` | 2 s | how long a refused connection may take to send its first frame |
 //! | `worker_idle` | 10 s | an idle worker thread exits after this |
@@ -56,7 +60,7 @@ impl Default for ServerConfig {
             max_fids: 16384,
             max_in_flight: 256,
             max_clients: 256,
-            max_clients_per_user: 64,
+            max_clients_per_user: 128,
             handshake_timeout: Duration::from_secs(10),
             frame_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),

@@ -176,7 +176,10 @@ mod tests {
         assert!(ann.may(0, 20, 0o640, 4), "through a supplementary group");
         assert!(!ann.may(0, 21, 0o640, 4));
         assert!(ann.may(0, 21, 0o644, 4), "others' bits");
-        assert!(!ann.may(1000, 0, 0o066, 4), "the owner's bits win over others'");
+        assert!(
+            !ann.may(1000, 0, 0o066, 4),
+            "the owner's bits win over others'"
+        );
         assert!(Creds::new(0, 0, vec![]).may(5, 5, 0, 7));
     }
 

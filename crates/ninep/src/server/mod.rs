@@ -72,10 +72,12 @@
 //! See [`ServerConfig`]: `max_msize` (1 MiB), `max_fids` (16384 per connection,
 //! `EMFILE`), `max_in_flight` (256 per connection, `EAGAIN`), `max_clients` (256,
 //! the first request is answered `EAGAIN`, then the connection is closed) and
-//! `max_clients_per_user` (64, the same), each logged when hit; and deadlines
-//! (`watch`): a connection must attach within `handshake_timeout` (10 s), a frame
-//! must arrive within `frame_timeout` (30 s) once started, and a connection without
-//! fids is closed after `idle_timeout` (60 s) of silence.
+//! `max_clients_per_user` (128, the same: a node's ranks of one job fit; other users
+//! keep room) — where a connection holding no fid gives its slot up first — each
+//! logged when hit; and deadlines (`watch`): a connection that has started to talk
+//! must attach within `handshake_timeout` (10 s), a frame must arrive within
+//! `frame_timeout` (30 s) once started, and a connection that let go of every fid is
+//! closed after `idle_timeout` (60 s) of silence.
 
 pub mod accept;
 mod apply;

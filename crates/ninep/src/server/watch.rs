@@ -4,9 +4,15 @@
 //! and closes (as [`crate::server::Server::shutdown`] does: the transport is shut, the
 //! reader ends and releases everything) a connection that
 //!
-//! 1. has not attached (holds no fid) `handshake_timeout` after it was first seen;
+//! 1. has started to talk (a frame, or part of one) but not attached (it holds no
+//!    fid) `handshake_timeout` after it was first seen;
 //! 2. has a frame partly received and no frame completed for `frame_timeout`;
-//! 3. holds no fid, has no request in flight and has sent no frame for `idle_timeout`.
+//! 3. attached once, but holds no fid, has no request in flight and has sent no frame
+//!    for `idle_timeout`.
+//!
+//! A connection that has sent nothing at all (a relay that connects before its client
+//! is ready, as QEMU's does for a booting guest) is left alone: it holds one slot,
+//! which [`Server`]'s admission takes back when a new connection needs it.
 //!
 //! The reader loop only counts frames and flags a partial one (two relaxed stores per
 //! receive); every clock read happens here. The thread ends within a tick of the
@@ -35,10 +41,7 @@ pub(crate) fn start<F: Filesystem>(shared: Weak<Shared<F>>) {
         return;
     };
     let c = &strong.config;
-    let shortest = c
-        .handshake_timeout
-        .min(c.frame_timeout)
-        .min(c.idle_timeout);
+    let shortest = c.handshake_timeout.min(c.frame_timeout).min(c.idle_timeout);
     let tick = (shortest / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
     drop(strong);
     let spawned = thread::Builder::new()
@@ -75,11 +78,15 @@ fn run<F: Filesystem>(shared: Weak<Shared<F>>, tick: Duration) {
             }
             s.attached |= fids > 0;
             let quiet = now - s.changed;
-            let why = if !s.attached && now - s.first >= c.handshake_timeout {
+            let spoke = frames > 0 || partial;
+            let why = if spoke && !s.attached && now - s.first >= c.handshake_timeout {
                 Some(("no attach within handshake_timeout", c.handshake_timeout))
             } else if partial && quiet >= c.frame_timeout {
-                Some(("a frame stayed incomplete for frame_timeout", c.frame_timeout))
-            } else if fids == 0 && in_flight == 0 && quiet >= c.idle_timeout {
+                Some((
+                    "a frame stayed incomplete for frame_timeout",
+                    c.frame_timeout,
+                ))
+            } else if s.attached && fids == 0 && in_flight == 0 && quiet >= c.idle_timeout {
                 Some(("no fid and no request for idle_timeout", c.idle_timeout))
             } else {
                 None

@@ -495,17 +495,29 @@ mod tests {
     fn counters_scribbled_by_the_peer_fail_the_call_without_touching_memory_out_of_bounds() {
         let (server, client) = pair(64);
         // The client is ring 0's producer: it claims far more bytes than the ring holds.
-        client.view.counters(0).tail.store(1 << 40, Ordering::SeqCst);
+        client
+            .view
+            .counters(0)
+            .tail
+            .store(1 << 40, Ordering::SeqCst);
         let err = server.recv(&mut [0u8; 4096]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
         // It is ring 1's consumer: it claims to have read what was never sent.
-        client.view.counters(1).head.store(1 << 40, Ordering::SeqCst);
+        client
+            .view
+            .counters(1)
+            .head
+            .store(1 << 40, Ordering::SeqCst);
         let err = server.send(&[1u8; 32]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
         // A head moved backwards (more room claimed than exists) is caught as well.
         let (server, client) = pair(64);
         server.send(&[1u8; 64]).unwrap();
-        client.view.counters(1).head.store(u64::MAX - 1000, Ordering::SeqCst);
+        client
+            .view
+            .counters(1)
+            .head
+            .store(u64::MAX - 1000, Ordering::SeqCst);
         assert!(server.send(&[1u8; 8]).is_err());
     }
 

@@ -131,7 +131,10 @@ mod tests {
         let gone = client.local_addr().unwrap();
         drop(client);
         let nobody = SocketAddr::new(gone.ip(), 1);
-        assert_eq!(tcp_socket_owner(nobody, listener.local_addr().unwrap()), None);
+        assert_eq!(
+            tcp_socket_owner(nobody, listener.local_addr().unwrap()),
+            None
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::errno::{EBADF, EEXIST, EISDIR, ENOTDIR, EROFS};
 use crate::message::*;
 use crate::readdir::{decode_dirents, DirentWriter};
-use crate::server::handler::{Ctx, Filesystem, FsResult, Walked};
 use crate::server::creds::Creds;
+use crate::server::handler::{Ctx, Filesystem, FsResult, Walked};
 use crate::server::trees::mount::{MountFid, MountTable, Place, Session};
 use crate::types::{Attr, GetattrMask, Qid};
 use crate::wire::Data;
@@ -289,7 +289,7 @@ impl Filesystem for MountTable {
             Place::Root(_) => Ok(Rfsync),
             Place::Child { .. } => {
                 let (fs, state, _, ctx) = self.child(ctx, fid, ENOTDIR)?;
-        let ctx = &ctx;
+                let ctx = &ctx;
                 fs.fsync(ctx, state, req)
             }
         }

@@ -315,7 +315,9 @@ impl ReadOnlyView {
     /// Owner and group of what the request's user makes (the server's outside a tree
     /// that names users).
     fn owner(ctx: &Ctx) -> (u32, u32) {
-        let c = ctx.creds().unwrap_or_else(|| crate::server::Creds::server());
+        let c = ctx
+            .creds()
+            .unwrap_or_else(|| crate::server::Creds::server());
         (c.uid(), c.gid())
     }
 
