@@ -11,6 +11,10 @@
 //!    MPI; `mpicc -link_info`, MPICH).
 //! 4. Export the C names through `exports.map`, next to the version script rustc
 //!    writes for the Rust names.
+//! 5. Make `ARMCI_Name` an alias of `PARMCI_Name` (the implementation, in C or Rust)
+//!    for every `ARMCI_PROFILED(ret, Name, ...)` line of the headers: the profiling
+//!    interface. The linker defines the alias (`--defsym`): a C alias attribute
+//!    cannot name a function defined in Rust.
 
 use std::env;
 use std::path::PathBuf;
@@ -70,6 +74,40 @@ fn main() {
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
         dir.join("exports.map").display()
     );
+    // The soname install.sh installs the library under.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libarmci.so.0");
+    for name in profiled_names(&dir.join("include")) {
+        // 5
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--defsym=ARMCI_{name}=PARMCI_{name}");
+    }
+}
+
+/// The `Name` of every `ARMCI_PROFILED(ret, Name, (params))` line in the headers.
+fn profiled_names(include: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(include).expect("read include/") {
+        let path = entry.expect("include entry").path();
+        if path.extension().is_none_or(|x| x != "h") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read a header");
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("ARMCI_PROFILED(") {
+                let name = rest
+                    .split(',')
+                    .nth(1)
+                    .expect("ARMCI_PROFILED(ret, Name, ...)");
+                names.push(name.trim().to_owned());
+            }
+        }
+    }
+    assert!(
+        names.len() > 50,
+        "only {} ARMCI_PROFILED lines in include/",
+        names.len()
+    );
+    names.sort();
+    names
 }
 
 /// The linker words of the MPI wrapper (Open MPI's `--showme:link`, else MPICH's

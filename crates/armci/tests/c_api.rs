@@ -182,6 +182,16 @@ const BAD_INPUT: &[(&str, &[&str], i32)] = &[
         7,
     ),
     ("msg-abort", &["armci_msg_abort(9)"], 9),
+    (
+        "gop-unknown-op",
+        &["armci_msg_gop", "'op'", "\"xor\"", "\"&&\""],
+        65,
+    ),
+    (
+        "gop-bitwise-double",
+        &["armci_msg_gop", "'op'", "\"|\"", "ARMCI_DOUBLE", "bitwise"],
+        65,
+    ),
 ];
 
 #[test]

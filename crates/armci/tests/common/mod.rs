@@ -7,6 +7,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -285,4 +286,24 @@ pub fn assert_all_passed(what: &str, out: &RunOutput, names: &[String]) {
         "{what}: did not finish\n{}",
         out.both()
     );
+}
+
+/// Symbols named by `nm` lines of a kind (`U`, or defined: `T`, `W`, `D`, `B`, `R`).
+pub fn symbols(args: &[&str], path: &str, defined: bool) -> BTreeSet<String> {
+    let out = Command::new("nm")
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("nm {path}: {e}"));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match (defined, w.as_slice()) {
+                (false, ["U", name]) => Some(name.to_string()),
+                (true, [_, kind, name]) if "TWDBRV".contains(*kind) => Some(name.to_string()),
+                _ => None,
+            }
+        })
+        .collect()
 }
