@@ -11,7 +11,10 @@
 //!    MPI; `mpicc -link_info`, MPICH).
 //! 4. Export the C names through `exports.map`, next to the version script rustc
 //!    writes for the Rust names.
-//! 5. Make `ARMCI_Name` an alias of `PARMCI_Name` (the implementation, in C or Rust)
+//! 5. Give the library the soname `libarmci.so.0` (install.sh installs it under that
+//!    name) and link `libarmci.so.0` to `libarmci.so` in the build tree, so programs
+//!    linked there (tests, `-Wl,-rpath,$PWD/target/release`) find it by that name.
+//! 6. Make `ARMCI_Name` an alias of `PARMCI_Name` (the implementation, in C or Rust)
 //!    for every `ARMCI_PROFILED(ret, Name, ...)` line of the headers: the profiling
 //!    interface. The linker defines the alias (`--defsym`): a C alias attribute
 //!    cannot name a function defined in Rust.
@@ -74,11 +77,32 @@ fn main() {
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
         dir.join("exports.map").display()
     );
-    // The soname install.sh installs the library under.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libarmci.so.0");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}"); // 5
+    soname_links(&out);
     for name in profiled_names(&dir.join("include")) {
-        // 5
+        // 6
         println!("cargo:rustc-cdylib-link-arg=-Wl,--defsym=ARMCI_{name}=PARMCI_{name}");
+    }
+}
+
+/// The name programs linked against libarmci look it up by.
+const SONAME: &str = "libarmci.so.0";
+
+/// `libarmci.so.0 -> libarmci.so` in the profile folder (`target/<profile>`, three
+/// levels above OUT_DIR) and its `deps/`, where cargo puts the library; the link
+/// dangles until the library is linked.
+fn soname_links(out_dir: &str) {
+    let profile = std::path::Path::new(out_dir)
+        .ancestors()
+        .nth(3)
+        .expect("OUT_DIR is target/<profile>/build/<pkg>/out");
+    for dir in [profile.to_path_buf(), profile.join("deps")] {
+        let link = dir.join(SONAME);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::fs::create_dir_all(&dir).expect("create the profile folder");
+            std::os::unix::fs::symlink("libarmci.so", &link)
+                .unwrap_or_else(|e| panic!("link {}: {e}", link.display()));
+        }
     }
 }
 

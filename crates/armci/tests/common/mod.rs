@@ -193,6 +193,16 @@ pub fn mpirun(np: usize, prog: &Path, args: &[&str], limit: Duration) -> RunOutp
     run_bounded(cmd, limit)
 }
 
+/// [`mpirun`] without `LD_LIBRARY_PATH` (cargo points it at the build tree), so the
+/// program finds its libraries as it would outside the tests.
+pub fn mpirun_own_paths(np: usize, prog: &Path, limit: Duration) -> RunOutput {
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cmd = mpirun_base();
+    cmd.env_remove("LD_LIBRARY_PATH");
+    cmd.arg("-np").arg(np.to_string()).arg(prog);
+    run_bounded(cmd, limit)
+}
+
 /// `mpirun` across the hosts of `net`, `per_host` processes each, started from inside
 /// host 0 with the repository's remote-start agent (tests/netns/mpirun-agent.sh);
 /// MPI's own traffic goes over tcp on the fixture's network (Open MPI's tcp btl and,
