@@ -90,7 +90,12 @@ fn a_profiling_wrapper_intercepts_armci_put() {
             let wrapper = shared_wrapper(&wrap_src);
             let rpath = format!("-Wl,-rpath,{}", wrapper.parent().unwrap().display());
             let wrapper = wrapper.to_str().expect("utf-8 path").to_owned();
-            compile(imp, "t_profile", &[source.clone()], &[&wrapper, &rpath])
+            compile(
+                imp,
+                "t_profile",
+                std::slice::from_ref(&source),
+                &[&wrapper, &rpath],
+            )
         }
         // ARMCI-MPI is a static archive: the wrapper object comes first instead.
         Impl::ArmciMpi => compile(imp, "t_profile", &[source.clone(), wrap_src], &[]),
