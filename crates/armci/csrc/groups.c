@@ -128,7 +128,8 @@ void ARMCI_Group_free(ARMCI_Group *group) {
         nfa_fatal("ARMCI_Group_free", "argument 'group' is the world group, which "
                                       "ARMCI_Finalize frees");
     if (group->comm == ARMCI_GROUP_DEFAULT.comm && group->comm != MPI_COMM_NULL)
-        ARMCI_GROUP_DEFAULT = ARMCI_GROUP_WORLD; /* a freed default falls back to the world */
+        /* a freed default falls back to the world */
+        ARMCI_GROUP_DEFAULT = ARMCI_GROUP_WORLD;
     nfa_group_release(group);
 }
 

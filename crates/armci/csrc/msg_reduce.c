@@ -110,8 +110,9 @@ static const struct {
 };
 
 #define OP_LIST                                                                           \
-    "\"+\", \"*\", \"max\", \"min\", \"absmax\", \"absmin\", \"&&\" / \"land\", "                \
-    "\"||\" / \"lor\", and for integer types \"&\" / \"band\" / \"and\", \"|\" / \"bor\" / \"or\""
+    "\"+\", \"*\", \"max\", \"min\", \"absmax\", \"absmin\", \"&&\" / \"land\", \"||\" / "   \
+    "\"lor\", and for integer types \"&\" / \"band\" / \"and\", \"|\" / \"bor\" / "           \
+    "\"or\""
 
 /* Copies a possibly unterminated operator name and drops trailing blanks (Fortran). */
 static void op_name(const char *call, const char *op, size_t oplen, char out[OP_MAX]) {
@@ -128,7 +129,8 @@ static void op_name(const char *call, const char *op, size_t oplen, char out[OP_
 /* The operator `name` stands for; an unknown name aborts naming `call`. */
 static enum gop gop_of(const char *call, const char *name) {
     for (size_t i = 0; i < sizeof op_names / sizeof op_names[0]; i++)
-        if (!strncmp(name, op_names[i].name, strlen(op_names[i].name))) return op_names[i].op;
+        if (!strncmp(name, op_names[i].name, strlen(op_names[i].name)))
+            return op_names[i].op;
     nfa_fatal(call, "argument 'op' is \"%s\"; use " OP_LIST, name);
 }
 
@@ -159,8 +161,8 @@ static void check_vector(const char *call, const void *x, int n) {
 }
 
 /* Reduces x in place over comm, to every member (root < 0) or to rank `root` only. */
-static void reduce(const char *call, void *x, int n, const char *op, int type, MPI_Comm comm,
-                   int root) {
+static void reduce(const char *call, void *x, int n, const char *op, int type,
+                   MPI_Comm comm, int root) {
     char name[OP_MAX];
     check_vector(call, x, n);
     MPI_Datatype dt = mpi_type_of(call, type);

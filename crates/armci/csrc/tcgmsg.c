@@ -25,7 +25,8 @@ void nfa_tcgmsg_init(void) {
     tcg.counter = calloc((size_t)ARMCI_GROUP_WORLD.size, sizeof(void *));
     if (tcg.counter == NULL) nfa_fatal("ARMCI_Init", "out of memory for the TCGMSG counter");
     struct nfa_wireup wu = nfa_wireup_of(&ARMCI_GROUP_WORLD);
-    nf_armci_rs_malloc("ARMCI_Init", &wu, ARMCI_GROUP_WORLD.rank == 0 ? (long)sizeof(long) : 0,
+    nf_armci_rs_malloc("ARMCI_Init", &wu,
+                       ARMCI_GROUP_WORLD.rank == 0 ? (long)sizeof(long) : 0,
                        tcg.counter);
     if (ARMCI_GROUP_WORLD.rank == 0) *(long *)tcg.counter[0] = 0;
     MPI_Barrier(ARMCI_GROUP_WORLD.comm);
@@ -131,7 +132,8 @@ void armci_tcgmsg_rcv(long *type, void *buf, long *lenbuf, long *lenmes, long *n
         nfa_fatal(call, "a %d-byte message (type %ld) from process %d does not fit the "
                         "%ld-byte buffer (argument 'lenbuf')",
                   count, *type, st.MPI_SOURCE, *lenbuf);
-    MPI_Recv(buf, (int)*lenbuf, MPI_BYTE, st.MPI_SOURCE, (int)*type, ARMCI_GROUP_WORLD.comm, &st);
+    MPI_Recv(buf, (int)*lenbuf, MPI_BYTE, st.MPI_SOURCE, (int)*type, ARMCI_GROUP_WORLD.comm,
+             &st);
     if (lenmes) *lenmes = count;
     if (nodefrom) *nodefrom = st.MPI_SOURCE;
     tcg.received++;
@@ -171,7 +173,8 @@ static void gop(const char *call, void *x, const long *n, const char *op, long o
     char name[32] = {0};
     nfa_require_init(call);
     if (op) memcpy(name, op, strnlen(op, oplen > 0 && oplen < 31 ? (size_t)oplen : 31));
-    nfa_allreduce(call, x, count_of(call, n), op ? name : NULL, type, ARMCI_GROUP_WORLD.comm);
+    nfa_allreduce(call, x, count_of(call, n), op ? name : NULL, type,
+                  ARMCI_GROUP_WORLD.comm);
 }
 
 void armci_tcgmsg_dgop(long *type, double *x, long *n, char *op, long oplen) {
@@ -240,7 +243,8 @@ void armci_tcgmsg_pfilecopy(long *type, long *node0, char *filename) {
         MPI_Bcast(&got, 1, MPI_INT, root, ARMCI_GROUP_WORLD.comm);
         if (got == 0) break;
         MPI_Bcast(chunk, got, MPI_BYTE, root, ARMCI_GROUP_WORLD.comm);
-        if (ARMCI_GROUP_WORLD.rank != root && fwrite(chunk, 1, (size_t)got, f) != (size_t)got)
+        if (ARMCI_GROUP_WORLD.rank != root &&
+            fwrite(chunk, 1, (size_t)got, f) != (size_t)got)
             nfa_fatal(call, "writing '%s' failed", filename);
     }
     fclose(f);

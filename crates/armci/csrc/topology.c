@@ -146,7 +146,8 @@ MPI_Comm nfa_scope_comm(const char *call, int scope, const ARMCI_Group *group,
     case SCOPE_NODE:
         if (group->comm == ARMCI_GROUP_WORLD.comm) return nfa.node_comm;
         MPI_Comm node;
-        MPI_Comm_split(group->comm, nfa.node_of[ARMCI_GROUP_WORLD.rank], group->rank, &node);
+        MPI_Comm_split(group->comm, nfa.node_of[ARMCI_GROUP_WORLD.rank], group->rank,
+                       &node);
         *must_free = 1;
         return node;
     default:

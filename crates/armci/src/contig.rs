@@ -1,5 +1,5 @@
-//! Contiguous put / get / accumulate (blocking and `Nb`), the single-value calls,
-//! `ARMCI_Put_flag` and `ARMCI_Copy`.
+//! Contiguous put / get / accumulate (blocking and `Nb`), the single-value calls
+//! (`NbPutValue*` too), `ARMCI_Put_flag` and `ARMCI_Copy`.
 //!
 //! ARMCI names the two sides `src` and `dst`: for a put `src` is local and `dst`
 //! remote, for a get the other way round. A length of 0 moves nothing and succeeds.

@@ -1,5 +1,6 @@
 //! Collective allocation over a group, and local buffers (called from memory.c,
-//! which owns the group and hands its wire-up over).
+//! which owns the group and hands its wire-up over); direct local access
+//! (`ARMCI_Access_begin` / `_end`).
 //!
 //! A process may only free what it allocated: `ARMCI_Free` of any other address is
 //! refused before the collective starts, so a bad call aborts instead of leaving
