@@ -15,8 +15,9 @@
 //!    name) and link `libarmci.so.0` to `libarmci.so` in the build tree, so programs
 //!    linked there (tests, `-Wl,-rpath,$PWD/target/release`) find it by that name.
 //! 6. Make `ARMCI_Name` an alias of `PARMCI_Name` (the implementation, in C or Rust)
-//!    for every `ARMCI_PROFILED(ret, Name, ...)` line of the headers: the profiling
-//!    interface. The linker defines the alias (`--defsym`): a C alias attribute
+//!    for every `ARMCI_PROFILED(ret, Name, ...)` line of the headers, and
+//!    `armci_msg_name` one of `parmci_msg_name` for `ARMCI_MSG_PROFILED` lines: the
+//!    profiling interface. The linker defines the alias (`--defsym`): a C alias attribute
 //!    cannot name a function defined in Rust.
 
 use std::env;
@@ -79,9 +80,9 @@ fn main() {
     );
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}"); // 5
     soname_links(&out);
-    for name in profiled_names(&dir.join("include")) {
+    for (alias, imp) in profiled_names(&dir.join("include")) {
         // 6
-        println!("cargo:rustc-cdylib-link-arg=-Wl,--defsym=ARMCI_{name}=PARMCI_{name}");
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--defsym={alias}={imp}");
     }
 }
 
@@ -106,9 +107,15 @@ fn soname_links(out_dir: &str) {
     }
 }
 
-/// The `Name` of every `ARMCI_PROFILED(ret, Name, (params))` line in the headers.
-fn profiled_names(include: &std::path::Path) -> Vec<String> {
-    let mut names = Vec::new();
+/// The profiling pairs the headers declare, as (alias, implementation): for
+/// `ARMCI_PROFILED(ret, Name, (params))` lines `ARMCI_Name` and `PARMCI_Name`, for
+/// `ARMCI_MSG_PROFILED(ret, name, ...)` lines `armci_msg_name` and `parmci_msg_name`.
+fn profiled_names(include: &std::path::Path) -> Vec<(String, String)> {
+    let kinds = [
+        ("ARMCI_PROFILED(", "ARMCI_", "PARMCI_"),
+        ("ARMCI_MSG_PROFILED(", "armci_msg_", "parmci_msg_"),
+    ];
+    let mut pairs = Vec::new();
     for entry in std::fs::read_dir(include).expect("read include/") {
         let path = entry.expect("include entry").path();
         if path.extension().is_none_or(|x| x != "h") {
@@ -116,22 +123,22 @@ fn profiled_names(include: &std::path::Path) -> Vec<String> {
         }
         let text = std::fs::read_to_string(&path).expect("read a header");
         for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("ARMCI_PROFILED(") {
-                let name = rest
-                    .split(',')
-                    .nth(1)
-                    .expect("ARMCI_PROFILED(ret, Name, ...)");
-                names.push(name.trim().to_owned());
+            for (open, alias, imp) in kinds {
+                if let Some(rest) = line.strip_prefix(open) {
+                    let name = rest.split(',').nth(1).expect("PROFILED(ret, Name, ...)");
+                    let name = name.trim();
+                    pairs.push((format!("{alias}{name}"), format!("{imp}{name}")));
+                }
             }
         }
     }
     assert!(
-        names.len() > 50,
-        "only {} ARMCI_PROFILED lines in include/",
-        names.len()
+        pairs.len() > 50,
+        "only {} profiling lines in include/",
+        pairs.len()
     );
-    names.sort();
-    names
+    pairs.sort();
+    pairs
 }
 
 /// The linker words of the MPI wrapper (Open MPI's `--showme:link`, else MPICH's

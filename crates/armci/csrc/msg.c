@@ -68,12 +68,12 @@ int armci_msg_rcvany(int tag, void *buffer, int buflen, int *msglen) {
     return receive("armci_msg_rcvany", tag, buffer, buflen, msglen, MPI_ANY_SOURCE);
 }
 
-void armci_msg_barrier(void) {
+void parmci_msg_barrier(void) {
     nfa_require_init("armci_msg_barrier");
     MPI_Barrier(ARMCI_GROUP_WORLD.comm);
 }
 
-void armci_msg_group_barrier(ARMCI_Group *group) {
+void parmci_msg_group_barrier(ARMCI_Group *group) {
     nfa_group_check("armci_msg_group_barrier", group);
     MPI_Barrier(group->comm);
 }

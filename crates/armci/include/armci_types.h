@@ -23,6 +23,10 @@ extern "C" {
  * aliases, so every profiled call is listed once, here in the headers.
  */
 #define ARMCI_PROFILED(ret, name, params) ret ARMCI_##name params; ret PARMCI_##name params
+/* The same for armci_msg_name and parmci_msg_name. */
+#define ARMCI_MSG_PROFILED(ret, name, params)                                            \
+    ret armci_msg_##name params;                                                          \
+    ret parmci_msg_##name params
 
 /* Byte counts of allocations (signed, as in the ABI GA uses). */
 typedef long armci_size_t;

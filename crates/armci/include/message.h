@@ -41,8 +41,8 @@ void armci_msg_rcv(int tag, void *buffer, int buflen, int *msglen, int from);
 /* Receives from any process; returns the sender. */
 int armci_msg_rcvany(int tag, void *buffer, int buflen, int *msglen);
 
-void armci_msg_barrier(void);
-void armci_msg_group_barrier(ARMCI_Group *group);
+ARMCI_MSG_PROFILED(void, barrier, (void));
+ARMCI_MSG_PROFILED(void, group_barrier, (ARMCI_Group *group));
 /* A binary tree over the scope's processes: root, parent and children (-1: none). */
 void armci_msg_bintree(int scope, int *Root, int *Up, int *Left, int *Right);
 

@@ -86,6 +86,9 @@ pub fn compile(imp: Impl, name: &str, sources: &[PathBuf], pre_libs: &[&str]) ->
             let lib = lib_dir();
             cmd.arg(lib.join("libarmci.so"));
             cmd.arg(format!("-Wl,-rpath,{}", lib.display()));
+            // DT_RPATH, which wins over LD_LIBRARY_PATH: cargo points that at
+            // target/<profile>, whose libarmci.so (.0) `cargo test` does not update.
+            cmd.arg("-Wl,--disable-new-dtags");
         }
         Impl::ArmciMpi => {
             cmd.arg("-larmci-openmpi");
