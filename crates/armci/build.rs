@@ -11,6 +11,14 @@
 //!    MPI; `mpicc -link_info`, MPICH).
 //! 4. Export the C names through `exports.map`, next to the version script rustc
 //!    writes for the Rust names.
+//! 5. Give the library the soname `libarmci.so.0` (install.sh installs it under that
+//!    name) and link `libarmci.so.0` to `libarmci.so` in the build tree, so programs
+//!    linked there (tests, `-Wl,-rpath,$PWD/target/release`) find it by that name.
+//! 6. Make `ARMCI_Name` an alias of `PARMCI_Name` (the implementation, in C or Rust)
+//!    for every `ARMCI_PROFILED(ret, Name, ...)` line of the headers, and
+//!    `armci_msg_name` one of `parmci_msg_name` for `ARMCI_MSG_PROFILED` lines: the
+//!    profiling interface. The linker defines the alias (`--defsym`): a C alias attribute
+//!    cannot name a function defined in Rust.
 
 use std::env;
 use std::path::PathBuf;
@@ -70,6 +78,67 @@ fn main() {
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
         dir.join("exports.map").display()
     );
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}"); // 5
+    soname_links(&out);
+    for (alias, imp) in profiled_names(&dir.join("include")) {
+        // 6
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--defsym={alias}={imp}");
+    }
+}
+
+/// The name programs linked against libarmci look it up by.
+const SONAME: &str = "libarmci.so.0";
+
+/// `libarmci.so.0 -> libarmci.so` in the profile folder (`target/<profile>`, three
+/// levels above OUT_DIR) and its `deps/`, where cargo puts the library; the link
+/// dangles until the library is linked.
+fn soname_links(out_dir: &str) {
+    let profile = std::path::Path::new(out_dir)
+        .ancestors()
+        .nth(3)
+        .expect("OUT_DIR is target/<profile>/build/<pkg>/out");
+    for dir in [profile.to_path_buf(), profile.join("deps")] {
+        let link = dir.join(SONAME);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::fs::create_dir_all(&dir).expect("create the profile folder");
+            std::os::unix::fs::symlink("libarmci.so", &link)
+                .unwrap_or_else(|e| panic!("link {}: {e}", link.display()));
+        }
+    }
+}
+
+/// The profiling pairs the headers declare, as (alias, implementation): for
+/// `ARMCI_PROFILED(ret, Name, (params))` lines `ARMCI_Name` and `PARMCI_Name`, for
+/// `ARMCI_MSG_PROFILED(ret, name, ...)` lines `armci_msg_name` and `parmci_msg_name`.
+fn profiled_names(include: &std::path::Path) -> Vec<(String, String)> {
+    let kinds = [
+        ("ARMCI_PROFILED(", "ARMCI_", "PARMCI_"),
+        ("ARMCI_MSG_PROFILED(", "armci_msg_", "parmci_msg_"),
+    ];
+    let mut pairs = Vec::new();
+    for entry in std::fs::read_dir(include).expect("read include/") {
+        let path = entry.expect("include entry").path();
+        if path.extension().is_none_or(|x| x != "h") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read a header");
+        for line in text.lines() {
+            for (open, alias, imp) in kinds {
+                if let Some(rest) = line.strip_prefix(open) {
+                    let name = rest.split(',').nth(1).expect("PROFILED(ret, Name, ...)");
+                    let name = name.trim();
+                    pairs.push((format!("{alias}{name}"), format!("{imp}{name}")));
+                }
+            }
+        }
+    }
+    assert!(
+        pairs.len() > 50,
+        "only {} profiling lines in include/",
+        pairs.len()
+    );
+    pairs.sort();
+    pairs
 }
 
 /// The linker words of the MPI wrapper (Open MPI's `--showme:link`, else MPICH's

@@ -22,11 +22,11 @@ void nfa_group_fill(ARMCI_Group *group) {
     }
     MPI_Comm_rank(group->comm, &group->rank);
     MPI_Comm_size(group->comm, &group->size);
-    /* The world's tables are filled while nfa.world is being set up. */
-    int is_world = group == &nfa.world;
-    int world_size = is_world ? group->size : nfa.world.size;
+    /* The world's tables are filled while ARMCI_GROUP_WORLD is being set up. */
+    int is_world = group == &ARMCI_GROUP_WORLD;
+    int world_size = is_world ? group->size : ARMCI_GROUP_WORLD.size;
     MPI_Group world_grp, grp;
-    MPI_Comm_group(is_world ? group->comm : nfa.world.comm, &world_grp);
+    MPI_Comm_group(is_world ? group->comm : ARMCI_GROUP_WORLD.comm, &world_grp);
     MPI_Comm_group(group->comm, &grp);
     int *ids = malloc(sizeof(int) * (size_t)world_size);
     group->grp_to_abs = malloc(sizeof(int) * (size_t)group->size);
@@ -64,8 +64,8 @@ void nfa_group_check(const char *call, const ARMCI_Group *group) {
 }
 
 int nfa_group_rank_of(const ARMCI_Group *group, int abs) {
-    if (abs < 0 || abs >= nfa.world.size) return -1;
-    if (group->comm == nfa.world.comm || group->abs_to_grp == NULL) return abs;
+    if (abs < 0 || abs >= ARMCI_GROUP_WORLD.size) return -1;
+    if (group->comm == ARMCI_GROUP_WORLD.comm || group->abs_to_grp == NULL) return abs;
     return group->abs_to_grp[abs];
 }
 
@@ -118,17 +118,18 @@ void ARMCI_Group_create_child(int grp_size, int *pid_list, ARMCI_Group *group_ou
 }
 
 void ARMCI_Group_create(int grp_size, int *pid_list, ARMCI_Group *group_out) {
-    ARMCI_Group_create_child(grp_size, pid_list, group_out, &nfa.deflt);
+    ARMCI_Group_create_child(grp_size, pid_list, group_out, &ARMCI_GROUP_DEFAULT);
 }
 
 void ARMCI_Group_free(ARMCI_Group *group) {
     nfa_require_init("ARMCI_Group_free");
     if (group == NULL) nfa_fatal("ARMCI_Group_free", "argument 'group' is NULL");
-    if (group->comm == nfa.world.comm && group->comm != MPI_COMM_NULL)
+    if (group->comm == ARMCI_GROUP_WORLD.comm && group->comm != MPI_COMM_NULL)
         nfa_fatal("ARMCI_Group_free", "argument 'group' is the world group, which "
                                       "ARMCI_Finalize frees");
-    if (group->comm == nfa.deflt.comm && group->comm != MPI_COMM_NULL)
-        nfa.deflt = nfa.world; /* a freed default falls back to the world */
+    if (group->comm == ARMCI_GROUP_DEFAULT.comm && group->comm != MPI_COMM_NULL)
+        /* a freed default falls back to the world */
+        ARMCI_GROUP_DEFAULT = ARMCI_GROUP_WORLD;
     nfa_group_release(group);
 }
 
@@ -147,20 +148,20 @@ void ARMCI_Group_size(ARMCI_Group *group, int *size) {
 
 void ARMCI_Group_set_default(ARMCI_Group *group) {
     nfa_group_check("ARMCI_Group_set_default", group);
-    nfa.deflt = *group;
+    ARMCI_GROUP_DEFAULT = *group;
 }
 
 void ARMCI_Group_get_default(ARMCI_Group *group_out) {
     nfa_require_init("ARMCI_Group_get_default");
     if (group_out == NULL)
         nfa_fatal("ARMCI_Group_get_default", "argument 'group_out' is NULL");
-    *group_out = nfa.deflt;
+    *group_out = ARMCI_GROUP_DEFAULT;
 }
 
 void ARMCI_Group_get_world(ARMCI_Group *group_out) {
     nfa_require_init("ARMCI_Group_get_world");
     if (group_out == NULL) nfa_fatal("ARMCI_Group_get_world", "argument 'group_out' is NULL");
-    *group_out = nfa.world;
+    *group_out = ARMCI_GROUP_WORLD;
 }
 
 int ARMCI_Absolute_id(ARMCI_Group *group, int group_rank) {

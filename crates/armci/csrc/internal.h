@@ -24,8 +24,6 @@
 /* Process-wide state, valid between ARMCI_Init and ARMCI_Finalize. */
 struct nfa_state {
     int init_count;       /* ARMCI_Init calls not yet matched by ARMCI_Finalize */
-    ARMCI_Group world;    /* comm: a duplicate of MPI_COMM_WORLD */
-    ARMCI_Group deflt;    /* the default group (a copy of world until changed) */
     MPI_Comm node_comm;   /* the world's processes on this node */
     int node_count;       /* nodes in the job */
     int *node_of;         /* node of each world rank */
@@ -36,6 +34,11 @@ struct nfa_state {
 };
 
 extern struct nfa_state nfa;
+
+/* The world group (comm: a duplicate of MPI_COMM_WORLD, or of the communicator given
+ * to ARMCI_Init_thread_comm) and the default group (a copy of the world until
+ * changed); exported under ARMCI-MPI's names. */
+extern ARMCI_Group ARMCI_GROUP_WORLD, ARMCI_GROUP_DEFAULT;
 
 /* Aborts the job if ARMCI_Init has not run; `call` names the caller. */
 void nfa_require_init(const char *call);
@@ -67,6 +70,10 @@ MPI_Comm nfa_scope_comm(const char *call, int scope, const ARMCI_Group *group,
 /* Element-wise all-reduce of x over comm; `call` names the caller for errors. */
 void nfa_allreduce(const char *call, void *x, int n, const char *op, int type,
                    MPI_Comm comm);
+
+/* The user reduction operations, under ARMCI-MPI's exported names (msg_reduce.c). */
+extern MPI_Op ARMCI_MPI_ABSMAX_OP, ARMCI_MPI_ABSMIN_OP, ARMCI_MPI_SELMAX_OP,
+    ARMCI_MPI_SELMIN_OP;
 
 /* Sets up / frees the TCGMSG counter (collective, inside ARMCI_Init / _Finalize). */
 void nfa_tcgmsg_init(void);

@@ -7,18 +7,18 @@
 
 int armci_msg_me(void) {
     nfa_require_init("armci_msg_me");
-    return nfa.world.rank;
+    return ARMCI_GROUP_WORLD.rank;
 }
 
 int armci_msg_nproc(void) {
     nfa_require_init("armci_msg_nproc");
-    return nfa.world.size;
+    return ARMCI_GROUP_WORLD.size;
 }
 
 static void check_peer(const char *call, const char *name, int proc) {
-    if (proc < 0 || proc >= nfa.world.size)
+    if (proc < 0 || proc >= ARMCI_GROUP_WORLD.size)
         nfa_fatal(call, "argument '%s' is %d; processes are 0 .. %d", name, proc,
-                  nfa.world.size - 1);
+                  ARMCI_GROUP_WORLD.size - 1);
 }
 
 static void check_buffer(const char *call, const void *buf, int len) {
@@ -36,7 +36,7 @@ void armci_msg_snd(int tag, void *buffer, int len, int to) {
     check_tag(call, tag);
     check_buffer(call, buffer, len);
     check_peer(call, "to", to);
-    MPI_Send(buffer, len, MPI_BYTE, to, tag, nfa.world.comm);
+    MPI_Send(buffer, len, MPI_BYTE, to, tag, ARMCI_GROUP_WORLD.comm);
 }
 
 /* Receives from `from` (MPI_ANY_SOURCE allowed) and checks the message fitted. */
@@ -46,13 +46,13 @@ static int receive(const char *call, int tag, void *buffer, int buflen, int *msg
     int count = 0;
     check_tag(call, tag);
     check_buffer(call, buffer, buflen);
-    MPI_Probe(from, tag, nfa.world.comm, &st);
+    MPI_Probe(from, tag, ARMCI_GROUP_WORLD.comm, &st);
     MPI_Get_count(&st, MPI_BYTE, &count);
     if (count > buflen)
         nfa_fatal(call, "a %d-byte message (tag %d) from process %d does not fit the "
                         "%d-byte buffer (argument 'buflen')",
                   count, tag, st.MPI_SOURCE, buflen);
-    MPI_Recv(buffer, buflen, MPI_BYTE, st.MPI_SOURCE, tag, nfa.world.comm, &st);
+    MPI_Recv(buffer, buflen, MPI_BYTE, st.MPI_SOURCE, tag, ARMCI_GROUP_WORLD.comm, &st);
     if (msglen != NULL) *msglen = count;
     return st.MPI_SOURCE;
 }
@@ -68,12 +68,12 @@ int armci_msg_rcvany(int tag, void *buffer, int buflen, int *msglen) {
     return receive("armci_msg_rcvany", tag, buffer, buflen, msglen, MPI_ANY_SOURCE);
 }
 
-void armci_msg_barrier(void) {
+void parmci_msg_barrier(void) {
     nfa_require_init("armci_msg_barrier");
-    MPI_Barrier(nfa.world.comm);
+    MPI_Barrier(ARMCI_GROUP_WORLD.comm);
 }
 
-void armci_msg_group_barrier(ARMCI_Group *group) {
+void parmci_msg_group_barrier(ARMCI_Group *group) {
     nfa_group_check("armci_msg_group_barrier", group);
     MPI_Barrier(group->comm);
 }
@@ -84,14 +84,14 @@ void armci_msg_bintree(int scope, int *Root, int *Up, int *Left, int *Right) {
     if (!Root || !Up || !Left || !Right)
         nfa_fatal(call, "an output argument (Root, Up, Left or Right) is NULL");
     int must_free = 0;
-    MPI_Comm comm = nfa_scope_comm(call, scope, &nfa.world, &must_free);
+    MPI_Comm comm = nfa_scope_comm(call, scope, &ARMCI_GROUP_WORLD, &must_free);
     int me, n;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &n);
     /* Positions in the scope's communicator, reported as world ranks. */
     MPI_Group scope_grp, world_grp;
     MPI_Comm_group(comm, &scope_grp);
-    MPI_Comm_group(nfa.world.comm, &world_grp);
+    MPI_Comm_group(ARMCI_GROUP_WORLD.comm, &world_grp);
     int pos[4] = {0, me == 0 ? -1 : (me - 1) / 2, 2 * me + 1, 2 * me + 2}, abs[4];
     for (int i = 0; i < 4; i++) {
         if (pos[i] < 0 || pos[i] >= n) {
@@ -121,7 +121,7 @@ void armci_msg_group_bcast_scope(int scope, void *buffer, int len, int root,
     MPI_Group scope_grp, world_grp;
     int scope_root = MPI_UNDEFINED;
     MPI_Comm_group(comm, &scope_grp);
-    MPI_Comm_group(nfa.world.comm, &world_grp);
+    MPI_Comm_group(ARMCI_GROUP_WORLD.comm, &world_grp);
     MPI_Group_translate_ranks(world_grp, 1, &root, scope_grp, &scope_root);
     MPI_Group_free(&scope_grp);
     MPI_Group_free(&world_grp);
@@ -135,7 +135,7 @@ void armci_msg_group_bcast_scope(int scope, void *buffer, int len, int root,
 
 void armci_msg_bcast_scope(int scope, void *buffer, int len, int root) {
     nfa_require_init("armci_msg_bcast");
-    armci_msg_group_bcast_scope(scope, buffer, len, root, &nfa.world);
+    armci_msg_group_bcast_scope(scope, buffer, len, root, &ARMCI_GROUP_WORLD);
 }
 
 void armci_msg_bcast(void *buffer, int len, int root) {
@@ -146,8 +146,8 @@ void armci_msg_brdcst(void *buffer, int len, int root) {
     armci_msg_bcast_scope(SCOPE_ALL, buffer, len, root);
 }
 
-void ARMCI_Barrier(void) {
+void PARMCI_Barrier(void) {
     nfa_require_init("ARMCI_Barrier");
     ARMCI_AllFence();
-    MPI_Barrier(nfa.world.comm);
+    MPI_Barrier(ARMCI_GROUP_WORLD.comm);
 }

@@ -2,10 +2,17 @@
  * ninefold libarmci: armci_msg_* reductions (the gop family, reduce) and the
  * selection collective armci_msg_sel, over MPI.
  *
- * "absmax" / "absmin" reduce absolute values (the result is |x|), "or" / "and"
- * are bitwise and only for integer types; MPI has no built-in for the first two,
- * so they and the selection are user operations created on first use (and freed
- * with the process: MPI frees them at MPI_Finalize).
+ * Operator names are ARMCI-MPI's, matched as it matches them: trailing blanks
+ * (Fortran) dropped, then the first entry of `op_names` the name starts with, so
+ * "&&" is tried before "&" and "maxval" means "max". Logical operators ("&&" /
+ * "land", "||" / "lor") take every type: a value is true when non-zero and the
+ * result is 1 or 0 in the element's type (MPI_LAND / MPI_LOR for the integer
+ * types; a user operation for float and double, where MPI defines none). Bitwise
+ * ones ("&" / "band" / "and", "|" / "bor" / "or") take integer types only.
+ * "absmax" / "absmin" reduce absolute values (the result is |x|, also on one
+ * process). MPI has no built-in for those, so they and the selection are user
+ * operations created on first use (MPI frees them at MPI_Finalize); their handles
+ * are exported under ARMCI-MPI's names (ARMCI_MPI_ABSMAX_OP, ...).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +21,11 @@
 #include "internal.h"
 
 /* Operator names up to this long are recognised; longer ones are errors. */
-#define OP_MAX 16
+#define OP_MAX 32
+
+MPI_Op ARMCI_MPI_ABSMAX_OP = MPI_OP_NULL, ARMCI_MPI_ABSMIN_OP = MPI_OP_NULL;
+MPI_Op ARMCI_MPI_SELMAX_OP = MPI_OP_NULL, ARMCI_MPI_SELMIN_OP = MPI_OP_NULL;
+static MPI_Op float_land_op = MPI_OP_NULL, float_lor_op = MPI_OP_NULL;
 
 static MPI_Datatype mpi_type_of(const char *call, int type) {
     switch (type) {
@@ -56,7 +67,52 @@ static void absmin_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
     abs_fold(in, inout, len, dt, 0);
 }
 
-static MPI_Op absmax_op = MPI_OP_NULL, absmin_op = MPI_OP_NULL;
+/* Logical and / or of float or double elements: 1 when true, 0 when false. */
+#define LOGIC_FOLD(T)                                                                     \
+    do {                                                                                  \
+        T *a = in, *b = inout;                                                            \
+        for (int i = 0; i < *len; i++)                                                    \
+            b[i] = is_and ? (a[i] != 0 && b[i] != 0) : (a[i] != 0 || b[i] != 0);          \
+    } while (0)
+
+static void logic_fold(void *in, void *inout, int *len, MPI_Datatype *dt, int is_and) {
+    if (*dt == MPI_FLOAT) LOGIC_FOLD(float);
+    else LOGIC_FOLD(double);
+}
+
+static void float_land_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    logic_fold(in, inout, len, dt, 1);
+}
+
+static void float_lor_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    logic_fold(in, inout, len, dt, 0);
+}
+
+/* The commutative user operation in *slot, created on first use. */
+static MPI_Op user_op(MPI_Op *slot, MPI_User_function *fn) {
+    if (*slot == MPI_OP_NULL) MPI_Op_create(fn, 1, slot);
+    return *slot;
+}
+
+enum gop { GOP_SUM, GOP_PROD, GOP_MAX, GOP_MIN, GOP_ABSMAX, GOP_ABSMIN, GOP_LAND, GOP_LOR,
+           GOP_BAND, GOP_BOR };
+
+/* Operator names in matching order (a name matches the first entry it starts with). */
+static const struct {
+    const char *name;
+    enum gop op;
+} op_names[] = {
+    {"+", GOP_SUM},       {"*", GOP_PROD},      {"max", GOP_MAX},   {"min", GOP_MIN},
+    {"or", GOP_BOR},      {"absmax", GOP_ABSMAX}, {"absmin", GOP_ABSMIN},
+    {"land", GOP_LAND},   {"&&", GOP_LAND},     {"lor", GOP_LOR},   {"||", GOP_LOR},
+    {"band", GOP_BAND},   {"&", GOP_BAND},      {"bor", GOP_BOR},   {"|", GOP_BOR},
+    {"and", GOP_BAND},
+};
+
+#define OP_LIST                                                                           \
+    "\"+\", \"*\", \"max\", \"min\", \"absmax\", \"absmin\", \"&&\" / \"land\", \"||\" / "   \
+    "\"lor\", and for integer types \"&\" / \"band\" / \"and\", \"|\" / \"bor\" / "           \
+    "\"or\""
 
 /* Copies a possibly unterminated operator name and drops trailing blanks (Fortran). */
 static void op_name(const char *call, const char *op, size_t oplen, char out[OP_MAX]) {
@@ -64,32 +120,39 @@ static void op_name(const char *call, const char *op, size_t oplen, char out[OP_
     size_t n = strnlen(op, oplen);
     while (n > 0 && op[n - 1] == ' ') n--;
     if (n == 0 || n >= OP_MAX)
-        nfa_fatal(call, "argument 'op' (\"%.*s\") is not an operator; use \"+\", \"*\", "
-                        "\"max\", \"min\", \"absmax\", \"absmin\", \"or\" or \"and\"",
+        nfa_fatal(call, "argument 'op' (\"%.*s\") is not an operator; use " OP_LIST,
                   (int)(n < 40 ? n : 40), op);
     memcpy(out, op, n);
     out[n] = '\0';
 }
 
-static MPI_Op mpi_op_of(const char *call, const char *op, int type) {
+/* The operator `name` stands for; an unknown name aborts naming `call`. */
+static enum gop gop_of(const char *call, const char *name) {
+    for (size_t i = 0; i < sizeof op_names / sizeof op_names[0]; i++)
+        if (!strncmp(name, op_names[i].name, strlen(op_names[i].name)))
+            return op_names[i].op;
+    nfa_fatal(call, "argument 'op' is \"%s\"; use " OP_LIST, name);
+}
+
+static MPI_Op mpi_op_of(const char *call, enum gop op, const char *name, int type) {
     int integer = type == ARMCI_INT || type == ARMCI_LONG || type == ARMCI_LONG_LONG;
-    if (!strcmp(op, "+")) return MPI_SUM;
-    if (!strcmp(op, "*")) return MPI_PROD;
-    if (!strcmp(op, "max")) return MPI_MAX;
-    if (!strcmp(op, "min")) return MPI_MIN;
-    if (!strcmp(op, "absmax")) {
-        if (absmax_op == MPI_OP_NULL) MPI_Op_create(absmax_fn, 1, &absmax_op);
-        return absmax_op;
+    switch (op) {
+    case GOP_SUM: return MPI_SUM;
+    case GOP_PROD: return MPI_PROD;
+    case GOP_MAX: return MPI_MAX;
+    case GOP_MIN: return MPI_MIN;
+    case GOP_ABSMAX: return user_op(&ARMCI_MPI_ABSMAX_OP, absmax_fn);
+    case GOP_ABSMIN: return user_op(&ARMCI_MPI_ABSMIN_OP, absmin_fn);
+    case GOP_LAND: return integer ? MPI_LAND : user_op(&float_land_op, float_land_fn);
+    case GOP_LOR: return integer ? MPI_LOR : user_op(&float_lor_op, float_lor_fn);
+    case GOP_BAND:
+    case GOP_BOR:
+        if (integer) return op == GOP_BAND ? MPI_BAND : MPI_BOR;
+        break;
     }
-    if (!strcmp(op, "absmin")) {
-        if (absmin_op == MPI_OP_NULL) MPI_Op_create(absmin_fn, 1, &absmin_op);
-        return absmin_op;
-    }
-    if (integer && !strcmp(op, "or")) return MPI_BOR;
-    if (integer && !strcmp(op, "and")) return MPI_BAND;
-    nfa_fatal(call, "argument 'op' is \"%s\"; use \"+\", \"*\", \"max\", \"min\", "
-                    "\"absmax\", \"absmin\" (and \"or\", \"and\" for integer types)",
-              op);
+    nfa_fatal(call, "argument 'op' is \"%s\", a bitwise operator, and argument 'type' is "
+                    "%s; bitwise operators take ARMCI_INT, ARMCI_LONG or ARMCI_LONG_LONG",
+              name, type == ARMCI_FLOAT ? "ARMCI_FLOAT" : "ARMCI_DOUBLE");
 }
 
 static void check_vector(const char *call, const void *x, int n) {
@@ -97,14 +160,29 @@ static void check_vector(const char *call, const void *x, int n) {
     if (x == NULL && n > 0) nfa_fatal(call, "argument 'x' is NULL");
 }
 
-void nfa_allreduce(const char *call, void *x, int n, const char *op, int type,
-                   MPI_Comm comm) {
+/* Reduces x in place over comm, to every member (root < 0) or to rank `root` only. */
+static void reduce(const char *call, void *x, int n, const char *op, int type,
+                   MPI_Comm comm, int root) {
     char name[OP_MAX];
     check_vector(call, x, n);
     MPI_Datatype dt = mpi_type_of(call, type);
     op_name(call, op, OP_MAX, name);
-    MPI_Op mop = mpi_op_of(call, name, type);
-    if (n > 0) MPI_Allreduce(MPI_IN_PLACE, x, n, dt, mop, comm);
+    enum gop gop = gop_of(call, name);
+    MPI_Op mop = mpi_op_of(call, gop, name, type);
+    int size, me;
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_rank(comm, &me);
+    if (n == 0) return;
+    if (size == 1 && (gop == GOP_ABSMAX || gop == GOP_ABSMIN))
+        abs_fold(x, x, &n, &dt, gop == GOP_ABSMAX); /* MPI would leave x as it is */
+    else if (root < 0) MPI_Allreduce(MPI_IN_PLACE, x, n, dt, mop, comm);
+    else if (me == root) MPI_Reduce(MPI_IN_PLACE, x, n, dt, mop, root, comm);
+    else MPI_Reduce(x, NULL, n, dt, mop, root, comm);
+}
+
+void nfa_allreduce(const char *call, void *x, int n, const char *op, int type,
+                   MPI_Comm comm) {
+    reduce(call, x, n, op, type, comm, -1);
 }
 
 void armci_msg_group_gop_scope(int scope, void *x, int n, char *op, int type,
@@ -119,7 +197,7 @@ void armci_msg_group_gop_scope(int scope, void *x, int n, char *op, int type,
 
 void armci_msg_gop_scope(int scope, void *x, int n, char *op, int type) {
     nfa_require_init("armci_msg_gop");
-    armci_msg_group_gop_scope(scope, x, n, op, type, &nfa.world);
+    armci_msg_group_gop_scope(scope, x, n, op, type, &ARMCI_GROUP_WORLD);
 }
 
 void armci_msg_igop(int *x, int n, char *op) { armci_msg_gop_scope(SCOPE_ALL, x, n, op, ARMCI_INT); }
@@ -147,19 +225,10 @@ void armci_msg_group_dgop(double *x, int n, char *op, ARMCI_Group *group) {
 /* Reduction to the scope's first process (rank 0 there); the others' x is unchanged. */
 void armci_msg_reduce_scope(int scope, void *x, int n, char *op, int type) {
     const char *call = "armci_msg_reduce";
-    char name[OP_MAX];
     nfa_require_init(call);
-    check_vector(call, x, n);
-    MPI_Datatype dt = mpi_type_of(call, type);
-    op_name(call, op, OP_MAX, name);
-    MPI_Op mop = mpi_op_of(call, name, type);
-    int must_free = 0, me;
-    MPI_Comm comm = nfa_scope_comm(call, scope, &nfa.world, &must_free);
-    MPI_Comm_rank(comm, &me);
-    if (n > 0) {
-        if (me == 0) MPI_Reduce(MPI_IN_PLACE, x, n, dt, mop, 0, comm);
-        else MPI_Reduce(x, NULL, n, dt, mop, 0, comm);
-    }
+    int must_free = 0;
+    MPI_Comm comm = nfa_scope_comm(call, scope, &ARMCI_GROUP_WORLD, &must_free);
+    reduce(call, x, n, op, type, comm, 0);
     if (must_free) MPI_Comm_free(&comm);
 }
 
@@ -214,8 +283,6 @@ static void sel_max_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
     sel_fold(in, inout, dt, 1);
 }
 
-static MPI_Op sel_min_op = MPI_OP_NULL, sel_max_op = MPI_OP_NULL;
-
 void armci_msg_sel_scope(int scope, void *x, int n, char *op, int type, int contribute) {
     const char *call = "armci_msg_sel";
     char name[OP_MAX];
@@ -228,11 +295,11 @@ void armci_msg_sel_scope(int scope, void *x, int n, char *op, int type, int cont
         nfa_fatal(call, "argument 'n' is %d bytes, less than one value of the type (%d)", n,
                   elem_size);
     op_name(call, op, OP_MAX, name);
-    int pick_max = !strcmp(name, "max");
-    if (!pick_max && strcmp(name, "min"))
+    int pick_max = !strncmp(name, "max", 3);
+    if (!pick_max && strncmp(name, "min", 3))
         nfa_fatal(call, "argument 'op' is \"%s\"; selection takes \"min\" or \"max\"", name);
-    MPI_Op *mop = pick_max ? &sel_max_op : &sel_min_op;
-    if (*mop == MPI_OP_NULL) MPI_Op_create(pick_max ? sel_max_fn : sel_min_fn, 1, mop);
+    MPI_Op mop = pick_max ? user_op(&ARMCI_MPI_SELMAX_OP, sel_max_fn)
+                          : user_op(&ARMCI_MPI_SELMIN_OP, sel_min_fn);
     size_t bytes = sizeof(struct sel_item) + (size_t)n;
     struct sel_item *item = calloc(1, bytes);
     if (item == NULL) nfa_fatal(call, "out of memory for a %d-byte selection", n);
@@ -243,8 +310,8 @@ void armci_msg_sel_scope(int scope, void *x, int n, char *op, int type, int cont
     MPI_Type_contiguous((int)bytes, MPI_BYTE, &whole);
     MPI_Type_commit(&whole);
     int must_free = 0;
-    MPI_Comm comm = nfa_scope_comm(call, scope, &nfa.world, &must_free);
-    MPI_Allreduce(MPI_IN_PLACE, item, 1, whole, *mop, comm);
+    MPI_Comm comm = nfa_scope_comm(call, scope, &ARMCI_GROUP_WORLD, &must_free);
+    MPI_Allreduce(MPI_IN_PLACE, item, 1, whole, mop, comm);
     if (must_free) MPI_Comm_free(&comm);
     MPI_Type_free(&whole);
     if (item->contribute) memcpy(x, item->data, (size_t)n);

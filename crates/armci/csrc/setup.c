@@ -1,15 +1,18 @@
 /*
  * ninefold libarmci: ARMCI_Init / ARMCI_Finalize, errors and aborts.
  *
- * ARMCI_Init, in order (collective over MPI_COMM_WORLD):
- * 1. check that MPI is initialised (the program calls MPI_Init first);
- * 2. duplicate MPI_COMM_WORLD into the world group, so library traffic never
+ * ARMCI_Init, in order (collective over MPI_COMM_WORLD, or over the communicator
+ * ARMCI_Init_thread_comm names, whose processes are then ARMCI's world):
+ * 1. check that MPI is initialised (the program calls MPI_Init first) at the
+ *    thread level asked for (ARMCI_Init_thread; ARMCI_Init asks for none);
+ * 2. duplicate the communicator into the world group, so library traffic never
  *    matches the program's own messages; the default group starts as the world;
  * 3. start the RMA side in Rust over the world group's wire-up;
  * 4. work out the nodes from the RMA side's shared-memory domains (topology.c);
  * 5. set up the TCGMSG counter (a collective allocation).
  * ARMCI_Finalize undoes them in reverse after completing every operation.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,20 +20,25 @@
 
 #include "internal.h"
 
-struct nfa_state nfa = {
-    .world = {.comm = MPI_COMM_NULL, .noncoll_pgroup_comm = MPI_COMM_NULL, .rank = -1},
-    .deflt = {.comm = MPI_COMM_NULL, .noncoll_pgroup_comm = MPI_COMM_NULL, .rank = -1},
-    .node_comm = MPI_COMM_NULL,
-};
+struct nfa_state nfa = {.node_comm = MPI_COMM_NULL};
+
+ARMCI_Group ARMCI_GROUP_WORLD = {
+    .comm = MPI_COMM_NULL, .noncoll_pgroup_comm = MPI_COMM_NULL, .rank = -1};
+ARMCI_Group ARMCI_GROUP_DEFAULT = {
+    .comm = MPI_COMM_NULL, .noncoll_pgroup_comm = MPI_COMM_NULL, .rank = -1};
+
+/* ARMCI-MPI's progress thread, exported under its name for ABI completeness; here
+ * the rma layer progresses operations, so no such thread exists and it stays 0. */
+pthread_t ARMCI_Progress_thread;
 
 int nfa_world_rank(void) {
-    return nfa.init_count > 0 ? nfa.world.rank : -1;
+    return nfa.init_count > 0 ? ARMCI_GROUP_WORLD.rank : -1;
 }
 
 /* Any rank for messages, also before ARMCI_Init (MPI may be up already). */
 static int message_rank(void) {
     int up = 0, rank = -1;
-    if (nfa.init_count > 0) return nfa.world.rank;
+    if (nfa.init_count > 0) return ARMCI_GROUP_WORLD.rank;
     MPI_Initialized(&up);
     if (up) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return rank;
@@ -66,8 +74,9 @@ void nfa_require_init(const char *call) {
                         "after MPI_Init and before any other ARMCI call");
 }
 
-int ARMCI_Init(void) {
-    int up = 0;
+int PARMCI_Init_thread_comm(int armci_requested, MPI_Comm comm) {
+    const char *call = "ARMCI_Init";
+    int up = 0, provided;
     char err[512] = "";
     if (nfa.init_count > 0) {
         nfa.init_count++;
@@ -75,41 +84,54 @@ int ARMCI_Init(void) {
     }
     MPI_Initialized(&up); /* 1 */
     if (!up)
-        nfa_fatal("ARMCI_Init", "MPI is not initialised; call MPI_Init before ARMCI_Init "
-                                "(libarmci wires up through MPI_COMM_WORLD)");
-    MPI_Comm_dup(MPI_COMM_WORLD, &nfa.world.comm); /* 2 */
-    nfa.world.noncoll_pgroup_comm = MPI_COMM_NULL;
-    nfa_group_fill(&nfa.world);
-    nfa.deflt = nfa.world;
+        nfa_fatal(call, "MPI is not initialised; call MPI_Init before ARMCI_Init "
+                        "(libarmci wires up through MPI)");
+    MPI_Query_thread(&provided);
+    if (provided < armci_requested)
+        nfa_fatal(call, "argument 'armci_requested' is %d, above MPI's thread level %d; "
+                        "ask MPI_Init_thread for it first", armci_requested, provided);
+    if (comm == MPI_COMM_NULL) nfa_fatal(call, "argument 'comm' is MPI_COMM_NULL");
+    MPI_Comm_dup(comm, &ARMCI_GROUP_WORLD.comm); /* 2 */
+    ARMCI_GROUP_WORLD.noncoll_pgroup_comm = MPI_COMM_NULL;
+    nfa_group_fill(&ARMCI_GROUP_WORLD);
+    ARMCI_GROUP_DEFAULT = ARMCI_GROUP_WORLD;
     nfa.init_count = 1;
-    struct nfa_wireup wu = nfa_wireup_of(&nfa.world);
+    struct nfa_wireup wu = nfa_wireup_of(&ARMCI_GROUP_WORLD);
     if (nf_armci_rs_init(&wu, err, sizeof err) != 0) /* 3 */
-        nfa_fatal("ARMCI_Init", "starting the one-sided layer failed: %s", err);
+        nfa_fatal(call, "starting the one-sided layer failed: %s", err);
     nfa_topology_init(); /* 4 */
     nfa_tcgmsg_init(); /* 5 */
     return 0;
 }
 
-int ARMCI_Init_args(int *argc, char ***argv) {
-    (void)argc;
-    (void)argv;
-    return ARMCI_Init();
+int PARMCI_Init_thread(int armci_requested) {
+    return PARMCI_Init_thread_comm(armci_requested, MPI_COMM_WORLD);
 }
 
-int ARMCI_Initialized(void) {
+int PARMCI_Init(void) {
+    return PARMCI_Init_thread_comm(MPI_THREAD_SINGLE, MPI_COMM_WORLD);
+}
+
+int PARMCI_Init_args(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    return PARMCI_Init();
+}
+
+int PARMCI_Initialized(void) {
     return nfa.init_count > 0;
 }
 
-int ARMCI_Finalize(void) {
+int PARMCI_Finalize(void) {
     nfa_require_init("ARMCI_Finalize");
     if (--nfa.init_count > 0) return 0;
     nfa_tcgmsg_free();
-    struct nfa_wireup wu = nfa_wireup_of(&nfa.world);
+    struct nfa_wireup wu = nfa_wireup_of(&ARMCI_GROUP_WORLD);
     if (nf_armci_rs_finalize(&wu) != 0)
         nfa_fatal("ARMCI_Finalize", "finishing the one-sided layer failed");
     nfa_topology_free();
-    nfa_group_release(&nfa.world);
-    nfa.deflt = nfa.world;
+    nfa_group_release(&ARMCI_GROUP_WORLD);
+    ARMCI_GROUP_DEFAULT = ARMCI_GROUP_WORLD;
     return 0;
 }
 

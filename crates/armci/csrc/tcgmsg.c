@@ -22,18 +22,19 @@ static struct {
 } tcg;
 
 void nfa_tcgmsg_init(void) {
-    tcg.counter = calloc((size_t)nfa.world.size, sizeof(void *));
+    tcg.counter = calloc((size_t)ARMCI_GROUP_WORLD.size, sizeof(void *));
     if (tcg.counter == NULL) nfa_fatal("ARMCI_Init", "out of memory for the TCGMSG counter");
-    struct nfa_wireup wu = nfa_wireup_of(&nfa.world);
-    nf_armci_rs_malloc("ARMCI_Init", &wu, nfa.world.rank == 0 ? (long)sizeof(long) : 0,
+    struct nfa_wireup wu = nfa_wireup_of(&ARMCI_GROUP_WORLD);
+    nf_armci_rs_malloc("ARMCI_Init", &wu,
+                       ARMCI_GROUP_WORLD.rank == 0 ? (long)sizeof(long) : 0,
                        tcg.counter);
-    if (nfa.world.rank == 0) *(long *)tcg.counter[0] = 0;
-    MPI_Barrier(nfa.world.comm);
+    if (ARMCI_GROUP_WORLD.rank == 0) *(long *)tcg.counter[0] = 0;
+    MPI_Barrier(ARMCI_GROUP_WORLD.comm);
 }
 
 void nfa_tcgmsg_free(void) {
-    struct nfa_wireup wu = nfa_wireup_of(&nfa.world);
-    nf_armci_rs_free("ARMCI_Finalize", &wu, tcg.counter[nfa.world.rank]);
+    struct nfa_wireup wu = nfa_wireup_of(&ARMCI_GROUP_WORLD);
+    nf_armci_rs_free("ARMCI_Finalize", &wu, tcg.counter[ARMCI_GROUP_WORLD.rank]);
     free(tcg.counter);
     tcg.counter = NULL;
 }
@@ -67,12 +68,12 @@ long armci_tcgmsg_tcgready(void) {
 
 long armci_tcgmsg_nodeid(void) {
     nfa_require_init("armci_tcgmsg_nodeid");
-    return nfa.world.rank;
+    return ARMCI_GROUP_WORLD.rank;
 }
 
 long armci_tcgmsg_nnodes(void) {
     nfa_require_init("armci_tcgmsg_nnodes");
-    return nfa.world.size;
+    return ARMCI_GROUP_WORLD.size;
 }
 
 double armci_tcgmsg_tcgtime(void) {
@@ -102,9 +103,9 @@ static void check_message(const char *call, const long *type, const void *buf,
 static int check_node(const char *call, const char *name, const long *node, int any) {
     if (node == NULL) nfa_fatal(call, "argument '%s' is NULL", name);
     if (any && *node == -1) return MPI_ANY_SOURCE;
-    if (*node < 0 || *node >= nfa.world.size)
+    if (*node < 0 || *node >= ARMCI_GROUP_WORLD.size)
         nfa_fatal(call, "argument '%s' is %ld; processes are 0 .. %d%s", name, *node,
-                  nfa.world.size - 1, any ? " (or -1: any)" : "");
+                  ARMCI_GROUP_WORLD.size - 1, any ? " (or -1: any)" : "");
     return (int)*node;
 }
 
@@ -113,7 +114,7 @@ void armci_tcgmsg_snd(long *type, void *buf, long *lenbuf, long *node, long *syn
     (void)sync; /* every send completes before returning */
     check_message(call, type, buf, lenbuf);
     int to = check_node(call, "node", node, 0);
-    MPI_Send(buf, (int)*lenbuf, MPI_BYTE, to, (int)*type, nfa.world.comm);
+    MPI_Send(buf, (int)*lenbuf, MPI_BYTE, to, (int)*type, ARMCI_GROUP_WORLD.comm);
     tcg.sent++;
 }
 
@@ -125,13 +126,14 @@ void armci_tcgmsg_rcv(long *type, void *buf, long *lenbuf, long *lenmes, long *n
     int from = check_node(call, "nodeselect", nodeselect, 1);
     MPI_Status st;
     int count = 0;
-    MPI_Probe(from, (int)*type, nfa.world.comm, &st);
+    MPI_Probe(from, (int)*type, ARMCI_GROUP_WORLD.comm, &st);
     MPI_Get_count(&st, MPI_BYTE, &count);
     if (count > *lenbuf)
         nfa_fatal(call, "a %d-byte message (type %ld) from process %d does not fit the "
                         "%ld-byte buffer (argument 'lenbuf')",
                   count, *type, st.MPI_SOURCE, *lenbuf);
-    MPI_Recv(buf, (int)*lenbuf, MPI_BYTE, st.MPI_SOURCE, (int)*type, nfa.world.comm, &st);
+    MPI_Recv(buf, (int)*lenbuf, MPI_BYTE, st.MPI_SOURCE, (int)*type, ARMCI_GROUP_WORLD.comm,
+             &st);
     if (lenmes) *lenmes = count;
     if (nodefrom) *nodefrom = st.MPI_SOURCE;
     tcg.received++;
@@ -143,7 +145,7 @@ long armci_tcgmsg_probe(long *type, long *node) {
     check_message(call, type, NULL, &zero);
     int from = check_node(call, "node", node, 1);
     int flag = 0;
-    MPI_Iprobe(from, (int)*type, nfa.world.comm, &flag, MPI_STATUS_IGNORE);
+    MPI_Iprobe(from, (int)*type, ARMCI_GROUP_WORLD.comm, &flag, MPI_STATUS_IGNORE);
     return flag != 0;
 }
 
@@ -155,7 +157,7 @@ void armci_tcgmsg_brdcst(long *type, void *buf, long *lenbuf, long *originator) 
     const char *call = "armci_tcgmsg_brdcst";
     check_message(call, type, buf, lenbuf);
     int root = check_node(call, "originator", originator, 0);
-    MPI_Bcast(buf, (int)*lenbuf, MPI_BYTE, root, nfa.world.comm);
+    MPI_Bcast(buf, (int)*lenbuf, MPI_BYTE, root, ARMCI_GROUP_WORLD.comm);
 }
 
 static int count_of(const char *call, const long *n) {
@@ -171,7 +173,8 @@ static void gop(const char *call, void *x, const long *n, const char *op, long o
     char name[32] = {0};
     nfa_require_init(call);
     if (op) memcpy(name, op, strnlen(op, oplen > 0 && oplen < 31 ? (size_t)oplen : 31));
-    nfa_allreduce(call, x, count_of(call, n), op ? name : NULL, type, nfa.world.comm);
+    nfa_allreduce(call, x, count_of(call, n), op ? name : NULL, type,
+                  ARMCI_GROUP_WORLD.comm);
 }
 
 void armci_tcgmsg_dgop(long *type, double *x, long *n, char *op, long oplen) {
@@ -187,7 +190,7 @@ void armci_tcgmsg_igop(long *type, long *x, long *n, char *op, long oplen) {
 void armci_tcgmsg_synch(long *type) {
     (void)type;
     nfa_require_init("armci_tcgmsg_synch");
-    MPI_Barrier(nfa.world.comm);
+    MPI_Barrier(ARMCI_GROUP_WORLD.comm);
 }
 
 long armci_tcgmsg_nxtval(long *mproc) {
@@ -201,9 +204,9 @@ long armci_tcgmsg_nxtval(long *mproc) {
     }
     if (*mproc < 0) { /* every process ends the loop: reset for the next one */
         ARMCI_AllFence();
-        MPI_Barrier(nfa.world.comm);
-        if (nfa.world.rank == 0) *(volatile long *)tcg.counter[0] = 0;
-        MPI_Barrier(nfa.world.comm);
+        MPI_Barrier(ARMCI_GROUP_WORLD.comm);
+        if (ARMCI_GROUP_WORLD.rank == 0) *(volatile long *)tcg.counter[0] = 0;
+        MPI_Barrier(ARMCI_GROUP_WORLD.comm);
         return 0;
     }
     nfa_fatal(call, "argument 'mproc' is 0; pass the number of processes asking (> 0), or "
@@ -225,9 +228,9 @@ void armci_tcgmsg_pfilecopy(long *type, long *node0, char *filename) {
     check_message(call, type, NULL, &zero);
     int root = check_node(call, "node0", node0, 0);
     if (filename == NULL) nfa_fatal(call, "argument 'filename' is NULL");
-    FILE *f = fopen(filename, nfa.world.rank == root ? "rb" : "wb");
+    FILE *f = fopen(filename, ARMCI_GROUP_WORLD.rank == root ? "rb" : "wb");
     int ok = f != NULL, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, nfa.world.comm);
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, ARMCI_GROUP_WORLD.comm);
     if (!all_ok) {
         if (f) fclose(f);
         nfa_fatal(call, "cannot open '%s' on every process (this one: %s)", filename,
@@ -236,11 +239,12 @@ void armci_tcgmsg_pfilecopy(long *type, long *node0, char *filename) {
     char chunk[65536];
     for (;;) {
         int got = 0;
-        if (nfa.world.rank == root) got = (int)fread(chunk, 1, sizeof chunk, f);
-        MPI_Bcast(&got, 1, MPI_INT, root, nfa.world.comm);
+        if (ARMCI_GROUP_WORLD.rank == root) got = (int)fread(chunk, 1, sizeof chunk, f);
+        MPI_Bcast(&got, 1, MPI_INT, root, ARMCI_GROUP_WORLD.comm);
         if (got == 0) break;
-        MPI_Bcast(chunk, got, MPI_BYTE, root, nfa.world.comm);
-        if (nfa.world.rank != root && fwrite(chunk, 1, (size_t)got, f) != (size_t)got)
+        MPI_Bcast(chunk, got, MPI_BYTE, root, ARMCI_GROUP_WORLD.comm);
+        if (ARMCI_GROUP_WORLD.rank != root &&
+            fwrite(chunk, 1, (size_t)got, f) != (size_t)got)
             nfa_fatal(call, "writing '%s' failed", filename);
     }
     fclose(f);
@@ -249,7 +253,7 @@ void armci_tcgmsg_pfilecopy(long *type, long *node0, char *filename) {
 void armci_tcgmsg_llog(void) {
     char name[64];
     nfa_require_init("armci_tcgmsg_llog");
-    snprintf(name, sizeof name, "log.%d", nfa.world.rank);
+    snprintf(name, sizeof name, "log.%d", ARMCI_GROUP_WORLD.rank);
     if (!freopen(name, "a", stdout) || !freopen(name, "a", stderr))
         nfa_fatal("armci_tcgmsg_llog", "cannot open '%s' for the log", name);
 }

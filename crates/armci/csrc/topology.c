@@ -21,7 +21,7 @@ static void *xcalloc(size_t n, size_t size) {
 }
 
 void nfa_topology_init(void) {
-    int me = nfa.world.rank, n = nfa.world.size;
+    int me = ARMCI_GROUP_WORLD.rank, n = ARMCI_GROUP_WORLD.size;
     int *domain = xcalloc((size_t)n, sizeof(int)); /* 1 */
     nf_armci_rs_node_of(domain, n);
     int *renum = xcalloc((size_t)n, sizeof(int)); /* 2: domain id -> node, by first rank */
@@ -45,7 +45,7 @@ void nfa_topology_init(void) {
         int d = nfa.node_of[r];
         nfa.node_members[nfa.node_first[d] + fill[d]++] = r;
     }
-    MPI_Comm_split(nfa.world.comm, nfa.node_of[me], me, &nfa.node_comm); /* 3 */
+    MPI_Comm_split(ARMCI_GROUP_WORLD.comm, nfa.node_of[me], me, &nfa.node_comm); /* 3 */
     free(fill);
     free(renum);
     free(domain);
@@ -73,9 +73,9 @@ static void check_node(const char *call, int id) {
 }
 
 static void check_proc(const char *call, const char *name, int proc) {
-    if (proc < 0 || proc >= nfa.world.size)
+    if (proc < 0 || proc >= ARMCI_GROUP_WORLD.size)
         nfa_fatal(call, "argument '%s' is %d; processes are 0 .. %d", name, proc,
-                  nfa.world.size - 1);
+                  ARMCI_GROUP_WORLD.size - 1);
 }
 
 int armci_domain_nprocs(armci_domain_t domain, int id) {
@@ -103,7 +103,7 @@ int armci_domain_glob_proc_id(armci_domain_t domain, int id, int loc_proc_id) {
 
 int armci_domain_my_id(armci_domain_t domain) {
     check_domain("armci_domain_my_id", domain);
-    return nfa.node_of[nfa.world.rank];
+    return nfa.node_of[ARMCI_GROUP_WORLD.rank];
 }
 
 int armci_domain_count(armci_domain_t domain) {
@@ -114,13 +114,13 @@ int armci_domain_count(armci_domain_t domain) {
 int armci_domain_same_id(armci_domain_t domain, int proc) {
     check_domain("armci_domain_same_id", domain);
     check_proc("armci_domain_same_id", "proc", proc);
-    return nfa.node_of[proc] == nfa.node_of[nfa.world.rank];
+    return nfa.node_of[proc] == nfa.node_of[ARMCI_GROUP_WORLD.rank];
 }
 
 int ARMCI_Same_node(int proc) {
     nfa_require_init("ARMCI_Same_node");
     check_proc("ARMCI_Same_node", "proc", proc);
-    return nfa.node_of[proc] == nfa.node_of[nfa.world.rank];
+    return nfa.node_of[proc] == nfa.node_of[ARMCI_GROUP_WORLD.rank];
 }
 
 int ARMCI_Uses_shm(void) {
@@ -144,9 +144,10 @@ MPI_Comm nfa_scope_comm(const char *call, int scope, const ARMCI_Group *group,
     case SCOPE_MASTERS:
         return group->comm;
     case SCOPE_NODE:
-        if (group->comm == nfa.world.comm) return nfa.node_comm;
+        if (group->comm == ARMCI_GROUP_WORLD.comm) return nfa.node_comm;
         MPI_Comm node;
-        MPI_Comm_split(group->comm, nfa.node_of[nfa.world.rank], group->rank, &node);
+        MPI_Comm_split(group->comm, nfa.node_of[ARMCI_GROUP_WORLD.rank], group->rank,
+                       &node);
         *must_free = 1;
         return node;
     default:

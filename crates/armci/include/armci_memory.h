@@ -17,26 +17,37 @@ extern "C" {
 #endif
 
 /* Collective over the world group; ptr_arr has one entry per process. Returns 0. */
-int ARMCI_Malloc(void **ptr_arr, armci_size_t bytes);
+ARMCI_PROFILED(int, Malloc, (void **ptr_arr, armci_size_t bytes));
 /* Collective over the world group; ptr is this process's address (NULL allowed). */
-int ARMCI_Free(void *ptr);
+ARMCI_PROFILED(int, Free, (void *ptr));
 /* Collective over group; ptr_arr has one entry per member, by group rank. */
 int ARMCI_Malloc_group(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group);
 /* Collective over group; frees what ARMCI_Malloc_group returned. */
 int ARMCI_Free_group(void *ptr, ARMCI_Group *group);
 /* Local buffer suitable as the local side of any operation; NULL on failure. */
-void *ARMCI_Malloc_local(armci_size_t bytes);
+ARMCI_PROFILED(void *, Malloc_local, (armci_size_t bytes));
 /* Frees what ARMCI_Malloc_local returned. Returns 0. */
-int ARMCI_Free_local(void *ptr);
+ARMCI_PROFILED(int, Free_local, (void *ptr));
+
+/*
+ * Direct local access: between ARMCI_Access_begin(ptr) and ARMCI_Access_end(ptr) the
+ * process may load and store its own ARMCI_Malloc memory around `ptr` while others
+ * do RMA on it. Begin makes what completed remote operations wrote visible to the
+ * loads, end makes the stores visible to later remote gets (each is a full memory
+ * barrier). `ptr` must lie in one of this process's allocations, else the job aborts.
+ */
+ARMCI_PROFILED(void, Access_begin, (void *ptr));
+ARMCI_PROFILED(void, Access_end, (void *ptr));
 
 /*
  * Memory-device variants. Host memory is the only device: `device` may be NULL,
  * "" , "host" or "DDR"; any other name aborts with an error naming it.
  */
-int ARMCI_Malloc_memdev(void **ptr_arr, armci_size_t bytes, const char *device);
-int ARMCI_Malloc_group_memdev(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group,
-                              const char *device);
-int ARMCI_Free_memdev(void *ptr);
+ARMCI_PROFILED(int, Malloc_memdev, (void **ptr_arr, armci_size_t bytes,
+               const char *device));
+ARMCI_PROFILED(int, Malloc_group_memdev, (void **ptr_arr, armci_size_t bytes,
+               ARMCI_Group *group, const char *device));
+ARMCI_PROFILED(int, Free_memdev, (void *ptr));
 
 #ifdef __cplusplus
 }

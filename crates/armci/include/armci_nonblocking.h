@@ -23,31 +23,37 @@ void ARMCI_INIT_HANDLE(armci_hdl_t *handle);
 void ARMCI_SET_AGGREGATE_HANDLE(armci_hdl_t *handle);
 void ARMCI_UNSET_AGGREGATE_HANDLE(armci_hdl_t *handle);
 
-int ARMCI_NbPut(void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
-int ARMCI_NbGet(void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
-int ARMCI_NbAcc(int datatype, void *scale, void *src, void *dst, int bytes, int proc,
-                armci_hdl_t *handle);
+ARMCI_PROFILED(int, NbPut, (void *src, void *dst, int bytes, int proc,
+               armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbGet, (void *src, void *dst, int bytes, int proc,
+               armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbAcc, (int datatype, void *scale, void *src, void *dst, int bytes,
+               int proc, armci_hdl_t *handle));
 
-int ARMCI_NbPutS(void *src_ptr, int src_stride_arr[], void *dst_ptr, int dst_stride_arr[],
-                 int count[], int stride_levels, int proc, armci_hdl_t *handle);
-int ARMCI_NbGetS(void *src_ptr, int src_stride_arr[], void *dst_ptr, int dst_stride_arr[],
-                 int count[], int stride_levels, int proc, armci_hdl_t *handle);
-int ARMCI_NbAccS(int datatype, void *scale, void *src_ptr, int src_stride_arr[],
-                 void *dst_ptr, int dst_stride_arr[], int count[], int stride_levels,
-                 int proc, armci_hdl_t *handle);
+ARMCI_PROFILED(int, NbPutS, (void *src_ptr, int src_stride_arr[], void *dst_ptr,
+               int dst_stride_arr[], int count[], int stride_levels, int proc,
+               armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbGetS, (void *src_ptr, int src_stride_arr[], void *dst_ptr,
+               int dst_stride_arr[], int count[], int stride_levels, int proc,
+               armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbAccS, (int datatype, void *scale, void *src_ptr,
+               int src_stride_arr[], void *dst_ptr, int dst_stride_arr[], int count[],
+               int stride_levels, int proc, armci_hdl_t *handle));
 
-int ARMCI_NbPutV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
-int ARMCI_NbGetV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
-int ARMCI_NbAccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc,
-                 armci_hdl_t *handle);
+ARMCI_PROFILED(int, NbPutV, (armci_giov_t *iov, int iov_len, int proc,
+               armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbGetV, (armci_giov_t *iov, int iov_len, int proc,
+               armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbAccV, (int datatype, void *scale, armci_giov_t *iov, int iov_len,
+               int proc, armci_hdl_t *handle));
 
 /* Blocks until the handle's operation is complete; 0 on success. */
-int ARMCI_Wait(armci_hdl_t *handle);
+ARMCI_PROFILED(int, Wait, (armci_hdl_t *handle));
 /* 0 when the handle's operation is complete, 1 while it is still in flight. */
-int ARMCI_Test(armci_hdl_t *handle);
+ARMCI_PROFILED(int, Test, (armci_hdl_t *handle));
 /* Completes every outstanding non-blocking operation to proc / to anyone. */
-int ARMCI_WaitProc(int proc);
-int ARMCI_WaitAll(void);
+ARMCI_PROFILED(int, WaitProc, (int proc));
+ARMCI_PROFILED(int, WaitAll, (void));
 
 #ifdef __cplusplus
 }

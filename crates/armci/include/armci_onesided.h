@@ -28,39 +28,50 @@ extern "C" {
 #endif
 
 /* Contiguous: `bytes` bytes from src to dst. */
-int ARMCI_Put(void *src, void *dst, int bytes, int proc);
-int ARMCI_Get(void *src, void *dst, int bytes, int proc);
-int ARMCI_Acc(int datatype, void *scale, void *src, void *dst, int bytes, int proc);
+ARMCI_PROFILED(int, Put, (void *src, void *dst, int bytes, int proc));
+ARMCI_PROFILED(int, Get, (void *src, void *dst, int bytes, int proc));
+ARMCI_PROFILED(int, Acc, (int datatype, void *scale, void *src, void *dst, int bytes,
+               int proc));
 
 /* Strided (see above). */
-int ARMCI_PutS(void *src_ptr, int src_stride_arr[], void *dst_ptr, int dst_stride_arr[],
-               int count[], int stride_levels, int proc);
-int ARMCI_GetS(void *src_ptr, int src_stride_arr[], void *dst_ptr, int dst_stride_arr[],
-               int count[], int stride_levels, int proc);
-int ARMCI_AccS(int datatype, void *scale, void *src_ptr, int src_stride_arr[],
+ARMCI_PROFILED(int, PutS, (void *src_ptr, int src_stride_arr[], void *dst_ptr,
+               int dst_stride_arr[], int count[], int stride_levels, int proc));
+ARMCI_PROFILED(int, GetS, (void *src_ptr, int src_stride_arr[], void *dst_ptr,
+               int dst_stride_arr[], int count[], int stride_levels, int proc));
+ARMCI_PROFILED(int, AccS, (int datatype, void *scale, void *src_ptr, int src_stride_arr[],
                void *dst_ptr, int dst_stride_arr[], int count[], int stride_levels,
-               int proc);
+               int proc));
 
 /* Put, then store `value` into the remote int `flag` once the data is in place. */
-int ARMCI_Put_flag(void *src, void *dst, int bytes, int *flag, int value, int proc);
-int ARMCI_PutS_flag(void *src_ptr, int src_stride_arr[], void *dst_ptr,
-                    int dst_stride_arr[], int count[], int stride_levels, int *flag,
-                    int value, int proc);
+ARMCI_PROFILED(int, Put_flag, (void *src, void *dst, int bytes, int *flag, int value,
+               int proc));
+ARMCI_PROFILED(int, PutS_flag, (void *src_ptr, int src_stride_arr[], void *dst_ptr,
+               int dst_stride_arr[], int count[], int stride_levels, int *flag, int value,
+               int proc));
 
 /* Vector: iov_len descriptors, each a set of equal-sized segments. */
-int ARMCI_PutV(armci_giov_t *iov, int iov_len, int proc);
-int ARMCI_GetV(armci_giov_t *iov, int iov_len, int proc);
-int ARMCI_AccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc);
+ARMCI_PROFILED(int, PutV, (armci_giov_t *iov, int iov_len, int proc));
+ARMCI_PROFILED(int, GetV, (armci_giov_t *iov, int iov_len, int proc));
+ARMCI_PROFILED(int, AccV, (int datatype, void *scale, armci_giov_t *iov, int iov_len,
+               int proc));
 
 /* Single values. */
-int ARMCI_PutValueInt(int src, void *dst, int proc);
-int ARMCI_PutValueLong(long src, void *dst, int proc);
-int ARMCI_PutValueFloat(float src, void *dst, int proc);
-int ARMCI_PutValueDouble(double src, void *dst, int proc);
-int ARMCI_GetValueInt(void *src, int proc);
-long ARMCI_GetValueLong(void *src, int proc);
-float ARMCI_GetValueFloat(void *src, int proc);
-double ARMCI_GetValueDouble(void *src, int proc);
+ARMCI_PROFILED(int, PutValueInt, (int src, void *dst, int proc));
+ARMCI_PROFILED(int, PutValueLong, (long src, void *dst, int proc));
+ARMCI_PROFILED(int, PutValueFloat, (float src, void *dst, int proc));
+ARMCI_PROFILED(int, PutValueDouble, (double src, void *dst, int proc));
+/* Non-blocking forms: complete on return (the value lives in the caller's frame);
+ * the handle is left as it was, so waiting on it is valid and returns at once. */
+ARMCI_PROFILED(int, NbPutValueInt, (int src, void *dst, int proc, armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbPutValueLong, (long src, void *dst, int proc, armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbPutValueFloat, (float src, void *dst, int proc,
+               armci_hdl_t *handle));
+ARMCI_PROFILED(int, NbPutValueDouble, (double src, void *dst, int proc,
+               armci_hdl_t *handle));
+ARMCI_PROFILED(int, GetValueInt, (void *src, int proc));
+ARMCI_PROFILED(long, GetValueLong, (void *src, int proc));
+ARMCI_PROFILED(float, GetValueFloat, (void *src, int proc));
+ARMCI_PROFILED(double, GetValueDouble, (void *src, int proc));
 
 /* Local copies, named from the buffer's side: write_strided packs the strided
  * layout at ptr into the contiguous buf, read_strided unpacks buf into it. */

@@ -15,13 +15,18 @@ extern "C" {
 #endif
 
 /* Collective over MPI_COMM_WORLD. Returns 0; a repeated call only counts. */
-int ARMCI_Init(void);
+ARMCI_PROFILED(int, Init, (void));
 /* As ARMCI_Init; the arguments are not used. */
-int ARMCI_Init_args(int *argc, char ***argv);
+ARMCI_PROFILED(int, Init_args, (int *argc, char ***argv));
+/* As ARMCI_Init, requiring MPI thread level `armci_requested` (MPI_THREAD_*) from MPI
+ * (a lower level aborts); returns 0. The _comm form makes `comm`'s processes, ranked
+ * as there, ARMCI's world. */
+ARMCI_PROFILED(int, Init_thread, (int armci_requested));
+ARMCI_PROFILED(int, Init_thread_comm, (int armci_requested, MPI_Comm comm));
 /* 1 between ARMCI_Init and the matching ARMCI_Finalize, else 0. */
-int ARMCI_Initialized(void);
+ARMCI_PROFILED(int, Initialized, (void));
 /* Collective: completes all operations, frees every segment, returns 0. */
-int ARMCI_Finalize(void);
+ARMCI_PROFILED(int, Finalize, (void));
 /* Local: releases shared segments without talking to other processes (for exits). */
 void ARMCI_Cleanup(void);
 /* Prints msg and code on stderr, then aborts the whole job (code 0 aborts with 1). */

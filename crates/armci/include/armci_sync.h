@@ -11,26 +11,26 @@ extern "C" {
 #endif
 
 /* Returns when every put / accumulate this process issued to proc is complete there. */
-void ARMCI_Fence(int proc);
+ARMCI_PROFILED(void, Fence, (int proc));
 /* ARMCI_Fence for every process. */
-void ARMCI_AllFence(void);
+ARMCI_PROFILED(void, AllFence, (void));
 /* ARMCI_AllFence, then a barrier over the world group. */
-void ARMCI_Barrier(void);
+ARMCI_PROFILED(void, Barrier, (void));
 
 /*
  * Atomic read-modify-write of the int or long at prem on proc (enum ARMCI_Rmw_e):
  * fetch-and-add stores the old remote value in *ploc and adds `value`; swap
  * exchanges *ploc with the remote value. Returns 0.
  */
-int ARMCI_Rmw(int op, void *ploc, void *prem, int value, int proc);
+ARMCI_PROFILED(int, Rmw, (int op, void *ploc, void *prem, int value, int proc));
 
 /* Collective: every process creates `count` mutexes of its own (0 .. count-1). */
-int ARMCI_Create_mutexes(int count);
+ARMCI_PROFILED(int, Create_mutexes, (int count));
 /* Collective: destroys them; no mutex may be held. */
-int ARMCI_Destroy_mutexes(void);
+ARMCI_PROFILED(int, Destroy_mutexes, (void));
 /* Acquires / releases mutex number `mutex` owned by proc (blocking, not reentrant). */
-void ARMCI_Lock(int mutex, int proc);
-void ARMCI_Unlock(int mutex, int proc);
+ARMCI_PROFILED(void, Lock, (int mutex, int proc));
+ARMCI_PROFILED(void, Unlock, (int mutex, int proc));
 
 #ifdef __cplusplus
 }

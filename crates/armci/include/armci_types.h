@@ -15,6 +15,19 @@
 extern "C" {
 #endif
 
+/*
+ * The profiling interface (as MPI's PMPI): ARMCI_PROFILED(ret, Name, (params))
+ * declares PARMCI_Name, the implementation, and ARMCI_Name, an alias of it. A
+ * profiling library defines ARMCI_Name itself, linked before libarmci (or
+ * LD_PRELOADed), and calls PARMCI_Name. build.rs reads these lines to make the
+ * aliases, so every profiled call is listed once, here in the headers.
+ */
+#define ARMCI_PROFILED(ret, name, params) ret ARMCI_##name params; ret PARMCI_##name params
+/* The same for armci_msg_name and parmci_msg_name. */
+#define ARMCI_MSG_PROFILED(ret, name, params)                                            \
+    ret armci_msg_##name params;                                                          \
+    ret parmci_msg_##name params
+
 /* Byte counts of allocations (signed, as in the ABI GA uses). */
 typedef long armci_size_t;
 

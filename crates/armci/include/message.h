@@ -7,8 +7,12 @@
  * scope: SCOPE_ALL and SCOPE_MASTERS take every process of the group, SCOPE_NODE
  * the group's processes on the caller's node.
  *
- * Reduction operators (`op`): "+", "*", "max", "min", "absmax", "absmin", and for
- * the integer types "or" and "and" (bitwise). armci_msg_sel picks, across the
+ * Reduction operators (`op`), matched as ARMCI-MPI matches them (trailing blanks
+ * dropped, then by prefix): "+", "*", "max", "min", "absmax", "absmin" (of |x|),
+ * logical "&&" / "land" and "||" / "lor" (non-zero is true; the result is 1 or 0 in
+ * the element's type, for every type), and for the integer types bitwise "&" /
+ * "band" / "and" and "|" / "bor" / "or". Any other name aborts.
+ * armci_msg_sel picks, across the
  * processes that contribute, the element with the smallest ("min") or largest
  * ("max") leading value, returning all n bytes of it.
  */
@@ -37,8 +41,8 @@ void armci_msg_rcv(int tag, void *buffer, int buflen, int *msglen, int from);
 /* Receives from any process; returns the sender. */
 int armci_msg_rcvany(int tag, void *buffer, int buflen, int *msglen);
 
-void armci_msg_barrier(void);
-void armci_msg_group_barrier(ARMCI_Group *group);
+ARMCI_MSG_PROFILED(void, barrier, (void));
+ARMCI_MSG_PROFILED(void, group_barrier, (ARMCI_Group *group));
 /* A binary tree over the scope's processes: root, parent and children (-1: none). */
 void armci_msg_bintree(int scope, int *Root, int *Up, int *Left, int *Right);
 

@@ -1,5 +1,5 @@
-//! Contiguous put / get / accumulate (blocking and `Nb`), the single-value calls,
-//! `ARMCI_Put_flag` and `ARMCI_Copy`.
+//! Contiguous put / get / accumulate (blocking and `Nb`), the single-value calls
+//! (`NbPutValue*` too), `ARMCI_Put_flag` and `ARMCI_Copy`.
 //!
 //! ARMCI names the two sides `src` and `dst`: for a put `src` is local and `dst`
 //! remote, for a get the other way round. A length of 0 moves nothing and succeeds.
@@ -86,7 +86,7 @@ fn acc_kind(call: &str, datatype: c_int, sc: *mut c_void) -> impl FnOnce() -> Ki
 
 /// `ARMCI_Put`.
 #[no_mangle]
-pub extern "C" fn ARMCI_Put(
+pub extern "C" fn PARMCI_Put(
     src: *mut c_void,
     dst: *mut c_void,
     bytes: c_int,
@@ -97,7 +97,7 @@ pub extern "C" fn ARMCI_Put(
 
 /// `ARMCI_Get`.
 #[no_mangle]
-pub extern "C" fn ARMCI_Get(
+pub extern "C" fn PARMCI_Get(
     src: *mut c_void,
     dst: *mut c_void,
     bytes: c_int,
@@ -108,7 +108,7 @@ pub extern "C" fn ARMCI_Get(
 
 /// `ARMCI_Acc`.
 #[no_mangle]
-pub extern "C" fn ARMCI_Acc(
+pub extern "C" fn PARMCI_Acc(
     datatype: c_int,
     scale: *mut c_void,
     src: *mut c_void,
@@ -130,7 +130,7 @@ pub extern "C" fn ARMCI_Acc(
 
 /// `ARMCI_NbPut`.
 #[no_mangle]
-pub extern "C" fn ARMCI_NbPut(
+pub extern "C" fn PARMCI_NbPut(
     src: *mut c_void,
     dst: *mut c_void,
     bytes: c_int,
@@ -150,7 +150,7 @@ pub extern "C" fn ARMCI_NbPut(
 
 /// `ARMCI_NbGet`.
 #[no_mangle]
-pub extern "C" fn ARMCI_NbGet(
+pub extern "C" fn PARMCI_NbGet(
     src: *mut c_void,
     dst: *mut c_void,
     bytes: c_int,
@@ -170,7 +170,7 @@ pub extern "C" fn ARMCI_NbGet(
 
 /// `ARMCI_NbAcc`.
 #[no_mangle]
-pub extern "C" fn ARMCI_NbAcc(
+pub extern "C" fn PARMCI_NbAcc(
     datatype: c_int,
     scale: *mut c_void,
     src: *mut c_void,
@@ -205,7 +205,7 @@ pub fn raise_flag(call: &str, flag: *mut c_int, value: c_int, p: c_int) -> c_int
 
 /// `ARMCI_Put_flag`: put, then set the remote flag.
 #[no_mangle]
-pub extern "C" fn ARMCI_Put_flag(
+pub extern "C" fn PARMCI_Put_flag(
     src: *mut c_void,
     dst: *mut c_void,
     bytes: c_int,
@@ -237,49 +237,69 @@ fn get_value<T: Copy + Default>(call: &str, src: *mut c_void, p: c_int) -> T {
 
 /// `ARMCI_PutValueInt`.
 #[no_mangle]
-pub extern "C" fn ARMCI_PutValueInt(src: c_int, dst: *mut c_void, proc: c_int) -> c_int {
+pub extern "C" fn PARMCI_PutValueInt(src: c_int, dst: *mut c_void, proc: c_int) -> c_int {
     put_value("ARMCI_PutValueInt", src, dst, proc)
 }
 
 /// `ARMCI_PutValueLong`.
 #[no_mangle]
-pub extern "C" fn ARMCI_PutValueLong(src: c_long, dst: *mut c_void, proc: c_int) -> c_int {
+pub extern "C" fn PARMCI_PutValueLong(src: c_long, dst: *mut c_void, proc: c_int) -> c_int {
     put_value("ARMCI_PutValueLong", src, dst, proc)
 }
 
 /// `ARMCI_PutValueFloat`.
 #[no_mangle]
-pub extern "C" fn ARMCI_PutValueFloat(src: f32, dst: *mut c_void, proc: c_int) -> c_int {
+pub extern "C" fn PARMCI_PutValueFloat(src: f32, dst: *mut c_void, proc: c_int) -> c_int {
     put_value("ARMCI_PutValueFloat", src, dst, proc)
 }
 
 /// `ARMCI_PutValueDouble`.
 #[no_mangle]
-pub extern "C" fn ARMCI_PutValueDouble(src: f64, dst: *mut c_void, proc: c_int) -> c_int {
+pub extern "C" fn PARMCI_PutValueDouble(src: f64, dst: *mut c_void, proc: c_int) -> c_int {
     put_value("ARMCI_PutValueDouble", src, dst, proc)
 }
 
+/// `ARMCI_NbPutValue*`: a put of one value that is complete on return (the value is
+/// in the caller's frame, as in ARMCI-MPI); the handle is left as it was, so waiting
+/// on it returns at once.
+macro_rules! nb_put_value {
+    ($($name:ident: $t:ty),*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: a put of one value, complete on return.")]
+        #[no_mangle]
+        pub extern "C" fn $name(src: $t, dst: *mut c_void, proc: c_int, _hdl: *mut ArmciHdl) -> c_int {
+            put_value(&stringify!($name)[1..], src, dst, proc)
+        }
+    )*};
+}
+
+nb_put_value!(
+    PARMCI_NbPutValueInt: c_int,
+    PARMCI_NbPutValueLong: c_long,
+    PARMCI_NbPutValueFloat: f32,
+    PARMCI_NbPutValueDouble: f64
+);
+
 /// `ARMCI_GetValueInt`.
 #[no_mangle]
-pub extern "C" fn ARMCI_GetValueInt(src: *mut c_void, proc: c_int) -> c_int {
+pub extern "C" fn PARMCI_GetValueInt(src: *mut c_void, proc: c_int) -> c_int {
     get_value("ARMCI_GetValueInt", src, proc)
 }
 
 /// `ARMCI_GetValueLong`.
 #[no_mangle]
-pub extern "C" fn ARMCI_GetValueLong(src: *mut c_void, proc: c_int) -> c_long {
+pub extern "C" fn PARMCI_GetValueLong(src: *mut c_void, proc: c_int) -> c_long {
     get_value("ARMCI_GetValueLong", src, proc)
 }
 
 /// `ARMCI_GetValueFloat`.
 #[no_mangle]
-pub extern "C" fn ARMCI_GetValueFloat(src: *mut c_void, proc: c_int) -> f32 {
+pub extern "C" fn PARMCI_GetValueFloat(src: *mut c_void, proc: c_int) -> f32 {
     get_value("ARMCI_GetValueFloat", src, proc)
 }
 
 /// `ARMCI_GetValueDouble`.
 #[no_mangle]
-pub extern "C" fn ARMCI_GetValueDouble(src: *mut c_void, proc: c_int) -> f64 {
+pub extern "C" fn PARMCI_GetValueDouble(src: *mut c_void, proc: c_int) -> f64 {
     get_value("ARMCI_GetValueDouble", src, proc)
 }
 

@@ -12,6 +12,9 @@
 //!   checks its C arguments in ARMCI's words ([`args`]), builds an `nf_rma::Xfer`
 //!   and runs it ([`issue`]); the rma layer moves the bytes (load / store within a
 //!   node, a service thread across nodes, so targets need not call the library).
+//! - **PARMCI**: the profiling names. Every exported `PARMCI_X` here is the
+//!   implementation of `ARMCI_X`, which the linker makes an alias of it (`build.rs`),
+//!   so a profiling library can define `ARMCI_X` and call `PARMCI_X`.
 //! - **wire-up**: the rma layer's collectives, here MPI calls on a group's
 //!   communicator made by the C side ([`wireup`]).
 //! - **state**: the process's `Rma` and handle table, between `ARMCI_Init` and

@@ -1,11 +1,13 @@
 //! Collective allocation over a group, and local buffers (called from memory.c,
-//! which owns the group and hands its wire-up over).
+//! which owns the group and hands its wire-up over); direct local access
+//! (`ARMCI_Access_begin` / `_end`).
 //!
 //! A process may only free what it allocated: `ARMCI_Free` of any other address is
 //! refused before the collective starts, so a bad call aborts instead of leaving
 //! the other members waiting.
 
 use std::ffi::{c_char, c_int, c_long, c_void, CStr};
+use std::sync::atomic::{fence, Ordering};
 
 use crate::args::describe;
 use crate::ffi::{fatal, NfaWireup};
@@ -143,4 +145,43 @@ pub extern "C" fn nf_armci_rs_free_local(call: *const c_char, ptr: *mut c_void) 
         });
         0
     })
+}
+
+/// Checks that `ptr` lies in one of this process's live segments (the access calls).
+fn check_own(call: &str, ptr: *mut c_void) {
+    let addr = ptr as u64;
+    with(call, |st| {
+        let inside = st
+            .own
+            .borrow()
+            .iter()
+            .any(|(&base, &bytes)| addr >= base && addr - base < bytes);
+        if !inside {
+            fatal(
+                call,
+                format!(
+                    "argument 'ptr' ({ptr:p}) is not in memory this process got from \
+                     ARMCI_Malloc"
+                ),
+            );
+        }
+    });
+}
+
+/// `ARMCI_Access_begin`: the process may now load and store its own segment at
+/// `ptr` directly. Remote operations write that memory in place (load / store from
+/// the node, the service thread from elsewhere), so this is a full barrier making
+/// what completed before visible to the loads that follow.
+#[no_mangle]
+pub extern "C" fn PARMCI_Access_begin(ptr: *mut c_void) {
+    check_own("ARMCI_Access_begin", ptr);
+    fence(Ordering::SeqCst);
+}
+
+/// `ARMCI_Access_end`: the direct stores since [`PARMCI_Access_begin`] are visible to
+/// remote gets that follow.
+#[no_mangle]
+pub extern "C" fn PARMCI_Access_end(ptr: *mut c_void) {
+    check_own("ARMCI_Access_end", ptr);
+    fence(Ordering::SeqCst);
 }

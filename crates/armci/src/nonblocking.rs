@@ -135,7 +135,7 @@ pub extern "C" fn ARMCI_UNSET_AGGREGATE_HANDLE(hdl: *mut ArmciHdl) {
 
 /// `ARMCI_Wait`: returns once every operation on the handle is complete; 0.
 #[no_mangle]
-pub extern "C" fn ARMCI_Wait(hdl: *mut ArmciHdl) -> c_int {
+pub extern "C" fn PARMCI_Wait(hdl: *mut ArmciHdl) -> c_int {
     let call = "ARMCI_Wait";
     let h = handle(call, hdl);
     with(call, |st| {
@@ -151,7 +151,7 @@ pub extern "C" fn ARMCI_Wait(hdl: *mut ArmciHdl) -> c_int {
 /// `ARMCI_Test`: 0 when every operation on the handle is complete (the handle is
 /// then empty), 1 while some is in flight. Never blocks.
 #[no_mangle]
-pub extern "C" fn ARMCI_Test(hdl: *mut ArmciHdl) -> c_int {
+pub extern "C" fn PARMCI_Test(hdl: *mut ArmciHdl) -> c_int {
     let call = "ARMCI_Test";
     let h = handle(call, hdl);
     with(call, |st| {
@@ -183,7 +183,7 @@ pub extern "C" fn ARMCI_Test(hdl: *mut ArmciHdl) -> c_int {
 
 /// `ARMCI_WaitProc`: completes every non-blocking operation to `proc`; 0.
 #[no_mangle]
-pub extern "C" fn ARMCI_WaitProc(p: c_int) -> c_int {
+pub extern "C" fn PARMCI_WaitProc(p: c_int) -> c_int {
     let call = "ARMCI_WaitProc";
     with(call, |st| {
         let p = proc(call, st, p);
@@ -197,7 +197,7 @@ pub extern "C" fn ARMCI_WaitProc(p: c_int) -> c_int {
 /// `ARMCI_WaitAll`: completes every non-blocking operation of this process; 0.
 /// Explicit handles stay valid for a later `ARMCI_Wait`, which then returns at once.
 #[no_mangle]
-pub extern "C" fn ARMCI_WaitAll() -> c_int {
+pub extern "C" fn PARMCI_WaitAll() -> c_int {
     let call = "ARMCI_WaitAll";
     with(call, |st| {
         st.rma

@@ -95,7 +95,7 @@ fn args(
 
 /// `ARMCI_PutS`.
 #[no_mangle]
-pub extern "C" fn ARMCI_PutS(
+pub extern "C" fn PARMCI_PutS(
     src: *mut c_void,
     src_stride: *const c_int,
     dst: *mut c_void,
@@ -110,7 +110,7 @@ pub extern "C" fn ARMCI_PutS(
 
 /// `ARMCI_GetS`.
 #[no_mangle]
-pub extern "C" fn ARMCI_GetS(
+pub extern "C" fn PARMCI_GetS(
     src: *mut c_void,
     src_stride: *const c_int,
     dst: *mut c_void,
@@ -126,7 +126,7 @@ pub extern "C" fn ARMCI_GetS(
 /// `ARMCI_AccS`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub extern "C" fn ARMCI_AccS(
+pub extern "C" fn PARMCI_AccS(
     datatype: c_int,
     scale_ptr: *mut c_void,
     src: *mut c_void,
@@ -150,7 +150,7 @@ pub extern "C" fn ARMCI_AccS(
 /// `ARMCI_NbPutS`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub extern "C" fn ARMCI_NbPutS(
+pub extern "C" fn PARMCI_NbPutS(
     src: *mut c_void,
     src_stride: *const c_int,
     dst: *mut c_void,
@@ -167,7 +167,7 @@ pub extern "C" fn ARMCI_NbPutS(
 /// `ARMCI_NbGetS`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub extern "C" fn ARMCI_NbGetS(
+pub extern "C" fn PARMCI_NbGetS(
     src: *mut c_void,
     src_stride: *const c_int,
     dst: *mut c_void,
@@ -184,7 +184,7 @@ pub extern "C" fn ARMCI_NbGetS(
 /// `ARMCI_NbAccS`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub extern "C" fn ARMCI_NbAccS(
+pub extern "C" fn PARMCI_NbAccS(
     datatype: c_int,
     scale_ptr: *mut c_void,
     src: *mut c_void,
@@ -209,7 +209,7 @@ pub extern "C" fn ARMCI_NbAccS(
 /// `ARMCI_PutS_flag`: strided put, then set the remote flag once the data is in place.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub extern "C" fn ARMCI_PutS_flag(
+pub extern "C" fn PARMCI_PutS_flag(
     src: *mut c_void,
     src_stride: *const c_int,
     dst: *mut c_void,

@@ -16,7 +16,7 @@ const SWAP_LONG: c_int = 3;
 
 /// `ARMCI_Fence`: every put and accumulate issued to `proc` is complete there.
 #[no_mangle]
-pub extern "C" fn ARMCI_Fence(p: c_int) {
+pub extern "C" fn PARMCI_Fence(p: c_int) {
     let call = "ARMCI_Fence";
     with(call, |st| {
         let p = proc(call, st, p);
@@ -28,7 +28,7 @@ pub extern "C" fn ARMCI_Fence(p: c_int) {
 
 /// `ARMCI_AllFence`: [`ARMCI_Fence`] for every process.
 #[no_mangle]
-pub extern "C" fn ARMCI_AllFence() {
+pub extern "C" fn PARMCI_AllFence() {
     let call = "ARMCI_AllFence";
     with(call, |st| {
         st.rma
@@ -40,7 +40,7 @@ pub extern "C" fn ARMCI_AllFence() {
 /// `ARMCI_Rmw`: atomic fetch-and-add or swap of the int / long at `prem` on `proc`;
 /// the old value lands in `*ploc`.
 #[no_mangle]
-pub extern "C" fn ARMCI_Rmw(
+pub extern "C" fn PARMCI_Rmw(
     op: c_int,
     ploc: *mut c_void,
     prem: *mut c_void,
@@ -84,7 +84,7 @@ pub extern "C" fn ARMCI_Rmw(
 
 /// `ARMCI_Create_mutexes`: `count` mutexes on this process (collective).
 #[no_mangle]
-pub extern "C" fn ARMCI_Create_mutexes(n: c_int) -> c_int {
+pub extern "C" fn PARMCI_Create_mutexes(n: c_int) -> c_int {
     let call = "ARMCI_Create_mutexes";
     let n = count(call, "count", n);
     with(call, |st| {
@@ -97,7 +97,7 @@ pub extern "C" fn ARMCI_Create_mutexes(n: c_int) -> c_int {
 
 /// `ARMCI_Destroy_mutexes` (collective).
 #[no_mangle]
-pub extern "C" fn ARMCI_Destroy_mutexes() -> c_int {
+pub extern "C" fn PARMCI_Destroy_mutexes() -> c_int {
     let call = "ARMCI_Destroy_mutexes";
     with(call, |st| {
         st.rma
@@ -123,12 +123,12 @@ fn mutex(call: &str, m: c_int, p: c_int, take: bool) {
 
 /// `ARMCI_Lock`: takes mutex `mutex` of `proc`, waiting in line.
 #[no_mangle]
-pub extern "C" fn ARMCI_Lock(m: c_int, p: c_int) {
+pub extern "C" fn PARMCI_Lock(m: c_int, p: c_int) {
     mutex("ARMCI_Lock", m, p, true);
 }
 
 /// `ARMCI_Unlock`: releases it.
 #[no_mangle]
-pub extern "C" fn ARMCI_Unlock(m: c_int, p: c_int) {
+pub extern "C" fn PARMCI_Unlock(m: c_int, p: c_int) {
     mutex("ARMCI_Unlock", m, p, false);
 }

@@ -122,7 +122,7 @@ fn vector(
 
 /// `ARMCI_PutV`.
 #[no_mangle]
-pub extern "C" fn ARMCI_PutV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> c_int {
+pub extern "C" fn PARMCI_PutV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> c_int {
     vector(
         "ARMCI_PutV",
         || Kind::Put,
@@ -135,7 +135,7 @@ pub extern "C" fn ARMCI_PutV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -
 
 /// `ARMCI_GetV`.
 #[no_mangle]
-pub extern "C" fn ARMCI_GetV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> c_int {
+pub extern "C" fn PARMCI_GetV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> c_int {
     vector(
         "ARMCI_GetV",
         || Kind::Get,
@@ -148,7 +148,7 @@ pub extern "C" fn ARMCI_GetV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -
 
 /// `ARMCI_AccV`.
 #[no_mangle]
-pub extern "C" fn ARMCI_AccV(
+pub extern "C" fn PARMCI_AccV(
     datatype: c_int,
     sc: *mut c_void,
     iov: *mut ArmciGiov,
@@ -168,7 +168,7 @@ pub extern "C" fn ARMCI_AccV(
 
 /// `ARMCI_NbPutV`.
 #[no_mangle]
-pub extern "C" fn ARMCI_NbPutV(
+pub extern "C" fn PARMCI_NbPutV(
     iov: *mut ArmciGiov,
     iov_len: c_int,
     proc: c_int,
@@ -186,7 +186,7 @@ pub extern "C" fn ARMCI_NbPutV(
 
 /// `ARMCI_NbGetV`.
 #[no_mangle]
-pub extern "C" fn ARMCI_NbGetV(
+pub extern "C" fn PARMCI_NbGetV(
     iov: *mut ArmciGiov,
     iov_len: c_int,
     proc: c_int,
@@ -204,7 +204,7 @@ pub extern "C" fn ARMCI_NbGetV(
 
 /// `ARMCI_NbAccV`.
 #[no_mangle]
-pub extern "C" fn ARMCI_NbAccV(
+pub extern "C" fn PARMCI_NbAccV(
     datatype: c_int,
     sc: *mut c_void,
     iov: *mut ArmciGiov,

@@ -88,6 +88,14 @@ fn groups() {
     run_c("t_groups", &[2, 4], &[]);
 }
 
+/// ARMCI-MPI's additions: Init_thread (and _comm over a reversed communicator),
+/// NbPutValue*, Access_begin / _end, ARMCIX group split / dup, mutex handles, progress.
+#[test]
+fn armci_mpi_extensions() {
+    run_c("t_armcix", &[2, 4], &[]);
+    run_c("t_armcix", &[2, 4], &["reversed"]);
+}
+
 #[test]
 fn armci_msg() {
     run_c("t_msg", &[2, 4], &[]);
@@ -182,6 +190,16 @@ const BAD_INPUT: &[(&str, &[&str], i32)] = &[
         7,
     ),
     ("msg-abort", &["armci_msg_abort(9)"], 9),
+    (
+        "gop-unknown-op",
+        &["armci_msg_gop", "'op'", "\"xor\"", "\"&&\""],
+        65,
+    ),
+    (
+        "gop-bitwise-double",
+        &["armci_msg_gop", "'op'", "\"|\"", "ARMCI_DOUBLE", "bitwise"],
+        65,
+    ),
 ];
 
 #[test]

@@ -48,6 +48,13 @@ static void bad_call(const char *c, void **ptr, size_t seg) {
         ARMCI_Wait(&h);
     } else if (!strcmp(c, "error-call")) ARMCI_Error("the program gave up", 7);
     else if (!strcmp(c, "msg-abort")) armci_msg_abort(9);
+    else if (!strcmp(c, "gop-unknown-op")) {
+        int x = 1;
+        armci_msg_igop(&x, 1, "xor");
+    } else if (!strcmp(c, "gop-bitwise-double")) {
+        double x = 1;
+        armci_msg_dgop(&x, 1, "|");
+    }
     else {
         fprintf(stderr, "t_badinput: unknown case '%s'\n", c);
         exit(4);

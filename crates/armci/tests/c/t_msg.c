@@ -121,7 +121,55 @@ static void test_bintree(void) {
     CHECK(right == (2 * me + 2 < nproc ? 2 * me + 2 : -1), "right %d", right);
 }
 
+/* Logical and bitwise operators under every spelling GA and ARMCI-MPI use, on the
+ * integer types (rank 0 holds the one false / the one set bit). */
+static void test_logical_bitwise_int(void) {
+    int t[6] = {1, me == 0 ? 0 : 7, me == nproc - 1 ? 5 : 0, 0, 3, me};
+    armci_msg_igop(t, 1, "&&");
+    armci_msg_igop(t + 1, 1, "land");
+    armci_msg_igop(t + 2, 1, "||");
+    armci_msg_igop(t + 3, 1, "lor");
+    armci_msg_igop(t + 4, 1, "&& "); /* Fortran pads with blanks */
+    armci_msg_igop(t + 5, 1, "||");
+    CHECK(t[0] == 1 && t[1] == 0 && t[2] == 1 && t[3] == 0 && t[4] == 1 && t[5] == 1,
+          "int logical %d %d %d %d %d %d", t[0], t[1], t[2], t[3], t[4], t[5]);
+    long l[2] = {me + 1, 2};
+    armci_msg_lgop(l, 1, "&&");
+    armci_msg_lgop(l + 1, 1, "lor");
+    CHECK(l[0] == 1 && l[1] == 1, "long logical %ld %ld", l[0], l[1]);
+    long long ll[2] = {me == 0 ? 0 : 1, 0};
+    armci_msg_llgop(ll, 2, "&&");
+    CHECK(ll[0] == 0 && ll[1] == 0, "long long logical %lld %lld", ll[0], ll[1]);
+    int all = (1 << nproc) - 1;
+    int b[4] = {0xff & ~(1 << me), 0xff & ~(1 << me), 1 << me, 1 << me};
+    armci_msg_igop(b, 1, "&");
+    armci_msg_igop(b + 1, 1, "band");
+    armci_msg_igop(b + 2, 1, "|");
+    armci_msg_igop(b + 3, 1, "bor");
+    CHECK(b[0] == (0xff & ~all) && b[1] == b[0] && b[2] == all && b[3] == all,
+          "int bitwise %x %x %x %x", b[0], b[1], b[2], b[3]);
+    long lb = 1L << (40 + me);
+    armci_msg_lgop(&lb, 1, "|");
+    CHECK(lb == (long)all << 40, "long bitwise %lx", lb);
+}
+
 #ifdef ARMCI_NINEFOLD
+/* Logical operators on float and double (MPI has none; ARMCI-MPI passes MPI_LAND on). */
+static void test_logical_floating(void) {
+    double d[4] = {0.5, me == 0 ? 0.0 : -2.0, me == nproc - 1 ? 1e-300 : 0.0, 0.0};
+    armci_msg_dgop(d, 2, "&&");
+    armci_msg_dgop(d + 2, 2, "||");
+    CHECK(d[0] == 1.0 && d[1] == 0.0 && d[2] == 1.0 && d[3] == 0.0, "double logical %g %g %g %g",
+          d[0], d[1], d[2], d[3]);
+    float f[2] = {me + 1.0f, me == 0 ? 3.0f : 0.0f};
+    armci_msg_fgop(f, 1, "land");
+    armci_msg_fgop(f + 1, 1, "lor");
+    CHECK(f[0] == 1.0f && f[1] == 1.0f, "float logical %g %g", f[0], f[1]);
+    int flag = me != 0;
+    armci_msg_reduce(&flag, 1, "&&", ARMCI_INT);
+    if (me == 0) CHECK(flag == 0, "reduce && gave %d", flag);
+}
+
 /* Beyond ARMCI-MPI: absmax / absmin, bitwise or, reduce to the first process. */
 static void test_abs_ops_and_reduce(void) {
     double d[2] = {-(double)me - 0.5, (double)me + 1};
@@ -155,7 +203,9 @@ int main(int argc, char **argv) {
     RUN(test_gops);
     RUN(test_sel);
     RUN(test_bintree);
+    RUN(test_logical_bitwise_int);
 #ifdef ARMCI_NINEFOLD
+    RUN(test_logical_floating);
     RUN(test_abs_ops_and_reduce);
     RUN(test_scope_node);
 #endif

@@ -7,6 +7,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -85,6 +86,9 @@ pub fn compile(imp: Impl, name: &str, sources: &[PathBuf], pre_libs: &[&str]) ->
             let lib = lib_dir();
             cmd.arg(lib.join("libarmci.so"));
             cmd.arg(format!("-Wl,-rpath,{}", lib.display()));
+            // DT_RPATH, which wins over LD_LIBRARY_PATH: cargo points that at
+            // target/<profile>, whose libarmci.so (.0) `cargo test` does not update.
+            cmd.arg("-Wl,--disable-new-dtags");
         }
         Impl::ArmciMpi => {
             cmd.arg("-larmci-openmpi");
@@ -192,6 +196,16 @@ pub fn mpirun(np: usize, prog: &Path, args: &[&str], limit: Duration) -> RunOutp
     run_bounded(cmd, limit)
 }
 
+/// [`mpirun`] without `LD_LIBRARY_PATH` (cargo points it at the build tree), so the
+/// program finds its libraries as it would outside the tests.
+pub fn mpirun_own_paths(np: usize, prog: &Path, limit: Duration) -> RunOutput {
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cmd = mpirun_base();
+    cmd.env_remove("LD_LIBRARY_PATH");
+    cmd.arg("-np").arg(np.to_string()).arg(prog);
+    run_bounded(cmd, limit)
+}
+
 /// `mpirun` across the hosts of `net`, `per_host` processes each, started from inside
 /// host 0 with the repository's remote-start agent (tests/netns/mpirun-agent.sh);
 /// MPI's own traffic goes over tcp on the fixture's network (Open MPI's tcp btl and,
@@ -285,4 +299,24 @@ pub fn assert_all_passed(what: &str, out: &RunOutput, names: &[String]) {
         "{what}: did not finish\n{}",
         out.both()
     );
+}
+
+/// Symbols named by `nm` lines of a kind (`U`, or defined: `T`, `W`, `D`, `B`, `R`).
+pub fn symbols(args: &[&str], path: &str, defined: bool) -> BTreeSet<String> {
+    let out = Command::new("nm")
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("nm {path}: {e}"));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match (defined, w.as_slice()) {
+                (false, ["U", name]) => Some(name.to_string()),
+                (true, [_, kind, name]) if "TWDBRV".contains(*kind) => Some(name.to_string()),
+                _ => None,
+            }
+        })
+        .collect()
 }
