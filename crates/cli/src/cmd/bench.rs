@@ -99,7 +99,7 @@ fn plot(a: PlotArgs) -> anyhow::Result<i32> {
 }
 
 fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
-    if !super::run::under_launcher() {
+    if !super::run::under_launcher()? {
         return super::run::relaunch_self(2);
     }
     let world = World::init().context("joining the job")?;

@@ -35,7 +35,7 @@ pub struct RmaArgs {
 
 /// Runs the benchmark (starting 2 ranks when run by hand).
 pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
-    if !super::run::under_launcher() {
+    if !super::run::under_launcher()? {
         return super::run::relaunch_self(2);
     }
     let world = World::init().context("joining the job")?;

@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Pin rank r to core r mod cores.
     #[arg(long, value_enum, default_value_t = Bind::None)]
     pub bind_to: Bind,
+    /// Start the program even though it links an MPI library (also `NF_ALLOW_MPI=1`):
+    /// each rank then is a singleton MPI job of its own.
+    #[arg(long)]
+    pub allow_mpi: bool,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROG ARGS")]
     pub command: Vec<OsString>,
@@ -58,6 +62,9 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
         .command
         .split_first()
         .context("no program given after --")?;
+    if !(a.allow_mpi || allow_mpi_from_env()) {
+        refuse_mpi_program(Path::new(program))?;
+    }
     let timeout = a
         .timeout
         .map(|s| {
@@ -95,6 +102,28 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
         },
     };
     launch_on(&spec, hosts.as_ref())
+}
+
+/// Environment variable that lets `nf run` start MPI programs (as `--allow-mpi`).
+pub const ALLOW_MPI: &str = "NF_ALLOW_MPI";
+
+fn allow_mpi_from_env() -> bool {
+    std::env::var_os(ALLOW_MPI).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// An MPI program under `nf run` learns nothing from it: every rank would call
+/// `MPI_Init` alone and run as rank 0 of 1. Refuses a program linking an MPI library.
+fn refuse_mpi_program(program: &Path) -> anyhow::Result<()> {
+    match nf_launch::elf::mpi_library_of(program) {
+        None => Ok(()),
+        Some(lib) => anyhow::bail!(
+            "{} links {lib}: it is an MPI program, and under nf run each rank would be a \
+             separate 1-rank MPI job. Start it with mpirun / mpiexec (or srun); ninefold \
+             wires up through them. To start it under nf run anyway, pass --allow-mpi \
+             or set {ALLOW_MPI}=1.",
+            program.display()
+        ),
+    }
 }
 
 /// `--pmi-bind`: `IP` (any free port) or `IP:PORT`.
@@ -145,7 +174,9 @@ pub fn relaunch_self(n: usize) -> anyhow::Result<i32> {
     launch(&spec)
 }
 
-/// Whether this process was started by a launcher (it is a rank of a job).
-pub fn under_launcher() -> bool {
-    std::env::var_os(nf_pmi::env::PMI_ADDR).is_some()
+/// Whether this process was started by a launcher — `nf run`, or a PMIx / PMI-2 one
+/// such as `mpirun`, hydra or `srun` — so it is a rank of a job and must join it rather
+/// than start a job of its own. The detection is the one `World::init` wires up by.
+pub fn under_launcher() -> anyhow::Result<bool> {
+    Ok(nf_pmi::bootstrap::detect_launcher(|n| std::env::var_os(n))?.is_some())
 }
