@@ -335,15 +335,22 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
         (true, false) => {
             let (root, t) = a.conn.open(&a.from)?;
             let mut file = root.open(&t.path, flags_r())?;
-            let mut out = LocalFile::create(&a.to)
-                .with_context(|| format!("creating local file {}", a.to))?;
+            let to = std::path::Path::new(&a.to);
+            let to = if to.is_dir() || a.to.ends_with('/') {
+                to.join(base_name(&t.path)?)
+            } else {
+                to.to_path_buf()
+            };
+            let mut out = LocalFile::create(&to)
+                .with_context(|| format!("creating local file {}", to.display()))?;
             copy_out(&mut file, &mut out)?;
         }
         (false, true) => {
             let mut input = LocalFile::open(&a.from)
                 .with_context(|| format!("opening local file {}", a.from))?;
             let (root, t) = a.conn.open(&a.to)?;
-            let mut file = open_for_write(&root, &t.path, false)?;
+            let to = remote_destination(&root, &t.path, &a.from)?;
+            let mut file = open_for_write(&root, &to, false)?;
             copy_in(&mut input, &mut file)?;
             file.close()?;
         }
@@ -351,7 +358,8 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
             let (src_root, src) = a.conn.open(&a.from)?;
             let (dst_root, dst) = a.conn.open(&a.to)?;
             let mut from = src_root.open(&src.path, flags_r())?;
-            let mut to = open_for_write(&dst_root, &dst.path, false)?;
+            let dst = remote_destination(&dst_root, &dst.path, &src.path)?;
+            let mut to = open_for_write(&dst_root, &dst, false)?;
             loop {
                 let data = from.read_chunk(from.position(), from.chunk())?;
                 if data.is_empty() {
@@ -364,6 +372,24 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// The last component of `path` (a file's name to copy under), as cp(1) takes it.
+fn base_name(path: &str) -> anyhow::Result<&str> {
+    match path.trim_end_matches('/').rsplit('/').next() {
+        Some(name) if !name.is_empty() && name != "." && name != ".." => Ok(name),
+        _ => bail!("{path:?} names no file to copy"),
+    }
+}
+
+/// Where a copy of `from` lands on a server given `to`: inside `to` when it is a
+/// directory (or ends with `/`), as cp(1) does; else `to` itself.
+fn remote_destination(root: &Root, to: &str, from: &str) -> anyhow::Result<String> {
+    let is_dir = to.ends_with('/') || root.stat(to).is_ok_and(|s| s.is_dir());
+    if !is_dir {
+        return Ok(to.to_owned());
+    }
+    Ok(format!("{}/{}", to.trim_end_matches('/'), base_name(from)?))
 }
 
 /// `nf rm`.
