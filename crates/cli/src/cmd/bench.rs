@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use nf_bench::params::{check_writable, ParamError};
 use nf_bench::pingpong::{self, Measured, Params};
 use nf_bench::report::{Report, SizeResult};
 use nf_core::World;
@@ -66,6 +67,22 @@ pub struct Outputs {
     pub plot: Option<PathBuf>,
 }
 
+impl Outputs {
+    /// That every report path given can be written, before anything is measured.
+    pub fn check(&self) -> Result<(), ParamError> {
+        for (arg, path) in [
+            ("json", &self.json),
+            ("csv", &self.csv),
+            ("plot", &self.plot),
+        ] {
+            if let Some(p) = path {
+                check_writable(arg, p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Dispatches a bench subcommand.
 pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
     match cmd {
@@ -99,15 +116,17 @@ fn plot(a: PlotArgs) -> anyhow::Result<i32> {
 }
 
 fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
-    if !super::run::under_launcher()? {
-        return super::run::relaunch_self(2);
-    }
-    let world = World::init().context("joining the job")?;
     let params = Params {
         sizes: a.sizes.clone().unwrap_or_else(pingpong::default_sizes),
         iters: a.iters,
         warmup: a.warmup,
     };
+    params.check()?;
+    a.out.check()?;
+    if !super::run::under_launcher()? {
+        return super::run::relaunch_self(2);
+    }
+    let world = World::init().context("joining the job")?;
     let bar = (world.rank() == 0).then(|| {
         progress_bar(
             params.sizes.len() as u64,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use nf_bench::ninep::{self, servers, Params, Served, Test};
+use nf_bench::params::{check_writable, ParamError};
 use nf_bench::plot::{plot_reports, PlotText};
 
 /// Arguments of `nf bench 9p`.
@@ -73,10 +74,19 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
         alternations: a.alternations.max(1),
         user: nf_node::connect::default_user(),
     };
-    anyhow::ensure!(
-        params.msizes.iter().all(|&m| m >= 4096),
-        "--msizes: every msize must be at least 4096 bytes"
-    );
+    if let Some(bad) = params.msizes.iter().find(|&&m| m < 4096) {
+        return Err(
+            ParamError::new("msizes", bad, "every msize must be at least 4096 bytes").into(),
+        );
+    }
+    for (arg, path) in [("json", &a.json), ("csv", &a.csv)] {
+        if let Some(p) = path {
+            check_writable(arg, p)?;
+        }
+    }
+    if let Some(prefix) = &a.plot {
+        check_writable("plot", &suffixed(prefix, "read"))?;
+    }
     let work = Workdir(std::env::temp_dir().join(format!("nf-bench-9p-{}", std::process::id())));
     std::fs::create_dir_all(&work.0).with_context(|| format!("creating {}", work.0.display()))?;
     let export = match &a.dir {

@@ -35,12 +35,6 @@ pub struct RmaArgs {
 
 /// Runs the benchmark (starting 2 ranks when run by hand).
 pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
-    if !super::run::under_launcher()? {
-        return super::run::relaunch_self(2);
-    }
-    let world = World::init().context("joining the job")?;
-    let wire = WorldWireup::new(&world).context("rma wire-up")?;
-    let rma = Rma::new(&wire).context("joining the job's global memory")?;
     let params = Params {
         sizes: a.sizes.clone().unwrap_or_else(rma::default_sizes),
         iters: a.iters,
@@ -48,6 +42,14 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
         ops: a.ops.clone(),
         layouts: a.layouts.clone(),
     };
+    params.check()?;
+    a.out.check()?;
+    if !super::run::under_launcher()? {
+        return super::run::relaunch_self(2);
+    }
+    let world = World::init().context("joining the job")?;
+    let wire = WorldWireup::new(&world).context("rma wire-up")?;
+    let rma = Rma::new(&wire).context("joining the job's global memory")?;
     let path = match rma.route(1) {
         Route::Direct => "rma-direct",
         Route::Native => "rma-ofi-native",

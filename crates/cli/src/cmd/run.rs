@@ -101,7 +101,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
             Vec::new()
         },
     };
-    launch_on(&spec, hosts.as_ref())
+    launch_on(&spec, hosts.as_ref(), "nf run")
 }
 
 /// Environment variable that lets `nf run` start MPI programs (as `--allow-mpi`).
@@ -133,14 +133,10 @@ fn parse_bind(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{s:?} is not an IP address (or IP:PORT)"))
 }
 
-/// Launches `spec` on this machine (see [`launch_on`]).
-pub fn launch(spec: &LaunchSpec) -> anyhow::Result<i32> {
-    launch_on(spec, None)
-}
-
 /// Launches `spec` here or across `hosts`, removes the job's shared-memory segments on
-/// this machine afterwards, and reports a failure naming the rank (and host) and cause.
-pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>) -> anyhow::Result<i32> {
+/// this machine afterwards, and reports a failure naming the rank (and host) and cause,
+/// as the command `who` the user typed.
+pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>, who: &str) -> anyhow::Result<i32> {
     let shm_dir =
         PathBuf::from(std::env::var_os("NF_SHM_DIR").unwrap_or_else(|| "/dev/shm".into()));
     let cleanup = |job: &str| {
@@ -153,7 +149,7 @@ pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>) -> anyhow::Result<i32
     .with_context(|| format!("cannot launch {}", spec.program.display()))?;
     let code = report.outcome.exit_code();
     if code != 0 {
-        eprintln!("nf run: job {} failed: {}", report.job_id, report.outcome);
+        eprintln!("{who}: job {} failed: {}", report.job_id, report.outcome);
     }
     Ok(code)
 }
@@ -171,7 +167,12 @@ pub fn relaunch_self(n: usize) -> anyhow::Result<i32> {
         bind: Binding::None,
         env: Vec::new(),
     };
-    launch(&spec)
+    // Failures are reported as the command typed (`nf bench rma`), not as `nf run`.
+    let typed: Vec<String> = std::env::args()
+        .skip(1)
+        .take_while(|a| !a.starts_with('-'))
+        .collect();
+    launch_on(&spec, None, &format!("nf {}", typed.join(" ")))
 }
 
 /// Whether this process was started by a launcher — `nf run`, or a PMIx / PMI-2 one
