@@ -157,7 +157,7 @@ pub const PLOT_TEXT: crate::plot::PlotText = crate::plot::PlotText {
     title: "rma",
     time_caption: "time per operation (median)",
     time_axis: "time per operation (µs)",
-    rate_caption: "bandwidth (size / mean time per operation)",
+    rate_caption: "bandwidth (size / median time per operation)",
     x_axis: "transfer size",
 };
 

@@ -56,7 +56,8 @@ pub struct PingpongArgs {
 /// Where a benchmark writes its reports (besides the table on stdout).
 #[derive(Args)]
 pub struct Outputs {
-    /// Write the report as JSON here (an array when a run makes several).
+    /// Write the report as JSON here (one object; a run of several cases tags each
+    /// row with its `case`).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Write the report as CSV here.
@@ -145,7 +146,7 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
     if let Some(m) = measured {
         let report = report_of(&m, &world, &params);
         print!("{}", report.to_table());
-        println!("empty poll: {:.1} ns", m.poll_empty_ns);
+        println!("# empty_poll_ns {:.1}", m.poll_empty_ns);
         if let Some(p) = &a.out.json {
             report.write_json(p)?;
         }

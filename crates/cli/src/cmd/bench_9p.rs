@@ -141,7 +141,7 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
                 title,
                 time_caption: "time per message (median)",
                 time_axis: "µs per message",
-                rate_caption: "data rate (bytes per message / mean time)",
+                rate_caption: "data rate (bytes per message / median time)",
                 x_axis: "bytes per message (msize − 24)",
             };
             let reports = comparison.reports(test);

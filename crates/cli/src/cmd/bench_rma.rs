@@ -69,11 +69,13 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
             print!("{}", r.to_table());
         }
         if let Some(p) = &a.out.json {
-            let text = match reports.as_slice() {
-                [one] => one.to_json(),
-                many => serde_json::to_string_pretty(many)?,
+            // One object, as every bench writes: a single case as it is, several as
+            // one report whose rows name their case.
+            let report = match reports.as_slice() {
+                [one] => one.clone(),
+                many => Report::merged("rma", many).context("no cases measured")?,
             };
-            std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
+            report.write_json(p)?;
         }
         if let Some(p) = &a.out.csv {
             let mut text = String::new();
