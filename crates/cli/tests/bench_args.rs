@@ -57,3 +57,33 @@ fn unwritable_outputs_are_refused_before_measuring() {
         "is a directory",
     );
 }
+
+/// Lines on stderr of `nf bench pingpong` over `sizes` with stderr not a terminal.
+fn pingpong_stderr(extra: &[&str]) -> String {
+    let mut args = vec!["bench", "pingpong", "--sizes", "8,64,512", "--iters", "20"];
+    args.extend(extra);
+    let out = nf(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stderr)
+}
+
+#[test]
+fn progress_off_a_terminal_is_one_line_per_size_and_quiet_is_silent() {
+    let err = pingpong_stderr(&[]);
+    let progress: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("pingpong: "))
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            "pingpong: 1/3 8 B",
+            "pingpong: 2/3 64 B",
+            "pingpong: 3/3 512 B"
+        ],
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 3, "nothing else on stderr:\n{err}");
+    let err = pingpong_stderr(&["--quiet"]);
+    assert!(err.is_empty(), "{err}");
+}

@@ -9,6 +9,8 @@ use nf_bench::pingpong::{self, Measured, Params};
 use nf_bench::report::{Report, SizeResult};
 use nf_core::World;
 
+use super::progress::{Mode, Progress};
+
 /// Benchmarks.
 #[derive(Subcommand)]
 pub enum BenchCommand {
@@ -66,6 +68,9 @@ pub struct Outputs {
     /// Plot latency and bandwidth against size into this PNG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// No progress on stderr (otherwise a bar on a terminal, a line per step elsewhere).
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 impl Outputs {
@@ -128,20 +133,20 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
         return super::run::relaunch_self(2);
     }
     let world = World::init().context("joining the job")?;
-    let bar = (world.rank() == 0).then(|| {
-        progress_bar(
+    let mut progress = (world.rank() == 0).then(|| {
+        Progress::new(
+            "pingpong",
             params.sizes.len() as u64,
-            "pingpong {bar:30} {pos}/{len} sizes, last {msg}",
+            Mode::detect(a.out.quiet),
         )
     });
     let measured = pingpong::run(&world, &params, |size| {
-        if let Some(b) = &bar {
-            b.set_message(format!("{size} B"));
-            b.inc(1);
+        if let Some(p) = &mut progress {
+            p.step(&format!("{size} B"));
         }
     })?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
+    if let Some(p) = progress {
+        p.finish();
     }
     if let Some(m) = measured {
         let report = report_of(&m, &world, &params);
@@ -160,15 +165,6 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
     }
     world.finalize()?;
     Ok(0)
-}
-
-/// A bar on stderr drawn with `template` (hidden when stderr is not a terminal).
-pub fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(len);
-    let style = indicatif::ProgressStyle::with_template(template)
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-    bar.set_style(style);
-    bar
 }
 
 /// The transport rank 0 uses to reach rank 1 (what the ping-pong measured).

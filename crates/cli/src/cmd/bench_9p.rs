@@ -9,6 +9,8 @@ use nf_bench::ninep::{self, servers, Params, Served, Test};
 use nf_bench::params::{check_writable, ParamError};
 use nf_bench::plot::{plot_reports, PlotText};
 
+use super::progress::{Mode, Progress};
+
 /// Arguments of `nf bench 9p`.
 #[derive(Args)]
 pub struct NinepArgs {
@@ -53,6 +55,9 @@ pub struct NinepArgs {
     /// Plot streaming read and write into PREFIX-read.png and PREFIX-write.png.
     #[arg(long, value_name = "PREFIX")]
     pub plot: Option<PathBuf>,
+    /// No progress on stderr (otherwise a bar on a terminal, a line per run elsewhere).
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// A private working directory, removed on drop.
@@ -117,12 +122,11 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
     }
 
     let cases = params.msizes.len() * params.alternations * served.len();
-    let bar = super::bench::progress_bar(cases as u64, "9p {bar:30} {pos}/{len} runs, last {msg}");
+    let mut progress = Progress::new("9p", cases as u64, Mode::detect(a.quiet));
     let mut comparison = ninep::run(&served, &params, |server, msize| {
-        bar.set_message(format!("{server} at msize {msize}"));
-        bar.inc(1);
+        progress.step(&format!("{server} at msize {msize}"));
     })?;
-    bar.finish_and_clear();
+    progress.finish();
     comparison.git = git_revision();
 
     print!("{}", comparison.to_table());

@@ -7,6 +7,8 @@ use nf_bench::rma::{self, Layout, Measured, Op, Params};
 use nf_core::World;
 use nf_rma::{Rma, Route, WorldWireup};
 
+use super::progress::{Mode, Progress};
+
 /// Arguments of `nf bench rma`.
 #[derive(Args)]
 pub struct RmaArgs {
@@ -55,10 +57,18 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
         Route::Native => "rma-ofi-native",
         Route::Service => "rma-service-tcp",
     };
+    let steps = params.ops.len() * params.layouts.len() * params.sizes.len();
+    let mut progress =
+        (rma.rank() == 0).then(|| Progress::new("rma", steps as u64, Mode::detect(a.out.quiet)));
     let measured = rma::run(&rma, &params, |op, layout, size| {
-        eprintln!("rma {} {} {size} B done", op.name(), layout.name());
+        if let Some(p) = &mut progress {
+            p.step(&format!("{} {} {size} B", op.name(), layout.name()));
+        }
     })
     .context("measuring")?;
+    if let Some(p) = progress {
+        p.finish();
+    }
     if let Some(m) = measured {
         let reports: Vec<Report> = m
             .iter()

@@ -5,6 +5,7 @@ pub mod bench_9p;
 pub mod bench_rma;
 pub mod demo;
 pub mod files;
+pub mod progress;
 pub mod run;
 pub mod serve;
 pub mod tune;
