@@ -28,6 +28,8 @@ enum Command {
     Tune(cmd::tune::TuneArgs),
     /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma memory).
     Serve(cmd::serve::ServeArgs),
+    /// Make TLS certificates for remote 9P: a CA, a node's, a user's (CN = user).
+    Cert(cmd::cert::CertArgs),
     /// List directories on a 9P server (ADDR:/path, or :/path for the local one).
     Ls(cmd::files::LsArgs),
     /// Show a file's attributes.
@@ -65,6 +67,7 @@ fn main() {
         Command::Bench(b) => cmd::bench::main(b),
         Command::Tune(a) => cmd::tune::main(a),
         Command::Serve(a) => cmd::serve::main(a),
+        Command::Cert(a) => cmd::cert::main(a),
         Command::Ls(a) => cmd::files::ls(a),
         Command::Stat(a) => cmd::files::stat(a),
         Command::Cat(a) => cmd::files::cat(a),
