@@ -7,9 +7,52 @@ mod cmd;
 
 use clap::{Parser, Subcommand};
 
+/// What `nf --help` adds below the commands.
+const AFTER_HELP: &str = "\
+Exit status:
+  0  success
+  1  a runtime or I/O error (including a failed job's cause, reported by nf run
+     as the failing rank's own status)
+  2  a usage error: bad arguments or settings, found before anything runs
+  3  the 9P server answered with an error (no such file, permission denied, …)
+  4  a timeout
+
+Logging: NF_LOG (else RUST_LOG) takes tracing directives: warn (default), info, debug,
+or target=level pairs such as nf_core=debug. `nf config` lists every setting.";
+
+/// Exit status of a usage error (also what clap exits with).
+const EXIT_USAGE: i32 = 2;
+/// Exit status of an error the 9P server answered with.
+const EXIT_REMOTE: i32 = 3;
+/// Exit status of a timeout.
+const EXIT_TIMEOUT: i32 = 4;
+/// Exit status of any other failure.
+const EXIT_FAILURE: i32 = 1;
+
+/// The exit status `err` calls for (see [`AFTER_HELP`]), from the first cause in its
+/// chain that says.
+fn exit_code(err: &anyhow::Error) -> i32 {
+    for cause in err.chain() {
+        if cause.is::<nf_bench::params::ParamError>() || cause.is::<nf_node::addr::AddrError>() {
+            return EXIT_USAGE;
+        }
+        if let Some(c) = cause.downcast_ref::<nf_ninep::client::ClientError>() {
+            if c.errno().is_some() {
+                return EXIT_REMOTE;
+            }
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return EXIT_TIMEOUT;
+            }
+        }
+    }
+    EXIT_FAILURE
+}
+
 /// ninefold: one runtime for every transport of a cluster.
 #[derive(Parser)]
-#[command(name = "nf", version, about)]
+#[command(name = "nf", version, about, after_long_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -33,7 +76,7 @@ enum Command {
     /// List directories on a 9P server (ADDR:/path, or :/path for the local one).
     Ls(cmd::files::LsArgs),
     /// Show a file's attributes.
-    Stat(cmd::files::PathsArgs),
+    Stat(cmd::files::StatArgs),
     /// Print files (streams and pipes print as data comes).
     Cat(cmd::files::PathsArgs),
     /// Write text (or standard input) to a file, creating it if missing.
@@ -53,13 +96,7 @@ fn main() {
     if matches!(cli.command, Command::Serve(_)) {
         cmd::serve::init_tracing();
     } else {
-        tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_env("NF_LOG")
-                    .unwrap_or_else(|_| "warn".into()),
-            )
-            .with_writer(std::io::stderr)
-            .init();
+        nf_core::log::init("nf", "warn");
     }
     let result = match cli.command {
         Command::Run(a) => cmd::run::main(a),
@@ -81,7 +118,7 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("nf: error: {e:#}");
-            std::process::exit(2);
+            std::process::exit(exit_code(&e));
         }
     }
 }

@@ -200,7 +200,8 @@ fn bench_9p_without_diod_says_how_to_get_it() {
         "--alternations",
         "1",
     ]);
-    assert_eq!(out.status.code(), Some(2));
+    // A missing program is a runtime error (1), not a usage error (2).
+    assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
         err.contains("/nonexistent/diod") && err.contains("--no-diod"),

@@ -185,11 +185,7 @@ impl Config {
             };
         }
         if let Ok(v) = std::env::var("NF_TRANSPORTS") {
-            c.transports = v.parse().map_err(|why: String| CoreError::Config {
-                var: "NF_TRANSPORTS",
-                value: format!("{v} ({why})"),
-                expected: "a comma-separated list of shm, ofi, tcp",
-            })?;
+            c.transports = parse_transports(&v)?;
         }
         if let Some(ip) = var("NF_TCP_BIND", "an IP address")? {
             c.tcp_bind = Some(ip);
@@ -233,5 +229,27 @@ impl Config {
             });
         }
         Ok(c)
+    }
+}
+
+/// `NF_TRANSPORTS`'s value; the error quotes the value alone and says why after it.
+fn parse_transports(v: &str) -> Result<Allowed, CoreError> {
+    v.parse().map_err(|why: String| CoreError::ConfigWhy {
+        var: "NF_TRANSPORTS",
+        value: v.to_owned(),
+        why: format!("{why}; expected a comma-separated list of shm, ofi, tcp"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_transport_list_is_quoted_whole_then_explained() {
+        let e = parse_transports("bogus").unwrap_err().to_string();
+        assert!(e.starts_with("NF_TRANSPORTS=\"bogus\" is invalid: "), "{e}");
+        assert!(e.contains("shm, ofi, tcp"), "{e}");
+        assert!(parse_transports("shm,tcp").is_ok());
     }
 }

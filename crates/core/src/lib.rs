@@ -29,6 +29,7 @@ pub mod collectives;
 pub mod config;
 pub mod error;
 mod liveness;
+pub mod log;
 mod net;
 mod netconf;
 pub mod peers;

@@ -110,6 +110,19 @@ pub struct PathsArgs {
     pub conn: ConnArgs,
 }
 
+/// Arguments of `nf stat`.
+#[derive(Args, Debug)]
+pub struct StatArgs {
+    /// The files.
+    #[arg(required = true, value_name = "ADDR:/PATH")]
+    pub paths: Vec<String>,
+    /// Print mtime as seconds.nanoseconds since the epoch instead of local time.
+    #[arg(long)]
+    pub epoch: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
 /// Arguments of `nf write`.
 #[derive(Args, Debug)]
 pub struct WriteArgs {
@@ -269,7 +282,7 @@ fn mode_string(mode: u32) -> String {
 }
 
 /// `nf stat`.
-pub fn stat(a: PathsArgs) -> anyhow::Result<i32> {
+pub fn stat(a: StatArgs) -> anyhow::Result<i32> {
     let mut out = io::stdout().lock();
     for arg in &a.paths {
         let (root, t) = a.conn.open(arg)?;
@@ -293,10 +306,39 @@ pub fn stat(a: PathsArgs) -> anyhow::Result<i32> {
         writeln!(out, "uid {}", s.attr.uid)?;
         writeln!(out, "gid {}", s.attr.gid)?;
         writeln!(out, "nlink {}", s.attr.nlink)?;
-        writeln!(out, "mtime {}.{:09}", s.attr.mtime.sec, s.attr.mtime.nsec)?;
+        let (sec, nsec) = (s.attr.mtime.sec, s.attr.mtime.nsec);
+        if a.epoch {
+            writeln!(out, "mtime {sec}.{nsec:09}")?;
+        } else {
+            writeln!(out, "mtime {}", local_time(sec as i64, nsec as u32))?;
+        }
         writeln!(out, "qid {:#018x} version {}", s.qid.path, s.qid.version)?;
     }
     Ok(0)
+}
+
+/// `sec.nsec` since the epoch as this host's local time, as stat(1) prints it:
+/// `2026-11-25 19:55:07.123456789 +0100`.
+fn local_time(sec: i64, nsec: u32) -> String {
+    let t = sec as libc::time_t;
+    // SAFETY: `tm` is plain data that localtime_r fills in; `t` outlives the call.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format!("{sec}.{nsec:09} (seconds since the epoch)");
+    }
+    let off = tm.tm_gmtoff / 60;
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{nsec:09} {}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        if off < 0 { '-' } else { '+' },
+        off.abs() / 60,
+        off.abs() % 60
+    )
 }
 
 /// `nf cat`.
