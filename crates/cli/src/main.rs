@@ -71,6 +71,8 @@ enum Command {
     Tune(cmd::tune::TuneArgs),
     /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma memory).
     Serve(cmd::serve::ServeArgs),
+    /// Print every setting (NF_* variable), its value here and where it came from.
+    Config(cmd::config::ConfigArgs),
     /// Make TLS certificates for remote 9P: a CA, a node's, a user's (CN = user).
     Cert(cmd::cert::CertArgs),
     /// List directories on a 9P server (ADDR:/path, or :/path for the local one).
@@ -105,6 +107,7 @@ fn main() {
         Command::Tune(a) => cmd::tune::main(a),
         Command::Serve(a) => cmd::serve::main(a),
         Command::Cert(a) => cmd::cert::main(a),
+        Command::Config(a) => cmd::config::main(a),
         Command::Ls(a) => cmd::files::ls(a),
         Command::Stat(a) => cmd::files::stat(a),
         Command::Cat(a) => cmd::files::cat(a),

@@ -35,6 +35,7 @@ mod netconf;
 pub mod peers;
 mod progress;
 mod protocol;
+pub mod settings;
 pub mod tune;
 pub mod wait;
 mod wireup;
