@@ -74,7 +74,7 @@ mod tests {
 
     #[test]
     fn sizes_and_iters() {
-        let mult8 = |s: usize| s > 0 && s % 8 == 0;
+        let mult8 = |s: usize| s > 0 && s.is_multiple_of(8);
         assert_eq!(check_sizes(&[8, 16], mult8, "a multiple of 8"), Ok(()));
         let e = check_sizes(&[8, 12], mult8, "a positive multiple of 8").unwrap_err();
         assert_eq!(e.to_string(), "--sizes 12: not a positive multiple of 8");

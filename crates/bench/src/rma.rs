@@ -117,7 +117,7 @@ impl Params {
     pub fn check(&self) -> Result<(), ParamError> {
         check_sizes(
             &self.sizes,
-            |s| s > 0 && s % 8 == 0,
+            |s| s > 0 && s.is_multiple_of(8),
             "a positive multiple of 8 (accumulates move doubles)",
         )?;
         check_iters(self.iters)?;

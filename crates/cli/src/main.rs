@@ -61,29 +61,67 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start N ranks of a program on this host.
+    ///
+    /// Each rank gets NF_RANK, NF_SIZE and the launcher's PMI address; a program joins
+    /// with nf_core::World::init(). With --hosts, ranks start on other hosts through
+    /// --remote (ssh by default). If a rank fails, the others are stopped and nf run
+    /// exits with that rank's status, naming it and the cause. Programs that link an
+    /// MPI library are refused (use mpirun / mpiexec; --allow-mpi forces them).
+    ///
+    /// Example: nf run -n 4 --tag-output -- ./my_prog arg
     Run(cmd::run::RunArgs),
     /// Demo job: ranks exchange active messages, run collectives, then ping-pong.
+    ///
+    /// Run by hand it starts its own N-rank job; under nf run, mpirun, hydra or srun it
+    /// is a rank of that job.
     Demo(cmd::demo::DemoArgs),
     /// Benchmarks.
+    ///
+    /// Every benchmark prints a table (plain numbers, units in column names, # lines
+    /// saying what each column is; the statistic is the median) and can write JSON
+    /// (one object per run), CSV and PNG. Run by hand, rank benchmarks start 2 ranks;
+    /// under a launcher they join its job. Arguments and output paths are checked
+    /// before anything starts.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
     /// Measure this host's protocol thresholds and cache them.
+    ///
+    /// Times frames against single-copy from 16 KiB to 32 MiB and writes the smallest
+    /// size from which single-copy is never more than 10% slower to the tune cache
+    /// (NF_TUNE_FILE), which NF_RNDV_THRESHOLD then defaults to.
     Tune(cmd::tune::TuneArgs),
     /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma memory).
     Serve(cmd::serve::ServeArgs),
     /// Print every setting (NF_* variable), its value here and where it came from.
+    ///
+    /// Sources: env (set in this environment), tune cache (written by nf tune),
+    /// default. --markdown prints the table of meanings and defaults in the README.
     Config(cmd::config::ConfigArgs),
     /// Make TLS certificates for remote 9P: a CA, a node's, a user's (CN = user).
+    ///
+    /// nf cert ca, then nf cert node HOST for each server and nf cert user NAME for
+    /// each user; all X.509 v3, as rustls requires. Existing files are never replaced.
     Cert(cmd::cert::CertArgs),
     /// List directories on a 9P server (ADDR:/path, or :/path for the local one).
+    ///
+    /// ADDR is unix:PATH, shm:PATH, tcp:HOST:PORT or tls:HOST:PORT (with --cert,
+    /// --key, --ca); :/path is the local server ($NF_ADDR, else nf serve's socket).
     Ls(cmd::files::LsArgs),
     /// Show a file's attributes.
+    ///
+    /// Type, mode, size, owner, links, mtime (local time; --epoch for seconds since
+    /// 1970) and qid, one per line.
     Stat(cmd::files::StatArgs),
     /// Print files (streams and pipes print as data comes).
     Cat(cmd::files::PathsArgs),
     /// Write text (or standard input) to a file, creating it if missing.
     Write(cmd::files::WriteArgs),
     /// Copy a file between this host and a server, either way.
+    ///
+    /// As cp(1): a destination that is a directory (local or remote) or ends in /
+    /// receives the file under its own name.
+    ///
+    /// Example: nf cp :/ro/input.dat .
     Cp(cmd::files::CpArgs),
     /// Print the last lines of a file; -f follows what is appended.
     Tail(cmd::files::TailArgs),
