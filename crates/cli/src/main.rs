@@ -158,8 +158,14 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("nf: error: {e:#}");
-            std::process::exit(exit_code(&e));
+            let code = exit_code(&e);
+            // Under mpirun every rank checks the same arguments: rank 0 alone says
+            // what is wrong with them, so the user reads it once.
+            let echo = code == EXIT_USAGE && cmd::run::rank_under_launcher().unwrap_or(0) != 0;
+            if !echo {
+                eprintln!("nf: error: {e:#}");
+            }
+            std::process::exit(code);
         }
     }
 }

@@ -121,3 +121,14 @@ fn nf_run_starts_a_program_without_mpi() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_bad_argument_under_mpirun_is_reported_once() {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2", NF])
+        .args(["bench", "rma", "--sizes", "12"]);
+    let out = run(cmd);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "{all}");
+    assert_eq!(all.matches("--sizes 12").count(), 1, "{all}");
+}

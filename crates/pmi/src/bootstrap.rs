@@ -101,27 +101,51 @@ impl Launcher {
     }
 }
 
+/// A launcher found in the environment, and this process's rank as it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detected {
+    /// Which launcher.
+    pub launcher: Launcher,
+    /// This process's rank, from the launcher's variables.
+    pub rank: usize,
+}
+
 /// Which launcher the environment read through `lookup` says started this process, in
 /// [`from_env`]'s order, without contacting it: `Ok(None)` for none (a singleton), an
 /// error naming the variable when a launcher's environment is half set.
 pub fn detect_launcher(
     lookup: impl Fn(&str) -> Option<OsString>,
-) -> Result<Option<Launcher>, PmiError> {
-    if crate::JobEnv::from_lookup(&lookup)?.is_some() {
-        return Ok(Some(Launcher::NfRun));
+) -> Result<Option<Detected>, PmiError> {
+    // Each detect below has checked that the rank it reads is a number.
+    let number = |v: Option<OsString>| {
+        v.and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok()))
+            .unwrap_or(0)
+    };
+    if let Some(env) = crate::JobEnv::from_lookup(&lookup)? {
+        return Ok(Some(Detected {
+            launcher: Launcher::NfRun,
+            rank: env.rank,
+        }));
     }
     if crate::pmix::detect(&lookup)? {
-        return Ok(Some(Launcher::Pmix));
+        return Ok(Some(Detected {
+            launcher: Launcher::Pmix,
+            rank: number(lookup("PMIX_RANK")),
+        }));
     }
-    if crate::pmi2::detect(&lookup)?.is_some() {
-        return Ok(Some(Launcher::Pmi2));
+    if let Some(env) = crate::pmi2::detect(&lookup)? {
+        return Ok(Some(Detected {
+            launcher: Launcher::Pmi2,
+            rank: env.rank.parse().unwrap_or(0),
+        }));
     }
     Ok(None)
 }
 
 /// The wire-up this process's environment describes (see the module doc for the order).
 pub fn from_env() -> Result<Box<dyn Bootstrap>, PmiError> {
-    let joined: Option<Box<dyn Bootstrap>> = match detect_launcher(|n| std::env::var_os(n))? {
+    let found = detect_launcher(|n| std::env::var_os(n))?.map(|d| d.launcher);
+    let joined: Option<Box<dyn Bootstrap>> = match found {
         None => None,
         Some(Launcher::NfRun) => crate::Client::from_env()?.map(|c| Box::new(c) as _),
         Some(Launcher::Pmix) => crate::pmix::Client::from_env()?.map(|c| Box::new(c) as _),
@@ -213,20 +237,16 @@ mod tests {
         let pmix = [("PMIX_NAMESPACE", "ns"), ("PMIX_RANK", "1")];
         let pmi2 = [("PMI_FD", "7"), ("PMI_RANK", "1"), ("PMI_SIZE", "2")];
         assert_eq!(detect_launcher(lookup(&[])).unwrap(), None);
-        assert_eq!(
-            detect_launcher(lookup(&pmi2)).unwrap(),
-            Some(Launcher::Pmi2)
-        );
+        let found = |vars: &[(&str, &str)]| {
+            detect_launcher(lookup(vars))
+                .unwrap()
+                .map(|d| (d.launcher, d.rank))
+        };
+        assert_eq!(found(&pmi2), Some((Launcher::Pmi2, 1)));
         let both: Vec<_> = pmix.iter().chain(&pmi2).copied().collect();
-        assert_eq!(
-            detect_launcher(lookup(&both)).unwrap(),
-            Some(Launcher::Pmix)
-        );
+        assert_eq!(found(&both), Some((Launcher::Pmix, 1)));
         let all: Vec<_> = nf.iter().chain(&both).copied().collect();
-        assert_eq!(
-            detect_launcher(lookup(&all)).unwrap(),
-            Some(Launcher::NfRun)
-        );
+        assert_eq!(found(&all), Some((Launcher::NfRun, 1)));
         let err = detect_launcher(lookup(&[("PMIX_NAMESPACE", "ns")])).unwrap_err();
         assert!(err.to_string().contains("PMIX_RANK"), "{err}");
     }

@@ -181,3 +181,12 @@ pub fn relaunch_self(n: usize) -> anyhow::Result<i32> {
 pub fn under_launcher() -> anyhow::Result<bool> {
     Ok(nf_pmi::bootstrap::detect_launcher(|n| std::env::var_os(n))?.is_some())
 }
+
+/// This process's rank if a launcher started it (`None` by hand or when the
+/// launcher's environment is unusable).
+pub fn rank_under_launcher() -> Option<usize> {
+    nf_pmi::bootstrap::detect_launcher(|n| std::env::var_os(n))
+        .ok()
+        .flatten()
+        .map(|d| d.rank)
+}
