@@ -33,7 +33,10 @@ const EXIT_FAILURE: i32 = 1;
 /// chain that says.
 fn exit_code(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
-        if cause.is::<nf_bench::params::ParamError>() || cause.is::<nf_node::addr::AddrError>() {
+        if cause.is::<cmd::Usage>()
+            || cause.is::<nf_bench::params::ParamError>()
+            || cause.is::<nf_node::addr::AddrError>()
+        {
             return EXIT_USAGE;
         }
         if let Some(c) = cause.downcast_ref::<nf_ninep::client::ClientError>() {

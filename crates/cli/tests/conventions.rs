@@ -65,6 +65,12 @@ fn exit_statuses_tell_usage_runtime_and_remote_errors_apart() {
         Some(2),
         "bad argument"
     );
+    assert_eq!(code(&["cp", "a", "b"]), Some(2), "nothing remote to copy");
+    assert_eq!(
+        code(&["run", "-n", "1", "--timeout", "1e400", "--", "true"]),
+        Some(2),
+        "an infinite timeout"
+    );
     let help = text(&s.run(&["--help"]).stdout);
     for want in [
         "Exit status",

@@ -369,11 +369,13 @@ pub fn write(a: WriteArgs) -> anyhow::Result<i32> {
 /// `nf cp`: local → remote, remote → local, or remote → remote.
 pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
     match (is_remote(&a.from), is_remote(&a.to)) {
-        (false, false) => bail!(
-            "nf cp {} {}: neither is remote; name one as ADDR:/path or :/path",
-            a.from,
-            a.to
-        ),
+        (false, false) => {
+            return Err(super::Usage(format!(
+                "nf cp {} {}: neither is remote; name one as ADDR:/path or :/path",
+                a.from, a.to
+            ))
+            .into())
+        }
         (true, false) => {
             let (root, t) = a.conn.open(&a.from)?;
             let mut file = root.open(&t.path, flags_r())?;

@@ -69,7 +69,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
         .timeout
         .map(|s| {
             Duration::try_from_secs_f64(s)
-                .with_context(|| format!("--timeout {s}: not a duration in seconds"))
+                .map_err(|_| super::Usage(format!("--timeout {s}: not a duration in seconds")))
         })
         .transpose()?;
     let hosts = match &a.hosts {
@@ -83,7 +83,9 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
     let nprocs = match (a.nprocs, &hosts) {
         (Some(n), _) => n,
         (None, Some(h)) => h.total(),
-        (None, None) => anyhow::bail!("give the number of ranks with -n, or --hosts"),
+        (None, None) => {
+            return Err(super::Usage("give the number of ranks with -n, or --hosts".into()).into())
+        }
     };
     let spec = LaunchSpec {
         nprocs,
