@@ -25,7 +25,7 @@ impl TlsServer {
             .current_dir(dir)
             .env("NF_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(std::fs::File::create(dir.join("serve.err")).unwrap())
             .spawn()
             .expect("start nf serve");
         let mut port = None;
@@ -117,6 +117,18 @@ fn nf_cert_files_work_end_to_end_and_a_v1_certificate_is_explained() {
     ] {
         assert!(err.contains(want), "want {want:?} in {err}");
     }
+
+    // A client that does present the v1 certificate (openssl's): the server's log
+    // says once what is wrong with it.
+    let sh = format!(
+        "openssl s_client -connect 127.0.0.1:{} -servername localhost -cert v1.pem \
+         -key v1.key -CAfile ca.pem < /dev/null",
+        server.port
+    );
+    run_bounded(Command::new("sh").args(["-c", &sh]).current_dir(d));
+    drop(server);
+    let log = std::fs::read_to_string(d.join("serve.err")).unwrap();
+    assert_eq!(log.matches("not X.509 v3").count(), 1, "{log}");
 }
 
 #[test]
