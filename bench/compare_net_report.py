@@ -12,7 +12,7 @@ Reads the runs in --dir (K rounds of each side, as compare-net.sh names them) an
    - tcp 8 B half round trip <= 1.15 x raw socket, and <= 1.0 x Open MPI tcp
      (best-of-K medians);
    - tcp 4 MiB bandwidth >= 0.85 x iperf3 single stream (best of K each; ping-pong
-     MB/s = size / mean half round trip, iperf3 = received bits per second / 8);
+     MB/s = size / median half round trip, iperf3 = received bits per second / 8);
    - ofi 8 B half round trip <= 1.3 x fi_pingpong (means, best of K: fi_pingpong only
      reports the mean time per transfer, "usec/xfer", which is half a round trip);
    - shm 8 B with network transports in the job <= 1.05 x a shm-only job

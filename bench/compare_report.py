@@ -9,7 +9,7 @@ on both sides:
 
   latency   = best of K: the smallest per-run median time (half round trip for the
               ping-pong, one operation for rma) (us)
-  bandwidth = best of K: the largest per-run mb_per_s (size / mean time, MB = 10^6 B)
+  bandwidth = best of K: the largest per-run mb_per_s (size / median time, MB = 10^6 B)
   ratios    = ours / theirs, for latency (below 1 is better for us) and bandwidth
               (above 1 is better for us)
 

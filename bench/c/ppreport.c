@@ -155,7 +155,7 @@ struct pp_result pp_summarise(long size, double *s, long n)
     for (long i = 0; i < n; i++)
         ss += (s[i] - r.avg_us) * (s[i] - r.avg_us);
     r.stddev_us = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
-    r.mb_per_s = r.avg_us > 0.0 ? (double)size / r.avg_us : 0.0;
+    r.mb_per_s = r.median_us > 0.0 ? (double)size / r.median_us : 0.0;
     return r;
 }
 

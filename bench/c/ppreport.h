@@ -14,7 +14,7 @@
  * BENCH is "pingpong" (samples: half round trips) or "rma-<op>-<layout>" (samples: one
  * operation each); compare_report.py and nf bench plot read either.
  *
- * stddev_us is the sample standard deviation (divisor n-1); mb_per_s = size / avg_us
+ * stddev_us is the sample standard deviation (divisor n-1); mb_per_s = size / median_us (as nf_bench::report)
  * (MB = 10^6 B). The median of an even count is the mean of the two middle samples.
  *
  * Iteration rule (identical to nf_bench::pingpong::iters_for, keep them in step):

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod ninep;
+pub mod params;
 pub mod pingpong;
 pub mod plot;
 pub mod report;

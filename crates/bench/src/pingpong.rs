@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use nf_core::{CoreError, World};
 
+use crate::params::{check_iters, check_sizes, ParamError};
+
 const PING: u16 = 0x0B01;
 const PONG: u16 = 0x0B02;
 const STOP: u16 = 0x0B03;
@@ -21,6 +23,14 @@ pub struct Params {
     pub iters: usize,
     /// Untimed round trips before each size.
     pub warmup: usize,
+}
+
+impl Params {
+    /// Whether the ping-pong can run these: at least one size and one iteration.
+    pub fn check(&self) -> Result<(), ParamError> {
+        check_sizes(&self.sizes, |_| true, "a size")?;
+        check_iters(self.iters)
+    }
 }
 
 /// Timed round trips for `size`: `iters` up to 64 KiB, then fewer so each size moves

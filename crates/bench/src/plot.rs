@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
-use plotters::style::register_font;
+use plotters::style::{register_font, FontResult};
 
 use crate::report::{fmt_size, Report};
 
@@ -119,7 +119,7 @@ pub const PINGPONG_TEXT: PlotText = PlotText {
     title: "ping-pong",
     time_caption: "half round trip (median)",
     time_axis: "half round trip (µs)",
-    rate_caption: "bandwidth (size / mean half round trip)",
+    rate_caption: "bandwidth (size / median half round trip)",
     x_axis: "message size",
 };
 
@@ -188,11 +188,10 @@ pub fn plot_reports(
         .map(|(l, _)| *l)
         .collect::<Vec<_>>()
         .join(" vs ");
+    let (title, size) =
+        fitted_title(&format!("{}: {labels}", text.title), WIDTH).map_err(|e| draw_err(&e))?;
     let root = root
-        .titled(
-            &format!("{}: {labels}", text.title),
-            (FAMILY, 30).into_font().style(FontStyle::Bold),
-        )
+        .titled(&title, title_font(size))
         .map_err(|e| draw_err(&e))?;
     let panels = root.split_evenly((1, 2));
 
@@ -287,6 +286,37 @@ where
 }
 
 /// The whole powers of `base` just around `lo..hi` (at least one decade / octave).
+/// Title font sizes tried, largest first; below the last the title is shortened.
+const TITLE_SIZES: [u32; 4] = [30, 26, 22, 18];
+/// Room left beside a title, in pixels.
+const TITLE_MARGIN: u32 = 40;
+
+fn title_font(size: u32) -> FontDesc<'static> {
+    (FAMILY, size).into_font().style(FontStyle::Bold)
+}
+
+/// `title` and a font size at which it fits in `width` pixels (measured with the font
+/// it is drawn in): the largest of [`TITLE_SIZES`] that fits, else the smallest with
+/// the title cut short and ending in `…`.
+fn fitted_title(title: &str, width: u32) -> FontResult<(String, u32)> {
+    let room = width.saturating_sub(TITLE_MARGIN);
+    for size in TITLE_SIZES {
+        if title_font(size).box_size(title)?.0 <= room {
+            return Ok((title.to_string(), size));
+        }
+    }
+    let size = TITLE_SIZES[TITLE_SIZES.len() - 1];
+    let mut chars: Vec<char> = title.chars().collect();
+    while !chars.is_empty() {
+        chars.pop();
+        let cut = format!("{}…", chars.iter().collect::<String>().trim_end());
+        if title_font(size).box_size(&cut)?.0 <= room {
+            return Ok((cut, size));
+        }
+    }
+    Ok((String::new(), size))
+}
+
 fn log_bounds(lo: f64, hi: f64, base: f64) -> std::ops::Range<f64> {
     let a = lo.log(base).floor();
     let b = hi.log(base).ceil().max(a + 1.0);
@@ -352,6 +382,36 @@ mod tests {
             std::fs::copy(&png, keep).unwrap();
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn titles_fit_the_image() {
+        if let Err(e @ PlotError::NoFont { .. }) = ensure_font() {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        let width = |t: &str, size| title_font(size).box_size(t).unwrap().0;
+        // `nf bench rma`'s default run: eight cases in the title.
+        let cases = ["put", "put-fence", "get", "acc"]
+            .iter()
+            .flat_map(|op| ["contig", "strided"].map(|l| format!("rma-{op}-{l}")))
+            .collect::<Vec<_>>()
+            .join(" vs ");
+        let long = format!("rma: {cases}");
+        assert!(width(&long, 30) > WIDTH, "the case this guards against");
+        let (fitted, size) = fitted_title(&long, WIDTH).unwrap();
+        assert!(
+            width(fitted.as_str(), size) <= WIDTH - TITLE_MARGIN,
+            "{fitted}"
+        );
+        // A short title keeps its words and the largest size.
+        assert_eq!(
+            fitted_title("ping-pong: shm", WIDTH).unwrap(),
+            ("ping-pong: shm".to_string(), 30)
+        );
+        // Far too long: cut short, marked.
+        let (cut, _) = fitted_title(&long.repeat(3), WIDTH).unwrap();
+        assert!(cut.ends_with('…') && cut.len() < long.len() * 3);
     }
 
     #[test]

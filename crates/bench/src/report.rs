@@ -7,9 +7,16 @@
 //!   "timestamp": "2025-01-01T12:00:00Z", "git": "abc1234", "poll_empty_ns": 12.3,
 //!   "params": { "iters": 1000, "warmup": 100 },
 //!   "results": [ { "size": 8, "iters": 1000, "min_us": 0.2, "avg_us": 0.25,
-//!                  "median_us": 0.24, "max_us": 3.1, "stddev_us": 0.1, "mb_per_s": 32.0 } ] }
+//!                  "median_us": 0.24, "max_us": 3.1, "stddev_us": 0.1, "mb_per_s": 33.3 } ] }
 //! ```
-//! `git` and `poll_empty_ns` are left out when unknown.
+//! `git` and `poll_empty_ns` are left out when unknown. Every benchmark writes this one
+//! shape: a run of several cases (`nf bench rma`'s operations × layouts) is one report
+//! whose rows name their case (`"case": "rma-put-contig"`, see [`Report::merged`]).
+//!
+//! The statistic is the median throughout: `mb_per_s` is `size / median_us`, so the
+//! rate and the time beside it describe the same sample; min, max and stddev show the
+//! spread. Tables are plain numbers with units in the column names and `#` comment
+//! lines, as the OSU benchmarks print them.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -61,8 +68,11 @@ pub struct SizeResult {
     pub max_us: f64,
     /// Sample standard deviation of the half round trip, µs.
     pub stddev_us: f64,
-    /// `size / avg_us`: bytes per µs, i.e. MB/s with MB = 10^6 B.
+    /// `size / median_us`: bytes per µs, i.e. MB/s with MB = 10^6 B.
     pub mb_per_s: f64,
+    /// Which case of a several-case report this row belongs to (see [`Report::merged`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
 }
 
 impl SizeResult {
@@ -76,7 +86,8 @@ impl SizeResult {
             median_us: s.median,
             max_us: s.max,
             stddev_us: s.stddev,
-            mb_per_s: mb_per_s(size, s.avg),
+            mb_per_s: mb_per_s(size, s.median),
+            case: None,
         }
     }
 
@@ -141,6 +152,25 @@ impl Report {
         }
     }
 
+    /// One report of several single-case ones (same transport and ranks): named
+    /// `bench`, params and poll cost of the first, every row tagged with its report's
+    /// `bench` as its `case`. `None` when `reports` is empty.
+    pub fn merged(bench: &str, reports: &[Report]) -> Option<Report> {
+        let first = reports.first()?;
+        let mut out = first.clone();
+        out.bench = bench.to_string();
+        out.results = reports
+            .iter()
+            .flat_map(|r| {
+                r.results.iter().map(|row| SizeResult {
+                    case: Some(r.bench.clone()),
+                    ..row.clone()
+                })
+            })
+            .collect();
+        Some(out)
+    }
+
     /// The report as pretty-printed JSON.
     pub fn to_json(&self) -> String {
         // A Report holds only strings, numbers and JSON values: encoding cannot fail.
@@ -200,10 +230,11 @@ impl Report {
         f.write_all(self.to_csv().as_bytes()).map_err(io)
     }
 
-    /// An aligned, human-readable table: a heading line, then one row per size.
+    /// A table for people and scripts alike: `#` lines say what was run and what each
+    /// column is, then one row of plain numbers per size (units in the column names).
     pub fn to_table(&self) -> String {
         let mut out = format!(
-            "{} over {}, {} ranks, host {}, {}{}\n",
+            "# {} over {}, {} ranks, host {}, {}{}\n",
             self.bench,
             self.transport,
             self.ranks,
@@ -214,28 +245,29 @@ impl Report {
                 .map(|g| format!(", git {g}"))
                 .unwrap_or_default()
         );
+        out.push_str(TABLE_LEGEND);
         let _ = writeln!(
             out,
-            "{:>10} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "size", "iters", "min µs", "avg µs", "median µs", "max µs", "stddev µs", "MB/s"
+            "#{:>11} {:>8} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "size_B", "iters", "median_us", "min_us", "max_us", "stddev_us", "mb_per_s"
         );
         for r in &self.results {
             let _ = writeln!(
                 out,
-                "{:>10} {:>7} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.1}",
-                fmt_size(r.size),
-                r.iters,
-                r.min_us,
-                r.avg_us,
-                r.median_us,
-                r.max_us,
-                r.stddev_us,
-                r.mb_per_s
+                "{:>12} {:>8} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>11.2}",
+                r.size, r.iters, r.median_us, r.min_us, r.max_us, r.stddev_us, r.mb_per_s
             );
         }
         out
     }
 }
+
+/// The `#` lines under a table's heading that say what its columns are.
+pub const TABLE_LEGEND: &str = "\
+# time = µs per sample (ping-pong: half round trip; rma: one operation; 9p: one message)
+# median_us min_us max_us stddev_us: of the time over `iters` samples; \
+mb_per_s = size_B / median_us (MB = 10^6 B)
+";
 
 /// A size with binary units when exact: `8 B`, `4 KiB`, `8 MiB`, `2000000 B`.
 pub fn fmt_size(size: usize) -> String {
@@ -322,7 +354,7 @@ mod tests {
         assert_eq!(r.iters, 3);
         assert!((r.avg_us - 0.25).abs() < 1e-12);
         assert!((r.median_us - 0.25).abs() < 1e-12);
-        // 8 B in 0.25 µs = 32 MB/s.
+        // 8 B in 0.25 µs (the median) = 32 MB/s.
         assert!((r.mb_per_s - 32.0).abs() < 1e-9);
         assert_eq!(SizeResult::from_samples(8, &[]), None);
     }
@@ -433,16 +465,51 @@ mod tests {
     fn table() {
         let t = sample().to_table();
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 5, "{t}");
-        assert!(lines[0].contains("pingpong over shm, 2 ranks, host node1"));
-        assert!(lines[2].trim_start().starts_with("8 B "), "{t}");
-        assert!(lines[2].contains("0.25"));
-        assert!(lines[2].trim_end().ends_with("32.0"));
-        assert!(lines[3].trim_start().starts_with("4 KiB "));
-        assert!(lines[4].trim_start().starts_with("2000000 B "));
-        // Columns line up.
-        let w = lines[1].chars().count();
-        assert!(lines[2..].iter().all(|l| l.chars().count() == w), "{t}");
+        assert_eq!(lines.len(), 7, "{t}");
+        assert!(lines[0].starts_with("# pingpong over shm, 2 ranks, host node1"));
+        assert!(lines[1..4].iter().all(|l| l.starts_with('#')), "{t}");
+        let rows: Vec<Vec<f64>> = lines[4..]
+            .iter()
+            .map(|l| l.split_whitespace().map(|x| x.parse().unwrap()).collect())
+            .collect();
+        // 8 B: samples 0.2, 0.25, 0.3: median 0.25, 8 / 0.25 = 32 MB/s.
+        assert_eq!(rows[0], [8.0, 3.0, 0.25, 0.2, 0.3, 0.05, 32.0]);
+        // 4 KiB: samples 1, 2, 3, 4: median 2.5, 4096 / 2.5 = 1638.4 MB/s (the mean
+        // would be 2.5 too; the 16 KiB case below tells them apart).
+        assert_eq!(rows[1][..3], [4096.0, 4.0, 2.5]);
+        assert_eq!(rows[1][6], 1638.4);
+        assert_eq!(rows[2][0], 2_000_000.0);
+        // Columns line up under the header.
+        let w = lines[3].chars().count();
+        assert!(lines[4..].iter().all(|l| l.chars().count() == w), "{t}");
+    }
+
+    #[test]
+    fn bandwidth_is_size_over_the_median_not_the_mean() {
+        // The issue's case: 16 KiB with one slow sample: median 2.75 µs, mean 25.75 µs.
+        let r = SizeResult::from_samples(16_384, &[2.0, 2.5, 3.0, 95.5]).unwrap();
+        assert_eq!(r.median_us, 2.75);
+        assert_eq!(r.avg_us, 25.75);
+        assert!(
+            (r.mb_per_s - 16_384.0 / 2.75).abs() < 1e-9,
+            "{}",
+            r.mb_per_s
+        );
+    }
+
+    #[test]
+    fn merged_reports_are_one_object_with_cased_rows() {
+        let (mut a, mut b) = (sample(), sample());
+        a.bench = "rma-put-contig".into();
+        b.bench = "rma-get-contig".into();
+        let m = Report::merged("rma", &[a, b]).unwrap();
+        assert_eq!(m.bench, "rma");
+        assert_eq!(m.results.len(), 6);
+        assert_eq!(m.results[0].case.as_deref(), Some("rma-put-contig"));
+        assert_eq!(m.results[5].case.as_deref(), Some("rma-get-contig"));
+        let v: serde_json::Value = serde_json::from_str(&m.to_json()).unwrap();
+        assert!(v.is_object() && v["results"][3]["case"] == "rma-get-contig");
+        assert!(Report::merged("rma", &[]).is_none());
     }
 
     #[test]

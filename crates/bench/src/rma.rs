@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use nf_rma::{Kind, Rma, RmaError, Scale, Shape, Xfer};
 
+use crate::params::{check_iters, check_sizes, ParamError};
 use crate::pingpong::{iters_for, SizeSamples};
 
 /// An operation to time.
@@ -110,6 +111,26 @@ pub struct Params {
     pub layouts: Vec<Layout>,
 }
 
+impl Params {
+    /// Whether the benchmark can run these: sizes positive multiples of 8 (accumulates
+    /// move doubles), at least one iteration, operation and layout.
+    pub fn check(&self) -> Result<(), ParamError> {
+        check_sizes(
+            &self.sizes,
+            |s| s > 0 && s.is_multiple_of(8),
+            "a positive multiple of 8 (accumulates move doubles)",
+        )?;
+        check_iters(self.iters)?;
+        if self.ops.is_empty() {
+            return Err(ParamError::new("ops", "", "give at least one operation"));
+        }
+        if self.layouts.is_empty() {
+            return Err(ParamError::new("layouts", "", "give at least one layout"));
+        }
+        Ok(())
+    }
+}
+
 /// The default sizes: powers of two from 8 B to 4 MiB.
 pub fn default_sizes() -> Vec<usize> {
     (3..=22).map(|p| 1usize << p).collect()
@@ -136,7 +157,7 @@ pub const PLOT_TEXT: crate::plot::PlotText = crate::plot::PlotText {
     title: "rma",
     time_caption: "time per operation (median)",
     time_axis: "time per operation (µs)",
-    rate_caption: "bandwidth (size / mean time per operation)",
+    rate_caption: "bandwidth (size / median time per operation)",
     x_axis: "transfer size",
 };
 
@@ -156,13 +177,11 @@ pub fn run(
             why: "needs at least 2 procs (nf run -n 2)".into(),
         });
     }
-    if let Some(&bad) = p.sizes.iter().find(|&&s| s == 0 || s % 8 != 0) {
-        return Err(RmaError::BadShape {
-            op: "bench rma",
-            arg: "sizes".into(),
-            why: format!("{bad} B is not a positive multiple of 8 (accumulates move doubles)"),
-        });
-    }
+    p.check().map_err(|e| RmaError::BadShape {
+        op: "bench rma",
+        arg: e.arg.into(),
+        why: e.to_string(),
+    })?;
     let max = p.sizes.iter().copied().max().unwrap_or(8);
     let room = 2 * max + 128 * 16 + 64;
     let bases = rma.malloc(FLAG_AREA + room)?;

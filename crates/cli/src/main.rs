@@ -7,9 +7,55 @@ mod cmd;
 
 use clap::{Parser, Subcommand};
 
+/// What `nf --help` adds below the commands.
+const AFTER_HELP: &str = "\
+Exit status:
+  0  success
+  1  a runtime or I/O error (including a failed job's cause, reported by nf run
+     as the failing rank's own status)
+  2  a usage error: bad arguments or settings, found before anything runs
+  3  the 9P server answered with an error (no such file, permission denied, …)
+  4  a timeout
+
+Logging: NF_LOG (else RUST_LOG) takes tracing directives: warn (default), info, debug,
+or target=level pairs such as nf_core=debug. `nf config` lists every setting.";
+
+/// Exit status of a usage error (also what clap exits with).
+const EXIT_USAGE: i32 = 2;
+/// Exit status of an error the 9P server answered with.
+const EXIT_REMOTE: i32 = 3;
+/// Exit status of a timeout.
+const EXIT_TIMEOUT: i32 = 4;
+/// Exit status of any other failure.
+const EXIT_FAILURE: i32 = 1;
+
+/// The exit status `err` calls for (see [`AFTER_HELP`]), from the first cause in its
+/// chain that says.
+fn exit_code(err: &anyhow::Error) -> i32 {
+    for cause in err.chain() {
+        if cause.is::<cmd::Usage>()
+            || cause.is::<nf_bench::params::ParamError>()
+            || cause.is::<nf_node::addr::AddrError>()
+        {
+            return EXIT_USAGE;
+        }
+        if let Some(c) = cause.downcast_ref::<nf_ninep::client::ClientError>() {
+            if c.errno().is_some() {
+                return EXIT_REMOTE;
+            }
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return EXIT_TIMEOUT;
+            }
+        }
+    }
+    EXIT_FAILURE
+}
+
 /// ninefold: one runtime for every transport of a cluster.
 #[derive(Parser)]
-#[command(name = "nf", version, about)]
+#[command(name = "nf", version, about, after_long_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,25 +64,67 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start N ranks of a program on this host.
+    ///
+    /// Each rank gets NF_RANK, NF_SIZE and the launcher's PMI address; a program joins
+    /// with nf_core::World::init(). With --hosts, ranks start on other hosts through
+    /// --remote (ssh by default). If a rank fails, the others are stopped and nf run
+    /// exits with that rank's status, naming it and the cause. Programs that link an
+    /// MPI library are refused (use mpirun / mpiexec; --allow-mpi forces them).
+    ///
+    /// Example: nf run -n 4 --tag-output -- ./my_prog arg
     Run(cmd::run::RunArgs),
     /// Demo job: ranks exchange active messages, run collectives, then ping-pong.
+    ///
+    /// Run by hand it starts its own N-rank job; under nf run, mpirun, hydra or srun it
+    /// is a rank of that job.
     Demo(cmd::demo::DemoArgs),
     /// Benchmarks.
+    ///
+    /// Every benchmark prints a table (plain numbers, units in column names, # lines
+    /// saying what each column is; the statistic is the median) and can write JSON
+    /// (one object per run), CSV and PNG. Run by hand, rank benchmarks start 2 ranks;
+    /// under a launcher they join its job. Arguments and output paths are checked
+    /// before anything starts.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
     /// Measure this host's protocol thresholds and cache them.
+    ///
+    /// Times frames against single-copy from 16 KiB to 32 MiB and writes the smallest
+    /// size from which single-copy is never more than 10% slower to the tune cache
+    /// (NF_TUNE_FILE), which NF_RNDV_THRESHOLD then defaults to.
     Tune(cmd::tune::TuneArgs),
     /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma memory).
     Serve(cmd::serve::ServeArgs),
+    /// Print every setting (NF_* variable), its value here and where it came from.
+    ///
+    /// Sources: env (set in this environment), tune cache (written by nf tune),
+    /// default. --markdown prints the table of meanings and defaults in the README.
+    Config(cmd::config::ConfigArgs),
+    /// Make TLS certificates for remote 9P: a CA, a node's, a user's (CN = user).
+    ///
+    /// nf cert ca, then nf cert node HOST for each server and nf cert user NAME for
+    /// each user; all X.509 v3, as rustls requires. Existing files are never replaced.
+    Cert(cmd::cert::CertArgs),
     /// List directories on a 9P server (ADDR:/path, or :/path for the local one).
+    ///
+    /// ADDR is unix:PATH, shm:PATH, tcp:HOST:PORT or tls:HOST:PORT (with --cert,
+    /// --key, --ca); :/path is the local server ($NF_ADDR, else nf serve's socket).
     Ls(cmd::files::LsArgs),
     /// Show a file's attributes.
-    Stat(cmd::files::PathsArgs),
+    ///
+    /// Type, mode, size, owner, links, mtime (local time; --epoch for seconds since
+    /// 1970) and qid, one per line.
+    Stat(cmd::files::StatArgs),
     /// Print files (streams and pipes print as data comes).
     Cat(cmd::files::PathsArgs),
     /// Write text (or standard input) to a file, creating it if missing.
     Write(cmd::files::WriteArgs),
     /// Copy a file between this host and a server, either way.
+    ///
+    /// As cp(1): a destination that is a directory (local or remote) or ends in /
+    /// receives the file under its own name.
+    ///
+    /// Example: nf cp :/ro/input.dat .
     Cp(cmd::files::CpArgs),
     /// Print the last lines of a file; -f follows what is appended.
     Tail(cmd::files::TailArgs),
@@ -51,13 +139,7 @@ fn main() {
     if matches!(cli.command, Command::Serve(_)) {
         cmd::serve::init_tracing();
     } else {
-        tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_env("NF_LOG")
-                    .unwrap_or_else(|_| "warn".into()),
-            )
-            .with_writer(std::io::stderr)
-            .init();
+        nf_core::log::init("nf", "warn");
     }
     let result = match cli.command {
         Command::Run(a) => cmd::run::main(a),
@@ -65,6 +147,8 @@ fn main() {
         Command::Bench(b) => cmd::bench::main(b),
         Command::Tune(a) => cmd::tune::main(a),
         Command::Serve(a) => cmd::serve::main(a),
+        Command::Cert(a) => cmd::cert::main(a),
+        Command::Config(a) => cmd::config::main(a),
         Command::Ls(a) => cmd::files::ls(a),
         Command::Stat(a) => cmd::files::stat(a),
         Command::Cat(a) => cmd::files::cat(a),
@@ -77,8 +161,14 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("nf: error: {e:#}");
-            std::process::exit(2);
+            let code = exit_code(&e);
+            // Under mpirun every rank checks the same arguments: rank 0 alone says
+            // what is wrong with them, so the user reads it once.
+            let echo = code == EXIT_USAGE && cmd::run::rank_under_launcher().unwrap_or(0) != 0;
+            if !echo {
+                eprintln!("nf: error: {e:#}");
+            }
+            std::process::exit(code);
         }
     }
 }

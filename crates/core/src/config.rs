@@ -1,27 +1,11 @@
 //! Every setting of the runtime, read once from the environment.
 //!
-//! | variable | meaning | default |
-//! |---|---|---|
-//! | `NF_SHM_DIR` | directory (a tmpfs) for shared-memory segments | `/dev/shm` |
-//! | `NF_SHM_RINGS` | receive rings per receiver, 1 ..= local ranks (seed 002's M) | `1` |
-//! | `NF_SHM_FRAMES` | frames per ring, a power of two | `128` |
-//! | `NF_SHM_FRAME_SIZE` | bytes per frame including its 64 B header | `16384` |
-//! | `NF_RNDV_THRESHOLD` | payloads of at least this many bytes go single-copy after a handshake | what `nf tune` cached, else `4194304` |
-//! | `NF_TUNE_FILE` | where `nf tune` caches its measurements | `$XDG_CACHE_HOME/ninefold/tune.json` or `~/.cache/ninefold/tune.json` |
-//! | `NF_MAX_PAYLOAD` | largest active-message payload accepted, sent or received | `1073741824` |
-//! | `NF_WAIT` | `spin`, `yield` (spin, then yield, then nap) or `auto` (spin unless oversubscribed) | `auto` |
-//! | `NF_PARK_US` | a rank that does not busy-poll (see `NF_WAIT`) sleeps in `poll(2)` after a wait found nothing for this many microseconds, until a network arrival may be waiting, when every peer is reached over tcp and it reads no connection itself (see `wait.rs`); `never` keeps the spin / yield / nap escalation | `50` |
-//! | `NF_PEER_CHECK_MS` | how often a waiting rank checks that its peers are alive | `250` |
-//! | `NF_TRANSPORTS` | transports a job may use, comma-separated: `shm`, `ofi`, `tcp`; same host → shm, other hosts → ofi when both ends open it, else tcp | `shm,ofi,tcp` |
-//! | `NF_TCP_BIND` | address the network transports bind (tcp listener; ofi's node for IP providers) | loopback if all peers are local, else the first non-loopback IPv4 |
-//! | `NF_TCP_HOT_US` | a tcp connection this rank sent on or received from is read directly by its polls for this long after its last traffic (then the progress thread serves it again); `0` leaves every arrival to the progress thread | `500` with same-host (shm) peers, else `20000` |
-//! | `NF_OFI_PROVIDER` | libfabric provider of the ofi transport (`tcp`, `verbs`, `efa`, …; `fi_info -l` lists them) | `tcp` |
-//! | `NF_OFI_NODE` | source address (node) the ofi endpoint binds | for `tcp`/`sockets`/`udp`: as `NF_TCP_BIND`; else the provider's choice |
-//! | `NF_OFI_PACKET` | largest payload of one ofi packet, bytes; every rank must use the same (see `netconf.rs`) | `15872` |
-//! | `NF_OFI_POLL_EVERY` | while shm routes exist, the ofi completion queue is read on every Nth empty poll (reading it costs system calls with the tcp provider); 1 reads it on every poll | `1024` |
-//! | `NF_DEAD_AFTER_MS` | a network peer that stops answering (host down, link cut) is lost after about this long: tcp user timeout and keepalive, ofi `dead_after` | tcp `20000`, ofi `30000` |
-//! | `NF_SHOW_TRANSPORTS` | if set (not `0`), rank 0 prints the peer × transport matrix after wire-up | unset |
-//! | `NF_HOST` | this host's identity (set by multi-host launchers; ranks with equal values share memory) | host name + boot id |
+//! What each variable means and its default are listed once, in
+//! [`crate::settings::SETTINGS`] (`nf config` prints them with their values here; the
+//! README's table is generated from it). A few notes the list is too short for:
+//! `NF_PARK_US` applies when every peer is reached over tcp and the rank reads no
+//! connection itself (see `wait.rs`); `NF_OFI_PACKET` must be equal on every rank (see
+//! `netconf.rs`); `NF_TCP_HOT_US` `0` leaves every arrival to the progress thread.
 //!
 //! The rank, size and wire-up come from the launcher: `nf run` (`NF_RANK`, `NF_SIZE`,
 //! `NF_PMI_ADDR` …), a PMIx launcher (`PMIX_NAMESPACE`, `PMIX_RANK`) or a PMI-2 one
@@ -185,11 +169,7 @@ impl Config {
             };
         }
         if let Ok(v) = std::env::var("NF_TRANSPORTS") {
-            c.transports = v.parse().map_err(|why: String| CoreError::Config {
-                var: "NF_TRANSPORTS",
-                value: format!("{v} ({why})"),
-                expected: "a comma-separated list of shm, ofi, tcp",
-            })?;
+            c.transports = parse_transports(&v)?;
         }
         if let Some(ip) = var("NF_TCP_BIND", "an IP address")? {
             c.tcp_bind = Some(ip);
@@ -233,5 +213,27 @@ impl Config {
             });
         }
         Ok(c)
+    }
+}
+
+/// `NF_TRANSPORTS`'s value; the error quotes the value alone and says why after it.
+fn parse_transports(v: &str) -> Result<Allowed, CoreError> {
+    v.parse().map_err(|why: String| CoreError::ConfigWhy {
+        var: "NF_TRANSPORTS",
+        value: v.to_owned(),
+        why: format!("{why}; expected a comma-separated list of shm, ofi, tcp"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_transport_list_is_quoted_whole_then_explained() {
+        let e = parse_transports("bogus").unwrap_err().to_string();
+        assert!(e.starts_with("NF_TRANSPORTS=\"bogus\" is invalid: "), "{e}");
+        assert!(e.contains("shm, ofi, tcp"), "{e}");
+        assert!(parse_transports("shm,tcp").is_ok());
     }
 }

@@ -21,6 +21,16 @@ pub enum CoreError {
         /// What it should look like.
         expected: &'static str,
     },
+    /// An environment setting could not be parsed, for a reason of its own.
+    #[error("{var}={value:?} is invalid: {why}")]
+    ConfigWhy {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong and what it should look like.
+        why: String,
+    },
     /// A destination rank outside the world.
     #[error("rank {rank} is outside the world of {size} ranks (valid: 0..{size})")]
     NoSuchRank {

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod elf;
 mod error;
 pub mod hosts;
 mod job;

@@ -70,6 +70,32 @@ pub enum TlsError {
         /// rustls' reason.
         source: rustls::Error,
     },
+    /// A certificate rustls cannot use because it is not X.509 v3.
+    #[error(
+        "{what} {} is an X.509 v{version} certificate; rustls (and so ninefold) needs v3. \
+         Make it with `nf cert` (`nf cert user NAME`, `nf cert node HOST`), or with openssl \
+         add the v3 extensions: `openssl x509 -req … -extfile <(printf \
+         'basicConstraints=CA:FALSE\\nkeyUsage=digitalSignature\\nextendedKeyUsage=clientAuth')`",
+        path.display()
+    )]
+    CertVersion {
+        /// Which certificate (`certificate`, `CA certificate`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Its X.509 version (1 or 2).
+        version: u32,
+    },
+    /// The peer presented a certificate that is not X.509 v3.
+    #[error(
+        "TLS handshake with {peer}: the peer's certificate is not X.509 v3 (an \
+         `openssl x509 -req` certificate made without -extfile is v1); remake it with \
+         `nf cert user NAME` or add -extfile with basicConstraints"
+    )]
+    PeerCertVersion {
+        /// The peer.
+        peer: String,
+    },
     /// The client certificate names no user.
     #[error("the client certificate has no common name (CN) to use as the 9P user")]
     NoCommonName,
@@ -96,7 +122,24 @@ fn certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>
     if certs.is_empty() {
         return Err(bad("no PEM certificate in it".into()));
     }
+    for c in &certs {
+        // rustls verifies v3 certificates only; say so here rather than as a
+        // handshake failure on the other side.
+        if let Some(version) = x509_version(c).filter(|&v| v != 3) {
+            return Err(TlsError::CertVersion {
+                what,
+                path: path.to_path_buf(),
+                version,
+            });
+        }
+    }
     Ok(certs)
+}
+
+/// The X.509 version (1, 2, 3) of a DER certificate; `None` if it does not parse.
+fn x509_version(der: &[u8]) -> Option<u32> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    Some(cert.version().0 + 1)
 }
 
 fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
@@ -170,9 +213,20 @@ impl TlsTransport {
         let peer = sock
             .peer_addr()
             .map_or_else(|_| String::from("?"), |a| a.to_string());
-        let io_err = |source| TlsError::Io {
-            peer: peer.clone(),
-            source,
+        let io_err = |source: io::Error| {
+            // rustls hands its verdict on the peer's certificate back as an io::Error.
+            let bad_version = source
+                .get_ref()
+                .and_then(|e| e.downcast_ref::<rustls::Error>())
+                .is_some_and(|e| format!("{e:?}").contains("UnsupportedCertVersion"));
+            if bad_version {
+                TlsError::PeerCertVersion { peer: peer.clone() }
+            } else {
+                TlsError::Io {
+                    peer: peer.clone(),
+                    source,
+                }
+            }
         };
         sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
             .map_err(io_err)?;

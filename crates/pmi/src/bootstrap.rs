@@ -17,6 +17,7 @@
 //! [`Bootstrap`] itself and hands it to the core (`nf_core::World::init_from`).
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 
 use crate::error::PmiError;
 
@@ -78,18 +79,79 @@ pub(crate) fn global_key(key: &str, rank: usize) -> String {
     format!("{key}.{rank}")
 }
 
+/// A launcher that can start this process as a rank of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    /// ninefold's own `nf run` (`NF_PMI_ADDR`).
+    NfRun,
+    /// A PMIx launcher such as Open MPI's `mpirun` (`PMIX_NAMESPACE`).
+    Pmix,
+    /// A PMI-2 launcher such as `srun --mpi=pmi2` or MPICH's hydra (`PMI_FD`).
+    Pmi2,
+}
+
+impl Launcher {
+    /// The launcher's name in messages, as [`Bootstrap::source`] gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Launcher::NfRun => "nf run",
+            Launcher::Pmix => "PMIx",
+            Launcher::Pmi2 => "PMI-2",
+        }
+    }
+}
+
+/// A launcher found in the environment, and this process's rank as it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detected {
+    /// Which launcher.
+    pub launcher: Launcher,
+    /// This process's rank, from the launcher's variables.
+    pub rank: usize,
+}
+
+/// Which launcher the environment read through `lookup` says started this process, in
+/// [`from_env`]'s order, without contacting it: `Ok(None)` for none (a singleton), an
+/// error naming the variable when a launcher's environment is half set.
+pub fn detect_launcher(
+    lookup: impl Fn(&str) -> Option<OsString>,
+) -> Result<Option<Detected>, PmiError> {
+    // Each detect below has checked that the rank it reads is a number.
+    let number = |v: Option<OsString>| {
+        v.and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok()))
+            .unwrap_or(0)
+    };
+    if let Some(env) = crate::JobEnv::from_lookup(&lookup)? {
+        return Ok(Some(Detected {
+            launcher: Launcher::NfRun,
+            rank: env.rank,
+        }));
+    }
+    if crate::pmix::detect(&lookup)? {
+        return Ok(Some(Detected {
+            launcher: Launcher::Pmix,
+            rank: number(lookup("PMIX_RANK")),
+        }));
+    }
+    if let Some(env) = crate::pmi2::detect(&lookup)? {
+        return Ok(Some(Detected {
+            launcher: Launcher::Pmi2,
+            rank: env.rank.parse().unwrap_or(0),
+        }));
+    }
+    Ok(None)
+}
+
 /// The wire-up this process's environment describes (see the module doc for the order).
 pub fn from_env() -> Result<Box<dyn Bootstrap>, PmiError> {
-    if let Some(c) = crate::Client::from_env()? {
-        return Ok(Box::new(c));
-    }
-    if let Some(c) = crate::pmix::Client::from_env()? {
-        return Ok(Box::new(c));
-    }
-    if let Some(c) = crate::pmi2::Client::from_env()? {
-        return Ok(Box::new(c));
-    }
-    Ok(Box::new(Singleton::new()))
+    let found = detect_launcher(|n| std::env::var_os(n))?.map(|d| d.launcher);
+    let joined: Option<Box<dyn Bootstrap>> = match found {
+        None => None,
+        Some(Launcher::NfRun) => crate::Client::from_env()?.map(|c| Box::new(c) as _),
+        Some(Launcher::Pmix) => crate::pmix::Client::from_env()?.map(|c| Box::new(c) as _),
+        Some(Launcher::Pmi2) => crate::pmi2::Client::from_env()?.map(|c| Box::new(c) as _),
+    };
+    Ok(joined.unwrap_or_else(|| Box::new(Singleton::new())))
 }
 
 /// A job of one rank: nothing to exchange with, so puts are kept for our own gets.
@@ -161,5 +223,31 @@ mod tests {
         assert!(s.get(1, "nf.host").is_err());
         assert!(s.get(0, "nf.other").is_err());
         assert!(crate::env::is_valid_job_id(s.job_id()));
+    }
+
+    #[test]
+    fn launchers_are_detected_in_from_envs_order() {
+        use crate::env::fake_lookup as lookup;
+        let nf = [
+            ("NF_PMI_ADDR", "/tmp/x.sock"),
+            ("NF_SIZE", "2"),
+            ("NF_RANK", "1"),
+            ("NF_JOB_ID", "j1"),
+        ];
+        let pmix = [("PMIX_NAMESPACE", "ns"), ("PMIX_RANK", "1")];
+        let pmi2 = [("PMI_FD", "7"), ("PMI_RANK", "1"), ("PMI_SIZE", "2")];
+        assert_eq!(detect_launcher(lookup(&[])).unwrap(), None);
+        let found = |vars: &[(&str, &str)]| {
+            detect_launcher(lookup(vars))
+                .unwrap()
+                .map(|d| (d.launcher, d.rank))
+        };
+        assert_eq!(found(&pmi2), Some((Launcher::Pmi2, 1)));
+        let both: Vec<_> = pmix.iter().chain(&pmi2).copied().collect();
+        assert_eq!(found(&both), Some((Launcher::Pmix, 1)));
+        let all: Vec<_> = nf.iter().chain(&both).copied().collect();
+        assert_eq!(found(&all), Some((Launcher::NfRun, 1)));
+        let err = detect_launcher(lookup(&[("PMIX_NAMESPACE", "ns")])).unwrap_err();
+        assert!(err.to_string().contains("PMIX_RANK"), "{err}");
     }
 }

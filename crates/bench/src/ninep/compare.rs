@@ -209,7 +209,13 @@ impl Comparison {
             );
         }
         if !self.ratios.is_empty() {
-            let _ = writeln!(out, "\nratios ours / theirs (above 1: ours is faster)");
+            let _ = writeln!(
+                out,
+                "\n# ratios ours / theirs (above 1: ours is faster). ours, theirs: the rate of \
+                 all rounds' samples pooled (median);\n# ratio: the median of the per-round \
+                 ratios, which a load spike hitting both servers in one round does not \
+                 move,\n# so it need not equal ours / theirs"
+            );
             let _ = writeln!(
                 out,
                 "{:<6} {:>9} {:>12} {:>12} {:>9}  unit",

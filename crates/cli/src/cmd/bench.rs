@@ -4,9 +4,12 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use nf_bench::params::{check_writable, ParamError};
 use nf_bench::pingpong::{self, Measured, Params};
 use nf_bench::report::{Report, SizeResult};
 use nf_core::World;
+
+use super::progress::{Mode, Progress};
 
 /// Benchmarks.
 #[derive(Subcommand)]
@@ -55,7 +58,8 @@ pub struct PingpongArgs {
 /// Where a benchmark writes its reports (besides the table on stdout).
 #[derive(Args)]
 pub struct Outputs {
-    /// Write the report as JSON here (an array when a run makes several).
+    /// Write the report as JSON here (one object; a run of several cases tags each
+    /// row with its `case`).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Write the report as CSV here.
@@ -64,6 +68,25 @@ pub struct Outputs {
     /// Plot latency and bandwidth against size into this PNG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// No progress on stderr (otherwise a bar on a terminal, a line per step elsewhere).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl Outputs {
+    /// That every report path given can be written, before anything is measured.
+    pub fn check(&self) -> Result<(), ParamError> {
+        for (arg, path) in [
+            ("json", &self.json),
+            ("csv", &self.csv),
+            ("plot", &self.plot),
+        ] {
+            if let Some(p) = path {
+                check_writable(arg, p)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Dispatches a bench subcommand.
@@ -99,34 +122,36 @@ fn plot(a: PlotArgs) -> anyhow::Result<i32> {
 }
 
 fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
-    if !super::run::under_launcher() {
-        return super::run::relaunch_self(2);
-    }
-    let world = World::init().context("joining the job")?;
     let params = Params {
         sizes: a.sizes.clone().unwrap_or_else(pingpong::default_sizes),
         iters: a.iters,
         warmup: a.warmup,
     };
-    let bar = (world.rank() == 0).then(|| {
-        progress_bar(
+    params.check()?;
+    a.out.check()?;
+    if !super::run::under_launcher()? {
+        return super::run::relaunch_self(2);
+    }
+    let world = World::init().context("joining the job")?;
+    let mut progress = (world.rank() == 0).then(|| {
+        Progress::new(
+            "pingpong",
             params.sizes.len() as u64,
-            "pingpong {bar:30} {pos}/{len} sizes, last {msg}",
+            Mode::detect(a.out.quiet),
         )
     });
     let measured = pingpong::run(&world, &params, |size| {
-        if let Some(b) = &bar {
-            b.set_message(format!("{size} B"));
-            b.inc(1);
+        if let Some(p) = &mut progress {
+            p.step(&format!("{size} B"));
         }
     })?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
+    if let Some(p) = progress {
+        p.finish();
     }
     if let Some(m) = measured {
         let report = report_of(&m, &world, &params);
         print!("{}", report.to_table());
-        println!("empty poll: {:.1} ns", m.poll_empty_ns);
+        println!("# empty_poll_ns {:.1}", m.poll_empty_ns);
         if let Some(p) = &a.out.json {
             report.write_json(p)?;
         }
@@ -140,15 +165,6 @@ fn run_pingpong(a: PingpongArgs) -> anyhow::Result<i32> {
     }
     world.finalize()?;
     Ok(0)
-}
-
-/// A bar on stderr drawn with `template` (hidden when stderr is not a terminal).
-pub fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(len);
-    let style = indicatif::ProgressStyle::with_template(template)
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-    bar.set_style(style);
-    bar
 }
 
 /// The transport rank 0 uses to reach rank 1 (what the ping-pong measured).

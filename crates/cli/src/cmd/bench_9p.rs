@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use nf_bench::ninep::{self, servers, Params, Served, Test};
+use nf_bench::params::{check_writable, ParamError};
 use nf_bench::plot::{plot_reports, PlotText};
+
+use super::progress::{Mode, Progress};
 
 /// Arguments of `nf bench 9p`.
 #[derive(Args)]
@@ -52,6 +55,9 @@ pub struct NinepArgs {
     /// Plot streaming read and write into PREFIX-read.png and PREFIX-write.png.
     #[arg(long, value_name = "PREFIX")]
     pub plot: Option<PathBuf>,
+    /// No progress on stderr (otherwise a bar on a terminal, a line per run elsewhere).
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// A private working directory, removed on drop.
@@ -73,10 +79,19 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
         alternations: a.alternations.max(1),
         user: nf_node::connect::default_user(),
     };
-    anyhow::ensure!(
-        params.msizes.iter().all(|&m| m >= 4096),
-        "--msizes: every msize must be at least 4096 bytes"
-    );
+    if let Some(bad) = params.msizes.iter().find(|&&m| m < 4096) {
+        return Err(
+            ParamError::new("msizes", bad, "every msize must be at least 4096 bytes").into(),
+        );
+    }
+    for (arg, path) in [("json", &a.json), ("csv", &a.csv)] {
+        if let Some(p) = path {
+            check_writable(arg, p)?;
+        }
+    }
+    if let Some(prefix) = &a.plot {
+        check_writable("plot", &suffixed(prefix, "read"))?;
+    }
     let work = Workdir(std::env::temp_dir().join(format!("nf-bench-9p-{}", std::process::id())));
     std::fs::create_dir_all(&work.0).with_context(|| format!("creating {}", work.0.display()))?;
     let export = match &a.dir {
@@ -107,12 +122,11 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
     }
 
     let cases = params.msizes.len() * params.alternations * served.len();
-    let bar = super::bench::progress_bar(cases as u64, "9p {bar:30} {pos}/{len} runs, last {msg}");
+    let mut progress = Progress::new("9p", cases as u64, Mode::detect(a.quiet));
     let mut comparison = ninep::run(&served, &params, |server, msize| {
-        bar.set_message(format!("{server} at msize {msize}"));
-        bar.inc(1);
+        progress.step(&format!("{server} at msize {msize}"));
     })?;
-    bar.finish_and_clear();
+    progress.finish();
     comparison.git = git_revision();
 
     print!("{}", comparison.to_table());
@@ -131,7 +145,7 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
                 title,
                 time_caption: "time per message (median)",
                 time_axis: "µs per message",
-                rate_caption: "data rate (bytes per message / mean time)",
+                rate_caption: "data rate (bytes per message / median time)",
                 x_axis: "bytes per message (msize − 24)",
             };
             let reports = comparison.reports(test);

@@ -7,6 +7,8 @@ use nf_bench::rma::{self, Layout, Measured, Op, Params};
 use nf_core::World;
 use nf_rma::{Rma, Route, WorldWireup};
 
+use super::progress::{Mode, Progress};
+
 /// Arguments of `nf bench rma`.
 #[derive(Args)]
 pub struct RmaArgs {
@@ -35,12 +37,6 @@ pub struct RmaArgs {
 
 /// Runs the benchmark (starting 2 ranks when run by hand).
 pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
-    if !super::run::under_launcher() {
-        return super::run::relaunch_self(2);
-    }
-    let world = World::init().context("joining the job")?;
-    let wire = WorldWireup::new(&world).context("rma wire-up")?;
-    let rma = Rma::new(&wire).context("joining the job's global memory")?;
     let params = Params {
         sizes: a.sizes.clone().unwrap_or_else(rma::default_sizes),
         iters: a.iters,
@@ -48,15 +44,31 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
         ops: a.ops.clone(),
         layouts: a.layouts.clone(),
     };
+    params.check()?;
+    a.out.check()?;
+    if !super::run::under_launcher()? {
+        return super::run::relaunch_self(2);
+    }
+    let world = World::init().context("joining the job")?;
+    let wire = WorldWireup::new(&world).context("rma wire-up")?;
+    let rma = Rma::new(&wire).context("joining the job's global memory")?;
     let path = match rma.route(1) {
         Route::Direct => "rma-direct",
         Route::Native => "rma-ofi-native",
         Route::Service => "rma-service-tcp",
     };
+    let steps = params.ops.len() * params.layouts.len() * params.sizes.len();
+    let mut progress =
+        (rma.rank() == 0).then(|| Progress::new("rma", steps as u64, Mode::detect(a.out.quiet)));
     let measured = rma::run(&rma, &params, |op, layout, size| {
-        eprintln!("rma {} {} {size} B done", op.name(), layout.name());
+        if let Some(p) = &mut progress {
+            p.step(&format!("{} {} {size} B", op.name(), layout.name()));
+        }
     })
     .context("measuring")?;
+    if let Some(p) = progress {
+        p.finish();
+    }
     if let Some(m) = measured {
         let reports: Vec<Report> = m
             .iter()
@@ -67,11 +79,13 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
             print!("{}", r.to_table());
         }
         if let Some(p) = &a.out.json {
-            let text = match reports.as_slice() {
-                [one] => one.to_json(),
-                many => serde_json::to_string_pretty(many)?,
+            // One object, as every bench writes: a single case as it is, several as
+            // one report whose rows name their case.
+            let report = match reports.as_slice() {
+                [one] => one.clone(),
+                many => Report::merged("rma", many).context("no cases measured")?,
             };
-            std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
+            report.write_json(p)?;
         }
         if let Some(p) = &a.out.csv {
             let mut text = String::new();

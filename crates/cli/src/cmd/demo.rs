@@ -25,7 +25,7 @@ pub struct DemoArgs {
 
 /// Runs the demo (starting the job first when run by hand).
 pub fn main(a: DemoArgs) -> anyhow::Result<i32> {
-    if !super::run::under_launcher() {
+    if !super::run::under_launcher()? {
         return super::run::relaunch_self(a.nprocs);
     }
     let world = World::init().context("joining the job")?;

@@ -110,6 +110,19 @@ pub struct PathsArgs {
     pub conn: ConnArgs,
 }
 
+/// Arguments of `nf stat`.
+#[derive(Args, Debug)]
+pub struct StatArgs {
+    /// The files.
+    #[arg(required = true, value_name = "ADDR:/PATH")]
+    pub paths: Vec<String>,
+    /// Print mtime as seconds.nanoseconds since the epoch instead of local time.
+    #[arg(long)]
+    pub epoch: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
 /// Arguments of `nf write`.
 #[derive(Args, Debug)]
 pub struct WriteArgs {
@@ -269,7 +282,7 @@ fn mode_string(mode: u32) -> String {
 }
 
 /// `nf stat`.
-pub fn stat(a: PathsArgs) -> anyhow::Result<i32> {
+pub fn stat(a: StatArgs) -> anyhow::Result<i32> {
     let mut out = io::stdout().lock();
     for arg in &a.paths {
         let (root, t) = a.conn.open(arg)?;
@@ -293,10 +306,39 @@ pub fn stat(a: PathsArgs) -> anyhow::Result<i32> {
         writeln!(out, "uid {}", s.attr.uid)?;
         writeln!(out, "gid {}", s.attr.gid)?;
         writeln!(out, "nlink {}", s.attr.nlink)?;
-        writeln!(out, "mtime {}.{:09}", s.attr.mtime.sec, s.attr.mtime.nsec)?;
+        let (sec, nsec) = (s.attr.mtime.sec, s.attr.mtime.nsec);
+        if a.epoch {
+            writeln!(out, "mtime {sec}.{nsec:09}")?;
+        } else {
+            writeln!(out, "mtime {}", local_time(sec as i64, nsec as u32))?;
+        }
         writeln!(out, "qid {:#018x} version {}", s.qid.path, s.qid.version)?;
     }
     Ok(0)
+}
+
+/// `sec.nsec` since the epoch as this host's local time, as stat(1) prints it:
+/// `2026-11-25 19:55:07.123456789 +0100`.
+fn local_time(sec: i64, nsec: u32) -> String {
+    let t = sec as libc::time_t;
+    // SAFETY: `tm` is plain data that localtime_r fills in; `t` outlives the call.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format!("{sec}.{nsec:09} (seconds since the epoch)");
+    }
+    let off = tm.tm_gmtoff / 60;
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{nsec:09} {}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        if off < 0 { '-' } else { '+' },
+        off.abs() / 60,
+        off.abs() % 60
+    )
 }
 
 /// `nf cat`.
@@ -327,23 +369,32 @@ pub fn write(a: WriteArgs) -> anyhow::Result<i32> {
 /// `nf cp`: local → remote, remote → local, or remote → remote.
 pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
     match (is_remote(&a.from), is_remote(&a.to)) {
-        (false, false) => bail!(
-            "nf cp {} {}: neither is remote; name one as ADDR:/path or :/path",
-            a.from,
-            a.to
-        ),
+        (false, false) => {
+            return Err(super::Usage(format!(
+                "nf cp {} {}: neither is remote; name one as ADDR:/path or :/path",
+                a.from, a.to
+            ))
+            .into())
+        }
         (true, false) => {
             let (root, t) = a.conn.open(&a.from)?;
             let mut file = root.open(&t.path, flags_r())?;
-            let mut out = LocalFile::create(&a.to)
-                .with_context(|| format!("creating local file {}", a.to))?;
+            let to = std::path::Path::new(&a.to);
+            let to = if to.is_dir() || a.to.ends_with('/') {
+                to.join(base_name(&t.path)?)
+            } else {
+                to.to_path_buf()
+            };
+            let mut out = LocalFile::create(&to)
+                .with_context(|| format!("creating local file {}", to.display()))?;
             copy_out(&mut file, &mut out)?;
         }
         (false, true) => {
             let mut input = LocalFile::open(&a.from)
                 .with_context(|| format!("opening local file {}", a.from))?;
             let (root, t) = a.conn.open(&a.to)?;
-            let mut file = open_for_write(&root, &t.path, false)?;
+            let to = remote_destination(&root, &t.path, &a.from)?;
+            let mut file = open_for_write(&root, &to, false)?;
             copy_in(&mut input, &mut file)?;
             file.close()?;
         }
@@ -351,7 +402,8 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
             let (src_root, src) = a.conn.open(&a.from)?;
             let (dst_root, dst) = a.conn.open(&a.to)?;
             let mut from = src_root.open(&src.path, flags_r())?;
-            let mut to = open_for_write(&dst_root, &dst.path, false)?;
+            let dst = remote_destination(&dst_root, &dst.path, &src.path)?;
+            let mut to = open_for_write(&dst_root, &dst, false)?;
             loop {
                 let data = from.read_chunk(from.position(), from.chunk())?;
                 if data.is_empty() {
@@ -364,6 +416,24 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// The last component of `path` (a file's name to copy under), as cp(1) takes it.
+fn base_name(path: &str) -> anyhow::Result<&str> {
+    match path.trim_end_matches('/').rsplit('/').next() {
+        Some(name) if !name.is_empty() && name != "." && name != ".." => Ok(name),
+        _ => bail!("{path:?} names no file to copy"),
+    }
+}
+
+/// Where a copy of `from` lands on a server given `to`: inside `to` when it is a
+/// directory (or ends with `/`), as cp(1) does; else `to` itself.
+fn remote_destination(root: &Root, to: &str, from: &str) -> anyhow::Result<String> {
+    let is_dir = to.ends_with('/') || root.stat(to).is_ok_and(|s| s.is_dir());
+    if !is_dir {
+        return Ok(to.to_owned());
+    }
+    Ok(format!("{}/{}", to.trim_end_matches('/'), base_name(from)?))
 }
 
 /// `nf rm`.

@@ -3,8 +3,24 @@
 pub mod bench;
 pub mod bench_9p;
 pub mod bench_rma;
+pub mod cert;
+pub mod config;
 pub mod demo;
 pub mod files;
+pub mod progress;
 pub mod run;
 pub mod serve;
 pub mod tune;
+
+/// A command line that cannot work as given (exit status 2), as opposed to a failure
+/// while running it.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}

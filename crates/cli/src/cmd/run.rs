@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Pin rank r to core r mod cores.
     #[arg(long, value_enum, default_value_t = Bind::None)]
     pub bind_to: Bind,
+    /// Start the program even though it links an MPI library (also `NF_ALLOW_MPI=1`):
+    /// each rank then is a singleton MPI job of its own.
+    #[arg(long)]
+    pub allow_mpi: bool,
     /// The program and its arguments.
     #[arg(last = true, required = true, value_name = "PROG ARGS")]
     pub command: Vec<OsString>,
@@ -58,11 +62,14 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
         .command
         .split_first()
         .context("no program given after --")?;
+    if !(a.allow_mpi || allow_mpi_from_env()) {
+        refuse_mpi_program(Path::new(program))?;
+    }
     let timeout = a
         .timeout
         .map(|s| {
             Duration::try_from_secs_f64(s)
-                .with_context(|| format!("--timeout {s}: not a duration in seconds"))
+                .map_err(|_| super::Usage(format!("--timeout {s}: not a duration in seconds")))
         })
         .transpose()?;
     let hosts = match &a.hosts {
@@ -76,7 +83,9 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
     let nprocs = match (a.nprocs, &hosts) {
         (Some(n), _) => n,
         (None, Some(h)) => h.total(),
-        (None, None) => anyhow::bail!("give the number of ranks with -n, or --hosts"),
+        (None, None) => {
+            return Err(super::Usage("give the number of ranks with -n, or --hosts".into()).into())
+        }
     };
     let spec = LaunchSpec {
         nprocs,
@@ -94,7 +103,29 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
             Vec::new()
         },
     };
-    launch_on(&spec, hosts.as_ref())
+    launch_on(&spec, hosts.as_ref(), "nf run")
+}
+
+/// Environment variable that lets `nf run` start MPI programs (as `--allow-mpi`).
+pub const ALLOW_MPI: &str = "NF_ALLOW_MPI";
+
+fn allow_mpi_from_env() -> bool {
+    std::env::var_os(ALLOW_MPI).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// An MPI program under `nf run` learns nothing from it: every rank would call
+/// `MPI_Init` alone and run as rank 0 of 1. Refuses a program linking an MPI library.
+fn refuse_mpi_program(program: &Path) -> anyhow::Result<()> {
+    match nf_launch::elf::mpi_library_of(program) {
+        None => Ok(()),
+        Some(lib) => anyhow::bail!(
+            "{} links {lib}: it is an MPI program, and under nf run each rank would be a \
+             separate 1-rank MPI job. Start it with mpirun / mpiexec (or srun); ninefold \
+             wires up through them. To start it under nf run anyway, pass --allow-mpi \
+             or set {ALLOW_MPI}=1.",
+            program.display()
+        ),
+    }
 }
 
 /// `--pmi-bind`: `IP` (any free port) or `IP:PORT`.
@@ -104,14 +135,10 @@ fn parse_bind(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{s:?} is not an IP address (or IP:PORT)"))
 }
 
-/// Launches `spec` on this machine (see [`launch_on`]).
-pub fn launch(spec: &LaunchSpec) -> anyhow::Result<i32> {
-    launch_on(spec, None)
-}
-
 /// Launches `spec` here or across `hosts`, removes the job's shared-memory segments on
-/// this machine afterwards, and reports a failure naming the rank (and host) and cause.
-pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>) -> anyhow::Result<i32> {
+/// this machine afterwards, and reports a failure naming the rank (and host) and cause,
+/// as the command `who` the user typed.
+pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>, who: &str) -> anyhow::Result<i32> {
     let shm_dir =
         PathBuf::from(std::env::var_os("NF_SHM_DIR").unwrap_or_else(|| "/dev/shm".into()));
     let cleanup = |job: &str| {
@@ -124,7 +151,7 @@ pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>) -> anyhow::Result<i32
     .with_context(|| format!("cannot launch {}", spec.program.display()))?;
     let code = report.outcome.exit_code();
     if code != 0 {
-        eprintln!("nf run: job {} failed: {}", report.job_id, report.outcome);
+        eprintln!("{who}: job {} failed: {}", report.job_id, report.outcome);
     }
     Ok(code)
 }
@@ -142,10 +169,26 @@ pub fn relaunch_self(n: usize) -> anyhow::Result<i32> {
         bind: Binding::None,
         env: Vec::new(),
     };
-    launch(&spec)
+    // Failures are reported as the command typed (`nf bench rma`), not as `nf run`.
+    let typed: Vec<String> = std::env::args()
+        .skip(1)
+        .take_while(|a| !a.starts_with('-'))
+        .collect();
+    launch_on(&spec, None, &format!("nf {}", typed.join(" ")))
 }
 
-/// Whether this process was started by a launcher (it is a rank of a job).
-pub fn under_launcher() -> bool {
-    std::env::var_os(nf_pmi::env::PMI_ADDR).is_some()
+/// Whether this process was started by a launcher — `nf run`, or a PMIx / PMI-2 one
+/// such as `mpirun`, hydra or `srun` — so it is a rank of a job and must join it rather
+/// than start a job of its own. The detection is the one `World::init` wires up by.
+pub fn under_launcher() -> anyhow::Result<bool> {
+    Ok(nf_pmi::bootstrap::detect_launcher(|n| std::env::var_os(n))?.is_some())
+}
+
+/// This process's rank if a launcher started it (`None` by hand or when the
+/// launcher's environment is unusable).
+pub fn rank_under_launcher() -> Option<usize> {
+    nf_pmi::bootstrap::detect_launcher(|n| std::env::var_os(n))
+        .ok()
+        .flatten()
+        .map(|d| d.rank)
 }

@@ -157,10 +157,12 @@ impl Write for Tee {
 
 /// Sets up logging for the server: `NF_LOG` (default `info`) to stderr and `/log`.
 pub fn init_tracing() {
+    let (filter, warning) = nf_core::log::filter_from(|v| std::env::var(v).ok(), "info");
+    if let Some(w) = warning {
+        eprintln!("nf serve: {w}");
+    }
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("NF_LOG").unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(filter)
         .with_ansi(false)
         .with_writer(|| Tee)
         .init();

@@ -46,7 +46,7 @@ const SIZES: [usize; 12] = [
 
 /// Runs the measurement (starting 2 ranks when run by hand).
 pub fn main(a: TuneArgs) -> anyhow::Result<i32> {
-    if !super::run::under_launcher() {
+    if !super::run::under_launcher()? {
         return super::run::relaunch_self(2);
     }
     let world = World::init().context("joining the job")?;

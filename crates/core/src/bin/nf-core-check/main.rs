@@ -39,15 +39,33 @@ const DATA: u16 = 1;
 
 type Check = Result<(), String>;
 
+/// What `--help` prints: the modes of the module doc, briefly.
+const USAGE: &str = "\
+usage: nf-core-check MODE ARGS…   (run under nf run, mpirun or mpiexec)
+modes:
+  integrity SEED COUNT MAXSIZE   every rank sends COUNT random-size messages to every rank
+  flood COUNT SIZE               every rank but 0 sends COUNT messages to rank 0
+  headtohead COUNT SIZE          ranks 0 and 1 send to each other at once
+  collectives                    barrier, broadcast, allreduce
+  badinput                       misuses the API must refuse
+  peerlimit LIMIT                rank 1 accepts payloads up to LIMIT bytes
+  routes H0,H1,… NET             rank r claims host Hr; checks shm / NET routes
+  die RANK | vanish RANK         RANK is killed / exits; the others must be told
+  idle DIR                       waits for a peer error, written to DIR
+  stream MAXSECS MAXSIZE DIR     the fault-test workload
+NF_CHECK_SAY_SOURCE=1 makes each rank print its wire-up source first.
+";
+
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("NF_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .without_time()
-        .init();
+    nf_core::log::init("nf-core-check", "warn");
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if matches!(
+        args.first().map(String::as_str),
+        None | Some("-h" | "--help" | "help")
+    ) {
+        print!("{USAGE}");
+        std::process::exit(if args.is_empty() { 2 } else { 0 });
+    }
     if let Err(e) = run(&args) {
         eprintln!("nf-core-check {}: FAILED: {e}", args.join(" "));
         std::process::exit(1);

@@ -1,0 +1,128 @@
+//! `nf cert`: the certificates remote 9P needs, made the way rustls accepts them
+//! (X.509 v3 with the right extensions), so nobody has to get openssl's flags right.
+//!
+//! - `nf cert ca` makes `ca.pem` / `ca.key`: the CA that signs nodes and users;
+//! - `nf cert node HOST` makes `HOST.pem` / `HOST.key`, valid for the name (or IP)
+//!   clients dial, for `nf serve --tls-cert`;
+//! - `nf cert user NAME` makes `NAME.pem` / `NAME.key` with CN NAME: the 9P user.
+//!
+//! The CA is read back from `ca.key` alone: its certificate is re-made from the same
+//! key and name, which signs exactly as the original does.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use rcgen::{
+    BasicConstraints, Certificate, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+
+/// The CA's common name (the CA is re-made from its key under this name).
+const CA_NAME: &str = "ninefold CA";
+
+/// Arguments of `nf cert`.
+#[derive(Args)]
+pub struct CertArgs {
+    /// What to make.
+    #[command(subcommand)]
+    pub what: CertCommand,
+    /// Directory of the CA and of the files made.
+    #[arg(long, global = true, default_value = ".")]
+    pub dir: PathBuf,
+}
+
+/// What `nf cert` makes.
+#[derive(Subcommand)]
+pub enum CertCommand {
+    /// A CA: DIR/ca.pem (give to servers and clients as --tls-client-ca / --ca) and
+    /// DIR/ca.key (keep private).
+    Ca,
+    /// A node's certificate, valid for HOST (a name or IP clients dial): DIR/HOST.pem,
+    /// DIR/HOST.key.
+    Node {
+        /// Host name or IP address.
+        host: String,
+    },
+    /// A user's client certificate with CN NAME (the 9P user): DIR/NAME.pem, DIR/NAME.key.
+    User {
+        /// User name.
+        name: String,
+    },
+}
+
+/// Runs `nf cert`.
+pub fn main(a: CertArgs) -> anyhow::Result<i32> {
+    let (name, cert, key) = match &a.what {
+        CertCommand::Ca => {
+            let key = KeyPair::generate()?;
+            ("ca".to_owned(), ca_params()?.self_signed(&key)?, key)
+        }
+        CertCommand::Node { host } => {
+            let mut p = CertificateParams::new(vec![host.clone()])
+                .with_context(|| format!("{host:?} is not a host name or IP address"))?;
+            p.distinguished_name.push(DnType::CommonName, host.as_str());
+            p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+            signed(host, p, &a.dir)?
+        }
+        CertCommand::User { name } => {
+            let mut p = CertificateParams::new(Vec::new())?;
+            p.distinguished_name.push(DnType::CommonName, name.as_str());
+            p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+            signed(name, p, &a.dir)?
+        }
+    };
+    let pem = a.dir.join(format!("{name}.pem"));
+    let keyfile = a.dir.join(format!("{name}.key"));
+    write_new(&pem, &cert.pem(), 0o644)?;
+    write_new(&keyfile, &key.serialize_pem(), 0o600)?;
+    println!("wrote {} and {}", pem.display(), keyfile.display());
+    Ok(0)
+}
+
+fn ca_params() -> anyhow::Result<CertificateParams> {
+    let mut p = CertificateParams::new(Vec::new())?;
+    p.distinguished_name.push(DnType::CommonName, CA_NAME);
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    Ok(p)
+}
+
+/// `params` (a leaf named `name`) with a new key, signed by the CA in `dir`.
+fn signed(
+    name: &str,
+    mut params: CertificateParams,
+    dir: &Path,
+) -> anyhow::Result<(String, Certificate, KeyPair)> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        bail!("{name:?} cannot name a file; give a plain host or user name");
+    }
+    let ca_key_file = dir.join("ca.key");
+    let text = std::fs::read_to_string(&ca_key_file).with_context(|| {
+        format!(
+            "reading the CA key {}; make a CA first with `nf cert ca`",
+            ca_key_file.display()
+        )
+    })?;
+    let ca_key = KeyPair::from_pem(&text)
+        .with_context(|| format!("{} is not a PEM private key", ca_key_file.display()))?;
+    let ca = ca_params()?.self_signed(&ca_key)?;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &ca, &ca_key)?;
+    Ok((name.to_owned(), cert, key))
+}
+
+/// Writes `text` to `path` with permission bits `mode`, refusing to replace a file.
+fn write_new(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .with_context(|| format!("creating {} (an existing file is kept)", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}

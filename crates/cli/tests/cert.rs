@@ -1,0 +1,149 @@
+//! `nf cert` makes certificates that `nf serve --tls` and the client accept end to
+//! end; a v1 certificate (openssl's default for `x509 -req`) is refused once, saying
+//! what is wrong and how to make a good one.
+
+mod serve_support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serve_support::{nf, run_bounded, signal, text, wait_bounded};
+
+/// `nf serve -f` on tcp 127.0.0.1 with TLS, stopped (SIGTERM) when dropped.
+struct TlsServer {
+    child: Child,
+    port: u16,
+}
+
+impl TlsServer {
+    fn start(dir: &Path) -> TlsServer {
+        let mut child = nf()
+            .args(["serve", "-f", "--no-unix", "--tcp", "127.0.0.1:0"])
+            .args(["--tls-cert", "localhost.pem", "--tls-key", "localhost.key"])
+            .args(["--tls-client-ca", "ca.pem", "--export", "."])
+            .current_dir(dir)
+            .env("NF_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("serve.err")).unwrap())
+            .spawn()
+            .expect("start nf serve");
+        let mut port = None;
+        // The server prints its addresses, then a ready line (bounded: it exits on error).
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            if line.starts_with("nf serve: ready") {
+                break;
+            }
+            port = port.or_else(|| line.rsplit([':', '!']).next()?.parse().ok());
+        }
+        TlsServer {
+            port: port.expect("nf serve printed no listening address"),
+            child,
+        }
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        signal(self.child.id(), "TERM");
+        wait_bounded(&mut self.child);
+    }
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = run_bounded(nf().args(args).current_dir(dir));
+    assert!(out.status.success(), "nf {args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// This process's user name: the server only lets a certificate attach as an account
+/// of its host.
+fn me() -> String {
+    let out = Command::new("id").arg("-un").output().unwrap();
+    text(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn nf_cert_files_work_end_to_end_and_a_v1_certificate_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let user = me();
+    ok(d, &["cert", "ca"]);
+    ok(d, &["cert", "node", "localhost"]);
+    ok(d, &["cert", "user", &user]);
+    std::fs::write(d.join("hello.txt"), "hi\n").unwrap();
+    let server = TlsServer::start(d);
+    let at = |path: &str| format!("tls:localhost:{}:{path}", server.port);
+    let (cert, key) = (format!("{user}.pem"), format!("{user}.key"));
+    let creds = [
+        "--cert",
+        cert.as_str(),
+        "--key",
+        key.as_str(),
+        "--ca",
+        "ca.pem",
+    ];
+    let mut args = vec!["cat"];
+    args.extend(creds);
+    let target = at("/fs/hello.txt");
+    args.push(&target);
+    assert_eq!(ok(d, &args), "hi\n");
+
+    // The same user, signed by the same CA, but as `openssl x509 -req` makes it: v1.
+    let sh = format!(
+        "openssl req -new -newkey rsa:2048 -nodes -keyout v1.key -subj /CN={user} -out v1.csr \
+         && openssl x509 -req -in v1.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+         -out v1.pem -days 2"
+    );
+    let out = run_bounded(Command::new("sh").args(["-c", &sh]).current_dir(d));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run_bounded(
+        nf().args([
+            "ls", "--cert", "v1.pem", "--key", "v1.key", "--ca", "ca.pem",
+        ])
+        .arg(at("/"))
+        .current_dir(d),
+    );
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.lines().count(), 1, "one report:\n{err}");
+    for want in [
+        "v1.pem",
+        "X.509 v1",
+        "needs v3",
+        "nf cert user NAME",
+        "-extfile",
+    ] {
+        assert!(err.contains(want), "want {want:?} in {err}");
+    }
+
+    // A client that does present the v1 certificate (openssl's): the server's log
+    // says once what is wrong with it.
+    let sh = format!(
+        "openssl s_client -connect 127.0.0.1:{} -servername localhost -cert v1.pem \
+         -key v1.key -CAfile ca.pem < /dev/null",
+        server.port
+    );
+    run_bounded(Command::new("sh").args(["-c", &sh]).current_dir(d));
+    drop(server);
+    let log = std::fs::read_to_string(d.join("serve.err")).unwrap();
+    assert_eq!(log.matches("not X.509 v3").count(), 1, "{log}");
+}
+
+#[test]
+fn nf_cert_keeps_existing_files_and_needs_a_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = run_bounded(nf().args(["cert", "user", "alice"]).current_dir(d));
+    assert!(
+        text(&out.stderr).contains("nf cert ca"),
+        "{}",
+        text(&out.stderr)
+    );
+    ok(d, &["cert", "ca"]);
+    let before = std::fs::read(d.join("ca.key")).unwrap();
+    let out = run_bounded(nf().args(["cert", "ca"]).current_dir(d));
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read(d.join("ca.key")).unwrap(), before);
+}
