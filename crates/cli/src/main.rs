@@ -43,6 +43,9 @@ fn exit_code(err: &anyhow::Error) -> i32 {
             if c.errno().is_some() {
                 return EXIT_REMOTE;
             }
+            if matches!(c, nf_ninep::client::ClientError::TimedOut { .. }) {
+                return EXIT_TIMEOUT;
+            }
         }
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
             if io.kind() == std::io::ErrorKind::TimedOut {

@@ -210,8 +210,10 @@ fn remote_listening_without_authentication_is_refused() {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let listening = lines.next().unwrap().unwrap();
-    let port = listening.rsplit('!').next().unwrap().to_string();
-    let cat = run_bounded(nf().args(["cat", &format!("tcp:127.0.0.1:{port}:/status")]));
+    // The address is printed the way the client commands take it.
+    let addr = listening.strip_prefix("nf serve: listening on ").unwrap();
+    assert!(addr.starts_with("tcp:127.0.0.1:"), "{listening}");
+    let cat = run_bounded(nf().args(["cat", &format!("{addr}:/status")]));
     assert!(text(&cat.stdout).contains("arch "), "{}", text(&cat.stderr));
     signal(child.id(), "TERM");
     assert!(wait_bounded(&mut child).success());

@@ -15,7 +15,7 @@ fn loopback_listener_binds_127_0_0_1() {
     let l = server.listen_tcp_loopback(0).unwrap();
     let addr = l.tcp_addr().unwrap();
     assert!(addr.ip().is_loopback());
-    assert!(l.addr().to_string().starts_with("tcp!127.0.0.1!"));
+    assert!(l.addr().to_string().starts_with("tcp:127.0.0.1:"));
     Client::connect_tcp(addr).unwrap().attach("t", "").unwrap();
     l.stop();
     assert!(

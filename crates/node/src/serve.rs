@@ -171,18 +171,19 @@ impl Daemon {
         })
     }
 
-    /// Where it listens, as `unix!PATH`, `tcp!IP!PORT` or `tls!IP!PORT` (the real port
+    /// Where it listens, as the `nf` commands take addresses: `unix:PATH`, `tcp:IP:PORT`,
+    /// `tls:IP:PORT` or `shm:PATH` (the real port
     /// when 0 was asked for).
     pub fn addrs(&self) -> Vec<String> {
         let plain = self.listeners.iter().map(|l| l.addr().to_string());
         let tls = self
             .tls_listeners
             .iter()
-            .map(|l| format!("tls!{}!{}", l.addr().ip(), l.addr().port()));
+            .map(|l| format!("tls:{}", l.addr()));
         let shm = self
             .shm_listener
             .iter()
-            .map(|l| format!("shm!{}", l.path().display()));
+            .map(|l| format!("shm:{}", l.path().display()));
         plain.chain(tls).chain(shm).collect()
     }
 

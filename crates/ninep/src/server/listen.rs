@@ -33,8 +33,8 @@ pub enum ListenAddr {
 impl fmt::Display for ListenAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ListenAddr::Tcp(addr) => write!(f, "tcp!{}!{}", addr.ip(), addr.port()),
-            ListenAddr::Unix(path) => write!(f, "unix!{}", path.display()),
+            ListenAddr::Tcp(addr) => write!(f, "tcp:{addr}"),
+            ListenAddr::Unix(path) => write!(f, "unix:{}", path.display()),
         }
     }
 }

@@ -413,7 +413,17 @@ impl Filesystem for PassthroughFs {
                 self.versions.bump(qid.path);
             }
         }
-        if req.valid.contains(SetattrMask::ATIME) || req.valid.contains(SetattrMask::MTIME) {
+        // A truncation already stamped mtime and ctime "now"; asking the kernel again
+        // with an explicit (OMIT, NOW) pair would need ownership, not just write
+        // permission, and refuse a user the `O_TRUNC` open a local user is allowed
+        // (v9fs sends exactly that: SIZE with MTIME, no MTIME_SET).
+        let only_now = !req.valid.contains(SetattrMask::ATIME_SET)
+            && !req.valid.contains(SetattrMask::MTIME_SET);
+        let stamped =
+            req.valid.contains(SetattrMask::SIZE) && !req.valid.contains(SetattrMask::ATIME);
+        let times =
+            req.valid.contains(SetattrMask::ATIME) || req.valid.contains(SetattrMask::MTIME);
+        if times && !(only_now && stamped) {
             self.set_times(&path, req)?;
         }
         Ok(Rsetattr)
