@@ -217,6 +217,7 @@ impl ServeArgs {
                     bytes_total: self.pipe_bytes_per_user.saturating_mul(16),
                 },
                 mem_registry: self.mem_registry.clone(),
+                ..NodeConfig::default()
             },
             limits: ServerConfig::default()
                 .max_msize(self.msize)
