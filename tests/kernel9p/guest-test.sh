@@ -310,7 +310,20 @@ c_u_secret_chown() {
 }
 
 c_u_sticky_write() {
-    echo "written by the user" >"$S/rootfile" || fail "write of the 0666 sticky/rootfile failed"
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    out=$(sh -c 'echo "appended by the user" >>"$1"' sh "$S/rootfile" 2>&1) ||
+        fail "append to the 0666 sticky/rootfile failed: $out"
+    got=$(tr '\n' '|' <"$S/rootfile")
+    [ "$got" = "root file|appended by the user|" ] || fail "sticky/rootfile reads '$got'"
+}
+
+c_u_sticky_open_trunc() {
+    # ">" opens with O_TRUNC: v9fs sends Tsetattr size 0 with mtime and ctime "now"
+    # (P9_ATTR_MTIME without P9_ATTR_MTIME_SET), which a user with write permission
+    # may ask of a file it does not own, as open(O_TRUNC) on a local filesystem.
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    out=$(sh -c 'echo "written by the user" >"$1"' sh "$S/rootfile" 2>&1) ||
+        fail "open(O_TRUNC) and write of the 0666 sticky/rootfile failed: $out"
     got=$(cat "$S/rootfile")
     [ "$got" = "written by the user" ] || fail "sticky/rootfile reads '$got'"
 }
@@ -329,7 +342,9 @@ c_u_sticky_rename() {
 c_u_suid_write() {
     # Appending (no O_TRUNC): the write itself must clear the setuid bit (run.sh checks
     # the mode on the host).
-    echo "appended by the user" >>"$S/suid" || fail "append to the 04777 sticky/suid failed"
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    out=$(sh -c 'echo "appended by the user" >>"$1"' sh "$S/suid" 2>&1) ||
+        fail "append to the 04777 sticky/suid failed: $out"
 }
 
 c_u_link_secret() {
@@ -498,7 +513,7 @@ if [ -n "$USER_IDS" ]; then
     user_setup
     for c in identity sticky_create chmod_own chown_own_to_root unlink_own ro_dir_create \
         ro_dir_unlink ro_dir_rename secret_read secret_write secret_chmod secret_chown \
-        sticky_write sticky_unlink sticky_rename suid_write link_secret link_rootfile \
+        sticky_write sticky_open_trunc sticky_unlink sticky_rename suid_write link_secret link_rootfile \
         link_into_ro_dir; do
         run "u_$c" user
     done

@@ -1,8 +1,10 @@
 //! External conformance: the Linux kernel's 9P client (v9fs, booted under QEMU by
-//! `tests/kernel9p/run.sh`) mounts `nf serve -f --unix {sock} --export {dir}` and runs
-//! the harness's checks — ls / cat / stat / echo / cp / dd / mkdir / mv / ln -s / rm /
-//! truncate / chmod / mkfifo on `/fs`, and a blocked read of `/log` interrupted by
-//! SIGINT, which must be flushed within the harness's default `--flush-wait` (10 s).
+//! `tests/kernel9p/run.sh`) mounts `nf serve -f --unix {sock} --export {dir}
+//! --handshake-timeout 120` (QEMU connects before the guest boots, so the default 10 s
+//! attach deadline is too short) and runs the harness's checks — ls / cat / stat /
+//! echo / cp / dd / mkdir / mv / ln -s / rm / truncate / chmod / mkfifo on `/fs`, and a
+//! blocked read of `/log` interrupted by SIGINT, which must be flushed within the
+//! harness's default `--flush-wait` (10 s).
 //!
 //! The kernel attaches at the node tree's root (no aname) and works in `/fs`
 //! (`--subdir fs`): every path it uses crosses the mount table, `..` at `/fs` included,
@@ -32,6 +34,12 @@ use std::process::Command;
 /// The harness's own hard timeout (it kills QEMU and the server when it expires).
 const HARNESS_TIMEOUT_S: u32 = 300;
 
+/// `nf serve --handshake-timeout`: QEMU connects to the server's socket when it
+/// starts, and the guest attaches only once it has booted (10–20 s of TCG on 2 busy
+/// cores), so the default 10 s attach deadline would close the connection first (the
+/// mount then fails with "Connection reset by peer").
+const HANDSHAKE_TIMEOUT_S: u32 = 120;
+
 /// `s` quoted for `bash -c`.
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -42,7 +50,7 @@ fn linux_kernel_client_passes_every_check_through_nf_serve() {
     let repo = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let harness = repo.join("tests/kernel9p/run.sh");
     let server = format!(
-        "{} serve -f --unix {{sock}} --export {{dir}}",
+        "{} serve -f --unix {{sock}} --export {{dir}} --handshake-timeout {HANDSHAKE_TIMEOUT_S}",
         shell_quote(env!("CARGO_BIN_EXE_nf"))
     );
     let account = nf_testkit::users::test_account()
