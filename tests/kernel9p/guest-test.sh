@@ -513,8 +513,8 @@ if [ -n "$USER_IDS" ]; then
     user_setup
     for c in identity sticky_create chmod_own chown_own_to_root unlink_own ro_dir_create \
         ro_dir_unlink ro_dir_rename secret_read secret_write secret_chmod secret_chown \
-        sticky_write sticky_open_trunc sticky_unlink sticky_rename suid_write link_secret link_rootfile \
-        link_into_ro_dir; do
+        sticky_write sticky_open_trunc sticky_unlink sticky_rename suid_write link_secret \
+        link_rootfile link_into_ro_dir; do
         run "u_$c" user
     done
 else
