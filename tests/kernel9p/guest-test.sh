@@ -11,10 +11,15 @@
 #   nf9p.flushwait=S     seconds a blocked reader may take to exit after SIGINT (10)
 #   nf9p.checktimeout=S  seconds one check may take before it is killed (60)
 #   nf9p.datasum=SHA256  checksum of SUBDIR/data.bin
+#   nf9p.user=UID:GID    run the permission checks (c_u_*) as this unprivileged user
+#                        (none: they are not run, and an info line says so)
+#   nf9p.hostlinks=0|1   the host's fs.protected_hardlinks (what a local user there gets)
 #
 # The export directory prepared by run.sh holds:
 #   hello.txt ("hello from kernel9p\n"), data.bin (random, sha256 = datasum),
-#   sub/nested.txt ("nested file\n"), fifo (a FIFO), blocking (lease-held regular file).
+#   sub/nested.txt ("nested file\n"), fifo (a FIFO), blocking (lease-held regular file),
+#   and with nf9p.user, owned by root: ro_dir/ (0755) holding file (0644), secret (0600,
+#   "root secret\n"), sticky/ (1777) holding rootfile (0666) and suid (04777).
 
 # The c_* checks are called indirectly ("c_$2"), and ls is part of what is tested.
 # shellcheck disable=SC2317,SC2010,SC2012
@@ -33,6 +38,11 @@ CHECK_TIMEOUT=$(param checktimeout 60)
 DATASUM=$(param datasum "")
 HELLO="hello from kernel9p"
 W=$R/gdir
+USER_IDS=$(param user "")
+HOST_LINKS=$(param hostlinks 1)
+GUEST_USER=nf9puser
+S=$R/sticky
+UDIR=$S/udir
 
 fail() {
     echo "$*"
@@ -42,6 +52,20 @@ fail() {
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# expect_err ERROR WHAT CMD...: CMD must fail, and its message must name ERROR (the
+# strerror text: "Permission denied" is EACCES, "Operation not permitted" EPERM).
+expect_err() {
+    want=$1 what=$2
+    shift 2
+    if out=$("$@" 2>&1 </dev/null); then
+        fail "$what succeeded, want $want"
+    fi
+    case "$out" in
+    *"$want"*) ;;
+    *) fail "$what failed with '$out', want $want" ;;
+    esac
+}
 
 # ---- the checks (each runs in its own process, under a timeout) ----
 
@@ -216,13 +240,160 @@ c_after_flush() {
     ls "$R" >/dev/null || fail "ls failed after the flush"
 }
 
+# ---- permission checks, run as the unprivileged user nf9p.user (pjdfstest style) ----
+# Each expects what a local user gets on a local filesystem. The guest kernel checks
+# modes itself first (v9fs mirrors the server's attributes), but it attaches for this
+# uid (n_uname), so whatever it lets through is decided by the server acting as the
+# user; the host-side checks of run.sh confirm the outcome on the host's files.
+
+c_u_identity() {
+    got="$(id -u):$(id -g)"
+    [ "$got" = "$USER_IDS" ] || fail "running as $got, want $USER_IDS"
+}
+
+c_u_sticky_create() {
+    mkdir "$UDIR" || fail "mkdir sticky/udir failed"
+    echo user >"$S/ufile" || fail "create sticky/ufile failed"
+    got=$(stat -c %u:%g "$S/ufile")
+    [ "$got" = "$USER_IDS" ] || fail "sticky/ufile owned by $got, want $USER_IDS"
+}
+
+c_u_chmod_own() {
+    chmod 600 "$S/ufile" || fail "chmod 600 of an own file failed"
+    got=$(stat -c %a "$S/ufile")
+    [ "$got" = 600 ] || fail "mode $got after chmod 600"
+}
+
+c_u_chown_own_to_root() {
+    expect_err "Operation not permitted" "chown 0 of an own file" chown 0 "$S/ufile"
+    expect_err "Operation not permitted" "chgrp 0 of an own file" chgrp 0 "$S/ufile"
+}
+
+c_u_unlink_own() {
+    echo gone >"$S/ugone" || fail "create sticky/ugone failed"
+    rm -f "$S/ugone" || fail "rm of an own file in the sticky dir failed"
+    [ ! -e "$S/ugone" ] || fail "sticky/ugone still there after rm"
+}
+
+c_u_ro_dir_create() {
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    expect_err "Permission denied" "create in ro_dir" sh -c ': >"$1"' sh "$R/ro_dir/new"
+    expect_err "Permission denied" "mkdir in ro_dir" mkdir "$R/ro_dir/newdir"
+}
+
+c_u_ro_dir_unlink() {
+    expect_err "Permission denied" "rm ro_dir/file" rm -f "$R/ro_dir/file"
+    [ -e "$R/ro_dir/file" ] || fail "ro_dir/file is gone"
+}
+
+c_u_ro_dir_rename() {
+    expect_err "Permission denied" "mv within ro_dir" mv -f "$R/ro_dir/file" "$R/ro_dir/file2"
+    expect_err "Permission denied" "mv out of ro_dir" mv -f "$R/ro_dir/file" "$UDIR/file"
+}
+
+c_u_secret_read() {
+    expect_err "Permission denied" "cat secret" cat "$R/secret"
+}
+
+c_u_secret_write() {
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    expect_err "Permission denied" "open secret for append" sh -c 'echo x >>"$1"' sh "$R/secret"
+    expect_err "Permission denied" "open secret for write" dd if=/dev/zero of="$R/secret" bs=1 count=1 conv=notrunc
+}
+
+c_u_secret_chmod() {
+    expect_err "Operation not permitted" "chmod 666 secret" chmod 666 "$R/secret"
+}
+
+c_u_secret_chown() {
+    expect_err "Operation not permitted" "chown to self of secret" chown "${USER_IDS%:*}" "$R/secret"
+}
+
+c_u_sticky_write() {
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    out=$(sh -c 'echo "appended by the user" >>"$1"' sh "$S/rootfile" 2>&1) ||
+        fail "append to the 0666 sticky/rootfile failed: $out"
+    got=$(tr '\n' '|' <"$S/rootfile")
+    [ "$got" = "root file|appended by the user|" ] || fail "sticky/rootfile reads '$got'"
+}
+
+c_u_sticky_open_trunc() {
+    # ">" opens with O_TRUNC: v9fs sends Tsetattr size 0 with mtime and ctime "now"
+    # (P9_ATTR_MTIME without P9_ATTR_MTIME_SET), which a user with write permission
+    # may ask of a file it does not own, as open(O_TRUNC) on a local filesystem.
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    out=$(sh -c 'echo "written by the user" >"$1"' sh "$S/rootfile" 2>&1) ||
+        fail "open(O_TRUNC) and write of the 0666 sticky/rootfile failed: $out"
+    got=$(cat "$S/rootfile")
+    [ "$got" = "written by the user" ] || fail "sticky/rootfile reads '$got'"
+}
+
+c_u_sticky_unlink() {
+    expect_err "Operation not permitted" "rm root's file in the sticky dir" rm -f "$S/rootfile"
+    [ -e "$S/rootfile" ] || fail "sticky/rootfile is gone"
+}
+
+c_u_sticky_rename() {
+    expect_err "Operation not permitted" "mv root's file within the sticky dir" mv -f "$S/rootfile" "$S/renamed"
+    expect_err "Operation not permitted" "mv root's file out of the sticky dir" mv -f "$S/rootfile" "$UDIR/moved"
+    [ -e "$S/rootfile" ] || fail "sticky/rootfile is gone"
+}
+
+c_u_suid_write() {
+    # Appending (no O_TRUNC): the write itself must clear the setuid bit (run.sh checks
+    # the mode on the host).
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    out=$(sh -c 'echo "appended by the user" >>"$1"' sh "$S/suid" 2>&1) ||
+        fail "append to the 04777 sticky/suid failed: $out"
+}
+
+c_u_link_secret() {
+    # With the host's protected_hardlinks a local user may not link a file it cannot
+    # read and write; the guest's own protection is off, so the server decides.
+    got=$(cat /proc/sys/fs/protected_hardlinks)
+    [ "$got" = 0 ] || fail "the guest's fs.protected_hardlinks is $got: the guest kernel would refuse the link itself"
+    if [ "$HOST_LINKS" = 0 ]; then
+        ln "$R/secret" "$UDIR/secret-link" || fail "ln secret failed (the host has protected_hardlinks=0)"
+        rm -f "$UDIR/secret-link"
+    else
+        expect_err "Operation not permitted" "ln root's 0600 secret into an own dir" ln "$R/secret" "$UDIR/secret-link"
+    fi
+}
+
+c_u_link_rootfile() {
+    # A root file the user may read and write may be linked, protected_hardlinks or not.
+    ln "$S/rootfile" "$UDIR/rootfile-link" || fail "ln of the 0666 sticky/rootfile into an own dir failed"
+    got=$(stat -c %h "$S/rootfile")
+    [ "$got" = 2 ] || fail "sticky/rootfile has $got links after ln, want 2"
+    rm -f "$UDIR/rootfile-link" || fail "rm of the link in an own dir failed"
+}
+
+c_u_link_into_ro_dir() {
+    expect_err "Permission denied" "ln into ro_dir" ln "$S/ufile" "$R/ro_dir/ulink"
+}
+
+# user_setup: an account for USER_IDS in the guest's own /etc/passwd (su needs a name;
+# the server sees only the uid the kernel attaches with), and no hard-link protection
+# in the guest, so link requests reach the server.
+user_setup() {
+    echo "root:x:0:0:root:/:/bin/sh" >/etc/passwd
+    echo "$GUEST_USER:x:${USER_IDS%:*}:${USER_IDS#*:}::/tmp:/bin/sh" >>/etc/passwd
+    echo "root:x:0:" >/etc/group
+    echo "$GUEST_USER:x:${USER_IDS#*:}:" >>/etc/group
+    echo 0 >/proc/sys/fs/protected_hardlinks
+}
+
 if [ "${1:-}" = one ]; then
     "c_$2"
     exit $?
 fi
 
-run() {
-    out=$(timeout -s KILL "$CHECK_TIMEOUT" sh "$0" one "$1" 2>&1)
+run() { # run NAME [user]: c_NAME in its own process (as the test user with "user")
+    if [ "${2:-}" = user ]; then
+        out=$(timeout -s KILL "$CHECK_TIMEOUT" su -s /bin/sh "$GUEST_USER" -c "sh $0 one $1" 2>&1 </dev/null)
+    else
+        out=$(timeout -s KILL "$CHECK_TIMEOUT" sh "$0" one "$1" 2>&1)
+    fi
     rc=$?
     if [ $rc -eq 0 ]; then
         echo "KTEST ok $1"
@@ -338,6 +509,17 @@ for c in ls_root cat stat statfs read_big read_offset subdir mkdir echo_write ec
     run "$c"
 done
 [ -s /tmp/bigsum ] && echo "KTEST info bigsum $(cat /tmp/bigsum)"
+if [ -n "$USER_IDS" ]; then
+    user_setup
+    for c in identity sticky_create chmod_own chown_own_to_root unlink_own ro_dir_create \
+        ro_dir_unlink ro_dir_rename secret_read secret_write secret_chmod secret_chown \
+        sticky_write sticky_open_trunc sticky_unlink sticky_rename suid_write link_secret \
+        link_rootfile link_into_ro_dir; do
+        run "u_$c" user
+    done
+else
+    echo "KTEST info the permission checks did not run (no nf9p.user)"
+fi
 flush_check
 run after_flush
 cd /

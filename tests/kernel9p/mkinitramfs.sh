@@ -47,6 +47,9 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/kernel9p-initramfs.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 
 mkdir -p "$root"/{bin,dev,etc,lib/modules,mnt,proc,sys,tmp}
+# The archive's "." sets the mode of the guest's /: mktemp made it 0700, which would
+# keep the unprivileged test user out of /bin.
+chmod 0755 "$root"
 cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 install -m 0755 "$here/init.sh" "$root/init"

@@ -3,8 +3,9 @@
 # emulation, no KVM), mounts a 9P2000.L server through a virtio-serial port with
 # trans=fd (relayed through two pipes inside the guest, because the kernel's fd
 # transport cannot read or write a virtio port itself: see init.sh), runs ls / cat / stat / echo / cp / dd / mkdir / mv / ln -s / rm / truncate /
-# chmod / mkfifo on the tree and a blocked read interrupted by SIGINT (Tflush), and exits
-# 0 only if every check passed.
+# chmod / mkfifo on the tree and a blocked read interrupted by SIGINT (Tflush), with
+# --user also permission checks as an unprivileged user (below), and exits 0 only if
+# every check passed.
 #
 # Server contract (server-agnostic; only --server, and where needed --aname / --subdir /
 # --block, change between servers):
@@ -35,11 +36,23 @@
 #   * After the guest powers off the harness checks {dir} from the host: the guest's
 #     writes are there and its rm's took effect (--no-host-check for exports whose
 #     writes are private).
+#   * Permission checks (--user UID:GID; needs root, and a host account with that uid):
+#     {dir} also holds, owned by root, ro_dir/ (0755) with ro_dir/file (0644), secret
+#     (0600), sticky/ (1777) with sticky/rootfile (0666) and sticky/suid (04777). The
+#     guest runs pjdfstest-style checks (open, create, chmod, chown, unlink, rename,
+#     link) as UID:GID, each expecting the errno a local user gets on a local
+#     filesystem (a hard link to secret: EPERM when the host has fs.protected_hardlinks
+#     on). The kernel attaches for that uid (n_uname = UID; 9P2000.L's default
+#     access=client attaches per uid, as access=user does), so the server must act as
+#     that user on {dir}. The host then checks: sticky/ufile, created by the user, is
+#     UID:GID with the user's chmod 600; the user's append cleared the setuid bit of
+#     sticky/suid; sticky/rootfile holds the user's write and is still root's; root's
+#     entries are unchanged and nothing was linked or created where the user may not.
 #
 # Usage:
 #   tests/kernel9p/run.sh --server 'CMD' [--timeout S] [--msize N] [--aname NAME]
 #       [--subdir REL] [--block REL] [--flush-wait S] [--check-timeout S]
-#       [--mount-opts OPTS] [--no-host-check] [--keep]
+#       [--mount-opts OPTS] [--user UID:GID] [--no-host-check] [--keep]
 # Example (the reference server, Debian's diod; it takes the export path as the attach
 # name, and answers Tflush of a running request only when that request has finished,
 # i.e. when the lease is broken after lease-break-time, hence --flush-wait 60):
@@ -73,11 +86,12 @@ block=""
 flush_wait=10
 check_timeout=60
 mount_opts=""
+user_ids=""
 host_check=1
 keep=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
-    --server | --timeout | --msize | --aname | --subdir | --block | --flush-wait | --check-timeout | --mount-opts)
+    --server | --timeout | --msize | --aname | --subdir | --block | --flush-wait | --check-timeout | --mount-opts | --user)
         [[ $# -ge 2 ]] || usage
         case "$1" in
         --server) server_cmd=$2 ;;
@@ -89,6 +103,7 @@ while [[ $# -gt 0 ]]; do
         --flush-wait) flush_wait=$2 ;;
         --check-timeout) check_timeout=$2 ;;
         --mount-opts) mount_opts=$2 ;;
+        --user) user_ids=$2 ;;
         esac
         shift 2
         ;;
@@ -117,6 +132,11 @@ done
 for v in "$aname" "$subdir" "$block" "$mount_opts"; do
     [[ "$v" != *[[:space:]]* ]] || k9p_die "'$v': no white space allowed (it goes on the kernel command line)"
 done
+if [[ -n "$user_ids" ]]; then
+    [[ "$user_ids" =~ ^([0-9]+):([0-9]+)$ ]] || k9p_die "--user wants UID:GID (numbers), got '$user_ids'"
+    ((BASH_REMATCH[1] != 0)) || k9p_die "--user: the permission checks need an unprivileged uid, not 0"
+    [[ $(id -u) == 0 ]] || k9p_die "--user needs root (the export's fixtures are root's, and the server must be able to act as UID)"
+fi
 [[ "$server_cmd" == *"{sock}"* ]] || k9p_die "--server CMD must contain {sock} (the unix socket it listens on)"
 [[ "$server_cmd" == *"{dir}"* ]] || k9p_log "warning: --server CMD has no {dir}; the server must export the harness's directory some other way"
 
@@ -179,6 +199,19 @@ datasum=$(sha256sum "$dir/data.bin" | cut -d' ' -f1)
 hellosum=$(sha256sum "$dir/hello.txt" | cut -d' ' -f1)
 mkfifo "$dir/fifo"
 : >"$dir/blocking"
+if [[ -n "$user_ids" ]]; then
+    mkdir -m 0755 "$dir/ro_dir" "$dir/sticky"
+    chmod 1777 "$dir/sticky"
+    printf 'root file\n' >"$dir/ro_dir/file"
+    printf 'root secret\n' >"$dir/secret"
+    printf 'root file\n' >"$dir/sticky/rootfile"
+    printf 'suid\n' >"$dir/sticky/suid"
+    chmod 0644 "$dir/ro_dir/file"
+    chmod 0600 "$dir/secret"
+    chmod 0666 "$dir/sticky/rootfile"
+    chmod 04777 "$dir/sticky/suid"
+    host_links=$(cat /proc/sys/fs/protected_hardlinks 2>/dev/null || echo 1)
+fi
 
 if [[ -z "$block" ]]; then
     perl "$here/hold-lease.pl" "$dir/blocking" "$timeout_s" >"$tmp/lease.out" 2>&1 &
@@ -232,6 +265,7 @@ append+=" nf9p.datasum=$datasum"
 [[ -n "$block" ]] && append+=" nf9p.block=$block"
 [[ -n "$aname" ]] && append+=" nf9p.aname=${aname//\{dir\}/"$dir"}"
 [[ -n "$mount_opts" ]] && append+=" nf9p.mopts=$mount_opts"
+[[ -n "$user_ids" ]] && append+=" nf9p.user=$user_ids nf9p.hostlinks=$host_links"
 # shellcheck disable=SC2054 # the commas are QEMU's option syntax
 qemu=(qemu-system-x86_64 -machine q35 -accel tcg -m 256 -smp 1
     -nographic -no-reboot -nic none
@@ -309,6 +343,26 @@ if ((host_check && saw_done)); then
         "$(sha256sum "$dir/hello.txt" | cut -d' ' -f1)" == "$hellosum" ]] && r=1 || r=0
     host originals_intact "$r" "data.bin or hello.txt changed"
 fi
+n_host=$((4 * host_check))
+if ((host_check && saw_done)) && [[ -n "$user_ids" ]]; then
+    n_host=$((n_host + 4))
+    # attrs PATH: "uid:gid mode links" of PATH, or "missing".
+    attrs() { stat -c '%u:%g %a %h' "$1" 2>/dev/null || echo missing; }
+    got=$(attrs "$dir/sticky/ufile")
+    [[ "$got" == "$user_ids 600 1" ]] && r=1 || r=0
+    host user_file_owner_mode "$r" "{dir}/sticky/ufile: '$got', want '$user_ids 600 1' (made by the user, then chmod 600)"
+    got="$(attrs "$dir/sticky/suid") $(tr '\n' '|' 2>/dev/null <"$dir/sticky/suid" || true)"
+    [[ "$got" == "0:0 777 1 suid|appended by the user|" ]] && r=1 || r=0
+    host setuid_cleared_by_write "$r" "{dir}/sticky/suid: '$got', want '0:0 777 1 suid|appended by the user|' (the user's write clears S_ISUID)"
+    got="$(attrs "$dir/sticky/rootfile") $(cat "$dir/sticky/rootfile" 2>/dev/null || true)"
+    [[ "$got" == "0:0 666 1 written by the user" ]] && r=1 || r=0
+    host sticky_rootfile_written "$r" "{dir}/sticky/rootfile: '$got', want '0:0 666 1 written by the user'"
+    got="$(attrs "$dir/secret") $(cat "$dir/secret" 2>/dev/null || true) | $(attrs "$dir/ro_dir") $(attrs "$dir/ro_dir/file")"
+    got+=" | $( (cd "$dir" && find ro_dir sticky -mindepth 1) 2>/dev/null | LC_ALL=C sort | tr '\n' ' ' || true)"
+    want="0:0 600 1 root secret | 0:0 755 2 0:0 644 1 | ro_dir/file sticky/rootfile sticky/suid sticky/udir sticky/ufile "
+    [[ "$got" == "$want" ]] && r=1 || r=0
+    host root_entries_intact "$r" "got '$got', want '$want'"
+fi
 
 wall=$((SECONDS - wall_start))
 status=0
@@ -331,6 +385,6 @@ if ((${#why[@]})); then
     reasons=$(printf '%s; ' "${why[@]}")
     echo "kernel9p: FAIL (${reasons%; }); $n_ok ok, $n_fail failed, qemu status $qemu_rc; guest ${guest_s}s, wall ${wall}s"
 else
-    echo "kernel9p: PASS ($n_ok guest checks ok, $((4 * host_check)) host checks ok); guest ${guest_s}s, wall ${wall}s"
+    echo "kernel9p: PASS ($n_ok guest checks ok, $n_host host checks ok); guest ${guest_s}s, wall ${wall}s"
 fi
 exit "$status"

@@ -1,14 +1,29 @@
 //! External conformance: the Linux kernel's 9P client (v9fs, booted under QEMU by
-//! `tests/kernel9p/run.sh`) mounts `nf serve -f --unix {sock} --export {dir}` and runs
-//! the harness's checks — ls / cat / stat / echo / cp / dd / mkdir / mv / ln -s / rm /
-//! truncate / chmod / mkfifo on `/fs`, and a blocked read of `/log` interrupted by
-//! SIGINT, which must be flushed within the harness's default `--flush-wait` (10 s).
+//! `tests/kernel9p/run.sh`) mounts `nf serve -f --unix {sock} --export {dir}` (QEMU's
+//! relay connects long before the guest boots and says nothing until then: the server
+//! leaves such a connection alone, with its default deadlines) and runs the harness's
+//! checks — ls / cat / stat /
+//! echo / cp / dd / mkdir / mv / ln -s / rm / truncate / chmod / mkfifo on `/fs`, and a
+//! blocked read of `/log` interrupted by SIGINT, which must be flushed within the
+//! harness's default `--flush-wait` (10 s).
 //!
 //! The kernel attaches at the node tree's root (no aname) and works in `/fs`
 //! (`--subdir fs`): every path it uses crosses the mount table, `..` at `/fs` included,
 //! and the blocked read is the node tree's own stream (`--block log`: after the
 //! history, a `/log` read waits for the next line), not a host file behind a lease.
 //! (The Go client test attaches with `aname=/fs` instead, so both ways in are used.)
+//!
+//! Permission checks (`--user UID:GID`, issue 10): `nf serve` runs as root and acts as
+//! the attached user, so the harness's root-owned fixtures (`ro_dir` 0755, `secret`
+//! 0600, sticky `sticky` 1777 with `rootfile` 0666 and the setuid `suid` 04777) are
+//! tried by an unprivileged user inside the guest — the host account `nf-test-user`
+//! ([`nf_testkit::users::test_account`], made with `useradd` if missing), whose uid the
+//! kernel attaches with (`n_uname`). Open, create, chmod, chown, unlink, rename and
+//! link must each give what a local user gets on a local filesystem (`EACCES` or
+//! `EPERM`, hard links per the host's `fs.protected_hardlinks`), and four host checks
+//! confirm the outcome on the export: the user's new file is theirs, the user's write
+//! cleared the setuid bit, root's sticky file holds the user's write and is still
+//! root's, and root's entries are untouched. This test must therefore run as root.
 //!
 //! Prerequisites (QEMU, a Debian kernel, busybox-static) are installed by
 //! `scripts/setup.sh` (which runs `tests/kernel9p/setup.sh`); without them this test
@@ -33,11 +48,15 @@ fn linux_kernel_client_passes_every_check_through_nf_serve() {
         "{} serve -f --unix {{sock}} --export {{dir}}",
         shell_quote(env!("CARGO_BIN_EXE_nf"))
     );
+    let account = nf_testkit::users::test_account()
+        .unwrap_or_else(|e| panic!("the kernel test's permission checks need their account: {e}"));
+    let user = format!("{}:{}", account.uid, account.gid);
     let out = Command::new("bash")
         .arg(&harness)
         .args(["--server", &server])
         .args(["--subdir", "fs", "--block", "log"])
         .args(["--timeout", &HARNESS_TIMEOUT_S.to_string()])
+        .args(["--user", &user])
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", harness.display()));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -55,7 +74,7 @@ fn linux_kernel_client_passes_every_check_through_nf_serve() {
         _ => panic!("the Linux kernel client failed against nf serve\n{report}"),
     }
     assert!(
-        stdout.contains("kernel9p: PASS") && stdout.contains("4 host checks ok"),
+        stdout.contains("kernel9p: PASS") && stdout.contains("8 host checks ok"),
         "exit 0 without a PASS line and the host checks\n{report}"
     );
     for check in [
@@ -64,10 +83,25 @@ fn linux_kernel_client_passes_every_check_through_nf_serve() {
         "readdir_many",
         "after_flush",
         "umount",
+        "u_identity",
+        "u_secret_read",
+        "u_sticky_unlink",
+        "u_link_secret",
     ] {
         assert!(
             stdout.contains(&format!("KTEST ok {check}")),
             "no 'KTEST ok {check}'\n{report}"
+        );
+    }
+    for check in [
+        "user_file_owner_mode",
+        "setuid_cleared_by_write",
+        "sticky_rootfile_written",
+        "root_entries_intact",
+    ] {
+        assert!(
+            stdout.contains(&format!("HOST ok {check}")),
+            "no 'HOST ok {check}'\n{report}"
         );
     }
 }
