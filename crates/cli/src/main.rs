@@ -39,7 +39,14 @@ fn exit_code(err: &anyhow::Error) -> i32 {
         {
             return EXIT_USAGE;
         }
-        if let Some(c) = cause.downcast_ref::<nf_ninep::client::ClientError>() {
+        // A connection error shows its client error transparently: look inside.
+        let client = cause.downcast_ref::<nf_ninep::client::ClientError>().or(
+            match cause.downcast_ref::<nf_node::connect::ConnectError>() {
+                Some(nf_node::connect::ConnectError::Client(c)) => Some(c),
+                _ => None,
+            },
+        );
+        if let Some(c) = client {
             if c.errno().is_some() {
                 return EXIT_REMOTE;
             }

@@ -135,29 +135,18 @@ impl Creds {
             };
         }
         rustix::thread::set_thread_groups(&groups).map_err(|_| Rlerror::new(EPERM))?;
-        set_fsgid(self.gid)?;
-        set_fsuid(self.uid)?;
+        set_checked(nix::unistd::setfsgid, nix::unistd::Gid::from_raw(self.gid))?;
+        set_checked(nix::unistd::setfsuid, nix::unistd::Uid::from_raw(self.uid))?;
         CURRENT.with(|c| *c.borrow_mut() = Some(self.clone()));
         Ok(())
     }
 }
 
-/// `setfsuid(uid)`, checked by calling it again (rule 3).
-fn set_fsuid(uid: u32) -> Result<(), Rlerror> {
-    let uid = nix::unistd::Uid::from_raw(uid);
-    nix::unistd::setfsuid(uid);
-    if nix::unistd::setfsuid(uid) == uid {
-        Ok(())
-    } else {
-        Err(Rlerror::new(EPERM))
-    }
-}
-
-/// `setfsgid(gid)`, checked by calling it again (rule 3).
-fn set_fsgid(gid: u32) -> Result<(), Rlerror> {
-    let gid = nix::unistd::Gid::from_raw(gid);
-    nix::unistd::setfsgid(gid);
-    if nix::unistd::setfsgid(gid) == gid {
+/// Sets the calling thread's fsuid or fsgid with `set` (`setfsuid`, `setfsgid`), which
+/// cannot report failure: a second call returns the id in force (rule 3).
+fn set_checked<T: PartialEq + Copy>(set: fn(T) -> T, id: T) -> Result<(), Rlerror> {
+    set(id);
+    if set(id) == id {
         Ok(())
     } else {
         Err(Rlerror::new(EPERM))
