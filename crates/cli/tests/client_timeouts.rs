@@ -33,3 +33,16 @@ fn a_silent_listener_and_a_wrong_address_kind_time_out() {
     }
     drop(silent);
 }
+
+/// `--timeout` bounds every reply too: a read of a pipe nobody writes gives up.
+#[test]
+fn timeout_bounds_a_reply_that_never_comes() {
+    let s = Served::start(&[]);
+    let out = run_bounded(nf().args(["cat", "--timeout", "2", &s.at("/pipe/nobody-writes")]));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("no answer") && err.contains("2s"), "{err}");
+    // The server is fine afterwards.
+    let out = run_bounded(nf().args(["cat", &s.at("/status")]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

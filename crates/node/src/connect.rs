@@ -16,6 +16,9 @@ pub struct ConnectOptions {
     pub msize: u32,
     /// Certificate, key and CA for `tls:` addresses.
     pub tls: Option<TlsFiles>,
+    /// Bound on connecting and on every reply; `None`: the client's defaults (10 s to
+    /// connect and attach, replies unbounded).
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Why a connection could not be made.
@@ -42,6 +45,7 @@ impl Default for ConnectOptions {
             user: default_user(),
             msize: nf_ninep::DEFAULT_MAX_MSIZE,
             tls: None,
+            timeout: None,
         }
     }
 }
@@ -61,10 +65,14 @@ pub fn default_user() -> String {
 
 /// Connects to the server at `addr` and negotiates the version.
 pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectError> {
-    let config = ClientConfig {
+    let mut config = ClientConfig {
         msize: opts.msize,
         ..ClientConfig::default()
     };
+    if let Some(t) = opts.timeout {
+        config.connect_timeout = t;
+        config.reply_timeout = Some(t);
+    }
     Ok(match addr {
         Addr::Unix(path) => Client::connect_unix_with(path, config)?,
         Addr::Tcp(hostport) => Client::connect_tcp_with(hostport.as_str(), config)?,
@@ -76,11 +84,12 @@ pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectErro
                 .ok_or_else(|| ConnectError::NoCertificate {
                     addr: addr.to_string(),
                 })?;
-            let sock =
-                TcpStream::connect(hostport.as_str()).map_err(|source| ClientError::Connect {
+            let sock = connect_tcp(hostport, config.connect_timeout).map_err(|source| {
+                ClientError::Connect {
                     addr: hostport.clone(),
                     source,
-                })?;
+                }
+            })?;
             let host = hostport
                 .rsplit_once(':')
                 .map_or(hostport.as_str(), |(h, _)| h)
@@ -95,4 +104,18 @@ pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectErro
 /// Connects to `addr` and attaches to its root as `opts.user`.
 pub fn attach(addr: &Addr, opts: &ConnectOptions) -> Result<Root, ConnectError> {
     Ok(connect(addr, opts)?.attach(&opts.user, "")?)
+}
+
+/// A tcp connection to `hostport` (each address it resolves to in turn), each try
+/// bounded by `limit`.
+fn connect_tcp(hostport: &str, limit: std::time::Duration) -> std::io::Result<TcpStream> {
+    use std::net::ToSocketAddrs;
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "no address");
+    for addr in hostport.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, limit) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }

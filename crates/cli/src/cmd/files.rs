@@ -30,6 +30,11 @@ pub struct ConnArgs {
     /// Largest 9P message to ask for, in bytes.
     #[arg(long, global = true, default_value_t = nf_ninep::DEFAULT_MAX_MSIZE)]
     pub msize: u32,
+    /// Seconds to wait for the server to connect and answer each request (exit status
+    /// 4 past it) [default: 10 for connecting and attaching; replies as long as they
+    /// take, since a pipe or a followed log legitimately waits].
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: Option<u64>,
     /// Client certificate (PEM) for tls: addresses; its common name is the user.
     #[arg(long, global = true, value_name = "PEM", requires_all = ["key", "ca"])]
     pub cert: Option<PathBuf>,
@@ -45,6 +50,7 @@ impl ConnArgs {
     fn options(&self) -> ConnectOptions {
         let mut opts = ConnectOptions {
             msize: self.msize,
+            timeout: self.timeout.map(std::time::Duration::from_secs),
             ..ConnectOptions::default()
         };
         if let Some(u) = &self.user {
