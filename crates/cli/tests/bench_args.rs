@@ -87,3 +87,35 @@ fn progress_off_a_terminal_is_one_line_per_size_and_quiet_is_silent() {
     let err = pingpong_stderr(&["--quiet"]);
     assert!(err.is_empty(), "{err}");
 }
+
+/// `nf bench rma` off a terminal: one line per case (operation × layout), after its
+/// sweep of sizes, not one per size.
+#[test]
+fn rma_progress_off_a_terminal_is_one_line_per_case() {
+    let out = nf(&[
+        "bench",
+        "rma",
+        "--ops",
+        "put,get",
+        "--layouts",
+        "contig",
+        "--sizes",
+        "8,64,512",
+        "--iters",
+        "5",
+        "--warmup",
+        "1",
+    ]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let progress: Vec<&str> = err.lines().filter(|l| l.starts_with("rma: ")).collect();
+    assert_eq!(progress.len(), 2, "{err}");
+    assert!(
+        progress[0].starts_with("rma: 3/6 put contig 512 B"),
+        "{err}"
+    );
+    assert!(
+        progress[1].starts_with("rma: 6/6 get contig 512 B"),
+        "{err}"
+    );
+}

@@ -58,8 +58,11 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
         Route::Service => "rma-service-tcp",
     };
     let steps = params.ops.len() * params.layouts.len() * params.sizes.len();
-    let mut progress =
-        (rma.rank() == 0).then(|| Progress::new("rma", steps as u64, Mode::detect(a.out.quiet)));
+    // Off a terminal, a line per case (operation × layout), after its sweep of sizes.
+    let per_case = params.sizes.len() as u64;
+    let mut progress = (rma.rank() == 0).then(|| {
+        Progress::new("rma", steps as u64, Mode::detect(a.out.quiet)).lines_every(per_case)
+    });
     let measured = rma::run(&rma, &params, |op, layout, size| {
         if let Some(p) = &mut progress {
             p.step(&format!("{} {} {size} B", op.name(), layout.name()));

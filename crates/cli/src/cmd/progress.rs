@@ -1,6 +1,7 @@
 //! Progress of a long measurement on stderr: one bar that updates in place on a
-//! terminal, one plain line per step when stderr is a file or a pipe (so a log shows
-//! how far a run got), nothing with `--quiet`.
+//! terminal, one plain line per step — or per group of steps, such as one rma case's
+//! sweep of sizes — when stderr is a file or a pipe (so a log shows how far a run got
+//! without drowning it), nothing with `--quiet`.
 
 use std::io::IsTerminal;
 
@@ -35,6 +36,8 @@ pub struct Progress {
     done: u64,
     bar: Option<indicatif::ProgressBar>,
     lines: bool,
+    /// Off a terminal, a line every this many steps (and at the last).
+    every: u64,
 }
 
 impl Progress {
@@ -54,7 +57,14 @@ impl Progress {
             done: 0,
             bar,
             lines: mode == Mode::Lines,
+            every: 1,
         }
+    }
+
+    /// Off a terminal, one line per group of `n` steps instead of one per step.
+    pub fn lines_every(mut self, n: u64) -> Progress {
+        self.every = n.max(1);
+        self
     }
 
     /// One step done; `msg` says which (`8 B`, `put contig 64 B`).
@@ -63,7 +73,7 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.set_message(msg.to_owned());
             b.inc(1);
-        } else if self.lines {
+        } else if self.lines && (self.done % self.every == 0 || self.done == self.len) {
             eprintln!("{}: {}/{} {msg}", self.what, self.done, self.len);
         }
     }
