@@ -73,7 +73,7 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.set_message(msg.to_owned());
             b.inc(1);
-        } else if self.lines && (self.done % self.every == 0 || self.done == self.len) {
+        } else if self.lines && (self.done.is_multiple_of(self.every) || self.done == self.len) {
             eprintln!("{}: {}/{} {msg}", self.what, self.done, self.len);
         }
     }
