@@ -15,10 +15,10 @@
 //! |---|---|
 //! | [`tree`] | building the node tree from a [`NodeConfig`] |
 //! | [`status`] | `/status` snapshots |
-//! | [`pipe`] | `/pipe/NAME`: bounded, blocking named pipes |
+//! | [`pipe`] | `/pipe/NAME`: bounded, blocking named pipes with owners and budgets |
 //! | [`mem`] | `/mem/JOB/RANK/SEGMENT`: rma segments of running procs, read and written with cross-memory attach |
 //! | [`accept`] | a thread per connection for the TLS and shm listeners |
-//! | [`access`] | the attach check: authenticated identity → 9P user |
+//! | [`access`] | the attach check: who the kernel or a certificate says the peer is → the account whose rights its requests run with |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
 //! | [`tls`] | TLS with client certificates for remote connections |
 //! | [`shm`] | 9P over a shared-memory byte channel |
