@@ -210,7 +210,8 @@ fn the_client_can_flush_its_own_calls() {
     assert_eq!(file.read_chunk(0, 64).unwrap(), b"after");
     // A blocked read returns as soon as data arrives.
     let reader = std::thread::spawn(move || file.read_chunk(0, 64).unwrap());
-    std::thread::sleep(SHORT);
+    // Push only once the read is blocked in the server.
+    assert!(wait_for(|| s.server.stats().in_flight == 1));
     stream.push(b"more");
     assert_eq!(reader.join().unwrap(), b"more");
 }
