@@ -1,8 +1,6 @@
 //! Reaching a node server as a client: an [`Addr`] and the user to attach as.
 
-use std::net::TcpStream;
-
-use nf_ninep::client::{Client, ClientConfig, ClientError, Root};
+use nf_ninep::client::{connect_tcp_stream, Client, ClientConfig, ClientError, Root};
 
 use crate::addr::Addr;
 use crate::tls::{client_config, TlsError, TlsFiles, TlsTransport};
@@ -84,12 +82,7 @@ pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectErro
                 .ok_or_else(|| ConnectError::NoCertificate {
                     addr: addr.to_string(),
                 })?;
-            let sock = connect_tcp(hostport, config.connect_timeout).map_err(|source| {
-                ClientError::Connect {
-                    addr: hostport.clone(),
-                    source,
-                }
-            })?;
+            let sock = connect_tcp_stream(hostport.as_str(), config.connect_timeout)?;
             let host = hostport
                 .rsplit_once(':')
                 .map_or(hostport.as_str(), |(h, _)| h)
@@ -104,18 +97,4 @@ pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectErro
 /// Connects to `addr` and attaches to its root as `opts.user`.
 pub fn attach(addr: &Addr, opts: &ConnectOptions) -> Result<Root, ConnectError> {
     Ok(connect(addr, opts)?.attach(&opts.user, "")?)
-}
-
-/// A tcp connection to `hostport` (each address it resolves to in turn), each try
-/// bounded by `limit`.
-fn connect_tcp(hostport: &str, limit: std::time::Duration) -> std::io::Result<TcpStream> {
-    use std::net::ToSocketAddrs;
-    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "no address");
-    for addr in hostport.to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, limit) {
-            Ok(s) => return Ok(s),
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
 }

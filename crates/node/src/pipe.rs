@@ -47,7 +47,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use nf_ninep::errno::{EAGAIN, EINVAL, ENOSPC, EPIPE};
 use nf_ninep::server::trees::synthetic::{DirOps, FileNode, OpenFile};
-use nf_ninep::server::{Creds, Ctx, FsResult, Monitor};
+use nf_ninep::server::{Ctx, FsResult, Monitor};
 use nf_ninep::{LOpenFlags, Rlerror};
 
 /// Default buffer of one pipe: 64 KiB, as a Linux pipe.
@@ -394,7 +394,7 @@ impl PipeDir {
     /// A new pipe of mode `mode` for the request's user (the server's outside a
     /// mount table that names one).
     pub fn make(&self, ctx: &Ctx, mode: u32) -> FsResult<Pipe> {
-        let creds = ctx.creds().unwrap_or_else(|| Creds::server());
+        let creds = ctx.maker();
         let charge = self.budget.add_pipe(creds.uid())?;
         let state = PipeState {
             buf: VecDeque::new(),
@@ -439,6 +439,7 @@ impl DirOps for PipeDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nf_ninep::server::Creds;
 
     fn ctx() -> Ctx {
         Ctx::background(8192)

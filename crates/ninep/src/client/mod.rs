@@ -142,35 +142,7 @@ impl Client {
         addr: impl ToSocketAddrs,
         config: ClientConfig,
     ) -> Result<Client, ClientError> {
-        let addrs: Vec<SocketAddr> = addr
-            .to_socket_addrs()
-            .map_err(|source| ClientError::Connect {
-                addr: String::from("<unresolvable address>"),
-                source,
-            })?
-            .collect();
-        let named = || {
-            addrs
-                .iter()
-                .map(|a| a.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to");
-        let mut stream = None;
-        for addr in &addrs {
-            match TcpStream::connect_timeout(addr, config.connect_timeout) {
-                Ok(s) => {
-                    stream = Some(s);
-                    break;
-                }
-                Err(e) => last = e,
-            }
-        }
-        let stream = stream.ok_or_else(|| ClientError::Connect {
-            addr: named(),
-            source: last,
-        })?;
+        let stream = connect_tcp_stream(addr, config.connect_timeout)?;
         let _ = stream.set_nodelay(true);
         Client::with_transport(stream, config)
     }
@@ -265,14 +237,17 @@ impl Client {
             None => call.wait()?,
             Some(after) => match call.wait_timeout(after)? {
                 Some(reply) => reply,
-                None => {
-                    // Abandon it (the server may still answer the flush late: then the
-                    // connection is of no further use and goes).
-                    if !matches!(call.flush(), Ok(None) | Ok(Some(_))) {
+                // Abandon it. A reply that beat the flush did the work (a read took
+                // its bytes): it is the answer. A failed flush leaves the connection
+                // of no further use.
+                None => match call.flush() {
+                    Ok(Some(reply)) => reply,
+                    Ok(None) => return Err(ClientError::TimedOut { what: op, after }),
+                    Err(_) => {
                         self.inner.rpc.close();
+                        return Err(ClientError::TimedOut { what: op, after });
                     }
-                    return Err(ClientError::TimedOut { what: op, after });
-                }
+                },
             },
         };
         let got = reply.msg_type().name();
@@ -328,4 +303,34 @@ fn within<T>(
         });
     }
     out
+}
+
+/// A tcp connection to `addr` — each address it resolves to in turn, each try bounded
+/// by `limit` — for 9P (plain, or under TLS).
+pub fn connect_tcp_stream(
+    addr: impl ToSocketAddrs,
+    limit: Duration,
+) -> Result<TcpStream, ClientError> {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|source| ClientError::Connect {
+            addr: String::from("<unresolvable address>"),
+            source,
+        })?
+        .collect();
+    let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to");
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, limit) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(ClientError::Connect {
+        addr: addrs
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        source: last,
+    })
 }

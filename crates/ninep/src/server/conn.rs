@@ -80,10 +80,8 @@ pub(crate) struct Conn<F: Filesystem> {
     shared: Arc<Shared<F>>,
     transport: Arc<dyn Transport>,
     peer: String,
-    /// The user the transport authenticated, given to every request's [`Ctx`].
-    user: Option<Arc<str>>,
-    /// The local peer's uid, given to every request's [`Ctx`].
-    peer_uid: Option<u32>,
+    /// Who the transport says the peer is, given to every request's [`Ctx`].
+    who: Identity,
     state: Mutex<ConnState<F::Fid>>,
     /// Signalled when the last request in flight finishes.
     idle: Condvar,
@@ -103,19 +101,13 @@ impl<F: Filesystem> Conn<F> {
         who: Identity,
     ) -> Arc<Self> {
         let peer = transport.peer();
-        let (user, peer_uid) = match who {
-            Identity::User(user) => (Some(user), None),
-            Identity::Uid(uid) => (None, Some(uid)),
-            Identity::Unknown => (None, None),
-        };
         let max_fids = shared.config.max_fids;
         Arc::new(Conn {
             id,
             shared,
             transport,
             peer,
-            user,
-            peer_uid,
+            who,
             state: Mutex::new(ConnState {
                 msize: None,
                 fids: FidTable::new(max_fids),
@@ -130,12 +122,8 @@ impl<F: Filesystem> Conn<F> {
 
     /// Who the transport says the peer is, for per-user limits: a TLS name, else a
     /// local uid, else nobody.
-    pub fn identity(&self) -> Identity {
-        match (&self.user, self.peer_uid) {
-            (Some(user), _) => Identity::User(Arc::clone(user)),
-            (None, Some(uid)) => Identity::Uid(uid),
-            (None, None) => Identity::Unknown,
-        }
+    pub fn identity(&self) -> &Identity {
+        &self.who
     }
 
     /// The peer, as logs name it.
@@ -355,8 +343,14 @@ impl<F: Filesystem> Conn<F> {
         let cancel = st.pending.start(tag);
         drop(st);
         let ctx = Ctx::new(cancel, msize, self.id, tag)
-            .with_user(self.user.clone())
-            .with_peer_uid(self.peer_uid);
+            .with_user(match &self.who {
+                Identity::User(user) => Some(Arc::clone(user)),
+                _ => None,
+            })
+            .with_peer_uid(match self.who {
+                Identity::Uid(uid) => Some(uid),
+                _ => None,
+            });
         if self.shared.fs.runs_inline() {
             // Step 5 on this thread: no hand-off, unless the tree would have to wait.
             let done = self.apply(&ctx.inline(), &job);

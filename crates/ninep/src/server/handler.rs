@@ -144,6 +144,23 @@ impl Ctx {
         self.creds.as_ref()
     }
 
+    /// Who owns what this request makes: [`Ctx::creds`], else the server itself.
+    pub fn maker(&self) -> &Creds {
+        self.creds.as_ref().unwrap_or_else(|| Creds::server())
+    }
+
+    /// `EACCES` unless the request's user (where the tree above names one) may access
+    /// a file of `owner` (uid, gid) and permission bits `mode` for `want` (4 read,
+    /// 2 write, 1 execute or search; see [`Creds::may`]).
+    pub fn permit(&self, owner: (u32, u32), mode: u32, want: u32) -> FsResult<()> {
+        match &self.creds {
+            Some(c) if !c.may(owner.0, owner.1, mode, want) => {
+                Err(Rlerror::new(crate::errno::EACCES))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// A context outside any request (releasing fids of a closed connection, tests).
     pub fn background(msize: u32) -> Self {
         Ctx::new(Cancel::new(), msize, 0, crate::NOTAG)

@@ -203,12 +203,14 @@ impl<F: Filesystem> Server<F> {
         let mut conns = lock(&self.shared.conns);
         // Full: a connection that holds nothing (never attached, or let go of every
         // fid) gives its slot up, the user's own first when the user is at its limit.
-        let mine = conns.values().filter(|c| c.identity() == who).count();
-        let over_user = mine >= config.max_clients_per_user;
+        let mine = |conns: &HashMap<u64, Arc<Conn<F>>>| {
+            conns.values().filter(|c| *c.identity() == who).count()
+        };
+        let over_user = mine(&conns) >= config.max_clients_per_user;
         if over_user || conns.len() >= config.max_clients {
             let victim = conns
                 .values()
-                .filter(|c| !over_user || c.identity() == who)
+                .filter(|c| !over_user || *c.identity() == who)
                 .filter(|c| c.counts() == (0, 0))
                 .min_by_key(|c| c.id())
                 .cloned();
@@ -218,10 +220,9 @@ impl<F: Filesystem> Server<F> {
                 v.close();
             }
         }
-        let mine = conns.values().filter(|c| c.identity() == who).count();
         let refusal = if conns.len() >= config.max_clients {
             Some(("too many clients (max_clients)", config.max_clients))
-        } else if mine >= config.max_clients_per_user {
+        } else if mine(&conns) >= config.max_clients_per_user {
             Some((
                 "too many connections for this user (max_clients_per_user)",
                 config.max_clients_per_user,

@@ -72,9 +72,6 @@ pub struct ByteChannel {
     view: ChannelView,
     /// Keeps the memory mapped for `view`.
     _map: MmapMut,
-    /// The memfd itself (sealed); kept so the seal tests can try to resize it.
-    #[cfg_attr(not(test), allow(dead_code))]
-    memory: File,
     /// The ring we read, the ring we write.
     rx: usize,
     tx: usize,
@@ -130,6 +127,39 @@ fn map(file: &File, geo: ChannelGeometry) -> io::Result<(MmapMut, ChannelView)> 
     Ok((map, view))
 }
 
+/// Receives the memfd and eventfds of an offer (the first half of step 3).
+fn receive_offer(sock: &UnixStream) -> io::Result<(File, Wakers)> {
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+    let mut byte = [0u8; 1];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let got = recvmsg(
+        sock,
+        &mut [IoSliceMut::new(&mut byte)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )?;
+    if got.bytes == 0 {
+        return Err(bad(
+            "the server closed the connection before offering a channel",
+        ));
+    }
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for msg in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(rights) = msg {
+            fds.extend(rights);
+        }
+    }
+    if fds.len() != FDS || byte != *b"C" {
+        return Err(bad("the peer did not offer a ninefold byte channel"));
+    }
+    let mut fds = fds.into_iter();
+    let mut next = || fds.next().expect("FDS descriptors checked above");
+    let file = File::from(next());
+    let wakers: Wakers = [[next(), next()], [next(), next()]];
+    Ok((file, wakers))
+}
+
 impl ByteChannel {
     /// Steps 1–2 of the set-up: creates a channel of `capacity` bytes per ring and sends
     /// it over `sock` (which then stays open for liveness).
@@ -169,7 +199,6 @@ impl ByteChannel {
         Ok(ByteChannel {
             view,
             _map: map,
-            memory: file,
             rx: 0,
             tx: 1,
             rx_head: AtomicU64::new(0),
@@ -183,33 +212,7 @@ impl ByteChannel {
     /// Step 3 of the set-up: receives a channel offered over `sock`.
     pub fn join(sock: UnixStream) -> io::Result<ByteChannel> {
         let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
-        let mut byte = [0u8; 1];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let got = recvmsg(
-            &sock,
-            &mut [IoSliceMut::new(&mut byte)],
-            &mut control,
-            RecvFlags::CMSG_CLOEXEC,
-        )?;
-        if got.bytes == 0 {
-            return Err(bad(
-                "the server closed the connection before offering a channel",
-            ));
-        }
-        let mut fds: Vec<OwnedFd> = Vec::new();
-        for msg in control.drain() {
-            if let RecvAncillaryMessage::ScmRights(rights) = msg {
-                fds.extend(rights);
-            }
-        }
-        if fds.len() != FDS || byte != *b"C" {
-            return Err(bad("the peer did not offer a ninefold byte channel"));
-        }
-        let mut fds = fds.into_iter();
-        let mut next = || fds.next().expect("FDS descriptors checked above");
-        let file = File::from(next());
-        let wakers: Wakers = [[next(), next()], [next(), next()]];
+        let (file, wakers) = receive_offer(&sock)?;
         if !fcntl_get_seals(&file)?.contains(SIZE_SEALS) {
             return Err(bad(
                 "byte channel memory is not sealed against resizing; refusing it",
@@ -235,7 +238,6 @@ impl ByteChannel {
         Ok(ByteChannel {
             view,
             _map: map,
-            memory: file,
             rx: 1,
             tx: 0,
             rx_head: AtomicU64::new(0),
@@ -480,15 +482,14 @@ mod tests {
         );
     }
     #[test]
-    fn the_memory_cannot_be_resized_by_either_side() {
-        let (server, client) = pair(64);
-        for side in [&server, &client] {
-            assert!(side.memory.set_len(0).is_err(), "shrink");
-            assert!(side.memory.set_len(1 << 30).is_err(), "grow");
-        }
-        client.send(b"still here").unwrap();
-        let mut buf = [0u8; 16];
-        assert_eq!(server.recv(&mut buf).unwrap(), 10);
+    fn the_offered_memory_cannot_be_resized() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let offer = thread::spawn(move || ByteChannel::offer(a, 64).unwrap());
+        let (memory, _wakers) = receive_offer(&b).unwrap();
+        let server = offer.join().unwrap();
+        assert!(memory.set_len(0).is_err(), "shrink");
+        assert!(memory.set_len(1 << 30).is_err(), "grow");
+        server.send(b"still here").unwrap();
     }
 
     #[test]

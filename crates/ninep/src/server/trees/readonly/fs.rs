@@ -134,7 +134,7 @@ impl Filesystem for ReadOnlyView {
         let path = child(&dir.path(), &req.name);
         self.permit_parent(ctx, &path)?;
         let budget = Arc::clone(&self.budget);
-        let (uid, gid) = Self::owner(ctx);
+        let (uid, gid) = (ctx.maker().uid(), ctx.maker().gid());
         let meta = MemMeta::new(S_IFREG | (req.mode & 0o7777), uid, gid);
         let entry = self.add_entry(&path, |qid_path| {
             Entry::File(MemFile::new(qid_path, Vec::new(), meta, budget))
@@ -185,7 +185,7 @@ impl Filesystem for ReadOnlyView {
     fn mkdir(&self, ctx: &Ctx, dir: &RoFid, req: &Tmkdir) -> FsResult<Rmkdir> {
         let path = child(&dir.path(), &req.name);
         self.permit_parent(ctx, &path)?;
-        let (uid, gid) = Self::owner(ctx);
+        let (uid, gid) = (ctx.maker().uid(), ctx.maker().gid());
         let meta = MemMeta::new(S_IFDIR | (req.mode & 0o7777), uid, gid);
         let entry = self.add_entry(&path, |qid_path| {
             Entry::Dir(Arc::new(MemDir {
@@ -312,29 +312,16 @@ impl Filesystem for ReadOnlyView {
 }
 
 impl ReadOnlyView {
-    /// Owner and group of what the request's user makes (the server's outside a tree
-    /// that names users).
-    fn owner(ctx: &Ctx) -> (u32, u32) {
-        let c = ctx
-            .creds()
-            .unwrap_or_else(|| crate::server::Creds::server());
-        (c.uid(), c.gid())
-    }
-
     /// `EACCES` unless the request's user may access `path` for `want` (4 read, 2 write,
     /// 1 search), by the file's owner, group and mode, in memory or on the host: the
     /// overlay is shared by every client, so changing it takes the rights changing the
     /// host file would.
     fn permit(&self, ctx: &Ctx, path: &[String], want: u32) -> FsResult<()> {
-        let Some(c) = ctx.creds() else {
+        if ctx.creds().is_none() {
             return Ok(());
-        };
-        let a = Self::attr(&self.find(path)?);
-        if c.may(a.uid, a.gid, a.mode, want) {
-            Ok(())
-        } else {
-            Err(Rlerror::new(crate::errno::EACCES))
         }
+        let a = Self::attr(&self.find(path)?);
+        ctx.permit((a.uid, a.gid), a.mode, want)
     }
 
     /// `EACCES` unless the user may add or remove entries in the directory holding

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, OnceLock, PoisonError};
 
-use crate::errno::{EACCES, EBADF, EEXIST, EISDIR, ENOENT, ENOTDIR, ENOTEMPTY, EROFS};
+use crate::errno::{EBADF, EEXIST, EISDIR, ENOENT, ENOTDIR, ENOTEMPTY, EROFS};
 use crate::message::*;
 use crate::server::handler::{Ctx, Filesystem, FsResult, WOULD_BLOCK};
 use crate::server::trees::listing::Listing;
@@ -77,15 +77,6 @@ impl SynFid {
     }
 }
 
-/// `EACCES` unless the request's user (if the tree above names one, [`Ctx::creds`])
-/// may access a file of `owner`, `mode` for `want` (4 read, 2 write, 1 search).
-fn permit(ctx: &Ctx, owner: (u32, u32), mode: u32, want: u32) -> FsResult<()> {
-    match ctx.creds() {
-        Some(c) if !c.may(owner.0, owner.1, mode, want) => Err(Rlerror::new(EACCES)),
-        _ => Ok(()),
-    }
-}
-
 /// What an open with `flags` needs: 4 to read, 2 to write (truncating is writing).
 fn wanted(flags: crate::types::LOpenFlags) -> u32 {
     use crate::types::LOpenFlags;
@@ -139,7 +130,7 @@ impl SyntheticTree {
     /// `EACCES` unless the request's user may write (add or remove entries) in `dir`.
     fn may_change(&self, ctx: &Ctx, dir: &Node) -> FsResult<()> {
         let (owner, mode) = self.perms(dir);
-        permit(ctx, owner, mode, 3)
+        ctx.permit(owner, mode, 3)
     }
 
     /// Adds a node made by a client request under `parent`.
@@ -323,7 +314,7 @@ impl Filesystem for SyntheticTree {
             NodeKind::File(f) => {
                 may_run(ctx, f.runs_inline())?;
                 let (owner, mode) = self.perms(&fid.node);
-                permit(ctx, owner, mode, wanted(req.flags))?;
+                ctx.permit(owner, mode, wanted(req.flags))?;
                 SynOpen::File(f.open(ctx, req.flags)?)
             }
         };
