@@ -28,7 +28,6 @@ int ARMCIX_Group_split(ARMCI_Group *parent, int color, int key, ARMCI_Group *new
     if (new_group == NULL) nfa_fatal(call, "argument 'new_group' is NULL");
     int err = MPI_Comm_split(parent->comm, color, key, &new_group->comm);
     if (err != MPI_SUCCESS) return err;
-    new_group->noncoll_pgroup_comm = MPI_COMM_NULL;
     nfa_group_fill(new_group);
     return 0;
 }
@@ -39,7 +38,6 @@ int ARMCIX_Group_dup(ARMCI_Group *parent, ARMCI_Group *new_group) {
     if (new_group == NULL) nfa_fatal(call, "argument 'new_group' is NULL");
     int err = MPI_Comm_dup(parent->comm, &new_group->comm);
     if (err != MPI_SUCCESS) return err;
-    new_group->noncoll_pgroup_comm = MPI_COMM_NULL;
     nfa_group_fill(new_group);
     return 0;
 }
@@ -52,7 +50,8 @@ armcix_mutex_hdl_t ARMCIX_Create_mutexes_hdl(int count, ARMCI_Group *pgroup) {
     if (count < 0) nfa_fatal(call, "argument 'count' is %d; it must be >= 0", count);
     struct armcix_mutex_hdl_s *hdl = calloc(1, sizeof *hdl);
     if (hdl == NULL) nfa_fatal(call, "out of memory for the handle");
-    ARMCIX_Group_dup(parent, &hdl->grp);
+    if (ARMCIX_Group_dup(parent, &hdl->grp) != 0)
+        nfa_fatal(call, "duplicating the group's communicator failed");
     int n = hdl->grp.size;
     hdl->counts = malloc(sizeof(int) * (size_t)n);
     hdl->bases = malloc(sizeof(void *) * (size_t)n);
@@ -96,7 +95,7 @@ static int *mutex_word(const char *call, armcix_mutex_hdl_t hdl, int mutex, int 
 /* Swaps `value` into the int at `word` on `proc`; the old value. */
 static int swap(int *word, int value, int proc) {
     int v = value;
-    ARMCI_Rmw(ARMCI_SWAP, &v, word, 0, proc);
+    PARMCI_Rmw(ARMCI_SWAP, &v, word, 0, proc);
     return v;
 }
 

@@ -48,7 +48,7 @@ int PARMCI_Free(void *ptr) {
 
 int PARMCI_Malloc_memdev(void **ptr_arr, armci_size_t bytes, const char *device) {
     check_device("ARMCI_Malloc_memdev", device);
-    return ARMCI_Malloc(ptr_arr, bytes);
+    return PARMCI_Malloc(ptr_arr, bytes);
 }
 
 int PARMCI_Malloc_group_memdev(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group,

@@ -148,6 +148,6 @@ void armci_msg_brdcst(void *buffer, int len, int root) {
 
 void PARMCI_Barrier(void) {
     nfa_require_init("ARMCI_Barrier");
-    ARMCI_AllFence();
+    PARMCI_AllFence();
     MPI_Barrier(ARMCI_GROUP_WORLD.comm);
 }

@@ -169,13 +169,14 @@ static void reduce(const char *call, void *x, int n, const char *op, int type,
     op_name(call, op, OP_MAX, name);
     enum gop gop = gop_of(call, name);
     MPI_Op mop = mpi_op_of(call, gop, name, type);
-    int size, me;
-    MPI_Comm_size(comm, &size);
-    MPI_Comm_rank(comm, &me);
+    int me = root;
+    if (root >= 0) MPI_Comm_rank(comm, &me);
     if (n == 0) return;
-    if (size == 1 && (gop == GOP_ABSMAX || gop == GOP_ABSMIN))
-        abs_fold(x, x, &n, &dt, gop == GOP_ABSMAX); /* MPI would leave x as it is */
-    else if (root < 0) MPI_Allreduce(MPI_IN_PLACE, x, n, dt, mop, comm);
+    /* Where the result lands, start from |x|: MPI calls no operation with one process,
+     * and with more the operation folds absolute values anyway. */
+    if ((gop == GOP_ABSMAX || gop == GOP_ABSMIN) && me == root)
+        abs_fold(x, x, &n, &dt, gop == GOP_ABSMAX);
+    if (root < 0) MPI_Allreduce(MPI_IN_PLACE, x, n, dt, mop, comm);
     else if (me == root) MPI_Reduce(MPI_IN_PLACE, x, n, dt, mop, root, comm);
     else MPI_Reduce(x, NULL, n, dt, mop, root, comm);
 }

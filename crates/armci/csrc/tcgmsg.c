@@ -199,11 +199,11 @@ long armci_tcgmsg_nxtval(long *mproc) {
     if (mproc == NULL) nfa_fatal(call, "argument 'mproc' is NULL");
     if (*mproc > 0) {
         long old = 0;
-        ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, &old, tcg.counter[0], 1, 0);
+        PARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, &old, tcg.counter[0], 1, 0);
         return old;
     }
     if (*mproc < 0) { /* every process ends the loop: reset for the next one */
-        ARMCI_AllFence();
+        PARMCI_AllFence();
         MPI_Barrier(ARMCI_GROUP_WORLD.comm);
         if (ARMCI_GROUP_WORLD.rank == 0) *(volatile long *)tcg.counter[0] = 0;
         MPI_Barrier(ARMCI_GROUP_WORLD.comm);

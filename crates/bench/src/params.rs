@@ -52,11 +52,18 @@ pub fn check_sizes(
 /// That a report can be written to `path` (option `--arg`): its directory exists and
 /// a file can be created there. A file created by the check is removed again.
 pub fn check_writable(arg: &'static str, path: &Path) -> Result<(), ParamError> {
+    use std::os::unix::fs::FileTypeExt;
     let bad = |why: String| ParamError::new(arg, path.display(), why);
-    if path.is_dir() {
-        return Err(bad("is a directory; give a file name".into()));
+    let existing = std::fs::metadata(path).ok();
+    match &existing {
+        Some(m) if m.is_dir() => return Err(bad("is a directory; give a file name".into())),
+        // Opening a FIFO would block the check until a reader comes (forever).
+        Some(m) if m.file_type().is_fifo() || m.file_type().is_socket() => {
+            return Err(bad("is a FIFO or socket; give a file name".into()))
+        }
+        _ => {}
     }
-    let existed = path.exists();
+    let existed = existing.is_some();
     std::fs::OpenOptions::new()
         .append(true)
         .create(true)
@@ -71,6 +78,22 @@ pub fn check_writable(arg: &'static str, path: &Path) -> Result<(), ParamError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        assert!(check_writable("json", Path::new("/dev/null")).is_ok());
+        let dir = std::env::temp_dir().join(format!("nf-params-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("f");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = check_writable("json", &fifo).unwrap_err();
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn sizes_and_iters() {

@@ -7,6 +7,7 @@
 //! static binaries and anything unreadable have no needed libraries: the check then
 //! stays silent rather than guessing.
 
+use std::io::Read;
 use std::path::Path;
 
 /// Program header type of a loadable segment.
@@ -21,6 +22,8 @@ const DT_NEEDED: u64 = 1;
 const DT_STRTAB: u64 = 5;
 /// Dynamic entries read at most (real programs have a few dozen).
 const MAX_DYNAMIC: usize = 4096;
+/// Bytes of a program read to find its needed libraries.
+const HEAD_BYTES: u64 = 16 << 20;
 
 /// Reads integers of an ELF file's class (32 / 64 bit) and byte order.
 struct Reader<'a> {
@@ -82,7 +85,7 @@ fn parse(data: &[u8]) -> Option<Vec<String>> {
     };
     let segments: Vec<Segment> = (0..phnum)
         .map(|i| {
-            let at = usize::try_from(phoff + i * phentsize).ok()?;
+            let at = usize::try_from(phoff.checked_add(i.checked_mul(phentsize)?)?).ok()?;
             Some(if r.wide {
                 Segment {
                     kind: r.u32(at)? as u32,
@@ -105,7 +108,9 @@ fn parse(data: &[u8]) -> Option<Vec<String>> {
     let mut needed = Vec::new();
     let mut strtab = None;
     for i in 0..(dynamic.filesz as usize / entry).min(MAX_DYNAMIC) {
-        let at = usize::try_from(dynamic.offset).ok()? + i * entry;
+        let at = usize::try_from(dynamic.offset)
+            .ok()?
+            .checked_add(i * entry)?;
         let (tag, val) = (r.word(at)?, r.word(at + entry / 2)?);
         match tag {
             DT_NULL => break,
@@ -116,10 +121,12 @@ fn parse(data: &[u8]) -> Option<Vec<String>> {
     }
     // DT_STRTAB is an address: find the loaded segment that maps it to a file offset.
     let addr = strtab?;
-    let load = segments
-        .iter()
-        .find(|s| s.kind == PT_LOAD && s.vaddr <= addr && addr < s.vaddr + s.filesz)?;
-    let table = usize::try_from(addr - load.vaddr + load.offset).ok()?;
+    let load = segments.iter().find(|s| {
+        s.kind == PT_LOAD
+            && s.vaddr <= addr
+            && s.vaddr.checked_add(s.filesz).is_some_and(|end| addr < end)
+    })?;
+    let table = usize::try_from((addr - load.vaddr).checked_add(load.offset)?).ok()?;
     needed
         .iter()
         .map(|&off| {
@@ -142,7 +149,15 @@ pub fn is_mpi_library(lib: &str) -> bool {
 /// launcher will start it ([`crate::resolve_program`] over `PATH`).
 pub fn mpi_library_of(program: &Path) -> Option<String> {
     let path = crate::resolve_program(program, std::env::var_os("PATH").as_deref()).ok()?;
-    let data = std::fs::read(path).ok()?;
+    // The headers, the dynamic segment and its strings sit at the start of a program
+    // (its first loaded segment): reading a bounded head keeps a huge binary cheap; a
+    // program whose tables lie beyond it is simply not recognised.
+    let mut data = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(HEAD_BYTES)
+        .read_to_end(&mut data)
+        .ok()?;
     needed_in(&data).into_iter().find(|l| is_mpi_library(l))
 }
 
@@ -178,6 +193,13 @@ mod tests {
 
     #[test]
     fn scripts_and_garbage_have_no_needed_libraries() {
+        // Headers whose offsets and counts overflow are refused, not a panic.
+        let mut huge = vec![0u8; 64];
+        huge[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        huge[0x20..0x28].copy_from_slice(&u64::MAX.to_le_bytes());
+        huge[0x36..0x38].copy_from_slice(&u16::MAX.to_le_bytes());
+        huge[0x38..0x3a].copy_from_slice(&u16::MAX.to_le_bytes());
+        assert!(needed_in(&huge).is_empty());
         assert!(needed_in(b"#!/bin/sh\necho hi\n").is_empty());
         assert!(needed_in(b"\x7fELF\x02\x01").is_empty());
         assert!(needed_in(&[]).is_empty());

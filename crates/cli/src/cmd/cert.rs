@@ -74,8 +74,14 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
     };
     let pem = a.dir.join(format!("{name}.pem"));
     let keyfile = a.dir.join(format!("{name}.key"));
-    write_new(&pem, &cert.pem(), 0o644)?;
-    write_new(&keyfile, &key.serialize_pem(), 0o600)?;
+    // Both files are claimed before either is written: an existing key never gets a
+    // certificate for another key beside it.
+    let pem_file = create_new(&pem, 0o644)?;
+    let key_file = create_new(&keyfile, 0o600).inspect_err(|_| {
+        let _ = std::fs::remove_file(&pem);
+    })?;
+    write_all(pem_file, &pem, &cert.pem())?;
+    write_all(key_file, &keyfile, &key.serialize_pem())?;
     println!("wrote {} and {}", pem.display(), keyfile.display());
     Ok(0)
 }
@@ -98,12 +104,13 @@ fn signed(
         bail!("{name:?} cannot name a file; give a plain host or user name");
     }
     let ca_key_file = dir.join("ca.key");
-    let text = std::fs::read_to_string(&ca_key_file).with_context(|| {
-        format!(
-            "reading the CA key {}; make a CA first with `nf cert ca`",
-            ca_key_file.display()
-        )
-    })?;
+    let text =
+        nf_transport::file::read_regular_text(&ca_key_file, 64 << 10).with_context(|| {
+            format!(
+                "reading the CA key {}; make a CA first with `nf cert ca`",
+                ca_key_file.display()
+            )
+        })?;
     let ca_key = KeyPair::from_pem(&text)
         .with_context(|| format!("{} is not a PEM private key", ca_key_file.display()))?;
     let ca = ca_params()?.self_signed(&ca_key)?;
@@ -114,15 +121,18 @@ fn signed(
 }
 
 /// Writes `text` to `path` with permission bits `mode`, refusing to replace a file.
-fn write_new(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
-    use std::io::Write;
+fn create_new(path: &Path, mode: u32) -> anyhow::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(mode)
         .open(path)
-        .with_context(|| format!("creating {} (an existing file is kept)", path.display()))?;
+        .with_context(|| format!("creating {} (an existing file is kept)", path.display()))
+}
+
+fn write_all(mut f: std::fs::File, path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
     f.write_all(text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
 }
