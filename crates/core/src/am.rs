@@ -12,8 +12,28 @@ pub type HandlerId = u16;
 /// Ids from here up belong to the runtime (collectives, protocols of upper layers).
 pub const RESERVED_BASE: HandlerId = 0xFF00;
 
+/// The runtime's own handlers: each protocol of the core or of a layer above it
+/// has a variant here, so no layer borrows an id from the users' range and no two
+/// layers can pick the same one. Register with [`World::register_reserved`], send
+/// with [`World::send_reserved`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reserved {
+    /// The core's collectives mailbox.
+    Collectives,
+    /// The rma layer's team collectives (`nf_rma::WorldWireup`).
+    RmaTeams,
+}
+
+impl Reserved {
+    /// The handler id on the wire (at or above [`RESERVED_BASE`]).
+    pub const fn id(self) -> HandlerId {
+        RESERVED_BASE + self as HandlerId
+    }
+}
+
 /// The collectives' mailbox handler.
-pub(crate) const COLL_HANDLER: HandlerId = RESERVED_BASE;
+pub(crate) const COLL_HANDLER: HandlerId = Reserved::Collectives.id();
 
 /// One delivered active message. The slices are valid only during the handler call.
 #[derive(Debug, Clone, Copy)]

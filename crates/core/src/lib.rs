@@ -41,7 +41,7 @@ pub mod wait;
 mod wireup;
 pub mod world;
 
-pub use am::{Am, HandlerId, RESERVED_BASE};
+pub use am::{Am, HandlerId, Reserved, RESERVED_BASE};
 pub use collectives::{ReduceOp, Reducible};
 pub use config::{Config, WaitMode};
 pub use error::CoreError;

@@ -8,7 +8,7 @@ use nf_transport::ofi::OfiConfig;
 use nf_transport::tcp::TcpConfig;
 
 use crate::config::Config;
-use crate::wireup::hash_of;
+use nf_sys::hash::fnv1a;
 
 /// Largest ofi payload per packet (`NF_OFI_PACKET`): a packet (20 B header, metadata,
 /// payload) stays under `ofi_rxm`'s eager limit (16 KiB buffers, less its own header),
@@ -45,7 +45,7 @@ const HOT_NETWORK_ONLY: Duration = Duration::from_millis(20);
 pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool, shares_memory: bool) -> TcpConfig {
     let mut t = TcpConfig {
         bind: bind_addr(cfg, remote_hosts),
-        cookie: hash_of(job),
+        cookie: fnv1a(job.as_bytes()),
         hot_for: if shares_memory {
             HOT_WITH_SHM
         } else {
@@ -73,7 +73,7 @@ pub(crate) fn ofi(cfg: &Config, job: &str, remote_hosts: bool) -> OfiConfig {
     let mut o = OfiConfig {
         provider: cfg.ofi_provider.clone(),
         node,
-        cookie: hash_of(job),
+        cookie: fnv1a(job.as_bytes()),
         max_payload: cfg.ofi_packet,
         ..OfiConfig::default()
     };

@@ -164,24 +164,6 @@ impl Peers {
     }
 }
 
-/// This host's identity: `NF_HOST`, else host name plus kernel boot id.
-pub fn host_identity() -> String {
-    if let Ok(h) = std::env::var("NF_HOST") {
-        return h;
-    }
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .unwrap_or_default()
-            .trim()
-            .to_owned()
-    };
-    format!(
-        "{}/{}",
-        read("/proc/sys/kernel/hostname"),
-        read("/proc/sys/kernel/random/boot_id")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,8 +16,6 @@
 //! 4. Unlink our segment's name (nothing is left behind if we are killed from here
 //!    on) and enable single-copy reads if the kernel allows them.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -30,7 +28,9 @@ use crate::config::Config;
 use crate::error::CoreError;
 use crate::net::{Net, OfiPoller};
 use crate::netconf;
-use crate::peers::{host_identity, Peers, Route};
+use crate::peers::{Peers, Route};
+use nf_sys::hash::fnv1a;
+use nf_sys::host::host_identity;
 
 /// Longest reason for a failed ofi open that is published (the store limits values).
 const MAX_REASON: usize = 900;
@@ -38,12 +38,6 @@ const MAX_REASON: usize = 900;
 /// The name of wire-up value `what` in the launcher's key-value exchange.
 fn key(what: &str) -> String {
     format!("nf.{what}")
-}
-
-pub(crate) fn hash_of(s: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
 }
 
 /// Publishes `value` under `what`, fences, and returns every rank's value.
@@ -106,7 +100,7 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
 
     // Step 2. Ranks of several "hosts" may share one /dev/shm (network namespaces on
     // one machine), so segment names carry the host as well as the job.
-    let shm_job = format!("{}-{:08x}", job, hash_of(&host) as u32);
+    let shm_job = format!("{}-{:08x}", job, fnv1a(host.as_bytes()) as u32);
     let local: Vec<usize> = (0..size).filter(|&r| hosts[r] == host).collect();
     let local_rank = local.iter().position(|&r| r == me).expect("we are local");
     if local_rank == 0 {

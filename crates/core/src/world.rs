@@ -19,7 +19,7 @@ use std::rc::Rc;
 use nf_transport::shm::cma;
 use nf_transport::SendStatus;
 
-use crate::am::{Am, HandlerId, OwnedAm, Registry, COLL_HANDLER, RESERVED_BASE};
+use crate::am::{Am, HandlerId, OwnedAm, Registry, Reserved, COLL_HANDLER, RESERVED_BASE};
 use crate::bootstrap::{self, Bootstrap};
 use crate::buf::RecvBuf;
 use crate::config::Config;
@@ -278,6 +278,31 @@ impl World {
             });
         }
         self.send_am(dest, handler, header, payload)
+    }
+
+    /// Registers the handler of one of the runtime's own protocols (see [`Reserved`]);
+    /// like [`World::register`], on every rank before anyone sends to it. A second
+    /// registration of the same protocol is refused ([`CoreError::HandlerExists`]).
+    pub fn register_reserved(
+        &self,
+        which: Reserved,
+        handler: impl Fn(&World, &Am<'_>) + 'static,
+    ) -> Result<(), CoreError> {
+        self.handlers
+            .borrow_mut()
+            .insert(which.id(), Rc::new(handler))
+    }
+
+    /// [`World::send`] to one of the runtime's own protocols (see [`Reserved`]).
+    #[inline]
+    pub fn send_reserved(
+        &self,
+        dest: usize,
+        which: Reserved,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        self.send_am(dest, which.id(), header, payload)
     }
 
     /// [`World::send`] without the reserved-id check, for the runtime's own protocols.

@@ -223,6 +223,12 @@ impl Server {
         self.shared.refused.load(Ordering::Acquire)
     }
 
+    /// The ranks waiting at the open fence for the others, in order: what a launcher
+    /// reports when a job hangs in wire-up.
+    pub fn fence_waiters(&self) -> Vec<usize> {
+        lock(&self.shared.store).waiting()
+    }
+
     /// Stops serving, closes every connection and removes the socket and its directory.
     pub fn stop(mut self) {
         self.shutdown();

@@ -124,6 +124,13 @@ impl Store {
         Ok(self.fence_state(epoch))
     }
 
+    /// The ranks that reached the open fence and wait for the others, in order.
+    pub(crate) fn waiting(&self) -> Vec<usize> {
+        (0..self.arrived.len())
+            .filter(|&r| self.arrived[r])
+            .collect()
+    }
+
     /// Where fence `epoch` stands.
     pub(crate) fn fence_state(&self, epoch: u64) -> FenceState {
         if self.completed >= epoch {
@@ -162,7 +169,9 @@ mod tests {
             assert_eq!(s.arrive(0, epoch).unwrap(), FenceState::Waiting);
             assert_eq!(s.arrive(0, epoch).unwrap(), FenceState::Waiting);
             assert_eq!(s.arrive(2, epoch).unwrap(), FenceState::Waiting);
+            assert_eq!(s.waiting(), [0, 2]);
             assert_eq!(s.arrive(1, epoch).unwrap(), FenceState::Done);
+            assert!(s.waiting().is_empty(), "a completed fence has no waiters");
             assert_eq!(s.fence_state(epoch), FenceState::Done);
         }
         assert!(s.arrive(0, 7).is_err());

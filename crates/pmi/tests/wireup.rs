@@ -305,7 +305,12 @@ fn stopping_the_server_removes_its_files_and_clients_see_it() {
     let mut c0 = job.client(0);
     let mut c1 = job.client(1);
     let waiter = thread::spawn(move || c0.fence());
-    thread::sleep(Duration::from_millis(100));
+    // The stop must find rank 0 inside the fence, not before it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while job.server.fence_waiters() != [0] {
+        assert!(Instant::now() < deadline, "rank 0 never reached the fence");
+        thread::sleep(Duration::from_millis(1));
+    }
     let dir = job
         .server
         .dir()

@@ -67,6 +67,6 @@ pub use domain::{Domains, Route};
 pub use error::RmaError;
 pub use handle::Handle;
 pub use rma::Rma;
-pub use wireup::{host_identity, Team, Wireup, WireupError};
-pub use world::{WorldTeam, WorldWireup, TEAM_HANDLER};
+pub use wireup::{Team, Wireup, WireupError};
+pub use world::{WorldTeam, WorldWireup};
 pub use xfer::{IoVec, Kind, RmwOp, Scale, Shape, Xfer, MAX_STRIDE_LEVELS};

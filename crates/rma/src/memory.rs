@@ -93,13 +93,6 @@ impl Names {
     }
 }
 
-/// FNV-1a of a string: equal on every proc, for names and cookies.
-pub(crate) fn fnv(s: &[u8]) -> u64 {
-    s.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,7 +34,7 @@ use nf_core::wait::Waiter;
 use crate::config::RmaConfig;
 use crate::domain::Domains;
 use crate::error::RmaError;
-use crate::memory::{fnv, Memory, Names};
+use crate::memory::{Memory, Names};
 use crate::origin::Origin;
 use crate::registry::Publisher;
 use crate::service::wire::Hello;
@@ -44,6 +44,7 @@ use crate::shm::lock::Patience;
 use crate::shm::map::Mapping;
 use crate::table::Seg;
 use crate::wireup::{Team, Wireup};
+use nf_sys::hash::fnv1a;
 
 /// Files of a dead job older than this are reclaimed (step 3).
 const STALE_AFTER: Duration = Duration::from_secs(60);
@@ -196,7 +197,7 @@ impl<'w> Rma<'w> {
             cfg.peer_check,
             Arc::new(pids),
         );
-        let names = Names::new(cfg.shm_dir.clone(), &job, fnv(me.host.as_bytes()));
+        let names = Names::new(cfg.shm_dir.clone(), &job, fnv1a(me.host.as_bytes()));
 
         // Step 3.
         if mine[0] == rank {

@@ -35,9 +35,9 @@ pub trait Wireup: Team {
     fn rank(&self) -> usize;
 
     /// A string equal for exactly the procs that can share memory with us (same host,
-    /// same `/dev/shm`). The default is [`host_identity`].
+    /// same `/dev/shm`). The default is [`nf_sys::host::host_identity`].
     fn host_identity(&self) -> String {
-        host_identity()
+        nf_sys::host::host_identity()
     }
 
     /// The launcher's job id, if it has one: segment files are then named after it
@@ -76,18 +76,4 @@ impl<T: Wireup + ?Sized> Wireup for &T {
     fn job_id(&self) -> Option<String> {
         (**self).job_id()
     }
-}
-
-/// This process's host identity: `NF_HOST` if a launcher set it, else host name,
-/// kernel boot id and network namespace. The namespace is part of it because
-/// namespaces stand for hosts in multi-host tests, and procs in different ones must
-/// not be treated as sharing memory unless a launcher says so.
-pub fn host_identity() -> String {
-    if let Ok(h) = std::env::var("NF_HOST") {
-        return h;
-    }
-    let netns = std::fs::read_link("/proc/self/ns/net")
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    format!("{}/{netns}", nf_core::peers::host_identity())
 }

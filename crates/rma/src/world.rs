@@ -1,8 +1,8 @@
 //! [`Wireup`] over `nf_core::World`, for Rust programs started by `nf run`.
 //!
 //! Collectives of the world and of any subset of it run as active messages on one
-//! handler, [`TEAM_HANDLER`] (taken from the user range, so programs must not register
-//! that id). A message carries the team's key (a hash of its member list) and the
+//! handler, the runtime's reserved [`Reserved::RmaTeams`] (so every id of the users'
+//! range stays theirs). A message carries the team's key (a hash of its member list) and the
 //! team's collective sequence number; the handler files it in a mailbox, and the
 //! waiting member takes what it needs. Teams with the same members share one sequence,
 //! so they are one team as far as ordering goes (rule 1 of [`crate::wireup`]).
@@ -11,13 +11,10 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use nf_core::{HandlerId, World};
+use nf_core::{Reserved, World};
 
 use crate::error::RmaError;
 use crate::wireup::{Team, Wireup, WireupError};
-
-/// The active-message handler id the rma layer's team collectives use.
-pub const TEAM_HANDLER: HandlerId = 0xFEF0;
 
 /// Header of a team message: team key (8 bytes), sequence (4 bytes), little-endian.
 const HEADER_LEN: usize = 12;
@@ -40,7 +37,7 @@ impl<'w> WorldWireup<'w> {
         let mailbox: Rc<RefCell<Mailbox>> = Rc::default();
         let mb = Rc::clone(&mailbox);
         world
-            .register(TEAM_HANDLER, move |_, am| {
+            .register_reserved(Reserved::RmaTeams, move |_, am| {
                 let Some(h) = am.header.get(..HEADER_LEN) else {
                     tracing::error!(src = am.src, "rma team message with a short header dropped");
                     return;
@@ -118,7 +115,7 @@ impl<'w> WorldWireup<'w> {
         let me = self.world.rank();
         for &m in members.iter().filter(|&&m| m != me) {
             self.world
-                .send(m, TEAM_HANDLER, &header, mine)
+                .send_reserved(m, Reserved::RmaTeams, &header, mine)
                 .map_err(|e| WireupError(format!("team allgather send to rank {m}: {e}")))?;
         }
         let arrived = |mb: &Mailbox| {
@@ -149,7 +146,7 @@ fn team_key(members: &[usize]) -> u64 {
         .iter()
         .flat_map(|&m| (m as u64).to_le_bytes())
         .collect();
-    crate::memory::fnv(&bytes)
+    nf_sys::hash::fnv1a(&bytes)
 }
 
 impl Team for WorldWireup<'_> {
@@ -176,7 +173,7 @@ impl Wireup for WorldWireup<'_> {
     /// The core's identity (`NF_HOST`, else host name + boot id), so rma shares memory
     /// with exactly the ranks the core reaches over shm.
     fn host_identity(&self) -> String {
-        nf_core::peers::host_identity()
+        nf_sys::host::host_identity()
     }
 
     fn job_id(&self) -> Option<String> {

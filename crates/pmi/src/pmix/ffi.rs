@@ -8,6 +8,7 @@
 //! 3. PMIx's client state is the process's; [`super::Client`] exists at most once per
 //!    process at a time and takes `&mut self`, so calls never overlap.
 
+use nf_sys::shim::ShimSpec;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::sync::OnceLock;
 
@@ -18,7 +19,6 @@ const PMIX_ERR_OUT_OF_RESOURCE: c_int = -29;
 
 /// The shim's functions, resolved once.
 struct Shim {
-    abi: unsafe extern "C" fn() -> c_int,
     error_string: unsafe extern "C" fn(c_int) -> *const c_char,
     #[allow(clippy::type_complexity)]
     init: unsafe extern "C" fn(
@@ -36,44 +36,32 @@ struct Shim {
     abort: unsafe extern "C" fn(c_int, *const c_char) -> c_int,
     finalize: unsafe extern "C" fn() -> c_int,
     /// Keeps the code behind the pointers above mapped (rule 1).
-    _lib: libloading::Library,
+    _lib: nf_sys::shim::Shim,
 }
 
-/// Where the shim is: `NF_PMIX_SHIM` at run time, else the path baked in by `build.rs`.
-fn shim_path() -> Result<String, String> {
-    if let Ok(p) = std::env::var("NF_PMIX_SHIM") {
-        return Ok(p);
-    }
-    match option_env!("NF_PMIX_SHIM_BUILT") {
-        Some(p) => Ok(p.to_owned()),
-        None => Err(option_env!("NF_PMIX_UNAVAILABLE")
-            .unwrap_or("built without libpmix-dev; install it and rebuild")
-            .to_owned()),
-    }
-}
+/// What `build.rs` found out about the shim.
+const SPEC: ShimSpec = ShimSpec {
+    library: "PMIx",
+    env: "NF_PMIX_SHIM",
+    built: option_env!("NF_PMIX_SHIM_BUILT"),
+    unavailable: option_env!("NF_PMIX_UNAVAILABLE"),
+    install_hint: "scripts/setup.sh installs libpmix-dev",
+    abi_symbol: b"nf_pmix_abi\0",
+    abi: ABI,
+};
 
 fn load() -> Result<Shim, String> {
-    let path = shim_path()?;
-    // SAFETY: loading runs the shim's and libpmix's initialisers, which have no
-    // preconditions; the library is kept for the life of the process (rule 1).
-    let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| {
-        format!(
-            "cannot load the PMIx shim {path}: {e} (is libpmix2 installed, and was the \
-             shim built on this machine? scripts/setup.sh installs libpmix-dev)"
-        )
-    })?;
+    let lib = nf_sys::shim::Shim::load(&SPEC)?;
     macro_rules! sym {
         ($name:literal) => {
             // SAFETY: the symbol is one of the shim's exported functions and the field
-            // it is stored in has the C signature declared in nf_pmix_shim.c (checked
-            // by the ABI number below); the pointer stays valid while `lib` lives,
-            // which is forever (rule 1).
-            *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
-                .map_err(|e| format!("PMIx shim {path} lacks {}: {e}", $name))?
+            // it is stored in has the C signature declared in the shim's C file (checked
+            // by the ABI number `load` compared); the pointer stays valid while `lib`
+            // lives, which is forever (rule 1).
+            unsafe { lib.symbol(concat!($name, "\0").as_bytes()) }?
         };
     }
-    let shim = Shim {
-        abi: sym!("nf_pmix_abi"),
+    Ok(Shim {
         error_string: sym!("nf_pmix_error_string"),
         init: sym!("nf_pmix_init"),
         put: sym!("nf_pmix_put"),
@@ -82,16 +70,7 @@ fn load() -> Result<Shim, String> {
         abort: sym!("nf_pmix_abort"),
         finalize: sym!("nf_pmix_finalize"),
         _lib: lib,
-    };
-    // SAFETY: nf_pmix_abi takes nothing and returns a constant.
-    let abi = unsafe { (shim.abi)() };
-    if abi != ABI {
-        return Err(format!(
-            "PMIx shim {path} has interface version {abi}, this build expects {ABI}; \
-             rebuild ninefold"
-        ));
-    }
-    Ok(shim)
+    })
 }
 
 /// The loaded shim, or why it cannot be loaded (the same answer every time).

@@ -366,6 +366,16 @@ fn bad_input(world: &World) -> Check {
         "reserved",
     )?;
     expect_err(
+        "a runtime protocol's id as a user id",
+        world.send(0, nf_core::Reserved::RmaTeams.id(), &[], b""),
+        "reserved",
+    )?;
+    expect_err(
+        "the collectives' reserved handler registered again",
+        world.register_reserved(nf_core::Reserved::Collectives, |_, _| {}),
+        "already registered",
+    )?;
+    expect_err(
         "rank outside world",
         world.send(n, DATA, &[], b"x"),
         "outside the world",

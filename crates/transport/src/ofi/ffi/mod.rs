@@ -27,6 +27,7 @@
 mod endpoint;
 mod memory;
 
+use nf_sys::shim::ShimSpec;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -123,7 +124,6 @@ struct RawCompletion {
 
 /// The shim's functions, resolved once.
 struct Shim {
-    abi: unsafe extern "C" fn() -> c_int,
     strerror: unsafe extern "C" fn(c_int) -> *const c_char,
     version: unsafe extern "C" fn() -> u32,
     open: unsafe extern "C" fn(*const OpenArgs, *mut *mut RawEp, *mut c_char, usize) -> c_int,
@@ -161,44 +161,32 @@ struct Shim {
         u64,
     ) -> c_int,
     /// Keeps the code behind the pointers above mapped (rule 1).
-    _lib: libloading::Library,
+    _lib: nf_sys::shim::Shim,
 }
 
-/// Where the shim is: `NF_OFI_SHIM` at run time, else the path baked in by `build.rs`.
-fn shim_path() -> Result<String, String> {
-    if let Ok(p) = std::env::var("NF_OFI_SHIM") {
-        return Ok(p);
-    }
-    match option_env!("NF_OFI_SHIM_BUILT") {
-        Some(p) => Ok(p.to_owned()),
-        None => Err(option_env!("NF_OFI_UNAVAILABLE")
-            .unwrap_or("built without libfabric-dev; install it and rebuild")
-            .to_owned()),
-    }
-}
+/// What `build.rs` found out about the shim.
+const SPEC: ShimSpec = ShimSpec {
+    library: "libfabric",
+    env: "NF_OFI_SHIM",
+    built: option_env!("NF_OFI_SHIM_BUILT"),
+    unavailable: option_env!("NF_OFI_UNAVAILABLE"),
+    install_hint: "scripts/setup.sh installs libfabric-dev",
+    abi_symbol: b"nf_ofi_abi\0",
+    abi: ABI,
+};
 
 fn load() -> Result<Shim, String> {
-    let path = shim_path()?;
-    // SAFETY: loading runs the shim's and libfabric's initialisers, which have no
-    // preconditions; the library is kept for the life of the process (rule 1).
-    let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| {
-        format!(
-            "cannot load the libfabric shim {path}: {e} (is libfabric1 installed, and was \
-             the shim built on this machine? scripts/setup.sh installs libfabric)"
-        )
-    })?;
+    let lib = nf_sys::shim::Shim::load(&SPEC)?;
     macro_rules! sym {
         ($name:literal) => {
             // SAFETY: the symbol is one of the shim's exported functions and the field
-            // it is stored in has the C signature declared in nf_ofi_shim.c (checked by
-            // the ABI number below); the pointer is copied out and stays valid while
-            // `lib` lives, which is forever (rule 1).
-            *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
-                .map_err(|e| format!("libfabric shim {path} lacks {}: {e}", $name))?
+            // it is stored in has the C signature declared in the shim's C file (checked
+            // by the ABI number `load` compared); the pointer stays valid while `lib`
+            // lives, which is forever (rule 1).
+            unsafe { lib.symbol(concat!($name, "\0").as_bytes()) }?
         };
     }
-    let shim = Shim {
-        abi: sym!("nf_ofi_abi"),
+    Ok(Shim {
         strerror: sym!("nf_ofi_strerror"),
         version: sym!("nf_ofi_version"),
         open: sym!("nf_ofi_open"),
@@ -217,16 +205,7 @@ fn load() -> Result<Shim, String> {
         trywait: sym!("nf_ofi_trywait"),
         rmav: sym!("nf_ofi_rmav"),
         _lib: lib,
-    };
-    // SAFETY: nf_ofi_abi takes nothing and returns a constant.
-    let abi = unsafe { (shim.abi)() };
-    if abi != ABI {
-        return Err(format!(
-            "libfabric shim {path} has interface version {abi}, this build expects {ABI}; \
-             rebuild ninefold"
-        ));
-    }
-    Ok(shim)
+    })
 }
 
 /// The loaded shim, or why it cannot be loaded (the same answer every time).

@@ -1,0 +1,12 @@
+//! Operating-system helpers that every layer of ninefold shares, each with one owner
+//! here (as UCX keeps its OS wrappers in `ucs`), so two layers cannot disagree.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`host`] | who shares memory with whom: this process's host identity |
+//! | [`hash`] | a hash that is equal in every process and every build (names, cookies) |
+//! | [`shim`] | loading a C shim with `dlopen` and checking its interface version |
+
+pub mod hash;
+pub mod host;
+pub mod shim;
