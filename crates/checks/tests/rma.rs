@@ -93,7 +93,7 @@ impl Job {
         // Each proc's memory-registry entry leaves with it; a proc that exits on purpose
         // without dropping its `Rma` leaves one behind, which must read as dead.
         if VANISHING.contains(&args[0]) {
-            let live: Vec<_> = nf_rma::registry::scan(self.registry.path())
+            let live: Vec<_> = nf_memreg::scan(self.registry.path())
                 .into_iter()
                 .filter(|(e, _)| e.alive())
                 .map(|(e, _)| e.file_name())

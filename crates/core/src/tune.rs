@@ -31,11 +31,11 @@ pub fn cache_path() -> Option<PathBuf> {
 const MAX_CACHE_BYTES: u64 = 64 * 1024;
 
 /// Reads the cache, if there is a usable one. The path is a setting, so it is read
-/// bounded ([`nf_transport::file::read_regular_text`]): a device or FIFO there is
+/// bounded ([`nf_sys::file::read_regular_text`]): a device or FIFO there is
 /// reported once and ignored, never read until memory runs out or waited on.
 pub fn cached() -> Option<Tuned> {
     let path = cache_path()?;
-    let text = match nf_transport::file::read_regular_text(&path, MAX_CACHE_BYTES) {
+    let text = match nf_sys::file::read_regular_text(&path, MAX_CACHE_BYTES) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {

@@ -44,7 +44,7 @@ pub struct NodeConfig {
     /// and entries; beyond it: `ENOSPC`).
     pub ro_memory_limit: u64,
     /// The rma memory registry `/mem` reads; `None`: the default
-    /// ([`nf_rma::registry::default_dir`]).
+    /// ([`nf_memreg::default_dir`]).
     pub mem_registry: Option<PathBuf>,
 }
 
@@ -114,7 +114,7 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
     let registry = config
         .mem_registry
         .clone()
-        .unwrap_or_else(nf_rma::registry::default_dir);
+        .unwrap_or_else(nf_memreg::default_dir);
     table.mount(
         "mem",
         MemTree::new(registry, rustix::process::geteuid().as_raw()),

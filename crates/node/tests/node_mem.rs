@@ -11,10 +11,10 @@ use std::os::unix::fs::chown;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 
+use nf_memreg::{process_start, Entry, SegEntry};
 use nf_ninep::client::{Client, Root};
 use nf_ninep::errno::ENOENT;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
-use nf_rma::registry::{process_start, Entry, SegEntry};
 use support::Node;
 
 /// `nobody`: an account that is not ours.

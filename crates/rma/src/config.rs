@@ -87,7 +87,7 @@ impl RmaConfig {
             bind: core.tcp_bind,
             ofi_provider: core.ofi_provider.clone(),
             dead_after: core.dead_after,
-            mem_registry: Some(crate::registry::default_dir()),
+            mem_registry: Some(nf_memreg::default_dir()),
             ..RmaConfig::default()
         };
         if let Some(v) = var("NF_RMA_OFI") {
@@ -98,7 +98,7 @@ impl RmaConfig {
                 _ => return Err(bad("NF_RMA_OFI", v, "auto, on or off")),
             };
         }
-        if var(crate::registry::ENV).as_deref() == Some("off") {
+        if var(nf_memreg::ENV).as_deref() == Some("off") {
             cfg.mem_registry = None;
         }
         if let Some(v) = var("NF_RMA_DIRECT") {

@@ -50,7 +50,6 @@ pub mod handle;
 mod memory;
 mod native;
 mod origin;
-pub mod registry;
 mod rma;
 mod service;
 mod shape;

@@ -36,7 +36,6 @@ use crate::domain::Domains;
 use crate::error::RmaError;
 use crate::memory::{Memory, Names};
 use crate::origin::Origin;
-use crate::registry::Publisher;
 use crate::service::wire::Hello;
 use crate::service::{Service, Shared};
 use crate::shm::control::{self, Control};
@@ -44,6 +43,7 @@ use crate::shm::lock::Patience;
 use crate::shm::map::Mapping;
 use crate::table::Seg;
 use crate::wireup::{Team, Wireup};
+use nf_memreg::Publisher;
 use nf_sys::hash::fnv1a;
 
 /// Files of a dead job older than this are reclaimed (step 3).
@@ -203,7 +203,7 @@ impl<'w> Rma<'w> {
         if mine[0] == rank {
             nf_transport::shm::segment::reclaim_stale(names.dir(), STALE_AFTER);
             if let Some(dir) = &cfg.mem_registry {
-                crate::registry::reclaim_stale(dir);
+                nf_memreg::reclaim_stale(dir);
             }
         }
 

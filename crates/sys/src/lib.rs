@@ -3,10 +3,12 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`file`] | reading the small files settings name, bounded and without blocking |
 //! | [`host`] | who shares memory with whom: this process's host identity |
 //! | [`hash`] | a hash that is equal in every process and every build (names, cookies) |
 //! | [`shim`] | loading a C shim with `dlopen` and checking its interface version |
 
+pub mod file;
 pub mod hash;
 pub mod host;
 pub mod shim;

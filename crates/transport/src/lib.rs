@@ -12,7 +12,6 @@
 #![warn(missing_docs)]
 
 pub mod error;
-pub mod file;
 pub mod ofi;
 pub mod shm;
 pub mod tcp;

@@ -104,13 +104,12 @@ fn signed(
         bail!("{name:?} cannot name a file; give a plain host or user name");
     }
     let ca_key_file = dir.join("ca.key");
-    let text =
-        nf_transport::file::read_regular_text(&ca_key_file, 64 << 10).with_context(|| {
-            format!(
-                "reading the CA key {}; make a CA first with `nf cert ca`",
-                ca_key_file.display()
-            )
-        })?;
+    let text = nf_sys::file::read_regular_text(&ca_key_file, 64 << 10).with_context(|| {
+        format!(
+            "reading the CA key {}; make a CA first with `nf cert ca`",
+            ca_key_file.display()
+        )
+    })?;
     let ca_key = KeyPair::from_pem(&text)
         .with_context(|| format!("{} is not a PEM private key", ca_key_file.display()))?;
     let ca = ca_params()?.self_signed(&ca_key)?;

@@ -7,7 +7,7 @@
 //! `process_vm_writev`) on the pid the rank published.
 //!
 //! Where the daemon learns about segments: the rma layer's memory registry
-//! ([`nf_rma::registry`]), a small file per rank, read afresh at every walk, listing
+//! ([`nf_memreg`]), a small file per rank, read afresh at every walk, listing
 //! and I/O; which entries it believes and who sees what is [`view`].
 //!
 //! Rules:
@@ -36,6 +36,7 @@ pub mod view;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 
+use nf_memreg::SegEntry;
 use nf_ninep::errno::{EACCES, EFBIG, EINVAL, EISDIR, ENOENT, ENOTDIR, ESRCH, ESTALE};
 use nf_ninep::server::trees::Listing;
 use nf_ninep::server::{Ctx, Filesystem, FsResult};
@@ -43,7 +44,6 @@ use nf_ninep::{
     Attr, Dirent, GetattrMask, Qid, QidType, Rattach, Rgetattr, Rlerror, Rread, Rreaddir, Rwrite,
     Tattach, Tgetattr, Tread, Treaddir, Twrite,
 };
-use nf_rma::registry::SegEntry;
 use nf_transport::shm::cma;
 
 use view::{Proc, View};

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use nf_rma::registry::{process_uid, read_entry, scan, valid_job, Entry};
+use nf_memreg::{process_uid, read_entry, scan, valid_job, Entry};
 
 /// A proc the daemon may serve: its entry, and the uid owning it.
 #[derive(Clone, Debug)]

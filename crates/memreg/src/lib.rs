@@ -2,6 +2,10 @@
 //! which segments it holds, so the daemon can read and write them with cross-memory
 //! attach while the job runs.
 //!
+//! This crate is the format and nothing else: the one-sided layer (`nf-rma`) publishes
+//! with [`Publisher`], the node tree (`nf-node`) reads with [`scan`] and
+//! [`read_entry`], and neither links the other.
+//!
 //! Segment files are unlinked once mapped (`shm/mod.rs`), so a separate process cannot
 //! find them by name; instead every proc keeps one small text file in a per-user
 //! directory, [`default_dir`] unless `NF_MEM_REGISTRY` says otherwise:
@@ -19,7 +23,7 @@
 //! 1. The file is `DIR/JOB.RANK`, written whole to a temporary name and renamed over
 //!    the old one, so a reader sees the old or the new list, never half of one.
 //! 2. A proc writes it at start-up, after each allocation of its own segment and
-//!    before each free unmaps one; it removes it when its [`Rma`](crate::Rma) is
+//!    before each free unmaps one; it removes it when its `nf_rma::Rma` is
 //!    dropped (finalized or not).
 //! 3. A SIGKILLed proc leaves its file behind: readers treat an entry whose pid is
 //!    gone, or runs a process started at another time, as absent ([`Entry::alive`]),
@@ -184,7 +188,7 @@ pub fn default_dir() -> PathBuf {
 pub fn read_entry(path: &Path) -> Option<(Entry, u32)> {
     // A daemon reads other users' entries: a FIFO or device there must neither block
     // it nor feed it without end, and a symlink must not lead it elsewhere.
-    let (text, owner) = nf_transport::file::read_regular_text_owned(path, MAX_ENTRY_BYTES).ok()?;
+    let (text, owner) = nf_sys::file::read_regular_text_owned(path, MAX_ENTRY_BYTES).ok()?;
     let entry = Entry::parse(&text)?;
     // Rule 1: the name is the entry's, so a reader may look one up by name.
     let name = path.file_name()?.to_str()?;
@@ -236,7 +240,7 @@ fn prepare_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// This proc's entry, kept on disk while it lives (rules 1–4).
-pub(crate) struct Publisher {
+pub struct Publisher {
     /// Where the entry is written; `None` once publishing failed (or never started).
     path: Option<PathBuf>,
     entry: Entry,
@@ -244,7 +248,7 @@ pub(crate) struct Publisher {
 
 impl Publisher {
     /// Publishes proc `rank` of `job` with no segments in `dir` (`None`: not at all).
-    pub(crate) fn start(dir: Option<&Path>, job: &str, rank: usize) -> Publisher {
+    pub fn start(dir: Option<&Path>, job: &str, rank: usize) -> Publisher {
         let pid = std::process::id();
         let entry = Entry {
             job: job.to_string(),
@@ -274,13 +278,13 @@ impl Publisher {
     }
 
     /// Adds our segment `id` at `base`, `len` bytes.
-    pub(crate) fn add(&mut self, id: u64, base: u64, len: u64) {
+    pub fn add(&mut self, id: u64, base: u64, len: u64) {
         self.entry.segments.push(SegEntry { id, base, len });
         self.write();
     }
 
     /// Forgets our segment at `base` (before it is unmapped).
-    pub(crate) fn remove(&mut self, base: u64) {
+    pub fn remove(&mut self, base: u64) {
         self.entry.segments.retain(|s| s.base != base);
         self.write();
     }
