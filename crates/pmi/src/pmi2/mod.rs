@@ -412,9 +412,10 @@ fn adopt_socket(fd: RawFd) -> Result<UnixStream, PmiError> {
         present: FD,
         launcher: LAUNCHER,
     };
+    // SAFETY: `stat` is plain old data; all zeroes is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat only writes the stat buffer, a live local; an invalid fd is an
     // error return, not undefined behaviour.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return Err(bad(format!(
             "{fd}, which is not an open file descriptor ({})",
