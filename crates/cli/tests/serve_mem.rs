@@ -219,8 +219,7 @@ fn a_killed_rank_disappears_and_its_open_fids_fail() {
     let mut buf = [0u8; 64];
     assert_eq!(f.read_at(&mut buf, 0).unwrap(), 64);
 
-    let (entry, _) =
-        nf_memreg::read_entry(&j.registry.path().join(format!("{job}.1"))).unwrap();
+    let (entry, _) = nf_memreg::read_entry(&j.registry.path().join(format!("{job}.1"))).unwrap();
     signal(entry.pid, "KILL");
     // The launcher then stops the other rank; every trace goes, though the killed
     // ranks' registry files stay behind.

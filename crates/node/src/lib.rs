@@ -17,7 +17,6 @@
 //! | [`status`] | `/status` snapshots |
 //! | [`pipe`] | `/pipe/NAME`: bounded, blocking named pipes with owners and budgets |
 //! | [`mem`] | `/mem/JOB/RANK/SEGMENT`: rma segments of running procs, read and written with cross-memory attach |
-//! | [`accept`] | a thread per connection for the TLS and shm listeners |
 //! | [`access`] | the attach check: who the kernel or a certificate says the peer is → the account whose rights its requests run with |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
 //! | [`tls`] | TLS with client certificates for remote connections |
@@ -28,7 +27,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod accept;
 pub mod access;
 pub mod addr;
 pub mod connect;

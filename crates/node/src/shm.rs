@@ -19,10 +19,9 @@ use std::path::{Path, PathBuf};
 
 use nf_ninep::client::{Client, ClientConfig, ClientError};
 use nf_ninep::server::transport::unix_peer;
-use nf_ninep::server::{Acceptor, Filesystem, Server, Transport};
+use nf_ninep::server::{Filesystem, Server, Transport};
+use nf_sys::accept::{thread_per_connection, Acceptor};
 use nf_transport::shm::channel::ByteChannel;
-
-use crate::accept::thread_per_connection;
 
 pub use nf_transport::shm::channel::DEFAULT_CAPACITY;
 

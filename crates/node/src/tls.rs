@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use nf_ninep::server::{Acceptor, Filesystem, Server, Transport};
+use nf_ninep::server::{Filesystem, Server, Transport};
+use nf_sys::accept::{thread_per_connection, Acceptor};
 
-use crate::accept::thread_per_connection;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;

@@ -2,7 +2,8 @@
 //! or on a TCP port ([`Listen`]).
 //!
 //! Threads: one acceptor, plus one per connection. Shutdown, in order:
-//! 1. set `stopping`; the acceptor sees it within [`ACCEPT_POLL`] and returns; join it;
+//! 1. set `stopping`; stop the acceptor ([`nf_sys::accept::Acceptor`]: its listening
+//!    socket is shut down, so its blocked `accept` returns) and join it;
 //! 2. wake every fence waiter (they answer "shutting down");
 //! 3. shut the reading side of every connection down, which ends blocked reads; give
 //!    the connections up to [`SETTLE`] to send their last answers; then shut the writing
@@ -44,11 +45,13 @@ use crate::env::is_valid_job_id;
 use crate::error::PmiError;
 use crate::protocol::{self, LineError, Request, Response, MAX_HELLO_LEN, MAX_LINE_LEN};
 use crate::secret::{new_secret, secrets_match};
+use nf_sys::accept::Acceptor;
+
 use crate::sock::{send_all, Listener, Stream};
 use crate::store::{FenceState, Store};
 
-/// How often the acceptor checks whether it should stop.
-const ACCEPT_POLL: Duration = Duration::from_millis(5);
+/// How often shutdown checks whether the connections have settled.
+const SETTLE_POLL: Duration = Duration::from_millis(5);
 /// How long a fence waiter sleeps before rechecking (a safety net; it is normally woken).
 const FENCE_RECHECK: Duration = Duration::from_millis(200);
 /// How long the server waits for a client to take a response.
@@ -92,7 +95,7 @@ pub struct Server {
     /// The private directory of a unix socket.
     dir: Option<PathBuf>,
     shared: Arc<Shared>,
-    acceptor: Option<JoinHandle<()>>,
+    acceptor: Option<Acceptor>,
 }
 
 struct Shared {
@@ -182,9 +185,9 @@ impl Server {
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
-            thread::Builder::new()
-                .name("nf-pmi-accept".into())
-                .spawn(move || accept_loop(&listener, &shared))
+            Acceptor::start("nf-pmi-accept", listener, move |(stream, from)| {
+                accepted(&shared, stream, from)
+            })
         };
         let acceptor = match acceptor {
             Ok(t) => t,
@@ -240,7 +243,7 @@ impl Server {
         };
         let shared = &self.shared;
         shared.stopping.store(true, Ordering::Release);
-        let _ = acceptor.join();
+        acceptor.stop();
         {
             let _store = lock(&shared.store);
             shared.fence_done.notify_all();
@@ -251,7 +254,7 @@ impl Server {
         }
         let settle = Instant::now() + SETTLE;
         while Instant::now() < settle && conns.iter().any(|c| !c.thread.is_finished()) {
-            thread::sleep(ACCEPT_POLL);
+            thread::sleep(SETTLE_POLL);
         }
         for c in &conns {
             let _ = c.stream.shutdown(Shutdown::Both);
@@ -302,13 +305,7 @@ fn bind_unix(parent: &Path, job_id: &str) -> Result<(Listener, PathBuf, PathBuf)
         addr: PmiAddr::Unix(path.clone()),
         source,
     };
-    let bound = UnixListener::bind(&path).map_err(err).and_then(|l| {
-        l.set_nonblocking(true).map_err(|e| {
-            let _ = std::fs::remove_file(&path);
-            err(e)
-        })?;
-        Ok(l)
-    });
+    let bound = UnixListener::bind(&path).map_err(err);
     match bound {
         Ok(l) => Ok((Listener::Unix(l), dir, path)),
         Err(e) => {
@@ -325,7 +322,6 @@ fn bind_tcp(bind: SocketAddr) -> Result<(Listener, SocketAddr), PmiError> {
         source,
     };
     let l = TcpListener::bind(bind).map_err(err)?;
-    l.set_nonblocking(true).map_err(err)?;
     let local = l.local_addr().map_err(err)?;
     Ok((Listener::Tcp(l), local))
 }
@@ -348,28 +344,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn accept_loop(listener: &Listener, shared: &Arc<Shared>) {
+/// Serves one accepted connection on a thread of its own, unless too many are open.
+fn accepted(shared: &Arc<Shared>, stream: Stream, from: String) {
     // Ranks plus room for strays; more than this is not a job of ours misbehaving politely.
     let max_conns = 2 * shared.size + 8;
-    while !shared.stopping.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((stream, from)) => {
-                if shared.active.load(Ordering::Acquire) >= max_conns {
-                    shared.refused.fetch_add(1, Ordering::AcqRel);
-                    warn!(%from, max_conns, "PMI server refusing a connection: too many open");
-                    continue;
-                }
-                if let Err(e) = spawn_connection(shared, stream, from) {
-                    warn!("PMI server cannot serve a connection: {e}");
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => thread::sleep(ACCEPT_POLL),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                warn!("PMI server accept failed: {e}");
-                thread::sleep(ACCEPT_POLL);
-            }
-        }
+    if shared.active.load(Ordering::Acquire) >= max_conns {
+        shared.refused.fetch_add(1, Ordering::AcqRel);
+        warn!(%from, max_conns, "PMI server refusing a connection: too many open");
+        return;
+    }
+    if let Err(e) = spawn_connection(shared, stream, from) {
+        warn!("PMI server cannot serve a connection: {e}");
     }
 }
 

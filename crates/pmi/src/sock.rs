@@ -7,9 +7,11 @@
 
 use std::io::{self, Read};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::Duration;
+
+use nf_sys::accept::Listening;
 
 use crate::addr::PmiAddr;
 
@@ -94,7 +96,7 @@ impl AsRawFd for Stream {
     }
 }
 
-/// A listening PMI socket, in non-blocking mode.
+/// A listening PMI socket (its accept thread is an [`nf_sys::accept::Acceptor`]).
 pub(crate) enum Listener {
     /// A unix socket.
     Unix(UnixListener),
@@ -102,10 +104,22 @@ pub(crate) enum Listener {
     Tcp(TcpListener),
 }
 
-impl Listener {
-    /// Takes the next connection, if one is waiting; returns it with a description of
-    /// the peer for the log (its address for TCP).
-    pub(crate) fn accept(&self) -> io::Result<(Stream, String)> {
+impl AsFd for Listener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Listener::Unix(l) => l.as_fd(),
+            Listener::Tcp(l) => l.as_fd(),
+        }
+    }
+}
+
+impl Listening for Listener {
+    /// The connection, with a description of the peer for the log.
+    type Stream = (Stream, String);
+
+    /// Waits for the next connection; returns it with a description of the peer for
+    /// the log (its address for TCP).
+    fn accept_one(&self) -> io::Result<(Stream, String)> {
         match self {
             Listener::Unix(l) => l
                 .accept()

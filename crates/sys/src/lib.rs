@@ -3,11 +3,13 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`accept`] | accept threads, and stopping them without connecting to them |
 //! | [`file`] | reading the small files settings name, bounded and without blocking |
 //! | [`host`] | who shares memory with whom: this process's host identity |
 //! | [`hash`] | a hash that is equal in every process and every build (names, cookies) |
 //! | [`shim`] | loading a C shim with `dlopen` and checking its interface version |
 
+pub mod accept;
 pub mod file;
 pub mod hash;
 pub mod host;

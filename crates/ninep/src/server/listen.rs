@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
-use crate::server::accept::{Acceptor, Listening};
 use crate::server::error::ServerError;
 use crate::server::handler::Filesystem;
 use crate::server::srv::{refuse, Server};
+use nf_sys::accept::{Acceptor, Listening};
 
 /// Where a listener listens.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,7 +18,6 @@
 //! | `fid` | the fid table |
 //! | `pool` | worker threads |
 //! | `srv`, `listen` | [`Server`], [`Listener`] |
-//! | `accept` | [`Acceptor`]: accept threads and how they stop |
 //! | `cancel` | [`Cancel`] tokens and [`Monitor`] for blocking trees |
 //! | `watch` | deadlines: handshake, partial frames, idle connections |
 //! | `config` | every limit and its default ([`ServerConfig`]) |
@@ -79,7 +78,6 @@
 //! `frame_timeout` (30 s) once started, and a connection that let go of every fid is
 //! closed after `idle_timeout` (60 s) of silence.
 
-pub mod accept;
 mod apply;
 mod cancel;
 mod check;
@@ -99,7 +97,6 @@ pub mod transport;
 pub mod trees;
 mod watch;
 
-pub use accept::{Acceptor, Listening};
 pub use cancel::{Cancel, Cancelled, Monitor};
 pub use config::ServerConfig;
 pub use creds::Creds;

@@ -1,5 +1,6 @@
-//! [`Acceptor`]: the accept thread behind every listener (tcp, unix, and the node's TLS
-//! and shared-memory listeners), and how it is stopped.
+//! [`Acceptor`]: the accept thread behind every listener (the 9P server's tcp and unix
+//! ones, the node's TLS and shared-memory ones, the PMI server's), and how it is
+//! stopped; [`thread_per_connection`] for servers that give each connection a thread.
 //!
 //! Stopping, in order:
 //!
@@ -116,5 +117,24 @@ impl Acceptor {
 impl Drop for Acceptor {
     fn drop(&mut self) {
         self.stop_now();
+    }
+}
+
+/// An `on_accept` for [`Acceptor::start`] that runs `handle` for each
+/// connection on a new thread named `name`.
+pub fn thread_per_connection<S: Send + 'static>(
+    name: &str,
+    handle: impl Fn(S) + Send + Sync + 'static,
+) -> impl FnMut(S) + Send + 'static {
+    let handle = Arc::new(handle);
+    let name = name.to_string();
+    move |stream| {
+        let handle = Arc::clone(&handle);
+        if let Err(e) = thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || handle(stream))
+        {
+            tracing::error!(error = %e, "cannot start a thread for a connection");
+        }
     }
 }
