@@ -1,7 +1,6 @@
 //! Benchmark support for ninefold: sample statistics, JSON / CSV / table reports and
 //! PNG plots. The measuring code lives next to these modules; the reports share one
 //! JSON shape with the C MPI ping-pong in `bench/mpi/` so runs can be compared.
-#![warn(missing_docs)]
 
 pub mod ninep;
 pub mod params;

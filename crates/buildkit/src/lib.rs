@@ -3,8 +3,6 @@
 //! objects that the crates `dlopen` at run time, so the crates build and run without
 //! the libraries behind the shims.
 
-#![warn(missing_docs)]
-
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

@@ -20,7 +20,6 @@
 //! world.finalize()?;
 //! # Ok::<(), nf_core::CoreError>(())
 //! ```
-#![warn(missing_docs)]
 
 pub mod am;
 pub mod bootstrap;

@@ -21,8 +21,6 @@
 //! are reported before anything is started. Logs go through `tracing`; the only output of
 //! its own is the tagged forwarding of rank output (`[rank] `, or `[rank@host] `).
 
-#![warn(missing_docs)]
-
 pub mod elf;
 mod error;
 pub mod hosts;

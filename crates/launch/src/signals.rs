@@ -95,9 +95,10 @@ impl Drop for SignalWatch {
 
 /// Installs our handler for `sig` and returns the old disposition; `None` if it was ignored.
 fn catch(sig: libc::c_int) -> io::Result<Option<libc::sigaction>> {
-    // SAFETY: a zeroed sigaction is a valid "default" value; sigaction with a null new
-    // action only reads the current disposition into `old`.
+    // SAFETY: a zeroed sigaction is a valid "default" value.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: sigaction with a null new action only reads the current disposition
+    // into `old`, a live local.
     if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
         return Err(io::Error::last_os_error());
     }

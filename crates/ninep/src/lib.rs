@@ -58,7 +58,6 @@
 //! ```
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod client;
 pub mod errno;

@@ -25,7 +25,6 @@
 //! | [`connect`] | connecting and attaching as a client |
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod access;
 pub mod addr;

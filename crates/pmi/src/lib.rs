@@ -53,8 +53,6 @@
 //! Every client call has a deadline (`NF_PMI_TIMEOUT`, default 60 s) and returns a
 //! [`PmiError`] on timeout, a closed socket, or an error response; it never hangs.
 
-#![warn(missing_docs)]
-
 mod addr;
 pub mod bootstrap;
 mod client;

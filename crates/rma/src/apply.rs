@@ -91,7 +91,7 @@ pub(crate) unsafe fn rmw(t: &Target<'_>, who: &Applier<'_>, op: RmwOp) -> Result
 /// # Safety
 /// As for [`acc`].
 unsafe fn acc_kernel(scale: Scale, dst: *mut u8, src: *const u8, len: usize) {
-    // SAFETY (all arms): `dst` and `src` are valid for `len` bytes, `len` is a multiple
+    // SAFETY: (all arms) `dst` and `src` are valid for `len` bytes, `len` is a multiple
     // of the element size (checked by `shape::check`), and unaligned access is used.
     unsafe {
         match scale {

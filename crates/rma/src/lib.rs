@@ -37,7 +37,6 @@
 //! a.free()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![warn(missing_docs)]
 
 mod api;
 mod apply;

@@ -9,8 +9,6 @@
 //! Leftovers of a test process that was killed outright (Drop never ran) are removed by
 //! `tests/netns/cleanup.sh` at the repository root.
 
-#![warn(missing_docs)]
-
 mod bounded;
 mod netns;
 pub mod users;

@@ -9,7 +9,6 @@
 //!
 //! Transports: [`shm`] (same host), [`tcp`] (between hosts), [`ofi`] (between hosts,
 //! over the system libfabric when it is there).
-#![warn(missing_docs)]
 
 pub mod error;
 pub mod ofi;

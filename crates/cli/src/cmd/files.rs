@@ -327,8 +327,9 @@ pub fn stat(a: StatArgs) -> anyhow::Result<i32> {
 /// `2026-11-25 19:55:07.123456789 +0100`.
 fn local_time(sec: i64, nsec: u32) -> String {
     let t = sec as libc::time_t;
-    // SAFETY: `tm` is plain data that localtime_r fills in; `t` outlives the call.
+    // SAFETY: `tm` is plain data; all zeroes is a valid value.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: localtime_r fills in `tm`, a live local; `t` outlives the call.
     if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
         return format!("{sec}.{nsec:09} (seconds since the epoch)");
     }

@@ -318,9 +318,8 @@ impl View {
         let off = self.geo.fast_offset() + src * FAST_SLOTS * FAST_SLOT_BYTES;
         // SAFETY: in bounds by the assert and the geometry; the handle inherits this
         // view's contract (the mapping outlives it).
-        FastBox {
-            base: unsafe { self.base.add(off) },
-        }
+        let base = unsafe { self.base.add(off) };
+        FastBox { base }
     }
 
     /// The control lines of ring `ring`.
@@ -337,8 +336,9 @@ impl View {
         let off = self.geo.ring_offset(ring) + std::mem::size_of::<RingControl>();
         // SAFETY: in bounds by the assert and the geometry (frames slots follow the
         // control lines); the handle inherits this view's contract.
+        let base = unsafe { self.base.add(off) } as *const Slot;
         RingSlots {
-            base: unsafe { self.base.add(off) } as *const Slot,
+            base,
             mask: self.geo.frames as u64 - 1,
         }
     }

@@ -58,7 +58,7 @@ pub fn bad_input(rma: &Rma<'_>) -> Check {
             bytes,
         },
     };
-    // SAFETY (every transfer below): the local side is `buf` or null; the library
+    // SAFETY: (every transfer below) the local side is `buf` or null; the library
     // must refuse before touching anything.
     let run = |x: Xfer<'_>| unsafe { rma.xfer(&x) };
 
@@ -305,14 +305,14 @@ pub fn bad_input(rma: &Rma<'_>) -> Check {
 
     // Nothing above changed anything: a normal round trip still works.
     buf[..8].copy_from_slice(&(me as u64).to_le_bytes());
-    // SAFETY: `buf` holds 64 bytes.
     ctx(
+        // SAFETY: `buf` holds 64 bytes.
         unsafe { rma.put(p, b + 8 * me as u64, 8, t) },
         "put after refusals",
     )?;
     ctx(rma.barrier(), "barrier")?;
-    // SAFETY: as above.
     ctx(
+        // SAFETY: as above.
         unsafe { rma.get(b + 8 * me as u64, p.wrapping_add(8), 8, t) },
         "get after refusals",
     )?;

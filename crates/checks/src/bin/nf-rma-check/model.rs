@@ -177,8 +177,8 @@ pub fn stress(rma: &Rma<'_>, seed: u64, iters: usize) -> Check {
     ctx(rma.barrier(), "barrier")?;
     for (t, lane) in lanes.iter().enumerate() {
         let mut got = vec![0u8; LANE];
-        // SAFETY: `got` holds LANE writable bytes.
         ctx(
+            // SAFETY: `got` holds LANE writable bytes.
             unsafe { rma.get(bases[t] + (me * LANE) as u64, got.as_mut_ptr(), LANE, t) },
             "final get",
         )?;

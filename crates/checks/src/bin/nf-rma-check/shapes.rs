@@ -52,8 +52,8 @@ pub fn contig(rma: &Rma<'_>) -> Check {
             *b = pattern(me, what, i);
         }
         for (t, &base) in bases.iter().enumerate() {
-            // SAFETY: `buf` holds `s` readable bytes.
             ctx(
+                // SAFETY: `buf` holds `s` readable bytes.
                 unsafe { rma.put(local, base + (me * MAX) as u64, s, t) },
                 "put",
             )?;
@@ -69,8 +69,8 @@ pub fn contig(rma: &Rma<'_>) -> Check {
             )?;
         }
         buf[..s].fill(0);
-        // SAFETY: `buf` holds `s` writable bytes.
         ctx(
+            // SAFETY: `buf` holds `s` writable bytes.
             unsafe { rma.get(bases[next] + (prev * MAX) as u64, local, s, next) },
             "get",
         )?;
@@ -86,8 +86,8 @@ pub fn contig(rma: &Rma<'_>) -> Check {
     let vals: Vec<f64> = (0..count).map(|i| i as f64).collect();
     for (t, &base) in bases.iter().enumerate() {
         let scale = Scale::Double((me + 1) as f64);
-        // SAFETY: `vals` holds count doubles.
         ctx(
+            // SAFETY: `vals` holds count doubles.
             unsafe { rma.acc(scale, vals.as_ptr().cast(), base, count * 8, t) },
             "acc",
         )?;
@@ -116,8 +116,8 @@ pub fn contig(rma: &Rma<'_>) -> Check {
         }
     }
     let word = 0x5a5a_5a5a_u32.to_le_bytes();
-    // SAFETY: `word` holds 4 readable bytes.
     ctx(
+        // SAFETY: `word` holds 4 readable bytes.
         unsafe { rma.put(word.as_ptr(), some[0] + 4 * me as u64, 4, 0) },
         "put to proc 0",
     )?;
@@ -165,8 +165,8 @@ pub fn strided(rma: &Rma<'_>) -> Check {
                 count: &count,
             },
         };
-        // SAFETY: the local side lies within `local` (lspan bytes).
         ctx(
+            // SAFETY: the local side lies within `local` (lspan bytes).
             unsafe { rma.xfer(&x) },
             &format!("put_strided {levels} levels"),
         )?;
@@ -200,8 +200,8 @@ pub fn strided(rma: &Rma<'_>) -> Check {
                 count: &count,
             },
         };
-        // SAFETY: as for the put.
         ctx(
+            // SAFETY: as for the put.
             unsafe { rma.xfer(&x) },
             &format!("get_strided {levels} levels"),
         )?;
@@ -240,8 +240,8 @@ pub fn strided(rma: &Rma<'_>) -> Check {
                     count: &count,
                 },
             };
-            // SAFETY: as for the put.
             ctx(
+                // SAFETY: as for the put.
                 unsafe { rma.xfer(&x) },
                 &format!("acc_strided {levels} levels"),
             )?;

@@ -104,14 +104,14 @@ pub fn mutex(rma: &Rma<'_>, iters: usize) -> Check {
         for &(m, p) in &homes {
             ctx(rma.lock(m, p), "lock")?;
             let mut v = [0u8; 8];
-            // SAFETY: `v` holds 8 bytes.
             ctx(
+                // SAFETY: `v` holds 8 bytes.
                 unsafe { rma.get(bases[p] + 8 * m as u64, v.as_mut_ptr(), 8, p) },
                 "get",
             )?;
             let next = (i64::from_le_bytes(v) + 1).to_le_bytes();
-            // SAFETY: `next` holds 8 bytes.
             ctx(
+                // SAFETY: `next` holds 8 bytes.
                 unsafe { rma.put(next.as_ptr(), bases[p] + 8 * m as u64, 8, p) },
                 "put",
             )?;
@@ -253,8 +253,8 @@ pub fn progress(rma: &Rma<'_>, seconds: u64) -> Check {
         while gets < 100 || start.elapsed() < Duration::from_secs(seconds) {
             let off = 8 + (gets as usize * 4099) % (SEG - DATA - 8);
             let off = off - off % 8;
-            // SAFETY: `buf` holds DATA bytes.
             ctx(
+                // SAFETY: `buf` holds DATA bytes.
                 unsafe { rma.get(bases[target], buf.as_mut_ptr(), 8, target) },
                 "get marker",
             )?;
@@ -264,8 +264,8 @@ pub fn progress(rma: &Rma<'_>, seconds: u64) -> Check {
                     "get {gets}: the target's marker is {marker}: it stopped computing"
                 ));
             }
-            // SAFETY: as above.
             ctx(
+                // SAFETY: as above.
                 unsafe { rma.get(bases[target] + off as u64, buf.as_mut_ptr(), DATA, target) },
                 "get",
             )?;
@@ -281,8 +281,8 @@ pub fn progress(rma: &Rma<'_>, seconds: u64) -> Check {
         }
         println!("rank 0: {gets} gets completed while proc {target} computed");
         let one = 1i64.to_le_bytes();
-        // SAFETY: `one` holds 8 bytes.
         ctx(
+            // SAFETY: `one` holds 8 bytes.
             unsafe { rma.put(one.as_ptr(), bases[target] + 8, 8, target) },
             "put flag",
         )?;

@@ -20,8 +20,8 @@ pub fn teams(rma: &Rma<'_>, wire: &nf_rma::WorldWireup<'_>) -> Check {
         let prev = even[(i + even.len() - 1) % even.len()];
         let data: Vec<u8> = (0..4096).map(|k| pattern(me, 9, k)).collect();
         let j = (i + 1) % even.len();
-        // SAFETY: `data` holds 4096 readable bytes.
         ctx(
+            // SAFETY: `data` holds 4096 readable bytes.
             unsafe { rma.put(data.as_ptr(), bases[j], 4096, next) },
             "put in team",
         )?;
