@@ -252,7 +252,7 @@ fn shm_clients_work_and_a_killed_one_is_released() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let client = nf_ninep::client::Client::connect_unix(&s.socket).unwrap();
+    let client = nf_ninep_client::Client::connect_unix(&s.socket).unwrap();
     let root = client.attach("root", "").unwrap();
     let w = root.open("/pipe/k", nf_ninep::LOpenFlags::WRONLY).unwrap();
     // Once the reader prints what was written, it has the pipe open.

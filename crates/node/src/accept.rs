@@ -1,11 +1,11 @@
 //! Serving the node's own listeners (TLS, shm): each connection on a thread of its own,
 //! so a slow set-up (a TLS handshake, a channel offer) never blocks other clients. The
-//! accept thread itself is ninep's [`nf_ninep::server::Acceptor`].
+//! accept thread itself is ninep's [`nf_ninep_server::Acceptor`].
 
 use std::sync::Arc;
 use std::thread;
 
-/// An `on_accept` for [`nf_ninep::server::Acceptor::start`] that runs `handle` for each
+/// An `on_accept` for [`nf_ninep_server::Acceptor::start`] that runs `handle` for each
 /// connection on a new thread named `name`.
 pub fn thread_per_connection<S: Send + 'static>(
     name: &str,

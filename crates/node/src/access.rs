@@ -26,8 +26,8 @@
 //! trees (pipes, `/mem`) check ownership against them.
 
 use nf_ninep::errno::EACCES;
-use nf_ninep::server::{Creds, Ctx, FsResult};
 use nf_ninep::{Rlerror, Tattach, NONUNAME};
+use nf_ninep_server::{Creds, Ctx, FsResult};
 
 /// One user account: name, uid, primary gid and supplementary groups.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,8 +186,8 @@ fn local(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, uid: u32) -> FsResul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nf_ninep::server::Cancel;
     use nf_ninep::NOFID;
+    use nf_ninep_server::Cancel;
     use std::sync::Arc;
 
     struct Fixed(Vec<Account>);

@@ -46,9 +46,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use nf_ninep::errno::{EAGAIN, EINVAL, ENOSPC, EPIPE};
-use nf_ninep::server::trees::synthetic::{DirOps, FileNode, OpenFile};
-use nf_ninep::server::{Ctx, FsResult, Monitor};
 use nf_ninep::{LOpenFlags, Rlerror};
+use nf_ninep_server::{Ctx, FsResult, Monitor};
+use nf_ninep_trees::synthetic::{DirOps, FileNode, OpenFile};
 
 /// Default buffer of one pipe: 64 KiB, as a Linux pipe.
 pub const DEFAULT_PIPE_CAPACITY: usize = 64 * 1024;
@@ -439,7 +439,7 @@ impl DirOps for PipeDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nf_ninep::server::Creds;
+    use nf_ninep_server::Creds;
 
     fn ctx() -> Ctx {
         Ctx::background(8192)

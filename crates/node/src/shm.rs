@@ -17,9 +17,9 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use nf_ninep::client::{Client, ClientConfig, ClientError};
-use nf_ninep::server::transport::unix_peer;
-use nf_ninep::server::{Acceptor, Filesystem, Server, Transport};
+use nf_ninep::transport::{unix_peer, Transport};
+use nf_ninep_client::{Client, ClientConfig, ClientError};
+use nf_ninep_server::{Acceptor, Filesystem, Server};
 use nf_transport::shm::channel::ByteChannel;
 
 use crate::accept::thread_per_connection;

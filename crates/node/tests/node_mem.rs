@@ -11,8 +11,8 @@ use std::os::unix::fs::chown;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 
-use nf_ninep::client::{Client, Root};
 use nf_ninep::errno::ENOENT;
+use nf_ninep_client::{Client, Root};
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 use nf_rma::registry::{process_start, Entry, SegEntry};
 use support::Node;

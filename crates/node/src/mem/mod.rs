@@ -37,12 +37,12 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use nf_ninep::errno::{EACCES, EFBIG, EINVAL, EISDIR, ENOENT, ENOTDIR, ESRCH, ESTALE};
-use nf_ninep::server::trees::Listing;
-use nf_ninep::server::{Ctx, Filesystem, FsResult};
 use nf_ninep::{
     Attr, Dirent, GetattrMask, Qid, QidType, Rattach, Rgetattr, Rlerror, Rread, Rreaddir, Rwrite,
     Tattach, Tgetattr, Tread, Treaddir, Twrite,
 };
+use nf_ninep_server::{Ctx, Filesystem, FsResult};
+use nf_ninep_trees::Listing;
 use nf_rma::registry::SegEntry;
 use nf_transport::shm::cma;
 
