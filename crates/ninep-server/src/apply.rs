@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use crate::cancel::Cancel;
 use crate::check::{FidRef, Job};
+use crate::error::{FsError, FsResult};
 use crate::fid::{FidKind, FidMeta};
-use crate::handler::{Ctx, Filesystem, FsResult, Walked, WOULD_BLOCK};
+use crate::handler::{Ctx, Filesystem, Walked};
 use nf_ninep::errno::EIO;
 use nf_ninep::message::*;
 use nf_ninep::types::LOpenFlags;
@@ -50,10 +51,10 @@ fn reply<S, R: Into<Rmessage>>(result: FsResult<R>) -> Done<S> {
 }
 
 impl<S> Done<S> {
-    /// True if the tree answered [`WOULD_BLOCK`]: the request must run again where it
-    /// may wait.
+    /// True if the tree answered [`FsError::WouldBlock`]: the request must run again
+    /// where it may wait.
     pub fn would_block(&self) -> bool {
-        let code = |e: &Rlerror| e.ecode == WOULD_BLOCK;
+        let code = |e: &FsError| *e == FsError::WouldBlock;
         match self {
             Done::NewFid { result, .. } | Done::Replaced { result, .. } => {
                 result.as_ref().is_err_and(code)
@@ -141,7 +142,7 @@ pub(crate) fn apply<F: Filesystem>(fs: &F, ctx: &Ctx, job: &Job<F::Fid>) -> Done
                     got = r.data.len(),
                     "tree readdir returned more than asked"
                 );
-                return Err(Rlerror::new(EIO));
+                return Err(FsError::Errno(EIO));
             }
             Ok(r)
         })),
@@ -149,7 +150,7 @@ pub(crate) fn apply<F: Filesystem>(fs: &F, ctx: &Ctx, job: &Job<F::Fid>) -> Done
         Job::Remove { fid } => {
             let result = fs.remove(ctx, &fid.state);
             // A remove to be run again keeps its state until then.
-            if !result.as_ref().is_err_and(|e| e.ecode == WOULD_BLOCK) {
+            if result.as_ref().err() != Some(&FsError::WouldBlock) {
                 let _ = fs.clunk(&release_ctx(ctx), &fid.state);
             }
             reply(result)

@@ -31,12 +31,6 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[error("the request was cancelled (flushed, session reset or connection closed)")]
 pub struct Cancelled;
 
-impl From<Cancelled> for nf_ninep::Rlerror {
-    fn from(_: Cancelled) -> Self {
-        nf_ninep::Rlerror::new(nf_ninep::errno::EINTR)
-    }
-}
-
 type Waker = Box<dyn FnOnce() + Send>;
 
 #[derive(Default)]

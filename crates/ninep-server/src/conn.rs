@@ -18,6 +18,7 @@ use std::time::Duration;
 use crate::apply::{apply, Done};
 use crate::cancel::lock;
 use crate::check::{check, Job, E2BIG};
+use crate::error::FsError;
 use crate::fid::FidTable;
 use crate::handler::{Ctx, Filesystem};
 use crate::pending::{FlushOutcome, PendingTable};
@@ -364,9 +365,9 @@ impl<F: Filesystem> Conn<F> {
             .submit(Box::new(move || conn.work(ctx, job)));
     }
 
-    /// Calls the tree; a panic becomes `EIO`, and so does a
-    /// [`WOULD_BLOCK`](crate::WOULD_BLOCK) from a
-    /// context that may block (a tree bug: the code must never reach a client).
+    /// Calls the tree; a panic becomes `EIO`, and so does an
+    /// [`FsError::WouldBlock`](crate::FsError::WouldBlock) from a context that may block
+    /// (a tree bug: there is nowhere else to run the request).
     fn apply(&self, ctx: &Ctx, job: &Job<F::Fid>) -> Done<F::Fid> {
         let fs = &*self.shared.fs;
         let done =
@@ -376,15 +377,15 @@ impl<F: Filesystem> Conn<F> {
                     tag = ctx.tag(),
                     "a tree method panicked; answering EIO"
                 );
-                Done::Reply(Err(Rlerror::new(EIO)))
+                Done::Reply(Err(FsError::Errno(EIO)))
             });
         if ctx.may_block() && done.would_block() {
             tracing::error!(
                 conn = self.id,
                 tag = ctx.tag(),
-                "a tree answered WOULD_BLOCK where it may block; answering EIO"
+                "a tree answered WouldBlock where it may block; answering EIO"
             );
-            return Done::Reply(Err(Rlerror::new(EIO)));
+            return Done::Reply(Err(FsError::Errno(EIO)));
         }
         done
     }
@@ -418,7 +419,7 @@ impl<F: Filesystem> Conn<F> {
             // A flushed request is answered only if it did its work (flush(5): the
             // client must honour a reply that comes before the Rflush).
             if !p.aborted && (p.flushers.is_empty() || result.is_ok()) {
-                let reply = result.unwrap_or_else(Rmessage::from);
+                let reply = result.unwrap_or_else(|e| e.to_wire().into());
                 self.write(&mut out, tag, &reply, msize);
             }
             for flush in p.flushers {

@@ -1,10 +1,69 @@
-//! Errors of the server's own operations: binding, accepting, serving a connection.
+//! The server's two error types: [`FsError`], what a tree answers instead of a reply,
+//! and [`ServerError`], why the server itself could not listen or serve.
 //!
-//! Errors inside a session never appear here: they become `Rlerror` replies, or close
-//! the connection with a logged reason.
+//! Errors inside a session never reach [`ServerError`]: they become `Rlerror` replies,
+//! or close the connection with a logged reason.
 
 use std::io;
 use std::path::PathBuf;
+
+use nf_ninep::errno::{EINTR, EIO};
+use nf_ninep::Rlerror;
+
+use crate::cancel::Cancelled;
+
+/// Result of a tree method: the reply, or why there is none.
+///
+/// `?` works on I/O calls and on anything that gives an [`Rlerror`].
+pub type FsResult<T> = Result<T, FsError>;
+
+/// Why a tree method gave no reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FsError {
+    /// Answer the request with `Rlerror` carrying this Linux errno.
+    #[error("errno {0}")]
+    Errno(u32),
+    /// The method would have to wait, but [`Ctx::may_block`](crate::Ctx::may_block) is
+    /// false: the server runs the request again on a worker thread, where it may wait.
+    /// Never sent to a client.
+    #[error("the request would wait on the connection's reader thread")]
+    WouldBlock,
+}
+
+impl FsError {
+    /// The errno, or `None` for [`FsError::WouldBlock`].
+    pub fn errno(self) -> Option<u32> {
+        match self {
+            FsError::Errno(code) => Some(code),
+            FsError::WouldBlock => None,
+        }
+    }
+
+    /// The reply for the client. The server has resolved every `WouldBlock` before it
+    /// replies (run again on a worker, or `EIO` from a tree that said it where it may
+    /// wait), so here it can only be a tree bug; it too becomes `EIO`.
+    pub(crate) fn to_wire(self) -> Rlerror {
+        Rlerror::new(self.errno().unwrap_or(EIO))
+    }
+}
+
+impl From<Rlerror> for FsError {
+    fn from(e: Rlerror) -> Self {
+        FsError::Errno(e.ecode)
+    }
+}
+
+impl From<io::Error> for FsError {
+    fn from(e: io::Error) -> Self {
+        Rlerror::from(e).into()
+    }
+}
+
+impl From<Cancelled> for FsError {
+    fn from(_: Cancelled) -> Self {
+        FsError::Errno(EINTR)
+    }
+}
 
 /// Why the server could not listen or serve.
 #[derive(Debug, thiserror::Error)]
@@ -51,4 +110,20 @@ pub enum ServerError {
     /// Reading from or writing to the transport failed.
     #[error("9P transport error: {0}")]
     Transport(#[from] io::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nf_ninep::errno::ENOENT;
+
+    #[test]
+    fn io_errors_become_their_errno_and_would_block_never_reaches_the_wire() {
+        let e: FsError = io::Error::from_raw_os_error(ENOENT as i32).into();
+        assert_eq!(e, FsError::Errno(ENOENT));
+        assert_eq!(e.to_wire().ecode, ENOENT);
+        assert_eq!(FsError::from(Cancelled), FsError::Errno(EINTR));
+        assert_eq!(FsError::WouldBlock.errno(), None);
+        assert_eq!(FsError::WouldBlock.to_wire().ecode, EIO);
+    }
 }

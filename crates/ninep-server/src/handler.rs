@@ -4,22 +4,13 @@
 
 use crate::cancel::{Cancel, Monitor};
 use crate::creds::Creds;
-use nf_ninep::errno::{EINVAL, ENOTDIR, EOPNOTSUPP, EROFS};
+use crate::error::{FsError, FsResult};
+use nf_ninep::errno::{EACCES, EINVAL, ENOENT, ENOTDIR, EOPNOTSUPP, EROFS};
 use nf_ninep::message::*;
 use nf_ninep::types::{GetattrMask, LockStatus, LockType, Qid, NOFID};
 
-/// Result of a tree method: the reply, or the `Rlerror` to send instead.
-///
-/// `Rlerror` converts from `std::io::Error` (by errno), so `?` works on I/O calls.
-pub type FsResult<T> = Result<T, Rlerror>;
-
 /// Filesystem magic of 9P (`V9FS_MAGIC`), the default `Rstatfs.fs_type`.
 pub const V9FS_MAGIC: u32 = 0x0102_1997;
-
-/// The `Rlerror` code a tree returns when it would have to wait but
-/// [`Ctx::may_block`] is false: the server then runs the request again on a worker
-/// thread, where it may wait. It is never sent to a client.
-pub const WOULD_BLOCK: u32 = u32::MAX;
 
 /// `Rstatfs` of a tree with no storage figures: `V9FS_MAGIC`, block size 4096, names
 /// up to 255 bytes.
@@ -76,16 +67,16 @@ impl Ctx {
 
     /// False while the request runs on the connection's reader thread: a tree that
     /// would have to wait (for a lease break, a stream, …) must return
-    /// `Rlerror::new(WOULD_BLOCK)` at once instead; the server retries it on a worker.
+    /// [`FsError::WouldBlock`] at once instead; the server retries it on a worker.
     pub fn may_block(&self) -> bool {
         self.may_block
     }
 
     /// Waits until `ready` gives a result (see [`Cancel::wait`]), honouring both ways a
     /// request stops waiting: cancellation (`EINTR`) and, where the request may not
-    /// block, [`WOULD_BLOCK`] at once if `ready` has nothing yet — the server then runs
-    /// the request again on a worker. `ready` has consumed nothing when it returns
-    /// `None`, so the second run starts afresh.
+    /// block, [`FsError::WouldBlock`] at once if `ready` has nothing yet — the server
+    /// then runs the request again on a worker. `ready` has consumed nothing when it
+    /// returns `None`, so the second run starts afresh.
     pub fn wait<T, R>(
         &self,
         monitor: &std::sync::Arc<Monitor<T>>,
@@ -95,7 +86,7 @@ impl Ctx {
         T: Send + 'static,
     {
         if !self.may_block {
-            return ready(&mut monitor.lock()).ok_or(Rlerror::new(WOULD_BLOCK));
+            return ready(&mut monitor.lock()).ok_or(FsError::WouldBlock);
         }
         Ok(self.cancel.wait(monitor, ready)?)
     }
@@ -135,9 +126,9 @@ impl Ctx {
     }
 
     /// Who the request is done for, where the tree above knows (a mount table,
-    /// `nf_ninep_trees::MountTable`, with an attach check); `None` outside one. The calling thread already acts as
-    /// this identity on host files ([`Creds::assume`]); in-memory trees use it for
-    /// ownership and permission checks of their own.
+    /// `nf_ninep_trees::MountTable`, with an attach check); `None` outside one. The
+    /// calling thread already acts as this identity on host files ([`Creds::assume`]);
+    /// in-memory trees use it for ownership and permission checks of their own.
     pub fn creds(&self) -> Option<&Creds> {
         self.creds.as_ref()
     }
@@ -152,9 +143,7 @@ impl Ctx {
     /// 2 write, 1 execute or search; see [`Creds::may`]).
     pub fn permit(&self, owner: (u32, u32), mode: u32, want: u32) -> FsResult<()> {
         match &self.creds {
-            Some(c) if !c.may(owner.0, owner.1, mode, want) => {
-                Err(Rlerror::new(nf_ninep::errno::EACCES))
-            }
+            Some(c) if !c.may(owner.0, owner.1, mode, want) => Err(FsError::Errno(EACCES)),
             _ => Ok(()),
         }
     }
@@ -240,7 +229,7 @@ pub trait Filesystem: Send + Sync + 'static {
     type Fid: Send + Sync + 'static;
 
     /// True if every method either returns promptly or, when [`Ctx::may_block`] is
-    /// false, returns `Rlerror::new(WOULD_BLOCK)` instead of waiting. The server then
+    /// false, returns [`FsError::WouldBlock`] instead of waiting. The server then
     /// runs requests on the connection's reader thread, one at a time, sparing a thread
     /// hand-off per request; those that would block go to a worker. Default false: every
     /// request runs on a worker.
@@ -261,7 +250,7 @@ pub trait Filesystem: Send + Sync + 'static {
     /// reads and writes. The default, `ENOENT`, says no authentication scheme is
     /// offered (attach with `afid = NOFID`), as diod answers and as its clients expect.
     fn auth(&self, ctx: &Ctx, req: &Tauth) -> FsResult<(Rauth, Self::Fid)> {
-        Err(Rlerror::new(nf_ninep::errno::ENOENT))
+        Err(FsError::Errno(ENOENT))
     }
 
     /// One step of a walk: `name` (never empty, never containing `/`; may be `.` or
@@ -273,8 +262,8 @@ pub trait Filesystem: Send + Sync + 'static {
 
     /// `Twalk`: walks `names` (at most 16) from `fid`. If the first name fails, return
     /// its error; if a later one fails, return the qids walked so far and no state —
-    /// except for [`WOULD_BLOCK`], which is the walk's answer wherever it comes (the
-    /// server runs the walk again on a worker).
+    /// except for [`FsError::WouldBlock`], which is the walk's answer wherever it comes
+    /// (the server runs the walk again on a worker).
     fn walk(&self, ctx: &Ctx, fid: &Self::Fid, names: &[String]) -> FsResult<Walked<Self::Fid>> {
         if names.is_empty() {
             return Ok(Walked {
@@ -293,7 +282,7 @@ pub trait Filesystem: Send + Sync + 'static {
                         let _ = self.clunk(ctx, &done);
                     }
                 }
-                Err(e) if qids.is_empty() || e.ecode == WOULD_BLOCK => {
+                Err(e) if qids.is_empty() || e == FsError::WouldBlock => {
                     if let Some(done) = current.take() {
                         let _ = self.clunk(ctx, &done);
                     }
@@ -338,49 +327,49 @@ pub trait Filesystem: Send + Sync + 'static {
         dir: &Self::Fid,
         req: &Tlcreate,
     ) -> FsResult<(Rlcreate, Self::Fid)> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tread`: at most `req.count` bytes (already capped at msize − IOHDRSZ) from an
     /// open, readable, non-directory fid. May block; must then honour `ctx.cancel()`.
     fn read(&self, ctx: &Ctx, fid: &Self::Fid, req: &Tread) -> FsResult<Rread> {
-        Err(Rlerror::new(EOPNOTSUPP))
+        Err(FsError::Errno(EOPNOTSUPP))
     }
 
     /// `Twrite`: writes to an open, writable, non-directory fid. May block; must then
     /// honour `ctx.cancel()`.
     fn write(&self, ctx: &Ctx, fid: &Self::Fid, req: &Twrite) -> FsResult<Rwrite> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Treaddir`: entries of an open directory, at most `req.count` bytes (capped).
     fn readdir(&self, ctx: &Ctx, dir: &Self::Fid, req: &Treaddir) -> FsResult<Rreaddir> {
-        Err(Rlerror::new(ENOTDIR))
+        Err(FsError::Errno(ENOTDIR))
     }
 
     /// `Tmkdir`: creates directory `req.name` in `dir`.
     fn mkdir(&self, ctx: &Ctx, dir: &Self::Fid, req: &Tmkdir) -> FsResult<Rmkdir> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tmknod`: creates a device node, fifo or socket in `dir`.
     fn mknod(&self, ctx: &Ctx, dir: &Self::Fid, req: &Tmknod) -> FsResult<Rmknod> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tsymlink`: creates symlink `req.name` → `req.symtgt` in `dir`.
     fn symlink(&self, ctx: &Ctx, dir: &Self::Fid, req: &Tsymlink) -> FsResult<Rsymlink> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Treadlink`: the target of a symlink.
     fn readlink(&self, ctx: &Ctx, fid: &Self::Fid, req: &Treadlink) -> FsResult<Rreadlink> {
-        Err(Rlerror::new(EINVAL))
+        Err(FsError::Errno(EINVAL))
     }
 
     /// `Tlink`: hard link `req.name` in `dir` to the file `fid` names.
     fn link(&self, ctx: &Ctx, dir: &Self::Fid, fid: &Self::Fid, req: &Tlink) -> FsResult<Rlink> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Trename`: moves the file `fid` names to `req.name` in `dir`.
@@ -391,7 +380,7 @@ pub trait Filesystem: Send + Sync + 'static {
         dir: &Self::Fid,
         req: &Trename,
     ) -> FsResult<Rrename> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Trenameat`: renames `req.oldname` in `olddir` to `req.newname` in `newdir`.
@@ -402,23 +391,23 @@ pub trait Filesystem: Send + Sync + 'static {
         newdir: &Self::Fid,
         req: &Trenameat,
     ) -> FsResult<Rrenameat> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tunlinkat`: removes `req.name` from `dir`.
     fn unlinkat(&self, ctx: &Ctx, dir: &Self::Fid, req: &Tunlinkat) -> FsResult<Runlinkat> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tremove`: removes the file `fid` names. The server clunks the fid afterwards,
     /// whatever the outcome.
     fn remove(&self, ctx: &Ctx, fid: &Self::Fid) -> FsResult<Rremove> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tsetattr`: changes the attributes `req.valid` selects.
     fn setattr(&self, ctx: &Ctx, fid: &Self::Fid, req: &Tsetattr) -> FsResult<Rsetattr> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tstatfs`: figures of the file system holding `fid`.
@@ -439,7 +428,7 @@ pub trait Filesystem: Send + Sync + 'static {
         fid: &Self::Fid,
         req: &Txattrwalk,
     ) -> FsResult<(Rxattrwalk, Self::Fid)> {
-        Err(Rlerror::new(EOPNOTSUPP))
+        Err(FsError::Errno(EOPNOTSUPP))
     }
 
     /// `Txattrcreate`: a state to which the value of `req.name` is written; it replaces
@@ -450,7 +439,7 @@ pub trait Filesystem: Send + Sync + 'static {
         fid: &Self::Fid,
         req: &Txattrcreate,
     ) -> FsResult<(Rxattrcreate, Self::Fid)> {
-        Err(Rlerror::new(EOPNOTSUPP))
+        Err(FsError::Errno(EOPNOTSUPP))
     }
 
     /// `Tlock`: takes or releases a POSIX record lock on an open fid.

@@ -1,10 +1,11 @@
 //! A 9P2000.L server framework for file trees, after Plan 9's lib9p and diod's libnpfs.
 //!
 //! A tree implements [`Filesystem`] (one method per request, each with a default
-//! answer); a [`Server`] serves it over any [`Transport`](nf_ninep::transport::Transport) — TCP and unix sockets are
-//! built in ([`Server::listen_tcp`], [`Server::listen_unix`]). This crate holds no tree:
-//! the ready-made ones (#U, #R, synthetic, the mount table) are in `nf-ninep-trees`;
-//! the codec and the transports are `nf-ninep`'s.
+//! answer); a [`Server`] serves it over any byte
+//! [`Transport`](nf_ninep::transport::Transport) — TCP and unix sockets are built in
+//! ([`Server::listen_tcp`], [`Server::listen_unix`]). This crate holds no tree: the
+//! ready-made ones (#U, #R, synthetic, the mount table) are in `nf-ninep-trees`; the
+//! codec and the transports are `nf-ninep`'s.
 //!
 //! | module | job |
 //! |---|---|
@@ -101,7 +102,7 @@ pub use accept::{Acceptor, Listening};
 pub use cancel::{lock, Cancel, Cancelled, Monitor};
 pub use config::ServerConfig;
 pub use creds::Creds;
-pub use error::ServerError;
-pub use handler::{synthetic_statfs, Ctx, Filesystem, FsResult, Walked, V9FS_MAGIC, WOULD_BLOCK};
+pub use error::{FsError, FsResult, ServerError};
+pub use handler::{synthetic_statfs, Ctx, Filesystem, Walked, V9FS_MAGIC};
 pub use listen::{ListenAddr, Listener};
 pub use srv::{Server, ServerStats};

@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use crate::apply::Done;
 use crate::check::FidRef;
+use crate::error::{FsError, FsResult};
 use crate::fid::{FidEntry, FidKind, FidMeta, FidTable};
-use crate::handler::FsResult;
 use nf_ninep::errno::{EIO, ENOENT};
 use nf_ninep::message::*;
 
@@ -104,10 +104,10 @@ fn record_walk<S>(
         }
         if n > nwname {
             tracing::error!(nwname, qids = n, "tree walk returned more qids than names");
-            return Err(Rlerror::new(EIO));
+            return Err(FsError::Errno(EIO));
         }
         if n == 0 && nwname > 0 {
-            return Err(Rlerror::new(ENOENT));
+            return Err(FsError::Errno(ENOENT));
         }
         return Ok(Rwalk { wqids: walked.qids }.into());
     }

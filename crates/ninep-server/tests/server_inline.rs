@@ -1,8 +1,8 @@
 //! Requests run inline on the connection's reader thread (`Filesystem::runs_inline`):
 //! the host trees need no worker thread at all, a request that would wait moves to a
-//! worker, and a tree that answers `WOULD_BLOCK` where it may block gets `EIO`, never
-//! the sentinel on the wire. A mount table decides per request: by the child it reaches,
-//! and for synthetic files by the file.
+//! worker, and a tree that answers `FsError::WouldBlock` where it may block gets `EIO`
+//! (there is nowhere else to run it). A mount table decides per request: by the child
+//! it reaches, and for synthetic files by the file.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -10,7 +10,7 @@ use nf_ninep::errno::EIO;
 use std::sync::Arc;
 
 use nf_ninep::*;
-use nf_ninep_server::{Ctx, Filesystem, FsResult, ServerConfig, WOULD_BLOCK};
+use nf_ninep_server::{Ctx, Filesystem, FsError, FsResult, ServerConfig};
 use nf_ninep_trees::synthetic::{StaticFile, Stream};
 use nf_ninep_trees::Erased;
 use nf_ninep_trees::{MountTable, PassthroughFs, SyntheticTree};
@@ -34,8 +34,8 @@ fn host_trees_serve_without_worker_threads() {
     assert_eq!(s.server.stats().workers, 0, "a request went to a worker");
 }
 
-/// A one-file tree whose reads say `WOULD_BLOCK` inline and, when `broken`, also where
-/// they may block.
+/// A one-file tree whose reads say `FsError::WouldBlock` inline and, when `broken`,
+/// also where they may block.
 struct Waits {
     broken: bool,
     inline_tries: AtomicUsize,
@@ -79,10 +79,10 @@ impl Filesystem for Waits {
     fn read(&self, ctx: &Ctx, _: &(), _: &Tread) -> FsResult<Rread> {
         if !ctx.may_block() {
             self.inline_tries.fetch_add(1, Ordering::SeqCst);
-            return Err(Rlerror::new(WOULD_BLOCK));
+            return Err(FsError::WouldBlock);
         }
         if self.broken {
-            return Err(Rlerror::new(WOULD_BLOCK));
+            return Err(FsError::WouldBlock);
         }
         Ok(Rread {
             data: b"waited".to_vec().into(),

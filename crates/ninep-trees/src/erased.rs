@@ -10,6 +10,7 @@ use std::any::Any;
 use nf_ninep::errno::EBADF;
 use nf_ninep::message::*;
 use nf_ninep::types::Qid;
+use nf_ninep_server::FsError;
 use nf_ninep_server::{Ctx, Filesystem, FsResult, Walked};
 
 /// A fid state of some tree, type-erased.
@@ -23,7 +24,7 @@ pub struct Erased<F>(pub F);
 
 impl<F: Filesystem> Erased<F> {
     fn fid<'a>(&self, fid: &'a AnyFid) -> FsResult<&'a F::Fid> {
-        fid.downcast_ref::<F::Fid>().ok_or(Rlerror::new(EBADF))
+        fid.downcast_ref::<F::Fid>().ok_or(FsError::Errno(EBADF))
     }
 }
 

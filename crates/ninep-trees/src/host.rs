@@ -23,8 +23,8 @@
 //!    [`LEASE_RETRY`] until it succeeds or the request is cancelled (`EINTR`). A Tflush
 //!    of such an open is therefore answered at once, not after `lease-break-time`.
 //!    On the connection's reader thread (`Ctx::may_block` false) it is not retried
-//!    but answered `WOULD_BLOCK`, so the server moves the request to a worker: this is
-//!    the only wait in the host trees, which is why they run inline.
+//!    but answered [`FsError::WouldBlock`], so the server moves the request to a
+//!    worker: this is the only wait in the host trees, which is why they run inline.
 //!    The flag is cleared once the file is open, and a file that turns out not to be
 //!    regular (swapped after a check) is closed again (rule 4).
 
@@ -38,17 +38,17 @@ use std::time::Duration;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 
 use nf_ninep::errno::{EINVAL, EIO, EOPNOTSUPP};
-use nf_ninep::message::{Rlerror, Rstatfs};
+use nf_ninep::message::Rstatfs;
 use nf_ninep::types::{Attr, Dirent, GetattrMask, Qid, QidType, Timespec};
 use nf_ninep_server::lock;
-use nf_ninep_server::{Ctx, FsResult, WOULD_BLOCK};
+use nf_ninep_server::{Ctx, FsError, FsResult};
 
 /// How often an open waiting for a lease break is retried (rule 5).
 pub(crate) const LEASE_RETRY: Duration = Duration::from_millis(20);
 
-/// A rustix error as an `Rlerror`.
-pub(crate) fn os(e: rustix::io::Errno) -> Rlerror {
-    Rlerror::new(u32::try_from(e.raw_os_error()).unwrap_or(EIO))
+/// A rustix error as a tree's errno.
+pub(crate) fn os(e: rustix::io::Errno) -> FsError {
+    FsError::Errno(u32::try_from(e.raw_os_error()).unwrap_or(EIO))
 }
 
 /// Applies one walk name to a lexical path (rule 1).
@@ -131,7 +131,7 @@ impl HostRoot {
             match rustix::fs::openat(&dir, name, flags, mode) {
                 Ok(fd) => break fd,
                 Err(rustix::io::Errno::WOULDBLOCK) if !ctx.may_block() => {
-                    return Err(Rlerror::new(WOULD_BLOCK))
+                    return Err(FsError::WouldBlock)
                 }
                 Err(rustix::io::Errno::WOULDBLOCK) => ctx.cancel().sleep(LEASE_RETRY)?,
                 Err(e) => return Err(os(e)),
@@ -139,7 +139,7 @@ impl HostRoot {
         };
         let st = rustix::fs::fstat(&fd).map_err(os)?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(Rlerror::new(EOPNOTSUPP));
+            return Err(FsError::Errno(EOPNOTSUPP));
         }
         // F_SETFL changes only the status flags (append, nonblock, …) and ignores the rest.
         rustix::fs::fcntl_setfl(&fd, flags.difference(OFlags::NONBLOCK)).map_err(os)?;
@@ -158,7 +158,7 @@ impl HostRoot {
         let fd = self.path_fd(path)?;
         let st = rustix::fs::fstat(&fd).map_err(os)?;
         if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
-            return Err(Rlerror::new(EOPNOTSUPP));
+            return Err(FsError::Errno(EOPNOTSUPP));
         }
         let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
         rustix::fs::chmod(link.as_str(), Mode::from_raw_mode(mode & 0o7777)).map_err(os)
@@ -288,7 +288,7 @@ pub(crate) fn open_flags(flags: nf_ninep::types::LOpenFlags) -> FsResult<OFlags>
         m if m == L::RDONLY.0 => OFlags::RDONLY,
         m if m == L::WRONLY.0 => OFlags::WRONLY,
         m if m == L::RDWR.0 => OFlags::RDWR,
-        _ => return Err(Rlerror::new(EINVAL)),
+        _ => return Err(FsError::Errno(EINVAL)),
     };
     for (nine, host) in [
         (L::TRUNC, OFlags::TRUNC),

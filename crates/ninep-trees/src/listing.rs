@@ -11,6 +11,7 @@ use nf_ninep::message::Rreaddir;
 use nf_ninep::readdir::DirentWriter;
 use nf_ninep::types::Dirent;
 use nf_ninep_server::lock;
+use nf_ninep_server::FsError;
 use nf_ninep_server::FsResult;
 
 /// The listing state of one open directory fid (for trees outside this crate too).
@@ -44,7 +45,7 @@ impl Listing {
         for entry in &entries[start..] {
             if !writer
                 .push(entry)
-                .map_err(|_| nf_ninep::Rlerror::new(nf_ninep::errno::EIO))?
+                .map_err(|_| FsError::Errno(nf_ninep::errno::EIO))?
             {
                 break;
             }

@@ -23,6 +23,7 @@ use nf_ninep::errno::{EBADF, EBUSY, EINVAL, EISDIR, ELOOP, EOPNOTSUPP, EPERM};
 use nf_ninep::message::*;
 use nf_ninep::types::{Dirent, Qid, SetattrMask, Timespec, UnlinkatFlags};
 use nf_ninep_server::lock;
+use nf_ninep_server::FsError;
 use nf_ninep_server::{Ctx, Filesystem, FsResult};
 
 /// Exports a host directory, read-write (#U).
@@ -79,8 +80,8 @@ impl PassthroughFs {
     fn open_file(fid: &HostFid) -> FsResult<(&File, u64)> {
         match fid.open.get() {
             Some(HostOpen::File { file, qid_path }) => Ok((file, *qid_path)),
-            Some(HostOpen::Dir(_)) => Err(Rlerror::new(EISDIR)),
-            None => Err(Rlerror::new(EBADF)),
+            Some(HostOpen::Dir(_)) => Err(FsError::Errno(EISDIR)),
+            None => Err(FsError::Errno(EBADF)),
         }
     }
 
@@ -110,7 +111,7 @@ impl PassthroughFs {
 
     fn move_path(&self, from: Vec<String>, to: Vec<String>) -> FsResult<()> {
         if from.is_empty() || to.is_empty() {
-            return Err(Rlerror::new(EBUSY));
+            return Err(FsError::Errno(EBUSY));
         }
         let (from_dir, from_name) = self.root.locate(&from)?;
         let (to_dir, to_name) = self.root.locate(&to)?;
@@ -166,7 +167,7 @@ impl Filesystem for PassthroughFs {
     type Fid = HostFid;
 
     /// Host calls return promptly; the one wait, an open behind a lease break, answers
-    /// `WOULD_BLOCK` on the reader thread (rule 5 of `host.rs`).
+    /// [`FsError::WouldBlock`] on the reader thread (rule 5 of `host.rs`).
     fn runs_inline(&self) -> bool {
         true
     }
@@ -215,10 +216,10 @@ impl Filesystem for PassthroughFs {
                 let qid_path = self.root.qid(&st, &self.versions).path;
                 HostOpen::File { file, qid_path }
             }
-            FileType::Symlink => return Err(Rlerror::new(ELOOP)),
-            _ => return Err(Rlerror::new(EOPNOTSUPP)),
+            FileType::Symlink => return Err(FsError::Errno(ELOOP)),
+            _ => return Err(FsError::Errno(EOPNOTSUPP)),
         };
-        fid.open.set(opened).map_err(|_| Rlerror::new(EBUSY))?;
+        fid.open.set(opened).map_err(|_| FsError::Errno(EBUSY))?;
         Ok(Rlopen {
             qid: self.qid_of(&path)?,
             iounit: 0,
@@ -259,7 +260,7 @@ impl Filesystem for PassthroughFs {
             Some(HostOpen::Dir(listing)) => {
                 listing.page(req.offset, req.count, || self.entries(&dir.path()))
             }
-            _ => Err(Rlerror::new(EBADF)),
+            _ => Err(FsError::Errno(EBADF)),
         }
     }
 
@@ -284,8 +285,8 @@ impl Filesystem for PassthroughFs {
         let ftype = FileType::from_raw_mode(req.mode);
         match ftype {
             FileType::Fifo | FileType::Socket => {}
-            FileType::CharacterDevice | FileType::BlockDevice => return Err(Rlerror::new(EPERM)),
-            _ => return Err(Rlerror::new(EINVAL)),
+            FileType::CharacterDevice | FileType::BlockDevice => return Err(FsError::Errno(EPERM)),
+            _ => return Err(FsError::Errno(EINVAL)),
         }
         let parent = dir.path();
         let fd = self.root.dir(&parent)?;
@@ -309,7 +310,7 @@ impl Filesystem for PassthroughFs {
         let path = fid.path();
         let (dir, name) = self.root.locate(&path)?;
         let target = rustix::fs::readlinkat(&dir, name, Vec::new()).map_err(os)?;
-        let target = target.into_string().map_err(|_| Rlerror::new(EINVAL))?;
+        let target = target.into_string().map_err(|_| FsError::Errno(EINVAL))?;
         Ok(Rreadlink { target })
     }
 
@@ -360,7 +361,7 @@ impl Filesystem for PassthroughFs {
     fn remove(&self, _: &Ctx, fid: &HostFid) -> FsResult<Rremove> {
         let path = fid.path();
         if path.is_empty() {
-            return Err(Rlerror::new(EBUSY));
+            return Err(FsError::Errno(EBUSY));
         }
         let st = self.root.lstat(&path)?;
         let flags = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {

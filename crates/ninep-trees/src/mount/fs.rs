@@ -10,6 +10,7 @@ use nf_ninep::readdir::{decode_dirents, DirentWriter};
 use nf_ninep::types::{Attr, GetattrMask, Qid};
 use nf_ninep::wire::Data;
 use nf_ninep_server::Creds;
+use nf_ninep_server::FsError;
 use nf_ninep_server::{Ctx, Filesystem, FsResult, Walked};
 
 const S_IFDIR: u32 = 0o040000;
@@ -44,7 +45,7 @@ impl MountTable {
 
     /// Rewrites the qids of a child's `Rreaddir` data; the entries keep their sizes.
     fn rewrite_entries(&self, index: usize, at_root: bool, data: Data) -> FsResult<Data> {
-        let entries = decode_dirents(data.as_slice()).map_err(|_| Rlerror::new(EBADF))?;
+        let entries = decode_dirents(data.as_slice()).map_err(|_| FsError::Errno(EBADF))?;
         let mut out = DirentWriter::new(data.len() as u32);
         for mut e in entries {
             e.qid = if at_root && e.name == ".." {
@@ -52,7 +53,7 @@ impl MountTable {
             } else {
                 Self::outer(index, e.qid)
             };
-            out.push(&e).map_err(|_| Rlerror::new(EBADF))?;
+            out.push(&e).map_err(|_| FsError::Errno(EBADF))?;
         }
         Ok(out.into_data())
     }
@@ -98,7 +99,7 @@ impl Filesystem for MountTable {
         let walked = self.walk_names(ctx, &root, &names)?;
         match (walked.fid, walked.qids.last()) {
             (Some(fid), Some(qid)) => Ok((Rattach { qid: *qid }, fid)),
-            _ => Err(Rlerror::new(nf_ninep::errno::ENOENT)),
+            _ => Err(FsError::Errno(nf_ninep::errno::ENOENT)),
         }
     }
 
@@ -106,7 +107,7 @@ impl Filesystem for MountTable {
         let w = self.walk_names(ctx, dir, &[name.to_string()])?;
         match (w.fid, w.qids.first()) {
             (Some(fid), Some(qid)) => Ok((*qid, fid)),
-            _ => Err(Rlerror::new(nf_ninep::errno::ENOENT)),
+            _ => Err(FsError::Errno(nf_ninep::errno::ENOENT)),
         }
     }
 

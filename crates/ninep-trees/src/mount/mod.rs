@@ -28,10 +28,10 @@
 //!    ([`Filesystem::runs_inline`]): the root never waits, and the context's
 //!    [`Ctx::may_block`] goes to the child unchanged, so a child that runs inline
 //!    decides for itself (a stream with data answers at once, one without says
-//!    `WOULD_BLOCK`). A request that reaches a child which does not run inline is
-//!    answered `WOULD_BLOCK` where it may not block, before the child sees it, so the
-//!    server runs it on a worker. A walk that would block anywhere is a
-//!    `WOULD_BLOCK` walk, never a partial one.
+//!    [`FsError::WouldBlock`]). A request that reaches a child which does not run
+//!    inline is answered [`FsError::WouldBlock`] where it may not block, before the
+//!    child sees it, so the server runs it on a worker. A walk that would block
+//!    anywhere is a [`FsError::WouldBlock`] walk, never a partial one.
 //! 8. **Acting as the attached user.** The attach check decides who an attach stands
 //!    for ([`Creds`]; without a check, the server itself). Every fid descends from one
 //!    attach and keeps its identity; before any request reaches a child, the calling
@@ -51,7 +51,7 @@ use nf_ninep::errno::{ENOENT, EXDEV};
 use nf_ninep::message::*;
 use nf_ninep::types::{Dirent, Qid, QidType, Timespec, NOFID, NONUNAME};
 use nf_ninep_server::Creds;
-use nf_ninep_server::{Ctx, Filesystem, FsResult, Walked, WOULD_BLOCK};
+use nf_ninep_server::{Ctx, Filesystem, FsError, FsResult, Walked};
 
 /// Bits of a child's qid.path kept (the top 8 hold the mount index + 1).
 const CHILD_BITS: u32 = 56;
@@ -231,7 +231,8 @@ impl MountTable {
         let (root, state) =
             attach_inside(&*fs, &ctx, &probe, &inside).map_err(|e| MountError::Attach {
                 name: name.to_string(),
-                errno: e.ecode,
+                // A background context may block, so the probe never answers WouldBlock.
+                errno: e.errno().unwrap_or(nf_ninep::errno::EIO),
             })?;
         let _ = fs.clunk(&ctx, &state);
         let inline = fs.runs_inline();
@@ -280,7 +281,7 @@ impl MountTable {
     ) -> FsResult<(&DynFs, Ctx)> {
         let mount = &self.mounts[index];
         if !mount.inline && !ctx.may_block() {
-            return Err(Rlerror::new(WOULD_BLOCK));
+            return Err(FsError::WouldBlock);
         }
         session.creds.assume()?;
         Ok((&*mount.fs, ctx.acting_as(&session.creds)))
@@ -294,7 +295,7 @@ impl MountTable {
         at_root: u32,
     ) -> FsResult<(&'a DynFs, &'a AnyFid, usize, Ctx)> {
         match &fid.at {
-            Place::Root(_) => Err(Rlerror::new(at_root)),
+            Place::Root(_) => Err(FsError::Errno(at_root)),
             Place::Child { index, state, .. } => {
                 let (fs, ctx) = self.reach(ctx, &fid.session, *index)?;
                 Ok((fs, state, *index, ctx))
@@ -314,7 +315,7 @@ impl MountTable {
         // The first fid's user is the one the operation runs as.
         let (fs, sa, ia, acting) = self.child(ctx, a, at_root)?;
         if ia != ib {
-            return Err(Rlerror::new(EXDEV));
+            return Err(FsError::Errno(EXDEV));
         }
         Ok((fs, sa, sb, acting))
     }
@@ -324,7 +325,7 @@ impl MountTable {
         if name == "." || name == ".." {
             return Ok((self.root_qid(), MountFid::root(session)));
         }
-        let index = self.index_of(name).ok_or(Rlerror::new(ENOENT))?;
+        let index = self.index_of(name).ok_or(FsError::Errno(ENOENT))?;
         let (fs, ctx) = self.reach(ctx, session, index)?;
         let inside = &self.mounts[index].inside;
         let (qid, state) = attach_inside(fs, &ctx, &session.attach, inside)?;
@@ -393,7 +394,7 @@ impl MountTable {
             let from = current.as_ref().unwrap_or(fid);
             let (walked, next) = match self.step(ctx, from, &names[qids.len()..]) {
                 Ok(step) => step,
-                Err(e) if qids.is_empty() || e.ecode == WOULD_BLOCK => {
+                Err(e) if qids.is_empty() || e == FsError::WouldBlock => {
                     if let Some(done) = current.take() {
                         self.release(ctx, &done);
                     }
@@ -471,6 +472,6 @@ fn attach_inside(
     let walked = walked?;
     match (walked.fid, walked.qids.last()) {
         (Some(state), Some(qid)) => Ok((*qid, state)),
-        _ => Err(Rlerror::new(ENOENT)),
+        _ => Err(FsError::Errno(ENOENT)),
     }
 }

@@ -13,6 +13,7 @@ use crate::now;
 use nf_ninep::errno::{EBADF, EBUSY, EEXIST, EINVAL, EISDIR, ELOOP, EOPNOTSUPP, EPERM, EROFS};
 use nf_ninep::message::*;
 use nf_ninep::types::{LOpenFlags, Qid, SetattrMask, Timespec, UnlinkatFlags};
+use nf_ninep_server::FsError;
 use nf_ninep_server::{Ctx, Filesystem, FsResult};
 
 const S_IFDIR: u32 = 0o040000;
@@ -38,7 +39,7 @@ impl ReadOnlyView {
         self.need_dir(&path[..path.len() - 1])?;
         let mut ov = self.overlay();
         if self.find_in(&ov, path).is_ok() {
-            return Err(Rlerror::new(EEXIST));
+            return Err(FsError::Errno(EEXIST));
         }
         let entry = make(ov.new_qid_path());
         ov.remove_tree(&key(path));
@@ -51,7 +52,7 @@ impl Filesystem for ReadOnlyView {
     type Fid = RoFid;
 
     /// As `PassthroughFs`: only an open behind a lease break waits, and it answers
-    /// `WOULD_BLOCK` on the reader thread.
+    /// [`FsError::WouldBlock`] on the reader thread.
     fn runs_inline(&self) -> bool {
         true
     }
@@ -118,15 +119,15 @@ impl Filesystem for ReadOnlyView {
                             .open_file(&path, OFlags::RDONLY, Mode::empty(), ctx)?;
                     RoOpen::Host(file)
                 }
-                FileType::Symlink => return Err(Rlerror::new(ELOOP)),
-                _ => return Err(Rlerror::new(EOPNOTSUPP)),
+                FileType::Symlink => return Err(FsError::Errno(ELOOP)),
+                _ => return Err(FsError::Errno(EOPNOTSUPP)),
             },
         };
         let qid = match &opened {
             RoOpen::Mem { file, .. } => file.qid(),
             _ => self.qid(&self.find(&path)?),
         };
-        fid.open.set(opened).map_err(|_| Rlerror::new(EBUSY))?;
+        fid.open.set(opened).map_err(|_| FsError::Errno(EBUSY))?;
         Ok(Rlopen { qid, iounit: 0 })
     }
 
@@ -140,7 +141,7 @@ impl Filesystem for ReadOnlyView {
             Entry::File(MemFile::new(qid_path, Vec::new(), meta, budget))
         })?;
         let Entry::File(file) = entry else {
-            return Err(Rlerror::new(EINVAL));
+            return Err(FsError::Errno(EINVAL));
         };
         let qid = file.qid();
         let fid = self.fid(path);
@@ -158,8 +159,8 @@ impl Filesystem for ReadOnlyView {
                 buf
             }
             Some(RoOpen::Mem { file, .. }) => file.read(req.offset, req.count),
-            Some(RoOpen::Dir(_)) => return Err(Rlerror::new(EISDIR)),
-            None => return Err(Rlerror::new(EBADF)),
+            Some(RoOpen::Dir(_)) => return Err(FsError::Errno(EISDIR)),
+            None => return Err(FsError::Errno(EBADF)),
         };
         Ok(Rread { data: data.into() })
     }
@@ -169,7 +170,7 @@ impl Filesystem for ReadOnlyView {
             Some(RoOpen::Mem { file, append }) => Ok(Rwrite {
                 count: file.write(req.offset, req.data.as_slice(), *append)?,
             }),
-            _ => Err(Rlerror::new(EBADF)),
+            _ => Err(FsError::Errno(EBADF)),
         }
     }
 
@@ -178,7 +179,7 @@ impl Filesystem for ReadOnlyView {
             Some(RoOpen::Dir(listing)) => {
                 listing.page(req.offset, req.count, || self.entries(&dir.path()))
             }
-            _ => Err(Rlerror::new(EBADF)),
+            _ => Err(FsError::Errno(EBADF)),
         }
     }
 
@@ -194,7 +195,7 @@ impl Filesystem for ReadOnlyView {
             }))
         })?;
         let Entry::Dir(d) = entry else {
-            return Err(Rlerror::new(EINVAL));
+            return Err(FsError::Errno(EINVAL));
         };
         Ok(Rmkdir { qid: d.qid() })
     }
@@ -202,11 +203,11 @@ impl Filesystem for ReadOnlyView {
     fn readlink(&self, _: &Ctx, fid: &RoFid, _: &Treadlink) -> FsResult<Rreadlink> {
         let path = fid.path();
         if !matches!(self.find(&path)?, Found::Host(_)) {
-            return Err(Rlerror::new(EINVAL));
+            return Err(FsError::Errno(EINVAL));
         }
         let (dir, name) = self.root.locate(&path)?;
         let target = rustix::fs::readlinkat(&dir, name, Vec::new()).map_err(os)?;
-        let target = target.into_string().map_err(|_| Rlerror::new(EINVAL))?;
+        let target = target.into_string().map_err(|_| FsError::Errno(EINVAL))?;
         Ok(Rreadlink { target })
     }
 
@@ -251,7 +252,7 @@ impl Filesystem for ReadOnlyView {
 
     fn setattr(&self, ctx: &Ctx, fid: &RoFid, req: &Tsetattr) -> FsResult<Rsetattr> {
         if req.valid.contains(SetattrMask::UID) || req.valid.contains(SetattrMask::GID) {
-            return Err(Rlerror::new(EPERM));
+            return Err(FsError::Errno(EPERM));
         }
         let path = fid.path();
         let any = |bits: &[SetattrMask]| bits.iter().any(|&b| req.valid.contains(b));
@@ -275,7 +276,7 @@ impl Filesystem for ReadOnlyView {
                     Ok(Some(self.copy_up(&path, false, ctx)?))
                 }
                 Found::Dir(_) => Ok(None),
-                Found::Host(_) => Err(Rlerror::new(EROFS)),
+                Found::Host(_) => Err(FsError::Errno(EROFS)),
             }
         };
         let found = match fid.open.get() {
@@ -301,7 +302,7 @@ impl Filesystem for ReadOnlyView {
         match (&file, &found) {
             (Some(f), _) => apply(&mut nf_ninep_server::lock(&f.meta)),
             (None, Found::Dir(d)) => apply(&mut nf_ninep_server::lock(&d.meta)),
-            _ => return Err(Rlerror::new(EROFS)),
+            _ => return Err(FsError::Errno(EROFS)),
         }
         Ok(Rsetattr)
     }
@@ -338,7 +339,7 @@ impl ReadOnlyView {
         if c.is_root() || Self::attr(&self.find(path)?).uid == c.uid() {
             Ok(())
         } else {
-            Err(Rlerror::new(EPERM))
+            Err(FsError::Errno(EPERM))
         }
     }
 }

@@ -38,10 +38,10 @@ use crate::host::{self, attr, dtype, step, HostRoot, PathRegistry, SharedPath, V
 use crate::listing::Listing;
 use crate::ExportError;
 use nf_ninep::errno::{EFBIG, ENOENT, ENOTDIR};
-use nf_ninep::message::Rlerror;
 use nf_ninep::types::{Attr, Dirent, Qid};
 use nf_ninep_server::lock;
 use nf_ninep_server::Ctx;
+use nf_ninep_server::FsError;
 use nf_ninep_server::FsResult;
 
 use overlay::{child_name, key, Budget, Entry, MemDir, MemFile, MemMeta, Overlay};
@@ -146,16 +146,16 @@ impl ReadOnlyView {
         let mut host_visible = true;
         for i in 1..=path.len() {
             match ov.entries.get(&key(&path[..i])) {
-                Some(Entry::Whiteout) => return Err(Rlerror::new(ENOENT)),
+                Some(Entry::Whiteout) => return Err(FsError::Errno(ENOENT)),
                 Some(Entry::File(f)) if i == path.len() => return Ok(Found::File(Arc::clone(f))),
-                Some(Entry::File(_)) => return Err(Rlerror::new(ENOTDIR)),
+                Some(Entry::File(_)) => return Err(FsError::Errno(ENOTDIR)),
                 Some(Entry::Dir(d)) if i == path.len() => return Ok(Found::Dir(Arc::clone(d))),
                 Some(Entry::Dir(_)) => host_visible = false,
                 None => {}
             }
         }
         if !host_visible {
-            return Err(Rlerror::new(ENOENT));
+            return Err(FsError::Errno(ENOENT));
         }
         self.root.lstat(path).map(Found::Host)
     }
@@ -186,7 +186,7 @@ impl ReadOnlyView {
         if self.find(path)?.is_dir() {
             Ok(())
         } else {
-            Err(Rlerror::new(ENOTDIR))
+            Err(FsError::Errno(ENOTDIR))
         }
     }
 
@@ -195,11 +195,11 @@ impl ReadOnlyView {
     fn copy_up(&self, path: &[String], truncate: bool, ctx: &Ctx) -> FsResult<Arc<MemFile>> {
         let st = match self.find(path)? {
             Found::File(f) => return Ok(f),
-            Found::Dir(_) => return Err(Rlerror::new(nf_ninep::errno::EISDIR)),
+            Found::Dir(_) => return Err(FsError::Errno(nf_ninep::errno::EISDIR)),
             Found::Host(st) => st,
         };
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(Rlerror::new(nf_ninep::errno::EOPNOTSUPP));
+            return Err(FsError::Errno(nf_ninep::errno::EOPNOTSUPP));
         }
         let data = if truncate {
             Vec::new()
@@ -234,7 +234,7 @@ impl ReadOnlyView {
         let (file, _) = self
             .root
             .open_file(path, OFlags::RDONLY, Mode::empty(), ctx)?;
-        let mut data = vec![0u8; usize::try_from(size).map_err(|_| Rlerror::new(EFBIG))?];
+        let mut data = vec![0u8; usize::try_from(size).map_err(|_| FsError::Errno(EFBIG))?];
         let mut filled = 0;
         while filled < data.len() {
             match file.read_at(&mut data[filled..], filled as u64)? {
@@ -307,16 +307,16 @@ impl ReadOnlyView {
     /// Removes `path` from the merged view (`want_dir`: as rmdir, unlink, or either).
     fn unlink(&self, path: &[String], want_dir: Option<bool>) -> FsResult<()> {
         if path.is_empty() {
-            return Err(Rlerror::new(nf_ninep::errno::EBUSY));
+            return Err(FsError::Errno(nf_ninep::errno::EBUSY));
         }
         let found = self.find(path)?;
         match (found.is_dir(), want_dir) {
-            (true, Some(false)) => return Err(Rlerror::new(nf_ninep::errno::EISDIR)),
-            (false, Some(true)) => return Err(Rlerror::new(ENOTDIR)),
+            (true, Some(false)) => return Err(FsError::Errno(nf_ninep::errno::EISDIR)),
+            (false, Some(true)) => return Err(FsError::Errno(ENOTDIR)),
             _ => {}
         }
         if found.is_dir() && self.entries(path)?.len() > 2 {
-            return Err(Rlerror::new(nf_ninep::errno::ENOTEMPTY));
+            return Err(FsError::Errno(nf_ninep::errno::ENOTEMPTY));
         }
         self.hide(path)
     }
@@ -335,16 +335,16 @@ impl ReadOnlyView {
     /// Renames a file (copying it up); directories get `EXDEV`.
     fn move_file(&self, from: Vec<String>, to: Vec<String>, ctx: &Ctx) -> FsResult<()> {
         if from.is_empty() || to.is_empty() {
-            return Err(Rlerror::new(nf_ninep::errno::EBUSY));
+            return Err(FsError::Errno(nf_ninep::errno::EBUSY));
         }
         if self.find(&from)?.is_dir() {
-            return Err(Rlerror::new(nf_ninep::errno::EXDEV));
+            return Err(FsError::Errno(nf_ninep::errno::EXDEV));
         }
         let parent = &to[..to.len() - 1];
         self.need_dir(parent)?;
         if let Ok(existing) = self.find(&to) {
             if existing.is_dir() {
-                return Err(Rlerror::new(nf_ninep::errno::EISDIR));
+                return Err(FsError::Errno(nf_ninep::errno::EISDIR));
             }
         }
         let file = self.copy_up(&from, false, ctx)?;

@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::now;
 use nf_ninep::errno::ENOSPC;
-use nf_ninep::message::Rlerror;
 use nf_ninep::types::{Attr, Qid, QidType, Timespec};
 use nf_ninep_server::lock;
+use nf_ninep_server::FsError;
 use nf_ninep_server::FsResult;
 
 /// The key of a path (rule 1).
@@ -72,7 +72,7 @@ impl Budget {
                 used.checked_add(bytes).filter(|&u| u <= self.limit)
             })
             .map(|_| ())
-            .map_err(|_| Rlerror::new(ENOSPC))
+            .map_err(|_| FsError::Errno(ENOSPC))
     }
 
     /// Gives `bytes` back.
@@ -196,11 +196,11 @@ impl MemFile {
         let start = if append {
             data.len()
         } else {
-            usize::try_from(offset).map_err(|_| Rlerror::new(nf_ninep::errno::EFBIG))?
+            usize::try_from(offset).map_err(|_| FsError::Errno(nf_ninep::errno::EFBIG))?
         };
         let end = start
             .checked_add(bytes.len())
-            .ok_or(Rlerror::new(nf_ninep::errno::EFBIG))?;
+            .ok_or(FsError::Errno(nf_ninep::errno::EFBIG))?;
         if end > data.len() {
             self.budget.take((end - data.len()) as u64)?;
             data.resize(end, 0);
@@ -217,7 +217,7 @@ impl MemFile {
             .data
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let size = usize::try_from(size).map_err(|_| Rlerror::new(nf_ninep::errno::EFBIG))?;
+        let size = usize::try_from(size).map_err(|_| FsError::Errno(nf_ninep::errno::EFBIG))?;
         if size > data.len() {
             self.budget.take((size - data.len()) as u64)?;
         } else {
@@ -366,7 +366,10 @@ mod tests {
         assert_eq!(f.write(0, b"hello", false).unwrap(), 5);
         assert_eq!(f.write(0, b"!", true).unwrap(), 1);
         assert_eq!(f.read(0, 100), b"hello!");
-        assert_eq!(f.write(6, b"12345", false).unwrap_err().ecode, ENOSPC);
+        assert_eq!(
+            f.write(6, b"12345", false).unwrap_err(),
+            FsError::Errno(ENOSPC)
+        );
         f.truncate(2).unwrap();
         assert_eq!(budget.used(), 2);
         drop(f);

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::synthetic::node::{FileNode, OpenFile};
 use nf_ninep::errno::{EACCES, EAGAIN};
-use nf_ninep::message::Rlerror;
 use nf_ninep::types::LOpenFlags;
+use nf_ninep_server::FsError;
 use nf_ninep_server::Monitor;
 use nf_ninep_server::{Ctx, FsResult};
 
@@ -68,7 +68,7 @@ impl FileNode for StaticFile {
 
     fn open(&self, _: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>> {
         if wants_write(flags) {
-            return Err(Rlerror::new(EACCES));
+            return Err(FsError::Errno(EACCES));
         }
         Ok(Box::new(StaticOpen(Arc::clone(&self.data))))
     }
@@ -125,7 +125,7 @@ impl OpenFile for DynamicOpen {
     fn write(&self, _: &Ctx, _: u64, data: &[u8]) -> FsResult<u32> {
         match &self.write {
             Some(write) => write(data).map(|()| data.len() as u32),
-            None => Err(Rlerror::new(EACCES)),
+            None => Err(FsError::Errno(EACCES)),
         }
     }
 }
@@ -148,7 +148,7 @@ impl FileNode for DynamicFile {
         if (wants_read(flags) && self.read.is_none())
             || (wants_write(flags) && self.write.is_none())
         {
-            return Err(Rlerror::new(EACCES));
+            return Err(FsError::Errno(EACCES));
         }
         let snapshot = match (&self.read, wants_read(flags)) {
             (Some(read), true) => read(),
@@ -255,14 +255,14 @@ impl OpenFile for StreamReader {
             }
         };
         if self.nonblock {
-            return take(&mut self.state.lock()).ok_or(Rlerror::new(EAGAIN));
+            return take(&mut self.state.lock()).ok_or(FsError::Errno(EAGAIN));
         }
         ctx.wait(&self.state, take)
     }
 
     fn write(&self, _: &Ctx, _: u64, data: &[u8]) -> FsResult<u32> {
         if !self.writable {
-            return Err(Rlerror::new(EACCES));
+            return Err(FsError::Errno(EACCES));
         }
         Stream {
             state: Arc::clone(&self.state),
@@ -290,7 +290,7 @@ impl FileNode for Stream {
 
     fn open(&self, _: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>> {
         if wants_write(flags) && !self.writable {
-            return Err(Rlerror::new(EACCES));
+            return Err(FsError::Errno(EACCES));
         }
         let base = self.state.lock().base;
         Ok(Box::new(StreamReader {
@@ -329,8 +329,8 @@ mod tests {
             c.cancel();
         });
         assert_eq!(
-            r.read(&ctx, 0, 9).unwrap_err().ecode,
-            nf_ninep::errno::EINTR
+            r.read(&ctx, 0, 9).unwrap_err(),
+            FsError::Errno(nf_ninep::errno::EINTR)
         );
         t.join().unwrap();
     }
@@ -347,8 +347,8 @@ mod tests {
         assert_eq!(a.read(&ctx, 0, 10).unwrap(), b"0");
         assert_eq!(b.read(&ctx, 0, 10).unwrap(), b"1");
         assert_eq!(
-            f.open(&ctx, LOpenFlags::WRONLY).err().unwrap().ecode,
-            EACCES
+            f.open(&ctx, LOpenFlags::WRONLY).err().unwrap(),
+            FsError::Errno(EACCES)
         );
     }
 }

@@ -8,7 +8,7 @@ use crate::synthetic::SyntheticTree;
 use nf_ninep::errno::{EBADF, EEXIST, EISDIR, ENOENT, ENOTDIR, ENOTEMPTY, EROFS};
 use nf_ninep::message::*;
 use nf_ninep::types::{Attr, Dirent, GetattrMask, Qid, UnlinkatFlags};
-use nf_ninep_server::{Ctx, Filesystem, FsResult, WOULD_BLOCK};
+use nf_ninep_server::{Ctx, Filesystem, FsError, FsResult};
 
 const S_IFDIR: u32 = 0o040000;
 const S_IFREG: u32 = 0o100000;
@@ -35,23 +35,23 @@ impl SynFid {
     fn file(&self) -> FsResult<&dyn OpenFile> {
         match self.open.get() {
             Some(SynOpen::File(f)) => Ok(f.as_ref()),
-            Some(SynOpen::Dir(_)) => Err(Rlerror::new(EISDIR)),
-            None => Err(Rlerror::new(EBADF)),
+            Some(SynOpen::Dir(_)) => Err(FsError::Errno(EISDIR)),
+            None => Err(FsError::Errno(EBADF)),
         }
     }
 }
 
 fn dir_of(node: &Node) -> FsResult<&DirNode> {
-    node.dir().ok_or(Rlerror::new(ENOTDIR))
+    node.dir().ok_or(FsError::Errno(ENOTDIR))
 }
 
-/// `WOULD_BLOCK` where the request may not block but the code it would run may wait
-/// (`inline`: that code's `runs_inline`).
+/// [`FsError::WouldBlock`] where the request may not block but the code it would run
+/// may wait (`inline`: that code's `runs_inline`).
 fn may_run(ctx: &Ctx, inline: bool) -> FsResult<()> {
     if inline || ctx.may_block() {
         Ok(())
     } else {
-        Err(Rlerror::new(WOULD_BLOCK))
+        Err(FsError::WouldBlock)
     }
 }
 
@@ -62,7 +62,7 @@ fn ops_of(ctx: &Ctx, dir: &DirNode) -> FsResult<Arc<dyn DirOps>> {
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .clone()
-        .ok_or(Rlerror::new(EROFS))?;
+        .ok_or(FsError::Errno(EROFS))?;
     may_run(ctx, ops.runs_inline())?;
     Ok(ops)
 }
@@ -138,7 +138,7 @@ impl SyntheticTree {
         let dir = dir_of(parent)?;
         let mut children = dir.children.write().unwrap_or_else(PoisonError::into_inner);
         if children.contains_key(name) {
-            return Err(Rlerror::new(EEXIST));
+            return Err(FsError::Errno(EEXIST));
         }
         let node = Node::new(self.node_id(), Arc::downgrade(parent), kind);
         children.insert(name.to_string(), Arc::clone(&node));
@@ -155,7 +155,7 @@ impl SyntheticTree {
         want_dir: Option<bool>,
     ) -> FsResult<()> {
         let dir = dir_of(parent)?;
-        let node = lookup(dir, name).ok_or(Rlerror::new(ENOENT))?;
+        let node = lookup(dir, name).ok_or(FsError::Errno(ENOENT))?;
         match (&node.kind, want_dir) {
             (NodeKind::Dir(d), Some(true) | None) => {
                 if !d
@@ -164,11 +164,11 @@ impl SyntheticTree {
                     .unwrap_or_else(PoisonError::into_inner)
                     .is_empty()
                 {
-                    return Err(Rlerror::new(ENOTEMPTY));
+                    return Err(FsError::Errno(ENOTEMPTY));
                 }
             }
-            (NodeKind::Dir(_), Some(false)) => return Err(Rlerror::new(EISDIR)),
-            (NodeKind::File(_), Some(true)) => return Err(Rlerror::new(ENOTDIR)),
+            (NodeKind::Dir(_), Some(false)) => return Err(FsError::Errno(EISDIR)),
+            (NodeKind::File(_), Some(true)) => return Err(FsError::Errno(ENOTDIR)),
             (NodeKind::File(_), _) => {}
         }
         self.may_change(ctx, parent)?;
@@ -177,7 +177,7 @@ impl SyntheticTree {
             let sticky = dir_mode & 0o1000 != 0;
             let owner = self.perms(&node).0 .0;
             if sticky && !c.is_root() && c.uid() != owner && c.uid() != dir_owner.0 {
-                return Err(Rlerror::new(nf_ninep::errno::EPERM));
+                return Err(FsError::Errno(nf_ninep::errno::EPERM));
             }
         }
         ops_of(ctx, dir)?.remove(ctx, name)?;
@@ -193,7 +193,7 @@ impl SyntheticTree {
     /// name it lacks, added to it; else `ENOENT`.
     fn walk_missing(&self, ctx: &Ctx, dir: &Arc<Node>, name: &str) -> FsResult<Arc<Node>> {
         let d = dir_of(dir)?;
-        let missing = || Rlerror::new(ENOENT);
+        let missing = || FsError::Errno(ENOENT);
         let Some(ops) = d.ops.read().unwrap_or_else(PoisonError::into_inner).clone() else {
             return Err(missing());
         };
@@ -206,7 +206,7 @@ impl SyntheticTree {
             Ok(node) => Ok(node),
             // Another walk made it first: use theirs (ours is dropped, giving back
             // whatever it took).
-            Err(e) if e.ecode == EEXIST => lookup(d, name).ok_or_else(missing),
+            Err(FsError::Errno(EEXIST)) => lookup(d, name).ok_or_else(missing),
             Err(e) => Err(e),
         }
     }
@@ -243,8 +243,9 @@ impl Filesystem for SyntheticTree {
 
     /// Decided per request: directories never wait, and a file or a directory's
     /// operations run inline when they say so
-    /// ([`FileNode::runs_inline`](super::FileNode::runs_inline), [`DirOps::runs_inline`]); the others answer `WOULD_BLOCK` where the request
-    /// may not block, and run on a worker.
+    /// ([`FileNode::runs_inline`](super::FileNode::runs_inline), [`DirOps::runs_inline`]);
+    /// the others answer [`FsError::WouldBlock`] where the request may not block, and run
+    /// on a worker.
     fn runs_inline(&self) -> bool {
         true
     }
@@ -318,7 +319,7 @@ impl Filesystem for SyntheticTree {
                 SynOpen::File(f.open(ctx, req.flags)?)
             }
         };
-        fid.open.set(opened).map_err(|_| Rlerror::new(EBADF))?;
+        fid.open.set(opened).map_err(|_| FsError::Errno(EBADF))?;
         Ok(Rlopen {
             qid: fid.node.qid(),
             iounit: 0,
@@ -329,7 +330,7 @@ impl Filesystem for SyntheticTree {
         let parent = &dir.node;
         let d = dir_of(parent)?;
         if lookup(d, &req.name).is_some() {
-            return Err(Rlerror::new(EEXIST));
+            return Err(FsError::Errno(EEXIST));
         }
         let ops = ops_of(ctx, d)?;
         self.may_change(ctx, parent)?;
@@ -366,14 +367,14 @@ impl Filesystem for SyntheticTree {
             Some(SynOpen::Dir(listing)) => {
                 listing.page(req.offset, req.count, || self.entries(&dir.node))
             }
-            _ => Err(Rlerror::new(EBADF)),
+            _ => Err(FsError::Errno(EBADF)),
         }
     }
 
     fn mkdir(&self, ctx: &Ctx, dir: &SynFid, req: &Tmkdir) -> FsResult<Rmkdir> {
         let d = dir_of(&dir.node)?;
         if lookup(d, &req.name).is_some() {
-            return Err(Rlerror::new(EEXIST));
+            return Err(FsError::Errno(EEXIST));
         }
         let ops = ops_of(ctx, d)?;
         self.may_change(ctx, &dir.node)?;
@@ -393,7 +394,7 @@ impl Filesystem for SyntheticTree {
             .node
             .parent
             .upgrade()
-            .ok_or(Rlerror::new(nf_ninep::errno::EBUSY))?;
+            .ok_or(FsError::Errno(nf_ninep::errno::EBUSY))?;
         let d = dir_of(&parent)?;
         let name = d
             .children
@@ -402,7 +403,7 @@ impl Filesystem for SyntheticTree {
             .iter()
             .find(|(_, n)| Arc::ptr_eq(n, &fid.node))
             .map(|(name, _)| name.clone())
-            .ok_or(Rlerror::new(ENOENT))?;
+            .ok_or(FsError::Errno(ENOENT))?;
         self.remove_child(ctx, &parent, &name, None)?;
         Ok(Rremove)
     }

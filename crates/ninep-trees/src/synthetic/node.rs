@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use crate::now;
 use nf_ninep::errno::{EOPNOTSUPP, EROFS};
-use nf_ninep::message::Rlerror;
 use nf_ninep::types::{LOpenFlags, Qid, QidType, Timespec};
 use nf_ninep_server::lock;
+use nf_ninep_server::FsError;
 use nf_ninep_server::{Ctx, FsResult};
 
 /// A file of a synthetic tree: its attributes and how to open it.
@@ -18,9 +18,9 @@ use nf_ninep_server::{Ctx, FsResult};
 /// can count its readers and writers (a pipe's end of file) or take a snapshot per open.
 pub trait FileNode: Send + Sync + 'static {
     /// True if `open` and the open file's `read` and `write` either return promptly or,
-    /// where [`Ctx::may_block`] is false, answer `WOULD_BLOCK` instead of waiting
-    /// ([`Ctx::wait`] does both). Default false: every request on this file then runs on
-    /// a worker thread.
+    /// where [`Ctx::may_block`] is false, answer [`FsError::WouldBlock`] instead of
+    /// waiting ([`Ctx::wait`] does both). Default false: every request on this file then
+    /// runs on a worker thread.
     fn runs_inline(&self) -> bool {
         false
     }
@@ -51,12 +51,12 @@ pub trait OpenFile: Send + Sync + 'static {
     /// that blocks must wait with [`Ctx::wait`] (or `ctx.cancel()`, see
     /// [`nf_ninep_server::Cancel::wait`]).
     fn read(&self, ctx: &Ctx, offset: u64, count: u32) -> FsResult<Vec<u8>> {
-        Err(Rlerror::new(EOPNOTSUPP))
+        Err(FsError::Errno(EOPNOTSUPP))
     }
 
     /// Writes `data` at `offset`, returning the bytes taken.
     fn write(&self, ctx: &Ctx, offset: u64, data: &[u8]) -> FsResult<u32> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 }
 
@@ -88,17 +88,17 @@ pub trait DirOps: Send + Sync + 'static {
     /// Called again, the first file dropped, when that file does not run inline and
     /// the request had to move to a worker.
     fn create(&self, ctx: &Ctx, name: &str, mode: u32) -> FsResult<Arc<dyn FileNode>> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tmkdir` of `name`: approve it, and the tree adds an empty directory.
     fn mkdir(&self, ctx: &Ctx, name: &str, mode: u32) -> FsResult<()> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 
     /// `Tremove` / `Tunlinkat` of `name`: approve it, and the tree drops the entry.
     fn remove(&self, ctx: &Ctx, name: &str) -> FsResult<()> {
-        Err(Rlerror::new(EROFS))
+        Err(FsError::Errno(EROFS))
     }
 }
 
