@@ -12,8 +12,6 @@ use nf_ninep_server::ServerConfig;
 use nf_ninep_trees::synthetic::Stream;
 use nf_testkit::ninep::{ecode, serve, wait_for, Got, Raw, Served, Via, QUIET};
 
-const SHORT: Duration = Duration::from_millis(100);
-
 /// A session with fid 1 = root, 2 = /stream (open), 3 = /hello (open).
 fn setup(via: Via) -> (Served<Counting>, Stream, Raw) {
     let (tree, stream) = Counting::sample();
@@ -40,10 +38,8 @@ fn flushing_a_blocked_read_cancels_it_while_other_tags_go_on() {
     for via in [Via::Tcp, Via::Unix] {
         let (s, stream, mut raw) = setup(via);
         raw.send(10, read(2));
-        assert!(
-            matches!(raw.recv_within(SHORT), Got::Nothing),
-            "the stream read blocks"
-        );
+        // Flush only once the read is in flight (it then stays so: the stream is empty).
+        assert!(wait_for(|| s.server.stats().in_flight == 1));
 
         // Other tags on the same connection are answered meanwhile.
         for tag in 11..20 {
@@ -60,7 +56,7 @@ fn flushing_a_blocked_read_cancels_it_while_other_tags_go_on() {
             },
         );
         assert!(matches!(r, Rmessage::Rgetattr(_)));
-        assert_eq!(s.server.stats().in_flight, 1);
+        assert_eq!(s.server.stats().in_flight, 1, "the stream read blocks");
 
         // Flush it: Rflush comes, and tag 10 is never answered.
         let f = raw.rpc(21, Tflush { oldtag: 10 });
@@ -107,10 +103,16 @@ fn a_reply_that_beats_the_flush_comes_first() {
             assert_eq!(first.tag, 99);
             assert!(matches!(first.body, Rmessage::Rflush(_)));
         }
-        assert!(
-            matches!(raw.recv_within(Duration::from_millis(20)), Got::Nothing),
-            "round {round}"
+        // The read is over once its Rflush is out, so nothing of this round may come
+        // before the next reply.
+        let r = raw.rpc(
+            98,
+            Tgetattr {
+                fid: 1,
+                request_mask: GetattrMask::ALL,
+            },
         );
+        assert!(matches!(r, Rmessage::Rgetattr(_)), "round {round}: {r:?}");
     }
 }
 
@@ -203,7 +205,9 @@ fn the_client_can_flush_its_own_calls() {
             count: 64,
         })
         .unwrap();
-    assert!(pending.wait_timeout(SHORT).unwrap().is_none());
+    // Flush only once the read is in flight; the stream is empty, so it stays blocked.
+    assert!(wait_for(|| s.server.stats().in_flight == 1));
+    assert!(pending.wait_timeout(Duration::ZERO).unwrap().is_none());
     // The same client keeps working while the call is blocked.
     assert_eq!(root.read_file("/hello").unwrap(), b"hello, world\n");
     assert_eq!(pending.flush().unwrap(), None);

@@ -119,7 +119,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256 * 1024)]
     pub log_history: usize,
     /// Buffer of each pipe in /pipe, in bytes (writers block when it is full).
-    #[arg(long, default_value_t = 64 * 1024)]
+    #[arg(long, default_value_t = nf_node::pipe::DEFAULT_PIPE_CAPACITY)]
     pub pipe_buffer: usize,
     /// The memory registry where procs publish their segments, served as /mem: give
     /// the jobs the same directory in NF_MEM_REGISTRY [default: $NF_MEM_REGISTRY, else
