@@ -25,6 +25,14 @@ fn setup(via: Via) -> (Served<Counting>, Stream, Raw) {
     (s, stream, raw)
 }
 
+/// A request that never blocks: the root's attributes.
+fn getattr_root() -> Tgetattr {
+    Tgetattr {
+        fid: 1,
+        request_mask: GetattrMask::ALL,
+    }
+}
+
 fn read(fid: u32) -> Tread {
     Tread {
         fid,
@@ -48,13 +56,7 @@ fn flushing_a_blocked_read_cancels_it_while_other_tags_go_on() {
                 other => panic!("{other:?}"),
             }
         }
-        let r = raw.rpc(
-            20,
-            Tgetattr {
-                fid: 1,
-                request_mask: GetattrMask::ALL,
-            },
-        );
+        let r = raw.rpc(20, getattr_root());
         assert!(matches!(r, Rmessage::Rgetattr(_)));
         assert_eq!(s.server.stats().in_flight, 1, "the stream read blocks");
 
@@ -105,13 +107,7 @@ fn a_reply_that_beats_the_flush_comes_first() {
         }
         // The read is over once its Rflush is out, so nothing of this round may come
         // before the next reply.
-        let r = raw.rpc(
-            98,
-            Tgetattr {
-                fid: 1,
-                request_mask: GetattrMask::ALL,
-            },
-        );
+        let r = raw.rpc(98, getattr_root());
         assert!(matches!(r, Rmessage::Rgetattr(_)), "round {round}: {r:?}");
     }
 }
@@ -164,13 +160,7 @@ fn many_blocked_reads_flush_independently() {
 fn a_tag_in_flight_cannot_be_reused() {
     let (_s, _stream, mut raw) = setup(Via::Tcp);
     raw.send(10, read(2));
-    let r = raw.rpc(
-        10,
-        Tgetattr {
-            fid: 1,
-            request_mask: GetattrMask::ALL,
-        },
-    );
+    let r = raw.rpc(10, getattr_root());
     assert_eq!(ecode(&r), EPROTO);
     assert!(matches!(
         raw.rpc(11, Tflush { oldtag: 10 }),
