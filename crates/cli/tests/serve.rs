@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
 use nf_ninep::errno::EPIPE;
-use nf_ninep::LOpenFlags;
+use nf_ninep::{LOpenFlags, DEFAULT_MAX_MSIZE};
 use nf_ninep_client::{Client, ClientConfig};
 use nf_node::pipe::DEFAULT_PIPE_CAPACITY;
 use serve_support::{nf, run_bounded, signal, text, wait_bounded, Served, Watchdog, DEADLINE};
@@ -272,9 +272,11 @@ fn shm_clients_work_and_a_killed_one_is_released() {
     assert_eq!(&got, b"x");
     signal(reader.id(), "KILL");
     reader.wait().unwrap();
-    // Nobody drains the pipe now: the writes fill its buffer, then one blocks until the
-    // server notices the dead client and lets its reader go, which wakes it with EPIPE.
-    let more = vec![b'y'; DEFAULT_PIPE_CAPACITY + 1];
+    // Nothing drains the pipe now but the dead reader's last read, which may still wait
+    // in the server for data (one message at most): the writes fill that and the
+    // pipe's buffer, then one blocks until the server notices the dead client and lets
+    // its reader go, which wakes it with EPIPE.
+    let more = vec![b'y'; DEFAULT_PIPE_CAPACITY + DEFAULT_MAX_MSIZE as usize + 1];
     let err = w.write_all_at(&more, 0).expect_err("reader never released");
     assert_eq!(err.errno(), Some(EPIPE), "{err}");
 }
