@@ -40,7 +40,7 @@ fn exit_code(err: &anyhow::Error) -> i32 {
             return EXIT_USAGE;
         }
         // A connection error shows its client error transparently: look inside.
-        let client = cause.downcast_ref::<nf_ninep::client::ClientError>().or(
+        let client = cause.downcast_ref::<nf_ninep_client::ClientError>().or(
             match cause.downcast_ref::<nf_node::connect::ConnectError>() {
                 Some(nf_node::connect::ConnectError::Client(c)) => Some(c),
                 _ => None,
@@ -50,7 +50,7 @@ fn exit_code(err: &anyhow::Error) -> i32 {
             if c.errno().is_some() {
                 return EXIT_REMOTE;
             }
-            if matches!(c, nf_ninep::client::ClientError::TimedOut { .. }) {
+            if matches!(c, nf_ninep_client::ClientError::TimedOut { .. }) {
                 return EXIT_TIMEOUT;
             }
         }

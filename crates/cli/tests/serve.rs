@@ -4,9 +4,12 @@ mod serve_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
-use std::time::Duration;
 
-use serve_support::{nf, run_bounded, signal, text, wait_bounded, Served, DEADLINE};
+use nf_ninep::errno::EPIPE;
+use nf_ninep::{LOpenFlags, DEFAULT_MAX_MSIZE};
+use nf_ninep_client::{Client, ClientConfig};
+use nf_node::pipe::DEFAULT_PIPE_CAPACITY;
+use serve_support::{nf, run_bounded, signal, text, wait_bounded, Served, Watchdog, DEADLINE};
 
 #[test]
 fn file_commands_end_to_end() {
@@ -108,6 +111,7 @@ fn tail_follows_the_log_as_it_grows() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    let _watchdog = Watchdog::new(follower.id());
     let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "old");
     assert!(s.run(&["write", &s.at("/log"), "new"]).status.success());
@@ -128,6 +132,8 @@ fn a_pipe_between_processes_and_a_crashed_writer() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // A reader that never prints is killed, ending its output: the test fails, not hangs.
+    let _watchdog = Watchdog::new(reader.id());
     let mut got = BufReader::new(reader.stdout.take().unwrap()).lines();
     // A writer fed from stdin, killed outright after writing.
     let mut writer = nf()
@@ -183,14 +189,11 @@ fn detached_server_answers_then_stops_on_sigterm() {
     let cat = run_bounded(nf().args(["cat", &addr]));
     assert!(text(&cat.stdout).contains("arch "));
     signal(pid, "TERM");
-    let deadline = std::time::Instant::now() + DEADLINE;
-    while socket.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "detached server did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        nf_testkit::exited_within(pid, DEADLINE),
+        "detached server did not stop"
+    );
+    assert!(!socket.exists(), "the stopped server left its socket");
 }
 
 #[test]
@@ -213,6 +216,7 @@ fn remote_listening_without_authentication_is_refused() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    let _watchdog = Watchdog::new(child.id());
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let listening = lines.next().unwrap().unwrap();
     // The address is printed the way the client commands take it.
@@ -252,9 +256,15 @@ fn shm_clients_work_and_a_killed_one_is_released() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let client = nf_ninep::client::Client::connect_unix(&s.socket).unwrap();
+    let _watchdog = Watchdog::new(reader.id());
+    // Every reply within the deadline: a write that never wakes fails the test.
+    let bounded = ClientConfig {
+        reply_timeout: Some(DEADLINE),
+        ..ClientConfig::default()
+    };
+    let client = Client::connect_unix_with(&s.socket, bounded).unwrap();
     let root = client.attach("root", "").unwrap();
-    let w = root.open("/pipe/k", nf_ninep::LOpenFlags::WRONLY).unwrap();
+    let w = root.open("/pipe/k", LOpenFlags::WRONLY).unwrap();
     // Once the reader prints what was written, it has the pipe open.
     w.write_at(b"x", 0).unwrap();
     let mut got = [0u8; 1];
@@ -262,18 +272,11 @@ fn shm_clients_work_and_a_killed_one_is_released() {
     assert_eq!(&got, b"x");
     signal(reader.id(), "KILL");
     reader.wait().unwrap();
-    // The server noticed the dead client and released its reader: writes break.
-    let deadline = std::time::Instant::now() + DEADLINE;
-    loop {
-        match w.write_at(b"y", 0) {
-            Err(e) if e.errno() == Some(32) => break,
-            _ => {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "reader never released"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
+    // Nothing drains the pipe now but the dead reader's last read, which may still wait
+    // in the server for data (one message at most): the writes fill that and the
+    // pipe's buffer, then one blocks until the server notices the dead client and lets
+    // its reader go, which wakes it with EPIPE.
+    let more = vec![b'y'; DEFAULT_PIPE_CAPACITY + DEFAULT_MAX_MSIZE as usize + 1];
+    let err = w.write_all_at(&more, 0).expect_err("reader never released");
+    assert_eq!(err.errno(), Some(EPIPE), "{err}");
 }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nf_ninep::client::Client;
 use nf_ninep::LOpenFlags;
+use nf_ninep_client::Client;
 use serve_support::Served;
 
 const CLIENTS: usize = 100;

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nf_ninep::client::{Client, Root};
 use nf_ninep::errno::{EFBIG, ENOENT, ESRCH};
 use nf_ninep::LOpenFlags;
+use nf_ninep_client::{Client, Root};
 use serve_support::{run_bounded, signal, text, wait_bounded, Served};
 
 /// `nf-mem-check`'s segment length (`LEN` there).

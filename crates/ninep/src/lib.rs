@@ -1,11 +1,12 @@
-//! 9P2000.L, the Linux dialect of the Plan 9 file protocol: a sans-IO codec, a server
-//! framework for synthetic trees ([`server`]) and a blocking client ([`client`]).
+//! 9P2000.L, the Linux dialect of the Plan 9 file protocol: the sans-IO codec and the
+//! byte transport under it (diod's libnpfs marshalling and `Nptrans`).
 //!
 //! ninefold nodes export their resources as 9P2000.L file trees. The codec turns
 //! bytes into typed messages and back and does no I/O, so the same code serves tcp,
-//! unix sockets and the shared-memory transport; the server and client sit above a
-//! three-method byte [`transport::Transport`]. The wire layout of every message, and
-//! the server's semantics, are written out in `docs/protocol.md`.
+//! unix sockets and the shared-memory transport; the server (`nf-ninep-server`) and the
+//! client (`nf-ninep-client`) sit above it and a three-method byte
+//! [`transport::Transport`]. The wire layout of every message, and the server's
+//! semantics, are written out in `docs/protocol.md`.
 //!
 //! # Glossary
 //!
@@ -37,9 +38,7 @@
 //! | [`version`] | msize and version negotiation |
 //! | [`errno`] | Linux errno values for [`Rlerror`] |
 //! | [`error`] | [`DecodeError`] and [`EncodeError`], naming field, offset and limit |
-//! | [`server`] | the [`server::Filesystem`] trait, [`server::Server`], #U / #R / synthetic trees |
-//! | [`client`] | [`client::Client`]: attach, walk, open, read, write, readdir, stat, … |
-//! | [`transport`] | the byte transport under both (tcp, unix sockets) |
+//! | [`transport`] | the byte [`transport::Transport`] under client and server (tcp, unix sockets) |
 //!
 //! # Example
 //!
@@ -59,13 +58,12 @@
 
 #![forbid(unsafe_code)]
 
-pub mod client;
 pub mod errno;
 pub mod error;
 pub mod frame;
 pub mod message;
 pub mod readdir;
-pub mod server;
+pub mod transport;
 pub mod types;
 pub mod version;
 pub mod wire;
@@ -76,7 +74,6 @@ pub use frame::{
 };
 pub use message::*;
 pub use readdir::{decode_dirents, encode_dirents, DirentWriter};
-pub use server::transport;
 pub use types::*;
 pub use version::{negotiate, DEFAULT_MAX_MSIZE, MIN_MSIZE, VERSION, VERSION_UNKNOWN};
 pub use wire::{Data, Reader, Wire};

@@ -5,10 +5,11 @@
 //! fixed, so a failure reproduces; `NF_FUZZ_SEED` and `NF_FUZZ_ITERS` run other ones.
 //! The open-ended run is `cargo +nightly fuzz run decode` in `crates/ninep/fuzz`.
 
-mod common;
+#[path = "common/decode_check.rs"]
+mod decode_check;
 
-use common::decode_check::check_decoder;
-use common::mutate::Mutator;
+use decode_check::check_decoder;
+use nf_testkit::ninep::{encoded_samples, Mutator};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -19,7 +20,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 
 #[test]
 fn mutated_frames_never_break_the_decoder() {
-    let corpus = common::encoded_samples();
+    let corpus = encoded_samples();
     let seed = env_or("NF_FUZZ_SEED", 0x9f_2000);
     let iters = env_or("NF_FUZZ_ITERS", 500_000);
     let mut m = Mutator::new(seed);
@@ -45,7 +46,7 @@ fn mutated_frames_never_break_the_decoder() {
 
 #[test]
 fn every_sample_survives_every_truncation() {
-    for frame in common::encoded_samples() {
+    for frame in encoded_samples() {
         for len in 0..=frame.len() {
             check_decoder(&frame[..len]);
         }

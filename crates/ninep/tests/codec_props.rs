@@ -1,10 +1,8 @@
 //! Property tests: round-trips of the variable-size messages, and hostile input
 //! (random bytes, truncations, mutations of valid frames) that must never panic.
 
-mod common;
-
-use common::{encoded_samples, MSIZE};
 use nf_ninep::*;
+use nf_testkit::ninep::{encoded_samples, MSIZE};
 use proptest::collection::vec;
 use proptest::prelude::*;
 

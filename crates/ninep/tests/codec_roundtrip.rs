@@ -1,11 +1,9 @@
 //! Every message type survives encode → decode, and `byte_size` matches the encoding.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::{replies, requests, MSIZE};
 use nf_ninep::*;
+use nf_testkit::ninep::{replies, requests, MSIZE};
 
 fn roundtrip<M: Message + std::fmt::Debug + PartialEq + Clone>(tag: u16, msg: &M) {
     let mut buf = Vec::new();

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use nf_ninep::client::Root;
+use nf_ninep_client::Root;
 use nf_node::addr::Addr;
 use nf_node::connect::{attach, ConnectOptions};
 use nf_node::{Daemon, NodeConfig, ServeConfig};

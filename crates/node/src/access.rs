@@ -26,8 +26,8 @@
 //! trees (pipes, `/mem`) check ownership against them.
 
 use nf_ninep::errno::EACCES;
-use nf_ninep::server::{Creds, Ctx, FsResult};
-use nf_ninep::{Rlerror, Tattach, NONUNAME};
+use nf_ninep::{Tattach, NONUNAME};
+use nf_ninep_server::{Creds, Ctx, FsError, FsResult};
 
 /// One user account: name, uid, primary gid and supplementary groups.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,11 +115,11 @@ pub fn check_attach_with(
         local(accounts, ctx, req, uid)?
     } else {
         tracing::warn!(conn = ctx.conn_id(), asked = %req.uname, "attach refused: the connection's transport does not say who the peer is (use the unix socket, loopback tcp or TLS with a client certificate)");
-        return Err(Rlerror::new(EACCES));
+        return Err(FsError::Errno(EACCES));
     };
     if server_uid != 0 && account.uid != server_uid {
         tracing::warn!(conn = ctx.conn_id(), user = %account.name, server_uid, "attach refused: this server does not run as root, so it can act only as its own user (run nf serve as root to serve every user)");
-        return Err(Rlerror::new(EACCES));
+        return Err(FsError::Errno(EACCES));
     }
     Ok(account.creds())
 }
@@ -133,7 +133,7 @@ fn authenticated(
 ) -> FsResult<Account> {
     if !req.uname.is_empty() && req.uname != user {
         tracing::warn!(authenticated = user, asked = %req.uname, conn = ctx.conn_id(), "attach refused: a user may only attach as the identity it authenticated as");
-        return Err(Rlerror::new(EACCES));
+        return Err(FsError::Errno(EACCES));
     }
     let Some(account) = accounts.by_name(user) else {
         tracing::warn!(
@@ -141,7 +141,7 @@ fn authenticated(
             conn = ctx.conn_id(),
             "attach refused: the authenticated user has no account on this host"
         );
-        return Err(Rlerror::new(EACCES));
+        return Err(FsError::Errno(EACCES));
     };
     if req.n_uname != NONUNAME && req.n_uname != account.uid {
         tracing::warn!(
@@ -151,7 +151,7 @@ fn authenticated(
             conn = ctx.conn_id(),
             "attach refused: n_uname is not the authenticated user's uid"
         );
-        return Err(Rlerror::new(EACCES));
+        return Err(FsError::Errno(EACCES));
     }
     Ok(account)
 }
@@ -167,7 +167,7 @@ fn local(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, uid: u32) -> FsResul
     };
     let Some(account) = asked else {
         tracing::warn!(peer_uid = uid, asked = %req.uname, asked_uid = req.n_uname, conn = ctx.conn_id(), "attach refused: no account on this host for the user asked for");
-        return Err(Rlerror::new(EACCES));
+        return Err(FsError::Errno(EACCES));
     };
     let names_agree = req.uname.is_empty() || req.uname == account.name;
     if names_agree && (uid == 0 || account.uid == uid) {
@@ -180,14 +180,14 @@ fn local(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, uid: u32) -> FsResul
         conn = ctx.conn_id(),
         "attach refused: a local process may only attach as its own user (only root may attach as anyone)"
     );
-    Err(Rlerror::new(EACCES))
+    Err(FsError::Errno(EACCES))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nf_ninep::server::Cancel;
     use nf_ninep::NOFID;
+    use nf_ninep_server::Cancel;
     use std::sync::Arc;
 
     struct Fixed(Vec<Account>);
@@ -227,7 +227,7 @@ mod tests {
     fn uid_of(ctx: &Ctx, uname: &str, n_uname: u32, server: u32) -> Result<u32, u32> {
         check_attach_with(&accounts(), server, ctx, &attach(uname, n_uname))
             .map(|c| c.uid())
-            .map_err(|e| e.ecode)
+            .map_err(|e| e.errno().expect("an attach check answers an errno"))
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Reaching a node server as a client: an [`Addr`] and the user to attach as.
 
-use nf_ninep::client::{connect_tcp_stream, Client, ClientConfig, ClientError, Root};
+use nf_ninep_client::{connect_tcp_stream, Client, ClientConfig, ClientError, Root};
 
 use crate::addr::Addr;
 use crate::tls::{client_config, TlsError, TlsFiles, TlsTransport};

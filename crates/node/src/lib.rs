@@ -5,7 +5,7 @@
 //!
 //! - **node tree**: the tree one node serves (`/status`, `/log`, `/pipe`, `/fs`, `/ro`,
 //!   `/mem`; see [`tree`]), composed from ninep's ready-made trees by a
-//!   [`nf_ninep::server::MountTable`].
+//!   [`nf_ninep_trees::MountTable`].
 //! - **#U, #R, #p, #l, #r**: seed 000's CellFS names for host files (read-write and
 //!   read-only with private writes), pipes, the log, and memory regions.
 //! - **local / remote connection**: a unix socket, loopback tcp or the shared-memory

@@ -26,8 +26,8 @@
 //! 4. Blocked reads and writes return `EINTR` when flushed (`Tflush`) or when their
 //!    connection goes; nothing is lost: a flushed read consumed nothing. On the
 //!    connection's reader thread (inline) a read or write that would block answers
-//!    `WOULD_BLOCK` instead, having taken nothing, and the server runs it again on a
-//!    worker ([`Ctx::wait`]).
+//!    [`FsError::WouldBlock`] instead, having taken nothing, and the server runs it
+//!    again on a worker ([`Ctx::wait`]).
 //! 5. Readers and writers are counted per open and uncounted when the fid is clunked
 //!    (also by a dropped connection), waking everyone blocked on the pipe.
 //! 6. **Owners and permissions.** A pipe belongs to the user who made it; opening it
@@ -46,9 +46,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use nf_ninep::errno::{EAGAIN, EINVAL, ENOSPC, EPIPE};
-use nf_ninep::server::trees::synthetic::{DirOps, FileNode, OpenFile};
-use nf_ninep::server::{Ctx, FsResult, Monitor};
-use nf_ninep::{LOpenFlags, Rlerror};
+use nf_ninep::LOpenFlags;
+use nf_ninep_server::{Ctx, FsError, FsResult, Monitor};
+use nf_ninep_trees::synthetic::{DirOps, FileNode, OpenFile};
 
 /// Default buffer of one pipe: 64 KiB, as a Linux pipe.
 pub const DEFAULT_PIPE_CAPACITY: usize = 64 * 1024;
@@ -113,14 +113,14 @@ impl Budget {
                 limit = self.limits.pipes_per_user,
                 "pipe refused: the user owns as many pipes as allowed (EDQUOT)"
             );
-            return Err(Rlerror::new(EDQUOT));
+            return Err(FsError::Errno(EDQUOT));
         }
         if u.pipes >= self.limits.pipes_total {
             tracing::warn!(
                 limit = self.limits.pipes_total,
                 "pipe refused: the server holds as many pipes as allowed (ENOSPC)"
             );
-            return Err(Rlerror::new(ENOSPC));
+            return Err(FsError::Errno(ENOSPC));
         }
         u.pipes += 1;
         u.per_user.entry(owner).or_default().0 += 1;
@@ -139,7 +139,7 @@ impl Budget {
         let n = want.min(user_room).min(total_room);
         if n == 0 && want > 0 {
             let ecode = if user_room == 0 { EDQUOT } else { ENOSPC };
-            return Err(Rlerror::new(ecode));
+            return Err(FsError::Errno(ecode));
         }
         u.bytes += n;
         u.per_user.entry(owner).or_default().1 += n;
@@ -249,7 +249,7 @@ impl FileNode for Pipe {
     fn open(&self, _: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>> {
         let (reads, writes) = wants(flags);
         if !reads && !writes {
-            return Err(Rlerror::new(EINVAL));
+            return Err(FsError::Errno(EINVAL));
         }
         let end = self.state().update(|st| {
             let end = PipeEnd {
@@ -280,7 +280,7 @@ impl PipeEnd {
     fn wait<R>(&self, ctx: &Ctx, ready: impl FnMut(&mut PipeState) -> Option<R>) -> FsResult<R> {
         let mut ready = ready;
         if self.nonblock {
-            return ready(&mut self.pipe.state().lock()).ok_or(Rlerror::new(EAGAIN));
+            return ready(&mut self.pipe.state().lock()).ok_or(FsError::Errno(EAGAIN));
         }
         ctx.wait(self.pipe.state(), ready)
     }
@@ -304,7 +304,7 @@ impl PipeEnd {
 impl OpenFile for PipeEnd {
     fn read(&self, ctx: &Ctx, _: u64, count: u32) -> FsResult<Vec<u8>> {
         if !self.reads {
-            return Err(Rlerror::new(nf_ninep::errno::EBADF));
+            return Err(FsError::Errno(nf_ninep::errno::EBADF));
         }
         let take = |st: &mut PipeState| {
             if !st.buf.is_empty() {
@@ -328,7 +328,7 @@ impl OpenFile for PipeEnd {
 
     fn write(&self, ctx: &Ctx, _: u64, data: &[u8]) -> FsResult<u32> {
         if !self.writes {
-            return Err(Rlerror::new(nf_ninep::errno::EBADF));
+            return Err(FsError::Errno(nf_ninep::errno::EBADF));
         }
         if data.is_empty() {
             return Ok(0);
@@ -336,7 +336,7 @@ impl OpenFile for PipeEnd {
         let capacity = self.pipe.capacity;
         let taken = self.wait(ctx, |st| {
             if self.broken(st) {
-                Some(Err(Rlerror::new(EPIPE)))
+                Some(Err(FsError::Errno(EPIPE)))
             } else if st.buf.len() < capacity {
                 let room = data.len().min(capacity - st.buf.len());
                 Some(
@@ -439,7 +439,7 @@ impl DirOps for PipeDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nf_ninep::server::Creds;
+    use nf_ninep_server::Creds;
 
     fn ctx() -> Ctx {
         Ctx::background(8192)
@@ -478,7 +478,7 @@ mod tests {
         assert_eq!(r.read(&ctx(), 0, 9).unwrap(), b"");
         let early = pipe(16).open(&ctx(), LOpenFlags::RDONLY | LOpenFlags::NONBLOCK);
         let err = early.unwrap().read(&ctx(), 0, 9).unwrap_err();
-        assert_eq!(err.ecode, EAGAIN, "no writer yet: no end of file");
+        assert_eq!(err, FsError::Errno(EAGAIN), "no writer yet: no end of file");
     }
 
     #[test]
@@ -496,7 +496,7 @@ mod tests {
             let next = p
                 .open(&ctx(), LOpenFlags::RDONLY | LOpenFlags::NONBLOCK)
                 .unwrap();
-            assert_eq!(next.read(&ctx(), 0, 9).unwrap_err().ecode, EAGAIN);
+            assert_eq!(next.read(&ctx(), 0, 9).unwrap_err(), FsError::Errno(EAGAIN));
         }
     }
 
@@ -507,7 +507,7 @@ mod tests {
         let w = p.open(&ctx(), LOpenFlags::WRONLY).unwrap();
         assert_eq!(w.write(&ctx(), 0, b"abcdef").unwrap(), 4);
         drop(r);
-        assert_eq!(w.write(&ctx(), 0, b"x").unwrap_err().ecode, EPIPE);
+        assert_eq!(w.write(&ctx(), 0, b"x").unwrap_err(), FsError::Errno(EPIPE));
     }
 
     #[test]
@@ -521,7 +521,7 @@ mod tests {
         let dir = PipeDir::new(8, limits);
         let a1 = dir.make(&as_user(1), 0o600).unwrap();
         let a2 = dir.make(&as_user(1), 0o600).unwrap();
-        let edquot = |r: FsResult<Pipe>| r.err().map(|e| e.ecode);
+        let edquot = |r: FsResult<Pipe>| r.err().and_then(FsError::errno);
         assert_eq!(edquot(dir.make(&as_user(1), 0o600)), Some(EDQUOT));
         let b1 = dir.make(&as_user(2), 0o600).unwrap();
         assert_eq!(edquot(dir.make(&as_user(3), 0o600)), Some(ENOSPC));
@@ -534,10 +534,16 @@ mod tests {
             2,
             "user 1 has 10 bytes"
         );
-        assert_eq!(w2.write(&ctx(), 0, &[7]).unwrap_err().ecode, EDQUOT);
+        assert_eq!(
+            w2.write(&ctx(), 0, &[7]).unwrap_err(),
+            FsError::Errno(EDQUOT)
+        );
         let wb = b1.open(&ctx(), LOpenFlags::WRONLY).unwrap();
         assert_eq!(wb.write(&ctx(), 0, &[7; 8]).unwrap(), 5, "15 in all");
-        assert_eq!(wb.write(&ctx(), 0, &[7]).unwrap_err().ecode, ENOSPC);
+        assert_eq!(
+            wb.write(&ctx(), 0, &[7]).unwrap_err(),
+            FsError::Errno(ENOSPC)
+        );
 
         let r1 = a1.open(&ctx(), LOpenFlags::RDONLY).unwrap();
         assert_eq!(r1.read(&ctx(), 0, 4).unwrap().len(), 4);

@@ -21,8 +21,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nf_ninep::server::trees::synthetic::Stream;
-use nf_ninep::server::{ListenAddr, Listener, MountTable, Server, ServerConfig, ServerError};
+use nf_ninep_server::{ListenAddr, Listener, Server, ServerConfig, ServerError};
+use nf_ninep_trees::synthetic::Stream;
+use nf_ninep_trees::MountTable;
 
 use crate::shm::{ShmListener, DEFAULT_CAPACITY as SHM_CAPACITY};
 use crate::tls::{server_config, TlsError, TlsFiles, TlsListener};

@@ -17,9 +17,9 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-use nf_ninep::client::{Client, ClientConfig, ClientError};
-use nf_ninep::server::transport::unix_peer;
-use nf_ninep::server::{Filesystem, Server, Transport};
+use nf_ninep::transport::{unix_peer, Transport};
+use nf_ninep_client::{Client, ClientConfig, ClientError};
+use nf_ninep_server::{Filesystem, Server};
 use nf_sys::accept::{thread_per_connection, Acceptor};
 use nf_transport::shm::channel::ByteChannel;
 

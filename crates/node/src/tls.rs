@@ -2,7 +2,7 @@
 //!
 //! Both sides present a certificate signed by a CA the other trusts: the server's
 //! names its host (checked by the client), the client's common name (CN) is the user
-//! it authenticated as, handed to the tree as [`nf_ninep::server::Ctx::user`] and
+//! it authenticated as, handed to the tree as [`nf_ninep_server::Ctx::user`] and
 //! checked at attach ([`crate::access`]).
 //!
 //! Connection steps:
@@ -12,7 +12,7 @@
 //! 2. Handshake with a deadline ([`HANDSHAKE_TIMEOUT`]): a client without a
 //!    certificate from the trusted CA is refused by rustls and the stream closed.
 //! 3. Read the client certificate's CN (a certificate without one is refused).
-//! 4. Serve 9P over the TLS stream until it closes ([`nf_ninep::server::Server::serve`],
+//! 4. Serve 9P over the TLS stream until it closes ([`nf_ninep_server::Server::serve`],
 //!    which also applies `max_clients`).
 //!
 //! The stream is used by one receiving thread and serialised senders (the
@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use nf_ninep::server::{Filesystem, Server, Transport};
+use nf_ninep::transport::Transport;
+use nf_ninep_server::{Filesystem, Server};
 use nf_sys::accept::{thread_per_connection, Acceptor};
 
 use rustls::pki_types::pem::PemObject;

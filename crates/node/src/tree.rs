@@ -16,10 +16,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use nf_ninep::server::trees::mount::MountError;
-use nf_ninep::server::trees::synthetic::{DynamicFile, Stream, TreeError};
-use nf_ninep::server::trees::{DynFs, Erased, ExportError};
-use nf_ninep::server::{MountTable, PassthroughFs, ReadOnlyView, SyntheticTree};
+use nf_ninep_trees::mount::MountError;
+use nf_ninep_trees::synthetic::{DynamicFile, Stream, TreeError};
+use nf_ninep_trees::{DynFs, Erased, ExportError};
+use nf_ninep_trees::{MountTable, PassthroughFs, ReadOnlyView, SyntheticTree};
 
 use crate::access::check_attach;
 use crate::mem::MemTree;
@@ -55,7 +55,7 @@ impl Default for NodeConfig {
             log_history: DEFAULT_LOG_HISTORY,
             pipe_capacity: DEFAULT_PIPE_CAPACITY,
             pipe_limits: PipeLimits::default(),
-            ro_memory_limit: nf_ninep::server::trees::readonly::DEFAULT_MEMORY_LIMIT,
+            ro_memory_limit: nf_ninep_trees::readonly::DEFAULT_MEMORY_LIMIT,
             mem_registry: None,
         }
     }

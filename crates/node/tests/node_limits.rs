@@ -3,10 +3,10 @@
 
 mod support;
 
-use nf_ninep::client::{Client, ClientConfig};
 use nf_ninep::errno::{EAGAIN, EMFILE};
-use nf_ninep::server::ServerConfig;
 use nf_ninep::LOpenFlags;
+use nf_ninep_client::{Client, ClientConfig};
+use nf_ninep_server::ServerConfig;
 use support::Node;
 
 #[test]

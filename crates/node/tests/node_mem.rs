@@ -12,8 +12,8 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 
 use nf_memreg::{process_start, Entry, SegEntry};
-use nf_ninep::client::{Client, Root};
 use nf_ninep::errno::ENOENT;
+use nf_ninep_client::{Client, Root};
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 use support::Node;
 

@@ -6,12 +6,12 @@ mod support;
 
 use std::time::Duration;
 
-use nf_ninep::client::ClientConfig;
 use nf_ninep::{LOpenFlags, Rmessage, Tread};
+use nf_ninep_client::ClientConfig;
 use nf_node::shm;
 use support::Node;
 
-fn shm_root(node: &Node) -> nf_ninep::client::Root {
+fn shm_root(node: &Node) -> nf_ninep_client::Root {
     shm::connect(&node.shm_socket(), ClientConfig::default())
         .expect("shm connect")
         .attach("root", "")

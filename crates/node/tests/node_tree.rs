@@ -7,8 +7,8 @@ mod support;
 use std::collections::HashSet;
 
 use nf_ninep::errno::{ENOENT, EROFS};
-use nf_ninep::server::ServerConfig;
 use nf_ninep::LOpenFlags;
+use nf_ninep_server::ServerConfig;
 use support::Node;
 
 #[test]
@@ -132,7 +132,7 @@ fn status_parses_and_its_values_are_sane() {
 fn status_counts_ranks_running() {
     let node = Node::start();
     let root = node.root();
-    let ranks = |root: &nf_ninep::client::Root| -> usize {
+    let ranks = |root: &nf_ninep_client::Root| -> usize {
         let text = String::from_utf8(root.read_file("/status").unwrap()).unwrap();
         text.lines()
             .find_map(|l| l.strip_prefix("ranks "))

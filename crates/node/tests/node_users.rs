@@ -12,10 +12,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use nf_ninep::client::{Client, Root};
 use nf_ninep::errno::{EACCES, EPERM};
-use nf_ninep::server::ServerConfig;
 use nf_ninep::{LOpenFlags, SetAttr, SetattrMask};
+use nf_ninep_client::{Client, Root};
+use nf_ninep_server::ServerConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 use nf_testkit::users::{as_user, test_account, Account};
 use support::{eventually, Node};
@@ -55,7 +55,7 @@ fn user_root(node: &Node, user: &Account) -> Root {
     client.attach(&user.name, "").expect("attach as oneself")
 }
 
-fn errno<T: std::fmt::Debug>(r: Result<T, nf_ninep::client::ClientError>) -> u32 {
+fn errno<T: std::fmt::Debug>(r: Result<T, nf_ninep_client::ClientError>) -> u32 {
     r.expect_err("must be refused").errno().unwrap_or(0)
 }
 

@@ -34,3 +34,31 @@ pub fn output_within(cmd: &mut Command, bound: Duration) -> Output {
     }
     child.wait_with_output().expect("output of the child")
 }
+
+/// Waits until process `pid` has exited, for at most `bound`; true if it did. The
+/// process need not be a child of this one (a server that detached itself): a pidfd
+/// becomes readable when it exits, so this wakes on the exit itself.
+pub fn exited_within(pid: u32, bound: Duration) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use rustix::io::Errno;
+    use rustix::process::{pidfd_open, Pid, PidfdFlags};
+
+    let pid = Pid::from_raw(pid as i32).expect("a pid is not 0");
+    let fd = match pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        // Gone (and reaped) already.
+        Err(Errno::SRCH) => return true,
+        Err(e) => panic!("pidfd_open({pid:?}): {e}"),
+    };
+    let deadline = Instant::now() + bound;
+    loop {
+        let left = Timespec::try_from(deadline.saturating_duration_since(Instant::now()))
+            .expect("a bounded wait fits a timespec");
+        match poll(&mut [PollFd::new(&fd, PollFlags::IN)], Some(&left)) {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(Errno::INTR) => continue,
+            Err(e) => panic!("poll on the pidfd of {pid:?}: {e}"),
+        }
+    }
+}

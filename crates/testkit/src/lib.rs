@@ -4,14 +4,20 @@
 //!   job, joined by a bridge, removed again when the fixture is dropped (also when the
 //!   test panics). Needs root and `ip` (iproute2).
 //! - [`output_within`]: run a command to completion, or fail the test after a deadline.
+//! - [`exited_within`]: wait for a process that is not a child (a detached server) to
+//!   exit, with a deadline.
 //! - [`users`]: a second, unprivileged account, and acting as it on one thread.
+//! - `ninep` (features `ninep-codec`, `ninep`): sample 9P messages, a frame mutator, a
+//!   tree served on a fresh socket and a raw-frame connection to it.
 //!
 //! Leftovers of a test process that was killed outright (Drop never ran) are removed by
 //! `tests/netns/cleanup.sh` at the repository root.
 
 mod bounded;
 mod netns;
+#[cfg(feature = "ninep-codec")]
+pub mod ninep;
 pub mod users;
 
-pub use bounded::output_within;
+pub use bounded::{exited_within, output_within};
 pub use netns::{listed, Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};

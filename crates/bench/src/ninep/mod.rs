@@ -25,7 +25,7 @@ pub mod servers;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use nf_ninep::client::{Client, ClientConfig, ClientError};
+use nf_ninep_client::{Client, ClientConfig, ClientError};
 
 pub use compare::{Case, Comparison, RatioRow, Test};
 pub use servers::Served;

@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use nf_ninep::client::{ClientError, Root};
 use nf_ninep::LOpenFlags;
+use nf_ninep_client::{ClientError, Root};
 
 /// File every small-operation cycle opens and reads one byte of.
 pub const SMALL_FILE: &str = "small.txt";

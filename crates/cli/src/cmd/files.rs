@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use nf_ninep::client::{ClientError, File, Root};
 use nf_ninep::errno::{EACCES, EAGAIN, EEXIST, ENOENT};
 use nf_ninep::{LOpenFlags, Message, Rmessage, Tread};
+use nf_ninep_client::{ClientError, File, Root};
 use nf_node::addr::{is_remote, parse_target, Target};
 use nf_node::connect::{attach, ConnectError, ConnectOptions};
 use nf_node::tls::TlsFiles;

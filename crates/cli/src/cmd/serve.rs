@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use nf_ninep::server::trees::synthetic::Stream;
-use nf_ninep::server::ServerConfig;
+use nf_ninep_server::ServerConfig;
+use nf_ninep_trees::synthetic::Stream;
 use nf_node::addr::default_socket;
 use nf_node::pipe::PipeLimits;
 use nf_node::tls::TlsFiles;
@@ -113,13 +113,13 @@ pub struct ServeArgs {
     pub pipe_bytes_per_user: usize,
     /// Bytes /ro may hold for what clients write, create and remove there (contents
     /// and entries; more: ENOSPC).
-    #[arg(long, default_value_t = nf_ninep::server::trees::readonly::DEFAULT_MEMORY_LIMIT)]
+    #[arg(long, default_value_t = nf_ninep_trees::readonly::DEFAULT_MEMORY_LIMIT)]
     pub ro_memory: u64,
     /// Bytes of /log kept for readers that open later.
     #[arg(long, default_value_t = 256 * 1024)]
     pub log_history: usize,
     /// Buffer of each pipe in /pipe, in bytes (writers block when it is full).
-    #[arg(long, default_value_t = 64 * 1024)]
+    #[arg(long, default_value_t = nf_node::pipe::DEFAULT_PIPE_CAPACITY)]
     pub pipe_buffer: usize,
     /// The memory registry where procs publish their segments, served as /mem: give
     /// the jobs the same directory in NF_MEM_REGISTRY [default: $NF_MEM_REGISTRY, else

@@ -144,15 +144,39 @@ pub fn run_bounded(cmd: &mut Command) -> Output {
 
 /// Waits for a spawned child's exit and output, killing it after [`DEADLINE`].
 pub fn output_bounded(child: Child) -> Output {
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if rx.recv_timeout(DEADLINE).is_err() {
-            signal(pid, "KILL");
+    let _watchdog = Watchdog::new(child.id());
+    child.wait_with_output().expect("wait")
+}
+
+/// Kills a process still running [`DEADLINE`] after this was made, so that a test
+/// waiting on it (its exit, a line of its output) fails instead of hanging. Dropping
+/// it disarms it.
+pub struct Watchdog {
+    disarm: mpsc::Sender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Arms a watchdog for process `pid`.
+    pub fn new(pid: u32) -> Watchdog {
+        let (disarm, disarmed) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            if disarmed.recv_timeout(DEADLINE).is_err() {
+                signal(pid, "KILL");
+            }
+        });
+        Watchdog {
+            disarm,
+            thread: Some(thread),
         }
-    });
-    let out = child.wait_with_output().expect("wait");
-    let _ = tx.send(());
-    let _ = watchdog.join();
-    out
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let _ = self.disarm.send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }

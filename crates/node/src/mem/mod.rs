@@ -38,12 +38,12 @@ use std::path::{Path, PathBuf};
 
 use nf_memreg::SegEntry;
 use nf_ninep::errno::{EACCES, EFBIG, EINVAL, EISDIR, ENOENT, ENOTDIR, ESRCH, ESTALE};
-use nf_ninep::server::trees::Listing;
-use nf_ninep::server::{Ctx, Filesystem, FsResult};
 use nf_ninep::{
-    Attr, Dirent, GetattrMask, Qid, QidType, Rattach, Rgetattr, Rlerror, Rread, Rreaddir, Rwrite,
-    Tattach, Tgetattr, Tread, Treaddir, Twrite,
+    Attr, Dirent, GetattrMask, Qid, QidType, Rattach, Rgetattr, Rread, Rreaddir, Rwrite, Tattach,
+    Tgetattr, Tread, Treaddir, Twrite,
 };
+use nf_ninep_server::{Ctx, Filesystem, FsError, FsResult};
+use nf_ninep_trees::Listing;
 use nf_transport::shm::cma;
 
 use view::{Proc, View};
@@ -112,7 +112,7 @@ impl MemFid {
     fn who(&self) -> FsResult<u32> {
         self.who.ok_or_else(|| {
             tracing::warn!("/mem refused: this connection does not identify its user (use the unix socket, shm or TLS)");
-            Rlerror::new(EACCES)
+            FsError::Errno(EACCES)
         })
     }
 
@@ -156,16 +156,16 @@ impl MemTree {
         self.view
             .proc(who, &r.job, r.rank)
             .filter(|p| p.entry.pid == r.pid && p.entry.start == r.start)
-            .ok_or(Rlerror::new(ESRCH))
+            .ok_or(FsError::Errno(ESRCH))
     }
 
     /// The segment a file fid names, and its owner (rule 3).
     fn segment(&self, fid: &MemFid) -> FsResult<(Proc, SegEntry)> {
         let At::Seg(r, id) = &fid.at else {
-            return Err(Rlerror::new(EISDIR));
+            return Err(FsError::Errno(EISDIR));
         };
         let proc = self.rank(fid.who()?, r)?;
-        let seg = proc.entry.segment(*id).ok_or(Rlerror::new(ESTALE))?;
+        let seg = proc.entry.segment(*id).ok_or(FsError::Errno(ESTALE))?;
         Ok((proc, seg))
     }
 
@@ -205,7 +205,7 @@ impl MemTree {
             At::Job(job) => {
                 let procs = self.job(who, job);
                 if procs.is_empty() {
-                    return Err(Rlerror::new(ENOENT));
+                    return Err(FsError::Errno(ENOENT));
                 }
                 let children = procs
                     .iter()
@@ -223,7 +223,7 @@ impl MemTree {
                 });
                 (At::Job(r.job.clone()), children.collect())
             }
-            At::Seg(..) => return Err(Rlerror::new(ENOTDIR)),
+            At::Seg(..) => return Err(FsError::Errno(ENOTDIR)),
         };
         let mut all = vec![dir(".".into(), at.clone()), dir("..".into(), parent)];
         all.extend(children);
@@ -242,12 +242,11 @@ fn clip(offset: u64, want: u64, len: u64) -> u64 {
 }
 
 /// An error of a cross-memory copy as the client sees it (rule 3).
-fn copy_error(e: std::io::Error) -> Rlerror {
-    let r = Rlerror::from(e);
-    if r.ecode == EFAULT {
-        return Rlerror::new(ESTALE);
+fn copy_error(e: std::io::Error) -> FsError {
+    match FsError::from(e) {
+        FsError::Errno(EFAULT) => FsError::Errno(ESTALE),
+        other => other,
     }
-    r
 }
 
 impl Filesystem for MemTree {
@@ -269,27 +268,27 @@ impl Filesystem for MemTree {
     fn walk1(&self, _: &Ctx, dir: &MemFid, name: &str) -> FsResult<(Qid, MemFid)> {
         let who = dir.who()?;
         let next = match (&dir.at, name) {
-            (At::Seg(..), _) => return Err(Rlerror::new(ENOTDIR)),
+            (At::Seg(..), _) => return Err(FsError::Errno(ENOTDIR)),
             (at, ".") => at.clone(),
             (At::Root | At::Job(_), "..") => At::Root,
             (At::Rank(r), "..") => At::Job(r.job.clone()),
             (At::Root, job) => {
                 if self.job(who, job).is_empty() {
-                    return Err(Rlerror::new(ENOENT));
+                    return Err(FsError::Errno(ENOENT));
                 }
                 At::Job(job.to_string())
             }
             (At::Job(job), rank) => {
                 let proc = number(rank)
                     .and_then(|rank| self.view.proc(who, job, rank))
-                    .ok_or(Rlerror::new(ENOENT))?;
+                    .ok_or(FsError::Errno(ENOENT))?;
                 At::Rank(RankAt::of(&proc))
             }
             (At::Rank(r), seg) => {
-                let proc = self.rank(who, r).map_err(|_| Rlerror::new(ENOENT))?;
+                let proc = self.rank(who, r).map_err(|_| FsError::Errno(ENOENT))?;
                 let id = number(seg)
                     .filter(|&id| proc.entry.segment(id).is_some())
-                    .ok_or(Rlerror::new(ENOENT))?;
+                    .ok_or(FsError::Errno(ENOENT))?;
                 At::Seg(r.clone(), id)
             }
         };
@@ -305,7 +304,7 @@ impl Filesystem for MemTree {
             At::Root => (0o040555, 0, 0),
             At::Job(job) => {
                 let procs = self.job(fid.who()?, job);
-                let first = procs.first().ok_or(Rlerror::new(ENOENT))?;
+                let first = procs.first().ok_or(FsError::Errno(ENOENT))?;
                 (0o040555, first.uid, 0)
             }
             At::Rank(r) => (0o040555, self.rank(fid.who()?, r)?.uid, 0),
@@ -346,12 +345,12 @@ impl Filesystem for MemTree {
             return Ok(Rwrite { count: 0 });
         }
         if req.offset >= seg.len {
-            return Err(Rlerror::new(EFBIG));
+            return Err(FsError::Errno(EFBIG));
         }
         let n = clip(req.offset, data.len() as u64, seg.len) as usize;
         cma::write(proc.entry.pid, seg.base + req.offset, &data[..n]).map_err(copy_error)?;
         Ok(Rwrite {
-            count: u32::try_from(n).map_err(|_| Rlerror::new(EINVAL))?,
+            count: u32::try_from(n).map_err(|_| FsError::Errno(EINVAL))?,
         })
     }
 

@@ -85,7 +85,7 @@ impl View {
 /// attached user may not be able to list it); who may see what is decided above, by
 /// rules 1–3, not by the files' permissions.
 fn as_server() -> Result<(), nf_ninep::Rlerror> {
-    nf_ninep::server::Creds::server().assume()
+    nf_ninep_server::Creds::server().assume()
 }
 
 #[cfg(test)]

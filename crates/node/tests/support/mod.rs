@@ -8,8 +8,8 @@ pub mod certs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nf_ninep::client::{Client, Root};
-use nf_ninep::server::ServerConfig;
+use nf_ninep_client::{Client, Root};
+use nf_ninep_server::ServerConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 
 /// A running node server and its files.

@@ -1,0 +1,130 @@
+//! The client library against a real server: long paths, many threads on one
+//! connection, chunked I/O through `std::io`, and errors that say what happened.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::thread;
+
+use nf_ninep::LOpenFlags;
+use nf_ninep_client::{Client, ClientConfig, ClientError};
+use nf_ninep_server::ServerConfig;
+use nf_ninep_trees::PassthroughFs;
+use nf_testkit::ninep::{serve, Via, LIMIT};
+
+#[test]
+fn paths_longer_than_one_walk_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..40).map(|i| format!("d{i}")).collect();
+    let deep = names
+        .iter()
+        .fold(dir.path().to_path_buf(), |p, n| p.join(n));
+    fs::create_dir_all(&deep).unwrap();
+    fs::write(deep.join("leaf"), "bottom").unwrap();
+    let served = serve(
+        PassthroughFs::new(dir.path()).unwrap(),
+        ServerConfig::default(),
+        Via::Unix,
+    );
+    let root = served.client().attach("t", "").unwrap();
+    let path = format!("/{}/leaf", names.join("/"));
+    assert_eq!(root.read_file(&path).unwrap(), b"bottom");
+    let missing = format!("/{}/nope/x", names.join("/"));
+    let err = root.stat(&missing).unwrap_err();
+    assert!(err.to_string().contains("/d39/nope"), "{err}");
+    // Up and down again across message boundaries.
+    let back = format!("{path}/../../d39/leaf");
+    assert_eq!(root.read_file(&back).unwrap(), b"bottom");
+}
+
+#[test]
+fn many_threads_share_one_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..8 {
+        fs::write(dir.path().join(format!("f{i}")), format!("file {i}")).unwrap();
+    }
+    let served = serve(
+        PassthroughFs::new(dir.path()).unwrap(),
+        ServerConfig::default(),
+        Via::Tcp,
+    );
+    let client = served.client();
+    let root = Arc::new(client.attach("t", "").unwrap());
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let root = Arc::clone(&root);
+            thread::spawn(move || {
+                for _ in 0..50 {
+                    let got = root.read_file(&format!("/f{i}")).unwrap();
+                    assert_eq!(got, format!("file {i}").as_bytes());
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(served.server.stats().clients, 1);
+}
+
+#[test]
+fn std_io_copy_through_small_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(
+        PassthroughFs::new(dir.path()).unwrap(),
+        ServerConfig::default(),
+        Via::Tcp,
+    );
+    let client = served.client_with(ClientConfig {
+        msize: 4096,
+        ..ClientConfig::default()
+    });
+    let root = client.attach("t", "").unwrap();
+    let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7) as u8).collect();
+    let mut out = root.create("/copy", LOpenFlags::WRONLY, 0o644).unwrap();
+    std::io::copy(&mut &data[..], &mut out).unwrap();
+    out.flush().unwrap();
+    drop(out);
+    let mut back = Vec::new();
+    let mut file = root.open("/copy", LOpenFlags::RDONLY).unwrap();
+    // The inherent `read_to_end()` returns a Vec; the `io::Read` one is reached by path.
+    Read::read_to_end(&mut file, &mut back).unwrap();
+    assert_eq!(back, data);
+}
+
+#[test]
+fn errors_say_what_and_where() {
+    // Nobody listening.
+    let sock = tempfile::tempdir().unwrap();
+    let err = Client::connect_unix(sock.path().join("none")).unwrap_err();
+    assert!(matches!(err, ClientError::Connect { .. }), "{err}");
+    assert!(err.to_string().contains("none"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(
+        PassthroughFs::new(dir.path()).unwrap(),
+        ServerConfig::default(),
+        Via::Unix,
+    );
+    let root = served.client().attach("t", "").unwrap();
+    let err = root.mkdir("/", 0o755).unwrap_err();
+    assert!(
+        matches!(err, ClientError::BadPath { op: "mkdir", .. }),
+        "{err}"
+    );
+    let err = root.open("/absent", LOpenFlags::RDONLY).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "walk /absent: No such file or directory (os error 2)"
+    );
+
+    // The server goes away: calls fail with Disconnected, promptly.
+    served.server.shutdown(LIMIT);
+    let started = std::time::Instant::now();
+    let err = root.stat("/").unwrap_err();
+    assert!(
+        matches!(err, ClientError::Disconnected { .. } | ClientError::Io(_)),
+        "{err}"
+    );
+    assert!(started.elapsed() < LIMIT);
+}

@@ -1,0 +1,118 @@
+//! Every server setting in one place: limits and their defaults.
+//!
+//! | setting | default | when hit |
+//! |---|---|---|
+//! | `max_msize` | 1 MiB | `Rversion` offers at most this; larger frames close the connection |
+//! | `max_fids` (per connection) | 16384 | the request that would create a fid gets `Rlerror(EMFILE)` |
+//! | `max_in_flight` (per connection) | 256 | a request beyond it gets `Rlerror(EAGAIN)`; `Tflush` is never refused |
+//! | `max_clients` (per server) | 256 | the new connection's first request gets `Rlerror(EAGAIN)`, then it is closed |
+//! | `max_clients_per_user` | 128 | the same, for a connection whose user (the kernel's uid of a local peer, a TLS name) already has this many; connections that identify nobody count as one user |
+//! | `handshake_timeout` | 10 s | a connection that has started to talk but not attached this long after it was accepted is closed |
+//! | `frame_timeout` | 30 s | a connection whose frame has started to arrive but stays incomplete this long is closed |
+//! | `idle_timeout` | 60 s | a connection that attached, then let go of every fid and sends nothing this long is closed |
+//!
+//! At `max_clients` (or a user's `max_clients_per_user`) a new connection first takes
+//! the slot of the oldest connection that holds no fid (that user's, for the per-user
+//! limit); only if there is none is it refused.
+//! | `max_workers` (per server) | 1024 | requests wait in a queue for a free worker |
+//! | `refuse_timeout` | 2 s | how long a refused connection may take to send its first frame |
+//! | `worker_idle` | 10 s | an idle worker thread exits after this |
+//!
+//! Each limit that is hit is also logged (`tracing` warn) with the connection and the
+//! setting's name, so an operator knows which knob to turn.
+
+use std::time::Duration;
+
+use nf_ninep::version::DEFAULT_MAX_MSIZE;
+
+/// Limits and tunables of a [`crate::Server`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Largest msize `Rversion` will offer (the client may ask for less).
+    pub max_msize: u32,
+    /// Most fids one connection may hold at once.
+    pub max_fids: usize,
+    /// Most requests one connection may have in flight (not counting `Tflush`).
+    pub max_in_flight: usize,
+    /// Most connections served at once.
+    pub max_clients: usize,
+    /// Most connections served at once for one user (see the module docs).
+    pub max_clients_per_user: usize,
+    /// How long a new connection may take to attach.
+    pub handshake_timeout: Duration,
+    /// How long a frame may take to arrive once it has started.
+    pub frame_timeout: Duration,
+    /// How long a connection that holds no fid may stay silent.
+    pub idle_timeout: Duration,
+    /// Most worker threads running tree methods, over all connections.
+    pub max_workers: usize,
+    /// How long a connection refused for `max_clients` may take to send a frame that
+    /// can be answered with the refusal.
+    pub refuse_timeout: Duration,
+    /// How long an idle worker thread waits for work before it exits.
+    pub worker_idle: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_msize: DEFAULT_MAX_MSIZE,
+            max_fids: 16384,
+            max_in_flight: 256,
+            max_clients: 256,
+            max_clients_per_user: 128,
+            handshake_timeout: Duration::from_secs(10),
+            frame_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_workers: 1024,
+            refuse_timeout: Duration::from_secs(2),
+            worker_idle: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// This config with `max_msize` set.
+    pub fn max_msize(mut self, bytes: u32) -> Self {
+        self.max_msize = bytes;
+        self
+    }
+
+    /// This config with `max_fids` set.
+    pub fn max_fids(mut self, n: usize) -> Self {
+        self.max_fids = n;
+        self
+    }
+
+    /// This config with `max_in_flight` set.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n;
+        self
+    }
+
+    /// This config with `max_clients` set.
+    pub fn max_clients(mut self, n: usize) -> Self {
+        self.max_clients = n;
+        self
+    }
+
+    /// This config with `max_clients_per_user` set.
+    pub fn max_clients_per_user(mut self, n: usize) -> Self {
+        self.max_clients_per_user = n;
+        self
+    }
+
+    /// This config with the handshake, frame and idle deadlines set.
+    pub fn deadlines(mut self, handshake: Duration, frame: Duration, idle: Duration) -> Self {
+        self.handshake_timeout = handshake;
+        self.frame_timeout = frame;
+        self.idle_timeout = idle;
+        self
+    }
+
+    /// This config with `max_workers` set (at least 1).
+    pub fn max_workers(mut self, n: usize) -> Self {
+        self.max_workers = n.max(1);
+        self
+    }
+}

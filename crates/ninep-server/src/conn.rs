@@ -1,0 +1,457 @@
+//! One connection: the reader loop, `Tversion` and `Tflush`, and sending replies.
+//!
+//! The reader thread owns the receiving side. It splits frames, decodes them, answers
+//! `Tversion` and `Tflush` itself, checks every other request ([`check`]) and hands it
+//! to a worker. Workers call the tree ([`apply`]), record the outcome ([`record`]) and
+//! send the reply ([`Conn::finish`]). The steps and the ordering rules are written out
+//! in the [server module documentation](crate::server).
+//!
+//! Locks: `state` (fid table, pending table, msize) and then `send` (the transport's
+//! writing side), never the other way round. A reply that must not overtake another
+//! (a reply before its `Rflush`) takes `send` before letting go of `state`.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::apply::{apply, Done};
+use crate::cancel::lock;
+use crate::check::{check, Job, E2BIG};
+use crate::error::FsError;
+use crate::fid::FidTable;
+use crate::handler::{Ctx, Filesystem};
+use crate::pending::{FlushOutcome, PendingTable};
+use crate::reply::record;
+use crate::srv::Shared;
+use nf_ninep::errno::{EAGAIN, EIO, EMFILE, EPROTO};
+use nf_ninep::frame::{encode_frame, FrameDecoder, RawFrame, HEADER_SIZE};
+use nf_ninep::message::*;
+use nf_ninep::transport::Transport;
+use nf_ninep::types::NOTAG;
+use nf_ninep::version::{negotiate, VERSION};
+use nf_ninep::DecodeError;
+
+/// Receive buffer to start with; it grows up to msize for large frames.
+const INITIAL_BUFFER: usize = 64 * 1024;
+
+/// Who a connection's peer is, as far as its transport knows (per-user limits).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Identity {
+    /// Authenticated by name (TLS).
+    User(Arc<str>),
+    /// A local peer's uid, from the kernel.
+    Uid(u32),
+    /// Nobody the transport can name.
+    Unknown,
+}
+
+impl Identity {
+    /// What `transport` knows of its peer (asked once: a loopback tcp peer costs a
+    /// netlink round trip).
+    pub fn of(transport: &dyn Transport) -> Identity {
+        match (transport.authenticated_user(), transport.peer_uid()) {
+            (Some(user), _) => Identity::User(Arc::from(user)),
+            (None, Some(uid)) => Identity::Uid(uid),
+            (None, None) => Identity::Unknown,
+        }
+    }
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::User(user) => write!(f, "user {user}"),
+            Identity::Uid(uid) => write!(f, "uid {uid}"),
+            Identity::Unknown => f.write_str("unidentified peers"),
+        }
+    }
+}
+
+struct ConnState<S> {
+    /// Negotiated msize; `None` until a `Tversion` succeeds.
+    msize: Option<u32>,
+    fids: FidTable<S>,
+    pending: PendingTable,
+}
+
+/// One client connection.
+pub(crate) struct Conn<F: Filesystem> {
+    id: u64,
+    shared: Arc<Shared<F>>,
+    transport: Arc<dyn Transport>,
+    peer: String,
+    /// Who the transport says the peer is, given to every request's [`Ctx`].
+    who: Identity,
+    state: Mutex<ConnState<F::Fid>>,
+    /// Signalled when the last request in flight finishes.
+    idle: Condvar,
+    /// The sending side, with a scratch buffer for encoding.
+    send: Mutex<Vec<u8>>,
+    /// Frames received so far, and whether a frame is partly received: what the
+    /// deadline watcher reads ([`crate::watch`]).
+    frames: AtomicU64,
+    partial: AtomicBool,
+}
+
+impl<F: Filesystem> Conn<F> {
+    pub fn new(
+        id: u64,
+        shared: Arc<Shared<F>>,
+        transport: Arc<dyn Transport>,
+        who: Identity,
+    ) -> Arc<Self> {
+        let peer = transport.peer();
+        let max_fids = shared.config.max_fids;
+        Arc::new(Conn {
+            id,
+            shared,
+            transport,
+            peer,
+            who,
+            state: Mutex::new(ConnState {
+                msize: None,
+                fids: FidTable::new(max_fids),
+                pending: PendingTable::default(),
+            }),
+            idle: Condvar::new(),
+            send: Mutex::new(Vec::new()),
+            frames: AtomicU64::new(0),
+            partial: AtomicBool::new(false),
+        })
+    }
+
+    /// Who the transport says the peer is, for per-user limits: a TLS name, else a
+    /// local uid, else nobody.
+    pub fn identity(&self) -> &Identity {
+        &self.who
+    }
+
+    /// The peer, as logs name it.
+    pub fn peer(&self) -> &str {
+        &self.peer
+    }
+
+    /// Frames received so far, and whether one is partly received now.
+    pub fn progress(&self) -> (u64, bool) {
+        (
+            self.frames.load(Ordering::Relaxed),
+            self.partial.load(Ordering::Relaxed),
+        )
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Fids held and requests in flight.
+    pub fn counts(&self) -> (usize, usize) {
+        let st = lock(&self.state);
+        (st.fids.len(), st.pending.len())
+    }
+
+    /// Closes the transport; the reader loop then ends and releases everything.
+    pub fn close(&self) {
+        self.transport.close();
+    }
+
+    /// Serves the connection until it closes, then releases its fids.
+    pub fn run(self: &Arc<Self>) {
+        let reason = self.read_loop();
+        tracing::debug!(conn = self.id, peer = %self.peer, %reason, "9P connection ends");
+        self.reset();
+        self.transport.close();
+    }
+
+    fn read_loop(self: &Arc<Self>) -> String {
+        let max = self.shared.config.max_msize.max(HEADER_SIZE as u32) as usize;
+        let mut buf = vec![0u8; INITIAL_BUFFER.min(max)];
+        let mut filled = 0;
+        loop {
+            let mut start = 0;
+            loop {
+                let decoder = FrameDecoder::new(self.frame_limit());
+                match decoder.split(&buf[start..filled]) {
+                    Ok(Some(raw)) => {
+                        start += raw.size();
+                        self.frames.fetch_add(1, Ordering::Relaxed);
+                        self.handle_raw(raw);
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::warn!(conn = self.id, peer = %self.peer, error = %e, "closing 9P connection: unreadable frame");
+                        return format!("unreadable frame: {e}");
+                    }
+                }
+            }
+            buf.copy_within(start..filled, 0);
+            filled -= start;
+            self.partial.store(filled > 0, Ordering::Relaxed);
+            if filled == buf.len() {
+                buf.resize((buf.len() * 2).clamp(HEADER_SIZE, max), 0);
+            }
+            match self.transport.recv(&mut buf[filled..]) {
+                Ok(0) => return String::from("peer closed the connection"),
+                Ok(n) => filled += n,
+                Err(e) => return format!("receive failed: {e}"),
+            }
+        }
+    }
+
+    /// Largest frame accepted now: the negotiated msize, or the server's maximum.
+    fn frame_limit(&self) -> u32 {
+        lock(&self.state)
+            .msize
+            .unwrap_or(self.shared.config.max_msize)
+    }
+
+    fn handle_raw(self: &Arc<Self>, raw: RawFrame<'_>) {
+        match raw.decode::<Tmessage>() {
+            Ok(frame) => match frame.body {
+                Tmessage::Tversion(req) => self.version(frame.tag, req),
+                Tmessage::Tflush(req) => self.flush(frame.tag, req.oldtag),
+                other => self.request(frame.tag, other),
+            },
+            Err(e) => {
+                let ecode = match e {
+                    DecodeError::TooManyElements { .. } => E2BIG,
+                    _ => EPROTO,
+                };
+                tracing::warn!(conn = self.id, peer = %self.peer, tag = raw.tag, error = %e, "undecodable 9P request");
+                self.send_now(raw.tag, Rlerror::new(ecode).into());
+            }
+        }
+    }
+
+    /// `Tversion`: reset the session, then negotiate. version(5) says the tag *should*
+    /// be `NOTAG`; clients that use an ordinary tag (Go's hugelgupf/p9) are answered
+    /// under it.
+    fn version(&self, tag: u16, req: Tversion) {
+        if tag != NOTAG {
+            tracing::debug!(conn = self.id, tag, "Tversion with a tag other than NOTAG");
+        }
+        self.reset();
+        let reply = negotiate(&req, self.shared.config.max_msize);
+        if reply.version == VERSION {
+            lock(&self.state).msize = Some(reply.msize);
+        } else {
+            tracing::info!(conn = self.id, asked = %req.version, msize = req.msize, "refused 9P version");
+        }
+        self.send_now(tag, reply.into());
+    }
+
+    /// Aborts every request, waits for them, and clunks every fid.
+    fn reset(&self) {
+        let mut st = lock(&self.state);
+        st.pending.abort_all();
+        while !st.pending.is_empty() {
+            let (guard, waited) = self
+                .idle
+                .wait_timeout(st, Duration::from_secs(5))
+                .unwrap_or_else(PoisonError::into_inner);
+            st = guard;
+            if waited.timed_out() && !st.pending.is_empty() {
+                tracing::warn!(
+                    conn = self.id,
+                    in_flight = st.pending.len(),
+                    "still waiting for cancelled requests: a tree ignores its Cancel token"
+                );
+            }
+        }
+        let entries = st.fids.drain();
+        st.msize = None;
+        drop(st);
+        let ctx = Ctx::background(self.shared.config.max_msize);
+        for entry in entries {
+            let _ = self.shared.fs.clunk(&ctx, &entry.state);
+        }
+    }
+
+    /// `Tflush`: answer now, or once the target finishes (see [`PendingTable::flush`]).
+    fn flush(&self, tag: u16, oldtag: u16) {
+        let mut st = lock(&self.state);
+        let Some(msize) = st.msize else {
+            drop(st);
+            self.send_now(tag, Rlerror::new(EPROTO).into());
+            return;
+        };
+        if st.pending.in_use(tag) {
+            drop(st);
+            tracing::warn!(conn = self.id, tag, "Tflush reuses a tag in flight");
+            self.send_now(tag, Rlerror::new(EPROTO).into());
+            return;
+        }
+        if st.pending.flush(tag, oldtag) == FlushOutcome::AnswerNow {
+            let mut out = lock(&self.send);
+            drop(st);
+            self.write(&mut out, tag, &Rflush.into(), msize);
+        }
+    }
+
+    /// Any other request: check it, register it, and hand it to a worker.
+    fn request(self: &Arc<Self>, tag: u16, msg: Tmessage) {
+        let ty = msg.msg_type();
+        let mut st = lock(&self.state);
+        let refusal = if st.msize.is_none() {
+            tracing::warn!(
+                conn = self.id,
+                tag,
+                msg = ty.name(),
+                "request before a successful Tversion"
+            );
+            Some(EPROTO)
+        } else if st.pending.in_use(tag) {
+            tracing::warn!(
+                conn = self.id,
+                tag,
+                msg = ty.name(),
+                "tag already in flight"
+            );
+            Some(EPROTO)
+        } else if st.pending.len() >= self.shared.config.max_in_flight {
+            tracing::warn!(
+                conn = self.id,
+                tag,
+                limit = self.shared.config.max_in_flight,
+                "refusing 9P request with EAGAIN: too many requests in flight (max_in_flight)"
+            );
+            Some(EAGAIN)
+        } else {
+            None
+        };
+        if let Some(ecode) = refusal {
+            drop(st);
+            self.send_now(tag, Rlerror::new(ecode).into());
+            return;
+        }
+        let msize = st.msize.unwrap_or(self.shared.config.max_msize);
+        let job = match check(&mut st.fids, msize, msg) {
+            Ok(job) => job,
+            Err(e) => {
+                drop(st);
+                if e.ecode == EMFILE {
+                    tracing::warn!(
+                        conn = self.id,
+                        tag,
+                        limit = self.shared.config.max_fids,
+                        "refusing 9P request with EMFILE: fid table full (max_fids)"
+                    );
+                }
+                self.send_now(tag, e.into());
+                return;
+            }
+        };
+        let cancel = st.pending.start(tag);
+        drop(st);
+        let ctx = Ctx::new(cancel, msize, self.id, tag)
+            .with_user(match &self.who {
+                Identity::User(user) => Some(Arc::clone(user)),
+                _ => None,
+            })
+            .with_peer_uid(match self.who {
+                Identity::Uid(uid) => Some(uid),
+                _ => None,
+            });
+        if self.shared.fs.runs_inline() {
+            // Step 5 on this thread: no hand-off, unless the tree would have to wait.
+            let done = self.apply(&ctx.inline(), &job);
+            if !done.would_block() {
+                return self.finish(&ctx, done);
+            }
+        }
+        let conn = Arc::clone(self);
+        self.shared
+            .pool
+            .submit(Box::new(move || conn.work(ctx, job)));
+    }
+
+    /// Calls the tree; a panic becomes `EIO`, and so does an
+    /// [`FsError::WouldBlock`](crate::FsError::WouldBlock) from a context that may block
+    /// (a tree bug: there is nowhere else to run the request).
+    fn apply(&self, ctx: &Ctx, job: &Job<F::Fid>) -> Done<F::Fid> {
+        let fs = &*self.shared.fs;
+        let done =
+            panic::catch_unwind(AssertUnwindSafe(|| apply(fs, ctx, job))).unwrap_or_else(|_| {
+                tracing::error!(
+                    conn = self.id,
+                    tag = ctx.tag(),
+                    "a tree method panicked; answering EIO"
+                );
+                Done::Reply(Err(FsError::Errno(EIO)))
+            });
+        if ctx.may_block() && done.would_block() {
+            tracing::error!(
+                conn = self.id,
+                tag = ctx.tag(),
+                "a tree answered WouldBlock where it may block; answering EIO"
+            );
+            return Done::Reply(Err(FsError::Errno(EIO)));
+        }
+        done
+    }
+
+    /// Worker side: call the tree, then finish.
+    fn work(&self, ctx: Ctx, job: Job<F::Fid>) {
+        let done = self.apply(&ctx, &job);
+        self.finish(&ctx, done);
+    }
+
+    /// Records the outcome, then sends the reply and any `Rflush`es queued on it.
+    fn finish(&self, ctx: &Ctx, done: Done<F::Fid>) {
+        let tag = ctx.tag();
+        let mut released = Vec::new();
+        let mut st = lock(&self.state);
+        let result = record(&mut st.fids, done, &mut released);
+        let pending = st.pending.finish(tag);
+        let msize = st.msize.unwrap_or(ctx.msize());
+        if st.pending.is_empty() {
+            self.idle.notify_all();
+        }
+        let mut out = lock(&self.send);
+        drop(st);
+        // Released states go before the reply: once a client has its Rclunk (or
+        // Rremove), what the fid held is gone — a pipe has one reader fewer.
+        let release = Ctx::background(msize);
+        for entry in released {
+            let _ = self.shared.fs.clunk(&release, &entry.state);
+        }
+        if let Some(p) = pending {
+            // A flushed request is answered only if it did its work (flush(5): the
+            // client must honour a reply that comes before the Rflush).
+            if !p.aborted && (p.flushers.is_empty() || result.is_ok()) {
+                let reply = result.unwrap_or_else(|e| e.to_wire().into());
+                self.write(&mut out, tag, &reply, msize);
+            }
+            for flush in p.flushers {
+                self.write(&mut out, flush, &Rflush.into(), msize);
+            }
+        }
+        drop(out);
+    }
+
+    /// Sends a reply that no flush can race with (checks failed, version, early errors).
+    fn send_now(&self, tag: u16, msg: Rmessage) {
+        let msize = self.frame_limit();
+        let mut out = lock(&self.send);
+        self.write(&mut out, tag, &msg, msize);
+    }
+
+    fn write(&self, buf: &mut Vec<u8>, tag: u16, msg: &Rmessage, msize: u32) {
+        buf.clear();
+        if let Err(e) = encode_frame(tag, msg, msize, buf) {
+            tracing::error!(conn = self.id, tag, error = %e, "reply cannot be encoded; sending EIO instead");
+            buf.clear();
+            let fallback = Rmessage::from(Rlerror::new(EIO));
+            if encode_frame(tag, &fallback, msize, buf).is_err() {
+                return;
+            }
+        }
+        if let Err(e) = self.transport.send(buf) {
+            tracing::debug!(conn = self.id, error = %e, "send failed; closing the connection");
+            self.transport.close();
+        }
+        if buf.capacity() > 4 * INITIAL_BUFFER && buf.len() < INITIAL_BUFFER {
+            buf.shrink_to(INITIAL_BUFFER);
+        }
+    }
+}

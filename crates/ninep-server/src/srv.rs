@@ -1,0 +1,307 @@
+//! [`Server`]: a tree, its limits, its worker pool and its live connections.
+
+use std::collections::HashMap;
+use std::net::ToSocketAddrs;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::cancel::lock;
+use crate::config::ServerConfig;
+use crate::conn::{Conn, Identity};
+use crate::error::ServerError;
+use crate::handler::Filesystem;
+use crate::listen::{self, Listener};
+use crate::pool::Pool;
+use crate::watch;
+use nf_ninep::errno::EAGAIN;
+use nf_ninep::frame::{encode_frame, FrameDecoder};
+use nf_ninep::message::{Rlerror, Rmessage};
+use nf_ninep::transport::Transport;
+
+/// What a server holds, shared by its handles, listeners and connections.
+pub(crate) struct Shared<F: Filesystem> {
+    pub fs: Arc<F>,
+    pub config: ServerConfig,
+    pub pool: Pool,
+    conns: Mutex<HashMap<u64, Arc<Conn<F>>>>,
+    next_id: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// Counters describing a server at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Connections being served.
+    pub clients: usize,
+    /// Fids held, over all connections.
+    pub fids: usize,
+    /// Requests in flight, over all connections.
+    pub in_flight: usize,
+    /// Worker threads alive.
+    pub workers: usize,
+    /// Connections refused so far for `max_clients`.
+    pub refused_clients: u64,
+}
+
+/// A 9P2000.L server for one tree. Cheap to clone: clones share everything.
+///
+/// ```no_run
+/// use nf_ninep_server::Server;
+/// use nf_ninep_trees::PassthroughFs;
+///
+/// let server = Server::new(PassthroughFs::new("/srv/export")?);
+/// let listener = server.listen_tcp("127.0.0.1:5640")?;
+/// println!("serving on {}", listener.addr());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Server<F: Filesystem> {
+    shared: Arc<Shared<F>>,
+}
+
+impl<F: Filesystem> Clone for Server<F> {
+    fn clone(&self) -> Self {
+        Server {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<F: Filesystem> std::fmt::Debug for Server<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("config", &self.shared.config)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl<F: Filesystem> Server<F> {
+    /// A server for `fs` with the default limits.
+    pub fn new(fs: F) -> Self {
+        Server::with_config(fs, ServerConfig::default())
+    }
+
+    /// A server for `fs` with `config`.
+    pub fn with_config(fs: F, config: ServerConfig) -> Self {
+        let pool = Pool::new(config.max_workers, config.worker_idle);
+        let shared = Arc::new(Shared {
+            fs: Arc::new(fs),
+            config,
+            pool,
+            conns: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            refused: AtomicU64::new(0),
+        });
+        watch::start(Arc::downgrade(&shared));
+        Server { shared }
+    }
+
+    /// The tree being served.
+    pub fn fs(&self) -> &Arc<F> {
+        &self.shared.fs
+    }
+
+    /// The limits in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.config
+    }
+
+    /// Listens on a TCP address (use `127.0.0.1:PORT` unless remote access is wanted;
+    /// port 0 picks a free one) and serves every connection on its own thread.
+    pub fn listen_tcp(&self, addr: impl ToSocketAddrs) -> Result<Listener, ServerError> {
+        listen::tcp(self.clone(), addr)
+    }
+
+    /// Listens on `127.0.0.1:port` only (port 0 picks a free one): the default for a
+    /// node's server, reachable from this host alone.
+    pub fn listen_tcp_loopback(&self, port: u16) -> Result<Listener, ServerError> {
+        self.listen_tcp((std::net::Ipv4Addr::LOCALHOST, port))
+    }
+
+    /// Listens on a unix socket at `path` (a stale socket file is replaced) and serves
+    /// every connection on its own thread.
+    pub fn listen_unix(&self, path: impl AsRef<Path>) -> Result<Listener, ServerError> {
+        listen::unix(self.clone(), path.as_ref())
+    }
+
+    /// Serves one connection on this thread until it closes.
+    ///
+    /// Fails with [`ServerError::TooManyClients`] (after answering the client's first
+    /// request with `EAGAIN`) when `max_clients` connections are being served.
+    pub fn serve<T: Transport>(&self, transport: T) -> Result<(), ServerError> {
+        match self.admit(transport) {
+            Ok(conn) => {
+                self.run(&conn);
+                Ok(())
+            }
+            Err(transport) => {
+                refuse(&transport, self.shared.config.max_msize);
+                Err(self.too_many())
+            }
+        }
+    }
+
+    /// Serves one connection on a new thread.
+    pub fn spawn<T: Transport>(&self, transport: T) -> Result<(), ServerError> {
+        match self.admit(transport) {
+            Ok(conn) => self.spawn_conn(conn),
+            Err(transport) => {
+                let msize = self.shared.config.max_msize;
+                thread::Builder::new()
+                    .name("9p-refuse".into())
+                    .spawn(move || refuse(&transport, msize))
+                    .map_err(|source| ServerError::Spawn {
+                        what: "refusal",
+                        source,
+                    })?;
+                Err(self.too_many())
+            }
+        }
+    }
+
+    /// Counters: clients, fids, requests in flight, workers.
+    pub fn stats(&self) -> ServerStats {
+        let conns: Vec<_> = lock(&self.shared.conns).values().cloned().collect();
+        let mut stats = ServerStats {
+            clients: conns.len(),
+            workers: self.shared.pool.threads(),
+            refused_clients: self.shared.refused.load(Ordering::Relaxed),
+            ..ServerStats::default()
+        };
+        for conn in conns {
+            let (fids, in_flight) = conn.counts();
+            stats.fids += fids;
+            stats.in_flight += in_flight;
+        }
+        stats
+    }
+
+    /// Closes every connection (listeners keep accepting until stopped) and waits up to
+    /// `timeout` for them to release their fids; true if they all did.
+    pub fn shutdown(&self, timeout: Duration) -> bool {
+        let conns: Vec<_> = lock(&self.shared.conns).values().cloned().collect();
+        for conn in conns {
+            conn.close();
+        }
+        let deadline = Instant::now() + timeout;
+        while !lock(&self.shared.conns).is_empty() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
+    /// Registers a connection, or gives the transport back when `max_clients` are
+    /// served, or `max_clients_per_user` for the peer's user.
+    pub(crate) fn admit<T: Transport>(&self, transport: T) -> Result<Arc<Conn<F>>, T> {
+        let who = Identity::of(&transport);
+        let config = &self.shared.config;
+        let mut conns = lock(&self.shared.conns);
+        // Full: a connection that holds nothing (never attached, or let go of every
+        // fid) gives its slot up, the user's own first when the user is at its limit.
+        let mine = |conns: &HashMap<u64, Arc<Conn<F>>>| {
+            conns.values().filter(|c| *c.identity() == who).count()
+        };
+        let over_user = mine(&conns) >= config.max_clients_per_user;
+        if over_user || conns.len() >= config.max_clients {
+            let victim = conns
+                .values()
+                .filter(|c| !over_user || *c.identity() == who)
+                .filter(|c| c.counts() == (0, 0))
+                .min_by_key(|c| c.id())
+                .cloned();
+            if let Some(v) = victim {
+                tracing::warn!(conn = v.id(), peer = %v.peer(), "closing a 9P connection that holds no fid to make room for a new one");
+                conns.remove(&v.id());
+                v.close();
+            }
+        }
+        let refusal = if conns.len() >= config.max_clients {
+            Some(("too many clients (max_clients)", config.max_clients))
+        } else if mine(&conns) >= config.max_clients_per_user {
+            Some((
+                "too many connections for this user (max_clients_per_user)",
+                config.max_clients_per_user,
+            ))
+        } else {
+            None
+        };
+        if let Some((why, limit)) = refusal {
+            drop(conns);
+            self.shared.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(peer = %transport.peer(), %who, limit, "refusing 9P connection with EAGAIN: {why}");
+            return Err(transport);
+        }
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let conn = Conn::new(id, Arc::clone(&self.shared), Arc::new(transport), who);
+        conns.insert(id, Arc::clone(&conn));
+        Ok(conn)
+    }
+
+    /// Every connection being served now.
+    pub(crate) fn conns(shared: &Shared<F>) -> Vec<Arc<Conn<F>>> {
+        lock(&shared.conns).values().cloned().collect()
+    }
+
+    /// Runs an admitted connection on a new thread.
+    pub(crate) fn spawn_conn(&self, conn: Arc<Conn<F>>) -> Result<(), ServerError> {
+        let server = self.clone();
+        let runner = Arc::clone(&conn);
+        thread::Builder::new()
+            .name(format!("9p-conn-{}", conn.id()))
+            .spawn(move || server.run(&runner))
+            .map(|_| ())
+            .map_err(|source| {
+                lock(&self.shared.conns).remove(&conn.id());
+                conn.close();
+                ServerError::Spawn {
+                    what: "connection",
+                    source,
+                }
+            })
+    }
+
+    fn run(&self, conn: &Arc<Conn<F>>) {
+        conn.run();
+        lock(&self.shared.conns).remove(&conn.id());
+    }
+
+    fn too_many(&self) -> ServerError {
+        ServerError::TooManyClients {
+            clients: lock(&self.shared.conns).len(),
+            limit: self.shared.config.max_clients,
+        }
+    }
+}
+
+/// Answers a refused connection's first request (normally its `Tversion`) with
+/// `Rlerror(EAGAIN)`, so the client can say why, then closes it.
+pub(crate) fn refuse(transport: &dyn Transport, max_msize: u32) {
+    const LIMIT: usize = 8192;
+    let decoder = FrameDecoder::new(max_msize);
+    let mut buf = vec![0u8; LIMIT];
+    let mut filled = 0;
+    loop {
+        match decoder.split(&buf[..filled]) {
+            Ok(Some(raw)) => {
+                let mut out = Vec::new();
+                let reply = Rmessage::from(Rlerror::new(EAGAIN));
+                if encode_frame(raw.tag, &reply, max_msize, &mut out).is_ok() {
+                    let _ = transport.send(&out);
+                }
+                break;
+            }
+            Ok(None) if filled < LIMIT => match transport.recv(&mut buf[filled..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => filled += n,
+            },
+            _ => break,
+        }
+    }
+    transport.close();
+}

@@ -1,0 +1,100 @@
+//! Deadlines: no connection holds a slot by saying nothing.
+//!
+//! One thread per server looks at every connection a few times per shortest deadline
+//! and closes (as [`crate::Server::shutdown`] does: the transport is shut, the
+//! reader ends and releases everything) a connection that
+//!
+//! 1. has started to talk (a frame, or part of one) but not attached (it holds no
+//!    fid) `handshake_timeout` after it was first seen;
+//! 2. has a frame partly received and no frame completed for `frame_timeout`;
+//! 3. attached once, but holds no fid, has no request in flight and has sent no frame
+//!    for `idle_timeout`.
+//!
+//! A connection that has sent nothing at all (a relay that connects before its client
+//! is ready, as QEMU's does for a booting guest) is left alone: it holds one slot,
+//! which [`Server`]'s admission takes back when a new connection needs it.
+//!
+//! The reader loop only counts frames and flags a partial one (two relaxed stores per
+//! receive); every clock read happens here. The thread ends within a tick of the
+//! server's last handle being dropped.
+
+use std::collections::HashMap;
+use std::sync::Weak;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::handler::Filesystem;
+use crate::srv::{Server, Shared};
+
+/// What the watcher last saw of one connection.
+struct Seen {
+    first: Instant,
+    attached: bool,
+    frames: u64,
+    /// When `frames` last changed (or the connection was first seen).
+    changed: Instant,
+}
+
+/// Starts the watcher of the server behind `shared`.
+pub(crate) fn start<F: Filesystem>(shared: Weak<Shared<F>>) {
+    let Some(strong) = shared.upgrade() else {
+        return;
+    };
+    let c = &strong.config;
+    let shortest = c.handshake_timeout.min(c.frame_timeout).min(c.idle_timeout);
+    let tick = (shortest / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
+    drop(strong);
+    let spawned = thread::Builder::new()
+        .name("9p-deadlines".into())
+        .spawn(move || run(shared, tick));
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the 9P deadline watcher; silent connections will not be closed");
+    }
+}
+
+fn run<F: Filesystem>(shared: Weak<Shared<F>>, tick: Duration) {
+    let mut seen: HashMap<u64, Seen> = HashMap::new();
+    loop {
+        thread::sleep(tick);
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let now = Instant::now();
+        let conns = Server::conns(&shared);
+        seen.retain(|id, _| conns.iter().any(|c| c.id() == *id));
+        let c = &shared.config;
+        for conn in conns {
+            let (frames, partial) = conn.progress();
+            let (fids, in_flight) = conn.counts();
+            let s = seen.entry(conn.id()).or_insert(Seen {
+                first: now,
+                attached: false,
+                frames,
+                changed: now,
+            });
+            if frames != s.frames {
+                s.frames = frames;
+                s.changed = now;
+            }
+            s.attached |= fids > 0;
+            let quiet = now - s.changed;
+            let spoke = frames > 0 || partial;
+            let why = if spoke && !s.attached && now - s.first >= c.handshake_timeout {
+                Some(("no attach within handshake_timeout", c.handshake_timeout))
+            } else if partial && quiet >= c.frame_timeout {
+                Some((
+                    "a frame stayed incomplete for frame_timeout",
+                    c.frame_timeout,
+                ))
+            } else if s.attached && fids == 0 && in_flight == 0 && quiet >= c.idle_timeout {
+                Some(("no fid and no request for idle_timeout", c.idle_timeout))
+            } else {
+                None
+            };
+            if let Some((why, after)) = why {
+                tracing::warn!(conn = conn.id(), peer = %conn.peer(), ?after, "closing 9P connection: {why}");
+                conn.close();
+            }
+        }
+    }
+}
