@@ -8,9 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nf_transport::ofi::{
-    self, OfiConfig, OfiPacket, OfiTransport, RemoteRegion, RemoteSpan, RmaDone,
-};
+use nf_transport::ofi::{self, OfiConfig, OfiPacket, OfiTransport};
+use nf_transport::rma::{NativeRma, RemoteRegion, RemoteSpan, RmaDone};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError, META_MAX};
 use traffic::*;
 
