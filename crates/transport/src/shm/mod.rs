@@ -28,6 +28,7 @@
 //! | `segment.rs` | segment files: create, open, unlink, reclaim stale ones |
 //! | `fastbox.rs` | in-order release of fast-box slots |
 //! | `copy.rs` | small copies without `memcpy` |
+//! | `sync.rs` | the protocol's atomics: std's, or loom's when model-checking (`loom_tests.rs`) |
 //! | `cma.rs` | single-copy transfers (`process_vm_readv`) |
 //! | `channel.rs` | [`channel::ByteChannel`], a byte stream over shared memory (9P) |
 
@@ -39,7 +40,11 @@ mod fastbox;
 pub mod layout;
 mod rx;
 pub mod segment;
+mod sync;
 mod tx;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 use std::path::{Path, PathBuf};
 

@@ -10,12 +10,12 @@ use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use memmap2::{MmapOptions, MmapRaw};
 
 use super::layout::{Geometry, View, CACHE_LINE, MAGIC, VERSION};
+use super::sync::Ordering;
 use crate::error::TransportError;
 
 /// Prefix of every segment name, so leftovers can be found and reclaimed.
@@ -23,9 +23,28 @@ pub const PREFIX: &str = "nf-";
 
 /// A mapped segment; the mapping lives as long as this value.
 pub struct Segment {
-    map: MmapRaw,
+    map: Backing,
     path: PathBuf,
     view: View,
+}
+
+/// What keeps a segment's memory mapped.
+enum Backing {
+    /// A shared mapping of the segment's file.
+    File(MmapRaw),
+    /// A loom model's memory, shared by the model's ends (`loom_tests.rs`).
+    #[cfg(all(test, loom))]
+    Model(std::sync::Arc<super::loom_tests::Memory>),
+}
+
+impl Backing {
+    fn len(&self) -> usize {
+        match self {
+            Backing::File(map) => map.len(),
+            #[cfg(all(test, loom))]
+            Backing::Model(mem) => mem.len(),
+        }
+    }
 }
 
 /// The path of a job's segment for one local rank.
@@ -89,10 +108,20 @@ impl Segment {
         // the returned Segment, which every View user keeps alive (Rc in the transport).
         let view = unsafe { View::new(map.as_mut_ptr(), geo) };
         Ok(Segment {
-            map,
+            map: Backing::File(map),
             path: path.to_owned(),
             view,
         })
+    }
+
+    /// A segment over a loom model's memory, already initialised (no file).
+    #[cfg(all(test, loom))]
+    pub(crate) fn model(mem: std::sync::Arc<super::loom_tests::Memory>) -> Segment {
+        Segment {
+            view: mem.view(),
+            map: Backing::Model(mem),
+            path: PathBuf::new(),
+        }
     }
 
     /// Typed access to the mapped layout.
