@@ -15,6 +15,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -145,11 +146,12 @@ pub(crate) fn dial(
     Ok(stream)
 }
 
-/// Socket options of an established connection: no Nagle delay, and a broken link
-/// (peer host gone, cable pulled) detected within about `dead_after`.
-pub(crate) fn tune(stream: &TcpStream, dead_after: Duration) -> io::Result<()> {
-    stream.set_nodelay(true)?;
+/// Socket options of an established tcp connection: no Nagle delay, and a broken
+/// link (peer host gone, cable pulled) detected within about `dead_after` rather than
+/// never. The tcp transport's connections use it, and so does `nf-rma`'s service path.
+pub fn tune(stream: &impl AsFd, dead_after: Duration) -> io::Result<()> {
     let sock = SockRef::from(stream);
+    sock.set_tcp_nodelay(true)?;
     let idle = (dead_after / 3).max(Duration::from_secs(1));
     let every = (dead_after / 6).max(Duration::from_secs(1));
     sock.set_tcp_keepalive(

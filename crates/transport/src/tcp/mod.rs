@@ -93,6 +93,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::TransportError;
 use crate::{Messaging, SendStatus};
+pub use conn::tune;
 use handoff::Held;
 use inbox::{lock, Arrival, Inbox};
 use rx::Pool;
