@@ -2,57 +2,23 @@
 //! domain `lo`, nothing else), several endpoints per process, one thread each where
 //! they must run at once. Without libfabric every test fails, saying what to install.
 
+mod ofi_support;
 mod traffic;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nf_transport::ofi::{self, OfiConfig, OfiPacket, OfiTransport};
+use nf_transport::ofi::{OfiConfig, OfiPacket, OfiTransport};
 use nf_transport::rma::{NativeRma, RemoteRegion, RemoteSpan, RmaDone};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
+use ofi_support::job;
 use traffic::*;
 
 const COOKIE: u64 = 0x9f00_c0ff_ee00_0002;
 
-/// Fails the test unless the ofi transport can run here.
-fn require_ofi() {
-    if let Err(e) = ofi::available() {
-        panic!(
-            "{e}\nthe ofi tests need libfabric: run scripts/setup.sh (it installs \
-             libfabric-dev and libfabric-bin), then rebuild"
-        );
-    }
-}
-
 fn config() -> OfiConfig {
-    require_ofi();
-    OfiConfig {
-        provider: "tcp".into(),
-        node: Some("127.0.0.1".into()),
-        domain: Some("lo".into()),
-        cookie: COOKIE,
-        max_payload: 64 * 1024,
-        dead_after: Duration::from_secs(2),
-        ..OfiConfig::default()
-    }
-}
-
-/// Opens `cfgs.len()` endpoints and inserts every address into every endpoint.
-fn job(cfgs: Vec<OfiConfig>) -> Vec<OfiTransport> {
-    let n = cfgs.len();
-    let mut eps: Vec<_> = cfgs
-        .into_iter()
-        .enumerate()
-        .map(|(r, c)| OfiTransport::open(c, r, n).unwrap())
-        .collect();
-    let addrs: Vec<_> = eps.iter().map(|e| Some(e.address())).collect();
-    for ep in &mut eps {
-        let mut table = addrs.clone();
-        table[ep.rank()] = None;
-        ep.connect(&table).unwrap();
-    }
-    eps
+    ofi_support::config(COOKIE)
 }
 
 /// Sends one packet, polling (as the core does) while the answer is `NoCredit`; `other`

@@ -133,22 +133,22 @@ pub fn credit_and_back_pressure<F: Fixture>() {
     // An idle poll everywhere: the receiver publishes what it freed (shm does lazily).
     job.idle(&[]);
     let mut sent = [1u32; 2];
-    for s in 0..2 {
+    for (s, sent) in sent.iter_mut().enumerate() {
         let deadline = Instant::now() + LIMIT;
         loop {
             assert!(
                 Instant::now() < deadline,
                 "sender {s} never ran out of credit"
             );
-            let (meta, payload) = packet(s, 2, sent[s], max);
+            let (meta, payload) = packet(s, 2, *sent, max);
             match job.ep(s).try_send(2, &meta, &payload).unwrap() {
-                SendStatus::Sent => sent[s] += 1,
+                SendStatus::Sent => *sent += 1,
                 SendStatus::NoCredit => break,
             }
             // The sender makes progress on its own receives; nothing comes.
             assert!(job.ep(s).poll().unwrap().is_none());
         }
-        assert!(sent[s] > 1, "sender {s} had no credit at all");
+        assert!(*sent > 1, "sender {s} had no credit at all");
     }
     let deadline = Instant::now() + LIMIT;
     while next[..2] != sent {
@@ -161,8 +161,8 @@ pub fn credit_and_back_pressure<F: Fixture>() {
             check(&pkt, 2, &mut next, max);
         }
     }
-    for s in 0..2 {
-        let (meta, payload) = packet(s, 2, sent[s], max);
+    for (s, &seq) in sent.iter().enumerate() {
+        let (meta, payload) = packet(s, 2, seq, max);
         job.send(s, 2, &meta, &payload);
         check(&job.next(2).unwrap(), 2, &mut next, max);
     }

@@ -8,6 +8,8 @@
 //! shm transport is not `Send`, and ofi's tcp provider moves nothing unless both ends
 //! poll); every wait has a deadline.
 
+#[path = "../ofi_support/mod.rs"]
+mod ofi_support;
 #[path = "../traffic/mod.rs"]
 mod traffic;
 
