@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use memmap2::MmapMut;
-use nf_transport::ofi::RegionId;
+use nf_transport::rma::RegionId;
 use nf_transport::shm::segment::{segment_path, PREFIX};
 
 use crate::shm::map::Mapping;

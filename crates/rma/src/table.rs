@@ -5,7 +5,7 @@
 //! segment is mapped in this process when its proc shares our domain, which is how
 //! `(proc, remote address)` becomes a local pointer.
 
-use nf_transport::ofi::RemoteRegion;
+use nf_transport::rma::RemoteRegion;
 
 /// One proc's segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,10 +8,17 @@
 //! an outcome to retry after polling, not a failure).
 //!
 //! Transports: [`shm`] (same host), [`tcp`] (between hosts), [`ofi`] (between hosts,
-//! over the system libfabric when it is there).
+//! over the system libfabric when it is there). Each implements [`Messaging`]; a
+//! transport whose fabric has one-sided operations also implements
+//! [`rma::NativeRma`] (today: ofi). Every transport's folder uses the same file
+//! names for the same jobs: `mod.rs` (the type, its config, its [`Messaging`] impl),
+//! `conn.rs` (wire-up), `tx.rs` (sending), `rx.rs` (receiving), `wire.rs` (wire
+//! format), `faults.rs` (peer loss, bad frames), `rma.rs` (native RMA), plus extras
+//! named for what only that transport does.
 
 pub mod error;
 pub mod ofi;
+pub mod rma;
 pub mod shm;
 pub mod tcp;
 

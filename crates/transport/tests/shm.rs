@@ -30,37 +30,15 @@ fn job(cfg: &ShmConfig, n: usize) -> Vec<ShmTransport> {
 }
 
 #[test]
-fn packets_arrive_intact_and_in_order() {
+fn segment_names_are_gone_after_wire_up() {
     let dir = tempfile::tempdir().unwrap();
-    let mut eps = job(&config(dir.path()), 2);
-    let mut got = Vec::new();
-    for i in 0..1000u32 {
-        let payload: Vec<u8> = (0..(i as usize % 900))
-            .map(|b| (b as u32 ^ i) as u8)
-            .collect();
-        while eps[0].try_send(1, &i.to_le_bytes(), &payload).unwrap() == SendStatus::NoCredit {
-            while let Some(p) = eps[1].poll().unwrap() {
-                got.push((p.src(), p.meta().to_vec(), p.payload().to_vec()));
-            }
-        }
-    }
-    while let Some(p) = eps[1].poll().unwrap() {
-        got.push((p.src(), p.meta().to_vec(), p.payload().to_vec()));
-    }
-    assert_eq!(got.len(), 1000);
-    for (i, (src, meta, payload)) in got.into_iter().enumerate() {
-        assert_eq!(src, 0);
-        assert_eq!(meta, (i as u32).to_le_bytes());
-        let want: Vec<u8> = (0..(i % 900))
-            .map(|b| (b as u32 ^ i as u32) as u8)
-            .collect();
-        assert_eq!(payload, want, "packet {i}");
-    }
+    let eps = job(&config(dir.path()), 2);
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
         "names unlinked after wire-up"
     );
+    drop(eps);
 }
 
 #[test]

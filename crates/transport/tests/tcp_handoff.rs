@@ -1,4 +1,4 @@
-//! The tcp transport's read handoff (`tcp/rx.rs`): a polling owner reads the
+//! The tcp transport's read handoff (`tcp/handoff.rs`): a polling owner reads the
 //! connections it expects traffic on itself, the progress thread serves the rest and
 //! takes connections back from an owner that stopped polling. Real sockets on
 //! loopback; `TcpTransport::stats` tells which side read each packet.

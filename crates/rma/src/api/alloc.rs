@@ -22,7 +22,7 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-use nf_transport::ofi::{RegionId, RemoteRegion};
+use nf_transport::rma::{RegionId, RemoteRegion};
 
 use crate::error::RmaError;
 use crate::memory::Alloc;

@@ -1,5 +1,6 @@
-//! Native RMA: put and get to other domains with the ofi transport's `fi_write` /
-//! `fi_read`, where every end has it (issue 4: "the ofi transport's native RMA where
+//! Native RMA: put and get to other domains with a transport's native one-sided
+//! operations ([`NativeRma`]: the ofi transport's `fi_write` / `fi_read`), where every
+//! end has them (issue 4: "the ofi transport's native RMA where
 //! the provider has it, otherwise active messages served with asynchronous progress").
 //!
 //! **Start-up** (`setup.rs`, step 6 of `rma.rs`): each proc with remote peers opens
@@ -56,7 +57,8 @@ use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use nf_transport::ofi::{OfiTransport, RegionId, RemoteRegion, RemoteSpan, RmaCaps};
+use nf_transport::ofi::OfiTransport;
+use nf_transport::rma::{NativeRma, RegionId, RemoteRegion, RemoteSpan, RmaCaps};
 use nf_transport::{SendStatus, TransportError};
 
 pub(crate) use setup::setup;
@@ -102,14 +104,15 @@ pub(crate) struct Done {
 
 /// Locks the endpoint, whatever a panicking holder left (the transport's state is
 /// consistent between calls).
-fn lock(ep: &Mutex<OfiTransport>) -> MutexGuard<'_, OfiTransport> {
+fn lock<E>(ep: &Mutex<E>) -> MutexGuard<'_, E> {
     ep.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// This proc's native RMA: its endpoint (shared with the progress thread), the routes,
-/// and what is in flight.
-pub(crate) struct Native {
-    ep: Arc<Mutex<OfiTransport>>,
+/// and what is in flight. Written against [`NativeRma`]; the endpoint `setup` opens is
+/// the ofi transport's.
+pub(crate) struct Native<E = OfiTransport> {
+    ep: Arc<Mutex<E>>,
     /// Stopped and joined when dropped, before the endpoint goes.
     progress: Progress,
     /// Procs reached natively.
@@ -138,7 +141,7 @@ struct Op {
     bytes: usize,
 }
 
-impl Native {
+impl<E: NativeRma> Native<E> {
     /// Whether put and get to `proc` go native.
     pub(crate) fn routes(&self, proc: usize) -> bool {
         self.route.get(proc).copied().unwrap_or(false)
@@ -246,7 +249,7 @@ impl Native {
     }
 
     /// Pumps until `ready` holds or `proc` is lost (its operations then fail).
-    fn settle(&mut self, proc: usize, ready: impl Fn(&Native) -> bool) {
+    fn settle(&mut self, proc: usize, ready: impl Fn(&Self) -> bool) {
         while !ready(self) && self.in_flight(Some(proc)) > 0 {
             self.pump();
             if !ready(self) {

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nf_transport::ofi::OfiTransport;
+use nf_transport::rma::NativeRma;
 
 use super::lock;
 use crate::error::RmaError;
@@ -158,8 +158,8 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// Starts driving `ep`, whose completion queue has the wait fd `wait_fd`.
-    pub(crate) fn start(
-        ep: Arc<Mutex<OfiTransport>>,
+    pub(crate) fn start<E: NativeRma + Send + 'static>(
+        ep: Arc<Mutex<E>>,
         wait_fd: RawFd,
         rank: usize,
     ) -> Result<Progress, RmaError> {
@@ -220,7 +220,7 @@ pub(crate) fn sleep_on(fds: &[RawFd], at_most: Duration) {
     unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
 }
 
-fn run(ep: &Mutex<OfiTransport>, wait_fd: RawFd, h: &Handoff) {
+fn run<E: NativeRma>(ep: &Mutex<E>, wait_fd: RawFd, h: &Handoff) {
     let mut failed = false;
     // Step 1.
     while !h.stop.load(Ordering::Acquire) {

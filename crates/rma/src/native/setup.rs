@@ -14,6 +14,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use nf_transport::ofi::{self, OfiConfig, OfiTransport};
+use nf_transport::rma::NativeRma;
 
 use super::progress::Progress;
 use super::Native;

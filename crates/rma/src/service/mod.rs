@@ -30,16 +30,8 @@ pub(crate) use server::{Service, Shared};
 /// A peer that stops acknowledging (host gone, link cut) is lost after about this.
 pub(crate) const DEAD_AFTER: Duration = Duration::from_secs(20);
 
-/// Socket options of an established service connection: no Nagle delay, and a broken
-/// link detected within about [`DEAD_AFTER`] rather than never.
+/// Socket options of an established service connection: the tcp transport's (no
+/// Nagle delay, a broken link detected within about [`DEAD_AFTER`]).
 pub(crate) fn tune(stream: &impl AsFd) -> std::io::Result<()> {
-    let sock = socket2::SockRef::from(stream);
-    sock.set_tcp_nodelay(true)?;
-    sock.set_tcp_keepalive(
-        &socket2::TcpKeepalive::new()
-            .with_time(DEAD_AFTER / 3)
-            .with_interval(DEAD_AFTER / 6)
-            .with_retries(3),
-    )?;
-    sock.set_tcp_user_timeout(Some(DEAD_AFTER))
+    nf_transport::tcp::tune(stream, DEAD_AFTER)
 }

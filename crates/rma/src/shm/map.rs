@@ -1,11 +1,12 @@
 //! A segment file mapped shared (step 1–3 of the module docs), and private local
-//! memory for `malloc_local`.
+//! memory for `malloc_local`. Creating and unlinking the file are the shm transport's
+//! helpers (`nf_transport::shm::segment`), shared with its receive segments.
 
 use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use memmap2::{MmapMut, MmapOptions, MmapRaw};
+use nf_transport::shm::segment::{create_file, unlink_name, FileStep};
 
 use crate::error::RmaError;
 
@@ -26,15 +27,13 @@ fn shm_err(what: &'static str, path: &Path, source: std::io::Error) -> RmaError 
 impl Mapping {
     /// Creates the file (it must not exist), sizes it to `len` (> 0) and maps it.
     pub(crate) fn create(path: &Path, len: usize) -> Result<Mapping, RmaError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| shm_err("create rma segment", path, e))?;
-        file.set_len(len as u64)
-            .map_err(|e| shm_err("size rma segment (is the tmpfs full?)", path, e))?;
+        let file = create_file(path, len as u64).map_err(|(step, e)| {
+            let what = match step {
+                FileStep::Create => "create rma segment",
+                FileStep::Size => "size rma segment (is the tmpfs full?)",
+            };
+            shm_err(what, path, e)
+        })?;
         Self::map(&file, path, len)
     }
 
@@ -77,11 +76,7 @@ impl Mapping {
 
     /// Removes the file's name; the memory stays for everyone who mapped it.
     pub(crate) fn unlink(&self) -> Result<(), RmaError> {
-        match std::fs::remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(shm_err("unlink rma segment", &self.path, e)),
-        }
+        unlink_name(&self.path).map_err(|e| shm_err("unlink rma segment", &self.path, e))
     }
 }
 

@@ -13,7 +13,7 @@
 //!    address vector and endpoint, and posts `rx_buffers` receive buffers of
 //!    `20 + META_MAX + max_payload` bytes each.
 //! 2. **Address exchange.** [`OfiTransport::address`] is the endpoint's name (opaque
-//!    bytes) followed by a trailer (`address.rs`): our `reorder_window` and
+//!    bytes) followed by a trailer (`conn.rs`): our `reorder_window` and
 //!    `max_payload`; the core publishes it hex-encoded through the launcher's
 //!    key-value store. After a fence, [`OfiTransport::connect`] checks each peer's
 //!    trailer (a different `max_payload` would truncate packets, so it is refused here),
@@ -54,19 +54,32 @@
 //!    not lost has completed (at most `linger`), then closes the endpoint; the receive
 //!    pool is freed when the last packet that uses it is dropped.
 //!
-//! Files: `messaging.rs` (steps 3–4), `window.rs` and `order.rs` (per-pair order
-//! without loss), `faults.rs` (step 5), `rma.rs`, `address.rs`, `wire.rs`, `ffi/`.
+//! Files (the same names as `shm/` and `tcp/` for the same jobs):
+//!
+//! | file | job |
+//! |---|---|
+//! | `mod.rs` | [`OfiTransport`], [`OfiConfig`], opening (step 1), the [`Messaging`] impl, progress, close (step 6) |
+//! | `conn.rs` | wire-up: the published address and [`OfiTransport::connect`] (step 2) |
+//! | `tx.rs` | sending side (step 3) |
+//! | `rx.rs` | receiving side, the packet type (step 4) |
+//! | `wire.rs` | wire format: the packet header and its check word |
+//! | `faults.rs` | peer loss, stuck operations, errors that say what to do (step 5) |
+//! | `rma.rs` | native RMA: [`crate::rma::NativeRma`] for this transport |
+//! | `window.rs` | per-pair send windows (why a receiver never drops a packet) |
+//! | `order.rs` | restoring per-pair order of receives |
+//! | `ffi/`, `shim/` | the libfabric shim and its run-time loading |
 //!
 //! Settings read from the environment here (the core's config owns the rest):
 //! `NF_OFI_SHIM` overrides the path of the shim built by `build.rs`; libfabric's own
 //! `FI_*` variables (`FI_TCP_IFACE`, `FI_LOG_LEVEL`, …) apply as usual.
 
-mod address;
+mod conn;
 mod faults;
 mod ffi;
-mod messaging;
 mod order;
 mod rma;
+mod rx;
+mod tx;
 mod window;
 pub mod wire;
 
@@ -74,13 +87,13 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::error::TransportError;
-use crate::META_MAX;
+use crate::rma::RmaDone;
+use crate::{Messaging, SendStatus, META_MAX};
 use faults::{ofi_error, open_error};
 use ffi::{Endpoint, Event, OpenParams, RxBuf};
-use messaging::recv_error;
-pub use messaging::OfiPacket;
 use order::Order;
-pub use rma::{RegionId, RemoteRegion, RemoteSpan, RmaCaps, RmaDone};
+use rx::recv_error;
+pub use rx::OfiPacket;
 use window::Windows;
 use wire::HEADER_LEN;
 
@@ -290,62 +303,6 @@ impl OfiTransport {
         })
     }
 
-    /// Step 2a: this endpoint's name and trailer, for the peers' [`OfiTransport::connect`].
-    pub fn address(&self) -> Vec<u8> {
-        address::encode(
-            &self.name,
-            self.cfg.max_payload as u32,
-            self.cfg.reorder_window as u32,
-        )
-    }
-
-    /// Step 2b: inserts every peer's name (indexed by rank; `None` for ourselves and
-    /// for peers reached another way). Names already inserted are kept.
-    pub fn connect(&mut self, peers: &[Option<Vec<u8>>]) -> Result<(), TransportError> {
-        if peers.len() != self.size {
-            return Err(TransportError::Config(format!(
-                "ofi connect got {} addresses for a job of {} ranks",
-                peers.len(),
-                self.size
-            )));
-        }
-        for (rank, addr) in peers.iter().enumerate() {
-            let Some(addr) = addr else { continue };
-            if rank == self.me || self.connected[rank] {
-                continue;
-            }
-            let wire_up = |why: String| TransportError::WireUp { peer: rank, why };
-            let theirs = address::decode(addr).map_err(wire_up)?;
-            let (name, max) = (theirs.name, theirs.max_payload);
-            if max as usize != self.cfg.max_payload {
-                return Err(wire_up(format!(
-                    "it uses an ofi max_payload of {max} B, we use {} B; every rank must \
-                     use the same",
-                    self.cfg.max_payload
-                )));
-            }
-            if name.len() != self.name.len() {
-                return Err(wire_up(format!(
-                    "its ofi endpoint name is {} B, ours is {} B: do all ranks use the same \
-                     provider ({}) and address family?",
-                    name.len(),
-                    self.name.len(),
-                    self.cfg.provider
-                )));
-            }
-            self.ep.insert(rank, name).map_err(|f| {
-                ofi_error(
-                    format!("inserting rank {rank}'s address into the address vector"),
-                    f,
-                    "the published address is not one this provider accepts",
-                )
-            })?;
-            self.windows.open(rank, theirs.window);
-            self.connected[rank] = true;
-        }
-        Ok(())
-    }
-
     /// This endpoint's rank.
     pub fn rank(&self) -> usize {
         self.me
@@ -443,6 +400,29 @@ impl OfiTransport {
             }
         }
         Ok(n)
+    }
+}
+
+impl Messaging for OfiTransport {
+    type Packet = OfiPacket;
+
+    fn max_payload(&self) -> usize {
+        self.cfg.max_payload
+    }
+
+    #[inline]
+    fn try_send(
+        &mut self,
+        dest: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<SendStatus, TransportError> {
+        self.send_packet(dest, meta, payload)
+    }
+
+    #[inline]
+    fn poll(&mut self) -> Result<Option<OfiPacket>, TransportError> {
+        self.next_packet()
     }
 }
 

@@ -1,31 +1,32 @@
-//! Native RMA (`fi_write` / `fi_read`) on registered memory, for the rma layer.
+//! Native RMA (`fi_write` / `fi_read`) on registered memory: the ofi transport's
+//! [`NativeRma`] (the steps are the trait's), plus what only ofi offers.
 //!
 //! 1. **Regions.** [`OfiTransport::register`] allocates a region (page-aligned, zeroed)
-//!    registered for local and remote access; [`OfiTransport::register_memory`]
+//!    registered for local and remote access; [`NativeRma::register_memory`]
 //!    registers memory the caller owns (say a shared-memory segment), which must stay
-//!    mapped until [`OfiTransport::deregister`]. [`OfiTransport::remote`] is what a
+//!    mapped until [`NativeRma::deregister`]. [`NativeRma::remote`] is what a
 //!    peer needs to reach a region ([`RemoteRegion`], 24 bytes to publish).
 //! 2. **Operations.** Each takes a send slot (the same `queue_limit` as messaging:
 //!    `NoCredit` when none is free, or while the provider says `EAGAIN`) and carries
 //!    the caller's `tag`:
 //!    - [`OfiTransport::put`] / [`OfiTransport::get`]: one contiguous piece between a
 //!      region of ours and a peer's;
-//!    - [`OfiTransport::write`]: bytes the transport keeps until the completion, to up
+//!    - [`NativeRma::write`]: bytes the transport keeps until the completion, to up
 //!      to [`RmaCaps::rma_iov_limit`] pieces of peers' regions;
-//!    - [`OfiTransport::read`]: up to that many remote pieces into as many pieces of
+//!    - [`NativeRma::read`]: up to that many remote pieces into as many pieces of
 //!      the caller's memory (`unsafe`: it must stay valid until the completion).
 //!
 //!    A write completes only once its data is in the target's memory
 //!    (`FI_DELIVERY_COMPLETE`), so its completion is *remote* completion; a read
 //!    completes when its data is in ours.
-//! 3. **Completions** are read by `poll` or [`OfiTransport::progress`] (which also
+//! 3. **Completions** are read by `poll` or [`NativeRma::progress`] (which also
 //!    drives the provider: with manual progress a target's memory is written or read
 //!    only while its owner reads its queue) and wait in order for
-//!    [`OfiTransport::pop_rma_done`], each with its tag and outcome (and a write's
+//!    [`NativeRma::pop_rma_done`], each with its tag and outcome (and a write's
 //!    bytes, to reuse). A failed operation marks its peer lost, as a send does.
 //! 4. **Sleeping.** With [`super::OfiConfig::wait`] the completion queue has a wait
-//!    object: a thread may sleep on [`OfiTransport::wait_fd`] after
-//!    [`OfiTransport::trywait`] said yes (libfabric's rule: else a completion, or
+//!    object: a thread may sleep on [`NativeRma::wait_fd`] after
+//!    [`NativeRma::trywait`] said yes (libfabric's rule: else a completion, or
 //!    progress the provider owes, could be missed).
 //!
 //! A provider without `FI_RMA` (or a transport opened with `rma: false`) answers
@@ -37,85 +38,8 @@ use std::sync::Arc;
 use super::ffi::{Keep, RawIov, RawRiov, Region, Sent, MAX_IOV};
 use super::{ofi_error, OfiTransport, Op};
 use crate::error::TransportError;
+use crate::rma::{NativeRma, RegionId, RemoteRegion, RemoteSpan, RmaCaps, RmaDone};
 use crate::SendStatus;
-
-/// A region registered with this transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RegionId(usize);
-
-/// How a peer names one of our regions: its remote base address, key and length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RemoteRegion {
-    /// Remote address of byte 0 (0 when the provider addresses regions by offset).
-    pub base: u64,
-    /// The registration key.
-    pub key: u64,
-    /// Length in bytes.
-    pub len: u64,
-}
-
-impl RemoteRegion {
-    /// Bytes to publish: base, key, len, little-endian.
-    pub fn to_bytes(&self) -> [u8; 24] {
-        let mut b = [0u8; 24];
-        b[0..8].copy_from_slice(&self.base.to_le_bytes());
-        b[8..16].copy_from_slice(&self.key.to_le_bytes());
-        b[16..24].copy_from_slice(&self.len.to_le_bytes());
-        b
-    }
-
-    /// The inverse of [`RemoteRegion::to_bytes`] (`None` unless exactly 24 bytes).
-    pub fn from_bytes(b: &[u8]) -> Option<Self> {
-        let b: &[u8; 24] = b.try_into().ok()?;
-        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        Some(RemoteRegion {
-            base: word(0),
-            key: word(8),
-            len: word(16),
-        })
-    }
-}
-
-/// `len` bytes at offset `off` of a peer's region.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RemoteSpan {
-    /// The region.
-    pub region: RemoteRegion,
-    /// Offset of the first byte in it.
-    pub off: u64,
-    /// Bytes.
-    pub len: u64,
-}
-
-/// What the provider offers for RMA on this endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RmaCaps {
-    /// Local pieces one [`OfiTransport::read`] may have.
-    pub iov_limit: usize,
-    /// Remote pieces one operation may have.
-    pub rma_iov_limit: usize,
-    /// A read to a peer sees the data of every write issued to it before
-    /// (`FI_ORDER_RAW`).
-    pub read_after_write: bool,
-    /// Writes to a peer land in issue order (`FI_ORDER_WAW`).
-    pub write_after_write: bool,
-    /// A write to a peer lands after every read issued to it before has read
-    /// (`FI_ORDER_WAR`).
-    pub write_after_read: bool,
-}
-
-/// One finished RMA operation.
-#[derive(Debug)]
-pub struct RmaDone {
-    /// The tag it was issued with.
-    pub tag: u64,
-    /// The peer.
-    pub peer: usize,
-    /// `Ok`, or why it failed (the peer is then lost).
-    pub result: Result<(), TransportError>,
-    /// The bytes a [`OfiTransport::write`] took, handed back for reuse.
-    pub bytes: Option<Vec<u8>>,
-}
 
 const NO_RMA: &str = "native RMA (the provider lacks FI_RMA, or rma was off at open)";
 
@@ -131,18 +55,6 @@ impl OfiTransport {
         self.ep.granted().rma
     }
 
-    /// What the provider offers for RMA.
-    pub fn rma_caps(&self) -> RmaCaps {
-        let g = self.ep.granted();
-        RmaCaps {
-            iov_limit: g.iov_limit.clamp(1, MAX_IOV),
-            rma_iov_limit: g.rma_iov_limit.clamp(1, MAX_IOV),
-            read_after_write: g.msg_order & FI_ORDER_RAW != 0,
-            write_after_write: g.msg_order & FI_ORDER_WAW != 0,
-            write_after_read: g.msg_order & FI_ORDER_WAR != 0,
-        }
-    }
-
     /// Step 1: allocates and registers a region of `len` bytes.
     pub fn register(&mut self, len: usize) -> Result<RegionId, TransportError> {
         self.need_rma()?;
@@ -153,28 +65,9 @@ impl OfiTransport {
         Ok(self.keep_region(region))
     }
 
-    /// Step 1: registers `len` bytes of the caller's memory at `ptr` for local and
-    /// remote RMA.
-    ///
-    /// # Safety
-    /// The memory must stay mapped until [`OfiTransport::deregister`] (or the
-    /// transport is dropped) and no operation of ours uses it any more; peers may read
-    /// and write it meanwhile.
-    pub unsafe fn register_memory(
-        &mut self,
-        ptr: *mut u8,
-        len: usize,
-    ) -> Result<RegionId, TransportError> {
-        self.need_rma()?;
-        // SAFETY: forwarded from the caller.
-        let region = unsafe { self.ep.register(ptr, len) }
-            .map_err(|f| register_error(f, format!("registering {len} B at {ptr:p} for RMA")))?;
-        Ok(self.keep_region(region))
-    }
-
     fn keep_region(&mut self, region: Region) -> RegionId {
         self.regions.push(Some(Arc::new(region)));
-        RegionId(self.regions.len() - 1)
+        RegionId::new(self.regions.len() - 1)
     }
 
     fn need_rma(&self) -> Result<(), TransportError> {
@@ -187,19 +80,11 @@ impl OfiTransport {
 
     fn region(&self, id: RegionId) -> Result<&Arc<Region>, TransportError> {
         self.regions
-            .get(id.0)
+            .get(id.index())
             .and_then(Option::as_ref)
-            .ok_or_else(|| TransportError::Config(format!("ofi region {} is not registered", id.0)))
-    }
-
-    /// What a peer needs to reach region `id`.
-    pub fn remote(&self, id: RegionId) -> Result<RemoteRegion, TransportError> {
-        let r = self.region(id)?;
-        Ok(RemoteRegion {
-            base: r.base,
-            key: r.key,
-            len: r.len() as u64,
-        })
+            .ok_or_else(|| {
+                TransportError::Config(format!("ofi region {} is not registered", id.index()))
+            })
     }
 
     /// Copies bytes of region `id` from `off` into `out`.
@@ -227,13 +112,6 @@ impl OfiTransport {
         if !r.write_at(off, data) {
             return Err(out_of_range(off, data.len(), r.len()));
         }
-        Ok(())
-    }
-
-    /// Step 1: forgets region `id` (deregistered when no operation uses it any more).
-    pub fn deregister(&mut self, id: RegionId) -> Result<(), TransportError> {
-        self.region(id)?;
-        self.regions[id.0] = None;
         Ok(())
     }
 
@@ -302,69 +180,6 @@ impl OfiTransport {
                 &[local],
                 &remote,
                 &mut keep,
-                tag,
-            )
-        }
-    }
-
-    /// Step 2: writes `data` (taken, leaving it empty, once the write is issued) to the
-    /// pieces `to` of `dest`'s regions, in order; their lengths must add up to
-    /// `data.len()`. `NoCredit` leaves `data` as it was.
-    pub fn write(
-        &mut self,
-        dest: usize,
-        data: &mut Vec<u8>,
-        to: &[RemoteSpan],
-        tag: u64,
-    ) -> Result<SendStatus, TransportError> {
-        self.need_rma()?;
-        let remote = self.remote_pieces(dest, to)?;
-        let local = [RawIov {
-            buf: data.as_mut_ptr(),
-            len: data.len() as u64,
-        }];
-        // A Vec's heap buffer does not move when the Vec does, so `local` stays valid
-        // while `keep` holds it.
-        let mut keep = Some(Keep::Bytes(std::mem::take(data)));
-        // SAFETY: the local piece is the buffer `keep` holds until the completion.
-        let status = unsafe { self.issue(true, dest, None, &local, &remote, &mut keep, tag) };
-        if let Some(Keep::Bytes(back)) = keep {
-            *data = back;
-        }
-        status
-    }
-
-    /// Step 2: reads the pieces `from` of `dest`'s regions, in order, into the local
-    /// pieces `into` (at most [`RmaCaps::iov_limit`]), whose lengths add up to the same.
-    ///
-    /// # Safety
-    /// Every local piece must be valid for writes, and touched by no one else, until
-    /// this operation's completion is popped or the transport is dropped.
-    pub unsafe fn read(
-        &mut self,
-        dest: usize,
-        into: &[(*mut u8, usize)],
-        from: &[RemoteSpan],
-        tag: u64,
-    ) -> Result<SendStatus, TransportError> {
-        self.need_rma()?;
-        let remote = self.remote_pieces(dest, from)?;
-        let local: Vec<RawIov> = into
-            .iter()
-            .map(|&(buf, len)| RawIov {
-                buf,
-                len: len as u64,
-            })
-            .collect();
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.issue(
-                false,
-                dest,
-                None,
-                &local,
-                &remote,
-                &mut Some(Keep::Caller),
                 tag,
             )
         }
@@ -459,25 +274,122 @@ impl OfiTransport {
     pub fn rma_in_flight(&self) -> usize {
         self.rma_in_flight
     }
+}
 
-    /// Step 3: the next finished operation, in completion order.
-    pub fn pop_rma_done(&mut self) -> Option<RmaDone> {
+impl NativeRma for OfiTransport {
+    fn rma_caps(&self) -> RmaCaps {
+        let g = self.ep.granted();
+        RmaCaps {
+            iov_limit: g.iov_limit.clamp(1, MAX_IOV),
+            rma_iov_limit: g.rma_iov_limit.clamp(1, MAX_IOV),
+            read_after_write: g.msg_order & FI_ORDER_RAW != 0,
+            write_after_write: g.msg_order & FI_ORDER_WAW != 0,
+            write_after_read: g.msg_order & FI_ORDER_WAR != 0,
+        }
+    }
+
+    unsafe fn register_memory(
+        &mut self,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<RegionId, TransportError> {
+        self.need_rma()?;
+        // SAFETY: forwarded from the caller.
+        let region = unsafe { self.ep.register(ptr, len) }
+            .map_err(|f| register_error(f, format!("registering {len} B at {ptr:p} for RMA")))?;
+        Ok(self.keep_region(region))
+    }
+
+    fn remote(&self, id: RegionId) -> Result<RemoteRegion, TransportError> {
+        let r = self.region(id)?;
+        Ok(RemoteRegion {
+            base: r.base,
+            key: r.key,
+            len: r.len() as u64,
+        })
+    }
+
+    fn deregister(&mut self, id: RegionId) -> Result<(), TransportError> {
+        self.region(id)?;
+        self.regions[id.index()] = None;
+        Ok(())
+    }
+
+    fn write(
+        &mut self,
+        dest: usize,
+        data: &mut Vec<u8>,
+        to: &[RemoteSpan],
+        tag: u64,
+    ) -> Result<SendStatus, TransportError> {
+        self.need_rma()?;
+        let remote = self.remote_pieces(dest, to)?;
+        let local = [RawIov {
+            buf: data.as_mut_ptr(),
+            len: data.len() as u64,
+        }];
+        // A Vec's heap buffer does not move when the Vec does, so `local` stays valid
+        // while `keep` holds it.
+        let mut keep = Some(Keep::Bytes(std::mem::take(data)));
+        // SAFETY: the local piece is the buffer `keep` holds until the completion.
+        let status = unsafe { self.issue(true, dest, None, &local, &remote, &mut keep, tag) };
+        if let Some(Keep::Bytes(back)) = keep {
+            *data = back;
+        }
+        status
+    }
+
+    unsafe fn read(
+        &mut self,
+        dest: usize,
+        into: &[(*mut u8, usize)],
+        from: &[RemoteSpan],
+        tag: u64,
+    ) -> Result<SendStatus, TransportError> {
+        self.need_rma()?;
+        let remote = self.remote_pieces(dest, from)?;
+        let local: Vec<RawIov> = into
+            .iter()
+            .map(|&(buf, len)| RawIov {
+                buf,
+                len: len as u64,
+            })
+            .collect();
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.issue(
+                false,
+                dest,
+                None,
+                &local,
+                &remote,
+                &mut Some(Keep::Caller),
+                tag,
+            )
+        }
+    }
+
+    fn progress(&mut self) -> Result<usize, TransportError> {
+        OfiTransport::progress(self)
+    }
+
+    fn pop_rma_done(&mut self) -> Option<RmaDone> {
         self.rma_done.pop_front()
     }
 
-    /// Step 3: whether finished operations wait to be popped.
-    pub fn rma_done_waiting(&self) -> bool {
+    fn rma_done_waiting(&self) -> bool {
         !self.rma_done.is_empty()
     }
 
-    /// Step 4: the completion queue's wait object, if it has one.
-    pub fn wait_fd(&self) -> Option<RawFd> {
+    fn expire_stuck(&mut self) {
+        OfiTransport::expire_stuck(self)
+    }
+
+    fn wait_fd(&self) -> Option<RawFd> {
         self.ep.granted().wait_fd
     }
 
-    /// Step 4: whether a thread may sleep on [`OfiTransport::wait_fd`] now; `false`
-    /// means: read completions ([`OfiTransport::progress`]) first.
-    pub fn trywait(&mut self) -> Result<bool, TransportError> {
+    fn trywait(&mut self) -> Result<bool, TransportError> {
         self.ep.trywait().map_err(|f| {
             ofi_error(
                 "asking whether the completion queue may be waited on".into(),

@@ -15,9 +15,9 @@
 //! on every message.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 
 use super::layout::{View, FAST_SLOTS};
+use super::sync::Ordering;
 
 #[derive(Clone, Copy, Default)]
 struct Release {

@@ -42,9 +42,8 @@
 //! credit always finds a free frame, and that the ring never holds more tickets than
 //! slots, so the slot of ticket `t` is free again once ticket `t - frames` was read.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-
 use super::copy::copy_small;
+use super::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Identifies a ninefold shm segment ("nf-shm", then format byte 1).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"nf-shm\0\x01");
@@ -54,8 +53,9 @@ pub const VERSION: u32 = 1;
 pub const CACHE_LINE: usize = 64;
 /// Bytes of protocol metadata a frame carries besides its payload.
 pub const META_MAX: usize = 48;
-/// Size of the header at the start of each frame.
-pub const FRAME_HEADER: usize = 64;
+/// Size of the header at the start of each frame (one cache line; loom's atomics
+/// make it larger in model-checking builds, hence the size of the type).
+pub const FRAME_HEADER: usize = std::mem::size_of::<FrameHeader>();
 /// Slots per fast box (per sender, per receiver); a power of two.
 pub const FAST_SLOTS: usize = 16;
 /// Bytes of metadata plus payload a fast-box slot carries.
@@ -152,12 +152,16 @@ pub struct FrameHeader {
 const _: () = assert!(std::mem::size_of::<SegmentHeader>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<CreditLine>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<RingControl>() == 2 * CACHE_LINE);
+// loom's atomics are word-sized handles: under `cfg(loom)` a slot and a frame header
+// grow, and every offset follows from the types' sizes.
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 const _: () = assert!(std::mem::size_of::<FastSlot>() == FAST_SLOT_LINES * CACHE_LINE);
 const _: () = assert!(FAST_SLOTS.is_power_of_two());
 const FAST_SLOT_BYTES: usize = FAST_SLOT_LINES * CACHE_LINE;
 
-const _: () = assert!(std::mem::size_of::<FrameHeader>() == FRAME_HEADER);
+#[cfg(not(loom))]
+const _: () = assert!(FRAME_HEADER == CACHE_LINE);
 
 /// The geometry of a segment: everything needed to compute offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -411,6 +415,45 @@ impl View {
     }
 }
 
+/// Model-checking builds: loom's atomics are handles that must be constructed, so a
+/// model's memory has each atomic of the layout written in place before use (a
+/// mapped file's zeros stand for "0" only with std's atomics).
+#[cfg(all(test, loom))]
+impl View {
+    /// Constructs every atomic of the segment as 0.
+    pub(crate) fn init_atomics(&self) {
+        let g = self.geo;
+        // SAFETY: each pointer is to an atomic field of a structure inside the
+        // mapping (View::new contract), aligned by the layout; nobody uses the memory
+        // before the model starts, and writing does not read the old bytes.
+        unsafe {
+            let at = |p: *const AtomicU64| (p as *mut AtomicU64).write(AtomicU64::new(0));
+            at(&self.header().magic);
+            for s in 0..g.nsenders {
+                let line = self.credit(s);
+                at(&line.returned);
+                at(&line.fast_released);
+                let fast = self.fast_box(s);
+                for t in 0..FAST_SLOTS as u64 {
+                    at(fast.seq(t));
+                }
+            }
+            for r in 0..g.nrings {
+                at(&self.control(r).free_head);
+                at(&self.control(r).tail);
+                let slots = self.ring_slots(r);
+                for f in 0..g.frames {
+                    let slot = slots.slot(f as u64);
+                    at(&slot.seq);
+                    (&slot.frame as *const AtomicU32 as *mut AtomicU32).write(AtomicU32::new(0));
+                    (self.in_use(r, f) as *const AtomicU32 as *mut AtomicU32)
+                        .write(AtomicU32::new(0));
+                }
+            }
+        }
+    }
+}
+
 /// One sender's fast box in a mapped segment (from [`View::fast_box`]). Like a
 /// [`View`], it is a raw address: valid while the mapping it came from is mapped.
 #[derive(Clone, Copy)]
@@ -562,6 +605,7 @@ pub struct RingIndex {
 }
 
 const _: () = assert!(std::mem::size_of::<ChannelHeader>() == CACHE_LINE);
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<RingIndex>() == 2 * CACHE_LINE);
 
 /// Offsets within a byte channel of `capacity` bytes per ring.

@@ -12,15 +12,39 @@
 //! indices with their frames for everything larger. The send steps are listed in
 //! `tx.rs`, the poll steps in `rx.rs`, the in-order release of fast-box slots in
 //! `fastbox.rs`.
+//!
+//! Files (the same names as `tcp/` and `ofi/` for the same jobs; shm has no
+//! `wire.rs`, its wire format is the segment layout, and no `faults.rs`: a forged
+//! entry is refused where `rx.rs` reads it, a dead job's segment reclaimed by
+//! `segment.rs`):
+//!
+//! | file | job |
+//! |---|---|
+//! | `mod.rs` | [`ShmTransport`], [`ShmConfig`], the [`Messaging`] impl |
+//! | `conn.rs` | wire-up: create, connect (map the peers' segments), unlink |
+//! | `tx.rs` | sending side: fast box or ring frame, credit |
+//! | `rx.rs` | receiving side: polling, the packet, releasing on drop |
+//! | `layout.rs` | the segment's layout and every raw access to it (access rules 1–10) |
+//! | `segment.rs` | segment files: create, open, unlink, reclaim stale ones |
+//! | `fastbox.rs` | in-order release of fast-box slots |
+//! | `copy.rs` | small copies without `memcpy` |
+//! | `sync.rs` | the protocol's atomics: std's, or loom's when model-checking (`loom_tests.rs`) |
+//! | `cma.rs` | single-copy transfers (`process_vm_readv`) |
+//! | `channel.rs` | [`channel::ByteChannel`], a byte stream over shared memory (9P) |
 
 pub mod channel;
 pub mod cma;
+mod conn;
 mod copy;
 mod fastbox;
 pub mod layout;
 mod rx;
 pub mod segment;
+mod sync;
 mod tx;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 use std::path::{Path, PathBuf};
 
@@ -29,7 +53,6 @@ use crate::{Messaging, SendStatus};
 use layout::{Geometry, META_MAX};
 use rx::Receiver;
 pub use rx::ShmPacket;
-use segment::Segment;
 use tx::Peer;
 
 /// Settings of the shm transport (the core fills them from `NF_SHM_*`).
@@ -68,53 +91,6 @@ pub struct ShmTransport {
 }
 
 impl ShmTransport {
-    /// Step 1 of wire-up: creates this rank's receive segment.
-    pub fn create(
-        cfg: &ShmConfig,
-        job: &str,
-        me: usize,
-        size: usize,
-    ) -> Result<Self, TransportError> {
-        if me >= size {
-            return Err(TransportError::NoPeer { dest: me, size });
-        }
-        let geo = Geometry {
-            nrings: cfg.rings.min(size).max(1),
-            frames: cfg.frames,
-            frame_size: cfg.frame_size,
-            nsenders: size,
-        };
-        let own = Segment::create(&segment::segment_path(&cfg.dir, job, me), geo, me)?;
-        Ok(ShmTransport {
-            me,
-            size,
-            rx: Receiver::new(own, me),
-            peers: (0..size).map(|_| None).collect(),
-            peer_pids: vec![std::process::id(); size],
-            dir: cfg.dir.clone(),
-            job: job.to_owned(),
-        })
-    }
-
-    /// Step 2 of wire-up: maps every peer's segment (all must exist: fence first).
-    pub fn connect(&mut self) -> Result<(), TransportError> {
-        for peer in (0..self.size).filter(|&p| p != self.me) {
-            let seg = Segment::open(
-                &segment::segment_path(&self.dir, &self.job, peer),
-                self.size,
-            )?;
-            let p = Peer::new(seg, self.me, peer);
-            self.peer_pids[peer] = p.pid();
-            self.peers[peer] = Some(p);
-        }
-        Ok(())
-    }
-
-    /// Step 3 of wire-up: removes our segment's name (all peers have mapped it).
-    pub fn unlink_own(&self) -> Result<(), TransportError> {
-        self.rx.segment().unlink()
-    }
-
     /// This endpoint's local rank.
     pub fn local_rank(&self) -> usize {
         self.me

@@ -13,11 +13,11 @@
 //! mapped (an `Rc`) until it is dropped, which releases its slot or frame.
 
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 
 use super::fastbox::FastReleases;
 use super::layout::{FastBox, Geometry, RingSlots, META_MAX};
 use super::segment::Segment;
+use super::sync::Ordering;
 use crate::error::TransportError;
 use crate::Packet;
 

@@ -10,12 +10,12 @@ use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use memmap2::{MmapOptions, MmapRaw};
 
 use super::layout::{Geometry, View, CACHE_LINE, MAGIC, VERSION};
+use super::sync::Ordering;
 use crate::error::TransportError;
 
 /// Prefix of every segment name, so leftovers can be found and reclaimed.
@@ -23,9 +23,61 @@ pub const PREFIX: &str = "nf-";
 
 /// A mapped segment; the mapping lives as long as this value.
 pub struct Segment {
-    map: MmapRaw,
+    map: Backing,
     path: PathBuf,
     view: View,
+}
+
+/// What keeps a segment's memory mapped.
+enum Backing {
+    /// A shared mapping of the segment's file.
+    File(MmapRaw),
+    /// A loom model's memory, shared by the model's ends (`loom_tests.rs`).
+    #[cfg(all(test, loom))]
+    Model(std::sync::Arc<super::loom_tests::Memory>),
+}
+
+impl Backing {
+    fn len(&self) -> usize {
+        match self {
+            Backing::File(map) => map.len(),
+            #[cfg(all(test, loom))]
+            Backing::Model(mem) => mem.len(),
+        }
+    }
+}
+
+/// Which step of [`create_file`] failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileStep {
+    /// Creating the file (it exists already, or the directory refuses it).
+    Create,
+    /// Sizing it (the tmpfs is full, say).
+    Size,
+}
+
+/// Creates the file of a new shared segment at `path` (it must not exist; mode 0600,
+/// only its owner maps it) and sizes it to `len` zero bytes. The shm transport's
+/// segments and `nf-rma`'s memory segments are made this way.
+pub fn create_file(path: &Path, len: u64) -> Result<File, (FileStep, std::io::Error)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| (FileStep::Create, e))?;
+    file.set_len(len).map_err(|e| (FileStep::Size, e))?;
+    Ok(file)
+}
+
+/// Removes a segment's name; the memory stays mapped for everyone who opened it, and a
+/// name already gone is not an error.
+pub fn unlink_name(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
 }
 
 /// The path of a job's segment for one local rank.
@@ -41,15 +93,13 @@ impl Segment {
         owner_rank: usize,
     ) -> Result<Segment, TransportError> {
         geo.validate().map_err(TransportError::Config)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| TransportError::io("create shm segment", path, e))?;
-        file.set_len(geo.total_len() as u64)
-            .map_err(|e| TransportError::io("size shm segment", path, e))?;
+        let file = create_file(path, geo.total_len() as u64).map_err(|(step, e)| {
+            let what = match step {
+                FileStep::Create => "create shm segment",
+                FileStep::Size => "size shm segment",
+            };
+            TransportError::io(what, path, e)
+        })?;
         let seg = Segment::map(file, path, geo)?;
         // A fresh file reads as zeros: every counter, flag and slot starts valid.
         seg.view.init_header(std::process::id(), owner_rank as u32);
@@ -89,10 +139,20 @@ impl Segment {
         // the returned Segment, which every View user keeps alive (Rc in the transport).
         let view = unsafe { View::new(map.as_mut_ptr(), geo) };
         Ok(Segment {
-            map,
+            map: Backing::File(map),
             path: path.to_owned(),
             view,
         })
+    }
+
+    /// A segment over a loom model's memory, already initialised (no file).
+    #[cfg(all(test, loom))]
+    pub(crate) fn model(mem: std::sync::Arc<super::loom_tests::Memory>) -> Segment {
+        Segment {
+            view: mem.view(),
+            map: Backing::Model(mem),
+            path: PathBuf::new(),
+        }
     }
 
     /// Typed access to the mapped layout.
@@ -107,11 +167,7 @@ impl Segment {
 
     /// Removes the name; the memory stays mapped for everyone who opened it.
     pub fn unlink(&self) -> Result<(), TransportError> {
-        match std::fs::remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(TransportError::io("unlink shm segment", &self.path, e)),
-        }
+        unlink_name(&self.path).map_err(|e| TransportError::io("unlink shm segment", &self.path, e))
     }
 
     /// Length of the mapping in bytes.

@@ -18,10 +18,9 @@
 //! the rings once all our fast slots are released; until then a small packet
 //! follows the ring, and a large one waits (`NoCredit`).
 
-use std::sync::atomic::Ordering;
-
 use super::layout::{FastBox, FAST_DATA, FAST_SLOTS};
 use super::segment::Segment;
+use super::sync::Ordering;
 use crate::error::TransportError;
 use crate::SendStatus;
 

@@ -1,315 +1,242 @@
-//! One peer's connection, sending side: vectored writes and a bounded outgoing queue.
-//!
-//! Sending a packet to a peer (the caller's thread, under the peer's lock):
-//! 1. If bytes are queued from earlier packets, try to write them first.
-//! 2. Queue still not empty → append the frame if the queue stays within the limit,
-//!    else [`SendStatus::NoCredit`] (the caller polls and retries). Per-pair order holds
-//!    because a frame is written directly only when nothing is queued before it.
-//! 3. Queue empty → write header, metadata and payload with one `sendmsg`; what the
-//!    socket did not take is copied into the queue.
-//!
-//! The progress thread drains the queue when the socket becomes writable, and the
-//! owner at every poll while it holds the connection (`rx.rs`, rule 4). So that
-//! neither need take the lock when there is nothing to do, a flag (`backlog`) says
-//! whether bytes are queued. Rules, which make sure queued bytes are never stranded:
-//! 1. The flag changes only under the peer's lock; it is true whenever the lock is
-//!    released with bytes queued.
-//! 2. When bytes stay queued, the flag was set *before* the last write attempt. A
-//!    write that leaves bytes behind makes the kernel report the next writable edge,
-//!    and an edge reported after that write finds the flag set. (Set after it, the
-//!    flag could miss an edge that came in between, and the bytes would wait for the
-//!    next send, perhaps forever.)
-//!
-//! A write error marks the link lost and posts one [`TransportError::PeerLost`] to
-//! the inbox; every later send to that peer fails with the same reason.
+//! Wire-up of the tcp transport: connecting to every peer ([`TcpTransport::connect`],
+//! step 2 of the wire-up in `mod.rs`), and setting up one connection, the hello
+//! exchange, from both ends:
+//! 1. The lower rank dials the higher one ([`dial`], blocking, bounded by the
+//!    wire-up deadline) and sends its hello.
+//! 2. The higher rank's progress thread reads that hello without blocking
+//!    ([`Pending`]); it must arrive whole within the hello deadline, or the
+//!    connection is dropped (no slowloris hang).
+//! 3. The acceptor checks magic, version, cookie, job size, packet limit and that the
+//!    rank is a lower one not yet connected; anything wrong → the connection is closed
+//!    and a warning names the remote address and the reason. Otherwise it answers
+//!    with its own hello.
+//! 4. The dialler checks that answer the same way (and that it came from the rank it
+//!    dialled); only then does either side send packets.
 
-use std::collections::VecDeque;
-use std::io::{self, IoSlice};
-use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use socket2::SockRef;
+use socket2::{SockRef, TcpKeepalive};
 
-use super::inbox::{lock, Inbox};
-use super::rx::Rx;
-use super::wire::Header;
+use super::inbox::lock;
+use super::wire::{Hello, HELLO_LEN};
+use super::TcpTransport;
 use crate::error::TransportError;
-use crate::SendStatus;
 
-/// The state of the link to one peer.
-pub(crate) enum Link {
-    /// Not connected (not yet, or not reachable over tcp).
-    Down,
-    /// Connected.
-    Up(Arc<TcpStream>),
-    /// The peer said goodbye: it left the job.
-    Left(String),
-    /// The connection broke; why.
-    Lost(String),
-}
-
-/// A peer's sending state, under its lock.
-pub(crate) struct Tx {
-    pub(crate) link: Link,
-    queue: VecDeque<u8>,
-    /// The peer's address, for messages.
-    pub(crate) remote: Option<SocketAddr>,
-}
-
-/// One peer as seen by both threads.
-pub(crate) struct Peer {
-    pub(crate) rank: usize,
-    pub(crate) tx: Mutex<Tx>,
-    /// Whether `tx.queue` holds bytes (read by the progress thread without the lock).
-    backlog: AtomicBool,
-    /// The receiving side: who reads the connection (`rx.rs`).
-    pub(crate) rx: Rx,
-}
-
-impl Peer {
-    /// A peer without a connection.
-    pub(crate) fn new(rank: usize) -> Peer {
-        Peer {
-            rank,
-            tx: Mutex::new(Tx {
-                link: Link::Down,
-                queue: VecDeque::new(),
-                remote: None,
-            }),
-            backlog: AtomicBool::new(false),
-            rx: Rx::default(),
+impl TcpTransport {
+    /// Step 2 of wire-up: connects to every peer with an address (indexed by rank;
+    /// `None` for ourselves and for peers reached another way). Every rank must call
+    /// it with the same table, after a fence that follows everyone's `listen`.
+    pub fn connect(&mut self, peers: &[Option<SocketAddr>]) -> Result<(), TransportError> {
+        let (me, size) = (self.rank(), self.size());
+        if peers.len() != size {
+            return Err(TransportError::Config(format!(
+                "tcp connect got {} addresses for a job of {size} ranks",
+                peers.len()
+            )));
+        }
+        let cfg = &self.sh.cfg;
+        let deadline = Instant::now() + cfg.connect_timeout;
+        for (p, addr) in peers.iter().enumerate().skip(me + 1) {
+            let Some(addr) = *addr else { continue };
+            if self.sh.peers[p].was_connected() {
+                continue;
+            }
+            let stream = Arc::new(dial(addr, p, &self.sh.hello, deadline, cfg.dead_after)?);
+            self.sh.peers[p].install(Arc::clone(&stream), addr);
+            lock(&self.sh.dialled).push((p, stream));
+            self.wake()?;
+        }
+        loop {
+            let missing: Vec<usize> = (0..me)
+                .filter(|&p| peers[p].is_some() && !self.sh.peers[p].was_connected())
+                .collect();
+            let Some(&first) = missing.first() else {
+                return Ok(());
+            };
+            if Instant::now() >= deadline {
+                return Err(TransportError::WireUp {
+                    peer: first,
+                    why: format!(
+                        "it did not connect to us at {} within {:?} (ranks missing: {missing:?}); \
+                         check that it reached wire-up and can reach this address",
+                        self.addr, cfg.connect_timeout
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
+}
 
-    /// Installs an established connection; false if the peer already had one.
-    pub(crate) fn install(&self, stream: Arc<TcpStream>, remote: SocketAddr) -> bool {
-        let mut tx = lock(&self.tx);
-        if !matches!(tx.link, Link::Down) {
-            return false;
+/// Dials `peer` at `addr`, exchanges hellos, and returns the non-blocking stream.
+pub(crate) fn dial(
+    addr: SocketAddr,
+    peer: usize,
+    ours: &Hello,
+    deadline: Instant,
+    dead_after: Duration,
+) -> Result<TcpStream, TransportError> {
+    let failed = |why: String| TransportError::Handshake { peer, addr, why };
+    let remaining = || {
+        deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| failed("wire-up deadline passed (raise connect_timeout?)".into()))
+    };
+    let stream = loop {
+        match TcpStream::connect_timeout(&addr, remaining()?) {
+            Ok(s) => break s,
+            // The peer's listener exists before its address is published, but a
+            // launcher may let us run ahead: retry a refusal until the deadline.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                std::thread::sleep(Duration::from_millis(10));
+                if remaining().is_err() {
+                    return Err(failed(format!(
+                        "connection refused until the deadline: {e}"
+                    )));
+                }
+            }
+            Err(e) => return Err(failed(format!("connect: {e}"))),
         }
-        tx.link = Link::Up(stream);
-        tx.remote = Some(remote);
-        true
-    }
-
-    /// Whether this peer ever got a connection (it may have gone since).
-    pub(crate) fn was_connected(&self) -> bool {
-        !matches!(lock(&self.tx).link, Link::Down)
-    }
-
-    /// Sends one packet as described in the module docs.
-    pub(crate) fn try_send(
-        &self,
-        meta: &[u8],
-        payload: &[u8],
-        limit: usize,
-        inbox: &Inbox,
-    ) -> Result<SendStatus, TransportError> {
-        let header = Header::data(meta.len(), payload.len()).encode();
-        let parts = [&header[..], meta, payload];
-        let mut guard = lock(&self.tx);
-        let tx = &mut *guard;
-        let stream = match &tx.link {
-            Link::Up(s) => s,
-            other => return Err(self.unusable(other)),
-        };
-        let sock = SockRef::from(&**stream);
-        let outcome = (|| {
-            if !tx.queue.is_empty() && !flush(&sock, &mut tx.queue)? {
-                let len: usize = parts.iter().map(|p| p.len()).sum();
-                if tx.queue.len() + len > limit {
-                    return Ok(SendStatus::NoCredit);
-                }
-                for p in parts {
-                    tx.queue.extend(p);
-                }
-            } else {
-                write_frame(&sock, parts, &mut tx.queue)?;
+    };
+    let io = |what: &str, e: io::Error| {
+        failed(match e.kind() {
+            io::ErrorKind::UnexpectedEof => format!(
+                "the peer closed the connection during {what}: it refused our hello \
+                 (see its log: another job's cookie, job size or max payload?)"
+            ),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                format!("no answer to our hello before the deadline ({what})")
             }
-            if !tx.queue.is_empty() {
-                // Rule 2 of the module docs: flag first, then the last write.
-                self.backlog.store(true, Ordering::SeqCst);
-                flush(&sock, &mut tx.queue)?;
-            }
-            Ok(SendStatus::Sent)
-        })();
-        self.backlog.store(!tx.queue.is_empty(), Ordering::SeqCst);
-        outcome.map_err(|e: io::Error| {
-            let why = format!("sending to {}: {e}", describe(tx.remote));
-            lose(self.rank, tx, why.clone(), inbox);
-            TransportError::PeerLost {
-                peer: self.rank,
-                why,
-            }
+            _ => format!("{what}: {e}"),
         })
-    }
-
-    /// The error for a send to a peer whose link is not up.
-    fn unusable(&self, link: &Link) -> TransportError {
-        match link {
-            Link::Left(why) | Link::Lost(why) => TransportError::PeerLost {
-                peer: self.rank,
-                why: why.clone(),
-            },
-            _ => TransportError::WireUp {
-                peer: self.rank,
-                why: "no tcp connection to this rank: connect() was not given its address \
-                      (or was not called yet)"
-                    .into(),
-            },
-        }
-    }
-
-    /// Writes queued bytes if there are any (on writable, or at the owner's poll).
-    pub(crate) fn drain(&self, inbox: &Inbox) {
-        if !self.backlog.load(Ordering::SeqCst) {
-            return;
-        }
-        self.flush_queue(inbox);
-    }
-
-    /// Writes queued bytes; returns whether the queue is now empty (or the link gone).
-    pub(crate) fn flush_queue(&self, inbox: &Inbox) -> bool {
-        let mut guard = lock(&self.tx);
-        let tx = &mut *guard;
-        let Link::Up(stream) = &tx.link else {
-            return true;
-        };
-        match flush(&SockRef::from(&**stream), &mut tx.queue) {
-            Ok(empty) => {
-                self.backlog.store(!empty, Ordering::SeqCst);
-                empty
-            }
-            Err(e) => {
-                let why = format!("sending to {}: {e}", describe(tx.remote));
-                lose(self.rank, tx, why, inbox);
-                true
-            }
-        }
-    }
-
-    /// The connection to wait on while parked, and whether bytes are queued for it
-    /// (`park.rs`); `None` unless it is up.
-    pub(crate) fn parkable(&self) -> Option<(Arc<TcpStream>, bool)> {
-        match &lock(&self.tx).link {
-            Link::Up(s) => Some((Arc::clone(s), self.backlog.load(Ordering::SeqCst))),
-            _ => None,
-        }
-    }
-
-    /// Bytes queued for this peer.
-    pub(crate) fn queued(&self) -> usize {
-        lock(&self.tx).queue.len()
-    }
-
-    /// Queues the goodbye frame behind everything else and tries to send it.
-    pub(crate) fn say_goodbye(&self, inbox: &Inbox) {
-        {
-            let mut tx = lock(&self.tx);
-            if !matches!(tx.link, Link::Up(_)) {
-                return;
-            }
-            tx.queue.extend(&Header::BYE.encode());
-            self.backlog.store(true, Ordering::SeqCst);
-        }
-        self.flush_queue(inbox);
-    }
-
-    /// Shuts the connection down in `how` direction(s), if it is up.
-    pub(crate) fn shutdown(&self, how: Shutdown) {
-        if let Link::Up(s) = &lock(&self.tx).link {
-            let _ = s.shutdown(how);
-        }
-    }
-
-    /// The peer said goodbye: later sends to it fail, and no error is reported.
-    pub(crate) fn left(&self) {
-        let mut tx = lock(&self.tx);
-        if matches!(tx.link, Link::Up(_)) {
-            let why = format!(
-                "rank {} at {} left the job (it closed its transport)",
-                self.rank,
-                describe(tx.remote)
-            );
-            tx.link = Link::Left(why);
-            tx.queue = VecDeque::new();
-            self.backlog.store(false, Ordering::Release);
-        }
-    }
-
-    /// The connection broke (seen by the progress thread).
-    pub(crate) fn lost(&self, why: String, inbox: &Inbox) {
-        let mut tx = lock(&self.tx);
-        let why = format!("{} ({})", why, describe(tx.remote));
-        lose(self.rank, &mut tx, why, inbox);
-        self.backlog.store(false, Ordering::Release);
-    }
-}
-
-/// Marks a link lost and posts the error once; a link already gone stays as it is.
-fn lose(rank: usize, tx: &mut Tx, why: String, inbox: &Inbox) {
-    let Link::Up(stream) = &tx.link else {
-        return;
     };
-    let _ = stream.shutdown(Shutdown::Both);
-    tracing::warn!(peer = rank, remote = %describe(tx.remote), "tcp: connection lost: {why}");
-    tx.link = Link::Lost(why.clone());
-    tx.queue = VecDeque::new();
-    inbox.push(
-        &mut vec![Err(TransportError::PeerLost { peer: rank, why })],
-        0,
-    );
-}
-
-/// An address for messages.
-fn describe(remote: Option<SocketAddr>) -> String {
-    remote.map_or_else(|| "unknown address".into(), |a| a.to_string())
-}
-
-/// Whether an I/O error only means "try again later".
-fn transient(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-    )
-}
-
-/// One `sendmsg` of `parts` (MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE);
-/// what did not go out is appended to `queue`.
-fn write_frame(sock: &SockRef<'_>, parts: [&[u8]; 3], queue: &mut VecDeque<u8>) -> io::Result<()> {
-    let slices = parts.map(IoSlice::new);
-    let mut done = match sock.send_vectored_with_flags(&slices, libc::MSG_NOSIGNAL) {
-        Ok(n) => n,
-        Err(e) if transient(&e) => 0,
-        Err(e) => return Err(e),
+    stream
+        .set_write_timeout(Some(remaining()?))
+        .map_err(|e| io("setting a write timeout", e))?;
+    (&stream)
+        .write_all(&ours.encode())
+        .map_err(|e| io("sending our hello", e))?;
+    stream
+        .set_read_timeout(Some(remaining()?))
+        .map_err(|e| io("setting a read timeout", e))?;
+    let mut answer = [0u8; HELLO_LEN];
+    (&stream)
+        .read_exact(&mut answer)
+        .map_err(|e| io("reading the answer", e))?;
+    let theirs = Hello::decode(&answer).map_err(failed)?;
+    theirs.check_against(ours).map_err(failed)?;
+    if theirs.rank as usize != peer {
+        return Err(failed(format!(
+            "the answer comes from rank {}: the address table is wrong",
+            theirs.rank
+        )));
+    }
+    let setup = || -> io::Result<()> {
+        stream.set_read_timeout(None)?;
+        stream.set_write_timeout(None)?;
+        stream.set_nonblocking(true)?;
+        tune(&stream, dead_after)
     };
-    for p in parts {
-        if done >= p.len() {
-            done -= p.len();
-        } else {
-            queue.extend(&p[done..]);
-            done = 0;
-        }
-    }
-    Ok(())
+    setup().map_err(|e| io("configuring the socket", e))?;
+    Ok(stream)
 }
 
-/// Writes from the front of `queue` until it is empty (true) or the socket is full
-/// (false).
-fn flush(sock: &SockRef<'_>, queue: &mut VecDeque<u8>) -> io::Result<bool> {
-    while !queue.is_empty() {
-        let (a, b) = queue.as_slices();
-        match sock.send_vectored_with_flags(&[IoSlice::new(a), IoSlice::new(b)], libc::MSG_NOSIGNAL)
-        {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                queue.drain(..n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-            Err(e) => return Err(e),
+/// Socket options of an established tcp connection: no Nagle delay, and a broken
+/// link (peer host gone, cable pulled) detected within about `dead_after` rather than
+/// never. The tcp transport's connections use it, and so does `nf-rma`'s service path.
+pub fn tune(stream: &impl AsFd, dead_after: Duration) -> io::Result<()> {
+    let sock = SockRef::from(stream);
+    sock.set_tcp_nodelay(true)?;
+    let idle = (dead_after / 3).max(Duration::from_secs(1));
+    let every = (dead_after / 6).max(Duration::from_secs(1));
+    sock.set_tcp_keepalive(
+        &TcpKeepalive::new()
+            .with_time(idle)
+            .with_interval(every)
+            .with_retries(3),
+    )?;
+    sock.set_tcp_user_timeout(Some(dead_after))
+}
+
+/// What became of a pending connection after reading from it.
+pub(crate) enum Step {
+    /// The hello is not complete yet.
+    Wait,
+    /// A whole, well-formed hello (not yet checked against the job).
+    Hello(Hello),
+    /// Give up on this connection, for this reason.
+    Fail(String),
+}
+
+/// An accepted connection whose hello has not fully arrived.
+pub(crate) struct Pending {
+    pub(crate) stream: TcpStream,
+    pub(crate) remote: SocketAddr,
+    pub(crate) deadline: Instant,
+    got: [u8; HELLO_LEN],
+    n: usize,
+}
+
+impl Pending {
+    /// A freshly accepted, non-blocking connection.
+    pub(crate) fn new(stream: TcpStream, remote: SocketAddr, deadline: Instant) -> Pending {
+        Pending {
+            stream,
+            remote,
+            deadline,
+            got: [0; HELLO_LEN],
+            n: 0,
         }
     }
-    Ok(true)
+
+    /// Reads what has arrived of the hello (never beyond it: packets that follow
+    /// belong to the connection's reader).
+    pub(crate) fn advance(&mut self) -> Step {
+        while self.n < HELLO_LEN {
+            match (&self.stream).read(&mut self.got[self.n..]) {
+                Ok(0) => {
+                    return Step::Fail(format!(
+                        "closed after {} of the {HELLO_LEN} hello bytes",
+                        self.n
+                    ))
+                }
+                Ok(k) => self.n += k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Wait,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Step::Fail(format!("reading its hello: {e}")),
+            }
+        }
+        match Hello::decode(&self.got) {
+            Ok(h) => Step::Hello(h),
+            Err(why) => Step::Fail(why),
+        }
+    }
+
+    /// Checks a complete hello against our job: the peer must be a lower rank
+    /// (lower ranks dial higher ones).
+    pub(crate) fn judge(theirs: &Hello, ours: &Hello) -> Result<(), String> {
+        theirs.check_against(ours)?;
+        if theirs.rank >= ours.rank {
+            return Err(format!(
+                "rank {} dialled rank {}, but only lower ranks dial higher ones",
+                theirs.rank, ours.rank
+            ));
+        }
+        Ok(())
+    }
+
+    /// Answers an accepted hello with ours and readies the socket for traffic.
+    pub(crate) fn answer(&self, ours: &Hello, dead_after: Duration) -> Result<(), String> {
+        match (&self.stream).write(&ours.encode()) {
+            Ok(HELLO_LEN) => {}
+            Ok(k) => return Err(format!("could send only {k} bytes of our hello")),
+            Err(e) => return Err(format!("sending our hello: {e}")),
+        }
+        tune(&self.stream, dead_after).map_err(|e| format!("configuring the socket: {e}"))
+    }
 }

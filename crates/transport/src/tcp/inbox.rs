@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::park::Bell;
-use super::recv::Deposit;
+use super::rx::Deposit;
 use super::TcpPacket;
 use crate::error::TransportError;
 

@@ -7,10 +7,10 @@
 //! 2. After a job-wide fence, [`TcpTransport::connect`] gets every peer's address
 //!    (`None` for peers reached another way, and for ourselves). Each pair gets one
 //!    connection: the lower rank dials the higher one and they exchange hellos
-//!    (`handshake.rs`); the call returns once every expected connection is up, or
+//!    (`conn.rs`); the call returns once every expected connection is up, or
 //!    fails after `connect_timeout` naming the missing rank.
 //!
-//! Sending a packet to a peer (the caller's thread, never blocking; see `conn.rs`):
+//! Sending a packet to a peer (the caller's thread, never blocking; see `tx.rs`):
 //! 1. Nothing queued for that peer → header, metadata and payload go out in one
 //!    vectored write; what the socket did not take is queued.
 //! 2. Bytes queued → the packet joins the queue while the queue stays within
@@ -22,27 +22,27 @@
 //! 4. A packet up to `max_payload` (4 MiB by default) is one frame: the receiver
 //!    reads it into one recycled buffer and the core uses it in place.
 //!
-//! Receiving (seed 002's unified polling; see `progress.rs`, `rx.rs` and `recv.rs`):
+//! Receiving (seed 002's unified polling; see `progress.rs`, `rx.rs` and `handoff.rs`):
 //! 1. The progress thread sleeps in epoll; on arrival it reads whole frames (lengths
 //!    checked before anything is allocated; large bodies straight into recycled
 //!    buffers) and deposits them in the inbox.
 //! 2. [`Messaging::poll`] takes from the inbox: when it is empty that is one atomic
 //!    load, about what polling shared memory costs.
 //! 3. A connection the owner sent on or received from is *held* by the owner for
-//!    `hot_for` after its last traffic (`direct.rs`; at most four at once): a poll
+//!    `hot_for` after its last traffic (`handoff.rs`; at most four at once): a poll
 //!    that finds the inbox empty reads it directly with a non-blocking `recv` (one
 //!    `recv` per held connection when nothing came), and epoll stops waking the
 //!    progress thread for it. That saves the thread's wake-up and the hop through the
 //!    inbox on every arrival, the difference between twice a raw socket's latency and
 //!    less than it. The handoff and its rules (one reader at a time, order kept,
 //!    nothing stranded; the thread takes connections back from an owner that stopped
-//!    polling) are in `rx.rs`.
+//!    polling) are in `handoff.rs`.
 //! 4. The inbox is bounded (`recv_limit`): past it, the progress thread stops reading
 //!    and TCP's window stops the sender, whose queue fills, whose sends get `NoCredit`.
 //! 5. [`TcpTransport::park`] lets a waiting owner sleep in `poll(2)` until something
 //!    may have arrived (`park.rs`); the core decides when (`NF_PARK_US`).
 //!
-//! Faults:
+//! Faults (`faults.rs`):
 //! 1. A connection that closes without a goodbye, is reset, times out (`dead_after`)
 //!    or carries a malformed frame is closed; `poll` returns one
 //!    [`TransportError::PeerLost`] for it after the packets that arrived before, and
@@ -58,16 +58,30 @@
 //!    (a caller waiting for something from a peer checks [`TcpTransport::peer_state`]).
 //! 2. The progress thread is told to stop, woken, and joined (bounded wait).
 //! 3. The sockets close. [`TcpTransport::abort`] skips step 1, as a crash would.
+//!
+//! Files (the same names as `shm/` and `ofi/` for the same jobs):
+//!
+//! | file | job |
+//! |---|---|
+//! | `mod.rs` | [`TcpTransport`], [`TcpConfig`], the [`Messaging`] impl, shutdown |
+//! | `conn.rs` | wire-up: [`TcpTransport::connect`], dialling, the hello exchange, socket options |
+//! | `tx.rs` | sending side: vectored writes, the bounded per-peer queue |
+//! | `rx.rs` | receiving side: cutting frames out of the stream, the packet, recycled buffers |
+//! | `wire.rs` | wire format: hello and frame header, their checks |
+//! | `faults.rs` | peer loss, goodbyes and malformed frames |
+//! | `progress.rs` | the progress thread (epoll): accepting, reading, draining queues |
+//! | `handoff.rs` | who reads a connection: the progress thread or the polling owner |
+//! | `inbox.rs` | where the progress thread leaves arrivals for `poll` |
+//! | `park.rs` | sleeping in `poll(2)` until something may have arrived |
 
 mod conn;
-mod direct;
-mod handshake;
+mod faults;
+mod handoff;
 mod inbox;
 mod park;
-mod pool;
 mod progress;
-mod recv;
 mod rx;
+mod tx;
 pub mod wire;
 
 use std::collections::VecDeque;
@@ -78,11 +92,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::TransportError;
-use crate::{Messaging, Packet, SendStatus};
-use conn::{Link, Peer};
-use direct::Held;
+use crate::{Messaging, SendStatus};
+pub use conn::tune;
+use handoff::Held;
 use inbox::{lock, Arrival, Inbox};
-use pool::Pool;
+use rx::Pool;
+pub use rx::TcpPacket;
+use tx::{Link, Peer};
 use wire::Hello;
 
 /// Settings of the tcp transport (the core fills them from `NF_TCP_*`).
@@ -111,7 +127,7 @@ pub struct TcpConfig {
     /// How long dropping the transport waits to flush queued packets and goodbyes.
     pub linger: Duration,
     /// How long after its last traffic a connection stays read directly by the
-    /// owner's polls (`rx.rs`); zero leaves every arrival to the progress thread.
+    /// owner's polls (`handoff.rs`); zero leaves every arrival to the progress thread.
     pub hot_for: Duration,
 }
 
@@ -170,9 +186,9 @@ pub(crate) struct Shared {
     /// The progress thread's epoll, for either side to change what it watches.
     pub(crate) registry: mio::Registry,
     /// Set by the owner's polls while it holds connections; cleared by the progress
-    /// thread at each tick (`rx.rs`, rule 4).
+    /// thread at each tick (`handoff.rs`, rule 4).
     pub(crate) polled: AtomicBool,
-    /// We said goodbye: a peer closing now is leaving too (`rx::settle`).
+    /// We said goodbye: a peer closing now is leaving too (`faults::settle`).
     pub(crate) leaving: AtomicBool,
 }
 
@@ -258,56 +274,6 @@ impl TcpTransport {
             addr,
             graceful: true,
         })
-    }
-
-    /// Step 2 of wire-up: connects to every peer with an address (indexed by rank;
-    /// `None` for ourselves and for peers reached another way). Every rank must call
-    /// it with the same table, after a fence that follows everyone's `listen`.
-    pub fn connect(&mut self, peers: &[Option<SocketAddr>]) -> Result<(), TransportError> {
-        let (me, size) = (self.rank(), self.size());
-        if peers.len() != size {
-            return Err(TransportError::Config(format!(
-                "tcp connect got {} addresses for a job of {size} ranks",
-                peers.len()
-            )));
-        }
-        let cfg = &self.sh.cfg;
-        let deadline = Instant::now() + cfg.connect_timeout;
-        for (p, addr) in peers.iter().enumerate().skip(me + 1) {
-            let Some(addr) = *addr else { continue };
-            if self.sh.peers[p].was_connected() {
-                continue;
-            }
-            let stream = Arc::new(handshake::dial(
-                addr,
-                p,
-                &self.sh.hello,
-                deadline,
-                cfg.dead_after,
-            )?);
-            self.sh.peers[p].install(Arc::clone(&stream), addr);
-            lock(&self.sh.dialled).push((p, stream));
-            self.wake()?;
-        }
-        loop {
-            let missing: Vec<usize> = (0..me)
-                .filter(|&p| peers[p].is_some() && !self.sh.peers[p].was_connected())
-                .collect();
-            let Some(&first) = missing.first() else {
-                return Ok(());
-            };
-            if Instant::now() >= deadline {
-                return Err(TransportError::WireUp {
-                    peer: first,
-                    why: format!(
-                        "it did not connect to us at {} within {:?} (ranks missing: {missing:?}); \
-                         check that it reached wire-up and can reach this address",
-                        self.addr, cfg.connect_timeout
-                    ),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
     }
 
     /// The address peers must connect to.
@@ -458,39 +424,5 @@ impl Drop for TcpTransport {
         for p in peers {
             p.shutdown(Shutdown::Both);
         }
-    }
-}
-
-/// A received packet; owns its bytes (a large packet's buffer is recycled on drop).
-pub struct TcpPacket {
-    src: usize,
-    meta_len: usize,
-    /// Metadata and payload bytes.
-    len: usize,
-    /// Metadata, then payload (a recycled buffer may be longer).
-    data: Vec<u8>,
-    /// Where `data` goes back when the packet is dropped.
-    pool: Option<Arc<Pool>>,
-}
-
-impl Drop for TcpPacket {
-    fn drop(&mut self) {
-        if let Some(pool) = &self.pool {
-            pool.give(std::mem::take(&mut self.data));
-        }
-    }
-}
-
-impl Packet for TcpPacket {
-    fn src(&self) -> usize {
-        self.src
-    }
-
-    fn meta(&self) -> &[u8] {
-        &self.data[..self.meta_len]
-    }
-
-    fn payload(&self) -> &[u8] {
-        &self.data[self.meta_len..self.len]
     }
 }

@@ -8,13 +8,13 @@
 //!    (at most [`MAX_PENDING`] at once; more are refused).
 //! 3. Pending connection readable → read its hello, judge it, answer or refuse.
 //! 4. Peer connection writable → drain its outgoing queue if it has one; readable →
-//!    read frames into the inbox ([`super::recv`]), unless the owner holds the
-//!    connection (`rx.rs`): then stop watching its arrivals and list it as lent.
+//!    read frames into the inbox ([`super::rx`]), unless the owner holds the
+//!    connection (`handoff.rs`): then stop watching its arrivals and list it as lent.
 //! 5. Woken by the owner → register connections it dialled, resume connections that
 //!    stalled on a full inbox, or stop.
 //! 6. Drop pending connections past their hello deadline.
 //! 7. At each [`TICK`] with connections lent: if the owner has not polled since the
-//!    last tick, take them back and read them (`rx.rs`, rule 4).
+//!    last tick, take them back and read them (`handoff.rs`, rule 4).
 //!
 //! A connection that closes, fails or sends garbage is deregistered and its peer
 //! marked lost (which posts one error to the inbox); a goodbye marks it left.
@@ -31,10 +31,11 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
-use super::handshake::{Pending, Step};
+use super::conn::{Pending, Step};
+use super::faults::settle;
+use super::handoff::{Visit, TICK, WATCH};
 use super::inbox::lock;
-use super::recv::{Outcome, Reader};
-use super::rx::{self, Visit, TICK, WATCH};
+use super::rx::{Outcome, Reader};
 use super::Shared;
 
 /// Token of the listening socket.
@@ -47,7 +48,7 @@ pub(crate) const MAX_PENDING: usize = 64;
 const BUDGET: usize = 1 << 20;
 
 /// Creates the epoll instance with the listener and the owner's waker registered,
-/// and a second handle on it for the owner's side of the read handoff (`rx.rs`).
+/// and a second handle on it for the owner's side of the read handoff (`handoff.rs`).
 pub(crate) fn prepare(listener: &TcpListener) -> io::Result<(Poll, Waker, Registry)> {
     let poll = Poll::new()?;
     poll.registry().register(
@@ -189,7 +190,7 @@ impl Engine {
         };
         let (cfg, mut inbox) = (&sh.cfg, &sh.inbox);
         let outcome = reader.read(&mut inbox, cfg.max_payload, cfg.recv_limit, BUDGET, false);
-        match rx::settle(sh, r, &mut st, outcome) {
+        match settle(sh, r, &mut st, outcome) {
             Some(Outcome::Budget) => push_once(&mut self.again, r),
             Some(Outcome::Full) => {
                 if inbox.stall(cfg.recv_limit) {

@@ -1,196 +1,327 @@
-//! Who reads a connection: the progress thread, or the transport's owner while it
-//! polls. The handoff lets a polling rank read its sockets itself.
+//! One peer's connection, receiving side: turns the byte stream into packets.
 //!
-//! The progress thread blocked in epoll serves arrivals when nobody polls, but every
-//! arrival it serves costs a wake-up, a thread switch and a hop through the inbox
-//! (about 2× a polled raw socket on a 2-core machine). A rank that is polling anyway
-//! reads the connections it expects traffic on with non-blocking `recv`, and the
-//! progress thread stays asleep.
+//! Reading (whoever holds the connection's reader, see `handoff.rs`: the progress
+//! thread when the socket is readable, or a polling owner directly):
+//! 1. Bytes are read into a staging buffer, so many small frames cost one `read`.
+//! 2. Complete frames are cut out of it: the header is checked first (lengths within
+//!    bounds), then metadata and payload are copied into the packet's own buffer.
+//! 3. A frame whose body is large is read straight into its packet buffer, taken
+//!    from the [`Pool`] at the checked length; the staging buffer holds only what had
+//!    already arrived.
+//! 4. Before every `read`, packets cut so far are deposited ([`Deposit`]: the inbox,
+//!    or the owner's own queue); if the deposit is over its limit, reading stops
+//!    ([`Outcome::Full`]).
+//! 5. Reading goes on until the socket has nothing more, or until a byte budget is
+//!    spent, so one busy peer cannot starve the others. "Nothing more" is a `read`
+//!    that would block; for the owner, who will look again at its next poll, also a
+//!    `read` that filled less than the room it was given (the socket is empty), which
+//!    saves a second, empty `read` per arrival. The progress thread cannot stop
+//!    there: one epoll edge may carry both the last bytes and the end of the stream,
+//!    and after a short read no new edge would come for the end.
 //!
-//! Each connection's read side is held by the thread or by the owner (`app`):
-//! - it goes to the owner when the owner sends on it or takes a packet from it
-//!   (traffic is expected); only the owner sets `app`, without the lock;
-//! - it goes back to the thread ([`Rx::hand_back`]) when the owner's polls found
-//!   nothing on it for `TcpConfig::hot_for`, or when the progress thread sees that the
-//!   owner has not polled at all for a [`TICK`] (a rank gone computing).
-//!
-//! Rules (why no byte is read twice, lost, reordered or stranded):
-//! 1. A connection's bytes are read only under its `state` lock, through the one
-//!    [`Reader`] kept there: a frame half read by one thread is finished by the next
-//!    holder from the same state.
-//! 2. The progress thread deposits into the inbox under that lock. The owner takes
-//!    the lock, then takes the inbox, then reads: what the thread read earlier from a
-//!    connection comes out before what the owner reads (per-pair order).
-//! 3. Whether epoll watches the connection changes only under the lock: the progress
-//!    thread stops watching it when, holding the lock, it finds the owner holds the
-//!    connection; `hand_back` clears `app` and watches it again under the lock. Since
-//!    only `hand_back` clears `app`, a connection the thread holds is watched whenever
-//!    the lock is free, so arrivals wake the thread. Watching again reports what is
-//!    already there (epoll checks readiness when a file is added), so bytes that came
-//!    while the owner held the connection are not stranded, nor is queued output.
-//! 4. While the owner holds a connection it reads it, and writes out its queued bytes
-//!    (`conn.rs`), at every poll that finds nothing queued. A taken connection stops
-//!    being watched at its first event after the take (one wake per take at most);
-//!    the thread then lists it as lent and wakes every [`TICK`]: if the owner did not
-//!    poll since the previous tick, the thread hands it back (rule 3) and serves it.
-//! 5. The cost: an empty poll while no connection is held by the owner stays one
-//!    atomic load; while some are, one `recv` each.
+//! Recycled buffers ([`Pool`]): a large frame is read straight into its packet's
+//! buffer. Taking that buffer from the pool, and giving it back when the packet is
+//! dropped, means the progress thread reads into memory that is already mapped and
+//! initialised: no allocation, no zeroing, no page faults per packet. Small packets
+//! are allocated as they come.
 
-use std::io;
-use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
-use std::time::Duration;
+use std::io::{self, Read};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
 
-use mio::unix::SourceFd;
-use mio::{Interest, Registry, Token};
+use super::inbox::{lock, Arrival};
+use super::wire::{Header, Kind, HEADER_LEN};
+use crate::Packet;
 
-use super::inbox::lock;
-use super::recv::{Outcome, Reader};
-use super::Shared;
+/// Size of the staging buffer.
+const STAGING: usize = 64 * 1024;
+/// Frames with a body from this size up are read straight into their buffer.
+const DIRECT: usize = 16 * 1024;
 
-/// How often the progress thread checks that an owner holding connections still polls.
-pub(crate) const TICK: Duration = Duration::from_millis(10);
-
-/// What epoll watches on a connection the thread holds: arrivals and room to write.
-pub(crate) const WATCH: Interest = Interest::READABLE.add(Interest::WRITABLE);
-
-/// A connection's read state, under its lock.
-#[derive(Default)]
-pub(crate) struct RxState {
-    /// The connection's reader; `None` before it is connected and after it closed.
-    pub(crate) reader: Option<Reader>,
-    /// Whether the connection is registered with epoll (rule 3).
-    watched: bool,
+/// Where a reader leaves the packets it cut.
+pub(crate) trait Deposit {
+    /// Takes `batch` (emptying it); `bytes` is the sum of its packets' sizes.
+    fn deposit(&mut self, batch: &mut Vec<Arrival>, bytes: usize);
+    /// Whether the reader must stop: more than `limit` bytes wait to be taken.
+    fn over(&self, limit: usize) -> bool;
 }
 
-/// One peer's read side, shared by the progress thread and the owner.
-#[derive(Default)]
-pub(crate) struct Rx {
-    state: Mutex<RxState>,
-    /// The owner holds the connection (rule 4).
-    app: AtomicBool,
+/// Why a reader stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The socket has nothing more for now.
+    Blocked,
+    /// The byte budget is spent; more may be waiting.
+    Budget,
+    /// The inbox is over its limit.
+    Full,
+    /// The peer said goodbye.
+    Bye,
+    /// The connection is closed or failed.
+    Closed(String),
+    /// The peer sent something that is not a valid frame.
+    Garbage(String),
 }
 
-/// What the thread found when it came to read a connection.
-pub(crate) enum Visit<'a> {
-    /// The thread holds it: read it.
-    Read(MutexGuard<'a, RxState>),
-    /// The owner holds it (no longer watched now, if it still was): leave it.
-    Lent,
+/// A frame body being read straight into its packet buffer.
+struct Body {
+    meta_len: usize,
+    /// At least `len` bytes long.
+    data: Vec<u8>,
+    len: usize,
+    filled: usize,
 }
 
-impl Rx {
-    /// Starts serving an established connection from the thread (already registered
-    /// with [`WATCH`] interest under its peer's rank).
-    pub(crate) fn install(&self, reader: Reader) {
-        let mut st = lock(&self.state);
-        st.reader = Some(reader);
-        st.watched = true;
-    }
+/// Receiving state of one connection.
+pub(crate) struct Reader {
+    pub(crate) stream: Arc<TcpStream>,
+    rank: usize,
+    staging: Box<[u8]>,
+    pool: Arc<Pool>,
+    start: usize,
+    end: usize,
+    body: Option<Body>,
+}
 
-    /// The owner takes the connection (the thread stops watching it at its next
-    /// event: rule 4).
-    pub(crate) fn take(&self) {
-        if !self.app.load(Ordering::Relaxed) {
-            self.app.store(true, Ordering::Release);
+impl Reader {
+    /// A reader for the connection to `rank`.
+    pub(crate) fn new(stream: Arc<TcpStream>, rank: usize, pool: Arc<Pool>) -> Reader {
+        Reader {
+            stream,
+            rank,
+            pool,
+            staging: vec![0; STAGING].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            body: None,
         }
     }
 
-    /// Whether the owner holds the connection.
-    pub(crate) fn lent(&self) -> bool {
-        self.app.load(Ordering::Acquire)
-    }
-
-    /// The progress thread's entry (rules 3 and 4): the state to read from, or
-    /// `Lent` after making sure epoll no longer wakes it for this connection.
-    pub(crate) fn visit(&self, registry: &Registry) -> io::Result<Visit<'_>> {
-        let mut st = lock(&self.state);
-        if !self.app.load(Ordering::Acquire) {
-            return Ok(Visit::Read(st));
-        }
-        if st.watched {
-            if let Some(reader) = &st.reader {
-                registry.deregister(&mut SourceFd(&reader.stream.as_raw_fd()))?;
+    /// Reads and delivers frames as described in the module docs.
+    pub(crate) fn read(
+        &mut self,
+        sink: &mut impl Deposit,
+        max_payload: usize,
+        limit: usize,
+        budget: usize,
+        stop_short: bool,
+    ) -> Outcome {
+        let mut batch: Vec<Arrival> = Vec::new();
+        let mut bytes = 0;
+        let mut spent = 0;
+        // Step 5: a short read (or WouldBlock) emptied the socket.
+        let mut drained = false;
+        loop {
+            if let Some(mut body) = self.body.take() {
+                let len = body.len;
+                while body.filled < len && !drained {
+                    let want = len - body.filled;
+                    let why = match (&*self.stream).read(&mut body.data[body.filled..len]) {
+                        Ok(0) => mid_packet(body.filled, len),
+                        Ok(n) => {
+                            body.filled += n;
+                            spent += n;
+                            drained = stop_short && n < want;
+                            continue;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            drained = true;
+                            continue;
+                        }
+                        Err(e) => format!("read failed: {e}"),
+                    };
+                    self.pool.give(body.data);
+                    sink.deposit(&mut batch, bytes);
+                    return Outcome::Closed(why);
+                }
+                if body.filled < len {
+                    self.body = Some(body);
+                    sink.deposit(&mut batch, bytes);
+                    return Outcome::Blocked;
+                }
+                bytes += len;
+                batch.push(Ok(TcpPacket {
+                    src: self.rank,
+                    meta_len: body.meta_len,
+                    len,
+                    data: body.data,
+                    pool: Some(Arc::clone(&self.pool)),
+                }));
             }
-            st.watched = false;
-        }
-        Ok(Visit::Lent)
-    }
-
-    /// The owner's entry: the state to read from, unless the thread holds the
-    /// connection or is busy with it right now.
-    pub(crate) fn try_own(&self) -> Option<MutexGuard<'_, RxState>> {
-        if !self.app.load(Ordering::Acquire) {
-            return None;
-        }
-        match self.state.try_lock() {
-            Ok(st) => Some(st),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        }
-    }
-
-    /// Gives the connection back to the thread (rule 3); either side may call it.
-    /// `token` is the peer's rank.
-    pub(crate) fn hand_back(&self, registry: &Registry, token: usize) -> io::Result<()> {
-        let mut st = lock(&self.state);
-        self.app.store(false, Ordering::Release);
-        if !st.watched {
-            if let Some(reader) = &st.reader {
-                let fd = reader.stream.as_raw_fd();
-                registry.register(&mut SourceFd(&fd), Token(token), WATCH)?;
+            if let Err(why) = self.cut_frames(&mut batch, &mut bytes, max_payload) {
+                sink.deposit(&mut batch, bytes);
+                return why;
             }
-            st.watched = true;
+            if self.body.is_some() && !drained {
+                continue;
+            }
+            sink.deposit(&mut batch, bytes);
+            bytes = 0;
+            if drained {
+                return Outcome::Blocked;
+            }
+            if spent >= budget {
+                return Outcome::Budget;
+            }
+            if sink.over(limit) {
+                return Outcome::Full;
+            }
+            let room = self.staging.len() - self.end;
+            match (&*self.stream).read(&mut self.staging[self.end..]) {
+                Ok(0) if self.end > self.start => {
+                    return Outcome::Closed(format!(
+                        "connection closed in the middle of a frame ({} bytes of it arrived)",
+                        self.end - self.start
+                    ))
+                }
+                Ok(0) => return Outcome::Closed("connection closed without goodbye".into()),
+                Ok(n) => {
+                    self.end += n;
+                    spent += n;
+                    drained = stop_short && n < room;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Blocked,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Outcome::Closed(format!("read failed: {e}")),
+            }
+        }
+    }
+
+    /// Cuts complete frames out of the staging buffer; starts a direct body read for a
+    /// large frame; compacts what is left to the buffer's start.
+    fn cut_frames(
+        &mut self,
+        batch: &mut Vec<Arrival>,
+        bytes: &mut usize,
+        max_payload: usize,
+    ) -> Result<(), Outcome> {
+        while self.end - self.start >= HEADER_LEN {
+            let mut raw = [0u8; HEADER_LEN];
+            raw.copy_from_slice(&self.staging[self.start..self.start + HEADER_LEN]);
+            let header = Header::decode(&raw, max_payload).map_err(Outcome::Garbage)?;
+            if header.kind == Kind::Bye {
+                self.start += HEADER_LEN;
+                return Err(Outcome::Bye);
+            }
+            let need = header.body_len();
+            let from = self.start + HEADER_LEN;
+            let have = self.end - from;
+            if have >= need {
+                *bytes += need;
+                batch.push(Ok(TcpPacket {
+                    src: self.rank,
+                    meta_len: header.meta_len as usize,
+                    len: need,
+                    data: self.staging[from..from + need].to_vec(),
+                    pool: None,
+                }));
+                self.start = from + need;
+            } else if need >= DIRECT {
+                let mut data = self.pool.take(need);
+                data[..have].copy_from_slice(&self.staging[from..self.end]);
+                self.body = Some(Body {
+                    meta_len: header.meta_len as usize,
+                    data,
+                    len: need,
+                    filled: have,
+                });
+                self.start = 0;
+                self.end = 0;
+                return Ok(());
+            } else {
+                break;
+            }
+        }
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.start > 0 {
+            self.staging.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
         }
         Ok(())
     }
+}
 
-    /// Closes the read side for good: forgets the reader and stops watching its
-    /// socket.
-    pub(crate) fn close(&self, registry: &Registry) {
-        close(&mut lock(&self.state), registry);
+fn mid_packet(got: usize, len: usize) -> String {
+    format!("connection closed in the middle of a packet ({got} of {len} body bytes arrived)")
+}
+
+/// A received packet; owns its bytes (a large packet's buffer is recycled on drop).
+pub struct TcpPacket {
+    pub(super) src: usize,
+    meta_len: usize,
+    /// Metadata and payload bytes.
+    len: usize,
+    /// Metadata, then payload (a recycled buffer may be longer).
+    data: Vec<u8>,
+    /// Where `data` goes back when the packet is dropped.
+    pool: Option<Arc<Pool>>,
+}
+
+impl Drop for TcpPacket {
+    fn drop(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.give(std::mem::take(&mut self.data));
+        }
     }
 }
 
-/// [`Rx::close`] for a caller that already holds the state.
-pub(crate) fn close(st: &mut RxState, registry: &Registry) {
-    if let Some(reader) = st.reader.take() {
-        if st.watched {
-            let _ = registry.deregister(&mut SourceFd(&reader.stream.as_raw_fd()));
-        }
+impl Packet for TcpPacket {
+    fn src(&self) -> usize {
+        self.src
     }
-    st.watched = false;
+
+    fn meta(&self) -> &[u8] {
+        &self.data[..self.meta_len]
+    }
+
+    fn payload(&self) -> &[u8] {
+        &self.data[self.meta_len..self.len]
+    }
 }
 
-/// Acts on why a reader stopped, for either side: a goodbye, a closed connection or
-/// garbage closes the read side and tells the peer's sending side (which reports a
-/// loss once through the inbox); anything else is returned for the caller. Once we
-/// have said goodbye ourselves, a peer that closes without one is leaving too (it
-/// skips its goodbye to a rank that already left): no loss.
-pub(crate) fn settle(sh: &Shared, r: usize, st: &mut RxState, outcome: Outcome) -> Option<Outcome> {
-    let peer = &sh.peers[r];
-    match outcome {
-        Outcome::Bye => {
-            close(st, &sh.registry);
-            peer.left();
-            tracing::debug!(peer = r, "tcp: peer said goodbye");
+/// Buffers the pool keeps for reuse at most.
+const KEEP: usize = 16;
+/// Bytes kept for reuse at most (a packet may be as large as `max_payload`).
+const KEEP_BYTES: usize = 32 << 20;
+
+#[derive(Default)]
+struct Spare {
+    bufs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+/// A stack of spare packet buffers shared by the progress thread and the packets.
+#[derive(Default)]
+pub(crate) struct Pool {
+    spare: Mutex<Spare>,
+}
+
+impl Pool {
+    /// A buffer of at least `len` bytes (contents unspecified; only bytes never used
+    /// before are zeroed).
+    pub(crate) fn take(&self, len: usize) -> Vec<u8> {
+        let mut buf = {
+            let mut spare = lock(&self.spare);
+            let buf = spare.bufs.pop().unwrap_or_default();
+            spare.bytes -= buf.len();
+            buf
+        };
+        if buf.len() < len {
+            buf.resize(len, 0);
         }
-        Outcome::Closed(why) if sh.leaving.load(Ordering::Acquire) => {
-            close(st, &sh.registry);
-            peer.left();
-            tracing::debug!(peer = r, "tcp: peer closed while we leave: {why}");
-        }
-        Outcome::Closed(why) => {
-            close(st, &sh.registry);
-            peer.lost(why, &sh.inbox);
-        }
-        Outcome::Garbage(why) => {
-            close(st, &sh.registry);
-            let why = format!("it sent a malformed frame ({why}); connection closed");
-            peer.lost(why, &sh.inbox);
-        }
-        other => return Some(other),
+        buf
     }
-    None
+
+    /// Returns a buffer for reuse (dropped if enough are kept already).
+    pub(crate) fn give(&self, buf: Vec<u8>) {
+        let mut spare = lock(&self.spare);
+        if spare.bufs.len() < KEEP && spare.bytes + buf.len() <= KEEP_BYTES {
+            spare.bytes += buf.len();
+            spare.bufs.push(buf);
+        }
+    }
 }

@@ -1,11 +1,9 @@
-//! Test traffic shared by the transport test binaries (tcp and ofi): deterministic
-//! packets, their check on arrival, and an all-to-all exchange. Each binary uses a
+//! Test traffic shared by the transport test binaries (the conformance suite, tcp,
+//! ofi): deterministic packets and their check on arrival. Each binary uses a
 //! different subset, hence `allow(dead_code)`.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
-
-use nf_transport::{Messaging, Packet, SendStatus, META_MAX};
+use nf_transport::{Packet, META_MAX};
 
 /// splitmix64: a small deterministic generator for sizes and contents.
 pub fn mix(mut x: u64) -> u64 {
@@ -30,6 +28,7 @@ pub fn packet(src: usize, dest: usize, seq: u32, max: usize) -> (Vec<u8>, Vec<u8
     (meta, payload)
 }
 
+/// Checks that `pkt`, arrived at `dest`, is the next one expected from its sender.
 pub fn check(pkt: &impl Packet, dest: usize, next: &mut [u32], max: usize) {
     let src = pkt.src();
     let seq = u32::from_le_bytes(pkt.meta()[..4].try_into().unwrap());
@@ -41,38 +40,4 @@ pub fn check(pkt: &impl Packet, dest: usize, next: &mut [u32], max: usize) {
         "payload of {src}→{dest} #{seq}"
     );
     next[src] += 1;
-}
-
-/// Sends `count` packets (of up to `max` bytes) from `ep`, rank `me`, to every other of
-/// `n` ranks while checking what arrives, until everything is sent and received; fails
-/// if that takes longer than `limit`.
-pub fn exchange_all(
-    ep: &mut impl Messaging,
-    me: usize,
-    n: usize,
-    count: u32,
-    max: usize,
-    limit: Duration,
-) {
-    let peers: Vec<usize> = (0..n).filter(|&p| p != me).collect();
-    let mut sent = vec![0u32; n];
-    let mut next = vec![0u32; n];
-    let deadline = Instant::now() + limit;
-    while peers.iter().any(|&p| sent[p] < count || next[p] < count) {
-        assert!(
-            Instant::now() < deadline,
-            "rank {me} stuck: sent {sent:?} got {next:?}"
-        );
-        for &p in &peers {
-            if sent[p] < count {
-                let (meta, payload) = packet(me, p, sent[p], max);
-                if ep.try_send(p, &meta, &payload).unwrap() == SendStatus::Sent {
-                    sent[p] += 1;
-                }
-            }
-        }
-        while let Some(pkt) = ep.poll().unwrap() {
-            check(&pkt, me, &mut next, max);
-        }
-    }
 }

@@ -1,14 +1,12 @@
-//! Messaging on the ofi transport (steps 3 and 4 of `mod.rs`): sending packets within
-//! the peers' windows, receiving them in order, and the packet type.
+//! The receiving side of the ofi transport (step 4 of `mod.rs`): arrived buffers
+//! checked and put back in per-pair order (`order.rs`), and the packet type.
 
-use std::time::Instant;
-
-use super::ffi::{self, Fail, RxBuf, Sent};
+use super::ffi::{self, Fail, RxBuf};
 use super::order::Verdict;
 use super::wire::{Header, HEADER_LEN};
-use super::{ofi_error, OfiTransport, Op};
+use super::{ofi_error, OfiTransport};
 use crate::error::TransportError;
-use crate::{Messaging, Packet, SendStatus, META_MAX};
+use crate::{Packet, META_MAX};
 
 impl OfiTransport {
     /// Turns an arrived buffer into a packet in order (or holds it, or refuses it).
@@ -75,71 +73,9 @@ pub(super) fn recv_error(f: Fail) -> TransportError {
     }
 }
 
-impl Messaging for OfiTransport {
-    type Packet = OfiPacket;
-
-    fn max_payload(&self) -> usize {
-        self.cfg.max_payload
-    }
-
-    fn try_send(
-        &mut self,
-        dest: usize,
-        meta: &[u8],
-        payload: &[u8],
-    ) -> Result<SendStatus, TransportError> {
-        crate::error::check_packet(meta, payload, self.cfg.max_payload)?;
-        self.reachable(dest)?;
-        let seq = self.next_seq[dest];
-        if self.ep.busy() == self.cfg.queue_limit || !self.windows.may_send(dest, seq) {
-            self.progress()?;
-            let window = !self.windows.may_send(dest, seq);
-            if self.ep.busy() == self.cfg.queue_limit || window {
-                self.expire_stuck();
-                self.reachable(dest)?;
-                self.stats.no_credit += 1;
-                self.stats.window_waits += u64::from(window);
-                return Ok(SendStatus::NoCredit);
-            }
-        }
-        let head = Header {
-            src: self.me as u32,
-            seq,
-            meta_len: meta.len() as u8,
-            payload_len: payload.len() as u32,
-        };
-        let (cookie, total) = (self.cfg.cookie, HEADER_LEN + meta.len() + payload.len());
-        let sent = self
-            .ep
-            .send(dest, true, |buf| {
-                head.encode(cookie, buf);
-                buf[HEADER_LEN..HEADER_LEN + meta.len()].copy_from_slice(meta);
-                buf[HEADER_LEN + meta.len()..total].copy_from_slice(payload);
-                total
-            })
-            .map_err(|f| {
-                ofi_error(
-                    format!("sending {total} B to rank {dest}"),
-                    f,
-                    "the provider refused the send",
-                )
-            })?;
-        match sent {
-            Sent::Busy => return self.refused(dest),
-            Sent::Injected => self.stats.injected += 1,
-            Sent::Posted(slot) => {
-                self.slot_op[slot as usize] = Op::Send(dest, seq);
-                self.windows.posted(dest, seq);
-                self.slot_since[slot as usize] = Instant::now();
-                self.stats.sent += 1;
-            }
-        }
-        self.stalled_since[dest] = None;
-        self.next_seq[dest] = seq.wrapping_add(1);
-        Ok(SendStatus::Sent)
-    }
-
-    fn poll(&mut self) -> Result<Option<OfiPacket>, TransportError> {
+impl OfiTransport {
+    /// [`Messaging::poll`]: step 4 of `mod.rs`.
+    pub(super) fn next_packet(&mut self) -> Result<Option<OfiPacket>, TransportError> {
         self.ep.repost().map_err(|f| {
             ofi_error(
                 "re-posting receive buffers".into(),
