@@ -28,12 +28,16 @@ pub enum TransportError {
     #[error("invalid transport setting: {0}")]
     Config(String),
     /// A peer wrote something that breaks the protocol; the packet was dropped.
-    #[error("corrupt packet from local rank {src} in ring {ring}: {why}")]
+    #[error(
+        "corrupt packet from {} in {}: {why}",
+        known("local rank", src),
+        known("ring", ring)
+    )]
     Corrupt {
-        /// The sender as far as it could be told (u32::MAX if unknown).
-        src: u32,
-        /// The ring it arrived on.
-        ring: usize,
+        /// The sender, where it could be told.
+        src: Option<u32>,
+        /// The ring it arrived on (`None`: a fast box, which has no ring).
+        ring: Option<usize>,
         /// What check failed.
         why: String,
     },
@@ -119,12 +123,15 @@ pub enum TransportError {
         why: String,
     },
     /// A packet that breaks the transport's framing arrived and was dropped.
-    #[error("{transport}: dropped a malformed packet (sender rank as claimed: {src}): {why}")]
+    #[error(
+        "{transport}: dropped a malformed packet (sender: {}): {why}",
+        known("rank", src)
+    )]
     BadPacket {
         /// The transport it arrived on.
         transport: &'static str,
-        /// The sender it claims (u32::MAX if unreadable).
-        src: u32,
+        /// The sender it claims, where its header could be read.
+        src: Option<u32>,
         /// What check failed.
         why: String,
     },
@@ -161,4 +168,39 @@ pub(crate) fn check_packet(
         });
     }
     Ok(())
+}
+
+/// `what N` for a known value, `unknown what` otherwise (for error messages).
+fn known(what: &str, value: &Option<impl std::fmt::Display>) -> String {
+    match value {
+        Some(v) => format!("{what} {v}"),
+        None => format!("unknown {what}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_sender_or_ring_is_said_in_words_not_a_number() {
+        let e = TransportError::Corrupt {
+            src: None,
+            ring: Some(2),
+            why: "frame index 9 beyond 8 frames".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "corrupt packet from unknown local rank in ring 2: frame index 9 beyond 8 frames"
+        );
+        let e = TransportError::BadPacket {
+            transport: "ofi",
+            src: Some(3),
+            why: "bad cookie".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "ofi: dropped a malformed packet (sender: rank 3): bad cookie"
+        );
+    }
 }

@@ -11,22 +11,22 @@ use crate::{Packet, META_MAX};
 impl OfiTransport {
     /// Turns an arrived buffer into a packet in order (or holds it, or refuses it).
     pub(super) fn accept(&mut self, buf: RxBuf) -> Result<Option<OfiPacket>, TransportError> {
-        let bad = |src: u32, why: String| TransportError::BadPacket {
+        let bad = |src: Option<u32>, why: String| TransportError::BadPacket {
             transport: "ofi",
             src,
             why,
         };
-        let h = Header::decode(self.cfg.cookie, buf.bytes()).map_err(|why| bad(u32::MAX, why))?;
+        let h = Header::decode(self.cfg.cookie, buf.bytes()).map_err(|why| bad(None, why))?;
         let src = h.src as usize;
         if src >= self.size || src == self.me {
             return Err(bad(
-                h.src,
+                Some(h.src),
                 format!("no such sender in a job of {} ranks", self.size),
             ));
         }
         if h.meta_len as usize > META_MAX {
             return Err(bad(
-                h.src,
+                Some(h.src),
                 format!("{} B of metadata exceeds {META_MAX} B", h.meta_len),
             ));
         }
@@ -39,7 +39,7 @@ impl OfiTransport {
         match self
             .order
             .arrive(src, h.seq)
-            .map_err(|why| bad(h.src, why))?
+            .map_err(|why| bad(Some(h.src), why))?
         {
             Verdict::Deliver => {
                 while let Some(next) = self.order.next_held(src) {
@@ -59,7 +59,7 @@ pub(super) fn recv_error(f: Fail) -> TransportError {
     if f.code == ffi::FI_ETRUNC {
         return TransportError::BadPacket {
             transport: "ofi",
-            src: u32::MAX,
+            src: None,
             why: format!(
                 "a message longer than our receive buffers arrived ({}); do all ranks use \
                  the same max_payload?",

@@ -154,8 +154,8 @@ impl Receiver {
                 .releases
                 .release(self.shared.seg.view(), b.src, ticket);
             return Err(TransportError::Corrupt {
-                src: b.src as u32,
-                ring: usize::MAX,
+                src: Some(b.src as u32),
+                ring: None,
                 why: "fast-box slot lengths exceed the slot".into(),
             });
         };
@@ -178,8 +178,8 @@ impl Receiver {
         if frame >= geo.frames {
             let why = format!("frame index {frame} beyond {} frames", geo.frames);
             return Err(TransportError::Corrupt {
-                src: u32::MAX,
-                ring: r,
+                src: None,
+                ring: Some(r),
                 why,
             });
         }
@@ -199,7 +199,11 @@ impl Receiver {
         if let Some(why) = why {
             // Give the frame back, but no credit: we cannot tell whose it was.
             view.in_use(r, frame).store(0, Ordering::Release);
-            return Err(TransportError::Corrupt { src, ring: r, why });
+            return Err(TransportError::Corrupt {
+                src: Some(src),
+                ring: Some(r),
+                why,
+            });
         }
         // SAFETY: we own the frame (layout rule 4: we acquired its slot's seq) until
         // the packet is dropped, the packet keeps the mapping alive, and both

@@ -122,8 +122,8 @@ impl Peer {
             if tries > 64 * geo.frames {
                 // Credit says a frame is free; if none turns up the peer broke the protocol.
                 return Err(TransportError::Corrupt {
-                    src: self.me as u32,
-                    ring,
+                    src: Some(self.me as u32),
+                    ring: Some(ring),
                     why: format!("no free frame at local rank {} despite credit", self.dest),
                 });
             }
