@@ -5,10 +5,12 @@
 //! outlives it.
 
 use std::ffi::OsString;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nf_launch::{Binding, Cause, LaunchSpec, Outcome};
+
+mod support;
+use support::leftovers_are_gone;
 
 struct Job {
     shm: tempfile::TempDir,
@@ -51,16 +53,6 @@ impl Job {
             "{args:?} on {n} ranks: {outcome}"
         );
     }
-}
-
-/// Segments are unlinked right after wire-up, so nothing remains once a job is over.
-fn leftovers_are_gone(dir: &Path) {
-    let left: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    assert!(left.is_empty(), "segments left behind: {left:?}");
 }
 
 #[test]

@@ -173,16 +173,8 @@ fn launcher(launcher_args: &[&str], prog_args: &[&str]) -> Child {
 }
 
 /// Waits for a launcher process, at most [`BOUND`].
-fn finish(mut child: Child) -> Output {
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!("launcher still running after {BOUND:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("launcher output")
+fn finish(child: Child) -> Output {
+    nf_testkit::finish_within(child, BOUND, "the launcher")
 }
 
 fn text(bytes: &[u8]) -> String {

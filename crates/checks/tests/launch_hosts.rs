@@ -11,7 +11,6 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
 use std::process::{Output, Stdio};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use nf_launch::{Cause, HostSlots, Hosts, LaunchError, LaunchSpec, Outcome, RemoteTemplate};
@@ -170,16 +169,8 @@ fn run_from_host0(net: &Netns, spec: &LaunchSpec, hosts: &Hosts) -> Outcome {
 }
 
 /// Waits for a process, at most [`BOUND`].
-fn finish(mut child: std::process::Child) -> Output {
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!("launcher still running after {BOUND:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("launcher output")
+fn finish(child: std::process::Child) -> Output {
+    nf_testkit::finish_within(child, BOUND, "the launcher")
 }
 
 #[test]

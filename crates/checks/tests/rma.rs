@@ -10,11 +10,13 @@
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use nf_launch::{HostSlots, Hosts, LaunchSpec, Outcome, RemoteTemplate};
 use nf_testkit::Netns;
+
+mod support;
+use support::leftovers_are_gone;
 
 /// A safety net only: every job here ends in well under a minute.
 const BOUND: Duration = Duration::from_secs(180);
@@ -121,16 +123,6 @@ impl Job {
 
 /// Checks in which a proc exits without dropping its `Rma` (on purpose).
 const VANISHING: &[&str] = &["vanish", "holderdies"];
-
-/// Segment files are unlinked once mapped, so nothing remains once a job is over.
-fn leftovers_are_gone(dir: &Path) {
-    let left: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    assert!(left.is_empty(), "segments left behind: {left:?}");
-}
 
 #[test]
 fn contiguous_put_get_acc_between_every_pair() {

@@ -1,7 +1,7 @@
 //! Running a command to completion with a deadline, so a hung program fails its test
 //! instead of hanging the suite.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -9,12 +9,18 @@ use std::time::{Duration, Instant};
 /// it and panics, showing what it printed, if it runs longer than `bound`.
 pub fn output_within(cmd: &mut Command, bound: Duration) -> Output {
     let what = format!("{cmd:?}");
-    let mut child = cmd
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e} (scripts/setup.sh installs it)"));
+    finish_within(child, bound, &what)
+}
+
+/// Waits for `child` (`what` names it in the panic) and returns its output; kills it
+/// and panics, showing what it printed, if it runs longer than `bound`.
+pub fn finish_within(mut child: Child, bound: Duration, what: &str) -> Output {
     let start = Instant::now();
     // Output beyond a pipe's buffer would block the child; the programs run this way
     // print a few lines each.

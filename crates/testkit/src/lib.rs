@@ -19,5 +19,5 @@ mod netns;
 pub mod ninep;
 pub mod users;
 
-pub use bounded::{exited_within, output_within};
+pub use bounded::{exited_within, finish_within, output_within};
 pub use netns::{listed, Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};
