@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -42,6 +42,8 @@ use nf_ninep::message::Rstatfs;
 use nf_ninep::types::{Attr, Dirent, GetattrMask, Qid, QidType, Timespec};
 use nf_ninep_server::lock;
 use nf_ninep_server::{Ctx, FsError, FsResult};
+
+use crate::ExportError;
 
 /// How often an open waiting for a lease break is retried (rule 5).
 pub(crate) const LEASE_RETRY: Duration = Duration::from_millis(20);
@@ -76,6 +78,19 @@ pub(crate) struct HostRoot {
 }
 
 impl HostRoot {
+    /// Opens the directory `dir` that a tree exports; returns its path with the root,
+    /// or an error naming the directory.
+    pub fn export(dir: &Path) -> Result<(PathBuf, Self), ExportError> {
+        let export = dir.to_path_buf();
+        match HostRoot::open(&export) {
+            Ok(root) => Ok((export, root)),
+            Err(source) => Err(ExportError {
+                path: export,
+                source,
+            }),
+        }
+    }
+
     /// Opens the directory at `path` as an export root.
     pub fn open(path: &Path) -> std::io::Result<Self> {
         let fd = rustix::fs::open(

@@ -48,11 +48,7 @@ enum HostOpen {
 impl PassthroughFs {
     /// Exports the directory `dir`.
     pub fn new(dir: impl AsRef<Path>) -> Result<Self, ExportError> {
-        let export = dir.as_ref().to_path_buf();
-        let root = HostRoot::open(&export).map_err(|source| ExportError {
-            path: export.clone(),
-            source,
-        })?;
+        let (export, root) = HostRoot::export(dir.as_ref())?;
         Ok(PassthroughFs {
             export,
             root,

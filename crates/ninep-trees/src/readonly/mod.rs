@@ -97,11 +97,7 @@ impl RoFid {
 impl ReadOnlyView {
     /// Serves the directory `dir` read-only, with the default memory budget.
     pub fn new(dir: impl AsRef<Path>) -> Result<Self, ExportError> {
-        let export = dir.as_ref().to_path_buf();
-        let root = HostRoot::open(&export).map_err(|source| ExportError {
-            path: export.clone(),
-            source,
-        })?;
+        let (export, root) = HostRoot::export(dir.as_ref())?;
         let budget = Budget::new(DEFAULT_MEMORY_LIMIT);
         Ok(ReadOnlyView {
             export,

@@ -154,13 +154,13 @@ const _: () = assert!(std::mem::size_of::<CreditLine>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<RingControl>() == 2 * CACHE_LINE);
 // loom's atomics are word-sized handles: under `cfg(loom)` a slot and a frame header
 // grow, and every offset follows from the types' sizes.
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 const _: () = assert!(std::mem::size_of::<FastSlot>() == FAST_SLOT_LINES * CACHE_LINE);
 const _: () = assert!(FAST_SLOTS.is_power_of_two());
 const FAST_SLOT_BYTES: usize = FAST_SLOT_LINES * CACHE_LINE;
 
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 const _: () = assert!(FRAME_HEADER == CACHE_LINE);
 
 /// The geometry of a segment: everything needed to compute offsets.
@@ -605,7 +605,7 @@ pub struct RingIndex {
 }
 
 const _: () = assert!(std::mem::size_of::<ChannelHeader>() == CACHE_LINE);
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 const _: () = assert!(std::mem::size_of::<RingIndex>() == 2 * CACHE_LINE);
 
 /// Offsets within a byte channel of `capacity` bytes per ring.
