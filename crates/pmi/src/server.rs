@@ -40,13 +40,13 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, warn};
 
+use nf_sys::accept::Acceptor;
+
 use crate::addr::PmiAddr;
 use crate::env::is_valid_job_id;
 use crate::error::PmiError;
 use crate::protocol::{self, LineError, Request, Response, MAX_HELLO_LEN, MAX_LINE_LEN};
 use crate::secret::{new_secret, secrets_match};
-use nf_sys::accept::Acceptor;
-
 use crate::sock::{send_all, Listener, Stream};
 use crate::store::{FenceState, Store};
 
@@ -359,7 +359,6 @@ fn accepted(shared: &Arc<Shared>, stream: Stream, from: String) {
 }
 
 fn spawn_connection(shared: &Arc<Shared>, stream: Stream, from: String) -> std::io::Result<()> {
-    stream.set_blocking()?;
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let handle = stream.try_clone()?;
     let worker = Arc::clone(shared);

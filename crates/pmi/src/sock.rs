@@ -68,14 +68,6 @@ impl Stream {
             Stream::Tcp(s) => s.set_write_timeout(t),
         }
     }
-
-    /// Makes reads and accepts block (accepted sockets may inherit non-blocking mode).
-    pub(crate) fn set_blocking(&self) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_nonblocking(false),
-            Stream::Tcp(s) => s.set_nonblocking(false),
-        }
-    }
 }
 
 impl Read for &Stream {
