@@ -103,7 +103,17 @@ enum Command {
     /// size from which single-copy is never more than 10% slower to the tune cache
     /// (NF_TUNE_FILE), which NF_RNDV_THRESHOLD then defaults to.
     Tune(cmd::tune::TuneArgs),
-    /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma memory).
+    /// Run a program on many nodes through their /xcpu (jobs as files).
+    ///
+    /// Uploads PROG (when it names a local file) and --file's into a session on every
+    /// node's nf serve, starts it as your user there, forwards stdin (to rank 0 by
+    /// default), prints output tagged by node, turns Ctrl-C into kill, and exits with
+    /// the first non-zero status, naming the node.
+    ///
+    /// Example: nf exec --cert me.pem --key me.key --ca ca.pem tls:n1:5640,tls:n2:5640 -- ./prog
+    Exec(cmd::exec::ExecArgs),
+    /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma
+    /// memory, jobs).
     Serve(cmd::serve::ServeArgs),
     /// Print every setting (NF_* variable), its value here and where it came from.
     ///
@@ -157,6 +167,7 @@ fn main() {
         Command::Bench(b) => cmd::bench::main(b),
         Command::Tune(a) => cmd::tune::main(a),
         Command::Serve(a) => cmd::serve::main(a),
+        Command::Exec(a) => cmd::exec::main(a),
         Command::Cert(a) => cmd::cert::main(a),
         Command::Config(a) => cmd::config::main(a),
         Command::Ls(a) => cmd::files::ls(a),

@@ -75,6 +75,8 @@ pub const EOPNOTSUPP: u32 = 95;
 pub const ETIMEDOUT: u32 = 110;
 /// Stale file handle: the file a fid named is gone.
 pub const ESTALE: u32 = 116;
+/// Quota exceeded: a user's budget is spent.
+pub const EDQUOT: u32 = 122;
 
 /// The Linux errno for an I/O error: its OS code on Linux, else by kind, else `EIO`.
 pub fn from_io_error(err: &io::Error) -> u32 {

@@ -4,7 +4,7 @@
 //! # Glossary
 //!
 //! - **node tree**: the tree one node serves (`/status`, `/log`, `/pipe`, `/fs`, `/ro`,
-//!   `/mem`; see [`tree`]), composed from ninep's ready-made trees by a
+//!   `/mem`, `/xcpu`; see [`tree`]), composed from ninep's ready-made trees by a
 //!   [`nf_ninep_trees::MountTable`].
 //! - **#U, #R, #p, #l, #r**: seed 000's CellFS names for host files (read-write and
 //!   read-only with private writes), pipes, the log, and memory regions.
@@ -18,6 +18,7 @@
 //! | [`pipe`] | `/pipe/NAME`: bounded, blocking named pipes with owners and budgets |
 //! | [`mem`] | `/mem/JOB/RANK/SEGMENT`: rma segments of running procs, read and written with cross-memory attach |
 //! | [`access`] | the attach check: who the kernel or a certificate says the peer is → the account whose rights its requests run with |
+//! | [`xcpu`] | `/xcpu`: jobs as files (sessions, uploads, output, exit) |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
 //! | [`tls`] | TLS with client certificates for remote connections |
 //! | [`shm`] | 9P over a shared-memory byte channel |
@@ -36,6 +37,7 @@ pub mod shm;
 pub mod status;
 pub mod tls;
 pub mod tree;
+pub mod xcpu;
 
 pub use serve::{Daemon, ServeConfig, ServeError};
 pub use tree::{build, NodeConfig, NodeTree};

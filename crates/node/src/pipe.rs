@@ -45,16 +45,13 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use nf_ninep::errno::{EAGAIN, EINVAL, ENOSPC, EPIPE};
+use nf_ninep::errno::{EAGAIN, EDQUOT, EINVAL, ENOSPC, EPIPE};
 use nf_ninep::LOpenFlags;
 use nf_ninep_server::{Ctx, FsError, FsResult, Monitor};
 use nf_ninep_trees::synthetic::{DirOps, FileNode, OpenFile};
 
 /// Default buffer of one pipe: 64 KiB, as a Linux pipe.
 pub const DEFAULT_PIPE_CAPACITY: usize = 64 * 1024;
-
-/// `EDQUOT`: a user's budget is spent (rule 7).
-const EDQUOT: u32 = 122;
 
 /// Mode of a pipe made by a walk (rule 6).
 const WALK_MODE: u32 = 0o600;

@@ -13,7 +13,8 @@
 //!    address.
 //!
 //! Shutdown ([`Daemon::shutdown`]): stop accepting (the unix socket file is removed),
-//! end the log stream so followers see end of file, close every connection and wait
+//! end every `/xcpu` session (its jobs are killed), end the log stream so followers
+//! see end of file, close every connection and wait
 //! for them to release their fids.
 
 use std::net::SocketAddr;
@@ -28,6 +29,7 @@ use nf_ninep_trees::MountTable;
 use crate::shm::{ShmListener, DEFAULT_CAPACITY as SHM_CAPACITY};
 use crate::tls::{server_config, TlsError, TlsFiles, TlsListener};
 use crate::tree::{build, NodeConfig, TreeBuildError};
+use crate::xcpu::Xcpu;
 
 /// What `nf serve` serves, and where.
 #[derive(Clone, Debug, Default)]
@@ -101,6 +103,7 @@ pub struct Daemon {
     tls_listeners: Vec<TlsListener>,
     shm_listener: Option<ShmListener>,
     log: Stream,
+    xcpu: Xcpu,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -169,6 +172,7 @@ impl Daemon {
             tls_listeners,
             shm_listener,
             log: tree.log,
+            xcpu: tree.xcpu,
         })
     }
 
@@ -207,6 +211,11 @@ impl Daemon {
         &self.log
     }
 
+    /// `/xcpu`'s sessions.
+    pub fn xcpu(&self) -> &Xcpu {
+        &self.xcpu
+    }
+
     /// Stops (the steps in the module docs); true if every connection let go of its
     /// fids within `timeout`.
     pub fn shutdown(self, timeout: Duration) -> bool {
@@ -219,6 +228,7 @@ impl Daemon {
         if let Some(l) = self.shm_listener {
             l.stop();
         }
+        self.xcpu.shutdown();
         self.log.close();
         self.server.shutdown(timeout)
     }

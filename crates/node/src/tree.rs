@@ -8,9 +8,10 @@
 //! | `/fs` | the export directory, read-write (#U) | [`PassthroughFs`] |
 //! | `/ro` | the export directory, writes private to the server's memory (#R) | [`ReadOnlyView`] |
 //! | `/mem/JOB/RANK/SEGMENT` | running procs' rma segments: read = get, write = put | [`MemTree`] |
+//! | `/xcpu` | jobs as files: sessions, uploads, output, exit ([`crate::xcpu`]) | synthetic |
 //!
-//! `/fs` and `/ro` exist only when an export directory is configured. The three
-//! synthetic entries are one [`SyntheticTree`] mounted three times, so a pipe made
+//! `/fs` and `/ro` exist only when an export directory is configured. The four
+//! synthetic entries are one [`SyntheticTree`] mounted four times, so a pipe made
 //! through one connection is seen by every other.
 
 use std::path::PathBuf;
@@ -25,6 +26,7 @@ use crate::access::check_attach;
 use crate::mem::MemTree;
 use crate::pipe::{PipeDir, PipeLimits, DEFAULT_PIPE_CAPACITY};
 use crate::status;
+use crate::xcpu::{Xcpu, XcpuConfig, XcpuError};
 
 /// Default history of `/log` kept for new readers: 256 KiB.
 pub const DEFAULT_LOG_HISTORY: usize = 256 * 1024;
@@ -46,6 +48,8 @@ pub struct NodeConfig {
     /// The rma memory registry `/mem` reads; `None`: the default
     /// ([`nf_memreg::default_dir`]).
     pub mem_registry: Option<PathBuf>,
+    /// `/xcpu`'s limits and places.
+    pub xcpu: XcpuConfig,
 }
 
 impl Default for NodeConfig {
@@ -57,6 +61,7 @@ impl Default for NodeConfig {
             pipe_limits: PipeLimits::default(),
             ro_memory_limit: nf_ninep_trees::readonly::DEFAULT_MEMORY_LIMIT,
             mem_registry: None,
+            xcpu: XcpuConfig::default(),
         }
     }
 }
@@ -74,6 +79,9 @@ pub enum TreeBuildError {
     /// The synthetic tree could not be built.
     #[error(transparent)]
     Synthetic(#[from] TreeError),
+    /// `/xcpu` could not be set up.
+    #[error(transparent)]
+    Xcpu(#[from] XcpuError),
 }
 
 /// The node's tree, and the handles the daemon keeps.
@@ -82,6 +90,8 @@ pub struct NodeTree {
     pub table: MountTable,
     /// `/log`: the daemon appends its own events to it.
     pub log: Stream,
+    /// `/xcpu`'s sessions: the daemon ends them at shutdown.
+    pub xcpu: Xcpu,
 }
 
 /// Builds the node's tree from `config`, with [`check_attach`] as its attach policy.
@@ -98,10 +108,11 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
         "/pipe",
         PipeDir::new(config.pipe_capacity, config.pipe_limits),
     )?;
+    let xcpu = Xcpu::install(&synthetic, config.xcpu.clone(), log.clone())?;
     let synthetic: Arc<DynFs> = Arc::new(Erased(synthetic));
 
     let mut table = MountTable::new().with_attach_check(check_attach);
-    for name in ["status", "log", "pipe"] {
+    for name in ["status", "log", "pipe", "xcpu"] {
         table.mount_dyn(name, Arc::clone(&synthetic), name)?;
     }
     if let Some(dir) = &config.export {
@@ -119,5 +130,5 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
         "mem",
         MemTree::new(registry, rustix::process::geteuid().as_raw()),
     )?;
-    Ok(NodeTree { table, log })
+    Ok(NodeTree { table, log, xcpu })
 }

@@ -8,9 +8,11 @@
 //! | [`host`] | who shares memory with whom: this process's host identity |
 //! | [`hash`] | a hash that is equal in every process and every build (names, cookies) |
 //! | [`shim`] | loading a C shim with `dlopen` and checking its interface version |
+//! | [`spawn`] | starting a program as another user, in its own process group, with limits |
 
 pub mod accept;
 pub mod file;
 pub mod hash;
 pub mod host;
 pub mod shim;
+pub mod spawn;

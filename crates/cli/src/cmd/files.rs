@@ -47,7 +47,8 @@ pub struct ConnArgs {
 }
 
 impl ConnArgs {
-    fn options(&self) -> ConnectOptions {
+    /// The connection options these arguments give.
+    pub fn options(&self) -> ConnectOptions {
         let mut opts = ConnectOptions {
             msize: self.msize,
             timeout: self.timeout.map(std::time::Duration::from_secs),

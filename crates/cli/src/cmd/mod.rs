@@ -6,6 +6,7 @@ pub mod bench_rma;
 pub mod cert;
 pub mod config;
 pub mod demo;
+pub mod exec;
 pub mod files;
 pub mod progress;
 pub mod run;

@@ -20,7 +20,9 @@ use nf_ninep_trees::synthetic::Stream;
 use nf_node::addr::default_socket;
 use nf_node::pipe::PipeLimits;
 use nf_node::tls::TlsFiles;
+use nf_node::xcpu::XcpuConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
+use nf_sys::spawn::Rlimit;
 
 /// The line a foreground server prints once it is listening.
 const READY: &str = "nf serve: ready";
@@ -129,6 +131,50 @@ pub struct ServeArgs {
     /// Stay in the foreground instead of detaching once listening.
     #[arg(long, short = 'f')]
     pub foreground: bool,
+    /// `/xcpu`: jobs as files.
+    #[command(flatten)]
+    pub xcpu: XcpuArgs,
+}
+
+/// Limits and places of `/xcpu` (`nf serve --xcpu-…`).
+#[derive(Args, Clone, Debug)]
+pub struct XcpuArgs {
+    /// Where sessions' upload directories are made [default: a new nf-xcpu-PID in
+    /// $TMPDIR, removed at shutdown].
+    #[arg(long, value_name = "DIR")]
+    pub xcpu_dir: Option<PathBuf>,
+    /// Seconds a session lives on once no file of it is open.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub xcpu_linger: u64,
+    /// Sessions one user may have at once (more: EDQUOT); the node holds 16× this.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub xcpu_sessions_per_user: usize,
+    /// Bytes one session may upload into its fs/ (more: EFBIG).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
+    pub xcpu_upload_limit: u64,
+    /// Processes the user of a job may have (RLIMIT_NPROC on every job; a session
+    /// may lower it with `limits nproc=N`) [default: the server's own limit].
+    #[arg(long, value_name = "N")]
+    pub xcpu_nproc: Option<u64>,
+    /// What /xcpu/arch says [default: this machine's, e.g. linux/x86_64]; for nodes
+    /// that run binaries of another architecture (emulation) and for tests.
+    #[arg(long, value_name = "OS/ARCH")]
+    pub xcpu_arch: Option<String>,
+}
+
+impl XcpuArgs {
+    fn config(&self) -> XcpuConfig {
+        XcpuConfig {
+            dir: self.xcpu_dir.clone(),
+            linger: Duration::from_secs(self.xcpu_linger),
+            sessions_per_user: self.xcpu_sessions_per_user,
+            sessions_total: self.xcpu_sessions_per_user.saturating_mul(16),
+            upload_limit: self.xcpu_upload_limit,
+            limits: self.xcpu_nproc.map(Rlimit::Processes).into_iter().collect(),
+            arch: self.xcpu_arch.clone(),
+            ..XcpuConfig::default()
+        }
+    }
 }
 
 /// `/log` once the tree exists; log lines written before go to stderr only.
@@ -225,6 +271,7 @@ impl ServeArgs {
                 },
                 ro_memory_limit: self.ro_memory,
                 mem_registry: self.mem_registry.clone(),
+                xcpu: self.xcpu.config(),
             },
             limits: ServerConfig::default()
                 .max_msize(self.msize)

@@ -118,7 +118,8 @@ impl SyntheticTree {
             NodeKind::Dir(d) => {
                 let ops = d.ops.read().unwrap_or_else(PoisonError::into_inner);
                 let bits = ops.as_ref().map_or(0o755, |o| o.mode() & 0o7777);
-                ((self.uid, self.gid), S_IFDIR | bits)
+                let owner = ops.as_ref().and_then(|o| o.owner());
+                (owner.unwrap_or((self.uid, self.gid)), S_IFDIR | bits)
             }
             NodeKind::File(f) => (
                 f.owner().unwrap_or((self.uid, self.gid)),
@@ -269,6 +270,9 @@ impl Filesystem for SyntheticTree {
                 .unwrap_or_else(|| Arc::clone(&dir.node)),
             _ => {
                 let d = dir_of(&dir.node)?;
+                // Searching a directory needs its execute bit, as on a host tree.
+                let (owner, mode) = self.perms(&dir.node);
+                ctx.permit(owner, mode, 1)?;
                 match lookup(d, name) {
                     Some(node) => node,
                     None => self.walk_missing(ctx, &dir.node, name)?,
@@ -311,7 +315,12 @@ impl Filesystem for SyntheticTree {
 
     fn lopen(&self, ctx: &Ctx, fid: &SynFid, req: &Tlopen) -> FsResult<Rlopen> {
         let opened = match &fid.node.kind {
-            NodeKind::Dir(_) => SynOpen::Dir(Listing::default()),
+            NodeKind::Dir(_) => {
+                // Listing a directory needs its read bit.
+                let (owner, mode) = self.perms(&fid.node);
+                ctx.permit(owner, mode, 4)?;
+                SynOpen::Dir(Listing::default())
+            }
             NodeKind::File(f) => {
                 may_run(ctx, f.runs_inline())?;
                 let (owner, mode) = self.perms(&fid.node);

@@ -66,10 +66,12 @@ pub enum TreeError {
     },
 }
 
-/// An in-memory file tree (see the [module documentation](self)).
+/// An in-memory file tree (see the [module documentation](self)). Clones share the
+/// tree, so code can keep adding and removing entries after it is mounted.
+#[derive(Clone)]
 pub struct SyntheticTree {
     root: Arc<Node>,
-    next_id: AtomicU64,
+    next_id: Arc<AtomicU64>,
     uid: u32,
     gid: u32,
 }
@@ -100,7 +102,7 @@ impl SyntheticTree {
     pub fn new() -> Self {
         SyntheticTree {
             root: Node::new(1, Weak::new(), NodeKind::Dir(DirNode::default())),
-            next_id: AtomicU64::new(2),
+            next_id: Arc::new(AtomicU64::new(2)),
             uid: rustix::process::getuid().as_raw(),
             gid: rustix::process::getgid().as_raw(),
         }

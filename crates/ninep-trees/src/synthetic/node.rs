@@ -77,6 +77,11 @@ pub trait DirOps: Send + Sync + 'static {
         0o755
     }
 
+    /// Owner and group (uid, gid) of the directory; `None`: the tree's own.
+    fn owner(&self) -> Option<(u32, u32)> {
+        None
+    }
+
     /// A walk to `name`, which does not exist here: a file to add under that name
     /// (the walk then goes on to it), or `None` for `ENOENT` (the default). The walker
     /// has write permission on the directory.
