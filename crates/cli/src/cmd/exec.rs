@@ -124,8 +124,7 @@ fn parse_binaries(list: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>> {
 }
 
 fn check_file(path: &Path) -> anyhow::Result<()> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
+    let meta = std::fs::metadata(path).map_err(|e| Usage(format!("{}: {e}", path.display())))?;
     if !meta.is_file() {
         return Err(Usage(format!("{} is not a regular file", path.display())).into());
     }
@@ -141,9 +140,9 @@ fn base_name(path: &Path) -> String {
 /// A node's short name for tags: the host of `tls:HOST:PORT`, or the path's file name.
 fn short_name(node: &str) -> String {
     match parse_addr(node) {
-        Ok(Addr::Tls(h) | Addr::Tcp(h)) => h
-            .rsplit_once(':')
-            .map_or(h.clone(), |(host, _)| host.trim_matches(['[', ']']).to_string()),
+        Ok(Addr::Tls(h) | Addr::Tcp(h)) => h.rsplit_once(':').map_or(h.clone(), |(host, _)| {
+            host.trim_matches(['[', ']']).to_string()
+        }),
         _ => node.to_string(),
     }
 }
@@ -298,7 +297,11 @@ pub fn main(a: ExecArgs) -> anyhow::Result<i32> {
             "{} of {} nodes could not start the job (named above); nothing was run{}",
             failed.len(),
             nodes.len(),
-            if a.keep_going { "" } else { " (--keep-going runs on the rest)" }
+            if a.keep_going {
+                ""
+            } else {
+                " (--keep-going runs on the rest)"
+            }
         );
     }
     copies.sort_by_key(|c| c.rank);
@@ -342,7 +345,11 @@ fn run(copies: Vec<Copy>, stdin_to: StdinTo, tag: bool) -> anyhow::Result<i32> {
         let wait = c.session.open_file("wait", LOpenFlags::RDONLY)?;
         for (name, to_err) in [("stdout", false), ("stderr", true)] {
             let f = c.session.open_file(name, LOpenFlags::RDONLY)?;
-            let prefix = if tag { format!("{}: ", c.tag) } else { String::new() };
+            let prefix = if tag {
+                format!("{}: ", c.tag)
+            } else {
+                String::new()
+            };
             let out = Arc::clone(&out);
             pumps.push(thread::spawn(move || copy_lines(f, &prefix, to_err, &out)));
         }
@@ -388,7 +395,10 @@ fn run(copies: Vec<Copy>, stdin_to: StdinTo, tag: bool) -> anyhow::Result<i32> {
         for l in &lost {
             eprintln!("nf exec: lost {l}");
         }
-        bail!("{} copies ended without an exit status (named above)", lost.len());
+        bail!(
+            "{} copies ended without an exit status (named above)",
+            lost.len()
+        );
     }
     Ok(first_failure.map_or(0, |(_, e)| e.status()))
 }

@@ -229,7 +229,10 @@ impl Settings {
                 ));
             }
             if !uploaded.exists() {
-                return Err(Refusal::new(ENOENT, format!("exec: {name}: not found in fs/")));
+                return Err(Refusal::new(
+                    ENOENT,
+                    format!("exec: {name}: not found in fs/"),
+                ));
             }
             return Ok(uploaded);
         }
@@ -295,7 +298,15 @@ mod tests {
                 addrs: vec!["tls:a:1".into(), "tls:b:1".into()]
             })
         );
-        for bad in ["", "exec now", "kill BOGUS", "limits", "limits nproc=x", "dir", "frob"] {
+        for bad in [
+            "",
+            "exec now",
+            "kill BOGUS",
+            "limits",
+            "limits nproc=x",
+            "dir",
+            "frob",
+        ] {
             let r = parse(bad).unwrap_err();
             assert_eq!(r.errno, EINVAL, "{bad:?}");
             assert!(!r.why.is_empty());

@@ -24,7 +24,9 @@ fn writes(flags: LOpenFlags) -> bool {
 
 /// The bytes of `data` at `offset`, at most `count`.
 fn slice_at(data: &[u8], offset: u64, count: u32) -> Vec<u8> {
-    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(data.len());
     let end = start.saturating_add(count as usize).min(data.len());
     data[start..end].to_vec()
 }
@@ -105,8 +107,7 @@ impl FileNode for SessionFile {
     }
 
     fn open(&self, _: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>> {
-        if (reads(flags) && !self.kind.may_read()) || (writes(flags) && !self.kind.may_write())
-        {
+        if (reads(flags) && !self.kind.may_read()) || (writes(flags) && !self.kind.may_write()) {
             return Err(FsError::Errno(EACCES));
         }
         let hold = self.session.hold()?;
@@ -213,9 +214,7 @@ impl OpenFile for SessionOpen {
                 let text = String::from_utf8_lossy(data);
                 for line in text.lines().filter(|l| !l.trim().is_empty()) {
                     let cmd = ctl::parse(line).map_err(|r| {
-                        self.session
-                            .job
-                            .update(|j| j.error = Some(r.why.clone()));
+                        self.session.job.update(|j| j.error = Some(r.why.clone()));
                         FsError::Errno(r.errno)
                     })?;
                     self.session.0.control(cmd)?;

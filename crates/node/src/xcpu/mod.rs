@@ -149,7 +149,11 @@ impl std::fmt::Debug for Xcpu {
 
 impl Xcpu {
     /// Adds `/xcpu` to `tree`, logging session events to `log`.
-    pub fn install(tree: &SyntheticTree, config: XcpuConfig, log: Stream) -> Result<Xcpu, XcpuError> {
+    pub fn install(
+        tree: &SyntheticTree,
+        config: XcpuConfig,
+        log: Stream,
+    ) -> Result<Xcpu, XcpuError> {
         let (base, made_base) = match &config.dir {
             Some(d) => (d.clone(), false),
             None => (
@@ -175,9 +179,15 @@ impl Xcpu {
         tree.add_dir("/xcpu")?;
         tree.add_file("/xcpu/clone", CloneFile(weak.clone()))?;
         let arch = registry.config.arch();
-        tree.add_file("/xcpu/arch", DynamicFile::new(move || format!("{arch}\n").into_bytes()))?;
+        tree.add_file(
+            "/xcpu/arch",
+            DynamicFile::new(move || format!("{arch}\n").into_bytes()),
+        )?;
         let env = registry.config.env.clone();
-        tree.add_file("/xcpu/env", DynamicFile::new(move || env.clone().into_bytes()))?;
+        tree.add_file(
+            "/xcpu/env",
+            DynamicFile::new(move || env.clone().into_bytes()),
+        )?;
         tree.add_file(
             "/xcpu/procs",
             DynamicFile::new(move || match weak.upgrade() {
@@ -250,7 +260,10 @@ impl Registry {
 
     fn procs(&self) -> Vec<u8> {
         let all: Vec<Arc<Session>> = self.lock().values().cloned().collect();
-        all.iter().map(|s| s.procs_line()).collect::<String>().into_bytes()
+        all.iter()
+            .map(|s| s.procs_line())
+            .collect::<String>()
+            .into_bytes()
     }
 
     fn forget(&self, id: u64) {
@@ -275,16 +288,23 @@ impl Registry {
     /// Makes a session for the request's user (rule 1 of [`session`]).
     fn create(self: &Arc<Self>, ctx: &Ctx) -> FsResult<(SessionRef, Hold)> {
         let creds = ctx.maker().clone();
-        let user = crate::access::account_name(creds.uid()).unwrap_or_else(|| creds.uid().to_string());
+        let user =
+            crate::access::account_name(creds.uid()).unwrap_or_else(|| creds.uid().to_string());
         let id = {
             let sessions = self.lock();
-            let mine = sessions.values().filter(|s| s.creds.uid() == creds.uid()).count();
+            let mine = sessions
+                .values()
+                .filter(|s| s.creds.uid() == creds.uid())
+                .count();
             if mine >= self.config.sessions_per_user {
                 tracing::warn!(%user, limit = self.config.sessions_per_user, "xcpu: session refused: the user has as many sessions as allowed (EDQUOT)");
                 return Err(FsError::Errno(EDQUOT));
             }
             if sessions.len() >= self.config.sessions_total {
-                tracing::warn!(limit = self.config.sessions_total, "xcpu: session refused: the node has as many sessions as allowed (ENOSPC)");
+                tracing::warn!(
+                    limit = self.config.sessions_total,
+                    "xcpu: session refused: the node has as many sessions as allowed (ENOSPC)"
+                );
                 return Err(FsError::Errno(ENOSPC));
             }
             self.next.fetch_add(1, Ordering::Relaxed)
@@ -403,7 +423,9 @@ struct CloneOpen {
 
 impl OpenFile for CloneOpen {
     fn read(&self, _: &Ctx, offset: u64, count: u32) -> FsResult<Vec<u8>> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.text.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.text.len());
         let end = start.saturating_add(count as usize).min(self.text.len());
         Ok(self.text[start..end].to_vec())
     }

@@ -180,7 +180,10 @@ impl RemoteSession {
             .map_err(RemoteError::node(format!("opening {path}")))?;
         f.write_all_at(command.as_bytes(), 0).map_err(|e| {
             let why = self.state().unwrap_or_default();
-            let why = why.lines().find_map(|l| l.strip_prefix("error ")).unwrap_or("");
+            let why = why
+                .lines()
+                .find_map(|l| l.strip_prefix("error "))
+                .unwrap_or("");
             RemoteError::Node {
                 what: format!("{command} ({why})"),
                 cause: e,

@@ -17,8 +17,8 @@
 //!    entry leaves `/xcpu`, and its upload directory is removed.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -26,7 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use nf_ninep::errno::{EAGAIN, EBUSY, EINVAL, ENOENT, EPIPE, ESRCH};
 use nf_ninep_server::{Cancel, Creds, FsError, FsResult, Monitor};
-use nf_sys::spawn::{RunAs, Rlimit};
+use nf_sys::spawn::{Rlimit, RunAs};
 
 use super::ctl::{Command as Ctl, Refusal, Settings};
 use super::output::Output;
@@ -384,11 +384,10 @@ impl Session {
         });
         let mut limits: Vec<Rlimit> = registry.config.limits.clone();
         limits.extend(settings.limits.iter().copied());
-        let mut child = nf_sys::spawn::spawn(cmd, run_as.as_ref(), &dir, &limits)
-            .map_err(|e| {
-                let errno = e.raw_os_error().map_or(EINVAL, |n| n as u32);
-                Refusal::new(errno, format!("exec {}: {e}", program.display()))
-            })?;
+        let mut child = nf_sys::spawn::spawn(cmd, run_as.as_ref(), &dir, &limits).map_err(|e| {
+            let errno = e.raw_os_error().map_or(EINVAL, |n| n as u32);
+            Refusal::new(errno, format!("exec {}: {e}", program.display()))
+        })?;
         let pid = child.id();
         job.phase = Phase::Running { pid };
         drop(job);
@@ -486,7 +485,11 @@ impl Session {
     }
 
     /// Waits for the job, records how it ended, and ends a closing session.
-    fn reap(self: Arc<Self>, mut child: std::process::Child, pumps: [Option<std::thread::JoinHandle<()>>; 2]) {
+    fn reap(
+        self: Arc<Self>,
+        mut child: std::process::Child,
+        pumps: [Option<std::thread::JoinHandle<()>>; 2],
+    ) {
         let exit = child.wait().map(Exit::from).unwrap_or(Exit::Code(-1));
         self.job.update(|j| {
             if j.phase != Phase::Ended {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use nf_ninep_client::{Client, Root};
 use nf_ninep_server::ServerConfig;
+use nf_node::xcpu::XcpuConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 
 /// A running node server and its files.
@@ -20,6 +21,8 @@ pub struct Node {
     pub export: PathBuf,
     /// The memory registry `/mem` reads (empty unless a test fills it).
     pub registry: PathBuf,
+    /// `/xcpu`'s settings (its upload directory is inside `dir`).
+    pub xcpu: XcpuConfig,
 }
 
 impl Node {
@@ -30,18 +33,28 @@ impl Node {
 
     /// A server with `limits`, exporting a fresh directory holding `hello.txt`.
     pub fn with_limits(limits: ServerConfig) -> Node {
+        Node::with_xcpu(limits, XcpuConfig::default())
+    }
+
+    /// A server with `limits` and `/xcpu` settings `xcpu` (its `dir` is set here).
+    pub fn with_xcpu(limits: ServerConfig, xcpu: XcpuConfig) -> Node {
         let dir = tempfile::tempdir().expect("tempdir");
         let export = dir.path().join("export");
         std::fs::create_dir(&export).unwrap();
         std::fs::write(export.join("hello.txt"), b"hello from the host\n").unwrap();
         let socket = dir.path().join("run/nf.sock");
         let registry = dir.path().join("mem");
+        let xcpu = XcpuConfig {
+            dir: Some(dir.path().join("xcpu")),
+            ..xcpu
+        };
         let mut node = Node {
             daemon: None,
             dir,
             socket,
             export,
             registry,
+            xcpu,
         };
         node.restart_with(limits);
         node
@@ -61,6 +74,7 @@ impl Node {
                 export: Some(self.export.clone()),
                 pipe_capacity: 16,
                 mem_registry: Some(self.registry.clone()),
+                xcpu: self.xcpu.clone(),
                 ..NodeConfig::default()
             },
             limits,
