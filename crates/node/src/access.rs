@@ -12,6 +12,10 @@
 //!    reports it (`sock_diag`). That process may attach only as its own user — `uname`
 //!    empty or its account's name, `n_uname` unset or its uid. Root (uid 0) may attach
 //!    as anyone (`n_uname` first, else `uname`; both unset: root).
+//!    A peer that authenticated as a *node* of the cluster (a node certificate,
+//!    `node:HOST`, [`crate::tls::NODE_PREFIX`]) hands sessions on for users (tree
+//!    spawn): it may attach as any user with an account here (`uname`, or `n_uname`),
+//!    except root.
 //! 3. A connection whose transport identifies nobody is refused.
 //! 4. A server that does not run as root cannot act as anyone else, so it serves only
 //!    its own user: any other attach is refused.
@@ -124,6 +128,29 @@ pub fn check_attach_with(
     Ok(account.creds())
 }
 
+/// Rule 1, for a peer node acting for a user.
+fn for_node(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, node: &str) -> FsResult<Account> {
+    let asked = if req.n_uname != NONUNAME {
+        accounts.by_uid(req.n_uname)
+    } else {
+        accounts.by_name(&req.uname)
+    };
+    let Some(account) = asked.filter(|a| req.uname.is_empty() || req.uname == a.name) else {
+        tracing::warn!(node, asked = %req.uname, asked_uid = req.n_uname, conn = ctx.conn_id(), "attach refused: node asked for a user with no account on this host");
+        return Err(FsError::Errno(EACCES));
+    };
+    if account.uid == 0 {
+        tracing::warn!(
+            node,
+            conn = ctx.conn_id(),
+            "attach refused: a node may not act as root"
+        );
+        return Err(FsError::Errno(EACCES));
+    }
+    tracing::info!(node, user = %account.name, conn = ctx.conn_id(), "node attached for a user");
+    Ok(account)
+}
+
 /// Rule 1.
 fn authenticated(
     accounts: &dyn Accounts,
@@ -131,6 +158,9 @@ fn authenticated(
     req: &Tattach,
     user: &str,
 ) -> FsResult<Account> {
+    if let Some(node) = user.strip_prefix(crate::tls::NODE_PREFIX) {
+        return for_node(accounts, ctx, req, node);
+    }
     if !req.uname.is_empty() && req.uname != user {
         tracing::warn!(authenticated = user, asked = %req.uname, conn = ctx.conn_id(), "attach refused: a user may only attach as the identity it authenticated as");
         return Err(FsError::Errno(EACCES));
@@ -241,6 +271,17 @@ mod tests {
         assert_eq!(uid_of(&ghost, "ghost", NONUNAME, 0), Err(EACCES));
         let creds = check_attach_with(&accounts(), 0, &ann, &attach("", NONUNAME)).unwrap();
         assert_eq!((creds.gid(), creds.groups()), (1000, &[1000, 27][..]));
+    }
+
+    #[test]
+    fn nodes_attach_for_users_but_never_as_root() {
+        let node = Ctx::new(Cancel::new(), 8192, 1, 1).with_user(Some(Arc::from("node:n1")));
+        assert_eq!(uid_of(&node, "ann", NONUNAME, 0), Ok(1000));
+        assert_eq!(uid_of(&node, "", 1000, 0), Ok(1000));
+        assert_eq!(uid_of(&node, "root", NONUNAME, 0), Err(EACCES));
+        assert_eq!(uid_of(&node, "", 0, 0), Err(EACCES));
+        assert_eq!(uid_of(&node, "ghost", NONUNAME, 0), Err(EACCES));
+        assert_eq!(uid_of(&node, "ann", 0, 0), Err(EACCES), "names disagree");
     }
 
     #[test]

@@ -126,7 +126,12 @@ impl Daemon {
             }
         }
         let tls = config.tls.as_ref().map(server_config).transpose()?;
-        let tree = build(&config.node)?;
+        let mut node = config.node.clone();
+        if node.xcpu.forward_tls.is_none() {
+            // Tree spawn hands sessions on as this node, with its own certificate.
+            node.xcpu.forward_tls.clone_from(&config.tls);
+        }
+        let tree = build(&node)?;
         let server = Server::with_config(tree.table, config.limits.clone());
         let mut listeners = Vec::new();
         if let Some(path) = &config.unix {

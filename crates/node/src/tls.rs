@@ -11,7 +11,8 @@
 //!    own at once, so a slow handshake never blocks other clients.
 //! 2. Handshake with a deadline ([`HANDSHAKE_TIMEOUT`]): a client without a
 //!    certificate from the trusted CA is refused by rustls and the stream closed.
-//! 3. Read the client certificate's CN (a certificate without one is refused).
+//! 3. Read the client certificate's CN (a certificate without one is refused); a
+//!    node's certificate (OU [`NODE_UNIT`]) is told apart as `node:CN`.
 //! 4. Serve 9P over the TLS stream until it closes ([`nf_ninep_server::Server::serve`],
 //!    which also applies `max_clients`).
 //!
@@ -264,7 +265,7 @@ impl TlsTransport {
         };
         let user = cert
             .as_deref()
-            .and_then(common_name)
+            .and_then(identity)
             .ok_or(TlsError::NoCommonName)?;
         t.user = Some(user);
         Ok(t)
@@ -297,14 +298,28 @@ impl TlsTransport {
     }
 }
 
-/// The first common name of a DER certificate's subject.
-fn common_name(der: &[u8]) -> Option<String> {
+/// The organizational unit `nf cert node` gives node certificates: a peer presenting
+/// one is a node of the cluster (it may hand sessions on for users, [`crate::access`]).
+pub const NODE_UNIT: &str = "ninefold node";
+/// How a node's identity is told to the tree: `node:` and its common name. No user
+/// name can hold a `:`, and a user certificate whose name starts so is refused.
+pub const NODE_PREFIX: &str = "node:";
+
+/// Who a DER certificate names: its subject's first common name, as `node:CN` when the
+/// certificate is a node's ([`NODE_UNIT`]); `None` without a usable name.
+fn identity(der: &[u8]) -> Option<String> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let cn = cert.subject().iter_common_name().next()?;
-    cn.as_str()
-        .ok()
-        .map(str::to_string)
-        .filter(|s| !s.is_empty())
+    let cn = cn.as_str().ok().filter(|s| !s.is_empty())?;
+    let node = cert
+        .subject()
+        .iter_organizational_unit()
+        .any(|ou| ou.as_str() == Ok(NODE_UNIT));
+    match (node, cn.starts_with(NODE_PREFIX)) {
+        (true, _) => Some(format!("{NODE_PREFIX}{cn}")),
+        (false, false) => Some(cn.to_string()),
+        (false, true) => None,
+    }
 }
 
 impl Transport for TlsTransport {

@@ -3,7 +3,8 @@
 //!
 //! - `nf cert ca` makes `ca.pem` / `ca.key`: the CA that signs nodes and users;
 //! - `nf cert node HOST` makes `HOST.pem` / `HOST.key`, valid for the name (or IP)
-//!   clients dial, for `nf serve --tls-cert`;
+//!   clients dial, for `nf serve --tls-cert`; it also serves as the node's client
+//!   certificate when it hands sessions on to other nodes (OU `ninefold node`);
 //! - `nf cert user NAME` makes `NAME.pem` / `NAME.key` with CN NAME: the 9P user.
 //!
 //! The CA is read back from `ca.key` alone: its certificate is re-made from the same
@@ -62,7 +63,14 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
             let mut p = CertificateParams::new(vec![host.clone()])
                 .with_context(|| format!("{host:?} is not a host name or IP address"))?;
             p.distinguished_name.push(DnType::CommonName, host.as_str());
-            p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+            // A node also connects to other nodes as a client (tree spawn), and says
+            // it is a node, not a user.
+            p.distinguished_name
+                .push(DnType::OrganizationalUnitName, nf_node::tls::NODE_UNIT);
+            p.extended_key_usages = vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ];
             signed(host, p, &a.dir)?
         }
         CertCommand::User { name } => {

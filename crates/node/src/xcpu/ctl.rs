@@ -11,7 +11,7 @@
 //! | `wipe` | ends it now: kills the job, removes `fs/` |
 //! | `dir PATH` | the job's working directory: absolute on the node, or inside `fs/` |
 //! | `limits KEY=N …` | `nproc`, `cpu` (seconds), `as` (bytes), `nofile`: lowered only |
-//! | `clone COUNT ADDR…` | tree spawn (not available yet: answers `ENOSYS`) |
+//! | `clone COUNT ADDR…` | tree spawn: hand the session on to the nodes, COUNT children here ([`super::fanout`]) |
 //!
 //! `argv` holds the whole argument vector in shell quoting (`prog -n 'a b'`); `exec`
 //! the program (a name in `fs/`, or a path on the node; default `argv[0]`); `env` one
@@ -19,8 +19,11 @@
 
 use std::path::{Path, PathBuf};
 
-use nf_ninep::errno::{EINVAL, ENOENT, ENOSYS};
+use nf_ninep::errno::{EINVAL, ENOENT};
 use nf_sys::spawn::Rlimit;
+
+/// Most nodes one `clone` may name.
+pub const MAX_CLONE_NODES: usize = 65536;
 
 /// Most bytes a setting file (`argv`, `env`, `exec`) may hold.
 pub const MAX_SETTING: usize = 64 * 1024;
@@ -186,14 +189,6 @@ fn limit(word: &str) -> Result<Rlimit, Refusal> {
     })
 }
 
-/// The refusal for `clone` until tree spawn exists.
-pub fn no_clone() -> Refusal {
-    Refusal::new(
-        ENOSYS,
-        "clone (tree spawn) is not available yet: start each node's session with nf exec",
-    )
-}
-
 impl Settings {
     /// The argument vector: `argv` split as a shell would, else `[exec]`.
     pub fn argv(&self) -> Result<Vec<String>, Refusal> {
@@ -251,6 +246,28 @@ impl Settings {
     /// `env`'s `NAME=VALUE` lines (blank lines and `#` comments skipped).
     pub fn env_pairs(&self) -> Vec<(String, String)> {
         env_lines(&self.env)
+    }
+
+    /// The `ctl` lines that set `dir` and `limits` as they are now.
+    pub fn ctl_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(d) = &self.dir {
+            lines.push(format!("dir {d}"));
+        }
+        if !self.limits.is_empty() {
+            let words: Vec<String> = self
+                .limits
+                .iter()
+                .map(|l| match l {
+                    Rlimit::Processes(n) => format!("nproc={n}"),
+                    Rlimit::CpuSeconds(n) => format!("cpu={n}"),
+                    Rlimit::AddressSpace(n) => format!("as={n}"),
+                    Rlimit::OpenFiles(n) => format!("nofile={n}"),
+                })
+                .collect();
+            lines.push(format!("limits {}", words.join(" ")));
+        }
+        lines
     }
 
     /// The command line, for `/xcpu/procs` and the log.

@@ -10,6 +10,7 @@ use nf_ninep_server::{Ctx, FsError, FsResult};
 use nf_ninep_trees::synthetic::{FileNode, OpenFile};
 
 use super::ctl::{self, MAX_SETTING};
+use super::fanout::Op;
 use super::session::{Hold, SessionRef};
 
 fn reads(flags: LOpenFlags) -> bool {
@@ -50,11 +51,13 @@ pub enum Kind {
     State,
     /// `id`.
     Id,
+    /// `clones`: the nodes the session was handed on to, once everything reached them.
+    Clones,
 }
 
 impl Kind {
     /// Every kind, with its file name.
-    pub const ALL: [(Kind, &'static str); 8] = [
+    pub const ALL: [(Kind, &'static str); 9] = [
         (Kind::Ctl, "ctl"),
         (Kind::Argv, "argv"),
         (Kind::Env, "env"),
@@ -63,13 +66,14 @@ impl Kind {
         (Kind::Wait, "wait"),
         (Kind::State, "state"),
         (Kind::Id, "id"),
+        (Kind::Clones, "clones"),
     ];
 
     fn mode(self) -> u32 {
         match self {
             Kind::Ctl | Kind::Argv | Kind::Env | Kind::Exec => 0o600,
             Kind::Stdin => 0o200,
-            Kind::Wait | Kind::State | Kind::Id => 0o400,
+            Kind::Wait | Kind::State | Kind::Id | Kind::Clones => 0o400,
         }
     }
 
@@ -172,9 +176,19 @@ impl SessionOpen {
                 Kind::Env => &mut j.settings.env,
                 _ => &mut j.settings.exec,
             };
-            *slot = text;
+            slot.clone_from(&text);
             Ok(())
         })?;
+        // `env` is handed on as it was at `clone`; later writes stay on this node, so
+        // every node can be given its own (a rank).
+        let name = match kind {
+            Kind::Argv => Some("argv"),
+            Kind::Exec => Some("exec"),
+            _ => None,
+        };
+        if let Some(name) = name {
+            self.session.forward(|| Op::Set(name, text.clone()));
+        }
         Ok(data.len() as u32)
     }
 }
@@ -203,6 +217,24 @@ impl OpenFile for SessionOpen {
                 *self.buf.lock().unwrap_or_else(PoisonError::into_inner) = text.clone();
                 return Ok(slice_at(&text, 0, count));
             }
+            Kind::Clones => {
+                if offset > 0 {
+                    let done = self.buf.lock().unwrap_or_else(PoisonError::into_inner);
+                    return Ok(slice_at(&done, offset, count));
+                }
+                if !ctx.may_block() {
+                    return Err(FsError::WouldBlock);
+                }
+                let text = self
+                    .session
+                    .fanout
+                    .get()
+                    .map(|f| f.listing())
+                    .unwrap_or_default()
+                    .into_bytes();
+                *self.buf.lock().unwrap_or_else(PoisonError::into_inner) = text.clone();
+                return Ok(slice_at(&text, 0, count));
+            }
             Kind::Stdin => return Err(FsError::Errno(EACCES)),
         };
         Ok(slice_at(text.as_bytes(), offset, count))
@@ -217,13 +249,13 @@ impl OpenFile for SessionOpen {
                         self.session.job.update(|j| j.error = Some(r.why.clone()));
                         FsError::Errno(r.errno)
                     })?;
-                    self.session.0.control(cmd)?;
+                    self.session.0.control(cmd, line)?;
                 }
                 Ok(data.len() as u32)
             }
             Kind::Argv | Kind::Env | Kind::Exec => self.write_setting(offset, data),
             Kind::Stdin => self.session.write_stdin(ctx, data),
-            Kind::Wait | Kind::State | Kind::Id => Err(FsError::Errno(EACCES)),
+            Kind::Wait | Kind::State | Kind::Id | Kind::Clones => Err(FsError::Errno(EACCES)),
         }
     }
 }

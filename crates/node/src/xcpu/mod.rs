@@ -14,6 +14,7 @@
 //! | `/xcpu/N/stdin` | written bytes reach the job; its end of file when the last writer closes |
 //! | `/xcpu/N/stdout`, `stderr` | the job's output; readers follow it ([`output`]) |
 //! | `/xcpu/N/wait` | blocks until the job ends, then `exit CODE` or `signal SIG` |
+//! | `/xcpu/N/clones` | after `clone`: the nodes it was handed on to, `ADDR SESSION` or `ADDR - failed: WHY` ([`fanout`]) |
 //! | `/xcpu/N/state`, `id` | `new`, `running PID`, `exit CODE`, `signal SIG`, `ended` (+ the last `ctl` error); the id |
 //!
 //! **Who runs what.** Every attach already stands for an authenticated account
@@ -29,6 +30,7 @@
 //! client: [`remote`].
 
 pub mod ctl;
+pub mod fanout;
 pub mod files;
 pub mod output;
 pub mod remote;
@@ -79,6 +81,9 @@ pub struct XcpuConfig {
     pub arch: Option<String>,
     /// `/xcpu/env`: `NAME=VALUE` lines every job starts from.
     pub env: String,
+    /// This node's certificate, to hand sessions on to `tls:` nodes (tree spawn);
+    /// `nf serve` uses its own `--tls-cert`.
+    pub forward_tls: Option<crate::tls::TlsFiles>,
 }
 
 impl Default for XcpuConfig {
@@ -93,6 +98,7 @@ impl Default for XcpuConfig {
             limits: Vec::new(),
             arch: None,
             env: DEFAULT_ENV.to_string(),
+            forward_tls: None,
         }
     }
 }

@@ -23,8 +23,8 @@ pub enum RemoteError {
     Node {
         /// What was being done.
         what: String,
-        /// The client's error (with the node's errno).
-        cause: ClientError,
+        /// The client's error (with the node's errno); boxed, as it is large.
+        cause: Box<ClientError>,
     },
     /// A local file could not be read.
     #[error("reading {}: {source}", path.display())]
@@ -47,7 +47,10 @@ pub enum RemoteError {
 impl RemoteError {
     fn node(what: impl Into<String>) -> impl FnOnce(ClientError) -> RemoteError {
         let what = what.into();
-        move |cause| RemoteError::Node { what, cause }
+        move |cause| RemoteError::Node {
+            what,
+            cause: Box::new(cause),
+        }
     }
 }
 
@@ -95,7 +98,8 @@ pub struct RemoteSession {
     root: Root,
     id: u64,
     dir: String,
-    _clone: File,
+    /// The open `clone` file that holds a session this handle made.
+    _clone: Option<File>,
 }
 
 impl RemoteSession {
@@ -116,8 +120,19 @@ impl RemoteSession {
             root,
             id,
             dir: format!("/xcpu/{id}"),
-            _clone: clone,
+            _clone: Some(clone),
         })
+    }
+
+    /// Session `id`, made by someone else (a node handing a session on), on the node
+    /// `root` is attached to. It is held only while files of it are open.
+    pub fn existing(root: Root, id: u64) -> RemoteSession {
+        RemoteSession {
+            root,
+            id,
+            dir: format!("/xcpu/{id}"),
+            _clone: None,
+        }
     }
 
     /// The session's number on its node.
@@ -142,10 +157,7 @@ impl RemoteSession {
         let mut input = std::fs::File::open(from).map_err(local)?;
         let mode = input.metadata().map_err(local)?.permissions().mode() & 0o777;
         let path = format!("{}/fs/{name}", self.dir);
-        let out = self
-            .root
-            .create(&path, LOpenFlags::WRONLY, mode)
-            .map_err(RemoteError::node(format!("creating {path}")))?;
+        let out = self.create_upload(name, mode)?;
         let mut buf = vec![0u8; out.chunk().max(4096) as usize * 4];
         let mut offset = 0u64;
         loop {
@@ -161,6 +173,37 @@ impl RemoteSession {
             offset += n as u64;
         }
         Ok(offset)
+    }
+
+    /// Creates `fs/NAME` with permission bits `mode` (opening it if it exists) for
+    /// writing.
+    pub fn create_upload(&self, name: &str, mode: u32) -> Result<File, RemoteError> {
+        let path = format!("{}/fs/{name}", self.dir);
+        match self.root.create(&path, LOpenFlags::WRONLY, mode) {
+            Err(e) if e.errno() == Some(nf_ninep::errno::EEXIST) => self
+                .root
+                .open(&path, LOpenFlags::WRONLY)
+                .map_err(RemoteError::node(format!("opening {path}"))),
+            other => other.map_err(RemoteError::node(format!("creating {path}"))),
+        }
+    }
+
+    /// Removes `fs/NAME`.
+    pub fn remove_upload(&self, name: &str) -> Result<(), RemoteError> {
+        let path = format!("{}/fs/{name}", self.dir);
+        self.root
+            .remove(&path)
+            .map_err(RemoteError::node(format!("removing {path}")))
+    }
+
+    /// Reads the session file `name` to its end.
+    pub fn read(&self, name: &str) -> Result<String, RemoteError> {
+        let path = format!("{}/{name}", self.dir);
+        let text = self
+            .root
+            .read_file(&path)
+            .map_err(RemoteError::node(format!("reading {path}")))?;
+        Ok(String::from_utf8_lossy(&text).into_owned())
     }
 
     /// Writes `value` to the session file `name` (`argv`, `env`, `exec`).
@@ -186,7 +229,7 @@ impl RemoteSession {
                 .unwrap_or("");
             RemoteError::Node {
                 what: format!("{command} ({why})"),
-                cause: e,
+                cause: Box::new(e),
             }
         })
     }

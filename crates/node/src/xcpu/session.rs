@@ -29,6 +29,7 @@ use nf_ninep_server::{Cancel, Creds, FsError, FsResult, Monitor};
 use nf_sys::spawn::{Rlimit, RunAs};
 
 use super::ctl::{Command as Ctl, Refusal, Settings};
+use super::fanout::{Fanout, Op, Reach, Replay, Slot};
 use super::output::Output;
 use super::Registry;
 
@@ -136,6 +137,8 @@ pub struct Session {
     pub ended: Cancel,
     /// Bytes written into `fs/` so far.
     pub uploaded: AtomicU64,
+    /// The nodes this session is handed on to (tree spawn), once `clone` was written.
+    pub fanout: Slot,
     holds: Mutex<Holds>,
     registry: Weak<Registry>,
 }
@@ -220,6 +223,7 @@ impl Session {
             stderr: Output::new(history, owner),
             ended: Cancel::new(),
             uploaded: AtomicU64::new(0),
+            fanout: Slot::default(),
             holds: Mutex::default(),
             registry,
         }
@@ -304,8 +308,17 @@ impl Session {
         s
     }
 
-    /// Runs one `ctl` command; a refusal is also shown in `state`.
-    pub fn control(self: &Arc<Self>, cmd: Ctl) -> FsResult<()> {
+    /// Queues `op` to the nodes this session is handed on to, if any.
+    pub fn forward(&self, op: impl Fn() -> Op) {
+        if let Some(f) = self.fanout.get() {
+            f.send(op);
+        }
+    }
+
+    /// Runs one `ctl` command (`line` as written); a refusal is also shown in `state`.
+    /// Commands that succeed here are handed on to the session's children.
+    pub fn control(self: &Arc<Self>, cmd: Ctl, line: &str) -> FsResult<()> {
+        let forwards = !matches!(cmd, Ctl::Clone { .. } | Ctl::Wipe);
         let result = match cmd {
             Ctl::Exec => self.exec(),
             Ctl::Kill(sig) => self.kill(sig),
@@ -314,6 +327,7 @@ impl Session {
                 Ok(())
             }
             Ctl::Wipe => {
+                self.forward(|| Op::Ctl("wipe".into()));
                 self.end("wiped");
                 Ok(())
             }
@@ -327,11 +341,15 @@ impl Session {
                     ),
                 )),
             }),
-            Ctl::Clone { .. } => Err(super::ctl::no_clone()),
+            Ctl::Clone { count, addrs } => self.clone_to(count, &addrs),
         };
         match result {
             Ok(()) => {
                 self.job.update(|j| j.error = None);
+                if forwards {
+                    let line = line.trim().to_string();
+                    self.forward(|| Op::Ctl(line.clone()));
+                }
                 Ok(())
             }
             Err(r) => {
@@ -340,6 +358,61 @@ impl Session {
                 Err(FsError::Errno(r.errno))
             }
         }
+    }
+
+    /// `clone COUNT ADDR…`: hands this session on ([`super::fanout`]).
+    fn clone_to(&self, count: usize, addrs: &[String]) -> Result<(), Refusal> {
+        let registry = self
+            .registry
+            .upgrade()
+            .ok_or_else(|| Refusal::new(ESRCH, "the server is stopping"))?;
+        if addrs.is_empty() {
+            return Err(Refusal::new(EINVAL, "clone: no nodes given"));
+        }
+        if addrs.len() > super::ctl::MAX_CLONE_NODES {
+            return Err(Refusal::new(
+                EINVAL,
+                format!("clone: at most {} nodes", super::ctl::MAX_CLONE_NODES),
+            ));
+        }
+        for a in addrs {
+            crate::addr::parse_addr(a)
+                .map_err(|e| Refusal::new(EINVAL, format!("clone: {a:?}: {e}")))?;
+        }
+        let replay = {
+            let job = self.job.lock();
+            if job.phase != Phase::New {
+                return Err(Refusal::new(EBUSY, "clone: the job has started already"));
+            }
+            let s = &job.settings;
+            Arc::new(Replay {
+                settings: vec![
+                    ("argv", s.argv.clone()),
+                    ("env", s.env.clone()),
+                    ("exec", s.exec.clone()),
+                ],
+                ctl: s.ctl_lines(),
+                dir: self.dir.clone(),
+            })
+        };
+        let reach = Reach {
+            user: self.user.clone(),
+            tls: registry.config.forward_tls.clone(),
+            count,
+        };
+        if !self.fanout.set(Fanout::start(addrs, &reach, &replay)) {
+            return Err(Refusal::new(
+                EBUSY,
+                "clone: this session is handed on already",
+            ));
+        }
+        registry.log(&format!(
+            "xcpu: session {} ({}) handed on to {} nodes, fan-out {count}\n",
+            self.id,
+            self.user,
+            addrs.len()
+        ));
+        Ok(())
     }
 
     fn kill(&self, sig: i32) -> Result<(), Refusal> {

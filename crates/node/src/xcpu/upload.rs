@@ -11,7 +11,9 @@
 //!    ([`super::XcpuConfig::upload_limit`]); a write past it fails with `EFBIG`
 //!    having written nothing.
 //! 3. Removing a file removes it on the host.
-//! 4. What the job itself writes into its directory is on the host but not listed
+//! 4. With tree spawn ([`super::fanout`]) creates, writes and removals are handed on
+//!    to the session's children as they happen.
+//! 5. What the job itself writes into its directory is on the host but not listed
 //!    here (the listing shows what was uploaded).
 
 use std::fs::{File, OpenOptions};
@@ -25,6 +27,7 @@ use nf_ninep::LOpenFlags;
 use nf_ninep_server::{Ctx, FsError, FsResult};
 use nf_ninep_trees::synthetic::{DirOps, FileNode, OpenFile};
 
+use super::fanout::Op;
 use super::session::{Hold, SessionRef};
 
 fn io_err(e: std::io::Error) -> FsError {
@@ -68,7 +71,13 @@ impl DirOps for UploadDir {
             .custom_flags(libc_nofollow())
             .open(&path)
             .map_err(io_err)?;
+        let forwarded = name.to_string();
+        self.session.forward(|| Op::Create {
+            name: forwarded.clone(),
+            mode: mode & 0o777,
+        });
         Ok(Arc::new(HostFile {
+            name: name.to_string(),
             path,
             session: self.session.clone(),
             limit: self.limit,
@@ -84,7 +93,9 @@ impl DirOps for UploadDir {
     }
 
     fn remove(&self, _: &Ctx, name: &str) -> FsResult<()> {
-        std::fs::remove_file(self.host_path(name)?).map_err(io_err)
+        std::fs::remove_file(self.host_path(name)?).map_err(io_err)?;
+        self.session.forward(|| Op::Remove(name.to_string()));
+        Ok(())
     }
 }
 
@@ -95,6 +106,7 @@ fn libc_nofollow() -> i32 {
 
 /// One uploaded file.
 pub struct HostFile {
+    name: String,
     path: PathBuf,
     session: SessionRef,
     limit: u64,
@@ -123,6 +135,7 @@ impl FileNode for HostFile {
             .open(&self.path)
             .map_err(io_err)?;
         Ok(Box::new(OpenHost {
+            name: self.name.clone(),
             file,
             session: self.session.clone(),
             limit: self.limit,
@@ -132,6 +145,7 @@ impl FileNode for HostFile {
 }
 
 struct OpenHost {
+    name: String,
     file: File,
     session: SessionRef,
     limit: u64,
@@ -164,7 +178,14 @@ impl OpenFile for OpenHost {
             return Err(FsError::Errno(EFBIG));
         }
         match self.file.write_all_at(data, offset) {
-            Ok(()) => Ok(data.len() as u32),
+            Ok(()) => {
+                self.session.forward(|| Op::Write {
+                    name: self.name.clone(),
+                    offset,
+                    data: data.to_vec(),
+                });
+                Ok(data.len() as u32)
+            }
             Err(e) => {
                 self.session.uploaded.fetch_sub(n, Ordering::SeqCst);
                 Err(io_err(e))

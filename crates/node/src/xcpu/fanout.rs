@@ -1,0 +1,456 @@
+//! Tree spawn: `clone COUNT ADDR…` hands a session on to other nodes, which hand it on
+//! to theirs (XCPU's tree spawn, Xbootfs's peer-assisted distribution).
+//!
+//! 1. **Shape.** The addresses are split into `COUNT` groups as equal as possible, in
+//!    order; each group's first node is a child of this one and gets `clone COUNT REST`
+//!    for the rest of its group, so a tree of N nodes is about log_COUNT(N) deep.
+//! 2. **What travels.** Per child, one forwarder thread connects as this node (its TLS
+//!    certificate; over a local socket, as root may) for the session's user, makes a
+//!    session there, and replays what the session holds: `argv`, `env`, `exec`, the
+//!    `dir` and `limits` set, and every file of `fs/`. From then on every create and
+//!    write in `fs/`, every write of `argv` and `exec` and every `ctl` command (`exec`,
+//!    `kill`, `close`, `wipe`, `dir`, `limits`) is queued to each child in order and
+//!    applied there. `env` travels as it was at `clone` only, so each node's can then
+//!    be set on its own (its rank). Bytes are forwarded as they arrive (a node forwards chunk i while it
+//!    receives chunk i + 1), so a file streams down the whole tree at once; the
+//!    queues are bounded, which slows the uploader to the slowest branch.
+//! 3. **Who may.** The receiving node checks the forwarding node's certificate (signed
+//!    by the cluster's CA, marked as a node's: [`crate::access`]) and runs the session
+//!    as the user under its own rules (the account must exist there; never root).
+//! 4. **Faults.** A child that cannot be reached or fails a request is marked failed
+//!    with the reason; what was queued for it is dropped, and its whole subtree is
+//!    reported failed. The session here goes on.
+//! 5. **`clones`.** Reading `/xcpu/N/clones` first waits until everything queued before
+//!    the read has been applied at every node below (a barrier down the tree), then
+//!    lists each node of the subtree: `ADDR SESSION` or `ADDR - failed: WHY`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use nf_ninep::LOpenFlags;
+use nf_ninep_client::File;
+use nf_ninep_server::Monitor;
+
+use super::remote::RemoteSession;
+use crate::addr::parse_addr;
+use crate::connect::{attach, ConnectOptions};
+use crate::tls::TlsFiles;
+
+/// Operations queued per child.
+const QUEUE: usize = 256;
+/// Bytes per forwarded chunk when replaying a file.
+const CHUNK: usize = 1 << 20;
+
+/// One change to apply at a child.
+#[derive(Debug)]
+pub enum Op {
+    /// A file made in `fs/` with permission bits.
+    Create {
+        /// Its name.
+        name: String,
+        /// Its mode.
+        mode: u32,
+    },
+    /// Bytes written to a file of `fs/`.
+    Write {
+        /// Its name.
+        name: String,
+        /// Where.
+        offset: u64,
+        /// What.
+        data: Vec<u8>,
+    },
+    /// A file of `fs/` removed.
+    Remove(String),
+    /// A setting file (`argv`, `env`, `exec`) now holding this.
+    Set(&'static str, String),
+    /// A `ctl` command.
+    Ctl(String),
+    /// Everything before this has been applied: answer with the subtree's listing.
+    Barrier(SyncSender<String>),
+}
+
+/// Where a child is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    Connecting,
+    Ready,
+    Failed,
+}
+
+/// One child of this node in the tree.
+struct Branch {
+    addr: String,
+    subtree: Vec<String>,
+    tx: SyncSender<Op>,
+    status: Arc<Monitor<Status>>,
+}
+
+/// The session's children (see the module docs).
+pub struct Fanout {
+    branches: Vec<Branch>,
+}
+
+/// How to reach the children.
+#[derive(Clone, Debug)]
+pub struct Reach {
+    /// The session's user, to attach as.
+    pub user: String,
+    /// This node's certificate, for `tls:` children.
+    pub tls: Option<TlsFiles>,
+    /// The fan-out asked for.
+    pub count: usize,
+}
+
+/// What the forwarder replays first: the session's settings and files.
+pub struct Replay {
+    /// `(file, value)` of the settings.
+    pub settings: Vec<(&'static str, String)>,
+    /// `ctl` lines that set `dir` and `limits`.
+    pub ctl: Vec<String>,
+    /// The upload directory.
+    pub dir: PathBuf,
+}
+
+/// Splits `addrs` into `count` groups in order (rule 1): (child, its subtree).
+pub fn shape(addrs: &[String], count: usize) -> Vec<(String, Vec<String>)> {
+    let count = count.max(1).min(addrs.len());
+    let mut out = Vec::with_capacity(count);
+    let mut start = 0;
+    for g in 0..count {
+        let len = addrs.len() / count + usize::from(g < addrs.len() % count);
+        let group = &addrs[start..start + len];
+        out.push((group[0].clone(), group[1..].to_vec()));
+        start += len;
+    }
+    out
+}
+
+impl Fanout {
+    /// Starts one forwarder per child of `addrs` (rule 2).
+    pub fn start(addrs: &[String], reach: &Reach, replay: &Arc<Replay>) -> Fanout {
+        let branches = shape(addrs, reach.count)
+            .into_iter()
+            .map(|(addr, subtree)| {
+                let (tx, rx) = sync_channel(QUEUE);
+                let status = Arc::new(Monitor::new(Status::Connecting));
+                let job = Forwarder {
+                    addr: addr.clone(),
+                    subtree: subtree.clone(),
+                    reach: reach.clone(),
+                    status: Arc::clone(&status),
+                    replay: Arc::clone(replay),
+                };
+                let spawned = std::thread::Builder::new()
+                    .name(format!("xcpu-fwd-{addr}"))
+                    .spawn(move || job.run(rx));
+                if let Err(e) = spawned {
+                    status.update(|s| *s = Status::Failed);
+                    tracing::warn!("xcpu: tree spawn: no thread to forward to {addr}: {e}");
+                }
+                Branch {
+                    addr,
+                    subtree,
+                    tx,
+                    status,
+                }
+            })
+            .collect();
+        Fanout { branches }
+    }
+
+    /// Queues `op` to every child that has not failed (`op` is cloned per child).
+    pub fn send(&self, op: impl Fn() -> Op) {
+        for b in &self.branches {
+            if *b.status.lock() != Status::Failed {
+                let _ = b.tx.send(op());
+            }
+        }
+    }
+
+    /// Rule 5: the subtree's listing once everything queued has been applied.
+    pub fn listing(&self) -> String {
+        let mut out = String::new();
+        let answers: Vec<_> = self
+            .branches
+            .iter()
+            .map(|b| {
+                let (tx, rx) = sync_channel(1);
+                let sent = b.tx.send(Op::Barrier(tx)).is_ok();
+                (b, sent.then_some(rx))
+            })
+            .collect();
+        for (b, rx) in answers {
+            match rx.and_then(|rx| rx.recv().ok()) {
+                Some(text) => out.push_str(&text),
+                None => out.push_str(&failed_lines(b, "its forwarder stopped")),
+            }
+        }
+        out
+    }
+}
+
+/// `ADDR - failed: WHY` for a child and its whole subtree.
+fn failed_lines(b: &Branch, why: &str) -> String {
+    failed_subtree(&b.addr, &b.subtree, why)
+}
+
+fn failed_subtree(addr: &str, subtree: &[String], why: &str) -> String {
+    let mut out = format!("{addr} - failed: {why}\n");
+    for s in subtree {
+        out.push_str(&format!("{s} - failed: not reached ({addr} failed)\n"));
+    }
+    out
+}
+
+/// One child's forwarder thread.
+struct Forwarder {
+    addr: String,
+    subtree: Vec<String>,
+    reach: Reach,
+    status: Arc<Monitor<Status>>,
+    replay: Arc<Replay>,
+}
+
+impl Forwarder {
+    fn run(self, rx: Receiver<Op>) {
+        let mut open: HashMap<String, File> = HashMap::new();
+        let session = match self.connect() {
+            Ok(s) => s,
+            Err(why) => return self.fail_and_drain(why, rx),
+        };
+        let id = session.id();
+        self.status.update(|s| *s = Status::Ready);
+        if let Err(why) = self.replay(&session, &mut open) {
+            return self.fail_and_drain(why, rx);
+        }
+        let mut failure: Option<String> = None;
+        for op in rx {
+            if let Op::Barrier(answer) = op {
+                if let Some(why) = &failure {
+                    let _ = answer.send(failed_subtree(&self.addr, &self.subtree, why));
+                    continue;
+                }
+                let listing = session
+                    .read("clones")
+                    .map_err(|e| e.to_string())
+                    .map(|sub| format!("{} {id}\n{sub}", self.addr));
+                let text = match listing {
+                    Ok(t) => t,
+                    Err(why) => {
+                        self.status.update(|s| *s = Status::Failed);
+                        let text = failed_subtree(&self.addr, &self.subtree, &why);
+                        failure = Some(why);
+                        text
+                    }
+                };
+                let _ = answer.send(text);
+                continue;
+            }
+            // A failed child still gets wipe, so nothing of the job stays there.
+            let wipe = matches!(&op, Op::Ctl(l) if l == "wipe");
+            if failure.is_some() && !wipe {
+                continue;
+            }
+            if let Err(why) = apply(&session, &mut open, op) {
+                tracing::warn!(child = %self.addr, "xcpu: tree spawn: {why}; its subtree is cut off");
+                self.status.update(|s| *s = Status::Failed);
+                failure = Some(why);
+            }
+        }
+    }
+
+    fn connect(&self) -> Result<RemoteSession, String> {
+        let addr = parse_addr(&self.addr).map_err(|e| e.to_string())?;
+        let opts = ConnectOptions {
+            user: self.reach.user.clone(),
+            tls: self.reach.tls.clone(),
+            timeout: Some(std::time::Duration::from_secs(10)),
+            ..ConnectOptions::default()
+        };
+        let root = attach(&addr, &opts).map_err(|e| format!("connecting: {e}"))?;
+        let session = RemoteSession::open(root).map_err(|e| e.to_string())?;
+        if !self.subtree.is_empty() {
+            let line = format!("clone {} {}", self.reach.count, self.subtree.join(" "));
+            session.ctl(&line).map_err(|e| e.to_string())?;
+        }
+        Ok(session)
+    }
+
+    fn replay(
+        &self,
+        session: &RemoteSession,
+        open: &mut HashMap<String, File>,
+    ) -> Result<(), String> {
+        for (file, value) in &self.replay.settings {
+            if !value.is_empty() {
+                apply(session, open, Op::Set(file, value.clone()))?;
+            }
+        }
+        for line in &self.replay.ctl {
+            apply(session, open, Op::Ctl(line.clone()))?;
+        }
+        for entry in std::fs::read_dir(&self.replay.dir).map_err(|e| e.to_string())? {
+            let entry = entry.map_err(|e| e.to_string())?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            replay_file(session, open, &entry.path(), &name)?;
+        }
+        Ok(())
+    }
+
+    /// Rule 4: marks the child failed and drops what comes, answering barriers.
+    fn fail_and_drain(&self, why: String, rx: Receiver<Op>) {
+        tracing::warn!(child = %self.addr, "xcpu: tree spawn: {why}; its subtree is cut off");
+        self.status.update(|s| *s = Status::Failed);
+        for op in rx {
+            if let Op::Barrier(answer) = op {
+                let _ = answer.send(failed_subtree(&self.addr, &self.subtree, &why));
+            }
+        }
+    }
+}
+
+/// Sends a file of the upload directory as it is now.
+fn replay_file(
+    session: &RemoteSession,
+    open: &mut HashMap<String, File>,
+    path: &Path,
+    name: &str,
+) -> Result<(), String> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Ok(());
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    apply(
+        session,
+        open,
+        Op::Create {
+            name: name.into(),
+            mode,
+        },
+    )?;
+    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut offset = 0u64;
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let data = buf[..n].to_vec();
+        apply(
+            session,
+            open,
+            Op::Write {
+                name: name.into(),
+                offset,
+                data,
+            },
+        )?;
+        offset += n as u64;
+    }
+}
+
+/// Applies one operation at the child.
+fn apply(session: &RemoteSession, open: &mut HashMap<String, File>, op: Op) -> Result<(), String> {
+    match op {
+        Op::Create { name, mode } => {
+            let f = session
+                .create_upload(&name, mode)
+                .map_err(|e| e.to_string())?;
+            open.insert(name, f);
+        }
+        Op::Write { name, offset, data } => {
+            if !open.contains_key(&name) {
+                let f = session
+                    .open_file(&format!("fs/{name}"), LOpenFlags::WRONLY)
+                    .map_err(|e| e.to_string())?;
+                open.insert(name.clone(), f);
+            }
+            open[&name]
+                .write_all_at(&data, offset)
+                .map_err(|e| format!("writing fs/{name}: {e}"))?;
+        }
+        Op::Remove(name) => {
+            open.remove(&name);
+            session.remove_upload(&name).map_err(|e| e.to_string())?;
+        }
+        Op::Set(file, value) => session.set(file, &value).map_err(|e| e.to_string())?,
+        Op::Ctl(line) => {
+            // Files this forwarder holds open for writing would make exec fail with
+            // ETXTBSY there: everything before a command is written by now.
+            open.clear();
+            session.ctl(&line).map_err(|e| e.to_string())?;
+        }
+        Op::Barrier(_) => {}
+    }
+    Ok(())
+}
+
+/// A session's fan-out, once `clone` has been written (one per session).
+#[derive(Default)]
+pub struct Slot(Mutex<Option<Arc<Fanout>>>);
+
+impl Slot {
+    /// The fan-out, if any.
+    pub fn get(&self) -> Option<Arc<Fanout>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets it once; false if it was set already.
+    pub fn set(&self, f: Fanout) -> bool {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_some() {
+            return false;
+        }
+        *slot = Some(Arc::new(f));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("n{i}")).collect()
+    }
+
+    #[test]
+    fn groups_are_even_and_in_order() {
+        let s = shape(&names(7), 3);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0], ("n0".into(), vec!["n1".into(), "n2".into()]));
+        assert_eq!(s[1], ("n3".into(), vec!["n4".into()]));
+        assert_eq!(s[2], ("n5".into(), vec!["n6".into()]));
+        assert_eq!(shape(&names(2), 8).len(), 2, "no more children than nodes");
+        assert_eq!(shape(&names(3), 0).len(), 1, "a count of 0 is a chain");
+    }
+
+    /// Depth of the tree `shape` makes: about log_k(n).
+    fn depth(n: usize, k: usize) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        1 + shape(&names(n), k)
+            .iter()
+            .map(|(_, sub)| depth(sub.len(), k))
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn depth_grows_as_log_n() {
+        assert_eq!(depth(63, 2), 6);
+        assert_eq!(depth(64, 4), 3);
+        assert!(depth(1000, 8) <= 5);
+    }
+}
