@@ -1,0 +1,211 @@
+//! Tree spawn between real node servers on loopback tcp: `ctl clone` hands a session
+//! on, files stream down the tree, `exec` reaches every node, and a node that is gone
+//! or dies part-way is reported with its subtree while the rest go on.
+
+use std::time::Duration;
+
+use nf_ninep::LOpenFlags;
+use nf_ninep_client::{Client, Root};
+use nf_node::xcpu::XcpuConfig;
+use nf_node::{Daemon, NodeConfig, ServeConfig};
+
+struct Cluster {
+    _dir: tempfile::TempDir,
+    nodes: Vec<Option<Daemon>>,
+    addrs: Vec<String>,
+}
+
+impl Cluster {
+    fn start(n: usize) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes = Vec::new();
+        let mut addrs = Vec::new();
+        for i in 0..n {
+            let config = ServeConfig {
+                tcp: vec!["127.0.0.1:0".parse().unwrap()],
+                node: NodeConfig {
+                    xcpu: XcpuConfig {
+                        dir: Some(dir.path().join(format!("xcpu{i}"))),
+                        ..XcpuConfig::default()
+                    },
+                    mem_registry: Some(dir.path().join("mem")),
+                    ..NodeConfig::default()
+                },
+                ..ServeConfig::default()
+            };
+            let d = Daemon::start(&config).expect("start a node");
+            addrs.push(format!("tcp:{}", d.tcp_addr().unwrap()));
+            nodes.push(Some(d));
+        }
+        Cluster {
+            _dir: dir,
+            nodes,
+            addrs,
+        }
+    }
+
+    fn root(&self, i: usize) -> Root {
+        let addr = self.addrs[i].trim_start_matches("tcp:");
+        Client::connect_tcp(addr)
+            .unwrap()
+            .attach("root", "")
+            .unwrap()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for d in self.nodes.iter_mut().filter_map(Option::take) {
+            d.shutdown(Duration::from_secs(5));
+        }
+    }
+}
+
+fn read(root: &Root, path: &str) -> String {
+    String::from_utf8(root.read_file(path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
+}
+
+fn clone(root: &Root) -> (nf_ninep_client::File, u64) {
+    let mut f = root.open("/xcpu/clone", LOpenFlags::RDONLY).unwrap();
+    let id = String::from_utf8(f.read_to_end().unwrap()).unwrap();
+    (f, id.trim().parse().unwrap())
+}
+
+/// `ADDR ID` lines of a listing, as (node index, session).
+fn listed(c: &Cluster, listing: &str) -> Vec<(usize, Option<u64>)> {
+    let mut out: Vec<(usize, Option<u64>)> = listing
+        .lines()
+        .map(|l| {
+            let mut w = l.split(' ');
+            let addr = w.next().unwrap();
+            let i = c.addrs.iter().position(|a| a == addr).unwrap_or(usize::MAX);
+            (i, w.next().and_then(|id| id.parse().ok()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_session_handed_on_runs_everywhere_with_the_same_files() {
+    let c = Cluster::start(7);
+    let head = c.root(0);
+    let (_hold, id) = clone(&head);
+    let dir = format!("/xcpu/{id}");
+    // Written before the upload: every byte streams on as it arrives.
+    let rest = c.addrs[1..].join(" ");
+    head.write_file(&format!("{dir}/ctl"), format!("clone 2 {rest}").as_bytes())
+        .unwrap();
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let f = head
+        .create(&format!("{dir}/fs/data"), LOpenFlags::WRONLY, 0o640)
+        .unwrap();
+    f.write_all_at(&data, 0).unwrap();
+    drop(f);
+    head.write_file(&format!("{dir}/argv"), b"/usr/bin/cksum data")
+        .unwrap();
+    let listing = read(&head, &format!("{dir}/clones"));
+    let nodes = listed(&c, &listing);
+    assert_eq!(nodes.len(), 6, "{listing}");
+    assert!(nodes.iter().all(|(i, id)| *i < 7 && id.is_some()), "{listing}");
+    // After the barrier every node holds the whole file with its mode.
+    for (i, sid) in &nodes {
+        let r = c.root(*i);
+        let sid = sid.unwrap();
+        let got = r.read_file(&format!("/xcpu/{sid}/fs/data")).unwrap();
+        assert!(got == data, "node {i} has the file");
+        let st = r.stat(&format!("/xcpu/{sid}/fs/data")).unwrap();
+        assert_eq!(st.permissions() & 0o777, 0o640);
+        assert_eq!(read(&r, &format!("/xcpu/{sid}/argv")), "/usr/bin/cksum data");
+    }
+    // exec here starts every node's copy.
+    head.write_file(&format!("{dir}/ctl"), b"exec").unwrap();
+    let expected = read(&head, &format!("{dir}/stdout"));
+    assert!(expected.ends_with(" 3000000 data\n"), "{expected}");
+    for (i, sid) in &nodes {
+        let r = c.root(*i);
+        let sid = sid.unwrap();
+        assert_eq!(read(&r, &format!("/xcpu/{sid}/wait")), "exit 0\n");
+        assert_eq!(read(&r, &format!("/xcpu/{sid}/stdout")), expected);
+    }
+    // wipe here ends them all.
+    head.write_file(&format!("{dir}/ctl"), b"wipe").unwrap();
+    for (i, sid) in &nodes {
+        let r = c.root(*i);
+        let gone = (0..1000).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            r.stat(&format!("/xcpu/{}", sid.unwrap())).is_err()
+        });
+        assert!(gone, "node {i}'s session ended with the head's wipe");
+    }
+}
+
+#[test]
+fn an_unreachable_node_is_reported_with_its_subtree() {
+    let c = Cluster::start(3);
+    // A port nothing listens on: bind one and let it go.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("tcp:{}", l.local_addr().unwrap())
+    };
+    let head = c.root(0);
+    let (_hold, id) = clone(&head);
+    let dir = format!("/xcpu/{id}");
+    // Fan-out 2 over [dead, n1, n2]: dead heads the first group (with n1 below it).
+    let line = format!("clone 2 {dead} {} {}", c.addrs[1], c.addrs[2]);
+    head.write_file(&format!("{dir}/ctl"), line.as_bytes()).unwrap();
+    let listing = read(&head, &format!("{dir}/clones"));
+    let lines: Vec<&str> = listing.lines().collect();
+    assert_eq!(lines.len(), 3, "{listing}");
+    assert!(lines[0].starts_with(&format!("{dead} - failed: connecting")), "{listing}");
+    assert_eq!(
+        lines[1],
+        format!("{} - failed: not reached ({dead} failed)", c.addrs[1])
+    );
+    assert!(lines[2].starts_with(&format!("{} ", c.addrs[2])));
+    assert!(lines[2].split(' ').nth(1).unwrap().parse::<u64>().is_ok());
+    // Bad clone lines say why.
+    let (_h2, id2) = clone(&head);
+    let err = head
+        .write_file(&format!("/xcpu/{id2}/ctl"), b"clone 2 nonsense")
+        .unwrap_err();
+    assert_eq!(err.errno(), Some(nf_ninep::errno::EINVAL));
+    assert!(read(&head, &format!("/xcpu/{id2}/state")).contains("clone: \"nonsense\""));
+}
+
+#[test]
+fn a_node_killed_part_way_is_cut_off_and_the_rest_finish() {
+    let mut c = Cluster::start(4);
+    let head = c.root(0);
+    let (_hold, id) = clone(&head);
+    let dir = format!("/xcpu/{id}");
+    // Fan-out 3: each of n1, n2, n3 a child of the head.
+    let rest = c.addrs[1..].join(" ");
+    head.write_file(&format!("{dir}/ctl"), format!("clone 3 {rest}").as_bytes())
+        .unwrap();
+    let f = head
+        .create(&format!("{dir}/fs/data"), LOpenFlags::WRONLY, 0o644)
+        .unwrap();
+    let chunk = vec![7u8; 1 << 20];
+    for i in 0..4u64 {
+        f.write_all_at(&chunk, i << 20).unwrap();
+    }
+    // n2 dies in the middle of the upload.
+    c.nodes[2].take().unwrap().shutdown(Duration::from_secs(5));
+    for i in 4..8u64 {
+        f.write_all_at(&chunk, i << 20).unwrap();
+    }
+    drop(f);
+    let listing = read(&head, &format!("{dir}/clones"));
+    let nodes = listed(&c, &listing);
+    assert_eq!(nodes.len(), 3, "{listing}");
+    for (i, sid) in nodes {
+        if i == 2 {
+            assert_eq!(sid, None, "the dead node is failed: {listing}");
+            continue;
+        }
+        let sid = sid.expect("the live nodes have their sessions");
+        let st = c.root(i).stat(&format!("/xcpu/{sid}/fs/data")).unwrap();
+        assert_eq!(st.size(), 8 << 20, "node {i} has the whole file");
+    }
+}
