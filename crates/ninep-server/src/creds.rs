@@ -21,7 +21,10 @@
 //! 3. `setfsuid` and `setfsgid` cannot report failure; each is called a second time,
 //!    which returns the value in force, and a mismatch is `EPERM`. A server that is not
 //!    root can only "become" itself, which is why it serves only its own user.
-//! 4. Work a server does for itself (not for a client) assumes [`Creds::server`].
+//! 4. Work a server does for itself (not for a client) assumes [`Creds::server`]
+//!    ([`Creds::as_server`] for a moment inside a request). A thread inherits its
+//!    creator's filesystem identity from the kernel but not the record of rule 2, so a
+//!    thread started while serving a request must assume [`Creds::server`] first.
 
 use std::cell::RefCell;
 use std::sync::{Arc, OnceLock};
@@ -139,6 +142,21 @@ impl Creds {
         set_checked(nix::unistd::setfsuid, nix::unistd::Uid::from_raw(self.uid))?;
         CURRENT.with(|c| *c.borrow_mut() = Some(self.clone()));
         Ok(())
+    }
+}
+
+impl Creds {
+    /// Runs `f` as the server itself on this thread, then takes back the identity the
+    /// thread had (work a request does for the server: making a directory the user
+    /// may not, reading the node's own key).
+    pub fn as_server<R>(f: impl FnOnce() -> R) -> Result<R, Rlerror> {
+        let before = CURRENT.with(|c| c.borrow().clone());
+        Creds::server().assume()?;
+        let r = f();
+        if let Some(c) = before {
+            c.assume()?;
+        }
+        Ok(r)
     }
 }
 

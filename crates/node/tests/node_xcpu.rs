@@ -7,7 +7,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use nf_ninep::errno::{EACCES, EBUSY, EDQUOT, EFBIG, EINVAL, ENOENT, ENOSPC, ENOSYS, EPIPE};
+use nf_ninep::errno::{EACCES, EBUSY, EDQUOT, EFBIG, EINVAL, ENOENT, ENOSPC, EPIPE};
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::{Client, File, Root};
 use nf_ninep_server::ServerConfig;
@@ -85,7 +85,10 @@ fn the_session_files_one_by_one() {
     let dir = format!("/xcpu/{id}");
     assert_eq!(
         names(&root, &dir),
-        ["argv", "ctl", "env", "exec", "fs", "id", "state", "stderr", "stdin", "stdout", "wait"]
+        [
+            "argv", "clones", "ctl", "env", "exec", "fs", "id", "state", "stderr", "stdin",
+            "stdout", "wait"
+        ]
     );
     assert_eq!(read(&root, &format!("{dir}/id")).trim(), id.to_string());
     assert_eq!(read(&root, &format!("{dir}/ctl")).trim(), id.to_string());
@@ -292,7 +295,11 @@ fn bad_commands_say_why_and_change_nothing() {
         EINVAL,
         "nothing to run yet"
     );
-    assert_eq!(errno(root.write_file(&ctl, b"clone 2 tls:a:1")), ENOSYS);
+    assert_eq!(
+        errno(root.write_file(&ctl, b"clone 2 no-such-scheme")),
+        EINVAL
+    );
+    assert_eq!(errno(root.write_file(&ctl, b"clone two tls:a:1")), EINVAL);
     write(&root, &format!("{dir}/argv"), "unclosed 'quote");
     assert_eq!(errno(root.write_file(&ctl, b"exec")), EINVAL);
     write(&root, &format!("{dir}/argv"), "/nonexistent/prog");

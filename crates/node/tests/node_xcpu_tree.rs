@@ -62,7 +62,11 @@ impl Drop for Cluster {
 }
 
 fn read(root: &Root, path: &str) -> String {
-    String::from_utf8(root.read_file(path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
+    String::from_utf8(
+        root.read_file(path)
+            .unwrap_or_else(|e| panic!("{path}: {e}")),
+    )
+    .unwrap()
 }
 
 fn clone(root: &Root) -> (nf_ninep_client::File, u64) {
@@ -107,7 +111,10 @@ fn a_session_handed_on_runs_everywhere_with_the_same_files() {
     let listing = read(&head, &format!("{dir}/clones"));
     let nodes = listed(&c, &listing);
     assert_eq!(nodes.len(), 6, "{listing}");
-    assert!(nodes.iter().all(|(i, id)| *i < 7 && id.is_some()), "{listing}");
+    assert!(
+        nodes.iter().all(|(i, id)| *i < 7 && id.is_some()),
+        "{listing}"
+    );
     // After the barrier every node holds the whole file with its mode.
     for (i, sid) in &nodes {
         let r = c.root(*i);
@@ -116,7 +123,10 @@ fn a_session_handed_on_runs_everywhere_with_the_same_files() {
         assert!(got == data, "node {i} has the file");
         let st = r.stat(&format!("/xcpu/{sid}/fs/data")).unwrap();
         assert_eq!(st.permissions() & 0o777, 0o640);
-        assert_eq!(read(&r, &format!("/xcpu/{sid}/argv")), "/usr/bin/cksum data");
+        assert_eq!(
+            read(&r, &format!("/xcpu/{sid}/argv")),
+            "/usr/bin/cksum data"
+        );
     }
     // exec here starts every node's copy.
     head.write_file(&format!("{dir}/ctl"), b"exec").unwrap();
@@ -153,11 +163,15 @@ fn an_unreachable_node_is_reported_with_its_subtree() {
     let dir = format!("/xcpu/{id}");
     // Fan-out 2 over [dead, n1, n2]: dead heads the first group (with n1 below it).
     let line = format!("clone 2 {dead} {} {}", c.addrs[1], c.addrs[2]);
-    head.write_file(&format!("{dir}/ctl"), line.as_bytes()).unwrap();
+    head.write_file(&format!("{dir}/ctl"), line.as_bytes())
+        .unwrap();
     let listing = read(&head, &format!("{dir}/clones"));
     let lines: Vec<&str> = listing.lines().collect();
     assert_eq!(lines.len(), 3, "{listing}");
-    assert!(lines[0].starts_with(&format!("{dead} - failed: connecting")), "{listing}");
+    assert!(
+        lines[0].starts_with(&format!("{dead} - failed: connecting")),
+        "{listing}"
+    );
     assert_eq!(
         lines[1],
         format!("{} - failed: not reached ({dead} failed)", c.addrs[1])

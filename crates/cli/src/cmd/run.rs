@@ -18,10 +18,31 @@ pub struct RunArgs {
     /// Run across hosts, ranks numbered in host order: `h1:2,h2:2` (`localhost` runs here).
     #[arg(long, value_name = "HOST:N,…")]
     pub hosts: Option<String>,
-    /// How to start a rank on another host; `{host}` is replaced by its name, and
-    /// `env NAME=VALUE… PROG ARGS` appended.
-    #[arg(long, value_name = "TEMPLATE", default_value = nf_launch::hosts::DEFAULT_REMOTE, requires = "hosts")]
-    pub remote: String,
+    /// How to start a rank on another host, e.g. 'ssh {host}': `{host}` is replaced
+    /// by its name, and `env NAME=VALUE… PROG ARGS` appended [default: through the
+    /// host's nf serve, /xcpu, see --xcpu].
+    #[arg(long, value_name = "TEMPLATE", requires = "hosts")]
+    pub remote: Option<String>,
+    /// Where each host's nf serve is reached to start its ranks through /xcpu (as
+    /// `nf exec` does) when no --remote is given; `{host}` is replaced by its name.
+    /// The program must be at the same path on every host.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "tls:{host}:564",
+        requires = "hosts",
+        conflicts_with = "remote"
+    )]
+    pub xcpu: String,
+    /// Client certificate (PEM) for tls: --xcpu addresses; its common name is the user.
+    #[arg(long, value_name = "PEM", requires_all = ["key", "ca", "hosts"])]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// CA certificate that signs the nodes' certificates (PEM).
+    #[arg(long, value_name = "PEM", requires = "cert")]
+    pub ca: Option<PathBuf>,
     /// Address of this machine (IP or IP:PORT) where the ranks reach the launcher's PMI
     /// server; needed when a host other than localhost is given.
     #[arg(long, value_name = "IP", requires = "hosts", value_parser = parse_bind)]
@@ -56,6 +77,45 @@ pub enum Bind {
     Core,
 }
 
+/// The remote template: `--remote`, else `nf exec` through each host's `/xcpu`.
+fn remote_template(a: &RunArgs) -> anyhow::Result<String> {
+    if let Some(r) = &a.remote {
+        return Ok(r.clone());
+    }
+    if a.xcpu.starts_with("tls:") && a.cert.is_none() {
+        return Err(super::Usage(format!(
+            "--xcpu {}: starting ranks through the hosts' nf serve over TLS needs --cert,              --key and --ca (or give --remote 'ssh {{host}}')",
+            a.xcpu
+        ))
+        .into());
+    }
+    let exe = std::env::current_exe().context("finding this nf binary for the remote template")?;
+    let mut words = vec![
+        exe.display().to_string(),
+        "exec".into(),
+        "--fanout".into(),
+        "0".into(),
+        "--no-tag".into(),
+        "--stdin".into(),
+        "all".into(),
+    ];
+    for (flag, file) in [("--cert", &a.cert), ("--key", &a.key), ("--ca", &a.ca)] {
+        if let Some(f) = file {
+            words.push(flag.into());
+            words.push(f.display().to_string());
+        }
+    }
+    words.push(a.xcpu.clone());
+    words.push("--".into());
+    if let Some(w) = words.iter().find(|w| w.contains(char::is_whitespace)) {
+        return Err(super::Usage(format!(
+            "{w:?} holds a space; the remote template cannot carry it"
+        ))
+        .into());
+    }
+    Ok(words.join(" "))
+}
+
 /// Runs a job and returns the exit code `nf run` should exit with.
 pub fn main(a: RunArgs) -> anyhow::Result<i32> {
     let (program, args) = a
@@ -75,7 +135,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
     let hosts = match &a.hosts {
         Some(list) => Some(Hosts {
             hosts: Hosts::parse_list(list)?,
-            remote: RemoteTemplate::parse(&a.remote)?,
+            remote: RemoteTemplate::parse(&remote_template(&a)?)?,
             pmi_bind: a.pmi_bind,
         }),
         None => None,

@@ -143,9 +143,7 @@ impl Fanout {
                     status: Arc::clone(&status),
                     replay: Arc::clone(replay),
                 };
-                let spawned = std::thread::Builder::new()
-                    .name(format!("xcpu-fwd-{addr}"))
-                    .spawn(move || job.run(rx));
+                let spawned = super::server_thread(format!("xcpu-fwd-{addr}"), move || job.run(rx));
                 if let Err(e) = spawned {
                     status.update(|s| *s = Status::Failed);
                     tracing::warn!("xcpu: tree spawn: no thread to forward to {addr}: {e}");

@@ -316,7 +316,7 @@ impl Registry {
             self.next.fetch_add(1, Ordering::Relaxed)
         };
         let dir = self.base.join(id.to_string());
-        as_server(ctx, || make_session_dir(&dir, &creds)).map_err(|e| {
+        as_server(|| make_session_dir(&dir, &creds)).map_err(|e| {
             tracing::warn!(dir = %dir.display(), "xcpu: making a session's upload directory: {e}");
             FsError::Errno(e.raw_os_error().map_or(EIO, |n| n as u32))
         })?;
@@ -371,14 +371,29 @@ impl Registry {
 
 /// Runs `f` as the server itself (making and chowning a directory in the root-owned
 /// base), then takes the request's identity back on.
-fn as_server<R>(ctx: &Ctx, f: impl FnOnce() -> std::io::Result<R>) -> std::io::Result<R> {
-    let back = |e: nf_ninep::message::Rlerror| std::io::Error::from_raw_os_error(e.ecode as i32);
-    Creds::server().assume().map_err(back)?;
-    let r = f();
-    if let Some(c) = ctx.creds() {
-        c.assume().map_err(back)?;
-    }
-    r
+fn as_server<R>(f: impl FnOnce() -> std::io::Result<R>) -> std::io::Result<R> {
+    Creds::as_server(f)
+        .map_err(|e| std::io::Error::from_raw_os_error(e.ecode as i32))
+        .and_then(|r| r)
+}
+
+/// Starts a thread for the server's own work on sessions. A thread inherits the
+/// filesystem identity of the request thread that starts it, so it first takes the
+/// server's back ([`Creds::assume`]).
+pub(crate) fn server_thread(
+    name: String,
+    f: impl FnOnce() + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        if let Err(e) = Creds::server().assume() {
+            tracing::warn!(
+                "xcpu: a server thread could not act as the server (errno {})",
+                e.ecode
+            );
+            return;
+        }
+        f()
+    })
 }
 
 /// The session's upload directory: mode 0700, owned by its user.

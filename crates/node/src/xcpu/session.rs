@@ -254,19 +254,17 @@ impl Session {
         }
         let linger = registry.config.linger;
         let me = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name(format!("xcpu-linger-{}", self.id))
-            .spawn(move || {
-                if me.ended.sleep(linger).is_err() {
-                    return;
-                }
-                let h = me.holds();
-                let idle = h.count == 0 && h.releases == releases;
-                drop(h);
-                if idle {
-                    me.end("released: no file of the session was open");
-                }
-            });
+        let spawned = super::server_thread(format!("xcpu-linger-{}", self.id), move || {
+            if me.ended.sleep(linger).is_err() {
+                return;
+            }
+            let h = me.holds();
+            let idle = h.count == 0 && h.releases == releases;
+            drop(h);
+            if idle {
+                me.end("released: no file of the session was open");
+            }
+        });
         if spawned.is_err() {
             self.end("released (no thread to linger on)");
         }
@@ -482,12 +480,10 @@ impl Session {
             self.pump_in(s);
         }
         let me = Arc::clone(self);
-        std::thread::Builder::new()
-            .name(format!("xcpu-wait-{}", self.id))
-            .spawn(move || me.reap(child, pumps))
-            .map_err(|e| {
-                Refusal::new(EAGAIN, format!("exec: no thread to wait for the job: {e}"))
-            })?;
+        super::server_thread(format!("xcpu-wait-{}", self.id), move || {
+            me.reap(child, pumps)
+        })
+        .map_err(|e| Refusal::new(EAGAIN, format!("exec: no thread to wait for the job: {e}")))?;
         Ok(())
     }
 
@@ -499,24 +495,22 @@ impl Session {
         name: &str,
     ) -> std::thread::JoinHandle<()> {
         let ended = self.ended.clone();
-        let spawn = std::thread::Builder::new()
-            .name(format!("xcpu-{name}-{}", self.id))
-            .spawn(move || {
-                let mut buf = vec![0u8; 64 * 1024];
-                loop {
-                    match pipe.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => {
-                            if !out.push(&buf[..n], &ended) {
-                                break;
-                            }
+        let spawn = super::server_thread(format!("xcpu-{name}-{}", self.id), move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if !out.push(&buf[..n], &ended) {
+                            break;
                         }
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(_) => break,
                     }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
-                out.close();
-            });
+            }
+            out.close();
+        });
         spawn.unwrap_or_else(|_| std::thread::spawn(|| ()))
     }
 
@@ -525,36 +519,34 @@ impl Session {
     fn pump_in(self: &Arc<Self>, mut pipe: std::process::ChildStdin) {
         let state = Arc::clone(&self.stdin);
         let ended = self.ended.clone();
-        let _ = std::thread::Builder::new()
-            .name(format!("xcpu-stdin-{}", self.id))
-            .spawn(move || {
-                use std::io::Write;
-                loop {
-                    let chunk = ended.wait(&state, |st| {
-                        if !st.buf.is_empty() {
-                            let n = st.buf.len().min(64 * 1024);
-                            Some(Some(st.buf.drain(..n).collect::<Vec<u8>>()))
-                        } else if st.eof || st.broken {
-                            Some(None)
-                        } else {
-                            None
-                        }
-                    });
-                    state.update(|_| ());
-                    match chunk {
-                        Ok(Some(bytes)) => {
-                            if pipe.write_all(&bytes).is_err() {
-                                break;
-                            }
-                        }
-                        Ok(None) | Err(_) => break,
+        let _ = super::server_thread(format!("xcpu-stdin-{}", self.id), move || {
+            use std::io::Write;
+            loop {
+                let chunk = ended.wait(&state, |st| {
+                    if !st.buf.is_empty() {
+                        let n = st.buf.len().min(64 * 1024);
+                        Some(Some(st.buf.drain(..n).collect::<Vec<u8>>()))
+                    } else if st.eof || st.broken {
+                        Some(None)
+                    } else {
+                        None
                     }
-                }
-                state.update(|st| {
-                    st.broken = true;
-                    st.buf.clear();
                 });
+                state.update(|_| ());
+                match chunk {
+                    Ok(Some(bytes)) => {
+                        if pipe.write_all(&bytes).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            state.update(|st| {
+                st.broken = true;
+                st.buf.clear();
             });
+        });
     }
 
     /// Waits for the job, records how it ended, and ends a closing session.
@@ -606,7 +598,10 @@ impl Session {
         self.stdin.update(|st| st.broken = true);
         self.stdout.close();
         self.stderr.close();
-        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+        // The directory sits in the server's base: removing it is the server's work,
+        // whichever thread ends the session.
+        let removed = Creds::as_server(|| std::fs::remove_dir_all(&self.dir));
+        if let Ok(Err(e)) = removed {
             if e.kind() != std::io::ErrorKind::NotFound {
                 tracing::warn!(dir = %self.dir.display(), "xcpu: removing a session's upload directory: {e}");
             }

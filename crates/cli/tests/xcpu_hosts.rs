@@ -1,0 +1,371 @@
+//! `nf exec` and `nf run --hosts` through the nodes' `/xcpu`, on 8 namespace hosts
+//! each running the real `nf serve` over TLS with node certificates made by `nf cert`.
+//! The client presents the test account's certificate, so every job must run as that
+//! account. Needs root and iproute2 (as every namespace test).
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nf_testkit::users::test_account;
+use nf_testkit::Netns;
+
+const NF: &str = env!("CARGO_BIN_EXE_nf");
+/// Every command here ends in seconds; this only keeps a broken one from hanging.
+const BOUND: Duration = Duration::from_secs(60);
+const PORT: u16 = 564;
+
+struct Cluster {
+    net: Netns,
+    dir: tempfile::TempDir,
+    servers: Vec<Child>,
+    user: String,
+}
+
+fn nf_in(net: &Netns, host: usize) -> Command {
+    let mut c = net.exec(host, NF);
+    c.stdin(Stdio::null());
+    c
+}
+
+fn run(cmd: &mut Command) -> Output {
+    nf_testkit::output_within(cmd, BOUND)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+impl Cluster {
+    /// `k` hosts, each serving over TLS on its address, with `extra` serve flags.
+    fn start(k: usize, extra: &[&str]) -> Cluster {
+        let user = test_account().expect("the test account").name;
+        let net = Netns::create(k).expect("namespace hosts");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let d = dir.path().to_str().unwrap().to_string();
+        let cert = |args: &[&str]| {
+            let out = run(Command::new(NF).arg("cert").args(args).args(["--dir", &d]));
+            assert!(
+                out.status.success(),
+                "nf cert {args:?}: {}",
+                text(&out.stderr)
+            );
+        };
+        cert(&["ca"]);
+        cert(&["user", &user]);
+        let mut servers = Vec::new();
+        for i in 0..k {
+            let addr = net.addr(i).to_string();
+            cert(&["node", &addr]);
+            let child = nf_in(&net, i)
+                .args(["serve", "-f", "--tcp", &format!("{addr}:{PORT}")])
+                .args(["--tls-cert", &format!("{d}/{addr}.pem")])
+                .args(["--tls-key", &format!("{d}/{addr}.key")])
+                .args(["--tls-client-ca", &format!("{d}/ca.pem")])
+                .args(["--unix", &format!("{d}/run{i}/nf.sock")])
+                .args(["--xcpu-dir", &format!("{d}/xcpu{i}")])
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start nf serve");
+            servers.push(child);
+        }
+        let c = Cluster {
+            net,
+            dir,
+            servers,
+            user,
+        };
+        for i in 0..k {
+            c.wait_listening(i);
+        }
+        c
+    }
+
+    fn wait_listening(&self, i: usize) {
+        let deadline = Instant::now() + BOUND;
+        let addr = std::net::SocketAddr::new(self.net.addr(i), PORT);
+        loop {
+            let up = self
+                .net
+                .within(i, || std::net::TcpStream::connect(addr).is_ok())
+                .unwrap();
+            if up {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nf serve on host {i} never listened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn node(&self, i: usize) -> String {
+        format!("tls:{}:{PORT}", self.net.addr(i))
+    }
+
+    fn nodes(&self) -> String {
+        (0..self.net.len())
+            .map(|i| self.node(i))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.dir.path().join(name).to_str().unwrap().to_string()
+    }
+
+    /// `nf exec` (with the user's certificate) from host 0.
+    fn exec(&self, args: &[&str]) -> Output {
+        let u = &self.user;
+        run(nf_in(&self.net, 0)
+            .arg("exec")
+            .args(["--cert", &self.file(&format!("{u}.pem"))])
+            .args(["--key", &self.file(&format!("{u}.key"))])
+            .args(["--ca", &self.file("ca.pem")])
+            .args(args))
+    }
+
+    /// A script in the test's directory, readable by everyone.
+    fn script(&self, name: &str, body: &str) -> String {
+        let path = self.file(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for s in &mut self.servers {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+    }
+}
+
+/// The network namespace inode of host `i`, as `readlink /proc/self/ns/net` shows it.
+fn ns_of(net: &Netns, i: usize) -> String {
+    let ino = std::fs::metadata(net.path(i)).unwrap().ino();
+    format!("net:[{ino}]")
+}
+
+fn check_every_node_ran_it_as_the_user(c: &Cluster, out: &Output) {
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        text(&out.stderr)
+    );
+    for i in 0..c.net.len() {
+        let want = format!(
+            "{}: rank {i} {} {}",
+            c.net.addr(i),
+            c.user,
+            ns_of(&c.net, i)
+        );
+        assert!(
+            stdout.lines().any(|l| l == want),
+            "want {want:?} in\n{stdout}"
+        );
+    }
+    assert_eq!(stdout.lines().count(), c.net.len(), "{stdout}");
+}
+
+#[test]
+fn nf_exec_runs_on_eight_hosts_as_the_user_flat_and_through_the_tree() {
+    let c = Cluster::start(8, &[]);
+    let job = c.script(
+        "whoami.sh",
+        "echo \"rank $NF_EXEC_RANK $(id -un) $(readlink /proc/self/ns/net)\"\n",
+    );
+    let flat = c.exec(&["--fanout", "0", &c.nodes(), "--", &job]);
+    check_every_node_ran_it_as_the_user(&c, &flat);
+    let tree = c.exec(&["--fanout", "2", &c.nodes(), "--", &job]);
+    check_every_node_ran_it_as_the_user(&c, &tree);
+
+    // The first non-zero status, named with its node.
+    let fail = c.script("fail.sh", "[ \"$NF_EXEC_RANK\" = 5 ] && exit 3\nexit 0\n");
+    let out = c.exec(&["--fanout", "2", &c.nodes(), "--", &fail]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{} (rank 5): exit 3", c.net.addr(5))),
+        "{stderr}"
+    );
+
+    // A node whose sessions the user may not use as root: no certificate, no job.
+    let u = c.file("root.pem");
+    assert!(!Path::new(&u).exists());
+}
+
+#[test]
+fn an_upload_past_the_limit_is_refused_and_nothing_runs() {
+    let c = Cluster::start(2, &["--xcpu-upload-limit", "100000"]);
+    let big = c.file("big.bin");
+    std::fs::write(&big, vec![0u8; 200_000]).unwrap();
+    let marker = c.file("ran");
+    let job = c.script("touch.sh", &format!("touch {marker}\n"));
+    let out = c.exec(&["--fanout", "0", "--file", &big, &c.nodes(), "--", &job]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("File too large"), "{stderr}");
+    assert!(stderr.contains("nothing was run"), "{stderr}");
+    assert!(!Path::new(&marker).exists(), "the job must not have run");
+}
+
+#[test]
+fn a_node_that_is_down_is_named_and_keep_going_runs_on_the_rest() {
+    let mut c = Cluster::start(4, &[]);
+    let _ = c.servers[2].kill();
+    let _ = c.servers[2].wait();
+    let job = c.script("hi.sh", "echo hi\n");
+    let out = c.exec(&["--fanout", "2", &c.nodes(), "--", &job]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{} - failed", c.node(2))),
+        "{stderr}"
+    );
+    let out = c.exec(&["--fanout", "2", "--keep-going", &c.nodes(), "--", &job]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        stdout.lines().filter(|l| l.ends_with(": hi")).count(),
+        3,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn nf_run_starts_ranks_through_the_hosts_xcpu_and_they_pass_the_collectives() {
+    let c = Cluster::start(4, &[]);
+    let check = PathBuf::from(NF).with_file_name("nf-core-check");
+    assert!(
+        check.exists(),
+        "{} is missing: build the workspace's binaries (cargo test --workspace, or cargo build -p nf-checks)",
+        check.display()
+    );
+    // The ranks run as the test account: give them a copy it may execute.
+    let prog = c.file("nf-core-check");
+    std::fs::copy(&check, &prog).unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hosts: Vec<String> = (0..4).map(|i| format!("{}:2", c.net.addr(i))).collect();
+    let u = &c.user;
+    let out = run(nf_in(&c.net, 0)
+        .args(["run", "--hosts", &hosts.join(",")])
+        .args(["--pmi-bind", &c.net.addr(0).to_string()])
+        .args(["--cert", &c.file(&format!("{u}.pem"))])
+        .args(["--key", &c.file(&format!("{u}.key"))])
+        .args(["--ca", &c.file("ca.pem")])
+        .args(["--timeout", "40", "--", &prog, "collectives"]));
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        text(&out.stderr)
+    );
+    for r in 0..8 {
+        let want = format!("rank {r}: collectives ok on 8 ranks");
+        assert!(
+            stdout.lines().any(|l| l.contains(&want)),
+            "want {want:?} in\n{stdout}"
+        );
+    }
+    // Without certificates the default path says what it needs.
+    let out = run(nf_in(&c.net, 0)
+        .args(["run", "--hosts", &hosts.join(",")])
+        .args(["--pmi-bind", &c.net.addr(0).to_string(), "--", &prog]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("needs --cert"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Heterogeneous nodes (faked with `--xcpu-arch`, since this machine has one): each
+/// gets the binary for its architecture, and a node with none is named.
+#[test]
+fn each_node_gets_the_binary_for_its_architecture() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut servers = Vec::new();
+    for (i, arch) in ["linux/x86_64", "linux/riscv64"].iter().enumerate() {
+        let child = Command::new(NF)
+            .args(["serve", "-f", "--unix"])
+            .arg(d.join(format!("n{i}.sock")))
+            .arg("--xcpu-dir")
+            .arg(d.join(format!("x{i}")))
+            .args(["--xcpu-arch", arch])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        servers.push(child);
+    }
+    let socks: Vec<PathBuf> = (0..2).map(|i| d.join(format!("n{i}.sock"))).collect();
+    let deadline = Instant::now() + BOUND;
+    while !socks.iter().all(|s| s.exists()) {
+        assert!(Instant::now() < deadline, "the servers never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let script = |name: &str, says: &str| {
+        let p = d.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\necho {says}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let x86 = script("prog.x86", "x86 build");
+    let rv = script("prog.rv", "riscv build");
+    let nodes = socks
+        .iter()
+        .map(|s| format!("unix:{}", s.display()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let out = run(Command::new(NF)
+        .args(["exec", "--binary", &format!("linux/x86_64={x86}")])
+        .args([
+            "--binary",
+            &format!("linux/riscv64={rv}"),
+            &nodes,
+            "--",
+            "prog",
+        ])
+        .stdin(Stdio::null()));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!("unix:{}: x86 build", socks[0].display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("unix:{}: riscv build", socks[1].display())),
+        "{stdout}"
+    );
+    let out = run(Command::new(NF)
+        .args([
+            "exec",
+            "--binary",
+            &format!("linux/x86_64={x86}"),
+            &nodes,
+            "--",
+            "prog",
+        ])
+        .stdin(Stdio::null()));
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no --binary for its architecture linux/riscv64"),
+        "{}",
+        text(&out.stderr)
+    );
+    for mut s in servers {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+}
