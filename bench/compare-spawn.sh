@@ -480,7 +480,7 @@ for n in ${hosts//,/ }; do
                 if ((${fails[$tool]:-0} >= 3)); then
                     continue
                 fi
-                rm -rf "$out"/nodes/*/prog-* "$out"/nodes/*/tmp/*
+                rm -rf "$out"/nodes/*/prog-* "$out"/nodes/*/tmp/* "$out"/nodes/*/export/*
                 log=$out/logs/$tool-$n-$s-$r.txt
                 : >"$log"
                 ok=0 copy_s="" run_s="" total=""
