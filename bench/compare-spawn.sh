@@ -30,8 +30,9 @@
 #            summary.txt and spawn.json)
 #   nf-ssh   pdcp as for pdsh, then nf run --hosts A0:1,... --remote 'ssh -F CONFIG
 #            {host}' --pmi-bind A0 (nf run does not copy)
-#   nf-exec  nf exec over TLS to an nf serve on every host (certificates from nf cert),
-#            which copies and runs in one command; skipped, and said so, when this
+#   nf-exec  nf exec over TLS to an nf serve on every host (certificates from nf cert;
+#            jobs run as the system account nf-bench, made if missing), which copies
+#            and runs in one command, through its tree (--exec-fanout); skipped, and said so, when this
 #            build has no `nf exec`
 #   slurm    salloc -N N -w HOSTS, inside it sbcast to each host's disk and srun (one
 #            slurmctld in host 0, a slurmd per host, munged; slurm-wlm 22.05); when
@@ -423,7 +424,11 @@ if has_tool nf-exec; then
         certs=$out/certs
         mkdir -p "$certs"
         "$nf" cert ca --dir "$certs" >/dev/null
-        "$nf" cert user root --dir "$certs" >/dev/null
+        # Jobs run as an ordinary account: a node hands a session on for a user but
+        # never for root (tree spawn), so the side uses a system account of its own.
+        id -u nf-bench >/dev/null 2>&1 ||
+            useradd --system --no-create-home --shell /usr/sbin/nologin nf-bench
+        "$nf" cert user nf-bench --dir "$certs" >/dev/null
         for ((i = 0; i < max_hosts; i++)); do
             "$nf" cert node "${A[i]}" --dir "$certs" >/dev/null
         done
@@ -440,7 +445,7 @@ if has_tool nf-exec; then
         for ((i = 0; i < max_hosts; i++)); do
             wait_listen "$i" "$exec_port" || { served=0 && break; }
         done
-        exec_args=(--cert "$certs/root.pem" --key "$certs/root.key" --ca "$certs/ca.pem")
+        exec_args=(--cert "$certs/nf-bench.pem" --key "$certs/nf-bench.key" --ca "$certs/ca.pem")
         if [[ -n $exec_fanout ]] && grep -q -- --fanout "$out/logs/nf-exec-help.txt"; then
             exec_args+=(--fanout "$exec_fanout")
         fi
