@@ -300,6 +300,11 @@ fn bad_commands_say_why_and_change_nothing() {
         EINVAL
     );
     assert_eq!(errno(root.write_file(&ctl, b"clone two tls:a:1")), EINVAL);
+    assert_eq!(
+        errno(root.write_file(&ctl, b"clone 65 tls:a:1")),
+        EINVAL,
+        "one thread per child: bounded"
+    );
     write(&root, &format!("{dir}/argv"), "unclosed 'quote");
     assert_eq!(errno(root.write_file(&ctl, b"exec")), EINVAL);
     write(&root, &format!("{dir}/argv"), "/nonexistent/prog");

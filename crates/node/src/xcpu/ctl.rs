@@ -22,6 +22,9 @@ use std::path::{Path, PathBuf};
 use nf_ninep::errno::{EINVAL, ENOENT};
 use nf_sys::spawn::Rlimit;
 
+/// Largest fan-out of `clone` (each child is a forwarder thread).
+pub const MAX_FANOUT: usize = 64;
+
 /// Most nodes one `clone` may name.
 pub const MAX_CLONE_NODES: usize = 65536;
 
@@ -159,9 +162,11 @@ pub fn parse(line: &str) -> Result<Command, Refusal> {
             let (count, addrs) = rest
                 .split_first()
                 .ok_or_else(|| bad("clone COUNT ADDR…".into()))?;
-            let count = count
+            let count: usize = count
                 .parse()
-                .map_err(|_| bad(format!("clone: {count:?} is not a count")))?;
+                .ok()
+                .filter(|c| (1..=MAX_FANOUT).contains(c))
+                .ok_or_else(|| bad(format!("clone: {count:?} is not a fan-out from 1 to {MAX_FANOUT}")))?;
             let addrs = addrs.iter().map(|a| (*a).to_string()).collect();
             Ok(Command::Clone { count, addrs })
         }

@@ -318,8 +318,18 @@ fn replay_file(
     name: &str,
 ) -> Result<(), String> {
     use std::io::Read;
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    // The job may have turned a name into a link meanwhile: open without following,
+    // then judge what was opened.
+    let nofollow = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow.bits() as i32)
+        .open(path)
+    else {
+        return Ok(());
+    };
+    let meta = f.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
         return Ok(());
     }
@@ -332,7 +342,6 @@ fn replay_file(
             mode,
         },
     )?;
-    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut offset = 0u64;
     let mut buf = vec![0u8; CHUNK];
     loop {

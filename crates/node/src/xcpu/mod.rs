@@ -236,20 +236,29 @@ impl Drop for Registry {
 }
 
 /// Makes the upload base: mode 0711, so jobs reach their own directory by path
-/// without anyone listing the others.
+/// without anyone listing the others. One that exists must be the server's own and
+/// writable by nobody else: whoever could rename entries in it could swap a session's
+/// directory for a link while the server sets its owner.
 fn make_base(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     match std::fs::DirBuilder::new().mode(0o711).create(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let meta = std::fs::symlink_metadata(dir)?;
-            if !meta.is_dir() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "exists and is not a directory",
-                ));
+            let euid = rustix::process::geteuid().as_raw();
+            let why = if !meta.is_dir() {
+                Some("it exists and is not a directory")
+            } else if meta.uid() != euid {
+                Some("it exists and belongs to another user")
+            } else if meta.mode() & 0o022 != 0 {
+                Some("it exists and others may write in it")
+            } else {
+                None
+            };
+            match why {
+                Some(why) => Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, why)),
+                None => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)),
             }
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
         }
         Err(e) => Err(e),
     }
@@ -400,7 +409,7 @@ pub(crate) fn server_thread(
 fn make_session_dir(dir: &std::path::Path, creds: &Creds) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new().mode(0o700).create(dir)?;
-    std::os::unix::fs::chown(dir, Some(creds.uid()), Some(creds.gid()))
+    std::os::unix::fs::lchown(dir, Some(creds.uid()), Some(creds.gid()))
 }
 
 /// `/xcpu/N` itself: the session's user's, read and search only.
