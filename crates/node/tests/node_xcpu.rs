@@ -72,6 +72,15 @@ fn running_pid(root: &Root, id: u64) -> u32 {
         .unwrap_or_else(|| panic!("not running: {state:?}"))
 }
 
+/// A new session running `argv`: its hold, number and directory.
+fn started(root: &Root, argv: &str) -> (File, u64, String) {
+    let (hold, id) = clone(root);
+    let dir = format!("/xcpu/{id}");
+    write(root, &format!("{dir}/argv"), argv);
+    write(root, &format!("{dir}/ctl"), "exec");
+    (hold, id, dir)
+}
+
 #[test]
 fn the_session_files_one_by_one() {
     let node = node_with(XcpuConfig::default());
@@ -166,15 +175,8 @@ fn stdin_reaches_the_job_and_its_end_is_the_last_writers_close() {
 fn kill_signals_the_whole_process_group() {
     let node = node_with(XcpuConfig::default());
     let root = node.root();
-    let (_hold, id) = clone(&root);
-    let dir = format!("/xcpu/{id}");
     // A child that ignores nothing and a grandchild: both must go.
-    write(
-        &root,
-        &format!("{dir}/argv"),
-        "/bin/sh -c 'sleep 1000 & echo $!; wait'",
-    );
-    write(&root, &format!("{dir}/ctl"), "exec");
+    let (_hold, id, dir) = started(&root, "/bin/sh -c 'sleep 1000 & echo $!; wait'");
     let out = root
         .open(&format!("{dir}/stdout"), LOpenFlags::RDONLY)
         .unwrap();
@@ -209,10 +211,7 @@ fn a_session_nobody_holds_ends_after_the_linger_with_its_job_and_files() {
     });
     let client = node.client();
     let root = client.attach("root", "").unwrap();
-    let (hold, id) = clone(&root);
-    let dir = format!("/xcpu/{id}");
-    write(&root, &format!("{dir}/argv"), "/bin/sleep 1000");
-    write(&root, &format!("{dir}/ctl"), "exec");
+    let (hold, id, _) = started(&root, "/bin/sleep 1000");
     let pid = running_pid(&root, id);
     let host_dir = node.xcpu.dir.as_ref().unwrap().join(id.to_string());
     assert!(host_dir.is_dir());
@@ -406,9 +405,7 @@ fn output_nobody_reads_is_kept_in_part_and_a_slow_reader_loses_nothing() {
 fn shutdown_kills_every_job() {
     let mut node = node_with(XcpuConfig::default());
     let root = node.root();
-    let (_hold, id) = clone(&root);
-    write(&root, &format!("/xcpu/{id}/argv"), "/bin/sleep 1000");
-    write(&root, &format!("/xcpu/{id}/ctl"), "exec");
+    let (_hold, id, _) = started(&root, "/bin/sleep 1000");
     let pid = running_pid(&root, id);
     let base = node.xcpu.dir.clone().unwrap();
     drop(root);

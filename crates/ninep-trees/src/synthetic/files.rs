@@ -11,18 +11,20 @@ use nf_ninep_server::FsError;
 use nf_ninep_server::Monitor;
 use nf_ninep_server::{Ctx, FsResult};
 
-fn wants_read(flags: LOpenFlags) -> bool {
+/// Whether an open with `flags` reads (`O_RDONLY` or `O_RDWR`).
+pub fn wants_read(flags: LOpenFlags) -> bool {
     let m = flags.access_mode();
     m == LOpenFlags::RDONLY.0 || m == LOpenFlags::RDWR.0
 }
 
-fn wants_write(flags: LOpenFlags) -> bool {
+/// Whether an open with `flags` writes (`O_WRONLY` or `O_RDWR`).
+pub fn wants_write(flags: LOpenFlags) -> bool {
     let m = flags.access_mode();
     m == LOpenFlags::WRONLY.0 || m == LOpenFlags::RDWR.0
 }
 
-/// The bytes of `data` at `offset`, at most `count`.
-fn slice_at(data: &[u8], offset: u64, count: u32) -> Vec<u8> {
+/// The bytes of `data` at `offset`, at most `count` (a read of content held whole).
+pub fn slice_at(data: &[u8], offset: u64, count: u32) -> Vec<u8> {
     let start = usize::try_from(offset)
         .unwrap_or(usize::MAX)
         .min(data.len());

@@ -30,7 +30,7 @@ mod node;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, Weak};
 
-pub use files::{DynamicFile, StaticFile, Stream};
+pub use files::{slice_at, wants_read, wants_write, DynamicFile, StaticFile, Stream};
 pub use fs::SynFid;
 pub use node::{DirOps, FileNode, OpenFile};
 

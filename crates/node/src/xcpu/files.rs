@@ -7,30 +7,11 @@ use std::sync::{Mutex, PoisonError};
 use nf_ninep::errno::{EACCES, EFBIG, ENOENT};
 use nf_ninep::LOpenFlags;
 use nf_ninep_server::{Ctx, FsError, FsResult};
-use nf_ninep_trees::synthetic::{FileNode, OpenFile};
+use nf_ninep_trees::synthetic::{slice_at, wants_read, wants_write, FileNode, OpenFile};
 
 use super::ctl::{self, MAX_SETTING};
 use super::fanout::Op;
 use super::session::{Hold, SessionRef};
-
-fn reads(flags: LOpenFlags) -> bool {
-    let m = flags.access_mode();
-    m == LOpenFlags::RDONLY.0 || m == LOpenFlags::RDWR.0
-}
-
-fn writes(flags: LOpenFlags) -> bool {
-    let m = flags.access_mode();
-    m == LOpenFlags::WRONLY.0 || m == LOpenFlags::RDWR.0
-}
-
-/// The bytes of `data` at `offset`, at most `count`.
-fn slice_at(data: &[u8], offset: u64, count: u32) -> Vec<u8> {
-    let start = usize::try_from(offset)
-        .unwrap_or(usize::MAX)
-        .min(data.len());
-    let end = start.saturating_add(count as usize).min(data.len());
-    data[start..end].to_vec()
-}
 
 /// What a session file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +92,9 @@ impl FileNode for SessionFile {
     }
 
     fn open(&self, _: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>> {
-        if (reads(flags) && !self.kind.may_read()) || (writes(flags) && !self.kind.may_write()) {
+        if (wants_read(flags) && !self.kind.may_read())
+            || (wants_write(flags) && !self.kind.may_write())
+        {
             return Err(FsError::Errno(EACCES));
         }
         let hold = self.session.hold()?;
