@@ -10,7 +10,7 @@ use nf_node::xcpu::XcpuConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 
 struct Cluster {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     nodes: Vec<Option<Daemon>>,
     addrs: Vec<String>,
 }
@@ -37,11 +37,7 @@ impl Cluster {
             addrs.push(format!("tcp:{}", d.tcp_addr().unwrap()));
             nodes.push(Some(d));
         }
-        Cluster {
-            _dir: dir,
-            nodes,
-            addrs,
-        }
+        Cluster { dir, nodes, addrs }
     }
 
     fn root(&self, i: usize) -> Root {
@@ -222,4 +218,38 @@ fn a_node_killed_part_way_is_cut_off_and_the_rest_finish() {
         let st = c.root(i).stat(&format!("/xcpu/{sid}/fs/data")).unwrap();
         assert_eq!(st.size(), 8 << 20, "node {i} has the whole file");
     }
+}
+
+/// A link the job (or another of the user's jobs) plants in the upload directory is
+/// not followed when the session is handed on: the node reads as root there.
+#[test]
+fn links_planted_in_the_upload_directory_are_not_handed_on() {
+    let c = Cluster::start(2);
+    let secret = c.dir.path().join("secret");
+    std::fs::write(&secret, b"root only").unwrap();
+    let head = c.root(0);
+    let (_hold, id) = clone(&head);
+    let dir = format!("/xcpu/{id}");
+    head.write_file(&format!("{dir}/fs/fine"), b"data").unwrap();
+    let host_dir = c.dir.path().join(format!("xcpu0/{id}"));
+    std::os::unix::fs::symlink(&secret, host_dir.join("evil")).unwrap();
+    head.write_file(
+        &format!("{dir}/ctl"),
+        format!("clone 1 {}", c.addrs[1]).as_bytes(),
+    )
+    .unwrap();
+    let listing = read(&head, &format!("{dir}/clones"));
+    let child: u64 = listing.split(' ').nth(1).unwrap().trim().parse().unwrap();
+    let r = c.root(1);
+    let names: Vec<String> = r
+        .readdir(&format!("/xcpu/{child}/fs"))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .filter(|n| n != "." && n != "..")
+        .collect();
+    assert_eq!(names, ["fine"], "the link was not followed");
+    let child_dir = c.dir.path().join(format!("xcpu1/{child}"));
+    assert!(!child_dir.join("evil").exists());
+    assert_eq!(std::fs::read(child_dir.join("fine")).unwrap(), b"data");
 }
