@@ -14,6 +14,8 @@
 #   nf9p.user=UID:GID    run the permission checks (c_u_*) as this unprivileged user
 #                        (none: they are not run, and an info line says so)
 #   nf9p.hostlinks=0|1   the host's fs.protected_hardlinks (what a local user there gets)
+#   nf9p.xcpu=REL        XCPU job files at /mnt/REL: start a job with echo and cat
+#                        (check xcpu_job; none: not run, and an info line says so)
 #
 # The export directory prepared by run.sh holds:
 #   hello.txt ("hello from kernel9p\n"), data.bin (random, sha256 = datasum),
@@ -40,6 +42,7 @@ HELLO="hello from kernel9p"
 W=$R/gdir
 USER_IDS=$(param user "")
 HOST_LINKS=$(param hostlinks 1)
+XCPU=$(param xcpu "")
 GUEST_USER=nf9puser
 S=$R/sticky
 UDIR=$S/udir
@@ -383,6 +386,26 @@ user_setup() {
     echo 0 >/proc/sys/fs/protected_hardlinks
 }
 
+# A job on the server's host through its XCPU files, with the shell alone: the open
+# clone holds the session while the check runs.
+c_xcpu_job() {
+    X=/mnt/$XCPU
+    exec 4<"$X/clone" || fail "open $X/clone failed"
+    read -r id <&4 || fail "reading clone gave no session number"
+    echo "/bin/sh -c 'echo hello from \$NF_XCPU_SESSION; read l; echo got \$l; exit 4'" >"$X/$id/argv" ||
+        fail "writing argv failed"
+    echo exec >"$X/$id/ctl" || fail "writing exec to ctl failed ($(cat "$X/$id/state"))"
+    echo guest-line >"$X/$id/stdin" || fail "writing stdin failed"
+    got=$(cat "$X/$id/wait") || fail "reading wait failed"
+    [ "$got" = "exit 4" ] || fail "wait says '$got', want 'exit 4'"
+    out=$(cat "$X/$id/stdout" | tr '\n' '|') || fail "reading stdout failed"
+    [ "$out" = "hello from $id|got guest-line|" ] || fail "stdout '$out'"
+    grep -q "^$id " "$X/procs" || fail "procs does not list session $id"
+    echo wipe >"$X/$id/ctl" || fail "writing wipe failed"
+    exec 4<&-
+    [ ! -e "$X/$id" ] || fail "session $id still there after wipe"
+}
+
 if [ "${1:-}" = one ]; then
     "c_$2"
     exit $?
@@ -509,6 +532,11 @@ for c in ls_root cat stat statfs read_big read_offset subdir mkdir echo_write ec
     run "$c"
 done
 [ -s /tmp/bigsum ] && echo "KTEST info bigsum $(cat /tmp/bigsum)"
+if [ -n "$XCPU" ]; then
+    run xcpu_job
+else
+    echo "KTEST info the XCPU check did not run (no nf9p.xcpu)"
+fi
 if [ -n "$USER_IDS" ]; then
     user_setup
     for c in identity sticky_create chmod_own chown_own_to_root unlink_own ro_dir_create \

@@ -52,7 +52,9 @@
 # Usage:
 #   tests/kernel9p/run.sh --server 'CMD' [--timeout S] [--msize N] [--aname NAME]
 #       [--subdir REL] [--block REL] [--flush-wait S] [--check-timeout S]
-#       [--mount-opts OPTS] [--user UID:GID] [--no-host-check] [--keep]
+#       [--mount-opts OPTS] [--user UID:GID] [--xcpu REL] [--no-host-check] [--keep]
+#   --xcpu REL: the server exports XCPU-style job files at /mnt/REL (nf serve: xcpu);
+#   the guest then starts a job there with echo and cat alone (check xcpu_job).
 # Example (the reference server, Debian's diod; it takes the export path as the attach
 # name, and answers Tflush of a running request only when that request has finished,
 # i.e. when the lease is broken after lease-break-time, hence --flush-wait 60):
@@ -87,11 +89,12 @@ flush_wait=10
 check_timeout=60
 mount_opts=""
 user_ids=""
+xcpu=""
 host_check=1
 keep=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
-    --server | --timeout | --msize | --aname | --subdir | --block | --flush-wait | --check-timeout | --mount-opts | --user)
+    --server | --timeout | --msize | --aname | --subdir | --block | --flush-wait | --check-timeout | --mount-opts | --user | --xcpu)
         [[ $# -ge 2 ]] || usage
         case "$1" in
         --server) server_cmd=$2 ;;
@@ -104,6 +107,7 @@ while [[ $# -gt 0 ]]; do
         --check-timeout) check_timeout=$2 ;;
         --mount-opts) mount_opts=$2 ;;
         --user) user_ids=$2 ;;
+        --xcpu) xcpu=$2 ;;
         esac
         shift 2
         ;;
@@ -129,7 +133,7 @@ done
 for n in "$timeout_s" "$msize" "$flush_wait" "$check_timeout"; do
     [[ "$n" =~ ^[0-9]+$ && "$n" -gt 0 ]] || k9p_die "expected a positive integer, got '$n'"
 done
-for v in "$aname" "$subdir" "$block" "$mount_opts"; do
+for v in "$aname" "$subdir" "$block" "$mount_opts" "$xcpu"; do
     [[ "$v" != *[[:space:]]* ]] || k9p_die "'$v': no white space allowed (it goes on the kernel command line)"
 done
 if [[ -n "$user_ids" ]]; then
@@ -263,6 +267,7 @@ append="console=ttyS0 quiet loglevel=3 panic=-1 nf9p.port=nf9p nf9p.msize=$msize
 append+=" nf9p.subdir=$subdir nf9p.flushwait=$flush_wait nf9p.checktimeout=$check_timeout"
 append+=" nf9p.datasum=$datasum"
 [[ -n "$block" ]] && append+=" nf9p.block=$block"
+[[ -n "$xcpu" ]] && append+=" nf9p.xcpu=$xcpu"
 [[ -n "$aname" ]] && append+=" nf9p.aname=${aname//\{dir\}/"$dir"}"
 [[ -n "$mount_opts" ]] && append+=" nf9p.mopts=$mount_opts"
 [[ -n "$user_ids" ]] && append+=" nf9p.user=$user_ids nf9p.hostlinks=$host_links"

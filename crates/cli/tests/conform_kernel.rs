@@ -25,6 +25,10 @@
 //! cleared the setuid bit, root's sticky file holds the user's write and is still
 //! root's, and root's entries are untouched. This test must therefore run as root.
 //!
+//! Jobs as files (issue 14): with `--xcpu xcpu` the guest starts a job on the host
+//! through `/xcpu` with `echo` and `cat` alone (clone held open on a file descriptor,
+//! argv, ctl exec, stdin, wait, stdout, procs, wipe).
+//!
 //! Prerequisites (QEMU, a Debian kernel, busybox-static) are installed by
 //! `scripts/setup.sh` (which runs `tests/kernel9p/setup.sh`); without them this test
 //! fails and says so — it is never skipped.
@@ -57,6 +61,7 @@ fn linux_kernel_client_passes_every_check_through_nf_serve() {
         .args(["--subdir", "fs", "--block", "log"])
         .args(["--timeout", &HARNESS_TIMEOUT_S.to_string()])
         .args(["--user", &user])
+        .args(["--xcpu", "xcpu"])
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", harness.display()));
     let stdout = String::from_utf8_lossy(&out.stdout);

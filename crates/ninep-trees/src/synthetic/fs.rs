@@ -286,6 +286,31 @@ impl Filesystem for SyntheticTree {
         Ok(SynFid::new(Arc::clone(&fid.node)))
     }
 
+    /// Truncating a file to nothing (what a kernel client sends for `O_TRUNC`, as in
+    /// `echo x > ctl`) and touching its times are accepted on a file the caller may
+    /// write, and change nothing: a synthetic file's content is made by code, and the
+    /// write that follows says what it is. Anything else is `EPERM`.
+    fn setattr(&self, ctx: &Ctx, fid: &SynFid, req: &Tsetattr) -> FsResult<Rsetattr> {
+        use nf_ninep::types::SetattrMask as M;
+        let harmless =
+            M::SIZE.0 | M::ATIME.0 | M::MTIME.0 | M::CTIME.0 | M::ATIME_SET.0 | M::MTIME_SET.0;
+        if req.valid.0 & !harmless != 0 {
+            return Err(FsError::Errno(nf_ninep::errno::EPERM));
+        }
+        if req.valid.contains(M::SIZE) && req.attr.size != 0 {
+            return Err(FsError::Errno(nf_ninep::errno::EINVAL));
+        }
+        match &fid.node.kind {
+            NodeKind::File(_) => {
+                let (owner, mode) = self.perms(&fid.node);
+                ctx.permit(owner, mode, 2)?;
+                Ok(Rsetattr)
+            }
+            NodeKind::Dir(_) if req.valid.contains(M::SIZE) => Err(FsError::Errno(EISDIR)),
+            NodeKind::Dir(_) => Ok(Rsetattr),
+        }
+    }
+
     fn getattr(&self, _: &Ctx, fid: &SynFid, _: &Tgetattr) -> FsResult<Rgetattr> {
         let node = &fid.node;
         let ((uid, gid), mode) = self.perms(node);

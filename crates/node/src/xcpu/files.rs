@@ -144,6 +144,11 @@ impl SessionOpen {
             .filter(|&e| e <= MAX_SETTING)
             .ok_or(FsError::Errno(EFBIG))?;
         let start = end - data.len();
+        if start == 0 {
+            // A write at the start says the value anew (`echo x > argv` through a
+            // kernel client truncates with a no-op setattr, then writes at 0).
+            buf.clear();
+        }
         if buf.len() < end {
             buf.resize(end, 0);
         }
