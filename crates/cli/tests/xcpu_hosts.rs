@@ -369,3 +369,111 @@ fn each_node_gets_the_binary_for_its_architecture() {
         let _ = s.wait();
     }
 }
+
+/// A local `nf serve` on a unix socket in `dir` (the caller kills it).
+fn local_server(dir: &Path, extra: &[&str]) -> (Child, PathBuf) {
+    let sock = dir.join("nf.sock");
+    let child = Command::new(NF)
+        .args(["serve", "-f", "--unix"])
+        .arg(&sock)
+        .arg("--xcpu-dir")
+        .arg(dir.join("xcpu"))
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + BOUND;
+    while !sock.exists() {
+        assert!(Instant::now() < deadline, "nf serve never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, sock)
+}
+
+/// A session driven with nothing but `nf cat` and `nf write`, one command per step
+/// (the session lingers between them).
+#[test]
+fn a_session_scripted_with_nf_cat_and_nf_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, sock) = local_server(dir.path(), &[]);
+    let at = |p: &str| format!("unix:{}:{p}", sock.display());
+    let nf = |args: &[&str]| {
+        let out = run(Command::new(NF).args(args).stdin(Stdio::null()));
+        assert!(out.status.success(), "nf {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let id = nf(&["cat", &at("/xcpu/clone")]).trim().to_string();
+    let s = |f: &str| at(&format!("/xcpu/{id}/{f}"));
+    assert_eq!(nf(&["cat", &s("state")]), "new\n");
+    nf(&[
+        "write",
+        &s("argv"),
+        "/bin/sh -c 'echo $GREETING from $NF_XCPU_SESSION; exit 5'",
+    ]);
+    nf(&["write", &s("env"), "GREETING=hello"]);
+    nf(&["write", &s("ctl"), "exec"]);
+    assert_eq!(nf(&["cat", &s("wait")]), "exit 5\n");
+    assert_eq!(nf(&["cat", &s("stdout")]), format!("hello from {id}\n"));
+    assert!(nf(&["cat", &at("/xcpu/procs")]).contains(&format!("{id} root exit:5")));
+    let out = run(Command::new(NF)
+        .args(["write", &s("ctl"), "bogus"])
+        .stdin(Stdio::null()));
+    assert_eq!(out.status.code(), Some(3), "a server error");
+    assert!(nf(&["cat", &s("state")]).contains("error unknown command \"bogus\""));
+    nf(&["write", &s("ctl"), "wipe"]);
+    assert!(!nf(&["ls", &at("/xcpu")]).contains(&id));
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+/// Ctrl-C on `nf exec` becomes `kill INT` on the node: the job ends, nothing of it is
+/// left, and nf exec exits 130 naming the node.
+#[test]
+fn ctrl_c_on_nf_exec_kills_the_remote_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, sock) = local_server(dir.path(), &[]);
+    let node = format!("unix:{}", sock.display());
+    let mut exec = Command::new(NF)
+        .args([
+            "exec",
+            &node,
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo started $$; exec sleep 1000",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(exec.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    let pid: u32 = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .expect(&line);
+    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    let _ = Command::new("kill")
+        .args(["-INT", &exec.id().to_string()])
+        .status();
+    let out = nf_testkit::finish_within(exec, BOUND, "nf exec after Ctrl-C");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("signal 2"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        nf_testkit::exited_within(pid, BOUND),
+        "the remote job is gone"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -22,7 +22,7 @@ fn root_lists_every_mount() {
         .map(|e| e.name)
         .collect();
     names.sort();
-    assert_eq!(names, ["fs", "log", "mem", "pipe", "ro", "status"]);
+    assert_eq!(names, ["fs", "log", "mem", "pipe", "ro", "status", "xcpu"]);
     assert!(root.stat("/").unwrap().is_dir());
     assert!(!root.stat("/status").unwrap().is_dir());
     // The root cannot be changed.

@@ -514,6 +514,9 @@ fn run(copies: Vec<Copy>, start: Start, stdin_to: StdinTo, tag: bool) -> anyhow:
         }
         waits.push(wait);
     }
+    // Watching before anything starts: a Ctrl-C from here on reaches the jobs.
+    let all: Vec<&Copy> = copies.iter().collect();
+    let interrupts = watch_interrupts(&all)?;
     let mut not_started = Vec::new();
     match &start {
         Start::Each => {
@@ -547,11 +550,6 @@ fn run(copies: Vec<Copy>, start: Start, stdin_to: StdinTo, tag: bool) -> anyhow:
             }
         }
     }
-    let started: Vec<&Copy> = copies
-        .iter()
-        .filter(|c| !not_started.contains(&c.tag))
-        .collect();
-    let interrupts = watch_interrupts(&started)?;
     if !stdins.is_empty() {
         thread::spawn(move || forward_stdin(stdins));
     }
