@@ -7,7 +7,8 @@
 //! 2. **What travels.** Per child, one forwarder thread connects as this node (its TLS
 //!    certificate; over a local socket, as root may) for the session's user, makes a
 //!    session there, and replays what the session holds: `argv`, `env`, `exec`, the
-//!    `dir` and `limits` set, and every file of `fs/`. From then on every create and
+//!    `dir` and `limits` set, and every regular file of `fs/` (read with the user's
+//!    rights, links not followed). From then on every create and
 //!    write in `fs/`, every write of `argv` and `exec` and every `ctl` command (`exec`,
 //!    `kill`, `close`, `wipe`, `dir`, `limits`) is queued to each child in order and
 //!    applied there. `env` travels as it was at `clone` only, so each node's can then
@@ -31,7 +32,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::File;
-use nf_ninep_server::Monitor;
+use nf_ninep_server::{Creds, Monitor};
 
 use super::remote::RemoteSession;
 use crate::addr::parse_addr;
@@ -112,6 +113,8 @@ pub struct Replay {
     pub ctl: Vec<String>,
     /// The upload directory.
     pub dir: PathBuf,
+    /// The session's user: its files are read with its rights.
+    pub creds: Creds,
 }
 
 /// Splits `addrs` into `count` groups in order (rule 1): (child, its subtree).
@@ -290,6 +293,24 @@ impl Forwarder {
         for line in &self.replay.ctl {
             apply(session, open, Op::Ctl(line.clone()))?;
         }
+        // The directory is the user's: what is in it is read with the user's rights,
+        // so nothing linked into it can show this node's files to the user.
+        self.replay
+            .creds
+            .assume()
+            .map_err(|e| format!("acting as the user: errno {}", e.ecode))?;
+        let files = self.replay_files(session, open);
+        Creds::server()
+            .assume()
+            .map_err(|e| format!("acting as the server: errno {}", e.ecode))?;
+        files
+    }
+
+    fn replay_files(
+        &self,
+        session: &RemoteSession,
+        open: &mut HashMap<String, File>,
+    ) -> Result<(), String> {
         for entry in std::fs::read_dir(&self.replay.dir).map_err(|e| e.to_string())? {
             let entry = entry.map_err(|e| e.to_string())?;
             let name = entry.file_name().to_string_lossy().into_owned();

@@ -391,6 +391,7 @@ impl Session {
                 ],
                 ctl: s.ctl_lines(),
                 dir: self.dir.clone(),
+                creds: self.creds.clone(),
             })
         };
         let reach = Reach {
