@@ -77,7 +77,8 @@ enum Command {
     ///
     /// Each rank gets NF_RANK, NF_SIZE and the launcher's PMI address; a program joins
     /// with nf_core::World::init(). With --hosts, ranks start on other hosts through
-    /// --remote (ssh by default). If a rank fails, the others are stopped and nf run
+    /// each host's nf serve (/xcpu, with --cert/--key/--ca), or through --remote (e.g.
+    /// 'ssh {host}'). If a rank fails, the others are stopped and nf run
     /// exits with that rank's status, naming it and the cause. Programs that link an
     /// MPI library are refused (use mpirun / mpiexec; --allow-mpi forces them).
     ///
