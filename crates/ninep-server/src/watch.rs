@@ -5,7 +5,8 @@
 //! reader ends and releases everything) a connection that
 //!
 //! 1. has started to talk (a frame, or part of one) but not attached (it holds no
-//!    fid) `handshake_timeout` after it was first seen;
+//!    fid) `handshake_timeout` after it was first seen talking (not after it
+//!    connected: a relay's client may start talking long after the relay connected);
 //! 2. has a frame partly received and no frame completed for `frame_timeout`;
 //! 3. attached once, but holds no fid, has no request in flight and has sent no frame
 //!    for `idle_timeout`.
@@ -28,7 +29,8 @@ use crate::srv::{Server, Shared};
 
 /// What the watcher last saw of one connection.
 struct Seen {
-    first: Instant,
+    /// When the connection was first seen talking.
+    first: Option<Instant>,
     attached: bool,
     frames: u64,
     /// When `frames` last changed (or the connection was first seen).
@@ -67,7 +69,7 @@ fn run<F: Filesystem>(shared: Weak<Shared<F>>, tick: Duration) {
             let (frames, partial) = conn.progress();
             let (fids, in_flight) = conn.counts();
             let s = seen.entry(conn.id()).or_insert(Seen {
-                first: now,
+                first: None,
                 attached: false,
                 frames,
                 changed: now,
@@ -79,7 +81,11 @@ fn run<F: Filesystem>(shared: Weak<Shared<F>>, tick: Duration) {
             s.attached |= fids > 0;
             let quiet = now - s.changed;
             let spoke = frames > 0 || partial;
-            let why = if spoke && !s.attached && now - s.first >= c.handshake_timeout {
+            if spoke && s.first.is_none() {
+                s.first = Some(now);
+            }
+            let talking_for = s.first.map_or(Duration::ZERO, |t| now - t);
+            let why = if spoke && !s.attached && talking_for >= c.handshake_timeout {
                 Some(("no attach within handshake_timeout", c.handshake_timeout))
             } else if partial && quiet >= c.frame_timeout {
                 Some((

@@ -234,6 +234,28 @@ fn silent_connections_cannot_lock_out_new_clients() {
     drop(silent);
 }
 
+/// A relay (QEMU's, for a booting guest) connects long before its client speaks: the
+/// handshake deadline runs from the first byte, not from the connection.
+#[test]
+fn a_connection_silent_past_the_handshake_deadline_is_served_once_it_speaks() {
+    let limits = ServerConfig::default().deadlines(
+        Duration::from_millis(300),
+        Duration::from_millis(300),
+        Duration::from_secs(30),
+    );
+    let node = support::Node::with_limits(limits);
+    let relay = UnixStream::connect(&node.socket).unwrap();
+    // Four deadlines of silence (the watcher looks several times per deadline).
+    std::thread::sleep(Duration::from_millis(1200));
+    let client = Client::with_transport(relay, nf_ninep_client::ClientConfig::default())
+        .expect("the silent connection is still open");
+    // Talking now, but not attached: half a deadline passes, more than the watcher's
+    // tick, so a deadline counted from the connection would close it here.
+    std::thread::sleep(Duration::from_millis(150));
+    let root = client.attach("root", "").expect("attach after the silence");
+    assert!(root.stat("/status").is_ok());
+}
+
 #[test]
 fn pipes_obey_owners_modes_and_budgets() {
     let user = account();
