@@ -46,6 +46,9 @@ pub(crate) struct SignalWatch {
 impl SignalWatch {
     /// Starts catching SIGINT and SIGTERM (if not ignored).
     pub(crate) fn install() -> io::Result<SignalWatch> {
+        // Counted before the handlers go in: a signal that lands while they are being
+        // installed is then reported, not folded into the starting count and lost.
+        let seen = RECEIVED.load(Ordering::SeqCst);
         let mut installed = INSTALLED.lock().unwrap_or_else(PoisonError::into_inner);
         match installed.as_mut() {
             Some(i) => i.watches += 1,
@@ -64,9 +67,7 @@ impl SignalWatch {
                 *installed = Some(Installed { watches: 1, saved });
             }
         }
-        Ok(SignalWatch {
-            seen: RECEIVED.load(Ordering::SeqCst),
-        })
+        Ok(SignalWatch { seen })
     }
 
     /// The signal received since the previous call (or since install), if any.
