@@ -102,7 +102,8 @@ pub struct ServeArgs {
     /// a TLS name); more are answered EAGAIN and closed.
     #[arg(long, default_value_t = 128)]
     pub max_clients_per_user: usize,
-    /// Seconds a new connection may take to attach, and a started frame to arrive;
+    /// Seconds a connection may take to attach once it starts talking, and a started
+    /// frame to arrive;
     /// a connection holding no fid is closed after 6× this of silence.
     #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub handshake_timeout: u64,
