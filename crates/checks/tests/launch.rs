@@ -160,8 +160,20 @@ fn extra_environment_reaches_the_ranks_but_not_over_the_contract() {
 
 /// Starts `nf-launch-testrun LAUNCHER_ARGS -- nf-launch-testprog PROG_ARGS` with piped output.
 fn launcher(launcher_args: &[&str], prog_args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_nf-launch-testrun"))
-        .args(launcher_args)
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nf-launch-testrun"));
+    // The launcher keeps an ignored SIGINT ignored (nohup's contract), and a test run
+    // started in the background of a script inherits SIGINT ignored: give the launcher
+    // the default, as an interactive shell would.
+    // SAFETY: signal() between fork and exec is async-signal-safe and touches no
+    // memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd.args(launcher_args)
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_nf-launch-testprog"))
         .args(prog_args)
