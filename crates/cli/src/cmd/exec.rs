@@ -181,25 +181,9 @@ impl Plan {
             let binary = self.binary_for(&root)?;
             let session = RemoteSession::open(root).map_err(|e| e.to_string())?;
             let rank = first + k;
-            let (exec, argv0) = match binary.or_else(|| self.local_program()) {
-                Some(path) => {
-                    let name = base_name(&path);
-                    session.upload(&path, &name).map_err(|e| e.to_string())?;
-                    (name.clone(), name)
-                }
-                None => (self.program.clone(), self.program.clone()),
-            };
-            for f in &self.files {
-                session
-                    .upload(f, &base_name(f))
-                    .map_err(|e| e.to_string())?;
-            }
-            let mut argv = vec![argv0];
-            argv.extend(self.args.iter().cloned());
+            self.stage(&session, binary).map_err(|e| e.to_string())?;
             session
-                .set("argv", &shell_words::join(&argv))
-                .and_then(|()| session.set("exec", &exec))
-                .and_then(|()| session.set("env", &self.env_text(rank, node)))
+                .set("env", &self.env_text(rank, node))
                 .map_err(|e| e.to_string())?;
             let tag = if self.per_node > 1 {
                 format!("{short}#{k}")
@@ -213,6 +197,26 @@ impl Plan {
             });
         }
         Ok(copies)
+    }
+
+    /// Uploads the program (`binary`, else PROG when it is a local file) and the
+    /// `--file`s into `session`, and writes its `argv` and `exec`.
+    fn stage(&self, session: &RemoteSession, binary: Option<PathBuf>) -> Result<(), RemoteError> {
+        let exec = match binary.or_else(|| self.local_program()) {
+            Some(path) => {
+                let name = base_name(&path);
+                session.upload(&path, &name)?;
+                name
+            }
+            None => self.program.clone(),
+        };
+        for f in &self.files {
+            session.upload(f, &base_name(f))?;
+        }
+        let mut argv = vec![exec.clone()];
+        argv.extend(self.args.iter().cloned());
+        session.set("argv", &shell_words::join(&argv))?;
+        session.set("exec", &exec)
     }
 
     fn local_program(&self) -> Option<PathBuf> {
@@ -363,23 +367,8 @@ fn tree(
     head.set("env", &plan.env_text(0, first))?;
     head.ctl(&format!("clone {fanout} {}", nodes[1..].join(" ")))
         .with_context(|| format!("handing the job on from {first}"))?;
-    let (exec, argv0) = match plan.local_program() {
-        Some(path) => {
-            let name = base_name(&path);
-            head.upload(&path, &name)
-                .with_context(|| format!("uploading to {first}"))?;
-            (name.clone(), name)
-        }
-        None => (plan.program.clone(), plan.program.clone()),
-    };
-    for f in &plan.files {
-        head.upload(f, &base_name(f))
-            .with_context(|| format!("uploading to {first}"))?;
-    }
-    let mut argv = vec![argv0];
-    argv.extend(plan.args.iter().cloned());
-    head.set("argv", &shell_words::join(&argv))?;
-    head.set("exec", &exec)?;
+    plan.stage(&head, None)
+        .with_context(|| format!("uploading to {first}"))?;
     let head = Arc::new(head);
     // Everything has reached every node once the barrier answers.
     let listing = head.read("clones").context("waiting for the tree")?;

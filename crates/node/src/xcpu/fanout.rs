@@ -28,7 +28,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::File;
@@ -39,8 +39,9 @@ use crate::addr::parse_addr;
 use crate::connect::{attach, ConnectOptions};
 use crate::tls::TlsFiles;
 
-/// Operations queued per child.
-const QUEUE: usize = 256;
+/// Operations queued per child. A write op carries up to one msize (1 MiB by
+/// default), so this bounds a child's queue to about 16 MiB.
+const QUEUE: usize = 16;
 /// Bytes per forwarded chunk when replaying a file.
 const CHUNK: usize = 1 << 20;
 
@@ -418,30 +419,6 @@ fn apply(session: &RemoteSession, open: &mut HashMap<String, File>, op: Op) -> R
         Op::Barrier(_) => {}
     }
     Ok(())
-}
-
-/// A session's fan-out, once `clone` has been written (one per session).
-#[derive(Default)]
-pub struct Slot(Mutex<Option<Arc<Fanout>>>);
-
-impl Slot {
-    /// The fan-out, if any.
-    pub fn get(&self) -> Option<Arc<Fanout>> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Sets it once; false if it was set already.
-    pub fn set(&self, f: Fanout) -> bool {
-        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.is_some() {
-            return false;
-        }
-        *slot = Some(Arc::new(f));
-        true
-    }
 }
 
 #[cfg(test)]

@@ -241,12 +241,7 @@ impl RemoteSession {
 
     /// What `state` says.
     pub fn state(&self) -> Result<String, RemoteError> {
-        let path = format!("{}/state", self.dir);
-        let text = self
-            .root
-            .read_file(&path)
-            .map_err(RemoteError::node(format!("reading {path}")))?;
-        Ok(String::from_utf8_lossy(&text).into_owned())
+        self.read("state")
     }
 
     /// Opens the session file `name` (`stdout`, `stderr`, `wait`, `stdin`…).

@@ -21,7 +21,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nf_ninep::errno::{EAGAIN, EBUSY, EINVAL, ENOENT, EPIPE, ESRCH};
@@ -29,7 +29,7 @@ use nf_ninep_server::{Cancel, Creds, FsError, FsResult, Monitor};
 use nf_sys::spawn::{Rlimit, RunAs};
 
 use super::ctl::{Command as Ctl, Refusal, Settings};
-use super::fanout::{Fanout, Op, Reach, Replay, Slot};
+use super::fanout::{Fanout, Op, Reach, Replay};
 use super::output::Output;
 use super::Registry;
 
@@ -138,7 +138,7 @@ pub struct Session {
     /// Bytes written into `fs/` so far.
     pub uploaded: AtomicU64,
     /// The nodes this session is handed on to (tree spawn), once `clone` was written.
-    pub fanout: Slot,
+    pub fanout: OnceLock<Fanout>,
     holds: Mutex<Holds>,
     registry: Weak<Registry>,
 }
@@ -223,7 +223,7 @@ impl Session {
             stderr: Output::new(history, owner),
             ended: Cancel::new(),
             uploaded: AtomicU64::new(0),
-            fanout: Slot::default(),
+            fanout: OnceLock::new(),
             holds: Mutex::default(),
             registry,
         }
@@ -377,13 +377,26 @@ impl Session {
             crate::addr::parse_addr(a)
                 .map_err(|e| Refusal::new(EINVAL, format!("clone: {a:?}: {e}")))?;
         }
-        let replay = {
+        let reach = Reach {
+            user: self.user.clone(),
+            tls: registry.config.forward_tls.clone(),
+            count,
+        };
+        // Checked and set under the job's lock, so two clones cannot both start
+        // forwarders, and none starts once the job has.
+        {
             let job = self.job.lock();
             if job.phase != Phase::New {
                 return Err(Refusal::new(EBUSY, "clone: the job has started already"));
             }
+            if self.fanout.get().is_some() {
+                return Err(Refusal::new(
+                    EBUSY,
+                    "clone: this session is handed on already",
+                ));
+            }
             let s = &job.settings;
-            Arc::new(Replay {
+            let replay = Arc::new(Replay {
                 settings: vec![
                     ("argv", s.argv.clone()),
                     ("env", s.env.clone()),
@@ -392,18 +405,8 @@ impl Session {
                 ctl: s.ctl_lines(),
                 dir: self.dir.clone(),
                 creds: self.creds.clone(),
-            })
-        };
-        let reach = Reach {
-            user: self.user.clone(),
-            tls: registry.config.forward_tls.clone(),
-            count,
-        };
-        if !self.fanout.set(Fanout::start(addrs, &reach, &replay)) {
-            return Err(Refusal::new(
-                EBUSY,
-                "clone: this session is handed on already",
-            ));
+            });
+            let _ = self.fanout.set(Fanout::start(addrs, &reach, &replay));
         }
         registry.log(&format!(
             "xcpu: session {} ({}) handed on to {} nodes, fan-out {count}\n",
@@ -474,8 +477,8 @@ impl Session {
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let pumps = [
-            stdout.map(|s| self.pump_out(Box::new(s), self.stdout.clone(), "stdout")),
-            stderr.map(|s| self.pump_out(Box::new(s), self.stderr.clone(), "stderr")),
+            stdout.and_then(|s| self.pump_out(Box::new(s), self.stdout.clone(), "stdout")),
+            stderr.and_then(|s| self.pump_out(Box::new(s), self.stderr.clone(), "stderr")),
         ];
         if let Some(s) = stdin {
             self.pump_in(s);
@@ -494,8 +497,9 @@ impl Session {
         mut pipe: Box<dyn std::io::Read + Send>,
         out: Output,
         name: &str,
-    ) -> std::thread::JoinHandle<()> {
+    ) -> Option<std::thread::JoinHandle<()>> {
         let ended = self.ended.clone();
+        let unpumped = out.clone();
         let spawn = super::server_thread(format!("xcpu-{name}-{}", self.id), move || {
             let mut buf = vec![0u8; 64 * 1024];
             loop {
@@ -512,7 +516,18 @@ impl Session {
             }
             out.close();
         });
-        spawn.unwrap_or_else(|_| std::thread::spawn(|| ()))
+        match spawn {
+            Ok(h) => Some(h),
+            Err(e) => {
+                // Nobody will fill it: end it, so its readers are not left waiting.
+                tracing::warn!(
+                    session = self.id,
+                    "xcpu: no thread to copy the job's {name}: {e}"
+                );
+                unpumped.close();
+                None
+            }
+        }
     }
 
     /// Hands what is written to `stdin` to the job, and end of file after the last
