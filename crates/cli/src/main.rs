@@ -116,6 +116,14 @@ enum Command {
     /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma
     /// memory, jobs).
     Serve(cmd::serve::ServeArgs),
+    /// Serve many nodes and clusters as one 9P tree: /n/NODE/…, /views/NAME/…,
+    /// /status, and /xcpu/clone placing jobs on the node that fits.
+    ///
+    /// Members and views come from a TOML config (--config); nodes may also register
+    /// themselves (nf serve --join). Users authenticate as to nf serve; the gateway
+    /// attaches at each node in the user's name with its own certificate (nf cert
+    /// gateway NAME), which nodes must trust (nf serve --trust-gateway NAME).
+    Gateway(cmd::gateway::GatewayArgs),
     /// Print every setting (NF_* variable), its value here and where it came from.
     ///
     /// Sources: env (set in this environment), tune cache (written by nf tune),
@@ -157,7 +165,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Serve(_)) {
+    if matches!(cli.command, Command::Serve(_) | Command::Gateway(_)) {
         cmd::serve::init_tracing();
     } else {
         nf_core::log::init("nf", "warn");
@@ -168,6 +176,7 @@ fn main() {
         Command::Bench(b) => cmd::bench::main(b),
         Command::Tune(a) => cmd::tune::main(a),
         Command::Serve(a) => cmd::serve::main(a),
+        Command::Gateway(a) => cmd::gateway::main(a),
         Command::Exec(a) => cmd::exec::main(a),
         Command::Cert(a) => cmd::cert::main(a),
         Command::Config(a) => cmd::config::main(a),

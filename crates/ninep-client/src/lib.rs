@@ -205,6 +205,18 @@ impl Client {
         self.inner.rpc.msize()
     }
 
+    /// Closes the connection: every call in flight and every later one fails with
+    /// [`ClientError::Disconnected`] (a watchdog's answer to a server that stopped
+    /// answering).
+    pub fn close(&self) {
+        self.inner.rpc.close();
+    }
+
+    /// True once the connection has failed or been closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.rpc.is_closed()
+    }
+
     /// Sends a raw request and returns the call to wait on (or flush).
     pub fn start(&self, msg: impl Into<Tmessage>) -> Result<PendingCall, ClientError> {
         let msg = msg.into();

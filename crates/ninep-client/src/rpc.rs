@@ -66,6 +66,10 @@ impl Rpc {
         self.transport.close();
     }
 
+    pub fn is_closed(&self) -> bool {
+        lock(&self.table).closed.is_some()
+    }
+
     /// Sends `msg` and returns the call to wait on.
     pub fn start(
         self: &Arc<Self>,

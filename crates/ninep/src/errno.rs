@@ -73,6 +73,8 @@ pub const EMSGSIZE: u32 = 90;
 pub const EOPNOTSUPP: u32 = 95;
 /// Timed out.
 pub const ETIMEDOUT: u32 = 110;
+/// Host is down: a gateway's member that does not answer.
+pub const EHOSTDOWN: u32 = 112;
 /// Stale file handle: the file a fid named is gone.
 pub const ESTALE: u32 = 116;
 /// Quota exceeded: a user's budget is spent.

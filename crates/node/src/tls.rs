@@ -304,6 +304,10 @@ pub const NODE_UNIT: &str = "ninefold node";
 /// How a node's identity is told to the tree: `node:` and its common name. No user
 /// name can hold a `:`, and a user certificate whose name starts so is refused.
 pub const NODE_PREFIX: &str = "node:";
+/// The organizational unit of a gateway's certificate (`nf cert gateway`).
+pub const GATEWAY_UNIT: &str = "ninefold gateway";
+/// How a gateway's identity is told to the tree: `gateway:` and its common name.
+pub const GATEWAY_PREFIX: &str = "gateway:";
 
 /// Who a DER certificate names: its subject's first common name, as `node:CN` when the
 /// certificate is a node's ([`NODE_UNIT`]); `None` without a usable name.

@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod exec;
 pub mod files;
+pub mod gateway;
 pub mod progress;
 pub mod run;
 pub mod serve;

@@ -293,7 +293,7 @@ impl ServeArgs {
 pub fn main(a: ServeArgs) -> anyhow::Result<i32> {
     let config = a.config()?;
     if !a.foreground {
-        return detach();
+        return detach(READY);
     }
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -308,9 +308,7 @@ pub fn main(a: ServeArgs) -> anyhow::Result<i32> {
     }
     println!("{READY} (pid {})", std::process::id());
     let _ = std::io::stdout().flush();
-    if std::env::var_os(DETACHED_ENV).is_some() {
-        QUIET.store(true, Ordering::Relaxed);
-    }
+    quiet_if_detached();
     let signal = signals.forever().next();
     tracing::info!(signal, "shutting down");
     if !daemon.shutdown(Duration::from_secs(5)) {
@@ -319,8 +317,17 @@ pub fn main(a: ServeArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Starts this command again in the foreground, detached, and waits until it is ready.
-fn detach() -> anyhow::Result<i32> {
+/// Stops writing log lines to stderr once a detached server is ready (its parent,
+/// and with it the terminal, is gone).
+pub(crate) fn quiet_if_detached() {
+    if std::env::var_os(DETACHED_ENV).is_some() {
+        QUIET.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Starts this command again in the foreground, detached, and waits until it prints
+/// a line starting with `ready`.
+pub(crate) fn detach(ready: &str) -> anyhow::Result<i32> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().context("finding the nf executable")?;
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -345,7 +352,7 @@ fn detach() -> anyhow::Result<i32> {
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading the server's output")?;
         println!("{line}");
-        if line.starts_with(READY) {
+        if line.starts_with(ready) {
             return Ok(0);
         }
     }

@@ -1,0 +1,109 @@
+//! `nf gateway`: many nodes and clusters as one 9P tree (`nf_gateway`).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use nf_gateway::{Gateway, GatewayConfig, GatewayOptions};
+use nf_ninep_server::ServerConfig;
+use nf_node::tls::TlsFiles;
+
+use super::serve::{detach, quiet_if_detached};
+
+/// The line a started gateway prints once it listens.
+const READY: &str = "nf gateway: ready";
+
+/// Arguments of `nf gateway`.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  \
+  nf cert gateway gw --host 10.0.0.254     # the gateway's identity (nodes: --trust-gateway gw)\n  \
+  nf gateway --config gw.toml --tcp 0.0.0.0:564 --tls-cert gw.pem --tls-key gw.key --tls-client-ca ca.pem\n  \
+  nf ls tls:10.0.0.254:564:/n              # every node\n  \
+  nf exec tls:10.0.0.254:564:/views/gpu -- ./prog   # placed on the least busy gpu node")]
+pub struct GatewayArgs {
+    /// The config file (TOML): members, views, access lists, trusted gateways. Without
+    /// it the gateway starts empty and nodes register themselves (nf serve --join).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Unix socket to listen on.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    /// Listen on tcp ADDR:PORT (repeatable). Loopback only, unless TLS is configured.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub tcp: Vec<SocketAddr>,
+    /// The gateway's certificate (PEM; nf cert gateway): served to clients, and
+    /// presented to members when it attaches for users.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_client_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificate(s) of users, nodes and other gateways (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Largest 9P message, towards clients and members, in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub msize: u32,
+    /// Most client connections at once.
+    #[arg(long, default_value_t = 256)]
+    pub max_clients: usize,
+    /// Stay in the foreground (default: detach once listening).
+    #[arg(long, short = 'f')]
+    pub foreground: bool,
+}
+
+/// Runs `nf gateway`.
+pub fn main(a: GatewayArgs) -> anyhow::Result<i32> {
+    let config = match &a.config {
+        Some(path) => GatewayConfig::load(path)?,
+        None => GatewayConfig::default(),
+    };
+    if a.msize < nf_ninep::MIN_MSIZE {
+        anyhow::bail!(
+            "--msize {} is below the 9P minimum of {} bytes",
+            a.msize,
+            nf_ninep::MIN_MSIZE
+        );
+    }
+    let tls = match (&a.tls_cert, &a.tls_key, &a.tls_client_ca) {
+        (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            ca: ca.clone(),
+        }),
+        _ => None,
+    };
+    let opts = GatewayOptions {
+        unix: a.unix.clone(),
+        tcp: a.tcp.clone(),
+        tls,
+        limits: ServerConfig::default()
+            .max_msize(a.msize)
+            .max_clients(a.max_clients),
+    };
+    if !a.foreground {
+        return detach(READY);
+    }
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .context("installing SIGINT/SIGTERM handlers")?;
+    let gateway = Gateway::start(&config, &opts).context("starting the gateway")?;
+    for addr in gateway.addrs() {
+        println!("nf gateway: listening on {addr}");
+        tracing::info!(%addr, "listening");
+    }
+    println!("{READY} (pid {})", std::process::id());
+    let _ = std::io::stdout().flush();
+    quiet_if_detached();
+    let signal = signals.forever().next();
+    tracing::info!(signal, "shutting down");
+    if !gateway.shutdown(Duration::from_secs(5)) {
+        tracing::warn!("some clients did not release their fids within 5 s");
+    }
+    Ok(0)
+}

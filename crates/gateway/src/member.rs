@@ -1,0 +1,464 @@
+//! Members: the nodes and clusters behind the gateway, one long connection each.
+//!
+//! A member's life:
+//!
+//! 1. **Down** until its monitor thread connects (as the gateway: its certificate over
+//!    TLS) and attaches as the probe user; whether the member is a node or another
+//!    gateway is read from its root (a gateway has `status.json`).
+//! 2. **Up**: users' requests are multiplexed over the one connection, each under its
+//!    own tag; each user gets one attach (a root fid) per connection, made the first
+//!    time they walk into the member, in their own name (the member applies its own
+//!    checks). Every [`PROBE_INTERVAL`] the monitor reads the member's status; a probe
+//!    that fails or takes longer than [`PROBE_TIMEOUT`] closes the connection, which
+//!    fails every request in flight at once with `EHOSTDOWN` (nothing waits for a
+//!    member that stopped answering).
+//! 3. **Down** again: requests on fids of the lost connection answer `EHOSTDOWN` while
+//!    the member is down and `ESTALE` once it is back (the file must be walked to and
+//!    opened again); the monitor reconnects every [`RETRY_INTERVAL`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nf_ninep::errno::{EHOSTDOWN, EINTR, EIO, ESTALE};
+use nf_ninep::message::*;
+use nf_ninep::types::{Qid, NOFID};
+use nf_ninep::NONUNAME;
+use nf_ninep_client::{Client, ClientError, Root};
+use nf_ninep_server::{Ctx, FsError, FsResult};
+use nf_node::addr::Addr;
+use nf_node::connect::{connect, ConnectOptions};
+use nf_node::tls::TlsFiles;
+
+use crate::config::Allow;
+use crate::status::Figures;
+
+/// How often an up member's status is read.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(2);
+/// How long connecting to a member or reading its status may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a down member is tried again.
+pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+/// How often a request waiting on a member looks whether it was flushed.
+const FLUSH_POLL: Duration = Duration::from_millis(20);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How the gateway reaches members.
+#[derive(Clone, Debug)]
+pub struct Dial {
+    /// The gateway's certificate, key and CA, for `tls:` members.
+    pub tls: Option<TlsFiles>,
+    /// The msize asked of members.
+    pub msize: u32,
+    /// The account the gateway reads members' status as.
+    pub probe_user: String,
+}
+
+/// One connection to a member.
+pub struct Conn {
+    client: Client,
+    /// Bits stamped into this member's qids ([`crate::qid`]).
+    pub stamp: u64,
+    /// True if the member is another gateway.
+    pub cluster: bool,
+    /// Users' root fids on this connection.
+    roots: Mutex<HashMap<Arc<str>, (u32, Qid)>>,
+    next_fid: AtomicU32,
+    probe: Root,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("cluster", &self.cluster)
+            .finish()
+    }
+}
+
+impl Conn {
+    /// A fid number unused on this connection (the probe's own come from the client's
+    /// counter, which counts up from 0; ours count down from the top).
+    pub fn new_fid(&self) -> u32 {
+        loop {
+            let n = self.next_fid.fetch_sub(1, Ordering::Relaxed);
+            if n != NOFID {
+                return n;
+            }
+        }
+    }
+
+    /// True once the connection failed or was closed.
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    /// The negotiated msize.
+    pub fn msize(&self) -> u32 {
+        self.client.msize()
+    }
+
+    /// Sends `msg` and waits for the answer; a flush of the request (`ctx`) is passed
+    /// on. `Rlerror` becomes its errno, a lost connection `EHOSTDOWN`.
+    pub fn call(&self, ctx: &Ctx, msg: Tmessage) -> FsResult<Rmessage> {
+        let call = self.client.start(msg).map_err(|e| self.lost(&e))?;
+        let reply = loop {
+            match call.wait_timeout(FLUSH_POLL) {
+                Ok(Some(reply)) => break reply,
+                Ok(None) if ctx.is_cancelled() => match call.flush() {
+                    Ok(Some(reply)) => break reply,
+                    Ok(None) => return Err(FsError::Errno(EINTR)),
+                    Err(e) => return Err(self.lost(&e)),
+                },
+                Ok(None) => {}
+                Err(e) => return Err(self.lost(&e)),
+            }
+        };
+        match reply {
+            Rmessage::Rlerror(Rlerror { ecode }) => Err(FsError::Errno(ecode)),
+            other => Ok(other),
+        }
+    }
+
+    fn lost(&self, e: &ClientError) -> FsError {
+        match e {
+            ClientError::Disconnected { .. } | ClientError::Io(_) => FsError::Errno(EHOSTDOWN),
+            other => {
+                tracing::warn!(error = %other, "a request to a member failed");
+                FsError::Errno(EIO)
+            }
+        }
+    }
+
+    /// `user`'s root fid on this connection and its qid (stamped), attaching in their
+    /// name the first time.
+    pub fn root(&self, ctx: &Ctx, user: &Arc<str>) -> FsResult<(u32, Qid)> {
+        if let Some(root) = lock(&self.roots).get(user) {
+            return Ok(*root);
+        }
+        let fid = self.new_fid();
+        let attach = Tattach {
+            fid,
+            afid: NOFID,
+            uname: user.to_string(),
+            aname: String::new(),
+            n_uname: NONUNAME,
+        };
+        let qid = match self.call(ctx, attach.into())? {
+            Rmessage::Rattach(a) => crate::qid::remap(self.stamp, a.qid),
+            _ => return Err(FsError::Errno(EIO)),
+        };
+        let mut roots = lock(&self.roots);
+        if let Some(other) = roots.get(user) {
+            // Another request attached meanwhile: keep one.
+            let other = *other;
+            drop(roots);
+            self.clunk(fid);
+            return Ok(other);
+        }
+        roots.insert(Arc::clone(user), (fid, qid));
+        Ok((fid, qid))
+    }
+
+    /// Releases `fid` on the member (errors ignored: the member forgets it either way
+    /// when the connection ends).
+    pub fn clunk(&self, fid: u32) {
+        if let Ok(call) = self.client.start(Tclunk { fid }) {
+            let _ = call.wait_timeout(PROBE_TIMEOUT);
+        }
+    }
+
+    /// The member's status file, read as the probe user.
+    fn read_status(&self) -> Result<Figures, String> {
+        let name = if self.cluster {
+            "/status.json"
+        } else {
+            "/status"
+        };
+        let bytes = self.probe.read_file(name).map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&bytes);
+        if self.cluster {
+            Figures::from_gateway_json(&text)
+        } else {
+            Ok(Figures::from_node_status(&text))
+        }
+    }
+}
+
+/// Whether a member can be reached now.
+#[derive(Clone, Debug)]
+pub enum Link {
+    /// Not connected: why, and since when.
+    Down {
+        /// The last failure.
+        reason: String,
+        /// When it went down (or the gateway started).
+        since: Instant,
+    },
+    /// Connected.
+    Up(Arc<Conn>),
+}
+
+/// A node or cluster behind the gateway.
+#[derive(Debug)]
+pub struct Member {
+    /// Its number (1-based, stamped into its qids).
+    pub index: u16,
+    /// Its name under `/n`.
+    pub name: String,
+    addr: Mutex<Addr>,
+    /// Labels from the config.
+    pub labels: Vec<String>,
+    /// Who may reach it.
+    pub allow: Allow,
+    /// True if it registered itself rather than being configured.
+    pub joined: bool,
+    link: Mutex<Link>,
+    figures: Mutex<Option<Figures>>,
+    /// Sessions the gateway placed here since its status was last read.
+    pub placed: AtomicU32,
+    wake: Condvar,
+    stopped: AtomicBool,
+    generation: AtomicU64,
+}
+
+impl Member {
+    /// A member, down until its monitor connects.
+    pub fn new(
+        index: u16,
+        name: &str,
+        addr: Addr,
+        labels: Vec<String>,
+        allow: Allow,
+        joined: bool,
+    ) -> Member {
+        Member {
+            index,
+            name: name.to_string(),
+            addr: Mutex::new(addr),
+            labels,
+            allow,
+            joined,
+            link: Mutex::new(Link::Down {
+                reason: String::from("not connected yet"),
+                since: Instant::now(),
+            }),
+            figures: Mutex::new(None),
+            placed: AtomicU32::new(0),
+            wake: Condvar::new(),
+            stopped: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Where it is reached.
+    pub fn addr(&self) -> Addr {
+        lock(&self.addr).clone()
+    }
+
+    /// Points a joined member at a new address (it re-registered from elsewhere).
+    pub fn set_addr(&self, addr: Addr) {
+        let mut a = lock(&self.addr);
+        if *a != addr {
+            *a = addr;
+            drop(a);
+            self.drop_link("it registered a new address");
+        }
+    }
+
+    /// Its link now.
+    pub fn link(&self) -> Link {
+        lock(&self.link).clone()
+    }
+
+    /// The connection, or `EHOSTDOWN`.
+    pub fn conn(&self) -> FsResult<Arc<Conn>> {
+        match &*lock(&self.link) {
+            Link::Up(c) if !c.is_closed() => Ok(Arc::clone(c)),
+            _ => Err(FsError::Errno(EHOSTDOWN)),
+        }
+    }
+
+    /// `conn` if it is still this member's connection; else `EHOSTDOWN` (down) or
+    /// `ESTALE` (up again on a new connection: walk to the file again).
+    pub fn current(&self, conn: &Arc<Conn>) -> FsResult<()> {
+        match &*lock(&self.link) {
+            Link::Up(c) if Arc::ptr_eq(c, conn) && !c.is_closed() => Ok(()),
+            Link::Up(c) if !c.is_closed() => Err(FsError::Errno(ESTALE)),
+            _ => Err(FsError::Errno(EHOSTDOWN)),
+        }
+    }
+
+    /// Its last status, if it is up and has been read.
+    pub fn figures(&self) -> Option<Figures> {
+        lock(&self.figures).clone()
+    }
+
+    /// Every label: the config's and those the member reports.
+    pub fn all_labels(&self) -> Vec<String> {
+        let mut all = self.labels.clone();
+        if let Some(f) = self.figures() {
+            all.extend(f.labels.into_iter().filter(|l| !self.labels.contains(l)));
+        }
+        all
+    }
+
+    fn drop_link(&self, why: &str) {
+        let mut link = lock(&self.link);
+        if let Link::Up(c) = &*link {
+            c.client.close();
+            tracing::warn!(member = %self.name, why, "member down");
+            *link = Link::Down {
+                reason: why.to_string(),
+                since: Instant::now(),
+            };
+            *lock(&self.figures) = None;
+        }
+        self.wake.notify_all();
+    }
+
+    /// Asks the monitor to stop.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        self.drop_link("the gateway is stopping");
+        self.wake.notify_all();
+    }
+
+    /// Waits `d` or until woken.
+    fn pause(&self, d: Duration) {
+        let link = lock(&self.link);
+        if !self.stopped.load(Ordering::SeqCst) {
+            let _ = self.wake.wait_timeout(link, d);
+        }
+    }
+
+    /// Starts the monitor thread (connect, probe, reconnect).
+    pub fn start(self: &Arc<Self>, dial: Arc<Dial>) -> std::io::Result<JoinHandle<()>> {
+        let me = Arc::clone(self);
+        std::thread::Builder::new()
+            .name(format!("gw-{}", self.name))
+            .spawn(move || me.monitor(&dial))
+    }
+
+    fn monitor(&self, dial: &Dial) {
+        let mut last_error = String::new();
+        while !self.stopped.load(Ordering::SeqCst) {
+            match self.link() {
+                Link::Down { .. } => match self.open(dial) {
+                    Ok(conn) => {
+                        let figures = conn.read_status();
+                        let mut link = lock(&self.link);
+                        if self.stopped.load(Ordering::SeqCst) {
+                            conn.client.close();
+                            break;
+                        }
+                        tracing::info!(member = %self.name, cluster = conn.cluster, "member up");
+                        *link = Link::Up(Arc::new(conn));
+                        drop(link);
+                        *lock(&self.figures) = figures.ok();
+                        last_error.clear();
+                        self.generation.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        if e != last_error {
+                            tracing::warn!(member = %self.name, error = %e, "member unreachable; retrying every second");
+                        }
+                        let mut link = lock(&self.link);
+                        if let Link::Down { reason, .. } = &mut *link {
+                            reason.clone_from(&e);
+                        }
+                        last_error = e;
+                        drop(link);
+                        self.pause(RETRY_INTERVAL);
+                    }
+                },
+                Link::Up(conn) => {
+                    if conn.is_closed() {
+                        self.drop_link("the connection was lost");
+                        continue;
+                    }
+                    match conn.read_status() {
+                        Ok(f) => {
+                            *lock(&self.figures) = Some(f);
+                            self.placed.store(0, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            self.drop_link(&format!("reading its status failed: {e}"));
+                            continue;
+                        }
+                    }
+                    self.pause(PROBE_INTERVAL);
+                }
+            }
+        }
+    }
+
+    fn open(&self, dial: &Dial) -> Result<Conn, String> {
+        let opts = ConnectOptions {
+            user: dial.probe_user.clone(),
+            msize: dial.msize,
+            tls: dial.tls.clone(),
+            timeout: Some(PROBE_TIMEOUT),
+        };
+        let addr = self.addr();
+        let client = connect(&addr, &opts).map_err(|e| e.to_string())?;
+        let probe = client
+            .attach(&dial.probe_user, "")
+            .map_err(|e| format!("attaching as the probe user {}: {e}", dial.probe_user))?;
+        let cluster = probe.walk("/status.json").is_ok();
+        Ok(Conn {
+            stamp: crate::qid::stamp(self.index, cluster),
+            cluster,
+            roots: Mutex::new(HashMap::new()),
+            next_fid: AtomicU32::new(NOFID - 1),
+            probe,
+            client,
+        })
+    }
+}
+
+/// Every member, by name, in the order they were added.
+#[derive(Debug, Default)]
+pub struct Members {
+    list: RwLock<Vec<Arc<Member>>>,
+}
+
+impl Members {
+    /// Every member now.
+    pub fn all(&self) -> Vec<Arc<Member>> {
+        self.list
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The member named `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<Member>> {
+        self.list
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|m| m.name == name)
+            .cloned()
+    }
+
+    /// Adds a member made by `make` from the next number, unless one of that name
+    /// exists (returned instead) or the gateway is full (`None`).
+    pub fn add(&self, name: &str, make: impl FnOnce(u16) -> Member) -> Option<(Arc<Member>, bool)> {
+        let mut list = self.list.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(m) = list.iter().find(|m| m.name == name) {
+            return Some((Arc::clone(m), false));
+        }
+        if list.len() >= crate::config::MAX_MEMBERS {
+            return None;
+        }
+        let index = u16::try_from(list.len() + 1).ok()?;
+        let m = Arc::new(make(index));
+        list.push(Arc::clone(&m));
+        Some((m, true))
+    }
+}
