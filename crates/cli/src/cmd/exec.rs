@@ -32,7 +32,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nf_ninep::LOpenFlags;
 use nf_node::addr::{parse_addr, Addr};
-use nf_node::connect::attach;
+use nf_node::connect::{attach, connect};
 use nf_node::xcpu::remote::{RemoteError, RemoteExit, RemoteSession};
 
 use super::files::ConnArgs;
@@ -42,7 +42,8 @@ use super::Usage;
 #[derive(Args, Debug)]
 pub struct ExecArgs {
     /// Nodes: ADDR[,ADDR…] (tls:HOST:PORT, tcp:HOST:PORT, unix:PATH), or @FILE with
-    /// one address per line.
+    /// one address per line. ADDR:/PATH runs in that part of a gateway (nf gateway):
+    /// gw:/views/gpu places each copy on the least busy node of the view.
     pub nodes: String,
     /// The program (a local file, uploaded to every node, when it holds a /; else a
     /// command on the node's PATH), then its arguments.
@@ -117,9 +118,19 @@ fn parse_nodes(spec: &str) -> anyhow::Result<Vec<String>> {
         return Err(Usage(format!("no nodes in {spec:?}")).into());
     }
     for n in &nodes {
-        parse_addr(n).map_err(|e| Usage(format!("node {n:?}: {e}")))?;
+        node_target(n).map_err(|e| Usage(format!("node {n:?}: {e}")))?;
     }
     Ok(nodes)
+}
+
+/// A node's address and the tree to attach to there: `ADDR` (the root) or
+/// `ADDR:/path` — a gateway's scope, such as `gw:/views/gpu` or `gw:/n/node3`, whose
+/// `xcpu/clone` places the job.
+fn node_target(spec: &str) -> Result<(Addr, String), nf_node::addr::AddrError> {
+    match nf_node::addr::parse_target(spec) {
+        Ok(t) if !spec.starts_with([':', '/']) => Ok((t.addr, t.path)),
+        _ => parse_addr(spec).map(|addr| (addr, String::new())),
+    }
 }
 
 fn parse_binaries(list: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>> {
@@ -172,12 +183,15 @@ struct Plan {
 impl Plan {
     /// Connects to `node` and sets up its copies, ranks from `first`.
     fn setup(&self, conn: &ConnArgs, node: &str, first: usize) -> Result<Vec<Copy>, String> {
-        let addr = parse_addr(node).map_err(|e| e.to_string())?;
+        let (addr, aname) = node_target(node).map_err(|e| e.to_string())?;
         let opts = conn.options();
         let short = short_name(node);
         let mut copies = Vec::new();
         for k in 0..self.per_node {
-            let root = attach(&addr, &opts).map_err(|e| format!("connecting: {e}"))?;
+            let root = connect(&addr, &opts)
+                .map_err(nf_node::connect::ConnectError::from)
+                .and_then(|c| Ok(c.attach(&opts.user, &aname)?))
+                .map_err(|e| format!("connecting: {e}"))?;
             let binary = self.binary_for(&root)?;
             let session = RemoteSession::open(root).map_err(|e| e.to_string())?;
             let rank = first + k;
@@ -295,7 +309,11 @@ pub fn main(a: ExecArgs) -> anyhow::Result<i32> {
         size: nodes.len() * per_node,
     });
 
-    if a.fanout > 0 && nodes.len() > a.fanout && per_node == 1 && plan.binaries.is_empty() {
+    let plain = nodes
+        .iter()
+        .all(|n| node_target(n).is_ok_and(|(_, aname)| aname.is_empty()));
+    if a.fanout > 0 && nodes.len() > a.fanout && per_node == 1 && plan.binaries.is_empty() && plain
+    {
         let (copies, head) = tree(&plan, &a.conn, &nodes, a.fanout, a.keep_going)?;
         let start = Start::Root {
             head,
