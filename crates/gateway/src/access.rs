@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use nf_ninep::errno::EACCES;
-use nf_ninep::Tattach;
+use nf_ninep::{Tattach, NONUNAME};
 use nf_ninep_server::{Ctx, FsError, FsResult};
 use nf_node::access::{Accounts, SystemAccounts};
 use nf_node::tls::{GATEWAY_PREFIX, NODE_PREFIX};
@@ -97,16 +97,25 @@ pub fn check_with(
         let Some(own) = accounts.by_uid(uid) else {
             return Err(refuse(ctx, req, "the peer's uid has no account here"));
         };
-        if uid == 0 && !req.uname.is_empty() {
-            req.uname.clone()
-        } else if req.uname.is_empty() || req.uname == own.name {
-            own.name
+        // The kernel's v9fs attaches per uid: uname "nobody" (or empty), n_uname set.
+        let asked = if req.n_uname != NONUNAME {
+            match accounts.by_uid(req.n_uname) {
+                Some(a) => Some(a.name),
+                None => return Err(refuse(ctx, req, "n_uname has no account here")),
+            }
         } else {
-            return Err(refuse(
-                ctx,
-                req,
-                "a local process may only attach as its own user",
-            ));
+            (!req.uname.is_empty()).then(|| req.uname.clone())
+        };
+        match asked {
+            None => own.name,
+            Some(name) if name == own.name || uid == 0 => name,
+            Some(_) => {
+                return Err(refuse(
+                    ctx,
+                    req,
+                    "a local process may only attach as its own user",
+                ))
+            }
         }
     } else {
         return Err(refuse(
@@ -124,7 +133,7 @@ pub fn check_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nf_ninep::{NOFID, NONUNAME};
+    use nf_ninep::NOFID;
     use nf_ninep_server::Cancel;
     use nf_node::access::Account;
 
@@ -153,12 +162,16 @@ mod tests {
     }
 
     fn who(ctx: Ctx, uname: &str) -> Result<String, u32> {
+        who_n(ctx, uname, NONUNAME)
+    }
+
+    fn who_n(ctx: Ctx, uname: &str, n_uname: u32) -> Result<String, u32> {
         let req = Tattach {
             fid: 0,
             afid: NOFID,
             uname: uname.into(),
             aname: String::new(),
-            n_uname: NONUNAME,
+            n_uname,
         };
         match check_with(&Fixed, &["head".into()], &ctx, &req) {
             Ok(Who::User { name, .. }) => Ok(name.to_string()),
@@ -184,6 +197,11 @@ mod tests {
         assert_eq!(who(local(0), "ann"), Ok("ann".into()));
         assert_eq!(who(local(4242), ""), Err(EACCES));
         assert_eq!(who(Ctx::background(8192), "ann"), Err(EACCES));
+        // The kernel's per-uid attaches.
+        assert_eq!(who_n(local(0), "nobody", 1000), Ok("ann".into()));
+        assert_eq!(who_n(local(1000), "nobody", 1000), Ok("ann".into()));
+        assert_eq!(who_n(local(1000), "", 0), Err(EACCES));
+        assert_eq!(who_n(local(0), "", 4242), Err(EACCES));
     }
 
     #[test]
