@@ -101,10 +101,7 @@ impl Local {
     /// The directory above.
     fn parent(&self) -> Local {
         match self {
-            Local::Top(None) | Local::Views | Local::Join => match self {
-                Local::Top(None) => Local::Top(None),
-                _ => Local::Top(None),
-            },
+            Local::Top(None) | Local::Views | Local::Join => Local::Top(None),
             Local::Top(Some(_)) => Local::Views,
             Local::N(s) | Local::Xcpu(s) | Local::Status(s) | Local::StatusJson(s) => {
                 Local::Top(s.clone())

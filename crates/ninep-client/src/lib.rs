@@ -255,7 +255,7 @@ impl Client {
                 // Abandon it. A reply that beat the flush did the work (a read took
                 // its bytes): it is the answer. A failed flush leaves the connection
                 // of no further use.
-                None => match call.flush() {
+                None => match call.flush_within(Some(after)) {
                     Ok(Some(reply)) => reply,
                     Ok(None) => return Err(ClientError::TimedOut { what: op, after }),
                     Err(_) => {

@@ -211,10 +211,23 @@ impl PendingCall {
     /// Abandons the call: sends `Tflush` and waits for `Rflush`. Returns the call's
     /// reply if the server answered it before the flush (it must then be honoured).
     pub fn flush(self) -> Result<Option<Rmessage>, ClientError> {
+        self.flush_within(None)
+    }
+
+    /// [`PendingCall::flush`], waiting at most `limit` for `Rflush` (`None`: as long as
+    /// it takes). A server that answers neither the call nor the flush in time has
+    /// stopped: [`ClientError::TimedOut`], and the connection is of no further use.
+    pub fn flush_within(self, limit: Option<Duration>) -> Result<Option<Rmessage>, ClientError> {
         let flush = self
             .rpc
             .start("flush", &Tflush { oldtag: self.tag }.into())?;
-        let reply = flush.wait()?;
+        let reply = match limit {
+            None => flush.wait()?,
+            Some(after) => flush.wait_timeout(after)?.ok_or(ClientError::TimedOut {
+                what: "flush",
+                after,
+            })?,
+        };
         let original = self.rx.try_recv().ok();
         self.rpc.forget(self.tag);
         match reply {
