@@ -43,6 +43,30 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// How often a request waiting on a member looks whether it was flushed.
 const FLUSH_POLL: Duration = Duration::from_millis(20);
+/// How long a request run on the client connection's reader thread waits for the
+/// member's answer before it moves to a worker (see [`Conn::call`]).
+const INLINE_WAIT: Duration = Duration::from_millis(5);
+
+/// How long [`Conn::call`] on a reader thread looks for the answer without sleeping.
+const SPIN: Duration = Duration::from_micros(60);
+
+/// A request run on a reader thread: the fid it made for the member (if any), and,
+/// once it moved to a worker, its call and what it asked (so a re-run of a different
+/// request under a reused tag never takes it).
+#[derive(Default)]
+struct Inline {
+    newfid: Option<u32>,
+    parked: Option<(u64, nf_ninep_client::PendingCall)>,
+}
+
+/// A fingerprint of a request (its debug form: type, fids, offsets, counts, names
+/// and the first bytes of data).
+fn fingerprint(msg: &Tmessage) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{msg:?}").hash(&mut h);
+    h.finish()
+}
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -70,6 +94,8 @@ pub struct Conn {
     roots: Mutex<HashMap<Arc<str>, (u32, Qid)>>,
     next_fid: AtomicU32,
     probe: Root,
+    /// Requests started inline, by (client connection, tag).
+    inline: Mutex<HashMap<(u64, u16), Inline>>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -92,6 +118,22 @@ impl Conn {
         }
     }
 
+    /// The fid number a request makes on the member: a fresh one, or — for a request
+    /// moved from a reader thread to a worker — the one its first run used.
+    pub fn fid_for(&self, ctx: &Ctx) -> u32 {
+        let key = (ctx.conn_id(), ctx.tag());
+        let mut inline = lock(&self.inline);
+        if ctx.may_block() {
+            if let Some(fid) = inline.get(&key).and_then(|i| i.newfid) {
+                return fid;
+            }
+            return self.new_fid();
+        }
+        let fid = self.new_fid();
+        inline.entry(key).or_default().newfid = Some(fid);
+        fid
+    }
+
     /// True once the connection failed or was closed.
     pub fn is_closed(&self) -> bool {
         self.client.is_closed()
@@ -104,8 +146,49 @@ impl Conn {
 
     /// Sends `msg` and waits for the answer; a flush of the request (`ctx`) is passed
     /// on. `Rlerror` becomes its errno, a lost connection `EHOSTDOWN`.
+    ///
+    /// On a client connection's reader thread (`!ctx.may_block()`) the answer is
+    /// awaited for [`INLINE_WAIT`] only: most come sooner, sparing two thread
+    /// hand-offs; otherwise the call is parked and [`FsError::WouldBlock`] sends the
+    /// request to a worker, whose run of the same method takes the parked call over
+    /// instead of sending it again. Methods that make more than one call must
+    /// therefore not run inline ([`crate::tree`] sends them to a worker first).
     pub fn call(&self, ctx: &Ctx, msg: Tmessage) -> FsResult<Rmessage> {
-        let call = self.client.start(msg).map_err(|e| self.lost(&e))?;
+        let key = (ctx.conn_id(), ctx.tag());
+        let asked = fingerprint(&msg);
+        let call = if ctx.may_block() {
+            let parked = lock(&self.inline).remove(&key).and_then(|i| i.parked);
+            match parked {
+                Some((was, call)) if was == asked => call,
+                stale => {
+                    if let Some((_, call)) = stale {
+                        let _ = call.flush_within(Some(PROBE_TIMEOUT));
+                    }
+                    self.client.start(msg).map_err(|e| self.lost(&e))?
+                }
+            }
+        } else {
+            let started = self.client.start(msg).map_err(|e| self.lost(&e));
+            let waited = started.and_then(|call| match Self::await_briefly(&call) {
+                Ok(reply) => Ok((call, reply)),
+                Err(e) => Err(self.lost(&e)),
+            });
+            let mut inline = lock(&self.inline);
+            return match waited {
+                Ok((call, None)) => {
+                    inline.entry(key).or_default().parked = Some((asked, call));
+                    Err(FsError::WouldBlock)
+                }
+                Ok((_, Some(reply))) => {
+                    inline.remove(&key);
+                    Self::answer(reply)
+                }
+                Err(e) => {
+                    inline.remove(&key);
+                    Err(e)
+                }
+            };
+        };
         let reply = loop {
             match call.wait_timeout(FLUSH_POLL) {
                 Ok(Some(reply)) => break reply,
@@ -118,6 +201,24 @@ impl Conn {
                 Err(e) => return Err(self.lost(&e)),
             }
         };
+        Self::answer(reply)
+    }
+
+    /// Waits up to [`INLINE_WAIT`] for `call`'s answer, looking without sleeping for
+    /// the first [`SPIN`]: a member on the same network usually answers within it, and
+    /// a sleeping thread's wake-up would cost as much again.
+    fn await_briefly(call: &nf_ninep_client::PendingCall) -> Result<Option<Rmessage>, ClientError> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < SPIN {
+            if let Some(reply) = call.wait_timeout(Duration::ZERO)? {
+                return Ok(Some(reply));
+            }
+            std::thread::yield_now();
+        }
+        call.wait_timeout(INLINE_WAIT.saturating_sub(start.elapsed()))
+    }
+
+    fn answer(reply: Rmessage) -> FsResult<Rmessage> {
         match reply {
             Rmessage::Rlerror(Rlerror { ecode }) => Err(FsError::Errno(ecode)),
             other => Ok(other),
@@ -416,6 +517,7 @@ impl Member {
             roots: Mutex::new(HashMap::new()),
             next_fid: AtomicU32::new(NOFID - 1),
             probe,
+            inline: Mutex::new(HashMap::new()),
             client,
         })
     }

@@ -98,7 +98,7 @@ impl RemoteFid {
     /// A second fid on the same file (a walk with no names).
     pub fn clone_fid(&self, ctx: &Ctx) -> FsResult<RemoteFid> {
         self.check()?;
-        let newfid = self.conn.new_fid();
+        let newfid = self.conn.fid_for(ctx);
         walk(ctx, &self.conn, self.fid, newfid, &[])?;
         Ok(self.sibling(newfid))
     }

@@ -493,6 +493,20 @@ impl GatewayTree {
     }
 }
 
+/// True if `names` walked from `depth` below a member's entry climb out of it.
+fn leaves_member(depth: usize, names: &[String]) -> bool {
+    let mut d = depth;
+    for n in names {
+        match n.as_str() {
+            ".." if d == 0 => return true,
+            ".." => d -= 1,
+            "." => {}
+            _ => d += 1,
+        }
+    }
+    false
+}
+
 fn local_attr(place: &Local, t: Timespec) -> Attr {
     let mode = match place {
         l if l.is_dir() => 0o040_555,
@@ -510,8 +524,45 @@ fn local_attr(place: &Local, t: Timespec) -> Attr {
     }
 }
 
+/// `WouldBlock` on a reader thread: for requests that make more than one member call
+/// or may wait otherwise (account lookups), which must start on a worker.
+fn on_worker(ctx: &Ctx) -> FsResult<()> {
+    if ctx.may_block() {
+        Ok(())
+    } else {
+        Err(FsError::WouldBlock)
+    }
+}
+
+/// True if walking `names` from `place` stays in the gateway's own tree (no member
+/// call), judged without calling anyone.
+fn stays_local(place: &Local, names: &[String]) -> bool {
+    let mut at = place.clone();
+    for n in names {
+        at = match (&at, n.as_str()) {
+            (_, ".") => at.clone(),
+            (_, "..") => at.parent(),
+            (Local::Top(s), "n") => Local::N(s.clone()),
+            (Local::Top(s), "xcpu") => Local::Xcpu(s.clone()),
+            (Local::Top(s), "status" | "status.json") => Local::Status(s.clone()),
+            (Local::Top(None), "views") => Local::Views,
+            (Local::Xcpu(s), "clone" | "procs") => Local::Clone(s.clone()),
+            // Into a member, a session or a view (an account lookup): not here.
+            _ => return false,
+        };
+    }
+    true
+}
+
 impl Filesystem for GatewayTree {
     type Fid = GwFid;
+
+    /// Requests that make one member call run on the client connection's reader
+    /// thread while the member answers within [`crate::member::Conn::call`]'s wait;
+    /// the rest go to workers.
+    fn runs_inline(&self) -> bool {
+        true
+    }
 
     fn attach(
         &self,
@@ -576,9 +627,17 @@ impl Filesystem for GatewayTree {
         }
         let who = &fid.who;
         let mut pos = match &fid.kind {
-            Kind::Local { place, .. } => Pos::Local(place.clone()),
+            Kind::Local { place, .. } => {
+                if !stays_local(place, names) {
+                    on_worker(ctx)?;
+                }
+                Pos::Local(place.clone())
+            }
             Kind::Remote(r) => {
                 r.check()?;
+                if leaves_member(r.depth, names) {
+                    on_worker(ctx)?;
+                }
                 Pos::Remote {
                     member: Arc::clone(&r.member),
                     conn: Arc::clone(&r.conn),
@@ -636,7 +695,7 @@ impl Filesystem for GatewayTree {
                         i += 1;
                         continue;
                     }
-                    let newfid = conn.new_fid();
+                    let newfid = conn.fid_for(ctx);
                     match crate::proxy::walk(ctx, conn, *from, newfid, &run) {
                         Ok(wq) => {
                             let full = wq.len() == run.len();
@@ -764,6 +823,7 @@ impl Filesystem for GatewayTree {
             )))),
             Local::Procs(_) => Some(Opened::Bytes(self.procs(&fid.who)?)),
             Local::Clone(_) => {
+                on_worker(ctx)?;
                 let user = Self::user(&fid.who)?;
                 let candidates = self.scope_members(&scope, &fid.who);
                 if candidates.iter().all(|m| m.conn().is_err()) {
@@ -952,18 +1012,9 @@ impl Filesystem for GatewayTree {
         Ok(m)
     }
 
-    fn readlink(&self, ctx: &Ctx, fid: &GwFid, req: &Treadlink) -> FsResult<Rreadlink> {
+    fn readlink(&self, ctx: &Ctx, fid: &GwFid, _req: &Treadlink) -> FsResult<Rreadlink> {
         let r = fid.remote()?;
-        reply!(
-            r.call(
-                ctx,
-                Treadlink {
-                    fid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rreadlink
-        )
+        reply!(r.call(ctx, Treadlink { fid: r.fid })?, Rreadlink)
     }
 
     fn link(&self, ctx: &Ctx, dir: &GwFid, fid: &GwFid, req: &Tlink) -> FsResult<Rlink> {
@@ -1053,18 +1104,9 @@ impl Filesystem for GatewayTree {
         )
     }
 
-    fn statfs(&self, ctx: &Ctx, fid: &GwFid, req: &Tstatfs) -> FsResult<Rstatfs> {
+    fn statfs(&self, ctx: &Ctx, fid: &GwFid, _req: &Tstatfs) -> FsResult<Rstatfs> {
         match &fid.kind {
-            Kind::Remote(r) => reply!(
-                r.call(
-                    ctx,
-                    Tstatfs {
-                        fid: r.fid,
-                        ..req.clone()
-                    }
-                )?,
-                Rstatfs
-            ),
+            Kind::Remote(r) => reply!(r.call(ctx, Tstatfs { fid: r.fid })?, Rstatfs),
             Kind::Local { .. } => Ok(nf_ninep_server::synthetic_statfs()),
         }
     }
@@ -1089,7 +1131,7 @@ impl Filesystem for GatewayTree {
         let r = fid
             .remote()
             .map_err(|_| FsError::Errno(nf_ninep::errno::EOPNOTSUPP))?;
-        let newfid = r.conn.new_fid();
+        let newfid = r.conn.fid_for(ctx);
         let out = reply!(
             r.call(
                 ctx,
