@@ -1,6 +1,8 @@
 //! `nf cert` makes certificates that `nf serve --tls` and the client accept end to
 //! end; a v1 certificate (openssl's default for `x509 -req`) is refused once, saying
-//! what is wrong and how to make a good one.
+//! what is wrong and how to make a good one; a gateway's certificate attaches for a
+//! user where `--trust-gateway` names it, and is refused, with the fix logged, where
+//! it is not.
 
 mod serve_support;
 
@@ -8,6 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use nf_testkit::users::test_account;
 use serve_support::{nf, run_bounded, signal, text, wait_bounded};
 
 /// `nf serve -f` on tcp 127.0.0.1 with TLS, stopped (SIGTERM) when dropped.
@@ -18,10 +21,16 @@ struct TlsServer {
 
 impl TlsServer {
     fn start(dir: &Path) -> TlsServer {
+        TlsServer::start_with(dir, &[])
+    }
+
+    /// As [`TlsServer::start`], with `extra` arguments for `nf serve`.
+    fn start_with(dir: &Path, extra: &[&str]) -> TlsServer {
         let mut child = nf()
             .args(["serve", "-f", "--no-unix", "--tcp", "127.0.0.1:0"])
             .args(["--tls-cert", "localhost.pem", "--tls-key", "localhost.key"])
             .args(["--tls-client-ca", "ca.pem", "--export", "."])
+            .args(extra)
             .current_dir(dir)
             .env("NF_LOG", "warn")
             .stdout(Stdio::piped())
@@ -146,4 +155,73 @@ fn nf_cert_keeps_existing_files_and_needs_a_ca() {
     let out = run_bounded(nf().args(["cert", "ca"]).current_dir(d));
     assert!(!out.status.success());
     assert_eq!(std::fs::read(d.join("ca.key")).unwrap(), before);
+}
+
+#[test]
+fn a_gateway_certificate_attaches_for_users_where_the_node_trusts_it() {
+    let user = test_account().expect("the test account").name;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["cert", "ca"]);
+    ok(d, &["cert", "node", "localhost"]);
+    ok(d, &["cert", "gateway", "gw1", "--host", "localhost"]);
+    ok(d, &["cert", "gateway", "gw2"]);
+    let out = run_bounded(
+        Command::new("openssl")
+            .args([
+                "x509",
+                "-noout",
+                "-subject",
+                "-ext",
+                "subjectAltName,extendedKeyUsage",
+            ])
+            .args(["-in", "gw1.pem"])
+            .current_dir(d),
+    );
+    let shown = text(&out.stdout);
+    for want in [
+        "CN=gw1",
+        "OU=ninefold gateway",
+        "DNS:localhost",
+        "TLS Web Server Authentication",
+        "TLS Web Client Authentication",
+    ] {
+        assert!(
+            shown.replace(" = ", "=").contains(want),
+            "want {want:?} in {shown}"
+        );
+    }
+    let server = TlsServer::start_with(
+        d,
+        &[
+            "--trust-gateway",
+            "gw1",
+            "--label",
+            "gpu",
+            "--label",
+            "rack3",
+        ],
+    );
+    let status = format!("tls:localhost:{}:/status", server.port);
+    let cat_as = |gw: &str| {
+        let (cert, key) = (format!("{gw}.pem"), format!("{gw}.key"));
+        run_bounded(
+            nf().args(["cat", "--cert", &cert, "--key", &key, "--ca", "ca.pem"])
+                .args(["--user", &user, &status])
+                .current_dir(d),
+        )
+    };
+    let out = cat_as("gw1");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("\nlabels gpu,rack3\n"), "{shown}");
+    assert!(shown.contains("\nsessions 0\n"), "{shown}");
+    let out = cat_as("gw2");
+    assert!(!out.status.success(), "an untrusted gateway is refused");
+    drop(server);
+    let log = std::fs::read_to_string(d.join("serve.err")).unwrap();
+    assert!(
+        log.contains("--trust-gateway gw2"),
+        "the fix is logged: {log}"
+    );
 }

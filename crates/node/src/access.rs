@@ -6,24 +6,30 @@
 //! 1. A connection whose transport authenticated user `U` (a TLS client certificate's
 //!    common name) may attach only as `U`: `uname` must be `U` or empty, and
 //!    `n_uname`, when given, must be `U`'s uid.
-//! 2. A local connection carries the uid of the process at the other end: on a unix
+//! 2. A peer that authenticated as a *node* of the cluster (a node certificate,
+//!    `node:HOST`, [`crate::tls::NODE_PREFIX`]) hands sessions on for users (tree
+//!    spawn): it may attach as any user with an account here (`uname`, or `n_uname`;
+//!    both given must name the same account), except root.
+//! 3. A peer that authenticated as a *gateway* (a gateway certificate, `gateway:NAME`,
+//!    [`crate::tls::GATEWAY_PREFIX`]) serves users in front of many nodes: if this
+//!    node trusts it (`NAME` is in [`AttachPolicy::trusted_gateways`], `nf serve
+//!    --trust-gateway NAME`) it may attach for users exactly as a node may (rule 2);
+//!    a gateway that is not trusted is refused, whatever it asks.
+//! 4. A local connection carries the uid of the process at the other end: on a unix
 //!    socket or a shared-memory channel as the kernel recorded it at `connect`
 //!    (`SO_PEERCRED`), on loopback tcp the owner of the connecting socket as the kernel
 //!    reports it (`sock_diag`). That process may attach only as its own user — `uname`
 //!    empty or its account's name, `n_uname` unset or its uid. Root (uid 0) may attach
 //!    as anyone (`n_uname` first, else `uname`; both unset: root).
-//!    A peer that authenticated as a *node* of the cluster (a node certificate,
-//!    `node:HOST`, [`crate::tls::NODE_PREFIX`]) hands sessions on for users (tree
-//!    spawn): it may attach as any user with an account here (`uname`, or `n_uname`),
-//!    except root.
-//! 3. A connection whose transport identifies nobody is refused.
-//! 4. A server that does not run as root cannot act as anyone else, so it serves only
+//! 5. A connection whose transport identifies nobody is refused.
+//! 6. A server that does not run as root cannot act as anyone else, so it serves only
 //!    its own user: any other attach is refused.
-//! 5. The user must have an account on this host (the system's user database, through
+//! 7. The user must have an account on this host (the system's user database, through
 //!    NSS: `/etc/passwd`, LDAP, …); its primary group and supplementary groups are read
 //!    from there at attach time.
 //!
-//! Refusals answer `EACCES` and are logged with the names involved. An attach that is
+//! Refusals answer `EACCES` and are logged with the names involved (and, for an
+//! untrusted gateway, the flag that would trust it). An attach that is
 //! let in yields the account's [`Creds`]: the mount table makes every request on the
 //! attach's fids run with them (fsuid, fsgid, supplementary groups on the serving
 //! thread), so the kernel applies that user's permissions to host files, and in-memory
@@ -98,95 +104,118 @@ pub fn account_name(uid: u32) -> Option<String> {
     SystemAccounts.by_uid(uid).map(|a| a.name)
 }
 
-/// The attach check of rules 1–5 with the system's accounts, for a server running as
-/// this process's effective uid.
-pub fn check_attach(ctx: &Ctx, req: &Tattach) -> FsResult<Creds> {
-    let server_uid = rustix::process::geteuid().as_raw();
-    check_attach_with(&SystemAccounts, server_uid, ctx, req)
+/// The node's attach policy: rules 1–7 (module docs), with the gateways it trusts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AttachPolicy {
+    /// Common names of the gateways that may attach for users (rule 3).
+    pub trusted_gateways: Vec<String>,
 }
 
-/// The attach check of rules 1–5 with accounts from `accounts`, for a server running
-/// as `server_uid`.
-pub fn check_attach_with(
-    accounts: &dyn Accounts,
-    server_uid: u32,
-    ctx: &Ctx,
-    req: &Tattach,
-) -> FsResult<Creds> {
-    let account = if let Some(user) = ctx.user() {
-        authenticated(accounts, ctx, req, user)?
-    } else if let Some(uid) = ctx.peer_uid() {
-        local(accounts, ctx, req, uid)?
-    } else {
-        tracing::warn!(conn = ctx.conn_id(), asked = %req.uname, "attach refused: the connection's transport does not say who the peer is (use the unix socket, loopback tcp or TLS with a client certificate)");
-        return Err(FsError::Errno(EACCES));
-    };
-    if server_uid != 0 && account.uid != server_uid {
-        tracing::warn!(conn = ctx.conn_id(), user = %account.name, server_uid, "attach refused: this server does not run as root, so it can act only as its own user (run nf serve as root to serve every user)");
-        return Err(FsError::Errno(EACCES));
+impl AttachPolicy {
+    /// The attach check with the system's accounts, for a server running as this
+    /// process's effective uid.
+    pub fn check(&self, ctx: &Ctx, req: &Tattach) -> FsResult<Creds> {
+        let server_uid = rustix::process::geteuid().as_raw();
+        self.check_with(&SystemAccounts, server_uid, ctx, req)
     }
-    Ok(account.creds())
+
+    /// The attach check with accounts from `accounts`, for a server running as
+    /// `server_uid`.
+    pub fn check_with(
+        &self,
+        accounts: &dyn Accounts,
+        server_uid: u32,
+        ctx: &Ctx,
+        req: &Tattach,
+    ) -> FsResult<Creds> {
+        let account = if let Some(user) = ctx.user() {
+            self.authenticated(accounts, ctx, req, user)?
+        } else if let Some(uid) = ctx.peer_uid() {
+            local(accounts, ctx, req, uid)?
+        } else {
+            tracing::warn!(conn = ctx.conn_id(), asked = %req.uname, "attach refused: the connection's transport does not say who the peer is (use the unix socket, loopback tcp or TLS with a client certificate)");
+            return Err(FsError::Errno(EACCES));
+        };
+        if server_uid != 0 && account.uid != server_uid {
+            tracing::warn!(conn = ctx.conn_id(), user = %account.name, server_uid, "attach refused: this server does not run as root, so it can act only as its own user (run nf serve as root to serve every user)");
+            return Err(FsError::Errno(EACCES));
+        }
+        Ok(account.creds())
+    }
+
+    /// Rules 1–3 (and 7).
+    fn authenticated(
+        &self,
+        accounts: &dyn Accounts,
+        ctx: &Ctx,
+        req: &Tattach,
+        user: &str,
+    ) -> FsResult<Account> {
+        if user.starts_with(crate::tls::NODE_PREFIX) {
+            return for_users(accounts, ctx, req, user);
+        }
+        if let Some(gateway) = user.strip_prefix(crate::tls::GATEWAY_PREFIX) {
+            if !self.trusted_gateways.iter().any(|t| t == gateway) {
+                tracing::warn!(
+                    gateway,
+                    conn = ctx.conn_id(),
+                    "attach refused: this node does not trust gateway {gateway:?} (to let it attach for users, start nf serve with --trust-gateway {gateway})"
+                );
+                return Err(FsError::Errno(EACCES));
+            }
+            return for_users(accounts, ctx, req, user);
+        }
+        if !req.uname.is_empty() && req.uname != user {
+            tracing::warn!(authenticated = user, asked = %req.uname, conn = ctx.conn_id(), "attach refused: a user may only attach as the identity it authenticated as");
+            return Err(FsError::Errno(EACCES));
+        }
+        let Some(account) = accounts.by_name(user) else {
+            tracing::warn!(
+                user,
+                conn = ctx.conn_id(),
+                "attach refused: the authenticated user has no account on this host"
+            );
+            return Err(FsError::Errno(EACCES));
+        };
+        if req.n_uname != NONUNAME && req.n_uname != account.uid {
+            tracing::warn!(
+                user,
+                uid = account.uid,
+                asked = req.n_uname,
+                conn = ctx.conn_id(),
+                "attach refused: n_uname is not the authenticated user's uid"
+            );
+            return Err(FsError::Errno(EACCES));
+        }
+        Ok(account)
+    }
 }
 
-/// Rule 1, for a peer node acting for a user.
-fn for_node(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, node: &str) -> FsResult<Account> {
+/// Rules 2 and 3: a node or trusted gateway (`peer`, as `node:…` / `gateway:…`)
+/// acting for a user.
+fn for_users(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, peer: &str) -> FsResult<Account> {
     let asked = if req.n_uname != NONUNAME {
         accounts.by_uid(req.n_uname)
     } else {
         accounts.by_name(&req.uname)
     };
     let Some(account) = asked.filter(|a| req.uname.is_empty() || req.uname == a.name) else {
-        tracing::warn!(node, asked = %req.uname, asked_uid = req.n_uname, conn = ctx.conn_id(), "attach refused: node asked for a user with no account on this host");
+        tracing::warn!(peer, asked = %req.uname, asked_uid = req.n_uname, conn = ctx.conn_id(), "attach refused: a node or gateway asked for a user with no account on this host");
         return Err(FsError::Errno(EACCES));
     };
     if account.uid == 0 {
         tracing::warn!(
-            node,
+            peer,
             conn = ctx.conn_id(),
-            "attach refused: a node may not act as root"
+            "attach refused: a node or gateway may not act as root"
         );
         return Err(FsError::Errno(EACCES));
     }
-    tracing::info!(node, user = %account.name, conn = ctx.conn_id(), "node attached for a user");
+    tracing::info!(peer, user = %account.name, conn = ctx.conn_id(), "attached for a user");
     Ok(account)
 }
 
-/// Rule 1.
-fn authenticated(
-    accounts: &dyn Accounts,
-    ctx: &Ctx,
-    req: &Tattach,
-    user: &str,
-) -> FsResult<Account> {
-    if let Some(node) = user.strip_prefix(crate::tls::NODE_PREFIX) {
-        return for_node(accounts, ctx, req, node);
-    }
-    if !req.uname.is_empty() && req.uname != user {
-        tracing::warn!(authenticated = user, asked = %req.uname, conn = ctx.conn_id(), "attach refused: a user may only attach as the identity it authenticated as");
-        return Err(FsError::Errno(EACCES));
-    }
-    let Some(account) = accounts.by_name(user) else {
-        tracing::warn!(
-            user,
-            conn = ctx.conn_id(),
-            "attach refused: the authenticated user has no account on this host"
-        );
-        return Err(FsError::Errno(EACCES));
-    };
-    if req.n_uname != NONUNAME && req.n_uname != account.uid {
-        tracing::warn!(
-            user,
-            uid = account.uid,
-            asked = req.n_uname,
-            conn = ctx.conn_id(),
-            "attach refused: n_uname is not the authenticated user's uid"
-        );
-        return Err(FsError::Errno(EACCES));
-    }
-    Ok(account)
-}
-
-/// Rule 2 (and 5).
+/// Rule 4 (and 7).
 fn local(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, uid: u32) -> FsResult<Account> {
     let asked = if req.n_uname != NONUNAME {
         accounts.by_uid(req.n_uname)
@@ -255,33 +284,71 @@ mod tests {
     }
 
     fn uid_of(ctx: &Ctx, uname: &str, n_uname: u32, server: u32) -> Result<u32, u32> {
-        check_attach_with(&accounts(), server, ctx, &attach(uname, n_uname))
+        let policy = AttachPolicy {
+            trusted_gateways: vec!["gw1".into()],
+        };
+        policy
+            .check_with(&accounts(), server, ctx, &attach(uname, n_uname))
             .map(|c| c.uid())
             .map_err(|e| e.errno().expect("an attach check answers an errno"))
     }
 
+    fn authenticated_as(user: &str) -> Ctx {
+        Ctx::new(Cancel::new(), 8192, 1, 1).with_user(Some(Arc::from(user)))
+    }
+
     #[test]
     fn authenticated_users_attach_as_themselves_only() {
-        let ann = Ctx::new(Cancel::new(), 8192, 1, 1).with_user(Some(Arc::from("ann")));
+        let ann = authenticated_as("ann");
         assert_eq!(uid_of(&ann, "ann", NONUNAME, 0), Ok(1000));
         assert_eq!(uid_of(&ann, "", 1000, 0), Ok(1000));
         assert_eq!(uid_of(&ann, "root", NONUNAME, 0), Err(EACCES));
         assert_eq!(uid_of(&ann, "ann", 0, 0), Err(EACCES));
-        let ghost = Ctx::new(Cancel::new(), 8192, 1, 1).with_user(Some(Arc::from("ghost")));
+        let ghost = authenticated_as("ghost");
         assert_eq!(uid_of(&ghost, "ghost", NONUNAME, 0), Err(EACCES));
-        let creds = check_attach_with(&accounts(), 0, &ann, &attach("", NONUNAME)).unwrap();
+        let creds = AttachPolicy::default()
+            .check_with(&accounts(), 0, &ann, &attach("", NONUNAME))
+            .unwrap();
         assert_eq!((creds.gid(), creds.groups()), (1000, &[1000, 27][..]));
     }
 
     #[test]
     fn nodes_attach_for_users_but_never_as_root() {
-        let node = Ctx::new(Cancel::new(), 8192, 1, 1).with_user(Some(Arc::from("node:n1")));
+        let node = authenticated_as("node:n1");
         assert_eq!(uid_of(&node, "ann", NONUNAME, 0), Ok(1000));
         assert_eq!(uid_of(&node, "", 1000, 0), Ok(1000));
         assert_eq!(uid_of(&node, "root", NONUNAME, 0), Err(EACCES));
         assert_eq!(uid_of(&node, "", 0, 0), Err(EACCES));
         assert_eq!(uid_of(&node, "ghost", NONUNAME, 0), Err(EACCES));
         assert_eq!(uid_of(&node, "ann", 0, 0), Err(EACCES), "names disagree");
+    }
+
+    #[test]
+    fn trusted_gateways_attach_for_users_but_never_as_root() {
+        let gw = authenticated_as("gateway:gw1");
+        assert_eq!(uid_of(&gw, "ann", NONUNAME, 0), Ok(1000));
+        assert_eq!(uid_of(&gw, "", 1000, 0), Ok(1000));
+        assert_eq!(uid_of(&gw, "ann", 1000, 0), Ok(1000));
+        assert_eq!(uid_of(&gw, "root", NONUNAME, 0), Err(EACCES));
+        assert_eq!(uid_of(&gw, "", 0, 0), Err(EACCES));
+        assert_eq!(uid_of(&gw, "ghost", NONUNAME, 0), Err(EACCES));
+        assert_eq!(uid_of(&gw, "ann", 0, 0), Err(EACCES), "names disagree");
+    }
+
+    #[test]
+    fn gateways_not_trusted_are_refused() {
+        for who in ["gateway:gw2", "gateway:", "gateway:gw1x"] {
+            let gw = authenticated_as(who);
+            assert_eq!(uid_of(&gw, "ann", NONUNAME, 0), Err(EACCES), "{who}");
+            assert_eq!(uid_of(&gw, "", 1000, 0), Err(EACCES), "{who}");
+        }
+        let nobody_trusted = AttachPolicy::default().check_with(
+            &accounts(),
+            0,
+            &authenticated_as("gateway:gw1"),
+            &attach("ann", NONUNAME),
+        );
+        assert_eq!(nobody_trusted.unwrap_err().errno(), Some(EACCES));
     }
 
     #[test]

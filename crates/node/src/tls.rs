@@ -12,7 +12,8 @@
 //! 2. Handshake with a deadline ([`HANDSHAKE_TIMEOUT`]): a client without a
 //!    certificate from the trusted CA is refused by rustls and the stream closed.
 //! 3. Read the client certificate's CN (a certificate without one is refused); a
-//!    node's certificate (OU [`NODE_UNIT`]) is told apart as `node:CN`.
+//!    node's certificate (OU [`NODE_UNIT`]) is told apart as `node:CN`, a gateway's
+//!    (OU [`GATEWAY_UNIT`]) as `gateway:CN`.
 //! 4. Serve 9P over the TLS stream until it closes ([`nf_ninep_server::Server::serve`],
 //!    which also applies `max_clients`).
 //!
@@ -99,7 +100,11 @@ pub enum TlsError {
         peer: String,
     },
     /// The client certificate names no user.
-    #[error("the client certificate has no common name (CN) to use as the 9P user")]
+    #[error(
+        "the client certificate names nobody: it has no common name (CN), or it claims \
+         to be both a node and a gateway (OU), or its CN starts with `node:` or \
+         `gateway:` without being a node's or gateway's certificate"
+    )]
     NoCommonName,
     /// Socket I/O failed during the handshake.
     #[error("TLS handshake with {peer}: {source}")]
@@ -304,26 +309,50 @@ pub const NODE_UNIT: &str = "ninefold node";
 /// How a node's identity is told to the tree: `node:` and its common name. No user
 /// name can hold a `:`, and a user certificate whose name starts so is refused.
 pub const NODE_PREFIX: &str = "node:";
-/// The organizational unit of a gateway's certificate (`nf cert gateway`).
+/// The organizational unit `nf cert gateway` gives gateway certificates: a peer
+/// presenting one is a gateway (it may attach for users where it is trusted,
+/// [`crate::access`]).
 pub const GATEWAY_UNIT: &str = "ninefold gateway";
-/// How a gateway's identity is told to the tree: `gateway:` and its common name.
+/// How a gateway's identity is told to the tree: `gateway:` and its common name; a
+/// user certificate whose name starts so is refused, as for [`NODE_PREFIX`].
 pub const GATEWAY_PREFIX: &str = "gateway:";
 
 /// Who a DER certificate names: its subject's first common name, as `node:CN` when the
-/// certificate is a node's ([`NODE_UNIT`]); `None` without a usable name.
+/// certificate is a node's ([`NODE_UNIT`]) and `gateway:CN` when it is a gateway's
+/// ([`GATEWAY_UNIT`]); `None` without a usable name. A certificate claiming both units
+/// names nobody, and neither does a user certificate whose name could pass for a node's
+/// or a gateway's.
 fn identity(der: &[u8]) -> Option<String> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let cn = cert.subject().iter_common_name().next()?;
     let cn = cn.as_str().ok().filter(|s| !s.is_empty())?;
-    let node = cert
-        .subject()
-        .iter_organizational_unit()
-        .any(|ou| ou.as_str() == Ok(NODE_UNIT));
-    match (node, cn.starts_with(NODE_PREFIX)) {
-        (true, _) => Some(format!("{NODE_PREFIX}{cn}")),
-        (false, false) => Some(cn.to_string()),
-        (false, true) => None,
-    }
+    let unit = |name| {
+        cert.subject()
+            .iter_organizational_unit()
+            .any(|ou| ou.as_str() == Ok(name))
+    };
+    let prefix = match (unit(NODE_UNIT), unit(GATEWAY_UNIT)) {
+        (true, true) => return None,
+        (true, false) => NODE_PREFIX,
+        (false, true) => GATEWAY_PREFIX,
+        (false, false)
+            if [NODE_PREFIX, GATEWAY_PREFIX]
+                .iter()
+                .any(|p| cn.starts_with(p)) =>
+        {
+            return None
+        }
+        (false, false) => "",
+    };
+    Some(format!("{prefix}{cn}"))
+}
+
+/// Who the first certificate of the PEM file `path` names, as a peer presenting it
+/// would be told to the tree (`node:CN`, `gateway:CN`, or the user); `None` when it
+/// names nobody.
+pub fn file_identity(path: &Path) -> Result<Option<String>, TlsError> {
+    let certs = certs("certificate", path)?;
+    Ok(certs.first().and_then(|c| identity(c)))
 }
 
 impl Transport for TlsTransport {
@@ -426,5 +455,52 @@ impl TlsListener {
     /// Stops accepting and waits for the accept thread.
     pub fn stop(self) {
         self.acceptor.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DnType, KeyPair};
+
+    /// The identity of a self-signed certificate with common name `cn` and units `ous`.
+    fn identity_of(cn: &str, ous: &[&str]) -> Option<String> {
+        let mut p = CertificateParams::new(Vec::new()).unwrap();
+        p.distinguished_name.push(DnType::CommonName, cn);
+        for (i, ou) in ous.iter().enumerate() {
+            // rcgen keeps one value per attribute type; the OU's OID (2.5.4.11) spelt
+            // as a custom type adds a second one.
+            let ty = match i {
+                0 => DnType::OrganizationalUnitName,
+                _ => DnType::CustomDnType(vec![2, 5, 4, 11]),
+            };
+            p.distinguished_name.push(ty, *ou);
+        }
+        let cert = p.self_signed(&KeyPair::generate().unwrap()).unwrap();
+        identity(cert.der())
+    }
+
+    #[test]
+    fn users_nodes_and_gateways_are_told_apart() {
+        assert_eq!(identity_of("ann", &[]), Some("ann".into()));
+        assert_eq!(identity_of("n1", &[NODE_UNIT]), Some("node:n1".into()));
+        assert_eq!(
+            identity_of("gw", &[GATEWAY_UNIT]),
+            Some("gateway:gw".into())
+        );
+        assert_eq!(identity_of("ann", &["physics"]), Some("ann".into()));
+    }
+
+    #[test]
+    fn a_user_certificate_cannot_pass_for_a_node_or_a_gateway() {
+        assert_eq!(identity_of("node:n1", &[]), None);
+        assert_eq!(identity_of("gateway:x", &[]), None);
+        assert_eq!(identity_of("gateway:x", &["physics"]), None);
+    }
+
+    #[test]
+    fn a_certificate_claiming_both_units_names_nobody() {
+        assert_eq!(identity_of("both", &[NODE_UNIT, GATEWAY_UNIT]), None);
+        assert_eq!(identity_of("", &[]), None);
     }
 }

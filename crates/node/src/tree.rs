@@ -2,7 +2,7 @@
 //!
 //! | path | what | tree |
 //! |---|---|---|
-//! | `/status` | host, arch, cores, memory, load, uptime, ranks (snapshot per open) | synthetic |
+//! | `/status` | host, arch, cores, memory, load, uptime, ranks, labels, sessions (snapshot per open) | synthetic |
 //! | `/log` | append by writing; readers get the history, then follow (`tail -f`) | synthetic |
 //! | `/pipe/NAME` | named pipes, made by creating a file in `/pipe` | synthetic |
 //! | `/fs` | the export directory, read-write (#U) | [`PassthroughFs`] |
@@ -22,10 +22,10 @@ use nf_ninep_trees::synthetic::{DynamicFile, Stream, TreeError};
 use nf_ninep_trees::{DynFs, Erased, ExportError};
 use nf_ninep_trees::{MountTable, PassthroughFs, ReadOnlyView, SyntheticTree};
 
-use crate::access::check_attach;
+use crate::access::AttachPolicy;
 use crate::mem::MemTree;
 use crate::pipe::{PipeDir, PipeLimits, DEFAULT_PIPE_CAPACITY};
-use crate::status;
+use crate::status::{self, LabelError, NodeFacts};
 use crate::xcpu::{Xcpu, XcpuConfig, XcpuError};
 
 /// Default history of `/log` kept for new readers: 256 KiB.
@@ -50,6 +50,11 @@ pub struct NodeConfig {
     pub mem_registry: Option<PathBuf>,
     /// `/xcpu`'s limits and places.
     pub xcpu: XcpuConfig,
+    /// Gateways (their certificates' common names) that may attach for users
+    /// ([`AttachPolicy::trusted_gateways`]).
+    pub trusted_gateways: Vec<String>,
+    /// The node's labels, shown in `/status` ([`status::check_labels`]).
+    pub labels: Vec<String>,
 }
 
 impl Default for NodeConfig {
@@ -62,6 +67,8 @@ impl Default for NodeConfig {
             ro_memory_limit: nf_ninep_trees::readonly::DEFAULT_MEMORY_LIMIT,
             mem_registry: None,
             xcpu: XcpuConfig::default(),
+            trusted_gateways: Vec::new(),
+            labels: Vec::new(),
         }
     }
 }
@@ -82,6 +89,9 @@ pub enum TreeBuildError {
     /// `/xcpu` could not be set up.
     #[error(transparent)]
     Xcpu(#[from] XcpuError),
+    /// The labels are not valid.
+    #[error(transparent)]
+    Labels(#[from] LabelError),
 }
 
 /// The node's tree, and the handles the daemon keeps.
@@ -94,13 +104,11 @@ pub struct NodeTree {
     pub xcpu: Xcpu,
 }
 
-/// Builds the node's tree from `config`, with [`check_attach`] as its attach policy.
+/// Builds the node's tree from `config`, with an [`AttachPolicy`] trusting
+/// `config.trusted_gateways` as its attach check.
 pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
+    status::check_labels(&config.labels)?;
     let synthetic = SyntheticTree::new();
-    synthetic.add_file(
-        "/status",
-        DynamicFile::new(|| status::snapshot().into_bytes()),
-    )?;
     let log = Stream::with_history(config.log_history).writable();
     synthetic.add_file("/log", log.clone())?;
     synthetic.add_dir("/pipe")?;
@@ -109,9 +117,24 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
         PipeDir::new(config.pipe_capacity, config.pipe_limits),
     )?;
     let xcpu = Xcpu::install(&synthetic, config.xcpu.clone(), log.clone())?;
+    let sessions = xcpu.session_counter();
+    let labels = config.labels.clone();
+    synthetic.add_file(
+        "/status",
+        DynamicFile::new(move || {
+            let facts = NodeFacts {
+                labels: &labels,
+                sessions: sessions(),
+            };
+            status::snapshot(&facts).into_bytes()
+        }),
+    )?;
     let synthetic: Arc<DynFs> = Arc::new(Erased(synthetic));
 
-    let mut table = MountTable::new().with_attach_check(check_attach);
+    let policy = AttachPolicy {
+        trusted_gateways: config.trusted_gateways.clone(),
+    };
+    let mut table = MountTable::new().with_attach_check(move |ctx, req| policy.check(ctx, req));
     for name in ["status", "log", "pipe", "xcpu"] {
         table.mount_dyn(name, Arc::clone(&synthetic), name)?;
     }

@@ -1,5 +1,6 @@
 //! Remote access: TLS with client certificates. Unauthenticated or untrusted clients are
 //! refused, a user may attach only as its certificate's name, unknown users are refused,
+//! a trusted gateway attaches for users (never root) and any other gateway not at all,
 //! and a node in one network namespace serves another over TLS (pipes between nodes).
 
 mod support;
@@ -11,12 +12,13 @@ use std::time::Duration;
 use nf_ninep::errno::EACCES;
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::{Client, ClientConfig};
-use nf_node::tls::{client_config, TlsFiles, TlsTransport};
+use nf_node::tls::{client_config, TlsFiles, TlsTransport, GATEWAY_UNIT};
 use nf_node::{Daemon, NodeConfig, ServeConfig, ServeError};
 use support::certs::Ca;
 
 struct Pki {
     dir: tempfile::TempDir,
+    ca: Ca,
     server: TlsFiles,
     root: TlsFiles,
     ghost: TlsFiles,
@@ -35,6 +37,7 @@ fn pki(sans: &[&str]) -> Pki {
     let stranger = other.issue("stranger", Some("root"), &[], &ca.ca_file());
     Pki {
         dir,
+        ca,
         server,
         root,
         ghost,
@@ -43,12 +46,20 @@ fn pki(sans: &[&str]) -> Pki {
 }
 
 fn start(tls: Option<TlsFiles>, addr: SocketAddr) -> Result<Daemon, ServeError> {
+    start_with(tls, addr, NodeConfig::default())
+}
+
+fn start_with(
+    tls: Option<TlsFiles>,
+    addr: SocketAddr,
+    node: NodeConfig,
+) -> Result<Daemon, ServeError> {
     Daemon::start(&ServeConfig {
         unix: None,
         shm: None,
         tcp: vec![addr],
         tls,
-        node: NodeConfig::default(),
+        node,
         limits: Default::default(),
     })
 }
@@ -82,6 +93,53 @@ fn a_user_attaches_only_as_its_certificate_says() {
         g.attach("nf-no-such-user", "").unwrap_err().errno(),
         Some(EACCES)
     );
+    assert!(d.shutdown(Duration::from_secs(5)));
+}
+
+#[test]
+fn a_trusted_gateway_attaches_for_users_but_not_as_root_and_others_not_at_all() {
+    let user = nf_testkit::users::test_account().expect("a second account");
+    let pki = pki(&["127.0.0.1"]);
+    let ca_file = pki.ca.ca_file();
+    let gateway = |cn| {
+        pki.ca
+            .issue_in_unit(cn, Some(cn), Some(GATEWAY_UNIT), &[], &ca_file)
+    };
+    let (gw1, gw2) = (gateway("gw1"), gateway("gw2"));
+    let posing = pki.ca.issue("posing", Some("gateway:gw1"), &[], &ca_file);
+    let node = NodeConfig {
+        trusted_gateways: vec!["gw1".into()],
+        ..NodeConfig::default()
+    };
+    let d = start_with(
+        Some(pki.server.clone()),
+        "127.0.0.1:0".parse().unwrap(),
+        node,
+    )
+    .unwrap();
+    let addr = d.tcp_addr().unwrap();
+
+    let c = tls_client(addr, "127.0.0.1", &gw1).unwrap();
+    assert!(c.attach(&user.name, "").is_ok(), "for a user");
+    assert!(c.attach_as("", "", user.uid).is_ok(), "for a user, by uid");
+    assert_eq!(c.attach("root", "").unwrap_err().errno(), Some(EACCES));
+    assert_eq!(c.attach_as("", "", 0).unwrap_err().errno(), Some(EACCES));
+    assert_eq!(
+        c.attach("", "").unwrap_err().errno(),
+        Some(EACCES),
+        "nobody"
+    );
+
+    let c = tls_client(addr, "127.0.0.1", &gw2).unwrap();
+    assert_eq!(
+        c.attach(&user.name, "").unwrap_err().errno(),
+        Some(EACCES),
+        "a gateway this node does not trust"
+    );
+    // A user certificate named like a gateway names nobody: refused at the handshake.
+    let posing = tls_client(addr, "127.0.0.1", &posing)
+        .and_then(|c| c.attach(&user.name, "").map_err(|e| e.to_string()));
+    assert!(posing.is_err());
     assert!(d.shutdown(Duration::from_secs(5)));
 }
 

@@ -126,6 +126,8 @@ fn status_parses_and_its_values_are_sane() {
     assert!(load.iter().all(|l| *l >= 0.0));
     assert!(get("uptime_s").parse::<f64>().unwrap() > 0.0);
     let _: usize = get("ranks").parse().unwrap();
+    assert_eq!(get("labels"), "-", "no labels");
+    assert_eq!(get("sessions"), "0");
 }
 
 #[test]

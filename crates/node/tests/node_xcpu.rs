@@ -229,6 +229,27 @@ fn a_session_nobody_holds_ends_after_the_linger_with_its_job_and_files() {
 }
 
 #[test]
+fn status_counts_the_sessions_present() {
+    let node = node_with(XcpuConfig {
+        linger: Duration::from_millis(200),
+        ..XcpuConfig::default()
+    });
+    let root = node.root();
+    let sessions = || {
+        read(&root, "/status")
+            .lines()
+            .find_map(|l| l.strip_prefix("sessions ").map(str::to_string))
+            .expect("a sessions line")
+    };
+    assert_eq!(sessions(), "0");
+    let (a, _) = clone(&root);
+    let (b, _) = clone(&root);
+    assert_eq!(sessions(), "2");
+    drop((a, b));
+    eventually("both sessions ended after the linger", || sessions() == "0");
+}
+
+#[test]
 fn held_again_within_the_linger_it_lives_and_close_ends_it_after_the_job() {
     let node = node_with(XcpuConfig {
         linger: Duration::from_secs(600),

@@ -5,6 +5,9 @@
 //! - `nf cert node HOST` makes `HOST.pem` / `HOST.key`, valid for the name (or IP)
 //!   clients dial, for `nf serve --tls-cert`; it also serves as the node's client
 //!   certificate when it hands sessions on to other nodes (OU `ninefold node`);
+//! - `nf cert gateway NAME [--host H…]` makes `NAME.pem` / `NAME.key` for a gateway
+//!   (OU `ninefold gateway`, CN NAME), valid for the names it is dialled at; nodes
+//!   trust it with `nf serve --trust-gateway NAME`;
 //! - `nf cert user NAME` makes `NAME.pem` / `NAME.key` with CN NAME: the 9P user.
 //!
 //! The CA is read back from `ca.key` alone: its certificate is re-made from the same
@@ -45,6 +48,17 @@ pub enum CertCommand {
         /// Host name or IP address.
         host: String,
     },
+    /// A gateway's certificate with CN NAME, valid for the names and IPs it is dialled
+    /// at: DIR/NAME.pem, DIR/NAME.key. Nodes let it attach for their users with
+    /// `nf serve --trust-gateway NAME`.
+    Gateway {
+        /// The gateway's name (its certificate's common name).
+        name: String,
+        /// A host name or IP address the gateway is dialled at (repeatable)
+        /// [default: NAME].
+        #[arg(long = "host", value_name = "HOST")]
+        hosts: Vec<String>,
+    },
     /// A user's client certificate with CN NAME (the 9P user): DIR/NAME.pem, DIR/NAME.key.
     User {
         /// User name.
@@ -60,18 +74,16 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
             ("ca".to_owned(), ca_params()?.self_signed(&key)?, key)
         }
         CertCommand::Node { host } => {
-            let mut p = CertificateParams::new(vec![host.clone()])
-                .with_context(|| format!("{host:?} is not a host name or IP address"))?;
-            p.distinguished_name.push(DnType::CommonName, host.as_str());
-            // A node also connects to other nodes as a client (tree spawn), and says
-            // it is a node, not a user.
-            p.distinguished_name
-                .push(DnType::OrganizationalUnitName, nf_node::tls::NODE_UNIT);
-            p.extended_key_usages = vec![
-                ExtendedKeyUsagePurpose::ServerAuth,
-                ExtendedKeyUsagePurpose::ClientAuth,
-            ];
+            let p = service(host, std::slice::from_ref(host), nf_node::tls::NODE_UNIT)?;
             signed(host, p, &a.dir)?
+        }
+        CertCommand::Gateway { name, hosts } => {
+            let hosts = match hosts.as_slice() {
+                [] => std::slice::from_ref(name),
+                some => some,
+            };
+            let p = service(name, hosts, nf_node::tls::GATEWAY_UNIT)?;
+            signed(name, p, &a.dir)?
         }
         CertCommand::User { name } => {
             let mut p = CertificateParams::new(Vec::new())?;
@@ -92,6 +104,22 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
     write_all(key_file, &keyfile, &key.serialize_pem())?;
     println!("wrote {} and {}", pem.display(), keyfile.display());
     Ok(0)
+}
+
+/// A service of the cluster (a node, a gateway) named `name` in unit `unit`: valid as
+/// a server for `hosts`, and as a client, since nodes and gateways also connect to
+/// nodes, saying with the unit that they are no user.
+fn service(name: &str, hosts: &[String], unit: &str) -> anyhow::Result<CertificateParams> {
+    let mut p = CertificateParams::new(hosts.to_vec())
+        .with_context(|| format!("{hosts:?}: not host names or IP addresses"))?;
+    p.distinguished_name.push(DnType::CommonName, name);
+    p.distinguished_name
+        .push(DnType::OrganizationalUnitName, unit);
+    p.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    Ok(p)
 }
 
 fn ca_params() -> anyhow::Result<CertificateParams> {

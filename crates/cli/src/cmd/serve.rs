@@ -19,6 +19,7 @@ use nf_ninep_server::ServerConfig;
 use nf_ninep_trees::synthetic::Stream;
 use nf_node::addr::default_socket;
 use nf_node::pipe::PipeLimits;
+use nf_node::status::{check_label, check_labels};
 use nf_node::tls::TlsFiles;
 use nf_node::xcpu::XcpuConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
@@ -40,9 +41,14 @@ found through the memory registry, --mem-registry).
 
 Who may attach, and as whom: a local client (unix socket, shm, loopback tcp) is known \
 by the kernel (its uid) and may attach only as its own user, root as anyone; a TLS \
-client only as its certificate's name. Every operation then runs with that user's \
+client only as its certificate's name. Another node (a certificate from nf cert node) \
+and a gateway trusted with --trust-gateway (nf cert gateway) may attach for any user \
+with an account here, never root. Every operation then runs with that user's \
 rights (fsuid, fsgid, groups): run as root, nf serve serves every user; run as a \
 user, only that user.
+
+/status also shows the node's labels (--label; `labels gpu,rack3`, or `labels -` \
+without any) and its /xcpu sessions (`sessions N`).
 
 Local clients may also talk 9P through shared memory: they connect to the shm socket \
 (shm:PATH.shm) and get a memfd ring pair. Listens on the unix sockets only, unless --tcp \
@@ -56,7 +62,9 @@ Examples:
   nf serve --export /srv/data                       # detach once listening
   nf serve -f --unix /tmp/nf.sock --export /tmp/x   # stay in the foreground
   nf ls unix:/tmp/nf.sock:/
-  nf serve --tcp 0.0.0.0:5640 --tls-cert node.pem --tls-key node.key --tls-client-ca ca.pem")]
+  nf serve --tcp 0.0.0.0:5640 --tls-cert node.pem --tls-key node.key --tls-client-ca ca.pem
+  nf serve --tcp 0.0.0.0:5640 --tls-cert n7.pem --tls-key n7.key --tls-client-ca ca.pem \\
+    --label gpu --trust-gateway gw1")]
 pub struct ServeArgs {
     /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/ninefold/nf.sock, or
     /// /run/ninefold/nf.sock without XDG_RUNTIME_DIR]. A missing directory is made
@@ -129,6 +137,14 @@ pub struct ServeArgs {
     /// $XDG_RUNTIME_DIR/ninefold/mem, else /tmp/ninefold-UID/mem].
     #[arg(long, value_name = "DIR")]
     pub mem_registry: Option<PathBuf>,
+    /// Let gateway NAME (its certificate made by `nf cert gateway NAME`) attach for any
+    /// user with an account here, never root (repeatable).
+    #[arg(long = "trust-gateway", value_name = "NAME")]
+    pub trust_gateways: Vec<String>,
+    /// A label of this node, shown in /status (repeatable, at most 32; letters,
+    /// digits, `_`, `.`, `-`).
+    #[arg(long = "label", value_name = "NAME", value_parser = parse_label)]
+    pub labels: Vec<String>,
     /// Stay in the foreground instead of detaching once listening.
     #[arg(long, short = 'f')]
     pub foreground: bool,
@@ -176,6 +192,12 @@ impl XcpuArgs {
             ..XcpuConfig::default()
         }
     }
+}
+
+/// A `--label`, checked as the node checks it.
+fn parse_label(s: &str) -> Result<String, String> {
+    check_label(s).map_err(|e| e.to_string())?;
+    Ok(s.to_string())
 }
 
 /// `/log` once the tree exists; log lines written before go to stderr only.
@@ -235,6 +257,7 @@ impl ServeArgs {
                 );
             }
         }
+        check_labels(&self.labels)?;
         let unix = if self.no_unix {
             None
         } else {
@@ -273,6 +296,8 @@ impl ServeArgs {
                 ro_memory_limit: self.ro_memory,
                 mem_registry: self.mem_registry.clone(),
                 xcpu: self.xcpu.config(),
+                trusted_gateways: self.trust_gateways.clone(),
+                labels: self.labels.clone(),
             },
             limits: ServerConfig::default()
                 .max_msize(self.msize)

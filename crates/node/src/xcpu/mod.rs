@@ -220,6 +220,14 @@ impl Xcpu {
     pub fn sessions(&self) -> Vec<u64> {
         self.0.lock().keys().copied().collect()
     }
+
+    /// A counter of the sessions present now (`/status`'s `sessions`). It holds the
+    /// registry weakly: a file of the tree that owns the registry must not keep it
+    /// alive, or dropping the tree would never end the sessions.
+    pub fn session_counter(&self) -> impl Fn() -> usize + Send + Sync + 'static {
+        let registry = Arc::downgrade(&self.0);
+        move || registry.upgrade().map_or(0, |r| r.lock().len())
+    }
 }
 
 impl Drop for Registry {

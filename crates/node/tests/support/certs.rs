@@ -39,10 +39,27 @@ impl Ca {
     /// A certificate with common name `cn` and subject alternative names `sans`,
     /// with files `<file>.pem` / `<file>.key`; paired with `peer_ca` as the CA to trust.
     pub fn issue(&self, file: &str, cn: Option<&str>, sans: &[&str], peer_ca: &Path) -> TlsFiles {
+        self.issue_in_unit(file, cn, None, sans, peer_ca)
+    }
+
+    /// As [`Ca::issue`], with organizational unit `unit` (a node's or a gateway's).
+    pub fn issue_in_unit(
+        &self,
+        file: &str,
+        cn: Option<&str>,
+        unit: Option<&str>,
+        sans: &[&str],
+        peer_ca: &Path,
+    ) -> TlsFiles {
         let mut params =
             CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
         if let Some(cn) = cn {
             params.distinguished_name.push(DnType::CommonName, cn);
+        }
+        if let Some(unit) = unit {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationalUnitName, unit);
         }
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
