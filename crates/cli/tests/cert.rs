@@ -225,3 +225,30 @@ fn a_gateway_certificate_attaches_for_users_where_the_node_trusts_it() {
         "the fix is logged: {log}"
     );
 }
+
+#[test]
+fn joining_a_gateway_needs_a_node_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["cert", "ca"]);
+    ok(d, &["cert", "gateway", "gw1"]);
+    let out = run_bounded(
+        nf().args(["serve", "-f", "--no-unix", "--tcp", "127.0.0.1:0"])
+            .args([
+                "--tls-cert",
+                "gw1.pem",
+                "--tls-key",
+                "gw1.key",
+                "--tls-client-ca",
+                "ca.pem",
+            ])
+            .args(["--join", "tls:127.0.0.1:9"])
+            .current_dir(d),
+    );
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("not a node certificate") && err.contains("nf cert node"),
+        "{err}"
+    );
+}

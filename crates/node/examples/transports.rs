@@ -44,6 +44,7 @@ fn main() {
             ..NodeConfig::default()
         },
         limits: Default::default(),
+        join: None,
     })
     .unwrap();
     let tls_addr = daemon.tcp_addr().unwrap();

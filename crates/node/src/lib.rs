@@ -20,6 +20,7 @@
 //! | [`access`] | the attach check: who the kernel or a certificate says the peer is → the account whose rights its requests run with |
 //! | [`xcpu`] | `/xcpu`: jobs as files (sessions, uploads, output, exit) |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
+//! | [`join`] | registering with a gateway (`nf serve --join`) |
 //! | [`tls`] | TLS with client certificates for remote connections |
 //! | [`shm`] | 9P over a shared-memory byte channel |
 //! | [`addr`] | `ADDR:/path` arguments and the default socket |
@@ -30,6 +31,7 @@
 pub mod access;
 pub mod addr;
 pub mod connect;
+pub mod join;
 pub mod mem;
 pub mod pipe;
 pub mod serve;

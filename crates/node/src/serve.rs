@@ -11,8 +11,11 @@
 //! 3. Create the unix socket's directory (mode 0700) if it is missing, then listen on
 //!    the socket, the shm socket (shared-memory channels, [`crate::shm`]) and every tcp
 //!    address.
+//! 4. With a gateway to join, start registering with it ([`crate::join`]); its
+//!    requirements (a `tls:` gateway, a node certificate) are checked before step 2.
 //!
-//! Shutdown ([`Daemon::shutdown`]): stop accepting (the unix socket file is removed),
+//! Shutdown ([`Daemon::shutdown`]): stop registering with the gateway, stop accepting
+//! (the unix socket file is removed),
 //! end every `/xcpu` session (its jobs are killed), end the log stream so followers
 //! see end of file, close every connection and wait
 //! for them to release their fids.
@@ -26,6 +29,7 @@ use nf_ninep_server::{ListenAddr, Listener, Server, ServerConfig, ServerError};
 use nf_ninep_trees::synthetic::Stream;
 use nf_ninep_trees::MountTable;
 
+use crate::join::{JoinConfig, JoinError, JoinPlan, Joiner};
 use crate::shm::{ShmListener, DEFAULT_CAPACITY as SHM_CAPACITY};
 use crate::tls::{server_config, TlsError, TlsFiles, TlsListener};
 use crate::tree::{build, NodeConfig, TreeBuildError};
@@ -46,6 +50,8 @@ pub struct ServeConfig {
     pub node: NodeConfig,
     /// Limits: msize, fids, requests in flight, clients.
     pub limits: ServerConfig,
+    /// The gateway to register with, if any (needs `tls`).
+    pub join: Option<JoinConfig>,
 }
 
 /// Why the daemon could not start.
@@ -78,6 +84,9 @@ pub enum ServeError {
     /// TLS could not be set up.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// Registering with the gateway cannot be set up.
+    #[error(transparent)]
+    Join(#[from] JoinError),
     /// The shm socket could not be bound.
     #[error("listening for shared-memory channels on {}: {source}", path.display())]
     BindShm {
@@ -104,6 +113,7 @@ pub struct Daemon {
     shm_listener: Option<ShmListener>,
     log: Stream,
     xcpu: Xcpu,
+    joiner: Option<Joiner>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -125,6 +135,11 @@ impl Daemon {
                 return Err(ServeError::RemoteWithoutAuth { addr: *addr });
             }
         }
+        let join = config
+            .join
+            .as_ref()
+            .map(|j| JoinPlan::new(j, config.tls.as_ref(), !config.tcp.is_empty()))
+            .transpose()?;
         let tls = config.tls.as_ref().map(server_config).transpose()?;
         let mut node = config.node.clone();
         if node.xcpu.forward_tls.is_none() {
@@ -171,6 +186,8 @@ impl Daemon {
                 }
             }
         }
+        let tls_port = tls_listeners.first().map(|l| l.addr().port());
+        let joiner = join.map(|plan| plan.start(tls_port)).transpose()?;
         Ok(Daemon {
             server,
             listeners,
@@ -178,6 +195,7 @@ impl Daemon {
             shm_listener,
             log: tree.log,
             xcpu: tree.xcpu,
+            joiner,
         })
     }
 
@@ -224,6 +242,9 @@ impl Daemon {
     /// Stops (the steps in the module docs); true if every connection let go of its
     /// fids within `timeout`.
     pub fn shutdown(self, timeout: Duration) -> bool {
+        if let Some(j) = self.joiner {
+            j.stop();
+        }
         for l in self.listeners {
             l.stop();
         }

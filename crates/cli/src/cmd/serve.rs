@@ -17,7 +17,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nf_ninep_server::ServerConfig;
 use nf_ninep_trees::synthetic::Stream;
-use nf_node::addr::default_socket;
+use nf_node::addr::{default_socket, parse_addr, Addr};
+use nf_node::join::JoinConfig;
 use nf_node::pipe::PipeLimits;
 use nf_node::status::{check_label, check_labels};
 use nf_node::tls::TlsFiles;
@@ -48,7 +49,9 @@ rights (fsuid, fsgid, groups): run as root, nf serve serves every user; run as a
 user, only that user.
 
 /status also shows the node's labels (--label; `labels gpu,rack3`, or `labels -` \
-without any) and its /xcpu sessions (`sessions N`).
+without any) and its /xcpu sessions (`sessions N`). With --join the node registers \
+with a gateway: it connects as itself (its node certificate), writes the address to \
+dial it at to the gateway's /join, and does so again every 10 s.
 
 Local clients may also talk 9P through shared memory: they connect to the shm socket \
 (shm:PATH.shm) and get a memfd ring pair. Listens on the unix sockets only, unless --tcp \
@@ -64,7 +67,7 @@ Examples:
   nf ls unix:/tmp/nf.sock:/
   nf serve --tcp 0.0.0.0:5640 --tls-cert node.pem --tls-key node.key --tls-client-ca ca.pem
   nf serve --tcp 0.0.0.0:5640 --tls-cert n7.pem --tls-key n7.key --tls-client-ca ca.pem \\
-    --label gpu --trust-gateway gw1")]
+    --label gpu --trust-gateway gw1 --join tls:gw1:5640")]
 pub struct ServeArgs {
     /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/ninefold/nf.sock, or
     /// /run/ninefold/nf.sock without XDG_RUNTIME_DIR]. A missing directory is made
@@ -145,6 +148,14 @@ pub struct ServeArgs {
     /// digits, `_`, `.`, `-`).
     #[arg(long = "label", value_name = "NAME", value_parser = parse_label)]
     pub labels: Vec<String>,
+    /// Register with the gateway at ADDR (tls:HOST:PORT) at once and every 10 s, as
+    /// this node (needs --tls-cert from `nf cert node`).
+    #[arg(long, value_name = "ADDR", requires = "tls_cert", value_parser = parse_tls_addr)]
+    pub join: Option<Addr>,
+    /// The address the gateway should dial this node at [default: tls:CN:PORT, the
+    /// certificate's common name and the first --tcp port].
+    #[arg(long, value_name = "ADDR", requires = "join", value_parser = parse_tls_addr)]
+    pub join_as: Option<Addr>,
     /// Stay in the foreground instead of detaching once listening.
     #[arg(long, short = 'f')]
     pub foreground: bool,
@@ -198,6 +209,16 @@ impl XcpuArgs {
 fn parse_label(s: &str) -> Result<String, String> {
     check_label(s).map_err(|e| e.to_string())?;
     Ok(s.to_string())
+}
+
+/// A `tls:HOST:PORT` address (`--join`, `--join-as`).
+fn parse_tls_addr(s: &str) -> Result<Addr, String> {
+    match parse_addr(s).map_err(|e| e.to_string())? {
+        a @ Addr::Tls(_) => Ok(a),
+        _ => Err(format!(
+            "{s}: a gateway and its nodes talk TLS only; give tls:HOST:PORT"
+        )),
+    }
 }
 
 /// `/log` once the tree exists; log lines written before go to stderr only.
@@ -310,6 +331,10 @@ impl ServeArgs {
                     Duration::from_secs(self.handshake_timeout * 3),
                     Duration::from_secs(self.handshake_timeout * 6),
                 ),
+            join: self.join.clone().map(|gateway| JoinConfig {
+                advertise: self.join_as.clone(),
+                ..JoinConfig::new(gateway)
+            }),
         })
     }
 }

@@ -78,6 +78,7 @@ impl Node {
                 ..NodeConfig::default()
             },
             limits,
+            join: None,
         };
         self.daemon = Some(Daemon::start(&config).expect("start node server"));
     }
