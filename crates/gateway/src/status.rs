@@ -92,9 +92,10 @@ impl Figures {
     }
 
     /// Cores free for one more job: cores less the larger of the load and the
-    /// sessions running (those placed since the last reading included).
+    /// sessions present, less the sessions placed since this reading (the load
+    /// average takes a minute to show them).
     pub fn free_cores(&self, placed: u32) -> f64 {
-        let busy = self.load.max(f64::from(self.sessions + placed));
+        let busy = self.load.max(f64::from(self.sessions)) + f64::from(placed);
         f64::from(self.cores) - busy
     }
 }
@@ -265,6 +266,14 @@ mod tests {
         assert_eq!(f.labels, ["gpu", "ib"]);
         assert_eq!((f.nodes, f.nodes_up), (1, 1));
         assert_eq!(f.free_cores(1), 1.0);
+        assert_eq!(
+            Figures {
+                load: 3.0,
+                ..f.clone()
+            }
+            .free_cores(1),
+            0.0
+        );
         assert!(Figures::from_node_status("labels -\n").labels.is_empty());
     }
 

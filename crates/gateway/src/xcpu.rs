@@ -4,7 +4,7 @@
 //!
 //! 1. **Place**: among the scope's members that are up and that the user may reach,
 //!    prefer those with a free core (cores less the larger of the load and the
-//!    sessions running, counting those the gateway placed since it last read the
+//!    sessions present, less the sessions the gateway placed since it last read the
 //!    member's status), and among them the one with the most; with none free, the
 //!    least busy. Ties go to the member placed on least, then by name.
 //! 2. **Open** the member's own `/xcpu/clone` in the user's name and read its session
