@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nf_ninep::errno::{EHOSTDOWN, EINTR, EIO, ESTALE};
+use nf_ninep::errno::{EAGAIN, EHOSTDOWN, EINTR, EIO, EMFILE, ESTALE};
 use nf_ninep::message::*;
 use nf_ninep::types::{Qid, NOFID};
 use nf_ninep::NONUNAME;
@@ -37,6 +37,13 @@ use crate::status::Figures;
 
 /// How often an up member's status is read.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(2);
+/// Fids one user may hold on one member connection: the connection is shared by every
+/// user of the gateway, and the member's own limit (`nf serve --max-fids`, 16384) is
+/// per connection, so no user may take it all.
+pub const FIDS_PER_USER: usize = 2048;
+/// Requests one user may have waiting on one member connection (the member's
+/// `--max-in-flight`, 256, is per connection; blocked pipe reads count).
+pub const CALLS_PER_USER: usize = 32;
 /// How long connecting to a member or reading its status may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a down member is tried again.
@@ -96,6 +103,27 @@ pub struct Conn {
     probe: Root,
     /// Requests started inline, by (client connection, tag).
     inline: Mutex<HashMap<(u64, u16), Inline>>,
+    /// Each user's fids and waiting requests here.
+    usage: Mutex<HashMap<Arc<str>, Usage>>,
+}
+
+/// One user's share of a member connection.
+#[derive(Debug, Default)]
+struct Usage {
+    fids: usize,
+    calls: usize,
+}
+
+/// A request counted against its user's [`CALLS_PER_USER`] until dropped.
+pub struct Busy<'a> {
+    conn: &'a Conn,
+    user: &'a Arc<str>,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.conn.settle(self.user, |u| u.calls -= 1);
+    }
 }
 
 impl std::fmt::Debug for Conn {
@@ -132,6 +160,65 @@ impl Conn {
         let fid = self.new_fid();
         inline.entry(key).or_default().newfid = Some(fid);
         fid
+    }
+
+    /// Counts a new fid of `user`'s: `EMFILE` beyond [`FIDS_PER_USER`].
+    pub fn charge(&self, user: &Arc<str>) -> FsResult<()> {
+        let mut usage = lock(&self.usage);
+        let u = usage.entry(Arc::clone(user)).or_default();
+        if u.fids >= FIDS_PER_USER {
+            tracing::warn!(user = %user, limit = FIDS_PER_USER, "a user holds the most fids one member connection allows them (FIDS_PER_USER); answering EMFILE");
+            return Err(FsError::Errno(EMFILE));
+        }
+        u.fids += 1;
+        Ok(())
+    }
+
+    /// Uncounts a fid of `user`'s.
+    pub fn discharge(&self, user: &Arc<str>) {
+        self.settle(user, |u| u.fids -= 1);
+    }
+
+    /// Counts a request of `user`'s until the guard drops: `EAGAIN` beyond
+    /// [`CALLS_PER_USER`], unless `admitted` (a request that already started, taken
+    /// over by a worker, is never turned back halfway).
+    pub fn busy<'a>(&'a self, user: &'a Arc<str>, admitted: bool) -> FsResult<Busy<'a>> {
+        let mut usage = lock(&self.usage);
+        let u = usage.entry(Arc::clone(user)).or_default();
+        if u.calls >= CALLS_PER_USER && !admitted {
+            tracing::warn!(user = %user, limit = CALLS_PER_USER, "a user has the most requests waiting on one member connection (CALLS_PER_USER); answering EAGAIN");
+            return Err(FsError::Errno(EAGAIN));
+        }
+        u.calls += 1;
+        Ok(Busy { conn: self, user })
+    }
+
+    fn settle(&self, user: &Arc<str>, change: impl FnOnce(&mut Usage)) {
+        let mut usage = lock(&self.usage);
+        if let Some(u) = usage.get_mut(user) {
+            change(u);
+            if u.fids == 0 && u.calls == 0 {
+                usage.remove(user);
+            }
+        }
+    }
+
+    /// True if this request (`ctx`) started its member call on a reader thread and a
+    /// worker now runs it again.
+    pub fn is_parked(&self, ctx: &Ctx) -> bool {
+        ctx.may_block()
+            && lock(&self.inline)
+                .get(&(ctx.conn_id(), ctx.tag()))
+                .is_some_and(|i| i.parked.is_some())
+    }
+
+    /// Drops this request's parked call (its re-run failed before taking it over),
+    /// flushing it on the member so nothing is left waiting there.
+    pub fn abandon(&self, ctx: &Ctx) {
+        let parked = lock(&self.inline).remove(&(ctx.conn_id(), ctx.tag()));
+        if let Some((_, call)) = parked.and_then(|i| i.parked) {
+            let _ = call.flush_within(Some(PROBE_TIMEOUT));
+        }
     }
 
     /// True once the connection failed or was closed.
@@ -518,6 +605,7 @@ impl Member {
             next_fid: AtomicU32::new(NOFID - 1),
             probe,
             inline: Mutex::new(HashMap::new()),
+            usage: Mutex::new(HashMap::new()),
             client,
         })
     }

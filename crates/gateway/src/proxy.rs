@@ -42,27 +42,36 @@ pub struct RemoteFid {
     pub depth: usize,
     /// Where `..` from depth 0 leads.
     pub up: Local,
+    /// Whose it is (counted against their share of the connection).
+    pub user: Arc<str>,
     /// Set once the fid number passed to another state or the member let it go.
     gone: AtomicBool,
 }
 
 impl RemoteFid {
-    /// A state for `fid` on `conn`.
-    pub fn new(
+    /// A state for `user`'s new fid `fid` on `conn`, counted against their share
+    /// ([`Conn::charge`]); over it, the fid is clunked and `EMFILE` answered.
+    pub fn adopt(
         member: Arc<Member>,
         conn: Arc<Conn>,
         fid: u32,
         depth: usize,
         up: Local,
-    ) -> RemoteFid {
-        RemoteFid {
+        user: &Arc<str>,
+    ) -> FsResult<RemoteFid> {
+        if let Err(e) = conn.charge(user) {
+            conn.clunk(fid);
+            return Err(e);
+        }
+        Ok(RemoteFid {
             member,
             conn,
             fid,
             depth,
             up,
+            user: Arc::clone(user),
             gone: AtomicBool::new(false),
-        }
+        })
     }
 
     /// `EHOSTDOWN` / `ESTALE` unless the fid's connection is the member's current one.
@@ -70,9 +79,17 @@ impl RemoteFid {
         self.member.current(&self.conn)
     }
 
-    /// Sends `msg` (which names this fid) on the fid's connection.
+    /// Sends `msg` (which names this fid) on the fid's connection, counted against
+    /// the user's share while it waits.
     pub fn call(&self, ctx: &Ctx, msg: impl Into<Tmessage>) -> FsResult<Rmessage> {
-        self.check()?;
+        let admitted = self.conn.is_parked(ctx);
+        if let Err(e) = self.check() {
+            if admitted {
+                self.conn.abandon(ctx);
+            }
+            return Err(e);
+        }
+        let _busy = self.conn.busy(&self.user, admitted)?;
         self.conn.call(ctx, msg.into())
     }
 
@@ -100,44 +117,60 @@ impl RemoteFid {
         self.check()?;
         let newfid = self.conn.fid_for(ctx);
         walk(ctx, &self.conn, self.fid, newfid, &[])?;
-        Ok(self.sibling(newfid))
+        self.sibling(newfid)
     }
 
-    /// A state for `fid`, a new fid at the same place.
-    pub fn sibling(&self, fid: u32) -> RemoteFid {
-        RemoteFid::new(
+    /// A state for `fid`, a new fid of the same user at the same place.
+    pub fn sibling(&self, fid: u32) -> FsResult<RemoteFid> {
+        RemoteFid::adopt(
             Arc::clone(&self.member),
             Arc::clone(&self.conn),
             fid,
             self.depth,
             self.up.clone(),
+            &self.user,
         )
+    }
+
+    /// This state's fid number in a new state, `depth` below the entry; this one
+    /// lets go of it without clunking or uncounting it.
+    fn moved(&self, depth: usize) -> RemoteFid {
+        self.gone.store(true, Ordering::SeqCst);
+        RemoteFid {
+            member: Arc::clone(&self.member),
+            conn: Arc::clone(&self.conn),
+            fid: self.fid,
+            depth,
+            up: self.up.clone(),
+            user: Arc::clone(&self.user),
+            gone: AtomicBool::new(false),
+        }
     }
 
     /// This fid number, now naming a file created in this directory (`Tlcreate`).
     pub fn moved_down(&self) -> RemoteFid {
-        self.gone.store(true, Ordering::SeqCst);
-        RemoteFid {
-            depth: self.depth + 1,
-            ..self.sibling(self.fid)
-        }
+        self.moved(self.depth + 1)
     }
 
     /// This fid number, in a new state at the same place (`Txattrcreate`).
     pub fn moved_here(&self) -> RemoteFid {
-        self.gone.store(true, Ordering::SeqCst);
-        self.sibling(self.fid)
+        self.moved(self.depth)
     }
 
     /// The member has let go of the fid (`Tremove`).
     pub fn forget(&self) {
-        self.gone.store(true, Ordering::SeqCst);
+        if !self.gone.swap(true, Ordering::SeqCst) {
+            self.conn.discharge(&self.user);
+        }
     }
 
     /// Clunks the fid on the member, unless it moved on or its connection is gone.
     pub fn release(&self) {
-        if !self.gone.swap(true, Ordering::SeqCst) && !self.conn.is_closed() {
-            self.conn.clunk(self.fid);
+        if !self.gone.swap(true, Ordering::SeqCst) {
+            self.conn.discharge(&self.user);
+            if !self.conn.is_closed() {
+                self.conn.clunk(self.fid);
+            }
         }
     }
 }

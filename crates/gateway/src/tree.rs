@@ -634,7 +634,10 @@ impl Filesystem for GatewayTree {
                 Pos::Local(place.clone())
             }
             Kind::Remote(r) => {
-                r.check()?;
+                if let Err(e) = r.check() {
+                    r.conn.abandon(ctx);
+                    return Err(e);
+                }
                 if leaves_member(r.depth, names) {
                     on_worker(ctx)?;
                 }
@@ -752,7 +755,14 @@ impl Filesystem for GatewayTree {
                 };
                 GwFid {
                     who: Arc::clone(who),
-                    kind: Kind::Remote(RemoteFid::new(member, conn, remote, depth, up)),
+                    kind: Kind::Remote(RemoteFid::adopt(
+                        member,
+                        conn,
+                        remote,
+                        depth,
+                        up,
+                        Self::user(who)?,
+                    )?),
                 }
             }
         };
@@ -1147,7 +1157,7 @@ impl Filesystem for GatewayTree {
             out,
             GwFid {
                 who: Arc::clone(&fid.who),
-                kind: Kind::Remote(r.sibling(newfid)),
+                kind: Kind::Remote(r.sibling(newfid)?),
             },
         ))
     }

@@ -382,3 +382,67 @@ fn a_node_may_only_register_its_own_name() {
     );
     tree.stop();
 }
+
+#[test]
+fn one_user_cannot_take_a_members_connection_from_the_others() {
+    use nf_gateway::member::{CALLS_PER_USER, FIDS_PER_USER};
+    let s = Setup::start();
+    let root = s.root();
+    let held: Vec<_> = (0..FIDS_PER_USER)
+        .map(|_| root.walk("/n/node1/status").unwrap())
+        .collect();
+    assert_eq!(
+        errno(root.walk("/n/node1/status").unwrap_err()),
+        nf_ninep::errno::EMFILE
+    );
+    // Another user on the same member connection is not held up.
+    let other = Client::connect_unix(&s.socket)
+        .unwrap()
+        .attach("nobody", "")
+        .unwrap();
+    assert!(!other.read_file("/n/node1/status").unwrap().is_empty());
+    drop(held);
+    root.walk("/n/node1/status")
+        .expect("fids given back are counted back");
+    // Requests waiting (blocked pipe reads) are bounded per user too.
+    let pipe = root.open("/n/node1/pipe/w", LOpenFlags::RDONLY).unwrap();
+    let waiting: Vec<_> = (0..CALLS_PER_USER)
+        .map(|_| {
+            root.client()
+                .start(Tread {
+                    fid: pipe.number(),
+                    offset: 0,
+                    count: 1,
+                })
+                .unwrap()
+        })
+        .collect();
+    // One more is refused once all of them wait on the member (they get there
+    // through a worker each: try until then, flushing a try that was let through).
+    let start = Instant::now();
+    let refused = loop {
+        let call = root
+            .client()
+            .start(Tread {
+                fid: pipe.number(),
+                offset: 0,
+                count: 1,
+            })
+            .unwrap();
+        match call.wait_timeout(Duration::from_millis(500)).unwrap() {
+            Some(Rmessage::Rlerror(e)) if e.ecode == nf_ninep::errno::EAGAIN => break true,
+            Some(other) => panic!("the pipe has nothing to read: {other:?}"),
+            None => {
+                let _ = call.flush_within(Some(BOUND));
+            }
+        }
+        if start.elapsed() > BOUND {
+            break false;
+        }
+    };
+    assert!(refused);
+    assert!(!other.read_file("/n/node1/status").unwrap().is_empty());
+    for call in waiting {
+        let _ = call.flush_within(Some(BOUND));
+    }
+}
