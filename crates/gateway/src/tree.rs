@@ -955,18 +955,9 @@ impl Filesystem for GatewayTree {
         Ok(m)
     }
 
-    fn readlink(&self, ctx: &Ctx, fid: &GwFid, req: &Treadlink) -> FsResult<Rreadlink> {
+    fn readlink(&self, ctx: &Ctx, fid: &GwFid, _req: &Treadlink) -> FsResult<Rreadlink> {
         let r = fid.remote()?;
-        reply!(
-            r.call(
-                ctx,
-                Treadlink {
-                    fid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rreadlink
-        )
+        reply!(r.call(ctx, Treadlink { fid: r.fid })?, Rreadlink)
     }
 
     fn link(&self, ctx: &Ctx, dir: &GwFid, fid: &GwFid, req: &Tlink) -> FsResult<Rlink> {
@@ -1056,18 +1047,9 @@ impl Filesystem for GatewayTree {
         )
     }
 
-    fn statfs(&self, ctx: &Ctx, fid: &GwFid, req: &Tstatfs) -> FsResult<Rstatfs> {
+    fn statfs(&self, ctx: &Ctx, fid: &GwFid, _req: &Tstatfs) -> FsResult<Rstatfs> {
         match &fid.kind {
-            Kind::Remote(r) => reply!(
-                r.call(
-                    ctx,
-                    Tstatfs {
-                        fid: r.fid,
-                        ..req.clone()
-                    }
-                )?,
-                Rstatfs
-            ),
+            Kind::Remote(r) => reply!(r.call(ctx, Tstatfs { fid: r.fid })?, Rstatfs),
             Kind::Local { .. } => Ok(nf_ninep_server::synthetic_statfs()),
         }
     }

@@ -189,7 +189,6 @@ impl Plan {
         let mut copies = Vec::new();
         for k in 0..self.per_node {
             let root = connect(&addr, &opts)
-                .map_err(nf_node::connect::ConnectError::from)
                 .and_then(|c| Ok(c.attach(&opts.user, &aname)?))
                 .map_err(|e| format!("connecting: {e}"))?;
             let binary = self.binary_for(&root)?;
