@@ -44,9 +44,21 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::{Mutex, PoisonError};
 
 /// The harness's own hard timeout (it kills QEMU and the server when it expires).
-const HARNESS_TIMEOUT_S: u32 = 300;
+const HARNESS_TIMEOUT_S: u32 = 420;
+
+/// How long one guest check may take before the guest kills it as hung (the harness's
+/// default is 60 s). `readdir_many` (300 creates, a listing and an `rm -r`, each a few
+/// 9P requests, under TCG) took 37 s against `nf serve` and 54 s through the gateway on
+/// a 2-core host at load 8, and went past 60 s through the gateway with both tests'
+/// guests running at once; 120 s still tells a hang from a slow machine.
+const CHECK_TIMEOUT_S: u32 = 120;
+
+/// One guest at a time: each TCG guest keeps a core busy, and on a small host two of
+/// them starve the servers under test (the gateway's extra hop most).
+static ONE_GUEST: Mutex<()> = Mutex::new(());
 
 /// Guest checks the assertions name besides the summary (the flush, the FIFO, a long
 /// readdir, the mount still usable after the flush, a clean umount, the job through
@@ -92,6 +104,8 @@ fn nf() -> String {
 /// the harness's whole output unless every guest and host check passed, the named ones
 /// included. `what` names the server in the messages.
 fn assert_harness_passes(what: &str, server: &str, subdir: &str, block: &str, xcpu: &str) {
+    // A panic of the other test poisons the lock; this one still runs.
+    let _one_guest = ONE_GUEST.lock().unwrap_or_else(PoisonError::into_inner);
     let harness = repo().join("tests/kernel9p/run.sh");
     let account = nf_testkit::users::test_account()
         .unwrap_or_else(|e| panic!("the kernel test's permission checks need their account: {e}"));
@@ -101,6 +115,7 @@ fn assert_harness_passes(what: &str, server: &str, subdir: &str, block: &str, xc
         .args(["--server", server])
         .args(["--subdir", subdir, "--block", block])
         .args(["--timeout", &HARNESS_TIMEOUT_S.to_string()])
+        .args(["--check-timeout", &CHECK_TIMEOUT_S.to_string()])
         .args(["--user", &user])
         .args(["--xcpu", xcpu])
         .output()
