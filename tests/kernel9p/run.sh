@@ -54,7 +54,9 @@
 #       [--subdir REL] [--block REL] [--flush-wait S] [--check-timeout S]
 #       [--mount-opts OPTS] [--user UID:GID] [--xcpu REL] [--no-host-check] [--keep]
 #   --xcpu REL: the server exports XCPU-style job files at /mnt/REL (nf serve: xcpu);
-#   the guest then starts a job there with echo and cat alone (check xcpu_job).
+#   the guest then starts a job there with echo and cat alone (check xcpu_job; the job
+#   must see its session number in NF_XCPU_SESSION: the one clone gave, or N when the
+#   server's procs line for it is "ID HOST N", a session placed on HOST as number N).
 # Example (the reference server, Debian's diod; it takes the export path as the attach
 # name, and answers Tflush of a running request only when that request has finished,
 # i.e. when the lease is broken after lease-break-time, hence --flush-wait 60):
