@@ -94,7 +94,8 @@ impl Sessions {
         remote: u64,
         owner: &Arc<str>,
     ) -> Arc<Session> {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        // Numbered from 1, as a node numbers its own.
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let s = Arc::new(Session {
             id,
             member: Arc::clone(member),
