@@ -18,8 +18,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nf_ninep_server::{Listener, Server, ServerConfig, ServerError};
-use nf_node::tls::{server_config, TlsError, TlsFiles, TlsListener};
+use nf_ninep_server::{Server, ServerConfig};
+use nf_node::listen::{check_plan, Listeners};
+use nf_node::tls::TlsFiles;
+use nf_node::ServeError;
 
 use crate::config::{member_addr, GatewayConfig};
 use crate::member::{Dial, Member, Members};
@@ -43,39 +45,21 @@ pub struct GatewayOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GatewayError {
-    /// Tcp on a non-loopback address without TLS.
-    #[error("refusing to listen on {addr} without authentication: configure TLS (--tls-cert, --tls-key, --tls-client-ca) or listen on loopback")]
-    RemoteWithoutAuth {
-        /// The address.
-        addr: SocketAddr,
-    },
     /// Nothing to listen on.
     #[error("nothing to listen on: give --unix PATH or --tcp ADDR:PORT")]
     NoListener,
     /// The config is wrong.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    /// A listener could not start.
+    /// Listening failed, or the plan was refused (tcp beyond loopback without TLS).
     #[error(transparent)]
-    Listen(#[from] ServerError),
-    /// TLS could not be set up.
-    #[error(transparent)]
-    Tls(#[from] TlsError),
-    /// A TLS listener could not bind.
-    #[error("listening on {addr} (TLS): {source}")]
-    BindTls {
-        /// The address.
-        addr: SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
-    },
+    Listen(#[from] ServeError),
 }
 
 /// A running gateway.
 pub struct Gateway {
     server: Server<GatewayTree>,
-    listeners: Vec<Listener>,
-    tls_listeners: Vec<TlsListener>,
+    listeners: Listeners,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -93,12 +77,7 @@ impl Gateway {
         if opts.unix.is_none() && opts.tcp.is_empty() {
             return Err(GatewayError::NoListener);
         }
-        if opts.tls.is_none() {
-            if let Some(addr) = opts.tcp.iter().find(|a| !a.ip().is_loopback()) {
-                return Err(GatewayError::RemoteWithoutAuth { addr: *addr });
-            }
-        }
-        let tls = opts.tls.as_ref().map(server_config).transpose()?;
+        check_plan(&opts.tcp, opts.tls.as_ref())?;
         let members = Arc::new(Members::default());
         for m in &config.members {
             let addr = member_addr(&m.addr).map_err(|e| {
@@ -142,39 +121,14 @@ impl Gateway {
             tree.watch(&m);
         }
         let server = Server::with_config(tree, opts.limits.clone());
-        let mut listeners = Vec::new();
-        if let Some(path) = &opts.unix {
-            listeners.push(server.listen_unix(path)?);
-        }
-        let mut tls_listeners = Vec::new();
-        for addr in &opts.tcp {
-            match &tls {
-                Some(tls) => tls_listeners.push(
-                    TlsListener::start(server.clone(), *addr, Arc::clone(tls)).map_err(
-                        |source| GatewayError::BindTls {
-                            addr: *addr,
-                            source,
-                        },
-                    )?,
-                ),
-                None => listeners.push(server.listen_tcp(*addr)?),
-            }
-        }
-        Ok(Gateway {
-            server,
-            listeners,
-            tls_listeners,
-        })
+        let listeners =
+            Listeners::start(&server, opts.unix.as_deref(), &opts.tcp, opts.tls.as_ref())?;
+        Ok(Gateway { server, listeners })
     }
 
     /// Where it listens, as `nf` takes addresses.
     pub fn addrs(&self) -> Vec<String> {
-        let plain = self.listeners.iter().map(|l| l.addr().to_string());
-        let tls = self
-            .tls_listeners
-            .iter()
-            .map(|l| format!("tls:{}", l.addr()));
-        plain.chain(tls).collect()
+        self.listeners.addrs().collect()
     }
 
     /// The tree (members, for tests and status).
@@ -185,12 +139,7 @@ impl Gateway {
     /// Stops (the steps in the module docs); true if every client let go of its fids
     /// within `timeout`.
     pub fn shutdown(self, timeout: Duration) -> bool {
-        for l in self.listeners {
-            l.stop();
-        }
-        for l in self.tls_listeners {
-            l.stop();
-        }
+        self.listeners.stop();
         self.server.fs().stop();
         self.server.shutdown(timeout)
     }

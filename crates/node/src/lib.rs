@@ -20,6 +20,7 @@
 //! | [`access`] | the attach check: who the kernel or a certificate says the peer is → the account whose rights its requests run with |
 //! | [`xcpu`] | `/xcpu`: jobs as files (sessions, uploads, output, exit) |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
+//! | [`listen`] | unix and tcp / TLS listeners, and the refusal of unsafe plans |
 //! | [`join`] | registering with a gateway (`nf serve --join`) |
 //! | [`tls`] | TLS with client certificates for remote connections |
 //! | [`shm`] | 9P over a shared-memory byte channel |
@@ -32,6 +33,7 @@ pub mod access;
 pub mod addr;
 pub mod connect;
 pub mod join;
+pub mod listen;
 pub mod mem;
 pub mod pipe;
 pub mod serve;

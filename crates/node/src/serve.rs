@@ -22,16 +22,16 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use nf_ninep_server::{ListenAddr, Listener, Server, ServerConfig, ServerError};
+use nf_ninep_server::{Server, ServerConfig, ServerError};
 use nf_ninep_trees::synthetic::Stream;
 use nf_ninep_trees::MountTable;
 
 use crate::join::{JoinConfig, JoinError, JoinPlan, Joiner};
+use crate::listen::Listeners;
 use crate::shm::{ShmListener, DEFAULT_CAPACITY as SHM_CAPACITY};
-use crate::tls::{server_config, TlsError, TlsFiles, TlsListener};
+use crate::tls::{TlsError, TlsFiles};
 use crate::tree::{build, NodeConfig, TreeBuildError};
 use crate::xcpu::Xcpu;
 
@@ -108,8 +108,7 @@ pub enum ServeError {
 /// A running node server.
 pub struct Daemon {
     server: Server<MountTable>,
-    listeners: Vec<Listener>,
-    tls_listeners: Vec<TlsListener>,
+    listeners: Listeners,
     shm_listener: Option<ShmListener>,
     log: Stream,
     xcpu: Xcpu,
@@ -130,17 +129,12 @@ impl Daemon {
         if config.unix.is_none() && config.tcp.is_empty() && config.shm.is_none() {
             return Err(ServeError::NoListener);
         }
-        if config.tls.is_none() {
-            if let Some(addr) = config.tcp.iter().find(|a| !a.ip().is_loopback()) {
-                return Err(ServeError::RemoteWithoutAuth { addr: *addr });
-            }
-        }
+        crate::listen::check_plan(&config.tcp, config.tls.as_ref())?;
         let join = config
             .join
             .as_ref()
             .map(|j| JoinPlan::new(j, config.tls.as_ref(), !config.tcp.is_empty()))
             .transpose()?;
-        let tls = config.tls.as_ref().map(server_config).transpose()?;
         let mut node = config.node.clone();
         if node.xcpu.forward_tls.is_none() {
             // Tree spawn hands sessions on as this node, with its own certificate.
@@ -148,16 +142,12 @@ impl Daemon {
         }
         let tree = build(&node)?;
         let server = Server::with_config(tree.table, config.limits.clone());
-        let mut listeners = Vec::new();
-        if let Some(path) = &config.unix {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                make_private_dir(dir).map_err(|source| ServeError::SocketDir {
-                    dir: dir.to_path_buf(),
-                    source,
-                })?;
-            }
-            listeners.push(server.listen_unix(path)?);
-        }
+        let listeners = Listeners::start(
+            &server,
+            config.unix.as_deref(),
+            &config.tcp,
+            config.tls.as_ref(),
+        )?;
         let shm_listener = match &config.shm {
             Some(path) => Some(
                 ShmListener::start(server.clone(), path, SHM_CAPACITY).map_err(|source| {
@@ -169,29 +159,11 @@ impl Daemon {
             ),
             None => None,
         };
-        let mut tls_listeners = Vec::new();
-        for addr in &config.tcp {
-            match &tls {
-                Some(tls) => tls_listeners.push(
-                    TlsListener::start(server.clone(), *addr, Arc::clone(tls)).map_err(
-                        |source| ServeError::BindTls {
-                            addr: *addr,
-                            source,
-                        },
-                    )?,
-                ),
-                None => {
-                    tracing::info!(%addr, "plain tcp on loopback: each peer is known by the uid that owns its socket (asked of the kernel), as on the unix socket");
-                    listeners.push(server.listen_tcp(*addr)?);
-                }
-            }
-        }
-        let tls_port = tls_listeners.first().map(|l| l.addr().port());
+        let tls_port = listeners.tls_port();
         let joiner = join.map(|plan| plan.start(tls_port)).transpose()?;
         Ok(Daemon {
             server,
             listeners,
-            tls_listeners,
             shm_listener,
             log: tree.log,
             xcpu: tree.xcpu,
@@ -203,25 +175,16 @@ impl Daemon {
     /// `tls:IP:PORT` or `shm:PATH` (the real port
     /// when 0 was asked for).
     pub fn addrs(&self) -> Vec<String> {
-        let plain = self.listeners.iter().map(|l| l.addr().to_string());
-        let tls = self
-            .tls_listeners
-            .iter()
-            .map(|l| format!("tls:{}", l.addr()));
         let shm = self
             .shm_listener
             .iter()
             .map(|l| format!("shm:{}", l.path().display()));
-        plain.chain(tls).chain(shm).collect()
+        self.listeners.addrs().chain(shm).collect()
     }
 
     /// The tcp address of the first tcp or TLS listener.
     pub fn tcp_addr(&self) -> Option<SocketAddr> {
-        let plain = self.listeners.iter().find_map(|l| match l.addr() {
-            ListenAddr::Tcp(a) => Some(*a),
-            ListenAddr::Unix(_) => None,
-        });
-        plain.or_else(|| self.tls_listeners.first().map(TlsListener::addr))
+        self.listeners.tcp_addr()
     }
 
     /// The server, for counters and extra transports.
@@ -245,12 +208,7 @@ impl Daemon {
         if let Some(j) = self.joiner {
             j.stop();
         }
-        for l in self.listeners {
-            l.stop();
-        }
-        for l in self.tls_listeners {
-            l.stop();
-        }
+        self.listeners.stop();
         if let Some(l) = self.shm_listener {
             l.stop();
         }
@@ -258,16 +216,4 @@ impl Daemon {
         self.log.close();
         self.server.shutdown(timeout)
     }
-}
-
-/// Creates `dir` (and parents) with mode 0700 if missing.
-fn make_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }

@@ -9,9 +9,8 @@ use anyhow::Context;
 use clap::Args;
 use nf_gateway::{Gateway, GatewayConfig, GatewayOptions};
 use nf_ninep_server::ServerConfig;
-use nf_node::tls::TlsFiles;
 
-use super::serve::{detach, quiet_if_detached};
+use super::serve::{detach, quiet_if_detached, ListenTlsArgs};
 
 /// The line a started gateway prints once it listens.
 const READY: &str = "nf gateway: ready";
@@ -34,16 +33,11 @@ pub struct GatewayArgs {
     /// Listen on tcp ADDR:PORT (repeatable). Loopback only, unless TLS is configured.
     #[arg(long, value_name = "ADDR:PORT")]
     pub tcp: Vec<SocketAddr>,
-    /// The gateway's certificate (PEM; nf cert gateway): served to clients, and
-    /// presented to members when it attaches for users.
-    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_client_ca"])]
-    pub tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM).
-    #[arg(long, value_name = "PEM", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// CA certificate(s) of users, nodes and other gateways (PEM).
-    #[arg(long, value_name = "PEM", requires = "tls_cert")]
-    pub tls_client_ca: Option<PathBuf>,
+    /// The gateway's certificate (nf cert gateway NAME), key and the CA of users,
+    /// nodes and gateways: served to clients, and presented to members when it
+    /// attaches for users.
+    #[command(flatten)]
+    pub tls: ListenTlsArgs,
     /// Largest 9P message, towards clients and members, in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     pub msize: u32,
@@ -68,14 +62,7 @@ pub fn main(a: GatewayArgs) -> anyhow::Result<i32> {
             nf_ninep::MIN_MSIZE
         );
     }
-    let tls = match (&a.tls_cert, &a.tls_key, &a.tls_client_ca) {
-        (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
-            cert: cert.clone(),
-            key: key.clone(),
-            ca: ca.clone(),
-        }),
-        _ => None,
-    };
+    let tls = a.tls.files();
     let opts = GatewayOptions {
         unix: a.unix.clone(),
         tcp: a.tcp.clone(),

@@ -85,15 +85,9 @@ pub struct ServeArgs {
     /// unless TLS is configured.
     #[arg(long, value_name = "ADDR:PORT")]
     pub tcp: Vec<SocketAddr>,
-    /// This server's TLS certificate chain (PEM); makes every --tcp listener TLS.
-    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_client_ca"])]
-    pub tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM).
-    #[arg(long, value_name = "PEM", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// CA certificate(s) that sign the clients' certificates (PEM).
-    #[arg(long, value_name = "PEM", requires = "tls_cert")]
-    pub tls_client_ca: Option<PathBuf>,
+    /// TLS for the tcp listeners.
+    #[command(flatten)]
+    pub tls: ListenTlsArgs,
     /// Directory served as /fs (read-write) and /ro (read-only, writes kept in memory).
     #[arg(long, value_name = "DIR")]
     pub export: Option<PathBuf>,
@@ -221,6 +215,34 @@ fn parse_tls_addr(s: &str) -> Result<Addr, String> {
     }
 }
 
+/// A server's TLS files (`nf serve`, `nf gateway`).
+#[derive(Args, Debug, Clone)]
+pub struct ListenTlsArgs {
+    /// This server's TLS certificate chain (PEM); makes every --tcp listener TLS.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_client_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificate(s) that sign the clients' certificates (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+}
+
+impl ListenTlsArgs {
+    /// The files, when all three are given (clap requires that of any one).
+    pub fn files(&self) -> Option<TlsFiles> {
+        match (&self.tls_cert, &self.tls_key, &self.tls_client_ca) {
+            (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                ca: ca.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// `/log` once the tree exists; log lines written before go to stderr only.
 static LOG: OnceLock<Stream> = OnceLock::new();
 /// Set once a detached server is ready: its parent has gone, and with it the terminal.
@@ -291,14 +313,7 @@ impl ServeArgs {
                 PathBuf::from(p)
             })
         });
-        let tls = match (&self.tls_cert, &self.tls_key, &self.tls_client_ca) {
-            (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-                ca: ca.clone(),
-            }),
-            _ => None,
-        };
+        let tls = self.tls.files();
         Ok(ServeConfig {
             unix,
             shm,
