@@ -29,6 +29,20 @@ macro_rules! reply {
 }
 pub(crate) use reply;
 
+/// Passes `$msg` on through remote fid `$r` and picks reply `$v`; with `stamped`, its
+/// qid is stamped as the gateway shows it.
+macro_rules! pass {
+    ($r:expr, $ctx:expr, $msg:expr => $v:ident) => {
+        $crate::proxy::reply!($r.call($ctx, $msg)?, $v)
+    };
+    ($r:expr, $ctx:expr, $msg:expr => $v:ident, stamped) => {{
+        let mut out: nf_ninep::message::$v = $crate::proxy::reply!($r.call($ctx, $msg)?, $v)?;
+        out.qid = $r.remap(out.qid);
+        nf_ninep_server::FsResult::Ok(out)
+    }};
+}
+pub(crate) use pass;
+
 /// A fid on a member's connection.
 #[derive(Debug)]
 pub struct RemoteFid {

@@ -26,7 +26,7 @@ use nf_ninep_server::{Ctx, Filesystem, FsError, FsResult, Walked};
 
 use crate::access::{self, Who};
 use crate::member::{lock, Conn, Dial, Member, Members};
-use crate::proxy::{reply, RemoteFid};
+use crate::proxy::{pass, reply, RemoteFid};
 use crate::view::{self, Scope, View};
 use crate::xcpu::{Hold, Sessions};
 
@@ -780,18 +780,7 @@ impl Filesystem for GatewayTree {
                 attr: local_attr(place, self.started),
             }),
             Kind::Remote(r) => {
-                let mut a = reply!(
-                    r.call(
-                        ctx,
-                        Tgetattr {
-                            fid: r.fid,
-                            ..req.clone()
-                        }
-                    )?,
-                    Rgetattr
-                )?;
-                a.qid = r.remap(a.qid);
-                Ok(a)
+                pass!(r, ctx, Tgetattr { fid: r.fid, ..req.clone() } => Rgetattr, stamped)
             }
         }
     }
@@ -799,18 +788,7 @@ impl Filesystem for GatewayTree {
     fn lopen(&self, ctx: &Ctx, fid: &GwFid, req: &Tlopen) -> FsResult<Rlopen> {
         let (place, open) = match &fid.kind {
             Kind::Remote(r) => {
-                let mut o = reply!(
-                    r.call(
-                        ctx,
-                        Tlopen {
-                            fid: r.fid,
-                            ..req.clone()
-                        }
-                    )?,
-                    Rlopen
-                )?;
-                o.qid = r.remap(o.qid);
-                return Ok(o);
+                return pass!(r, ctx, Tlopen { fid: r.fid, ..req.clone() } => Rlopen, stamped)
             }
             Kind::Local { place, open } => (place, open),
         };
@@ -853,16 +831,7 @@ impl Filesystem for GatewayTree {
 
     fn read(&self, ctx: &Ctx, fid: &GwFid, req: &Tread) -> FsResult<Rread> {
         match &fid.kind {
-            Kind::Remote(r) => reply!(
-                r.call(
-                    ctx,
-                    Tread {
-                        fid: r.fid,
-                        ..req.clone()
-                    }
-                )?,
-                Rread
-            ),
+            Kind::Remote(r) => pass!(r, ctx, Tread { fid: r.fid, ..req.clone() } => Rread),
             Kind::Local { open, .. } => {
                 let open = lock(open);
                 let data = match &*open {
@@ -883,17 +852,9 @@ impl Filesystem for GatewayTree {
 
     fn write(&self, ctx: &Ctx, fid: &GwFid, req: &Twrite) -> FsResult<Rwrite> {
         match &fid.kind {
-            Kind::Remote(r) => reply!(
-                r.call(
-                    ctx,
-                    Twrite {
-                        fid: r.fid,
-                        offset: req.offset,
-                        data: req.data.clone()
-                    }
-                )?,
-                Rwrite
-            ),
+            Kind::Remote(r) => {
+                pass!(r, ctx, Twrite { fid: r.fid, offset: req.offset, data: req.data.clone() } => Rwrite)
+            }
             Kind::Local {
                 place: Local::Join, ..
             } => match &*fid.who {
@@ -913,16 +874,7 @@ impl Filesystem for GatewayTree {
     fn readdir(&self, ctx: &Ctx, dir: &GwFid, req: &Treaddir) -> FsResult<Rreaddir> {
         match &dir.kind {
             Kind::Remote(r) => {
-                let mut out = reply!(
-                    r.call(
-                        ctx,
-                        Treaddir {
-                            fid: r.fid,
-                            ..req.clone()
-                        }
-                    )?,
-                    Rreaddir
-                )?;
+                let mut out = pass!(r, ctx, Treaddir { fid: r.fid, ..req.clone() } => Rreaddir)?;
                 r.remap_listing(&mut out)?;
                 Ok(out)
             }
@@ -954,17 +906,8 @@ impl Filesystem for GatewayTree {
 
     fn lcreate(&self, ctx: &Ctx, dir: &GwFid, req: &Tlcreate) -> FsResult<(Rlcreate, GwFid)> {
         let r = dir.remote().map_err(|_| FsError::Errno(EACCES))?;
-        let mut c = reply!(
-            r.call(
-                ctx,
-                Tlcreate {
-                    fid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rlcreate
-        )?;
-        c.qid = r.remap(c.qid);
+        let c: Rlcreate =
+            pass!(r, ctx, Tlcreate { fid: r.fid, ..req.clone() } => Rlcreate, stamped)?;
         Ok((
             c,
             GwFid {
@@ -976,85 +919,32 @@ impl Filesystem for GatewayTree {
 
     fn mkdir(&self, ctx: &Ctx, dir: &GwFid, req: &Tmkdir) -> FsResult<Rmkdir> {
         let r = dir.remote().map_err(|_| FsError::Errno(EACCES))?;
-        let mut m = reply!(
-            r.call(
-                ctx,
-                Tmkdir {
-                    dfid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rmkdir
-        )?;
-        m.qid = r.remap(m.qid);
-        Ok(m)
+        pass!(r, ctx, Tmkdir { dfid: r.fid, ..req.clone() } => Rmkdir, stamped)
     }
 
     fn mknod(&self, ctx: &Ctx, dir: &GwFid, req: &Tmknod) -> FsResult<Rmknod> {
         let r = dir.remote().map_err(|_| FsError::Errno(EACCES))?;
-        let mut m = reply!(
-            r.call(
-                ctx,
-                Tmknod {
-                    dfid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rmknod
-        )?;
-        m.qid = r.remap(m.qid);
-        Ok(m)
+        pass!(r, ctx, Tmknod { dfid: r.fid, ..req.clone() } => Rmknod, stamped)
     }
 
     fn symlink(&self, ctx: &Ctx, dir: &GwFid, req: &Tsymlink) -> FsResult<Rsymlink> {
         let r = dir.remote().map_err(|_| FsError::Errno(EACCES))?;
-        let mut m = reply!(
-            r.call(
-                ctx,
-                Tsymlink {
-                    fid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rsymlink
-        )?;
-        m.qid = r.remap(m.qid);
-        Ok(m)
+        pass!(r, ctx, Tsymlink { fid: r.fid, ..req.clone() } => Rsymlink, stamped)
     }
 
     fn readlink(&self, ctx: &Ctx, fid: &GwFid, _req: &Treadlink) -> FsResult<Rreadlink> {
         let r = fid.remote()?;
-        reply!(r.call(ctx, Treadlink { fid: r.fid })?, Rreadlink)
+        pass!(r, ctx, Treadlink { fid: r.fid } => Rreadlink)
     }
 
     fn link(&self, ctx: &Ctx, dir: &GwFid, fid: &GwFid, req: &Tlink) -> FsResult<Rlink> {
         let (d, f) = crate::proxy::same_member(dir.remote(), fid.remote())?;
-        reply!(
-            d.call(
-                ctx,
-                Tlink {
-                    dfid: d.fid,
-                    fid: f.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rlink
-        )
+        pass!(d, ctx, Tlink { dfid: d.fid, fid: f.fid, ..req.clone() } => Rlink)
     }
 
     fn rename(&self, ctx: &Ctx, fid: &GwFid, dir: &GwFid, req: &Trename) -> FsResult<Rrename> {
         let (f, d) = crate::proxy::same_member(fid.remote(), dir.remote())?;
-        reply!(
-            f.call(
-                ctx,
-                Trename {
-                    fid: f.fid,
-                    dfid: d.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rrename
-        )
+        pass!(f, ctx, Trename { fid: f.fid, dfid: d.fid, ..req.clone() } => Rrename)
     }
 
     fn renameat(
@@ -1065,31 +955,12 @@ impl Filesystem for GatewayTree {
         req: &Trenameat,
     ) -> FsResult<Rrenameat> {
         let (o, n) = crate::proxy::same_member(olddir.remote(), newdir.remote())?;
-        reply!(
-            o.call(
-                ctx,
-                Trenameat {
-                    olddirfid: o.fid,
-                    newdirfid: n.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rrenameat
-        )
+        pass!(o, ctx, Trenameat { olddirfid: o.fid, newdirfid: n.fid, ..req.clone() } => Rrenameat)
     }
 
     fn unlinkat(&self, ctx: &Ctx, dir: &GwFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
         let r = dir.remote().map_err(|_| FsError::Errno(EACCES))?;
-        reply!(
-            r.call(
-                ctx,
-                Tunlinkat {
-                    dirfid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Runlinkat
-        )
+        pass!(r, ctx, Tunlinkat { dirfid: r.fid, ..req.clone() } => Runlinkat)
     }
 
     fn remove(&self, ctx: &Ctx, fid: &GwFid) -> FsResult<Rremove> {
@@ -1102,37 +973,19 @@ impl Filesystem for GatewayTree {
 
     fn setattr(&self, ctx: &Ctx, fid: &GwFid, req: &Tsetattr) -> FsResult<Rsetattr> {
         let r = fid.remote().map_err(|_| FsError::Errno(EACCES))?;
-        reply!(
-            r.call(
-                ctx,
-                Tsetattr {
-                    fid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rsetattr
-        )
+        pass!(r, ctx, Tsetattr { fid: r.fid, ..req.clone() } => Rsetattr)
     }
 
     fn statfs(&self, ctx: &Ctx, fid: &GwFid, _req: &Tstatfs) -> FsResult<Rstatfs> {
         match &fid.kind {
-            Kind::Remote(r) => reply!(r.call(ctx, Tstatfs { fid: r.fid })?, Rstatfs),
+            Kind::Remote(r) => pass!(r, ctx, Tstatfs { fid: r.fid } => Rstatfs),
             Kind::Local { .. } => Ok(nf_ninep_server::synthetic_statfs()),
         }
     }
 
     fn fsync(&self, ctx: &Ctx, fid: &GwFid, req: &Tfsync) -> FsResult<Rfsync> {
         match &fid.kind {
-            Kind::Remote(r) => reply!(
-                r.call(
-                    ctx,
-                    Tfsync {
-                        fid: r.fid,
-                        ..req.clone()
-                    }
-                )?,
-                Rfsync
-            ),
+            Kind::Remote(r) => pass!(r, ctx, Tfsync { fid: r.fid, ..req.clone() } => Rfsync),
             Kind::Local { .. } => Ok(Rfsync),
         }
     }
@@ -1142,17 +995,7 @@ impl Filesystem for GatewayTree {
             .remote()
             .map_err(|_| FsError::Errno(nf_ninep::errno::EOPNOTSUPP))?;
         let newfid = r.conn.fid_for(ctx);
-        let out = reply!(
-            r.call(
-                ctx,
-                Txattrwalk {
-                    fid: r.fid,
-                    newfid,
-                    ..req.clone()
-                }
-            )?,
-            Rxattrwalk
-        )?;
+        let out = pass!(r, ctx, Txattrwalk { fid: r.fid, newfid, ..req.clone() } => Rxattrwalk)?;
         Ok((
             out,
             GwFid {
@@ -1171,16 +1014,7 @@ impl Filesystem for GatewayTree {
         let r = fid
             .remote()
             .map_err(|_| FsError::Errno(nf_ninep::errno::EOPNOTSUPP))?;
-        let out = reply!(
-            r.call(
-                ctx,
-                Txattrcreate {
-                    fid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rxattrcreate
-        )?;
+        let out = pass!(r, ctx, Txattrcreate { fid: r.fid, ..req.clone() } => Rxattrcreate)?;
         Ok((
             out,
             GwFid {
@@ -1194,32 +1028,14 @@ impl Filesystem for GatewayTree {
         let r = fid
             .remote()
             .map_err(|_| FsError::Errno(nf_ninep::errno::ENOLCK))?;
-        reply!(
-            r.call(
-                ctx,
-                Tlock {
-                    fid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rlock
-        )
+        pass!(r, ctx, Tlock { fid: r.fid, ..req.clone() } => Rlock)
     }
 
     fn getlock(&self, ctx: &Ctx, fid: &GwFid, req: &Tgetlock) -> FsResult<Rgetlock> {
         let r = fid
             .remote()
             .map_err(|_| FsError::Errno(nf_ninep::errno::ENOLCK))?;
-        reply!(
-            r.call(
-                ctx,
-                Tgetlock {
-                    fid: r.fid,
-                    ..req.clone()
-                }
-            )?,
-            Rgetlock
-        )
+        pass!(r, ctx, Tgetlock { fid: r.fid, ..req.clone() } => Rgetlock)
     }
 
     fn clunk(&self, _ctx: &Ctx, fid: &GwFid) -> FsResult<()> {
