@@ -24,7 +24,7 @@
 //! | [`member`] | members' connections: connect, probe, lose, reconnect |
 //! | [`proxy`] | fids below a member: requests passed through |
 //! | [`qid`] | qids kept unique across members and nested gateways |
-//! | [`tree`] | the gateway's own tree and the walk across it |
+//! | [`tree`] | the gateway's own tree (`local`), the walk across it (`walk`), the 9P methods |
 //! | [`view`] | scopes: which members a view holds, who may use it |
 //! | [`status`] | `/status` and `/status.json` |
 //! | [`xcpu`] | `/xcpu/clone`: placing a session on the member that fits |

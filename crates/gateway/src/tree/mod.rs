@@ -21,95 +21,20 @@ use std::time::SystemTime;
 use nf_ninep::errno::{EACCES, EBADF, EHOSTDOWN, EINVAL, EIO, EISDIR, ENOENT, ENOTDIR};
 use nf_ninep::message::*;
 use nf_ninep::readdir::encode_dirents;
-use nf_ninep::types::{Attr, Dirent, GetattrMask, Qid, QidType, Timespec};
+use nf_ninep::types::{Dirent, GetattrMask, Qid, QidType, Timespec};
 use nf_ninep_server::{Ctx, Filesystem, FsError, FsResult, Walked};
 
 use crate::access::{self, Who};
-use crate::member::{lock, Conn, Dial, Member, Members};
+use crate::member::{lock, Dial, Member, Members};
 use crate::proxy::{pass, reply, RemoteFid};
 use crate::view::{self, Scope, View};
 use crate::xcpu::{Hold, Sessions};
 
-/// A place in the gateway's own tree.
-#[derive(Clone, Debug)]
-pub enum Local {
-    /// The root of a scope (the gateway's root, or `/views/NAME`).
-    Top(Scope),
-    /// `/views`.
-    Views,
-    /// A scope's `n/`.
-    N(Scope),
-    /// A scope's `xcpu/`.
-    Xcpu(Scope),
-    /// A scope's `status`.
-    Status(Scope),
-    /// A scope's `status.json`.
-    StatusJson(Scope),
-    /// A scope's `xcpu/clone`.
-    Clone(Scope),
-    /// A scope's `xcpu/procs`.
-    Procs(Scope),
-    /// `/join`.
-    Join,
-}
+mod local;
+mod walk;
 
-impl Local {
-    fn is_dir(&self) -> bool {
-        matches!(
-            self,
-            Local::Top(_) | Local::Views | Local::N(_) | Local::Xcpu(_)
-        )
-    }
-
-    /// The qid: paths below 2^40, one block of 16 per scope.
-    fn qid(&self) -> Qid {
-        let (scope, slot) = match self {
-            Local::Top(s) => (s, 0),
-            Local::Views => (&None, 1),
-            Local::N(s) => (s, 2),
-            Local::Xcpu(s) => (s, 3),
-            Local::Status(s) => (s, 4),
-            Local::StatusJson(s) => (s, 5),
-            Local::Clone(s) => (s, 6),
-            Local::Procs(s) => (s, 7),
-            Local::Join => (&None, 8),
-        };
-        Qid {
-            ty: if self.is_dir() {
-                QidType::DIR
-            } else {
-                QidType::FILE
-            },
-            version: 0,
-            path: 1 + u64::from(view::number(scope)) * 16 + slot,
-        }
-    }
-
-    fn scope(&self) -> Scope {
-        match self {
-            Local::Top(s)
-            | Local::N(s)
-            | Local::Xcpu(s)
-            | Local::Status(s)
-            | Local::StatusJson(s)
-            | Local::Clone(s)
-            | Local::Procs(s) => s.clone(),
-            Local::Views | Local::Join => None,
-        }
-    }
-
-    /// The directory above.
-    fn parent(&self) -> Local {
-        match self {
-            Local::Top(None) | Local::Views | Local::Join => Local::Top(None),
-            Local::Top(Some(_)) => Local::Views,
-            Local::N(s) | Local::Xcpu(s) | Local::Status(s) | Local::StatusJson(s) => {
-                Local::Top(s.clone())
-            }
-            Local::Clone(s) | Local::Procs(s) => Local::Xcpu(s.clone()),
-        }
-    }
-}
+pub use local::Local;
+use local::{local_attr, stays_local};
 
 /// What an open local file reads.
 #[derive(Debug)]
@@ -166,22 +91,6 @@ pub struct GatewayTree {
     started: Timespec,
     monitors: Mutex<Vec<std::thread::JoinHandle<()>>>,
     stopping: AtomicBool,
-}
-
-/// Where a walk is.
-enum Pos {
-    Local(Local),
-    /// Below a member: the fid there (owned: made during this walk, to be released
-    /// when the walk moves on), the depth below the member's entry, and where `..`
-    /// from depth 0 leads.
-    Remote {
-        member: Arc<Member>,
-        conn: Arc<Conn>,
-        fid: u32,
-        owned: bool,
-        depth: usize,
-        up: Local,
-    },
 }
 
 impl GatewayTree {
@@ -245,140 +154,10 @@ impl GatewayTree {
             .collect()
     }
 
-    /// One local step: `name` inside `place`, and the qid shown for it.
-    fn step(&self, ctx: &Ctx, who: &Arc<Who>, place: &Local, name: &str) -> FsResult<(Pos, Qid)> {
-        let local = |l: Local| {
-            let q = l.qid();
-            Ok((Pos::Local(l), q))
-        };
-        if let Who::Node(_) = &**who {
-            return match (place, name) {
-                (Local::Top(None), "join") => local(Local::Join),
-                _ => Err(FsError::Errno(EACCES)),
-            };
-        }
-        if name == "." {
-            return local(place.clone());
-        }
-        if name == ".." {
-            return local(place.parent());
-        }
-        let next = match place {
-            Local::Top(s) => match name {
-                "n" => Local::N(s.clone()),
-                "status" => Local::Status(s.clone()),
-                "status.json" => Local::StatusJson(s.clone()),
-                "xcpu" => Local::Xcpu(s.clone()),
-                "views" if s.is_none() => Local::Views,
-                _ => return Err(FsError::Errno(ENOENT)),
-            },
-            Local::Views => {
-                let v = self
-                    .views
-                    .iter()
-                    .find(|v| v.name == name)
-                    .ok_or(FsError::Errno(ENOENT))?;
-                let scope = Some(Arc::clone(v));
-                if !view::admits(&scope, who) {
-                    tracing::info!(view = %v.name, who = ?who, "view refused: not in its users or groups");
-                    return Err(FsError::Errno(EACCES));
-                }
-                Local::Top(scope)
-            }
-            Local::N(s) => return self.enter_member(ctx, who, s, name),
-            Local::Xcpu(s) => match name {
-                "clone" => Local::Clone(s.clone()),
-                "procs" => Local::Procs(s.clone()),
-                _ => return self.enter_session(ctx, who, s, name),
-            },
-            _ => return Err(FsError::Errno(ENOTDIR)),
-        };
-        local(next)
-    }
-
     fn user(who: &Who) -> FsResult<&Arc<str>> {
         match who {
             Who::User { name, .. } => Ok(name),
             Who::Node(_) => Err(FsError::Errno(EACCES)),
-        }
-    }
-
-    /// `/n/NAME` in `scope`: the member's root, as the user.
-    fn enter_member(
-        &self,
-        ctx: &Ctx,
-        who: &Arc<Who>,
-        scope: &Scope,
-        name: &str,
-    ) -> FsResult<(Pos, Qid)> {
-        let member = self.members.get(name).ok_or(FsError::Errno(ENOENT))?;
-        if let Some(v) = scope {
-            if !v.holds(&member) {
-                return Err(FsError::Errno(ENOENT));
-            }
-        }
-        if !view::reaches(&member, who) {
-            tracing::info!(member = %member.name, who = ?who, "member refused: not in its users or groups");
-            return Err(FsError::Errno(EACCES));
-        }
-        let conn = member.conn()?;
-        let (fid, qid) = conn.root(ctx, Self::user(who)?)?;
-        let pos = Pos::Remote {
-            member,
-            conn,
-            fid,
-            owned: false,
-            depth: 0,
-            up: Local::N(scope.clone()),
-        };
-        Ok((pos, qid))
-    }
-
-    /// `/xcpu/G`: the member's `/xcpu/M`.
-    fn enter_session(
-        &self,
-        ctx: &Ctx,
-        who: &Arc<Who>,
-        scope: &Scope,
-        name: &str,
-    ) -> FsResult<(Pos, Qid)> {
-        let user = Self::user(who)?;
-        let id: u64 = name.parse().map_err(|_| FsError::Errno(ENOENT))?;
-        let s = self.sessions.get(id, user).ok_or(FsError::Errno(ENOENT))?;
-        s.member.current(&s.conn)?;
-        let (root, _) = s.conn.root(ctx, user)?;
-        let fid = s.conn.new_fid();
-        let w = crate::proxy::walk(
-            ctx,
-            &s.conn,
-            root,
-            fid,
-            &["xcpu".into(), s.remote.to_string()],
-        )?;
-        let [_, dir] = w[..] else {
-            return Err(FsError::Errno(ENOENT));
-        };
-        let pos = Pos::Remote {
-            member: Arc::clone(&s.member),
-            conn: Arc::clone(&s.conn),
-            fid,
-            owned: true,
-            depth: 0,
-            up: Local::Xcpu(scope.clone()),
-        };
-        Ok((pos, crate::qid::remap(s.conn.stamp, dir)))
-    }
-
-    /// Lets go of a fid the walk made.
-    fn release(pos: &Pos) {
-        if let Pos::Remote {
-            conn,
-            fid,
-            owned: true,
-            ..
-        } = pos
-        {
-            conn.clunk(*fid);
         }
     }
 
@@ -493,37 +272,6 @@ impl GatewayTree {
     }
 }
 
-/// True if `names` walked from `depth` below a member's entry climb out of it.
-fn leaves_member(depth: usize, names: &[String]) -> bool {
-    let mut d = depth;
-    for n in names {
-        match n.as_str() {
-            ".." if d == 0 => return true,
-            ".." => d -= 1,
-            "." => {}
-            _ => d += 1,
-        }
-    }
-    false
-}
-
-fn local_attr(place: &Local, t: Timespec) -> Attr {
-    let mode = match place {
-        l if l.is_dir() => 0o040_555,
-        Local::Join => 0o100_222,
-        _ => 0o100_444,
-    };
-    Attr {
-        mode,
-        nlink: if place.is_dir() { 2 } else { 1 },
-        blksize: 4096,
-        atime: t,
-        mtime: t,
-        ctime: t,
-        ..Attr::default()
-    }
-}
-
 /// `WouldBlock` on a reader thread: for requests that make more than one member call
 /// or may wait otherwise (account lookups), which must start on a worker.
 fn on_worker(ctx: &Ctx) -> FsResult<()> {
@@ -532,26 +280,6 @@ fn on_worker(ctx: &Ctx) -> FsResult<()> {
     } else {
         Err(FsError::WouldBlock)
     }
-}
-
-/// True if walking `names` from `place` stays in the gateway's own tree (no member
-/// call), judged without calling anyone.
-fn stays_local(place: &Local, names: &[String]) -> bool {
-    let mut at = place.clone();
-    for n in names {
-        at = match (&at, n.as_str()) {
-            (_, ".") => at.clone(),
-            (_, "..") => at.parent(),
-            (Local::Top(s), "n") => Local::N(s.clone()),
-            (Local::Top(s), "xcpu") => Local::Xcpu(s.clone()),
-            (Local::Top(s), "status" | "status.json") => Local::Status(s.clone()),
-            (Local::Top(None), "views") => Local::Views,
-            (Local::Xcpu(s), "clone" | "procs") => Local::Clone(s.clone()),
-            // Into a member, a session or a view (an account lookup): not here.
-            _ => return false,
-        };
-    }
-    true
 }
 
 impl Filesystem for GatewayTree {
@@ -619,157 +347,7 @@ impl Filesystem for GatewayTree {
     }
 
     fn walk(&self, ctx: &Ctx, fid: &GwFid, names: &[String]) -> FsResult<Walked<GwFid>> {
-        if names.is_empty() {
-            return Ok(Walked {
-                qids: Vec::new(),
-                fid: Some(self.clone_fid(ctx, fid)?),
-            });
-        }
-        let who = &fid.who;
-        let mut pos = match &fid.kind {
-            Kind::Local { place, .. } => {
-                if !stays_local(place, names) {
-                    on_worker(ctx)?;
-                }
-                Pos::Local(place.clone())
-            }
-            Kind::Remote(r) => {
-                if let Err(e) = r.check() {
-                    r.conn.abandon(ctx);
-                    return Err(e);
-                }
-                if leaves_member(r.depth, names) {
-                    on_worker(ctx)?;
-                }
-                Pos::Remote {
-                    member: Arc::clone(&r.member),
-                    conn: Arc::clone(&r.conn),
-                    fid: r.fid,
-                    owned: false,
-                    depth: r.depth,
-                    up: r.up.clone(),
-                }
-            }
-        };
-        let mut qids = Vec::with_capacity(names.len());
-        let mut i = 0;
-        let mut failed: Option<FsError> = None;
-        while i < names.len() {
-            match &pos {
-                Pos::Local(place) => match self.step(ctx, who, place, &names[i]) {
-                    Ok((next, qid)) => {
-                        qids.push(qid);
-                        pos = next;
-                        i += 1;
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                },
-                Pos::Remote {
-                    member,
-                    conn,
-                    fid: from,
-                    depth,
-                    up,
-                    ..
-                } => {
-                    let mut run = Vec::new();
-                    let mut d = *depth;
-                    while i + run.len() < names.len() {
-                        let n = &names[i + run.len()];
-                        if n == ".." {
-                            if d == 0 {
-                                break;
-                            }
-                            d -= 1;
-                        } else if n != "." {
-                            d += 1;
-                        }
-                        run.push(n.clone());
-                    }
-                    if run.is_empty() {
-                        // `..` at the member's entry: back to the gateway.
-                        let back = up.clone();
-                        qids.push(back.qid());
-                        Self::release(&pos);
-                        pos = Pos::Local(back);
-                        i += 1;
-                        continue;
-                    }
-                    let newfid = conn.fid_for(ctx);
-                    match crate::proxy::walk(ctx, conn, *from, newfid, &run) {
-                        Ok(wq) => {
-                            let full = wq.len() == run.len();
-                            qids.extend(wq.into_iter().map(|q| crate::qid::remap(conn.stamp, q)));
-                            if !full {
-                                failed = Some(FsError::Errno(ENOENT));
-                                break;
-                            }
-                            let next = Pos::Remote {
-                                member: Arc::clone(member),
-                                conn: Arc::clone(conn),
-                                fid: newfid,
-                                owned: true,
-                                depth: d,
-                                up: up.clone(),
-                            };
-                            Self::release(&pos);
-                            pos = next;
-                            i += run.len();
-                        }
-                        Err(e) => {
-                            failed = Some(e);
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(e) = failed {
-            Self::release(&pos);
-            if qids.is_empty() || e == FsError::WouldBlock {
-                return Err(e);
-            }
-            return Ok(Walked { qids, fid: None });
-        }
-        let fid = match pos {
-            Pos::Local(place) => GwFid::local(who, place),
-            Pos::Remote {
-                member,
-                conn,
-                fid: remote,
-                owned,
-                depth,
-                up,
-            } => {
-                // A walk that ended on a fid it did not make (only `.`s, or a
-                // member's entry reached through its user root) needs its own.
-                let remote = if owned {
-                    remote
-                } else {
-                    let copy = conn.new_fid();
-                    crate::proxy::walk(ctx, &conn, remote, copy, &[])?;
-                    copy
-                };
-                GwFid {
-                    who: Arc::clone(who),
-                    kind: Kind::Remote(RemoteFid::adopt(
-                        member,
-                        conn,
-                        remote,
-                        depth,
-                        up,
-                        Self::user(who)?,
-                    )?),
-                }
-            }
-        };
-        Ok(Walked {
-            qids,
-            fid: Some(fid),
-        })
+        self.walk_names(ctx, fid, names)
     }
 
     fn getattr(&self, ctx: &Ctx, fid: &GwFid, req: &Tgetattr) -> FsResult<Rgetattr> {
