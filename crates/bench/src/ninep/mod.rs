@@ -25,9 +25,9 @@ pub mod servers;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use nf_ninep_client::{Client, ClientConfig, ClientError};
+use nf_ninep_client::ClientError;
 
-pub use compare::{Case, Comparison, RatioRow, Test};
+pub use compare::{Case, Comparison, RatioRow, ServerInfo, Test};
 pub use servers::Served;
 
 /// A 9P benchmark failed.
@@ -40,6 +40,16 @@ pub enum BenchError {
         name: String,
         /// What went wrong, and what to do.
         reason: String,
+    },
+    /// A server could not be reached (connecting, version).
+    #[error("{server} at msize {msize}: connecting: {source}")]
+    Connect {
+        /// Which server.
+        server: String,
+        /// The msize asked for.
+        msize: u32,
+        /// What the way of connecting said.
+        source: servers::ConnectFailure,
     },
     /// A request through the client failed.
     #[error("{server} at msize {msize}: {what}: {source}")]
@@ -77,7 +87,8 @@ pub struct Params {
     /// Rounds of (server A, server B) per msize.
     pub alternations: usize,
     /// The user to attach as: this process's own account (a local `nf serve` admits a
-    /// process only as itself, root as anyone).
+    /// process only as itself, root as anyone), or empty over TLS (the certificate's
+    /// name).
     pub user: String,
 }
 
@@ -117,14 +128,13 @@ fn measure(served: &Served, msize: u32, p: &Params) -> Result<Round, BenchError>
             source: Box::new(source),
         }
     };
-    let client = Client::connect_unix_with(
-        &served.socket,
-        ClientConfig {
+    let client = served
+        .connect(msize)
+        .map_err(|source| BenchError::Connect {
+            server: served.name.clone(),
             msize,
-            ..ClientConfig::default()
-        },
-    )
-    .map_err(err("connecting"))?;
+            source,
+        })?;
     let root = client
         .attach(&p.user, &served.aname)
         .map_err(err("attaching"))?;
