@@ -252,6 +252,60 @@ fn bench_9p_measures_servers_at_addresses_under_their_names() {
 }
 
 #[test]
+fn bench_9p_load_runs_many_clients_per_count_and_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, socket) = serve_export(dir.path());
+    let addr = format!("unix:{}", socket.display());
+    let (json, csv) = (dir.path().join("load.json"), dir.path().join("load.csv"));
+    let export = dir.path().join("export");
+    let out = nf(&[
+        "bench",
+        "9p",
+        "--dir",
+        export.to_str().unwrap(),
+        "--ours-addr",
+        &addr,
+        "--theirs-addr",
+        &addr,
+        "--names",
+        "one,other",
+        "--clients",
+        "1,3",
+        "--seconds",
+        "0.2",
+        "--alternations",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["bench"], "9p-load");
+    // 2 sides x 2 counts x 2 rounds.
+    let rounds = report["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 8, "{report}");
+    for r in rounds {
+        assert!(r["requests"].as_u64().unwrap() > 0, "{r}");
+        assert!(
+            r["p99_us"].as_f64().unwrap() >= r["p50_us"].as_f64().unwrap(),
+            "{r}"
+        );
+    }
+    let ratios = report["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 2, "{report}");
+    assert_eq!(ratios[1]["clients"], 3);
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 9);
+    let out = nf(&["bench", "9p", "--clients", "0", "--no-diod"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
 fn bench_9p_at_a_tls_address_asks_for_a_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let out = nf(&[

@@ -334,7 +334,7 @@ impl Comparison {
     }
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
+pub(crate) fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
     std::fs::write(path, text).map_err(|source| ReportError::Io {
         path: path.into(),
         source,

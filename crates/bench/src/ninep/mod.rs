@@ -17,8 +17,11 @@
 //! (above 1 is better for us) is the median over rounds of the two servers' rates in
 //! the same round — neighbours in time, so a load spike on a shared machine hits
 //! both — and is given only where both servers agreed to the msize asked.
+//!
+//! [`load`] measures many clients at once instead (`nf bench 9p --clients`).
 
 mod compare;
+pub mod load;
 pub mod ops;
 pub mod servers;
 
@@ -97,8 +100,9 @@ pub fn default_msizes() -> Vec<u32> {
     (13..=20).map(|p| 1u32 << p).collect()
 }
 
-/// Fills `dir` with the files the operations use: [`ops::SMALL_FILE`] and a
-/// [`ops::STREAM_FILE`] of `stream_bytes` (capped at 64 MiB; reads wrap around).
+/// Fills `dir` with the files the operations use: [`ops::SMALL_FILE`], a
+/// [`ops::STREAM_FILE`] of `stream_bytes` (capped at 64 MiB; reads wrap around) and
+/// [`load::LOAD_FILE`].
 pub fn prepare_export(dir: &Path, stream_bytes: u64) -> Result<(), BenchError> {
     let write = |name: &str, data: &[u8]| {
         let path = dir.join(name);
@@ -107,7 +111,8 @@ pub fn prepare_export(dir: &Path, stream_bytes: u64) -> Result<(), BenchError> {
     write(ops::SMALL_FILE, b"0123456789abcdef\n")?;
     let len = stream_bytes.clamp(1 << 20, 64 << 20) as usize;
     let data: Vec<u8> = (0..len).map(|i| (i * 31 % 253) as u8).collect();
-    write(ops::STREAM_FILE, &data)
+    write(ops::STREAM_FILE, &data)?;
+    write(load::LOAD_FILE, &data[..load::LOAD_BYTES])
 }
 
 /// The samples of one server at one msize and alternation.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use nf_bench::ninep::load::{run_load, LoadParams};
 use nf_bench::ninep::{self, servers, Params, Served, Test};
 use nf_bench::params::{check_writable, ParamError};
 use nf_bench::plot::{plot_reports, PlotText};
@@ -92,8 +93,17 @@ pub struct NinepArgs {
     #[arg(long)]
     pub csv: Option<PathBuf>,
     /// Plot streaming read and write into PREFIX-read.png and PREFIX-write.png.
-    #[arg(long, value_name = "PREFIX")]
+    #[arg(long, value_name = "PREFIX", conflicts_with = "clients")]
     pub plot: Option<PathBuf>,
+    /// Measure many clients at once instead, for each count in this list (e.g.
+    /// 1,4,16,64): each client its own connection at the largest msize, all reading a
+    /// 64 KiB file whole (walk, open, read, clunk) over and over for --seconds;
+    /// requests/s and p50 / p99 latency per count, --alternations rounds.
+    #[arg(long, value_delimiter = ',', value_name = "N,…")]
+    pub clients: Option<Vec<usize>>,
+    /// Seconds each side sends requests per client count and round (with --clients).
+    #[arg(long, default_value_t = 5.0, requires = "clients")]
+    pub seconds: f64,
     /// No progress on stderr (otherwise a bar on a terminal, a line per run elsewhere).
     #[arg(short, long)]
     pub quiet: bool,
@@ -145,6 +155,25 @@ impl NinepArgs {
         }
     }
 
+    /// --clients and --seconds are sensible.
+    fn check_load(&self) -> Result<(), ParamError> {
+        if let Some(bad) = self.clients.iter().flatten().find(|&&n| n == 0 || n > 1024) {
+            return Err(ParamError::new(
+                "clients",
+                bad,
+                "every client count must be 1 … 1024",
+            ));
+        }
+        if !(self.seconds.is_finite() && self.seconds > 0.0 && self.seconds <= 3600.0) {
+            return Err(ParamError::new(
+                "seconds",
+                self.seconds,
+                "a duration above 0, at most 3600",
+            ));
+        }
+        Ok(())
+    }
+
     /// --names gives two different names.
     fn check_names(&self) -> Result<(), ParamError> {
         match self.names.as_deref() {
@@ -192,6 +221,7 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
         user: a.attach_user(),
     };
     a.check_names()?;
+    a.check_load()?;
     if let Some(bad) = params.msizes.iter().find(|&&m| m < 4096) {
         return Err(
             ParamError::new("msizes", bad, "every msize must be at least 4096 bytes").into(),
@@ -237,6 +267,16 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
         served.push(s);
     }
 
+    if let Some(clients) = &a.clients {
+        let load = LoadParams {
+            clients: clients.clone(),
+            duration: std::time::Duration::from_secs_f64(a.seconds),
+            alternations: params.alternations,
+            msize: params.msizes.iter().copied().max().unwrap_or(1 << 20),
+            user: params.user.clone(),
+        };
+        return load_main(&a, &load, &served);
+    }
     let cases = params.msizes.len() * params.alternations * served.len();
     let mut progress = Progress::new("9p", cases as u64, Mode::detect(a.quiet));
     let mut comparison = ninep::run(&served, &params, |server, msize| {
@@ -271,6 +311,25 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
             plot_reports(&pairs, &path, &text)?;
             println!("wrote {}", path.display());
         }
+    }
+    Ok(0)
+}
+
+/// The load test (`--clients`): runs it, prints the table, writes JSON and CSV.
+fn load_main(a: &NinepArgs, load: &LoadParams, served: &[Served]) -> anyhow::Result<i32> {
+    let cases = load.clients.len() * load.alternations * served.len();
+    let mut progress = Progress::new("9p load", cases as u64, Mode::detect(a.quiet));
+    let mut comparison = run_load(served, load, |server, clients| {
+        progress.step(&format!("{server} with {clients} clients"));
+    })?;
+    progress.finish();
+    comparison.git = git_revision();
+    print!("{}", comparison.to_table());
+    if let Some(p) = &a.json {
+        comparison.write_json(p)?;
+    }
+    if let Some(p) = &a.csv {
+        comparison.write_csv(p)?;
     }
     Ok(0)
 }
