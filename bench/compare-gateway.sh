@@ -126,7 +126,8 @@ mkdir -p "$out/logs" "$out/certs" "$out/node/export" "$out/9p" "$out/load" "$out
 notes=$out/notes.txt # one "key<TAB>value" line per fact; gateway_report.py reads it
 : >"$notes"
 note() { printf '%s\t%s\n' "$1" "$2" >>"$notes"; }
-note load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+note load_start "$(loadavg)" # and load_PART_start / _end around each part
 note cores "$(nproc)"
 note git "$(git -C "$repo" describe --always --dirty 2>/dev/null || echo none)"
 note nf "$nf"
@@ -237,6 +238,7 @@ bench_sides=(--dir "$export_dir" --names "gateway,direct" "${tls[@]}"
     --ours-addr "tls:$gw_a:$port" --ours-aname /n/node/fs
     --theirs-addr "tls:$node_a:$port" --theirs-aname /fs)
 if has_part 9p; then
+    note load_9p_start "$(loadavg)"
     echo "compare-gateway: 9p, msizes $msizes, $rounds rounds ..." >&2
     small_iters=1000 stream_mib=16
     ((quick)) && small_iters=300 stream_mib=4
@@ -246,6 +248,7 @@ if has_part 9p; then
         --plot "$out/9p/compare" >"$out/9p/compare.txt" 2>"$out/logs/bench-9p.txt" ||
         note failed_9p "nf bench 9p failed; see logs/bench-9p.txt: $(tail -1 "$out/logs/bench-9p.txt")"
     cat "$out/9p/compare.txt" >&2
+    note load_9p_end "$(loadavg)"
     note bench_9p "msizes $msizes, $rounds rounds, $small_iters small cycles, $stream_mib MiB streams per round"
 fi
 
@@ -254,6 +257,7 @@ fi
 csv=$out/copy.csv
 echo "side,item,repeat,seconds,ok" >"$csv"
 if has_part copy; then
+    note load_copy_start "$(loadavg)"
     src=$out/src
     echo "compare-gateway: making $files small files and a $big_mib MiB file ..." >&2
     python3 - "$src" "$files" "$big_mib" <<'EOF'
@@ -388,11 +392,13 @@ EOF
         done
     done
     rm -rf "$dst"
+    note load_copy_end "$(loadavg)"
 fi
 
 # ---------------------------------------------------------------------------------
 # load: many clients through the gateway against as many directly.
 if has_part load; then
+    note load_load_start "$(loadavg)"
     echo "compare-gateway: load, clients $clients, $seconds s, $rounds rounds ..." >&2
     run "${bound[@]}" "${in_client[@]}" "$nf" bench 9p "${bench_sides[@]}" \
         --clients "$clients" --seconds "$seconds" --alternations "$rounds" \
@@ -400,8 +406,9 @@ if has_part load; then
         >"$out/load/load.txt" 2>"$out/logs/bench-load.txt" ||
         note failed_load "nf bench 9p --clients failed; see logs/bench-load.txt: $(tail -1 "$out/logs/bench-load.txt")"
     cat "$out/load/load.txt" >&2
+    note load_load_end "$(loadavg)"
 fi
 
-note load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+note load_end "$(loadavg)"
 "$report_py" "$repo/bench/gateway_report.py" --dir "$out" | tee "$out/summary.txt"
 echo "compare-gateway: results in $out" >&2

@@ -260,6 +260,11 @@ def main():
     lines, rows = [], []
     lines.append(f"compare-gateway, git {notes.get('git', '?')}, {notes.get('cores', '?')} cores; "
                  f"load average {notes.get('load_start', '?')} at start, {notes.get('load_end', '?')} at end")
+    per_part = [f"{part} {notes[f'load_{part}_start']} -> {notes[f'load_{part}_end']}"
+                for part in ("9p", "copy", "load")
+                if f"load_{part}_start" in notes and f"load_{part}_end" in notes]
+    if per_part:
+        lines.append("load average (1, 5, 15 min) per part: " + "; ".join(per_part))
     if "hosts" in notes:
         lines.append(f"hosts: {notes['hosts']}")
     lines.append("")
@@ -287,7 +292,8 @@ def main():
 
     with open(os.path.join(d, "gateway.json"), "w", encoding="utf-8") as f:
         json.dump({"notes": notes,
-                   "load_average": {"start": notes.get("load_start"), "end": notes.get("load_end")},
+                   "load_average": {key[len("load_"):]: value for key, value in notes.items()
+                                    if key.startswith("load_")},
                    "ninep": {"ratios": ninep_rows, "servers": (ninep or {}).get("servers")},
                    "copy": copies,
                    "load": None if load is None else {"cases": load.get("cases"), "ratios": load.get("ratios"),
