@@ -44,7 +44,8 @@
 #   load  nf bench 9p --clients: N clients at once (each its own TLS connection) read a
 #         64 KiB file whole (walk, open, read, clunk) for --seconds; requests/s and p99
 #         latency per N, gateway against direct.
-# The load average is recorded before and after. Everything started (servers, sshd,
+# The load average is recorded before and after (and around each part, with the CPU
+# seconds the node and the gateway spent in it). Everything started (servers, sshd,
 # the namespaces) is stopped when the script ends, however it ends. Needs root;
 # installs openssh-server / openssh-client and python3-matplotlib if missing.
 #
@@ -127,7 +128,22 @@ notes=$out/notes.txt # one "key<TAB>value" line per fact; gateway_report.py read
 : >"$notes"
 note() { printf '%s\t%s\n' "$1" "$2" >>"$notes"; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-note load_start "$(loadavg)" # and load_PART_start / _end around each part
+# CPU seconds (user + system) PID has used so far.
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# part_start PART / part_end PART: the load average around a part, and the CPU time
+# the node and the gateway spent in it.
+part_start() {
+    note "load_$1_start" "$(loadavg)"
+    cpu0_node=$(cpu_s "$node_pid") cpu0_gw=$(cpu_s "$gw_pid")
+}
+part_end() {
+    local node gw
+    node=$(awk -v a="$(cpu_s "$node_pid")" -v b="$cpu0_node" 'BEGIN { printf "%.2f", a - b }')
+    gw=$(awk -v a="$(cpu_s "$gw_pid")" -v b="$cpu0_gw" 'BEGIN { printf "%.2f", a - b }')
+    note "load_$1_end" "$(loadavg)"
+    note "cpu_$1" "node $node s, gateway $gw s"
+}
+note load_start "$(loadavg)" # and load_PART_start / _end around each part (part_start)
 note cores "$(nproc)"
 note git "$(git -C "$repo" describe --always --dirty 2>/dev/null || echo none)"
 note nf "$nf"
@@ -209,6 +225,7 @@ daemon "$node_h" "$out/logs/nf-serve.txt" "$nf" serve -f --no-unix --tcp "$node_
     --tls-cert "$certs/$node_a.pem" --tls-key "$certs/$node_a.key" \
     --tls-client-ca "$certs/ca.pem" --export "$export_dir" \
     --mem-registry "$out/node/mem" --trust-gateway gw
+node_pid=${daemon_pids[-1]}
 wait_listen "$node_h" "$port" || die "nf serve did not listen; see $out/logs/nf-serve.txt"
 cat >"$out/gateway.toml" <<EOF
 [[member]]
@@ -218,6 +235,7 @@ EOF
 daemon "$gw_h" "$out/logs/nf-gateway.txt" "$nf" gateway -f --config "$out/gateway.toml" \
     --tcp "$gw_a:$port" --tls-cert "$certs/gw.pem" --tls-key "$certs/gw.key" \
     --tls-client-ca "$certs/ca.pem"
+gw_pid=${daemon_pids[-1]}
 wait_listen "$gw_h" "$port" || die "nf gateway did not listen; see $out/logs/nf-gateway.txt"
 gw_fs=tls:$gw_a:$port:/n/node/fs
 node_fs=tls:$node_a:$port:/fs
@@ -238,7 +256,7 @@ bench_sides=(--dir "$export_dir" --names "gateway,direct" "${tls[@]}"
     --ours-addr "tls:$gw_a:$port" --ours-aname /n/node/fs
     --theirs-addr "tls:$node_a:$port" --theirs-aname /fs)
 if has_part 9p; then
-    note load_9p_start "$(loadavg)"
+    part_start 9p
     echo "compare-gateway: 9p, msizes $msizes, $rounds rounds ..." >&2
     small_iters=1000 stream_mib=16
     ((quick)) && small_iters=300 stream_mib=4
@@ -248,7 +266,7 @@ if has_part 9p; then
         --plot "$out/9p/compare" >"$out/9p/compare.txt" 2>"$out/logs/bench-9p.txt" ||
         note failed_9p "nf bench 9p failed; see logs/bench-9p.txt: $(tail -1 "$out/logs/bench-9p.txt")"
     cat "$out/9p/compare.txt" >&2
-    note load_9p_end "$(loadavg)"
+    part_end 9p
     note bench_9p "msizes $msizes, $rounds rounds, $small_iters small cycles, $stream_mib MiB streams per round"
 fi
 
@@ -257,7 +275,7 @@ fi
 csv=$out/copy.csv
 echo "side,item,repeat,seconds,ok" >"$csv"
 if has_part copy; then
-    note load_copy_start "$(loadavg)"
+    part_start copy
     src=$out/src
     echo "compare-gateway: making $files small files and a $big_mib MiB file ..." >&2
     python3 - "$src" "$files" "$big_mib" <<'EOF'
@@ -392,13 +410,13 @@ EOF
         done
     done
     rm -rf "$dst"
-    note load_copy_end "$(loadavg)"
+    part_end copy
 fi
 
 # ---------------------------------------------------------------------------------
 # load: many clients through the gateway against as many directly.
 if has_part load; then
-    note load_load_start "$(loadavg)"
+    part_start load
     echo "compare-gateway: load, clients $clients, $seconds s, $rounds rounds ..." >&2
     run "${bound[@]}" "${in_client[@]}" "$nf" bench 9p "${bench_sides[@]}" \
         --clients "$clients" --seconds "$seconds" --alternations "$rounds" \
@@ -406,7 +424,7 @@ if has_part load; then
         >"$out/load/load.txt" 2>"$out/logs/bench-load.txt" ||
         note failed_load "nf bench 9p --clients failed; see logs/bench-load.txt: $(tail -1 "$out/logs/bench-load.txt")"
     cat "$out/load/load.txt" >&2
-    note load_load_end "$(loadavg)"
+    part_end load
 fi
 
 note load_end "$(loadavg)"

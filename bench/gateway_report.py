@@ -265,6 +265,9 @@ def main():
                 if f"load_{part}_start" in notes and f"load_{part}_end" in notes]
     if per_part:
         lines.append("load average (1, 5, 15 min) per part: " + "; ".join(per_part))
+    cpu = [f"{part} {notes[f'cpu_{part}']}" for part in ("9p", "copy", "load") if f"cpu_{part}" in notes]
+    if cpu:
+        lines.append("CPU time (user + system) per part: " + "; ".join(cpu))
     if "hosts" in notes:
         lines.append(f"hosts: {notes['hosts']}")
     lines.append("")
