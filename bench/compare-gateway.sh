@@ -409,7 +409,7 @@ EOF
             done
         done
     done
-    rm -rf "$dst"
+    rm -rf "$dst" "$src" # the data is made again from the seed; results stay
     part_end copy
 fi
 
@@ -428,5 +428,6 @@ if has_part load; then
 fi
 
 note load_end "$(loadavg)"
+rm -rf "${export_dir:?}"/* # what nf bench 9p put there for the servers
 "$report_py" "$repo/bench/gateway_report.py" --dir "$out" | tee "$out/summary.txt"
 echo "compare-gateway: results in $out" >&2
