@@ -184,6 +184,149 @@ fn bench_9p_compares_with_diod_and_writes_json_csv_and_plots() {
     }
 }
 
+/// `nf serve -f` on a unix socket in `dir`, exporting `dir/export`, until killed.
+fn serve_export(dir: &std::path::Path) -> (std::process::Child, std::path::PathBuf) {
+    let socket = dir.join("s.sock");
+    std::fs::create_dir_all(dir.join("export")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_nf"))
+        .args(["serve", "-f", "--unix"])
+        .arg(&socket)
+        .arg("--export")
+        .arg(dir.join("export"))
+        .arg("--mem-registry")
+        .arg(dir.join("mem"))
+        .env("NF_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start nf serve");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !socket.exists() {
+        assert!(Instant::now() < deadline, "nf serve did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, socket)
+}
+
+#[test]
+fn bench_9p_measures_servers_at_addresses_under_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, socket) = serve_export(dir.path());
+    let addr = format!("unix:{}", socket.display());
+    let json = dir.path().join("9p.json");
+    let export = dir.path().join("export");
+    let out = nf(&[
+        "bench",
+        "9p",
+        "--dir",
+        export.to_str().unwrap(),
+        "--ours-addr",
+        &addr,
+        "--theirs-addr",
+        &addr,
+        "--names",
+        "gateway,direct",
+        "--msizes",
+        "8192",
+        "--alternations",
+        "2",
+        "--small-iters",
+        "10",
+        "--stream-mib",
+        "1",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!("# gateway: {addr}")), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["servers"][1]["name"], "direct", "{report}");
+    assert_eq!(report["servers"][0]["aname"], "/fs", "{report}");
+    let ratios = report["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 3, "{report}");
+    assert!(ratios.iter().all(|r| r["ratio"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn bench_9p_load_runs_many_clients_per_count_and_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, socket) = serve_export(dir.path());
+    let addr = format!("unix:{}", socket.display());
+    let (json, csv) = (dir.path().join("load.json"), dir.path().join("load.csv"));
+    let export = dir.path().join("export");
+    let out = nf(&[
+        "bench",
+        "9p",
+        "--dir",
+        export.to_str().unwrap(),
+        "--ours-addr",
+        &addr,
+        "--theirs-addr",
+        &addr,
+        "--names",
+        "one,other",
+        "--clients",
+        "1,3",
+        "--seconds",
+        "0.2",
+        "--alternations",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["bench"], "9p-load");
+    // 2 sides x 2 counts x 2 rounds.
+    let rounds = report["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 8, "{report}");
+    for r in rounds {
+        assert!(r["requests"].as_u64().unwrap() > 0, "{r}");
+        assert!(
+            r["p99_us"].as_f64().unwrap() >= r["p50_us"].as_f64().unwrap(),
+            "{r}"
+        );
+    }
+    let ratios = report["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 2, "{report}");
+    assert_eq!(ratios[1]["clients"], 3);
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 9);
+    let out = nf(&["bench", "9p", "--clients", "0", "--no-diod"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn bench_9p_at_a_tls_address_asks_for_a_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = nf(&[
+        "bench",
+        "9p",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--ours-addr",
+        "tls:127.0.0.1:9",
+        "--no-diod",
+        "--msizes",
+        "8192",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("--cert FILE --key FILE --ca FILE"), "{err}");
+    let out = nf(&["bench", "9p", "--names", "a,a", "--no-diod"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
 #[test]
 fn bench_9p_without_diod_says_how_to_get_it() {
     let out = nf(&[

@@ -5,6 +5,8 @@
 //! ```json
 //! { "bench": "9p", "host": "node1", "timestamp": "…", "git": "abc1234",
 //!   "params": { "alternations": 3, "small_iters": 2000, … },
+//!   "servers": [ { "name": "ninefold", "addr": "unix:/tmp/…/ninefold.sock",
+//!                  "aname": "/fs" }, … ],
 //!   "cases": [ { "server": "ninefold", "test": "read", "msize": 65536,
 //!                "negotiated_msize": 65536, "rate": 812.5, "unit": "MB/s",
 //!                "result": { "size": 65512, "iters": 1536, "median_us": 80.6, … },
@@ -131,6 +133,28 @@ pub struct RatioRow {
     pub note: Option<String>,
 }
 
+/// Where a measured server was.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerInfo {
+    /// Its name in the cases.
+    pub name: String,
+    /// Its address ([`Served::addr`]).
+    pub addr: String,
+    /// The attach name used there.
+    pub aname: String,
+}
+
+impl ServerInfo {
+    /// Where `served` is.
+    pub fn of(served: &Served) -> ServerInfo {
+        ServerInfo {
+            name: served.name.clone(),
+            addr: served.addr.clone(),
+            aname: served.aname.clone(),
+        }
+    }
+}
+
 /// Everything one run of `nf bench 9p` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
@@ -145,6 +169,8 @@ pub struct Comparison {
     pub git: Option<String>,
     /// The parameters.
     pub params: serde_json::Map<String, serde_json::Value>,
+    /// The servers, in the order of `params.servers`.
+    pub servers: Vec<ServerInfo>,
     /// Every case measured.
     pub cases: Vec<Case>,
     /// Ours / theirs, when two servers were measured.
@@ -177,6 +203,7 @@ impl Comparison {
             timestamp: rfc3339_utc(std::time::SystemTime::now()),
             git: None,
             params,
+            servers: servers.iter().map(ServerInfo::of).collect(),
             cases,
             ratios,
         }
@@ -184,10 +211,10 @@ impl Comparison {
 
     /// The cases as an aligned table, then the ratios.
     pub fn to_table(&self) -> String {
-        let mut out = format!(
-            "9p over a unix socket, host {}, {}\n",
-            self.host, self.timestamp
-        );
+        let mut out = format!("9p, host {}, {}\n", self.host, self.timestamp);
+        for s in &self.servers {
+            let _ = writeln!(out, "# {}: {}, attach name {:?}", s.name, s.addr, s.aname);
+        }
         let _ = writeln!(
             out,
             "{:<10} {:<6} {:>9} {:>9} {:>7} {:>10} {:>10} {:>10}  unit",
@@ -307,7 +334,7 @@ impl Comparison {
     }
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
+pub(crate) fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
     std::fs::write(path, text).map_err(|source| ReportError::Io {
         path: path.into(),
         source,

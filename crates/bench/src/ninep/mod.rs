@@ -17,17 +17,20 @@
 //! (above 1 is better for us) is the median over rounds of the two servers' rates in
 //! the same round — neighbours in time, so a load spike on a shared machine hits
 //! both — and is given only where both servers agreed to the msize asked.
+//!
+//! [`load`] measures many clients at once instead (`nf bench 9p --clients`).
 
 mod compare;
+pub mod load;
 pub mod ops;
 pub mod servers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use nf_ninep_client::{Client, ClientConfig, ClientError};
+use nf_ninep_client::ClientError;
 
-pub use compare::{Case, Comparison, RatioRow, Test};
+pub use compare::{Case, Comparison, RatioRow, ServerInfo, Test};
 pub use servers::Served;
 
 /// A 9P benchmark failed.
@@ -40,6 +43,16 @@ pub enum BenchError {
         name: String,
         /// What went wrong, and what to do.
         reason: String,
+    },
+    /// A server could not be reached (connecting, version).
+    #[error("{server} at msize {msize}: connecting: {source}")]
+    Connect {
+        /// Which server.
+        server: String,
+        /// The msize asked for.
+        msize: u32,
+        /// What the way of connecting said.
+        source: servers::ConnectFailure,
     },
     /// A request through the client failed.
     #[error("{server} at msize {msize}: {what}: {source}")]
@@ -77,7 +90,8 @@ pub struct Params {
     /// Rounds of (server A, server B) per msize.
     pub alternations: usize,
     /// The user to attach as: this process's own account (a local `nf serve` admits a
-    /// process only as itself, root as anyone).
+    /// process only as itself, root as anyone), or empty over TLS (the certificate's
+    /// name).
     pub user: String,
 }
 
@@ -86,8 +100,9 @@ pub fn default_msizes() -> Vec<u32> {
     (13..=20).map(|p| 1u32 << p).collect()
 }
 
-/// Fills `dir` with the files the operations use: [`ops::SMALL_FILE`] and a
-/// [`ops::STREAM_FILE`] of `stream_bytes` (capped at 64 MiB; reads wrap around).
+/// Fills `dir` with the files the operations use: [`ops::SMALL_FILE`], a
+/// [`ops::STREAM_FILE`] of `stream_bytes` (capped at 64 MiB; reads wrap around) and
+/// [`load::LOAD_FILE`].
 pub fn prepare_export(dir: &Path, stream_bytes: u64) -> Result<(), BenchError> {
     let write = |name: &str, data: &[u8]| {
         let path = dir.join(name);
@@ -96,7 +111,8 @@ pub fn prepare_export(dir: &Path, stream_bytes: u64) -> Result<(), BenchError> {
     write(ops::SMALL_FILE, b"0123456789abcdef\n")?;
     let len = stream_bytes.clamp(1 << 20, 64 << 20) as usize;
     let data: Vec<u8> = (0..len).map(|i| (i * 31 % 253) as u8).collect();
-    write(ops::STREAM_FILE, &data)
+    write(ops::STREAM_FILE, &data)?;
+    write(load::LOAD_FILE, &data[..load::LOAD_BYTES])
 }
 
 /// The samples of one server at one msize and alternation.
@@ -117,14 +133,13 @@ fn measure(served: &Served, msize: u32, p: &Params) -> Result<Round, BenchError>
             source: Box::new(source),
         }
     };
-    let client = Client::connect_unix_with(
-        &served.socket,
-        ClientConfig {
+    let client = served
+        .connect(msize)
+        .map_err(|source| BenchError::Connect {
+            server: served.name.clone(),
             msize,
-            ..ClientConfig::default()
-        },
-    )
-    .map_err(err("connecting"))?;
+            source,
+        })?;
     let root = client
         .attach(&p.user, &served.aname)
         .map_err(err("attaching"))?;

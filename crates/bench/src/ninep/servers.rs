@@ -1,10 +1,13 @@
 //! The servers compared: ninefold's node daemon `nf serve` (a child process, as diod is;
-//! or any server already on a unix socket) and Debian's diod (a child process), both
+//! or any server already running, on a unix socket or reached by a [`Connect`] of the
+//! caller's, e.g. a gateway over TLS) and Debian's diod (a child process), all
 //! exporting the same directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use nf_ninep_client::{Client, ClientConfig};
 
 use crate::ninep::BenchError;
 
@@ -14,16 +17,45 @@ pub const NF_SERVE_EXPORT: &str = "/fs";
 /// How long a server may take to create its socket.
 const START_LIMIT: Duration = Duration::from_secs(10);
 
-/// A 9P server being measured, reachable on a unix socket.
+/// Why a [`Connect`] failed: whatever error the caller's way of connecting gives.
+pub type ConnectFailure = Box<dyn std::error::Error + Send + Sync>;
+
+/// How the benchmark's client reaches a server: a fresh connection asking for the msize
+/// given, version negotiated (the caller's choice of transport: a unix socket, tcp,
+/// TLS with a certificate, …).
+pub type Connect = Box<dyn Fn(u32) -> Result<Client, ConnectFailure> + Send + Sync>;
+
+/// A 9P server being measured.
 pub struct Served {
     /// Short name for reports (`ninefold`, `diod`).
     pub name: String,
-    /// The socket clients connect to.
-    pub socket: PathBuf,
+    /// Where it is, for reports: `unix:SOCKET`, `tls:HOST:PORT`, ….
+    pub addr: String,
     /// The attach name that reaches the export.
     pub aname: String,
+    /// Opens a connection to it.
+    connect: Connect,
     /// What keeps the server alive; dropping it stops the server.
     _guard: Guard,
+}
+
+impl Served {
+    /// A fresh connection asking for `msize`.
+    pub fn connect(&self, msize: u32) -> Result<Client, ConnectFailure> {
+        (self.connect)(msize)
+    }
+}
+
+/// Connects to the unix socket `socket`.
+fn unix(socket: &Path) -> Connect {
+    let socket = socket.to_path_buf();
+    Box::new(move |msize| {
+        let config = ClientConfig {
+            msize,
+            ..ClientConfig::default()
+        };
+        Ok(Client::connect_unix_with(&socket, config)?)
+    })
 }
 
 enum Guard {
@@ -43,10 +75,23 @@ impl Drop for Guard {
 /// A server someone else started (e.g. `nf serve`) on `socket`, exporting the
 /// benchmark's directory under attach name `aname`.
 pub fn external(name: &str, socket: &Path, aname: &str) -> Served {
+    external_with(
+        name,
+        &format!("unix:{}", socket.display()),
+        aname,
+        unix(socket),
+    )
+}
+
+/// A server someone else started at `addr` (for reports), reached by `connect`,
+/// exporting the benchmark's directory under attach name `aname`: e.g. a node or a
+/// gateway over TLS.
+pub fn external_with(name: &str, addr: &str, aname: &str, connect: Connect) -> Served {
     Served {
         name: name.into(),
-        socket: socket.into(),
+        addr: addr.into(),
         aname: aname.into(),
+        connect,
         _guard: Guard::External,
     }
 }
@@ -130,8 +175,9 @@ fn spawn(
     }
     Ok(Served {
         name: name.into(),
-        socket: socket.into(),
+        addr: format!("unix:{}", socket.display()),
         aname: aname.into(),
+        connect: unix(socket),
         _guard: Guard::Child(child),
     })
 }

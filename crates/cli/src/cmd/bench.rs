@@ -24,7 +24,7 @@ pub enum BenchCommand {
     /// 9P file service: walk/open/read 1 B/clunk rate and streaming read / write at
     /// msize 8 KiB … 1 MiB, `nf serve` against diod in the same run.
     #[command(name = "9p")]
-    Ninep(super::bench_9p::NinepArgs),
+    Ninep(Box<super::bench_9p::NinepArgs>),
 }
 
 /// Arguments of `nf bench plot`.
@@ -95,7 +95,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Pingpong(a) => run_pingpong(a),
         BenchCommand::Plot(a) => plot(a),
         BenchCommand::Rma(a) => super::bench_rma::run(a),
-        BenchCommand::Ninep(a) => super::bench_9p::main(a),
+        BenchCommand::Ninep(a) => super::bench_9p::main(*a),
     }
 }
 
