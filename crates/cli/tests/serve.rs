@@ -280,3 +280,58 @@ fn shm_clients_work_and_a_killed_one_is_released() {
     let err = w.write_all_at(&more, 0).expect_err("reader never released");
     assert_eq!(err.errno(), Some(EPIPE), "{err}");
 }
+
+#[test]
+fn cp_r_copies_a_tree_both_ways_with_modes_and_links() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Served::start(&[]);
+    let ok = |args: &[&str]| {
+        let out = s.run(args);
+        assert!(out.status.success(), "nf {args:?}: {}", text(&out.stderr));
+    };
+    let src = s.dir.path().join("tree");
+    std::fs::create_dir_all(src.join("a/b")).unwrap();
+    for k in 0..40u32 {
+        let bytes: Vec<u8> = (0..k * 997).map(|i| (i % 253) as u8).collect();
+        std::fs::write(src.join(format!("f{k}")), bytes).unwrap();
+    }
+    std::fs::write(src.join("a/b/secret"), b"x").unwrap();
+    std::fs::set_permissions(
+        src.join("a/b/secret"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("f1", src.join("link")).unwrap();
+    ok(&["cp", "-r", src.to_str().unwrap(), &s.at("/fs/")]);
+    let there = s.export.join("tree");
+    for k in 0..40u32 {
+        let name = format!("f{k}");
+        assert_eq!(
+            std::fs::read(there.join(&name)).unwrap(),
+            std::fs::read(src.join(&name)).unwrap()
+        );
+    }
+    let mode = std::fs::metadata(there.join("a/b/secret"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(
+        std::fs::read_link(there.join("link")).unwrap().to_str(),
+        Some("f1")
+    );
+    let back = s.dir.path().join("back");
+    ok(&["cp", "-r", &s.at("/fs/tree"), back.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read(back.join("f39")).unwrap(),
+        std::fs::read(src.join("f39")).unwrap()
+    );
+    assert_eq!(std::fs::read(back.join("a/b/secret")).unwrap(), b"x");
+    assert_eq!(
+        std::fs::read_link(back.join("link")).unwrap().to_str(),
+        Some("f1")
+    );
+    // Server to server is not a tree copy: a usage error.
+    let out = s.run(&["cp", "-r", &s.at("/fs/tree"), &s.at("/fs/other")]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

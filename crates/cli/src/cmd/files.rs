@@ -152,6 +152,9 @@ pub struct CpArgs {
     pub from: String,
     /// Destination: a local file or ADDR:/PATH (created or replaced).
     pub to: String,
+    /// Copy a directory and everything in it (to or from a server; 8 files at once).
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
 }
@@ -376,6 +379,9 @@ pub fn write(a: WriteArgs) -> anyhow::Result<i32> {
 
 /// `nf cp`: local → remote, remote → local, or remote → remote.
 pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
+    if a.recursive {
+        return cp_tree(&a);
+    }
     match (is_remote(&a.from), is_remote(&a.to)) {
         (false, false) => {
             return Err(super::Usage(format!(
@@ -422,6 +428,43 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
             }
             to.close()?;
         }
+    }
+    Ok(0)
+}
+
+/// `nf cp -r` (steps in [`super::copy_tree`]): exit 1 if some file failed.
+fn cp_tree(a: &CpArgs) -> anyhow::Result<i32> {
+    let failed = match (is_remote(&a.from), is_remote(&a.to)) {
+        (false, true) => {
+            let from = std::path::Path::new(&a.from);
+            if !from.is_dir() {
+                bail!("nf cp -r {}: not a directory", a.from);
+            }
+            let (root, t) = a.conn.open(&a.to)?;
+            let to = remote_destination(&root, &t.path, a.from.trim_end_matches('/'))?;
+            super::copy_tree::upload(&root, from, &to)?
+        }
+        (true, false) => {
+            let (root, t) = a.conn.open(&a.from)?;
+            let to = std::path::Path::new(&a.to);
+            let to = if to.is_dir() {
+                to.join(base_name(&t.path)?)
+            } else {
+                to.to_path_buf()
+            };
+            super::copy_tree::download(&root, &t.path, &to)?
+        }
+        _ => {
+            return Err(super::Usage(format!(
+                "nf cp -r {} {}: copies a tree between this host and a server; name exactly one side as ADDR:/path",
+                a.from, a.to
+            ))
+            .into())
+        }
+    };
+    if failed > 0 {
+        eprintln!("nf cp: {failed} files could not be copied (named above)");
+        return Ok(1);
     }
     Ok(0)
 }

@@ -5,6 +5,7 @@ pub mod bench_9p;
 pub mod bench_rma;
 pub mod cert;
 pub mod config;
+pub mod copy_tree;
 pub mod demo;
 pub mod exec;
 pub mod files;
