@@ -33,7 +33,7 @@
 #   copy  a directory of --files small files (4 KiB ... 64 KiB, sizes and bytes from a
 #         fixed seed) and one --big-mib file, copied from host 2 into the node's export,
 #         each timed alone, by:
-#           nf-gateway  nf cp to tls:GATEWAY:/n/node/fs/... (nf cp copies one file, so
+#           nf-gateway  nf cp -r to tls:GATEWAY:/n/node/fs/... (a build without cp -r:
 #                       nf mkdir, then one nf cp per file, as a user would script it)
 #           nf-direct   the same to tls:NODE:/fs/...
 #           scp-jump    scp -r -J root@GATEWAY root@NODE:... (OpenSSH ProxyJump: an sshd
@@ -352,10 +352,14 @@ EOF
     }
     # A copy runs in its own bash in the client host (bounded as a whole): the
     # functions and variables it uses go along.
-    # nf cp of every file of DIR into REMOTE/NAME (one nf per file, as scripted by hand).
+    # DIR into REMOTE/NAME: nf cp -r, else one nf per file (as scripted by hand).
     nf_tree() { # DIR REMOTE
         local name f
         name=$(basename "$1")
+        if "$nf" cp --help | grep -q -- --recursive; then
+            "$nf" cp -r "${tls[@]}" "$1" "$2/" || return 1
+            return 0
+        fi
         "$nf" mkdir "${tls[@]}" "$2/$name" || return 1
         for f in "$1"/*; do
             "$nf" cp "${tls[@]}" "$f" "$2/$name/" || return 1
