@@ -15,6 +15,10 @@
 //! 3. **Down** again: requests on fids of the lost connection answer `EHOSTDOWN` while
 //!    the member is down and `ESTALE` once it is back (the file must be walked to and
 //!    opened again); the monitor reconnects every [`RETRY_INTERVAL`].
+//!
+//! A member that is down answers new walks `EHOSTDOWN`, unless it refused the
+//! gateway's attach (a node that does not trust this gateway): then `EACCES`, since
+//! it is there and says no.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -22,7 +26,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nf_ninep::errno::{EHOSTDOWN, EINTR, EIO, ESTALE};
+use nf_ninep::errno::{EACCES, EHOSTDOWN, EINTR, EIO, ESTALE};
 use nf_ninep::message::*;
 use nf_ninep::types::{Qid, NOFID};
 use nf_ninep::NONUNAME;
@@ -325,6 +329,8 @@ pub struct Member {
     wake: Condvar,
     stopped: AtomicBool,
     generation: AtomicU64,
+    /// True while the last try to connect was refused at attach (`EACCES`).
+    refused: AtomicBool,
 }
 
 impl Member {
@@ -353,6 +359,7 @@ impl Member {
             wake: Condvar::new(),
             stopped: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            refused: AtomicBool::new(false),
         }
     }
 
@@ -376,10 +383,11 @@ impl Member {
         lock(&self.link).clone()
     }
 
-    /// The connection, or `EHOSTDOWN`.
+    /// The connection, or `EHOSTDOWN` (`EACCES` if the member refused the gateway).
     pub fn conn(&self) -> FsResult<Arc<Conn>> {
         match &*lock(&self.link) {
             Link::Up(c) if !c.is_closed() => Ok(Arc::clone(c)),
+            _ if self.refused.load(Ordering::Relaxed) => Err(FsError::Errno(EACCES)),
             _ => Err(FsError::Errno(EHOSTDOWN)),
         }
     }
@@ -461,10 +469,12 @@ impl Member {
                         *link = Link::Up(Arc::new(conn));
                         drop(link);
                         *lock(&self.figures) = figures.ok();
+                        self.refused.store(false, Ordering::Relaxed);
                         last_error.clear();
                         self.generation.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(e) => {
+                    Err(Unreachable { why: e, refused }) => {
+                        self.refused.store(refused, Ordering::Relaxed);
                         if e != last_error {
                             tracing::warn!(member = %self.name, error = %e, "member unreachable; retrying every second");
                         }
@@ -498,7 +508,7 @@ impl Member {
         }
     }
 
-    fn open(&self, dial: &Dial) -> Result<Conn, String> {
+    fn open(&self, dial: &Dial) -> Result<Conn, Unreachable> {
         let opts = ConnectOptions {
             user: dial.probe_user.clone(),
             msize: dial.msize,
@@ -506,10 +516,16 @@ impl Member {
             timeout: Some(PROBE_TIMEOUT),
         };
         let addr = self.addr();
-        let client = connect(&addr, &opts).map_err(|e| e.to_string())?;
+        let client = connect(&addr, &opts).map_err(|e| Unreachable {
+            why: e.to_string(),
+            refused: false,
+        })?;
         let probe = client
             .attach(&dial.probe_user, "")
-            .map_err(|e| format!("attaching as the probe user {}: {e}", dial.probe_user))?;
+            .map_err(|e| Unreachable {
+                why: format!("attaching as the probe user {}: {e}", dial.probe_user),
+                refused: e.errno() == Some(EACCES),
+            })?;
         let cluster = probe.walk("/status.json").is_ok();
         Ok(Conn {
             stamp: crate::qid::stamp(self.index, cluster),
@@ -521,6 +537,15 @@ impl Member {
             client,
         })
     }
+}
+
+/// Why a member could not be reached.
+struct Unreachable {
+    /// What failed.
+    why: String,
+    /// True if it answered the gateway's attach with `EACCES` (it does not trust the
+    /// gateway, or has no account for the probe user).
+    refused: bool,
 }
 
 /// Every member, by name, in the order they were added.
