@@ -9,12 +9,16 @@
 //!    own tag; each user gets one attach (a root fid) per connection, made the first
 //!    time they walk into the member, in their own name (the member applies its own
 //!    checks). Every [`PROBE_INTERVAL`] the monitor reads the member's status; a probe
-//!    that fails or takes longer than [`PROBE_TIMEOUT`] closes the connection, which
-//!    fails every request in flight at once with `EHOSTDOWN` (nothing waits for a
-//!    member that stopped answering).
+//!    that fails or takes longer than [`PROBE_TIMEOUT`] (walk, open and reads in all)
+//!    closes the connection, which fails every request in flight at once with
+//!    `EHOSTDOWN` (nothing waits for a member that stopped answering).
 //! 3. **Down** again: requests on fids of the lost connection answer `EHOSTDOWN` while
 //!    the member is down and `ESTALE` once it is back (the file must be walked to and
 //!    opened again); the monitor reconnects every [`RETRY_INTERVAL`].
+//!
+//! A member that is down answers new walks `EHOSTDOWN`, unless it refused the
+//! gateway's attach (a node that does not trust this gateway): then `EACCES`, since
+//! it is there and says no.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -22,9 +26,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nf_ninep::errno::{EAGAIN, EHOSTDOWN, EINTR, EIO, EMFILE, ESTALE};
+use nf_ninep::errno::{EACCES, EAGAIN, EHOSTDOWN, EINTR, EIO, EMFILE, ESTALE};
 use nf_ninep::message::*;
-use nf_ninep::types::{Qid, NOFID};
+use nf_ninep::types::{LOpenFlags, Qid, NOFID};
 use nf_ninep::NONUNAME;
 use nf_ninep_client::{Client, ClientError, Root};
 use nf_ninep_server::{Ctx, FsError, FsResult};
@@ -48,6 +52,9 @@ pub const CALLS_PER_USER: usize = 32;
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a down member is tried again.
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+/// The most a member's status file may hold (a gateway's `status.json` lists every
+/// member it holds).
+const STATUS_LIMIT: usize = 16 << 20;
 /// How often a request waiting on a member looks whether it was flushed.
 const FLUSH_POLL: Duration = Duration::from_millis(20);
 /// How long a request run on the client connection's reader thread waits for the
@@ -360,19 +367,81 @@ impl Conn {
         }
     }
 
-    /// The member's status file, read as the probe user.
+    /// The member's status file, read as the probe user within [`PROBE_TIMEOUT`] in
+    /// all.
     fn read_status(&self) -> Result<Figures, String> {
         let name = if self.cluster {
-            "/status.json"
+            "status.json"
         } else {
-            "/status"
+            "status"
         };
-        let bytes = self.probe.read_file(name).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + PROBE_TIMEOUT;
+        let fid = self.new_fid();
+        let walk = Twalk {
+            fid: self.probe.number(),
+            newfid: fid,
+            wnames: vec![name.to_string()],
+        };
+        match self.probe_call(walk.into(), deadline) {
+            Ok(Rmessage::Rwalk(w)) if w.wqids.len() == 1 => {}
+            Ok(_) => return Err(format!("walk /{name}: unexpected reply")),
+            Err(e) => return Err(format!("walk /{name}: {e}")),
+        }
+        let bytes = self.probe_read(fid, deadline);
+        if !self.is_closed() {
+            self.clunk(fid);
+        }
+        let bytes = bytes.map_err(|e| format!("read /{name}: {e}"))?;
         let text = String::from_utf8_lossy(&bytes);
         if self.cluster {
             Figures::from_gateway_json(&text)
         } else {
             Ok(Figures::from_node_status(&text))
+        }
+    }
+
+    /// Opens the walked `fid` and reads it to its end, by `deadline`.
+    fn probe_read(&self, fid: u32, deadline: Instant) -> Result<Vec<u8>, String> {
+        let open = Tlopen {
+            fid,
+            flags: LOpenFlags::RDONLY,
+        };
+        self.probe_call(open.into(), deadline)?;
+        let count = self.msize().saturating_sub(nf_ninep::IOHDRSZ);
+        let mut bytes = Vec::new();
+        loop {
+            let read = Tread {
+                fid,
+                offset: bytes.len() as u64,
+                count,
+            };
+            match self.probe_call(read.into(), deadline)? {
+                Rmessage::Rread(r) if r.data.0.is_empty() => return Ok(bytes),
+                Rmessage::Rread(r) => bytes.extend_from_slice(&r.data.0),
+                _ => return Err(String::from("unexpected reply")),
+            }
+            if bytes.len() > STATUS_LIMIT {
+                return Err(format!("more than {STATUS_LIMIT} bytes"));
+            }
+        }
+    }
+
+    /// Sends the probe's `msg` and waits for the answer until `deadline`. A member that
+    /// has not answered by then has its connection closed (every request waiting there
+    /// fails at once) rather than the request flushed, which could wait as long again.
+    fn probe_call(&self, msg: Tmessage, deadline: Instant) -> Result<Rmessage, String> {
+        let call = self.client.start(msg).map_err(|e| e.to_string())?;
+        match call.wait_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Some(Rmessage::Rlerror(Rlerror { ecode }))) => {
+                let errno = i32::try_from(ecode).unwrap_or(i32::MAX);
+                Err(std::io::Error::from_raw_os_error(errno).to_string())
+            }
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => {
+                self.client.close();
+                Err(format!("no answer within {PROBE_TIMEOUT:?}"))
+            }
+            Err(e) => Err(e.to_string()),
         }
     }
 }
@@ -412,6 +481,8 @@ pub struct Member {
     wake: Condvar,
     stopped: AtomicBool,
     generation: AtomicU64,
+    /// True while the last try to connect was refused at attach (`EACCES`).
+    refused: AtomicBool,
 }
 
 impl Member {
@@ -440,6 +511,7 @@ impl Member {
             wake: Condvar::new(),
             stopped: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            refused: AtomicBool::new(false),
         }
     }
 
@@ -463,10 +535,11 @@ impl Member {
         lock(&self.link).clone()
     }
 
-    /// The connection, or `EHOSTDOWN`.
+    /// The connection, or `EHOSTDOWN` (`EACCES` if the member refused the gateway).
     pub fn conn(&self) -> FsResult<Arc<Conn>> {
         match &*lock(&self.link) {
             Link::Up(c) if !c.is_closed() => Ok(Arc::clone(c)),
+            _ if self.refused.load(Ordering::Relaxed) => Err(FsError::Errno(EACCES)),
             _ => Err(FsError::Errno(EHOSTDOWN)),
         }
     }
@@ -548,10 +621,12 @@ impl Member {
                         *link = Link::Up(Arc::new(conn));
                         drop(link);
                         *lock(&self.figures) = figures.ok();
+                        self.refused.store(false, Ordering::Relaxed);
                         last_error.clear();
                         self.generation.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(e) => {
+                    Err(Unreachable { why: e, refused }) => {
+                        self.refused.store(refused, Ordering::Relaxed);
                         if e != last_error {
                             tracing::warn!(member = %self.name, error = %e, "member unreachable; retrying every second");
                         }
@@ -585,7 +660,7 @@ impl Member {
         }
     }
 
-    fn open(&self, dial: &Dial) -> Result<Conn, String> {
+    fn open(&self, dial: &Dial) -> Result<Conn, Unreachable> {
         let opts = ConnectOptions {
             user: dial.probe_user.clone(),
             msize: dial.msize,
@@ -593,10 +668,16 @@ impl Member {
             timeout: Some(PROBE_TIMEOUT),
         };
         let addr = self.addr();
-        let client = connect(&addr, &opts).map_err(|e| e.to_string())?;
+        let client = connect(&addr, &opts).map_err(|e| Unreachable {
+            why: e.to_string(),
+            refused: false,
+        })?;
         let probe = client
             .attach(&dial.probe_user, "")
-            .map_err(|e| format!("attaching as the probe user {}: {e}", dial.probe_user))?;
+            .map_err(|e| Unreachable {
+                why: format!("attaching as the probe user {}: {e}", dial.probe_user),
+                refused: e.errno() == Some(EACCES),
+            })?;
         let cluster = probe.walk("/status.json").is_ok();
         Ok(Conn {
             stamp: crate::qid::stamp(self.index, cluster),
@@ -609,6 +690,15 @@ impl Member {
             client,
         })
     }
+}
+
+/// Why a member could not be reached.
+struct Unreachable {
+    /// What failed.
+    why: String,
+    /// True if it answered the gateway's attach with `EACCES` (it does not trust the
+    /// gateway, or has no account for the probe user).
+    refused: bool,
 }
 
 /// Every member, by name, in the order they were added.

@@ -6,7 +6,7 @@
 //! - [`output_within`]: run a command to completion, or fail the test after a deadline.
 //! - [`exited_within`]: wait for a process that is not a child (a detached server) to
 //!   exit, with a deadline.
-//! - [`users`]: a second, unprivileged account, and acting as it on one thread.
+//! - [`users`]: unprivileged accounts besides root, and acting as one on one thread.
 //! - `ninep` (features `ninep-codec`, `ninep`): sample 9P messages, a frame mutator, a
 //!   tree served on a fresh socket and a raw-frame connection to it.
 //!

@@ -2,7 +2,9 @@
 //! a server run as root the way a hostile local user would.
 //!
 //! [`test_account`] makes the account `nf-test-user` (no home, no login shell) with
-//! `useradd` if it is missing; it needs root, as the tests that use it do. [`as_user`]
+//! `useradd` if it is missing; it needs root, as the tests that use it do.
+//! [`second_test_account`] makes `nf-test-user2` the same way, for tests in which one
+//! unprivileged user must not reach another's things. [`as_user`]
 //! runs a closure with the calling thread's effective uid, gid and groups set to the
 //! account's (Linux keeps them per thread; the raw system calls change this thread
 //! only) and puts them back afterwards, also when the closure panics. A socket
@@ -15,6 +17,8 @@ use rustix::process::{Gid, Uid};
 
 /// The account the tests act as.
 pub const TEST_USER: &str = "nf-test-user";
+/// A second unprivileged account, for tests that pit one user against another.
+pub const SECOND_TEST_USER: &str = "nf-test-user2";
 
 /// An account: name, uid and primary gid.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,12 +42,23 @@ fn id(flag: &str, name: &str) -> Option<u32> {
 /// The account [`TEST_USER`], made first if missing. Fails (with what to do) when this
 /// process is not root or `useradd` fails.
 pub fn test_account() -> Result<Account, String> {
+    account(TEST_USER)
+}
+
+/// The account [`SECOND_TEST_USER`], made first if missing, as [`test_account`] makes
+/// its own.
+pub fn second_test_account() -> Result<Account, String> {
+    account(SECOND_TEST_USER)
+}
+
+/// The system account `name` (no home, no login shell), made with `useradd` if missing.
+fn account(name: &str) -> Result<Account, String> {
     if rustix::process::geteuid().as_raw() != 0 {
         return Err(format!(
-            "this test acts as a second user ({TEST_USER}) and must run as root"
+            "this test acts as a second user ({name}) and must run as root"
         ));
     }
-    if id("-u", TEST_USER).is_none() {
+    if id("-u", name).is_none() {
         let out = Command::new("useradd")
             .args([
                 "--system",
@@ -51,21 +66,21 @@ pub fn test_account() -> Result<Account, String> {
                 "--shell",
                 "/usr/sbin/nologin",
             ])
-            .arg(TEST_USER)
+            .arg(name)
             .output()
             .map_err(|e| format!("running useradd: {e} (install passwd)"))?;
         // Another test process may have made it meanwhile (exit 9: already exists).
-        if !out.status.success() && id("-u", TEST_USER).is_none() {
+        if !out.status.success() && id("-u", name).is_none() {
             return Err(format!(
-                "useradd {TEST_USER}: {}",
+                "useradd {name}: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
     }
-    let uid = id("-u", TEST_USER).ok_or("id -u failed after useradd")?;
-    let gid = id("-g", TEST_USER).ok_or("id -g failed after useradd")?;
+    let uid = id("-u", name).ok_or("id -u failed after useradd")?;
+    let gid = id("-g", name).ok_or("id -g failed after useradd")?;
     Ok(Account {
-        name: TEST_USER.to_string(),
+        name: name.to_string(),
         uid,
         gid,
     })
