@@ -1,6 +1,5 @@
 //! `nf gateway`: many nodes and clusters as one 9P tree (`nf_gateway`).
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,7 +9,7 @@ use clap::Args;
 use nf_gateway::{Gateway, GatewayConfig, GatewayOptions};
 use nf_ninep_server::ServerConfig;
 
-use super::serve::{detach, quiet_if_detached, ListenTlsArgs};
+use super::serve::{announce, detach, stop_signals, wait_for_stop, ListenTlsArgs};
 
 /// The line a started gateway prints once it listens.
 const READY: &str = "nf gateway: ready";
@@ -74,21 +73,10 @@ pub fn main(a: GatewayArgs) -> anyhow::Result<i32> {
     if !a.foreground {
         return detach(READY);
     }
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .context("installing SIGINT/SIGTERM handlers")?;
+    let signals = stop_signals()?;
     let gateway = Gateway::start(&config, &opts).context("starting the gateway")?;
-    for addr in gateway.addrs() {
-        println!("nf gateway: listening on {addr}");
-        tracing::info!(%addr, "listening");
-    }
-    println!("{READY} (pid {})", std::process::id());
-    let _ = std::io::stdout().flush();
-    quiet_if_detached();
-    let signal = signals.forever().next();
-    tracing::info!(signal, "shutting down");
+    announce("nf gateway", READY, gateway.addrs());
+    wait_for_stop(signals);
     if !gateway.shutdown(Duration::from_secs(5)) {
         tracing::warn!("some clients did not release their fids within 5 s");
     }

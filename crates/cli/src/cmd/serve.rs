@@ -360,31 +360,45 @@ pub fn main(a: ServeArgs) -> anyhow::Result<i32> {
     if !a.foreground {
         return detach(READY);
     }
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .context("installing SIGINT/SIGTERM handlers")?;
+    let signals = stop_signals()?;
     let daemon = Daemon::start(&config).context("starting the node server")?;
     let _ = LOG.set(daemon.log().clone());
-    for addr in daemon.addrs() {
-        println!("nf serve: listening on {addr}");
-        tracing::info!(%addr, "listening");
-    }
-    println!("{READY} (pid {})", std::process::id());
-    let _ = std::io::stdout().flush();
-    quiet_if_detached();
-    let signal = signals.forever().next();
-    tracing::info!(signal, "shutting down");
+    announce("nf serve", READY, daemon.addrs());
+    wait_for_stop(signals);
     if !daemon.shutdown(Duration::from_secs(5)) {
         tracing::warn!("some connections did not release their fids within 5 s");
     }
     Ok(0)
 }
 
+/// SIGINT and SIGTERM, caught from now on (before the server starts, so a signal
+/// that comes while it starts is not lost).
+pub(crate) fn stop_signals() -> anyhow::Result<signal_hook::iterator::Signals> {
+    signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+        .context("installing SIGINT/SIGTERM handlers")
+}
+
+/// Prints where `who` listens and its `ready` line (which a detaching parent waits
+/// for), then stops writing to stderr if detached.
+pub(crate) fn announce(who: &str, ready: &str, addrs: Vec<String>) {
+    for addr in addrs {
+        println!("{who}: listening on {addr}");
+        tracing::info!(%addr, "listening");
+    }
+    println!("{ready} (pid {})", std::process::id());
+    let _ = std::io::stdout().flush();
+    quiet_if_detached();
+}
+
+/// Waits for SIGINT or SIGTERM.
+pub(crate) fn wait_for_stop(mut signals: signal_hook::iterator::Signals) {
+    let signal = signals.forever().next();
+    tracing::info!(signal, "shutting down");
+}
+
 /// Stops writing log lines to stderr once a detached server is ready (its parent,
 /// and with it the terminal, is gone).
-pub(crate) fn quiet_if_detached() {
+fn quiet_if_detached() {
     if std::env::var_os(DETACHED_ENV).is_some() {
         QUIET.store(true, Ordering::Relaxed);
     }
