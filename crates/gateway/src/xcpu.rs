@@ -15,8 +15,9 @@
 //!    holds the member's session as its own `clone` open does.
 //!
 //! The gateway remembers at most [`SESSIONS_PER_USER`] sessions per user (the oldest
-//! is forgotten first; the member keeps it until it ends, as always). `xcpu/procs`
-//! lists the user's: `G member M`.
+//! is forgotten first; the member keeps it until it ends, as always), and forgets one
+//! as soon as a walk to it finds it ended on the member. `xcpu/procs` lists the
+//! user's: `G member M`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -76,6 +77,11 @@ impl Sessions {
             .get(&id)
             .filter(|s| &*s.owner == user)
             .cloned()
+    }
+
+    /// Forgets session `id` (it ended on its member).
+    pub fn forget(&self, id: u64) {
+        lock(&self.map).remove(&id);
     }
 
     /// `user`'s sessions, oldest first.

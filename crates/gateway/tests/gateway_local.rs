@@ -292,6 +292,29 @@ fn clone_places_sessions_on_both_members_and_passes_their_files() {
         (2, 2),
         "spread over both:\n{procs}\n{status}"
     );
+    // A session wiped on its member is forgotten by the gateway at the next walk.
+    let first = procs
+        .lines()
+        .next()
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    root.write_file(&format!("/xcpu/{first}/ctl"), b"wipe")
+        .unwrap();
+    let start = Instant::now();
+    while root.walk(&format!("/xcpu/{first}")).is_ok() {
+        assert!(start.elapsed() < BOUND, "the wiped session never went");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let procs = String::from_utf8(root.read_file("/xcpu/procs").unwrap()).unwrap();
+    assert!(
+        !procs
+            .lines()
+            .any(|l| l.split(' ').next() == Some(first.as_str())),
+        "{procs}"
+    );
     assert_eq!(
         errno(root.walk("/xcpu/999").unwrap_err()),
         nf_ninep::errno::ENOENT

@@ -131,28 +131,30 @@ impl GatewayTree {
         let user = Self::user(who)?;
         let id: u64 = name.parse().map_err(|_| FsError::Errno(ENOENT))?;
         let s = self.sessions.get(id, user).ok_or(FsError::Errno(ENOENT))?;
-        s.member.current(&s.conn)?;
-        let (root, _) = s.conn.root(ctx, user)?;
-        let fid = s.conn.new_fid();
-        let w = crate::proxy::walk(
-            ctx,
-            &s.conn,
-            root,
-            fid,
-            &["xcpu".into(), s.remote.to_string()],
-        )?;
-        let [_, dir] = w[..] else {
+        // The member's connection now: a session outlives a reconnect (its hold on
+        // the lost connection is gone, and it lingers on the member as usual).
+        let conn = s.member.conn()?;
+        let (root, _) = conn.root(ctx, user)?;
+        let fid = conn.new_fid();
+        let names = ["xcpu".into(), s.remote.to_string()];
+        let walked = match crate::proxy::walk(ctx, &conn, root, fid, &names) {
+            Err(FsError::Errno(ENOENT)) => Vec::new(),
+            other => other?,
+        };
+        let [_, dir] = walked[..] else {
+            // Ended on the member: forget it here too.
+            self.sessions.forget(id);
             return Err(FsError::Errno(ENOENT));
         };
         let pos = Pos::Remote {
             member: Arc::clone(&s.member),
-            conn: Arc::clone(&s.conn),
+            conn: Arc::clone(&conn),
             fid,
             owned: true,
             depth: 0,
             up: Local::Xcpu(scope.clone()),
         };
-        Ok((pos, crate::qid::remap(s.conn.stamp, dir)))
+        Ok((pos, crate::qid::remap(conn.stamp, dir)))
     }
 
     /// Lets go of a fid the walk made.
