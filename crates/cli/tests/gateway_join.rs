@@ -162,6 +162,19 @@ fn a_node_that_joins_is_reached_through_the_gateway_as_the_user() {
         test_account().unwrap().uid,
         "the node acted as the user, not as the gateway"
     );
+    // A job placed through the gateway is tagged with the node it ran on.
+    let out = run(Command::new(NF)
+        .args(["exec", &gw])
+        .args(["--cert", &format!("{d}/{user}.pem")])
+        .args(["--key", &format!("{d}/{user}.key")])
+        .args(["--ca", &format!("{d}/ca.pem")])
+        .args(["--", "/bin/echo", "placed"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "127.0.0.1: placed\n");
     let out = nf(&["ls", &format!("{gw}:/n")]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "127.0.0.1/");
 }

@@ -198,10 +198,13 @@ impl Plan {
             session
                 .set("env", &self.env_text(rank, node))
                 .map_err(|e| e.to_string())?;
-            let tag = if self.per_node > 1 {
-                format!("{short}#{k}")
-            } else {
-                short.clone()
+            // Through a gateway, the member the copy was placed on names it.
+            let placed = (!aname.is_empty()).then(|| session.placed_on()).flatten();
+            let tag = match (placed, self.per_node > 1) {
+                (Some(member), true) => format!("{member}#{k}"),
+                (Some(member), false) => member,
+                (None, true) => format!("{short}#{k}"),
+                (None, false) => short.clone(),
             };
             copies.push(Copy {
                 rank,

@@ -124,6 +124,20 @@ impl RemoteSession {
         })
     }
 
+    /// Where a gateway placed this session: the member named on its line of
+    /// `/xcpu/procs` (`G MEMBER M` at a gateway); `None` on a node, whose lines say
+    /// other things.
+    pub fn placed_on(&self) -> Option<String> {
+        let text = self.root.read_file("/xcpu/procs").ok()?;
+        let text = String::from_utf8_lossy(&text);
+        let id = self.id.to_string();
+        text.lines()
+            .find_map(|l| match l.split(' ').collect::<Vec<_>>()[..] {
+                [g, member, m] if g == id && m.parse::<u64>().is_ok() => Some(member.to_string()),
+                _ => None,
+            })
+    }
+
     /// Session `id`, made by someone else (a node handing a session on), on the node
     /// `root` is attached to. It is held only while files of it are open.
     pub fn existing(root: Root, id: u64) -> RemoteSession {
