@@ -21,7 +21,7 @@
 //! it is there and says no.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -249,11 +249,10 @@ impl Conn {
     /// therefore not run inline ([`crate::tree`] sends them to a worker first).
     pub fn call(&self, ctx: &Ctx, msg: Tmessage) -> FsResult<Rmessage> {
         let key = (ctx.conn_id(), ctx.tag());
-        let asked = fingerprint(&msg);
         let call = if ctx.may_block() {
             let parked = lock(&self.inline).remove(&key).and_then(|i| i.parked);
             match parked {
-                Some((was, call)) if was == asked => call,
+                Some((was, call)) if was == fingerprint(&msg) => call,
                 stale => {
                     if let Some((_, call)) = stale {
                         let _ = call.flush_within(Some(PROBE_TIMEOUT));
@@ -262,6 +261,7 @@ impl Conn {
                 }
             }
         } else {
+            let asked = fingerprint(&msg);
             let started = self.client.start(msg).map_err(|e| self.lost(&e));
             let waited = started.and_then(|call| match Self::await_briefly(&call) {
                 Ok(reply) => Ok((call, reply)),
@@ -480,7 +480,6 @@ pub struct Member {
     pub placed: AtomicU32,
     wake: Condvar,
     stopped: AtomicBool,
-    generation: AtomicU64,
     /// True while the last try to connect was refused at attach (`EACCES`).
     refused: AtomicBool,
 }
@@ -510,7 +509,6 @@ impl Member {
             placed: AtomicU32::new(0),
             wake: Condvar::new(),
             stopped: AtomicBool::new(false),
-            generation: AtomicU64::new(0),
             refused: AtomicBool::new(false),
         }
     }
@@ -623,7 +621,6 @@ impl Member {
                         *lock(&self.figures) = figures.ok();
                         self.refused.store(false, Ordering::Relaxed);
                         last_error.clear();
-                        self.generation.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(Unreachable { why: e, refused }) => {
                         self.refused.store(refused, Ordering::Relaxed);

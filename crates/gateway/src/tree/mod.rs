@@ -298,6 +298,9 @@ impl Filesystem for GatewayTree {
         req: &Tattach,
         _afid: Option<&GwFid>,
     ) -> FsResult<(Rattach, GwFid)> {
+        // An account lookup (NSS may ask a directory server) and, with an aname,
+        // member calls: not on a reader thread.
+        on_worker(ctx)?;
         let who = Arc::new(access::check(&self.trusted, ctx, req)?);
         let root = GwFid::local(&who, Local::Top(None));
         let names: Vec<String> = req
