@@ -316,18 +316,7 @@ AllowTcpForwarding yes
 Subsystem sftp internal-sftp
 LogLevel ERROR
 EOF
-    cat >"$ssh_dir/config" <<EOF
-Host *
-  User root
-  IdentityFile $ssh_dir/id
-  IdentitiesOnly yes
-  UserKnownHostsFile $ssh_dir/known_hosts
-  GlobalKnownHostsFile /dev/null
-  StrictHostKeyChecking no
-  BatchMode yes
-  ConnectTimeout 30
-  LogLevel ERROR
-EOF
+    ssh_client_config "$ssh_dir"
     if [[ ! -d /run/sshd ]]; then
         mkdir -p /run/sshd # sshd's privilege-separation directory
         made_run_sshd=1

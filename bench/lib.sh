@@ -210,3 +210,20 @@ mpirun_across() {
         --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet"
         --mca pml ob1 --mca btl "tcp,self" --host "${H[0]}:1,${H[1]}:1" -np 2)
 }
+
+# Writes DIR/config for ssh and scp to a benchmark's own sshd: root by the key DIR/id,
+# host keys kept in DIR/known_hosts and never asked about, no prompts.
+ssh_client_config() { # DIR
+    cat >"$1/config" <<EOF
+Host *
+  User root
+  IdentityFile $1/id
+  IdentitiesOnly yes
+  UserKnownHostsFile $1/known_hosts
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking no
+  BatchMode yes
+  ConnectTimeout 30
+  LogLevel ERROR
+EOF
+}
