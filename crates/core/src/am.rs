@@ -23,6 +23,8 @@ pub enum Reserved {
     Collectives,
     /// The rma layer's team collectives (`nf_rma::WorldWireup`).
     RmaTeams,
+    /// Tagged point-to-point messages of the language bindings (ninefold for Python).
+    Messages,
 }
 
 impl Reserved {

@@ -532,6 +532,12 @@ impl World {
 
     /// Drains all traffic in flight, then leaves the job.
     pub fn finalize(self) -> Result<(), CoreError> {
+        self.leave()
+    }
+
+    /// [`World::finalize`] for an owner that cannot give the world up (a language
+    /// binding keeps it for the life of the process): nothing may be sent after it.
+    pub fn leave(&self) -> Result<(), CoreError> {
         // Everything sent before a barrier is in its receiver's queue when the barrier
         // ends; drain it, and repeat while draining made handlers send more.
         loop {
