@@ -361,7 +361,12 @@ impl PyWorld {
     ) -> PyResult<Py<PyAny>> {
         let rt = runtime::get()?;
         let p = pattern(source, tag, rt.world.size())?;
-        if let Some(m) = rt.p2p.borrow_mut().take(p) {
+        if let Some(o) = out {
+            buffers::writable_out(o)?;
+        }
+        // Taken in its own statement: `deliver` may borrow the matcher again.
+        let queued = rt.p2p.borrow_mut().take(p);
+        if let Some(m) = queued {
             return deliver(py, rt, m, out, status);
         }
         rt.wait(py, "recv", || rt.p2p.borrow().peek(p).is_some())?;

@@ -626,7 +626,8 @@ impl GlobalArray {
         })
     }
 
-    /// Sets every element to `value` (collective; ends with a sync).
+    /// Sets every element to `value` (collective; starts and ends with a sync, so
+    /// reads before it see the old values and reads after it the new).
     fn fill(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let view = self.local_view(py)?;
         let dt = self.np_dtype(py);
@@ -642,7 +643,9 @@ impl GlobalArray {
                 v.getattr("dtype")?.str()?
             )));
         }
+        self.sync_all()?;
         view.call_method1("fill", (value,))?;
+        drop(view);
         self.sync_all()
     }
 
