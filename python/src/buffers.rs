@@ -93,6 +93,17 @@ pub(crate) unsafe fn bytes_mut<'a>(arr: &Bound<'_, PyUntypedArray>) -> &'a mut [
     unsafe { std::slice::from_raw_parts_mut(ptr, len) }
 }
 
+/// `out` (checked by [`writable_out`]) as a posted receive's destination.
+pub(crate) fn dest(out: &Bound<'_, PyAny>) -> PyResult<crate::p2p::Dest> {
+    let arr = writable_out(out)?;
+    let (ptr, len) = array_data(&arr);
+    Ok(crate::p2p::Dest {
+        ptr,
+        len,
+        dtype: arr.dtype().char(),
+    })
+}
+
 /// Checks that `out` can receive into its memory in place.
 pub(crate) fn writable_out<'py>(out: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
     let arr = out.cast::<PyUntypedArray>().map_err(|_| {
@@ -109,8 +120,10 @@ pub(crate) fn writable_out<'py>(out: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
             "out must be C-contiguous (numpy.ascontiguousarray makes one)",
         ));
     }
-    let writeable: bool = out.getattr("flags")?.getattr("writeable")?.extract()?;
-    if !writeable {
+    // SAFETY: reading the flags of a live array object.
+    let flags =
+        unsafe { (*numpy::npyffi::objects::_PyArray_GET_ITEM_DATA(arr.as_array_ptr())).flags };
+    if flags & numpy::npyffi::flags::NPY_ARRAY_WRITEABLE == 0 {
         return Err(PyValueError::new_err("out is read-only"));
     }
     Ok(arr.clone())

@@ -87,7 +87,31 @@ impl Head {
 pub(crate) struct Msg {
     pub src: usize,
     pub head: Head,
+    /// The payload, unless it went straight into the receive's destination.
     pub data: Vec<u8>,
+    /// Bytes written into the posted receive's destination (then `data` is empty).
+    pub filled: Option<usize>,
+}
+
+/// Memory a posted receive wants its message's data in (a numpy array's).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dest {
+    pub ptr: *mut u8,
+    pub len: usize,
+    /// The array's numpy type code: array messages of another dtype are not copied.
+    pub dtype: u8,
+}
+
+impl Dest {
+    /// Where the data of a message with `head` and `payload` goes, if it fits here.
+    fn accepts<'p>(&self, head: &Head, payload: &'p [u8]) -> Option<&'p [u8]> {
+        let fits = match head.kind {
+            Kind::Bytes => true,
+            Kind::Array => head.dtype == self.dtype,
+            Kind::ArrayShaped | Kind::Pickle => false,
+        };
+        (fits && payload.len() <= self.len).then_some(payload)
+    }
 }
 
 /// Which messages a receive accepts (`None` = any).
@@ -107,25 +131,54 @@ impl Pattern {
 #[derive(Debug, Default)]
 pub(crate) struct Matcher {
     unexpected: VecDeque<Msg>,
-    posted: Vec<(u64, Pattern)>,
+    posted: Vec<(u64, Pattern, Option<Dest>)>,
     done: HashMap<u64, Msg>,
     next: u64,
 }
 
 impl Matcher {
-    /// Files a message that arrived.
-    pub(crate) fn arrive(&mut self, m: Msg) {
-        match self.posted.iter().position(|(_, p)| p.accepts(&m)) {
-            Some(i) => {
-                let (id, _) = self.posted.remove(i);
-                self.done.insert(id, m);
+    /// Files a message that arrived: into the oldest posted receive it matches
+    /// (copied straight into that receive's destination when it fits), else at the
+    /// end of the unexpected queue.
+    pub(crate) fn arrive(&mut self, src: usize, head: Head, payload: &[u8]) {
+        let probe = Msg {
+            src,
+            head,
+            data: Vec::new(),
+            filled: None,
+        };
+        let Some(i) = self.posted.iter().position(|(_, p, _)| p.accepts(&probe)) else {
+            self.unexpected.push_back(Msg {
+                data: payload.to_vec(),
+                ..probe
+            });
+            return;
+        };
+        let (id, _, dest) = self.posted.remove(i);
+        let m = match dest.and_then(|d| d.accepts(&head, payload).map(|b| (d, b))) {
+            Some((d, body)) => {
+                // SAFETY: whoever posts a destination keeps it valid and unaliased
+                // until the receive is done or withdrawn (`post`'s contract), and
+                // `accepts` checked the length.
+                unsafe { std::ptr::copy_nonoverlapping(body.as_ptr(), d.ptr, body.len()) };
+                Msg {
+                    filled: Some(body.len()),
+                    ..probe
+                }
             }
-            None => self.unexpected.push_back(m),
-        }
+            None => Msg {
+                data: payload.to_vec(),
+                ..probe
+            },
+        };
+        self.done.insert(id, m);
     }
 
-    /// Posts a receive; returns its id (see [`Matcher::take_done`]).
-    pub(crate) fn post(&mut self, p: Pattern) -> u64 {
+    /// Posts a receive and returns its id (see [`Matcher::take_done`]). With `dest`,
+    /// the message's data is copied there on arrival when it fits; `dest` must then
+    /// stay valid, and untouched by anyone else, until the receive is done
+    /// ([`Matcher::is_done`]) or withdrawn ([`Matcher::cancel`]).
+    pub(crate) fn post_into(&mut self, p: Pattern, dest: Option<Dest>) -> u64 {
         let id = self.next;
         self.next += 1;
         match self.unexpected.iter().position(|m| p.accepts(m)) {
@@ -133,7 +186,7 @@ impl Matcher {
                 let m = self.unexpected.remove(i).expect("index from position");
                 self.done.insert(id, m);
             }
-            None => self.posted.push((id, p)),
+            None => self.posted.push((id, p, dest)),
         }
         id
     }
@@ -151,7 +204,7 @@ impl Matcher {
     /// Withdraws a posted receive that has no message yet (true if it was withdrawn).
     pub(crate) fn cancel(&mut self, id: u64) -> bool {
         let before = self.posted.len();
-        self.posted.retain(|(i, _)| *i != id);
+        self.posted.retain(|(i, _, _)| *i != id);
         before != self.posted.len()
     }
 
@@ -177,17 +230,13 @@ impl Matcher {
 mod tests {
     use super::*;
 
-    fn msg(src: usize, tag: i32, byte: u8) -> Msg {
-        Msg {
-            src,
-            head: Head {
-                tag,
-                kind: Kind::Bytes,
-                dtype: 0,
-                ndim: 0,
-                dims: [0; 4],
-            },
-            data: vec![byte],
+    fn head(tag: i32) -> Head {
+        Head {
+            tag,
+            kind: Kind::Bytes,
+            dtype: 0,
+            ndim: 0,
+            dims: [0; 4],
         }
     }
 
@@ -199,13 +248,16 @@ mod tests {
     #[test]
     fn posted_receives_take_messages_in_post_order() {
         let mut m = Matcher::default();
-        let a = m.post(ANY);
-        let b = m.post(Pattern {
-            src: Some(1),
-            tag: Some(7),
-        });
-        m.arrive(msg(1, 7, 1));
-        m.arrive(msg(1, 7, 2));
+        let a = m.post_into(ANY, None);
+        let b = m.post_into(
+            Pattern {
+                src: Some(1),
+                tag: Some(7),
+            },
+            None,
+        );
+        m.arrive(1, head(7), &[1]);
+        m.arrive(1, head(7), &[2]);
         assert_eq!(m.take_done(a).unwrap().data, [1]);
         assert_eq!(m.take_done(b).unwrap().data, [2]);
     }
@@ -213,15 +265,15 @@ mod tests {
     #[test]
     fn unexpected_messages_match_by_source_and_tag_in_arrival_order() {
         let mut m = Matcher::default();
-        m.arrive(msg(0, 1, 1));
-        m.arrive(msg(2, 5, 2));
-        m.arrive(msg(2, 5, 3));
+        m.arrive(0, head(1), &[1]);
+        m.arrive(2, head(5), &[2]);
+        m.arrive(2, head(5), &[3]);
         let p = Pattern {
             src: Some(2),
             tag: Some(5),
         };
         assert_eq!(m.take(p).unwrap().data, [2]);
-        let id = m.post(p);
+        let id = m.post_into(p, None);
         assert_eq!(m.take_done(id).unwrap().data, [3]);
         assert!(m.take(p).is_none());
         assert_eq!(m.take(ANY).unwrap().data, [1]);
@@ -230,19 +282,53 @@ mod tests {
     #[test]
     fn a_message_put_back_is_matched_first_and_cancel_withdraws() {
         let mut m = Matcher::default();
-        m.arrive(msg(0, 1, 1));
+        m.arrive(0, head(1), &[1]);
         let first = m.take(ANY).unwrap();
-        m.arrive(msg(0, 1, 2));
+        assert_eq!(first.filled, None);
+        m.arrive(0, head(1), &[2]);
         m.put_back(first);
         assert_eq!(m.take(ANY).unwrap().data, [1]);
-        let id = m.post(Pattern {
-            src: Some(3),
-            tag: None,
-        });
+        let id = m.post_into(
+            Pattern {
+                src: Some(3),
+                tag: None,
+            },
+            None,
+        );
         assert!(m.cancel(id));
-        m.arrive(msg(3, 0, 9));
+        m.arrive(3, head(0), &[9]);
         assert!(!m.is_done(id));
         assert_eq!(m.peek(ANY).unwrap().data, [2]);
+    }
+
+    #[test]
+    fn a_message_that_fits_goes_straight_into_the_destination() {
+        let mut m = Matcher::default();
+        let mut buf = [0u8; 4];
+        let d = Dest {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+            dtype: b'B',
+        };
+        let id = m.post_into(ANY, Some(d));
+        m.arrive(2, head(0), &[7, 8, 9]);
+        let got = m.take_done(id).unwrap();
+        assert_eq!((got.filled, got.data.len(), got.src), (Some(3), 0, 2));
+        assert_eq!(buf, [7, 8, 9, 0]);
+        // Too long, or an array of another dtype: kept as data, the buffer untouched.
+        let id = m.post_into(ANY, Some(Dest { len: 2, ..d }));
+        m.arrive(2, head(0), &[1, 2, 3]);
+        assert_eq!(m.take_done(id).unwrap().data, [1, 2, 3]);
+        let id = m.post_into(ANY, Some(d));
+        let f8 = Head {
+            kind: Kind::Array,
+            dtype: b'd',
+            ndim: 1,
+            ..head(0)
+        };
+        m.arrive(2, f8, &[1, 2]);
+        assert_eq!(m.take_done(id).unwrap().filled, None);
+        assert_eq!(buf, [7, 8, 9, 0]);
     }
 
     #[test]

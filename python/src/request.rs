@@ -168,10 +168,24 @@ impl Drop for Request {
             return;
         };
         let mut p2p = rt.p2p.borrow_mut();
-        if !p2p.cancel(id) {
-            if let Some(m) = p2p.take_done(id) {
-                p2p.put_back(m);
-            }
+        if p2p.cancel(id) {
+            return;
         }
+        let Some(mut m) = p2p.take_done(id) else {
+            return;
+        };
+        if let (Some(n), State::Posted { out: Some(out), .. }) = (m.filled, &self.state) {
+            // The data went into `out`; take it back out for the next receive.
+            Python::attach(|py| {
+                if let Ok(arr) = out.bind(py).cast::<numpy::PyUntypedArray>() {
+                    let (ptr, len) = crate::buffers::array_data(arr);
+                    // SAFETY: `out` is alive (we hold it), and `n` ≤ its `len` bytes
+                    // were written by the receive.
+                    m.data = unsafe { std::slice::from_raw_parts(ptr, n.min(len)) }.to_vec();
+                    m.filled = None;
+                }
+            });
+        }
+        p2p.put_back(m);
     }
 }

@@ -66,11 +66,7 @@ pub(crate) fn init(py: Python<'_>, comm: Option<Bound<'_, PyAny>>) -> PyResult<P
     world
         .register_reserved(Reserved::Messages, move |_, am| {
             match Head::decode(am.header) {
-                Some(head) => m.borrow_mut().arrive(Msg {
-                    src: am.src,
-                    head,
-                    data: am.payload.to_vec(),
-                }),
+                Some(head) => m.borrow_mut().arrive(am.src, head, am.payload),
                 None => eprintln!(
                     "ninefold: dropped a message from rank {} with a malformed header",
                     am.src
@@ -145,6 +141,14 @@ pub(crate) fn deliver(
     out: Option<&Bound<'_, PyAny>>,
     status: Option<&Bound<'_, Status>>,
 ) -> PyResult<Py<PyAny>> {
+    if let (Some(n), Some(out)) = (m.filled, out) {
+        // The data went straight into `out` when it arrived.
+        if let Some(st) = status {
+            let mut st = st.borrow_mut();
+            (st.source, st.tag, st.nbytes) = (m.src, m.head.tag, n);
+        }
+        return Ok(out.clone().unbind());
+    }
     let start = match m.head.kind {
         Kind::Array | Kind::ArrayShaped => buffers::shape_of(&m.head, &m.data)?.1,
         _ => 0,
@@ -369,9 +373,24 @@ impl PyWorld {
         if let Some(m) = queued {
             return deliver(py, rt, m, out, status);
         }
-        rt.wait(py, "recv", || rt.p2p.borrow().peek(p).is_some())?;
-        let m = rt.p2p.borrow_mut().take(p).expect("the wait saw it");
-        deliver(py, rt, m, out, status)
+        let Some(o) = out else {
+            rt.wait(py, "recv", || rt.p2p.borrow().peek(p).is_some())?;
+            let m = rt.p2p.borrow_mut().take(p).expect("the wait saw it");
+            return deliver(py, rt, m, None, status);
+        };
+        // Posted with `out` as its destination, so the data is copied once, on arrival.
+        let id = rt.p2p.borrow_mut().post_into(p, Some(buffers::dest(o)?));
+        let waited = rt.wait(py, "recv", || rt.p2p.borrow().is_done(id));
+        let done = rt.p2p.borrow_mut().take_done(id);
+        match (done, waited) {
+            (Some(m), _) => deliver(py, rt, m, Some(o), status),
+            (None, Err(e)) => {
+                // `out` must not be written once we return.
+                rt.p2p.borrow_mut().cancel(id);
+                Err(e)
+            }
+            (None, Ok(())) => unreachable!("the wait returns once the receive is done"),
+        }
     }
 
     /// Posts a receive and returns its request (`wait()` gives the message).
@@ -379,10 +398,9 @@ impl PyWorld {
     fn irecv(&self, source: i64, tag: i64, out: Option<Bound<'_, PyAny>>) -> PyResult<Request> {
         let rt = runtime::get()?;
         let p = pattern(source, tag, rt.world.size())?;
-        if let Some(o) = &out {
-            buffers::writable_out(o)?;
-        }
-        let id = rt.p2p.borrow_mut().post(p);
+        let dest = out.as_ref().map(|o| buffers::dest(o)).transpose()?;
+        // `out` is kept by the request until the receive is done or withdrawn.
+        let id = rt.p2p.borrow_mut().post_into(p, dest);
         Ok(Request::posted(id, out.map(Bound::unbind)))
     }
 
@@ -432,6 +450,7 @@ impl PyWorld {
             src: root,
             head,
             data: data.split_off(24),
+            filled: None,
         };
         let fits = match obj.cast::<PyUntypedArray>() {
             Ok(a) if head.kind != Kind::Pickle => {

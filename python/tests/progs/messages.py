@@ -90,6 +90,19 @@ req = w.irecv(left, 401)
 del req
 assert w.recv(left, 401) == b"kept"
 
+# A receive into out= straight on arrival; dropped unwaited, it gives the data back.
+dst = np.zeros(8, dtype=np.int32)
+req = w.irecv(left, 402, out=dst)
+w.send(right, np.arange(8, dtype=np.int32) * (r + 1), tag=402)
+w.send(right, np.arange(8, dtype=np.int32) * (r + 2), tag=402)
+assert req.wait() is dst and (dst == np.arange(8) * (left + 1)).all(), dst
+req = w.irecv(left, 402, out=np.zeros(8, dtype=np.int32))
+w.barrier()
+while not req.done:
+    w.iprobe()
+del req
+assert (w.recv(left, 402) == np.arange(8) * (left + 2)).all()
+
 # Collectives.
 assert w.bcast({"from": 0} if r == 0 else None, root=0) == {"from": 0}
 root = n - 1
