@@ -4,6 +4,7 @@
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
 
@@ -213,6 +214,54 @@ impl<'py> Outgoing<'py> {
     }
 }
 
+/// A new C-ordered array of numpy type `code` and `shape`, its contents not yet
+/// written (numpy's C API for the common types, `numpy.empty` for the rest).
+///
+/// # Safety
+/// The caller writes every element before any Python code can see the array.
+pub(crate) unsafe fn empty<'py>(
+    py: Python<'py>,
+    code: u8,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    use numpy::{Complex32, Complex64, PyArray};
+    let dims = numpy::ndarray::IxDyn(shape);
+    macro_rules! typed {
+        ($t:ty) => {
+            // SAFETY: the caller's promise (every element written before use).
+            unsafe { PyArray::<$t, _>::new(py, dims, false) }
+                .as_untyped()
+                .clone()
+        };
+    }
+    use numpy::PyArrayMethods;
+    Ok(match code {
+        b'?' => typed!(bool),
+        b'b' => typed!(i8),
+        b'B' => typed!(u8),
+        b'h' => typed!(i16),
+        b'H' => typed!(u16),
+        b'i' => typed!(i32),
+        b'I' => typed!(u32),
+        b'l' | b'q' => typed!(i64),
+        b'L' | b'Q' => typed!(u64),
+        b'f' => typed!(f32),
+        b'd' => typed!(f64),
+        b'F' => typed!(Complex32),
+        b'D' => typed!(Complex64),
+        other => {
+            let np = py.import(intern!(py, "numpy"))?;
+            let dtype = np.call_method1(intern!(py, "dtype"), ((other as char).to_string(),))?;
+            np.call_method1(intern!(py, "empty"), (shape.to_vec(), dtype))?
+                .cast_into::<PyUntypedArray>()?
+        }
+    })
+}
+
+/// Messages up to this size are copied into a new array; larger ones lend their
+/// buffer to numpy (no copy, but a view and a reshape through Python).
+const COPY_BELOW: usize = 64 * 1024;
+
 /// The shape of an array message and where its data starts in the payload.
 pub(crate) fn shape_of(head: &Head, data: &[u8]) -> PyResult<(Vec<usize>, usize)> {
     let n = head.ndim as usize;
@@ -243,6 +292,23 @@ pub(crate) fn to_python(py: Python<'_>, head: &Head, data: Vec<u8>) -> PyResult<
             .unbind()),
         Kind::Array | Kind::ArrayShaped => {
             let (shape, start) = shape_of(head, &data)?;
+            let body = &data[start..];
+            if body.len() < COPY_BELOW {
+                // SAFETY: written in full just below, if the sizes agree.
+                let arr = unsafe { empty(py, head.dtype, &shape) }?;
+                let (ptr, len) = array_data(&arr);
+                if len != body.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "a message's array of shape {shape:?} and type {:?} should hold {len} \
+                         bytes but brought {}",
+                        head.dtype as char,
+                        body.len()
+                    )));
+                }
+                // SAFETY: `arr` is new, C-contiguous, with `len` bytes at `ptr`.
+                unsafe { std::ptr::copy_nonoverlapping(body.as_ptr(), ptr, len) };
+                return Ok(arr.into_any().unbind());
+            }
             let np = py.import("numpy")?;
             let dtype = np.call_method1("dtype", ((head.dtype as char).to_string(),))?;
             let raw = if start == 0 {

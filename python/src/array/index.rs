@@ -75,10 +75,11 @@ fn one(item: &Bound<'_, PyAny>, d: usize, n: usize) -> PyResult<Sel> {
         });
     }
     // Integers, numpy integers, anything with __index__.
-    if let Ok(i) = item
-        .call_method0("__index__")
-        .and_then(|v| v.extract::<i64>())
-    {
+    let int = item.extract::<i64>().or_else(|_| {
+        item.call_method0(pyo3::intern!(item.py(), "__index__"))
+            .and_then(|v| v.extract::<i64>())
+    });
+    if let Ok(i) = int {
         let len = n as i64;
         let j = if i < 0 { i + len } else { i };
         if !(0..len).contains(&j) {

@@ -8,6 +8,7 @@ use nf_rma::{Handle, Kind, Scale, Shape, Xfer};
 use numpy::ndarray::{ArrayViewD, IxDyn};
 use numpy::{Complex32, Complex64, PyArray, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PySequence, PySlice, PyTuple};
 
@@ -511,29 +512,25 @@ impl GlobalArray {
         let rt = self.live()?;
         let sels = index::parse(key, &self.dist.shape)?;
         let full: Vec<usize> = sels.iter().map(|s| s.count).collect();
-        let np = py.import("numpy")?;
-        let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item("dtype", self.np_dtype(py))?;
-        let out = np
-            .call_method("empty", (full.clone(),), Some(&kwargs))?
-            .cast_into::<PyUntypedArray>()?;
-        // A fresh C-ordered array of the region's shape, alive and untouched by
-        // Python until the blocking transfer returns.
-        let local = buffers::array_data(&out).0;
+        // Dropped dimensions have length 1: the result's memory is the same with or
+        // without them, so it is made in its final shape.
+        let visible: Vec<usize> = sels.iter().filter(|s| !s.drop).map(|s| s.count).collect();
+        // SAFETY: the get below writes every element (the pieces cover the region),
+        // and on an error the array is dropped unseen.
+        let out = unsafe { buffers::empty(py, self.code, &visible) }?;
         let t = Transfer {
             kind: Kind::Get,
             sels: &sels,
-            local,
+            local: buffers::array_data(&out).0,
             local_shape: &full,
         };
-        // SAFETY: `local` covers the whole region (above), for the whole call.
+        // SAFETY: `out` covers the whole region, alive for the whole call.
         unsafe { self.transfer(rt, &t, None) }?;
-        let visible: Vec<usize> = sels.iter().filter(|s| !s.drop).map(|s| s.count).collect();
-        let r = out.call_method1("reshape", (visible,))?;
-        if sels.iter().all(|s| s.drop) {
-            return r.call_method1("__getitem__", (PyTuple::empty(py),));
+        if visible.is_empty() {
+            // Every dimension indexed by an integer: one element, as numpy gives it.
+            return out.call_method1(intern!(py, "__getitem__"), (PyTuple::empty(py),));
         }
-        Ok(r)
+        Ok(out.into_any())
     }
 
     /// `a[i:j, k:l] = x`: puts `x` (broadcast as numpy does) into the region. The
