@@ -11,6 +11,8 @@ echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
 cargo test --workspace --no-fail-fast --quiet 2>&1 | tee target/test.log
+echo "== python: pip install ./python, then pytest python/tests (scripts/test-python.sh)"
+scripts/test-python.sh
 echo "== loom: the shared-memory protocol, model-checked (crates/transport/src/shm/loom_tests.rs)"
 # Its own target dir: --cfg loom rebuilds everything, and the normal cache survives.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \

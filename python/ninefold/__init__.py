@@ -24,29 +24,37 @@ from . import _native
 from ._native import (
     ANY_SOURCE,
     ANY_TAG,
+    Counter,
+    GlobalArray,
     NinefoldError,
     PeerError,
     Request,
     Status,
     World,
+    fence,
     finalize,
     initialized,
 )
+from .linalg import matmul
 
 __version__ = _native.__version__
 
 __all__ = [
     "ANY_SOURCE",
     "ANY_TAG",
+    "Counter",
+    "GlobalArray",
     "NinefoldError",
     "PeerError",
     "Request",
     "Status",
     "World",
     "__version__",
+    "fence",
     "finalize",
     "init",
     "initialized",
+    "matmul",
     "waitall",
 ]
 

@@ -31,7 +31,9 @@ fn is_raw_kind(kind: u8) -> bool {
 
 /// `obj` as a C-contiguous numpy array of plain numbers, if it is a numpy array of
 /// them.
-pub(crate) fn raw_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyUntypedArray>>> {
+pub(crate) fn raw_array<'py>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyUntypedArray>>> {
     let Ok(arr) = obj.cast::<PyUntypedArray>() else {
         return Ok(None);
     };
@@ -58,21 +60,37 @@ pub(crate) fn array_bytes<'a>(arr: &'a Bound<'_, PyUntypedArray>) -> &'a [u8] {
     // SAFETY: `arr` is C-contiguous (callers pass arrays from `raw_array` or check),
     // so its `n` bytes start at `data`; it lives as long as the borrow, and no
     // Python code that could resize or free it runs while the slice is used.
-    unsafe { std::slice::from_raw_parts((*numpy::npyffi::objects::_PyArray_GET_ITEM_DATA(arr.as_array_ptr())).data.cast::<u8>(), n) }
+    unsafe {
+        std::slice::from_raw_parts(
+            (*numpy::npyffi::objects::_PyArray_GET_ITEM_DATA(arr.as_array_ptr()))
+                .data
+                .cast::<u8>(),
+            n,
+        )
+    }
 }
 
-/// The writable bytes of a C-contiguous, writeable array.
+/// Where a C-contiguous array's data starts, and its length in bytes (writing
+/// through the pointer needs a writeable array and no Python code running).
+pub(crate) fn array_data(arr: &Bound<'_, PyUntypedArray>) -> (*mut u8, usize) {
+    let n = arr.len() * arr.dtype().itemsize();
+    // SAFETY: reading the data field of a live array object (no access to the data).
+    let p = unsafe { (*numpy::npyffi::objects::_PyArray_GET_ITEM_DATA(arr.as_array_ptr())).data };
+    (p.cast::<u8>(), n)
+}
+
+/// The bytes of a C-contiguous array, to write into.
 ///
 /// # Safety
-/// The caller must not let Python code run (or touch `arr` otherwise) while the slice
-/// is used, and `arr` must be C-contiguous and writeable.
-pub(crate) unsafe fn array_bytes_mut<'a>(arr: &'a Bound<'_, PyUntypedArray>) -> &'a mut [u8] {
-    let n = arr.len() * arr.dtype().itemsize();
-    if n == 0 {
+/// `arr` must be C-contiguous and writeable, and stay alive and untouched by Python
+/// code while the slice is used (the lifetime is the caller's to keep).
+pub(crate) unsafe fn bytes_mut<'a>(arr: &Bound<'_, PyUntypedArray>) -> &'a mut [u8] {
+    let (ptr, len) = array_data(arr);
+    if len == 0 {
         return &mut [];
     }
-    // SAFETY: as for `array_bytes`, and writeable by the caller's promise.
-    unsafe { std::slice::from_raw_parts_mut((*numpy::npyffi::objects::_PyArray_GET_ITEM_DATA(arr.as_array_ptr())).data.cast::<u8>(), n) }
+    // SAFETY: the caller's promise; `len` bytes start at `ptr` in a C-contiguous array.
+    unsafe { std::slice::from_raw_parts_mut(ptr, len) }
 }
 
 /// Checks that `out` can receive into its memory in place.
@@ -80,7 +98,10 @@ pub(crate) fn writable_out<'py>(out: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
     let arr = out.cast::<PyUntypedArray>().map_err(|_| {
         PyTypeError::new_err(format!(
             "out must be a numpy array, not {}",
-            out.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            out.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
         ))
     })?;
     if !arr.is_c_contiguous() {
@@ -108,7 +129,8 @@ impl<'py> Outgoing<'py> {
         if let Some(arr) = raw_array(obj)? {
             head.dtype = arr.dtype().char();
             let shape = arr.shape();
-            let in_header = shape.len() <= HEADER_DIMS && shape.iter().all(|&d| d <= u32::MAX as usize);
+            let in_header =
+                shape.len() <= HEADER_DIMS && shape.iter().all(|&d| d <= u32::MAX as usize);
             let mut prefix = Vec::new();
             if in_header {
                 head.kind = Kind::Array;
@@ -118,8 +140,9 @@ impl<'py> Outgoing<'py> {
                 }
             } else {
                 head.kind = Kind::ArrayShaped;
-                head.ndim = u8::try_from(shape.len())
-                    .map_err(|_| PyValueError::new_err("arrays of more than 255 dimensions cannot be sent"))?;
+                head.ndim = u8::try_from(shape.len()).map_err(|_| {
+                    PyValueError::new_err("arrays of more than 255 dimensions cannot be sent")
+                })?;
                 for &d in shape {
                     prefix.extend_from_slice(&(d as u64).to_le_bytes());
                 }
@@ -181,7 +204,9 @@ impl<'py> Outgoing<'py> {
 pub(crate) fn shape_of(head: &Head, data: &[u8]) -> PyResult<(Vec<usize>, usize)> {
     let n = head.ndim as usize;
     match head.kind {
-        Kind::Array if n <= HEADER_DIMS => Ok((head.dims[..n].iter().map(|&d| d as usize).collect(), 0)),
+        Kind::Array if n <= HEADER_DIMS => {
+            Ok((head.dims[..n].iter().map(|&d| d as usize).collect(), 0))
+        }
         Kind::ArrayShaped if data.len() >= 8 * n => Ok((
             data[..8 * n]
                 .chunks_exact(8)
@@ -189,7 +214,9 @@ pub(crate) fn shape_of(head: &Head, data: &[u8]) -> PyResult<(Vec<usize>, usize)
                 .collect(),
             8 * n,
         )),
-        _ => Err(PyValueError::new_err("a message's array header is malformed")),
+        _ => Err(PyValueError::new_err(
+            "a message's array header is malformed",
+        )),
     }
 }
 

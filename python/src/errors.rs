@@ -34,7 +34,9 @@ pub(crate) fn core(what: &str, e: nf_core::CoreError) -> PyErr {
     use nf_core::CoreError as E;
     let msg = format!("{what}: {e}");
     match e {
-        E::PeerDied { .. } | E::Transport(nf_transport::TransportError::PeerLost { .. }) => PeerError::new_err(msg),
+        E::PeerDied { .. } | E::Transport(nf_transport::TransportError::PeerLost { .. }) => {
+            PeerError::new_err(msg)
+        }
         _ => NinefoldError::new_err(msg),
     }
 }

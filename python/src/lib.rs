@@ -9,6 +9,7 @@
 
 use pyo3::prelude::*;
 
+mod array;
 mod buffers;
 mod errors;
 mod mpi_boot;
@@ -30,5 +31,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::PyWorld>()?;
     m.add_class::<request::Request>()?;
     m.add_class::<request::Status>()?;
+    m.add_class::<array::GlobalArray>()?;
+    m.add_class::<array::LocalBlock>()?;
+    m.add_class::<array::Pending>()?;
+    m.add_class::<array::Counter>()?;
+    m.add_function(wrap_pyfunction!(array::fence, m)?)?;
+    m.add_function(wrap_pyfunction!(array::same_node, m)?)?;
     Ok(())
 }

@@ -90,7 +90,11 @@ impl Request {
         let State::Posted { id, out } = std::mem::replace(&mut self.state, State::Finished) else {
             return Ok(py.None());
         };
-        let m = rt.p2p.borrow_mut().take_done(id).expect("finish after done");
+        let m = rt
+            .p2p
+            .borrow_mut()
+            .take_done(id)
+            .expect("finish after done");
         deliver(py, rt, m, out.as_ref().map(|o| o.bind(py)), status)
     }
 }

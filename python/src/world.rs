@@ -33,7 +33,7 @@ fn running_mpi(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     };
     let up: bool = mpi.call_method0("Is_initialized")?.extract()?;
     let down: bool = mpi.call_method0("Is_finalized")?.extract()?;
-    Ok((up && !down).then(|| mpi.getattr("COMM_WORLD")).transpose()?)
+    (up && !down).then(|| mpi.getattr("COMM_WORLD")).transpose()
 }
 
 /// Joins the job (once per process; later calls return the same world).
@@ -64,16 +64,18 @@ pub(crate) fn init(py: Python<'_>, comm: Option<Bound<'_, PyAny>>) -> PyResult<P
     let matcher: Rc<RefCell<Matcher>> = Rc::default();
     let m = Rc::clone(&matcher);
     world
-        .register_reserved(Reserved::Messages, move |_, am| match Head::decode(am.header) {
-            Some(head) => m.borrow_mut().arrive(Msg {
-                src: am.src,
-                head,
-                data: am.payload.to_vec(),
-            }),
-            None => eprintln!(
-                "ninefold: dropped a message from rank {} with a malformed header",
-                am.src
-            ),
+        .register_reserved(Reserved::Messages, move |_, am| {
+            match Head::decode(am.header) {
+                Some(head) => m.borrow_mut().arrive(Msg {
+                    src: am.src,
+                    head,
+                    data: am.payload.to_vec(),
+                }),
+                None => eprintln!(
+                    "ninefold: dropped a message from rank {} with a malformed header",
+                    am.src
+                ),
+            }
         })
         .map_err(|e| errors::core("ninefold.init", e))?;
     // Nobody may send before every rank has its handler.
@@ -126,15 +128,12 @@ pub(crate) fn pattern(source: i64, tag: i64, size: usize) -> PyResult<Pattern> {
 }
 
 fn check_tag(tag: i64) -> PyResult<i32> {
-    i32::try_from(tag)
-        .ok()
-        .filter(|t| *t >= 0)
-        .ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "tag {tag} is out of range: tags are 0..{} (ANY_TAG only in receives)",
-                i32::MAX
-            ))
-        })
+    i32::try_from(tag).ok().filter(|t| *t >= 0).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "tag {tag} is out of range: tags are 0..{} (ANY_TAG only in receives)",
+            i32::MAX
+        ))
+    })
 }
 
 /// Hands a received message to Python: as a new object, or copied into `out`. A
@@ -188,9 +187,9 @@ pub(crate) fn deliver(
         );
     }
     let body = &m.data[start..];
-    // SAFETY: `writable_out` checked that `arr` is C-contiguous and writeable, and no
+    // SAFETY: `writable_out` checked that `arr` is C-contiguous and writeable; no
     // Python code runs while the slice is used.
-    let dst = unsafe { buffers::array_bytes_mut(&arr) };
+    let dst = unsafe { buffers::bytes_mut(&arr) };
     if body.len() > dst.len() {
         let (have, got) = (dst.len(), body.len());
         return refuse(
@@ -250,6 +249,44 @@ fn allreduce_bytes(rt: &Runtime, code: u8, bytes: &mut [u8], op: ReduceOp) -> Py
             c as char
         ))),
     }
+}
+
+/// Allreduce of a numpy array of numbers or a Python number: a new value of the
+/// same type and shape on every rank.
+pub(crate) fn allreduce_value(
+    py: Python<'_>,
+    rt: &Runtime,
+    x: &Bound<'_, PyAny>,
+    op: ReduceOp,
+) -> PyResult<Py<PyAny>> {
+    let np = py.import("numpy")?;
+    if x.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err("allreduce of a bool: use an int"));
+    }
+    let scalar = x.is_instance_of::<PyInt>()
+        || x.is_instance_of::<PyFloat>()
+        || x.is_instance_of::<PyComplex>();
+    let arr = if scalar {
+        np.call_method1("asarray", (x,))?
+    } else {
+        x.clone()
+    };
+    let Some(arr) = buffers::raw_array(&arr)? else {
+        return Err(PyTypeError::new_err(format!(
+            "allreduce takes a numpy array of numbers or a Python number, not {}",
+            x.get_type().name()?
+        )));
+    };
+    let result = arr.call_method0("copy")?.cast_into::<PyUntypedArray>()?;
+    let code = result.dtype().char();
+    // SAFETY: a fresh copy, C-contiguous and writeable; no Python code runs while
+    // the bytes are reduced.
+    let bytes = unsafe { buffers::bytes_mut(&result) };
+    allreduce_bytes(rt, code, bytes, op)?;
+    if scalar {
+        return Ok(result.call_method0("item")?.unbind());
+    }
+    Ok(result.into_any().unbind())
 }
 
 /// This rank's handle on the job (`ninefold.init()` returns it).
@@ -324,7 +361,12 @@ impl PyWorld {
     ) -> PyResult<Py<PyAny>> {
         let rt = runtime::get()?;
         let p = pattern(source, tag, rt.world.size())?;
-        if let Some(m) = rt.p2p.borrow_mut().take(p) {
+        if let Some(o) = out {
+            buffers::writable_out(o)?;
+        }
+        // Taken in its own statement: `deliver` may borrow the matcher again.
+        let queued = rt.p2p.borrow_mut().take(p);
+        if let Some(m) = queued {
             return deliver(py, rt, m, out, status);
         }
         rt.wait(py, "recv", || rt.p2p.borrow().peek(p).is_some())?;
@@ -411,36 +453,7 @@ impl PyWorld {
     /// ("sum", "min", "max"); every rank gets the result, of `x`'s type and shape.
     #[pyo3(signature = (x, op = "sum"))]
     fn allreduce(&self, py: Python<'_>, x: &Bound<'_, PyAny>, op: &str) -> PyResult<Py<PyAny>> {
-        let rt = runtime::get()?;
-        let op = reduce_op(op)?;
-        let np = py.import("numpy")?;
-        let scalar = x.is_instance_of::<PyInt>()
-            || x.is_instance_of::<PyFloat>()
-            || x.is_instance_of::<PyComplex>();
-        if x.is_instance_of::<PyBool>() {
-            return Err(PyTypeError::new_err("allreduce of a bool: use an int"));
-        }
-        let arr = if scalar {
-            np.call_method1("asarray", (x,))?
-        } else {
-            x.clone()
-        };
-        let Some(arr) = buffers::raw_array(&arr)? else {
-            return Err(PyTypeError::new_err(format!(
-                "allreduce takes a numpy array of numbers or a Python number, not {}",
-                x.get_type().name()?
-            )));
-        };
-        let result = arr.call_method0("copy")?.cast_into::<PyUntypedArray>()?;
-        let code = result.dtype().char();
-        // SAFETY: a fresh copy, C-contiguous and writeable; no Python code runs
-        // while the bytes are reduced.
-        let bytes = unsafe { buffers::array_bytes_mut(&result) };
-        allreduce_bytes(rt, code, bytes, op)?;
-        if scalar {
-            return Ok(result.call_method0("item")?.unbind());
-        }
-        Ok(result.into_any().unbind())
+        allreduce_value(py, runtime::get()?, x, reduce_op(op)?)
     }
 
     /// Leaves the job (collective); see `ninefold.finalize`.

@@ -1,0 +1,80 @@
+"""The world under every launcher: messages, collectives, failures, interrupts."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from conftest import PROGS, REPO, job_env
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_messages_under_nf_run(job, n):
+    job.run(n, "messages")
+
+
+def test_messages_started_by_hand_as_one_rank(job):
+    job.run(1, "messages", launcher="hand")
+
+
+def test_messages_under_mpirun_through_pmix(job):
+    job.run(2, "messages", launcher="mpirun")
+
+
+def test_messages_under_hydra_through_pmi2(job):
+    job.run(2, "messages", launcher="hydra")
+
+
+@pytest.mark.parametrize("launcher", ["nf", "mpirun"])
+def test_an_exception_in_one_rank_ends_the_job_naming_it(job, launcher):
+    p = job.run(3, "fails", launcher=launcher, check=False)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "deliberate failure in rank 2" in p.stderr
+    assert "ninefold: rank 2 of 3 failed with ValueError" in p.stderr, p.stderr
+    assert "unreachable" not in p.stdout + p.stderr
+
+
+def test_ctrl_c_ends_a_blocked_receive():
+    p = subprocess.Popen(
+        [sys.executable, str(PROGS / "interrupt.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=job_env(),
+        cwd=REPO,
+    )
+    try:
+        assert p.stdout.readline() == "waiting\n"
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    assert "KeyboardInterrupt" in err and "rank 0 of 1 failed" in err, err
+
+
+def test_version_from_the_command_line():
+    import ninefold
+
+    out = subprocess.run(
+        [sys.executable, "-m", "ninefold", "--version"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out == f"ninefold {ninefold.__version__}\n"
+
+
+def test_use_before_init_says_so():
+    code = "import ninefold as nf\ntry:\n    nf.GlobalArray(3)\nexcept RuntimeError as e:\n    print(e)\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=job_env(), check=True
+    ).stdout
+    assert "call ninefold.init() first" in out
+
+
+def test_env_without_nf_run_is_an_error_not_a_hang():
+    env = job_env()
+    env["NF_PMI_ADDR"] = os.path.join(REPO, "target", "no-such-socket")
+    p = subprocess.run(
+        [sys.executable, str(PROGS / "messages.py")], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert p.returncode == 1 and "ninefold.init" in p.stderr, p.stderr
