@@ -78,9 +78,22 @@ def gemm_inputs(n, np):
     return a, b
 
 
-def gemm_expected_sum(a, b):
-    """sum(A @ B) = sum_k (column sums of A)_k (row sums of B)_k, without the product."""
-    return float(a.sum(axis=0) @ b.sum(axis=1))
+def gemm_weights(n, np):
+    """The checksum's weights: w_i = i % 11 + 1 on rows, v_j = j % 13 + 1 on columns."""
+    k = np.arange(n, dtype=np.int64)
+    return (k % 11 + 1).astype(np.float64), (k % 13 + 1).astype(np.float64)
+
+
+def gemm_checksum(c, np):
+    """sum_ij w_i C_ij v_j: integers below 2^53 all along, so exact in any order."""
+    w, v = gemm_weights(c.shape[0], np)
+    return float(w @ c @ v)
+
+
+def gemm_expected(a, b, np):
+    """The checksum of A @ B without the product: (w^T A)(B v)."""
+    w, v = gemm_weights(a.shape[0], np)
+    return float((w @ a) @ (b @ v))
 
 
 def spot_check(c_get, a, b, points=64, seed=1):

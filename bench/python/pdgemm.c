@@ -3,8 +3,9 @@
  * n x n doubles on a 1 x P BLACS grid (one process row, P columns), block size nb,
  * block-cyclic as ScaLAPACK lays out. The matrices are bench/python/common.py's
  * gemm_inputs (small integers: every entry of the product is exact in a double, so
- * the checksum must equal sum_k colsum(A)_k * rowsum(B)_k), and 64 entries per
- * process are checked against direct dot products. Each of --reps products (after
+ * the checksum sum_ij w_i C_ij v_j, w_i = i % 11 + 1, v_j = j % 13 + 1, must equal
+ * (w^T A)(B v) exactly), and 64 entries per process are checked against direct dot
+ * products. Each of --reps products (after
  * one untimed) is timed on rank 0 with MPI_Wtime between two MPI_Barriers.
  *
  * Output: a line per product, and with --json F the report shape of common.py
@@ -39,6 +40,8 @@ void pdgemm_(const char *ta, const char *tb, const int *m, const int *n, const i
 
 static double a_at(long i, long j) { return (double)((3 * i + 5 * j) % 7 - 3); }
 static double b_at(long i, long j) { return (double)((2 * i + 7 * j) % 5 - 2); }
+static double w_at(long i) { return (double)(i % 11 + 1); }
+static double v_at(long j) { return (double)(j % 13 + 1); }
 
 /* The global index of local index l in a block-cyclic dimension. */
 static long l2g(long l, int nb, int me, int np) { return (l / nb * np + me) * nb + l % nb; }
@@ -131,8 +134,11 @@ int main(int argc, char **argv)
 
     /* Checks: the checksum against the closed form, 64 local entries against dots. */
     double local = 0.0, err = 0.0;
-    for (size_t i = 0; i < (size_t)mloc * (size_t)nloc; i++)
-        local += c[i];
+    for (long lj = 0; lj < nloc; lj++) {
+        double vj = v_at(l2g(lj, nb, mycol, npcol));
+        for (long li = 0; li < mloc; li++)
+            local += w_at(l2g(li, nb, myrow, nprow)) * c[lj * lld + li] * vj;
+    }
     srand(1 + (unsigned)me);
     for (int s = 0; s < 64 && mloc > 0 && nloc > 0; s++) {
         long li = rand() % mloc, lj = rand() % nloc;
@@ -150,13 +156,13 @@ int main(int argc, char **argv)
 
     if (me == 0) {
         double expect = 0.0;
-        for (long k = 0; k < n; k++) {
-            double ca = 0.0, rb = 0.0;
+        for (long k = 0; k < n; k++) { /* (w^T A)_k (B v)_k */
+            double wa = 0.0, bv = 0.0;
             for (long i = 0; i < n; i++) {
-                ca += a_at(i, k);
-                rb += b_at(k, i);
+                wa += w_at(i) * a_at(i, k);
+                bv += b_at(k, i) * v_at(i);
             }
-            expect += ca * rb;
+            expect += wa * bv;
         }
         int ok = sum == expect && maxerr == 0.0;
         if (!ok)
