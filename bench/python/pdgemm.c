@@ -1,6 +1,7 @@
 /*
  * ScaLAPACK pdgemm, the distributed anchor of bench/compare-python.sh: C = A * B of
- * n x n doubles on a 1 x P BLACS grid (one process row, P columns), block size nb,
+ * n x n doubles on a P_row x (ranks / P_row) BLACS grid (--prow, default 1: one
+ * process row), block size nb,
  * block-cyclic as ScaLAPACK lays out. The matrices are bench/python/common.py's
  * gemm_inputs (small integers: every entry of the product is exact in a double, so
  * the checksum sum_ij w_i C_ij v_j, w_i = i % 11 + 1, v_j = j % 13 + 1, must equal
@@ -11,7 +12,7 @@
  * Output: a line per product, and with --json F the report shape of common.py
  * (bench "python", the side given by --side).
  *
- * Usage: mpirun -np 2 ./pdgemm [--n N] [--nb NB] [--reps R] [--side NAME]
+ * Usage: mpirun -np 2 ./pdgemm [--n N] [--nb NB] [--prow P] [--reps R] [--side NAME]
  *                              [--json F] [--git REV]
  * Build: mpicc -O2 -Wall -o pdgemm pdgemm.c -lscalapack-openmpi -lm
  *        (libblas.so.3 decides the BLAS: Debian's alternative, or LD_LIBRARY_PATH)
@@ -61,7 +62,7 @@ static double pct(const double *s, int n, double q)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int n = 2048, nb = 128, reps = 5;
+    int n = 2048, nb = 128, reps = 5, prow = 1;
     const char *json = NULL, *side = "pdgemm", *git = "";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -71,6 +72,7 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--n")) n = atoi(v);
         else if (!strcmp(argv[i], "--nb")) nb = atoi(v);
+        else if (!strcmp(argv[i], "--prow")) prow = atoi(v);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(v);
         else if (!strcmp(argv[i], "--json")) json = v;
         else if (!strcmp(argv[i], "--side")) side = v;
@@ -89,7 +91,11 @@ int main(int argc, char **argv)
     int me, np, ctx, nprow, npcol, myrow, mycol, zero = 0, one = 1, info;
     Cblacs_pinfo(&me, &np);
     Cblacs_get(-1, 0, &ctx);
-    Cblacs_gridinit(&ctx, "Row", 1, np);
+    if (prow < 1 || np % prow != 0) {
+        fprintf(stderr, "pdgemm: --prow %d does not divide %d ranks\n", prow, np);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    Cblacs_gridinit(&ctx, "Row", prow, np / prow);
     Cblacs_gridinfo(ctx, &nprow, &npcol, &myrow, &mycol);
 
     int mloc = numroc_(&n, &nb, &myrow, &zero, &nprow);

@@ -65,7 +65,12 @@ def main(argv=None):
 
     # runs[side] = [report, ...]
     runs = {}
-    for p in sorted(glob.glob(os.path.join(a.dir, "runs", "*.json"))):
+    def round_of(p):  # runs/SIDE-K.json: round order, 10 after 9
+        stem = os.path.basename(p)[: -len(".json")]
+        side, _, k = stem.rpartition("-")
+        return (side, int(k) if k.isdigit() else 0)
+
+    for p in sorted(glob.glob(os.path.join(a.dir, "runs", "*.json")), key=round_of):
         rep = load(p)
         if rep.get("bench") != "python":
             continue
@@ -81,6 +86,11 @@ def main(argv=None):
         if not rows:
             return None
         return (max if larger else min)(rows, key=lambda r: r[key])
+
+    def values(side, metric, size, key):
+        """The metric of every run of a side, in round order (the spread behind best-of)."""
+        return [r[key] for rep in runs.get(side, []) for r in rep.get("results", [])
+                if r.get("metric") == metric and r.get("size") == size]
 
     def count(side):
         return len(runs.get(side, []))
@@ -98,6 +108,8 @@ def main(argv=None):
                "runs": f"{count(ours_side)}/{count(theirs_side)}"}
         if o and t and t[key]:
             row["ratio"] = o[key] / t[key]
+        row["ours_runs"] = values(ours_side, metric, size, key)
+        row["theirs_runs"] = values(theirs_side, metric, size, key)
         if goal is not None:
             row["goal"] = f"{'>=' if larger else '<='} {goal}"
             if row["ratio"] is not None:
@@ -153,6 +165,12 @@ def main(argv=None):
         print("# p90 latency (us): " + "; ".join(
             f"{r['metric']}: ninefold {r['ours_p90_us']:.3f}, anchor "
             f"{r['theirs_p90_us']:.3f}" for r in lat if r["theirs_p90_us"] is not None))
+    print("# every run (round order), ninefold | anchor:")
+    for r in rows:
+        if r["ours_runs"] or r["theirs_runs"]:
+            f = (lambda x: f"{x:.3f}") if r["unit"] == "us" else (lambda x: f"{x:.1f}")
+            print(f"#   {r['metric']} vs {r['anchor']} ({r['unit']}): "
+                  f"{' '.join(map(f, r['ours_runs'])) or '-'} | {' '.join(map(f, r['theirs_runs'])) or '-'}")
     for side, reps in sorted(runs.items()):
         for rep in reps[:1]:
             for r in rep["results"]:
