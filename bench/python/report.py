@@ -129,7 +129,7 @@ def main(argv=None):
         "GFLOP/s", 0.8, True, f"ScaLAPACK pdgemm, OpenBLAS, {a.ranks} ranks")
     add(f"matmul {n}^2 GFLOP/s", "ninefold", "pdgemm-system", "matmul", 0, "gflop_per_s",
         "GFLOP/s", None, True,
-        f"ScaLAPACK pdgemm, {notes.get('system_blas', 'Debian libblas.so.3')}, {a.ranks} ranks")
+        f"ScaLAPACK pdgemm, {os.path.basename(notes.get('system_blas', 'libblas.so.3'))}, {a.ranks} ranks")
     threads = sorted({int(s.split("-")[1][:-1]) for s in runs if s.startswith("numpy-")})
     for t in sorted(threads, key=lambda t: (t != a.ranks, t)):
         tag = " (same cores as the ranks)" if t == a.ranks else ""
