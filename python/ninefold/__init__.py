@@ -20,7 +20,7 @@ import atexit as _atexit
 import os as _os
 import sys as _sys
 
-from . import _native
+from . import _native, files
 from ._native import (
     ANY_SOURCE,
     ANY_TAG,
@@ -51,6 +51,7 @@ __all__ = [
     "World",
     "__version__",
     "fence",
+    "files",
     "finalize",
     "init",
     "initialized",

@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from . import files as files
 from .linalg import matmul as matmul
 
 __version__: str

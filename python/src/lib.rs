@@ -5,13 +5,14 @@
 //! `request`), global arrays over the rma layer (`array`), and the 9P client
 //! (`files`). Everything here belongs to the thread that called `init`: the runtime
 //! is single-threaded by design (as `nf_core::World` is), and the classes are
-//! `unsendable`.
+//! `unsendable` — but for `files`, whose 9P client may be used from any thread.
 
 use pyo3::prelude::*;
 
 mod array;
 mod buffers;
 mod errors;
+mod files;
 mod mpi_boot;
 mod p2p;
 mod request;
@@ -25,6 +26,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ANY_SOURCE", world::ANY)?;
     m.add("ANY_TAG", world::ANY)?;
     errors::register(m)?;
+    files::register(m)?;
     m.add_function(wrap_pyfunction!(world::init, m)?)?;
     m.add_function(wrap_pyfunction!(world::finalize, m)?)?;
     m.add_function(wrap_pyfunction!(world::initialized, m)?)?;

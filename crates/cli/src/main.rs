@@ -39,13 +39,19 @@ fn exit_code(err: &anyhow::Error) -> i32 {
         {
             return EXIT_USAGE;
         }
-        // A connection error shows its client error transparently: look inside.
-        let client = cause.downcast_ref::<nf_ninep_client::ClientError>().or(
-            match cause.downcast_ref::<nf_node::connect::ConnectError>() {
-                Some(nf_node::connect::ConnectError::Client(c)) => Some(c),
+        // A connection or copy error shows its client error transparently: look inside.
+        let client = cause
+            .downcast_ref::<nf_ninep_client::ClientError>()
+            .or(
+                match cause.downcast_ref::<nf_node::connect::ConnectError>() {
+                    Some(nf_node::connect::ConnectError::Client(c)) => Some(c),
+                    _ => None,
+                },
+            )
+            .or(match cause.downcast_ref::<nf_ninep_client::CopyError>() {
+                Some(nf_ninep_client::CopyError::Remote(c)) => Some(c),
                 _ => None,
-            },
-        );
+            });
         if let Some(c) = client {
             if c.errno().is_some() {
                 return EXIT_REMOTE;

@@ -25,6 +25,7 @@
 //! | `read`, `write` | reads and writes, chunked to the negotiated msize / iounit |
 //! | `dir` | readdir → [`DirEntry`] |
 //! | `attr` | getattr → [`Stat`], setattr, statfs |
+//! | `copy` | whole files to and from local readers and writers, [`Root::open_for_write`] |
 //! | `fileops` | mkdir, remove, unlink, rename, symlink, readlink, fsync |
 //! | `rpc` | tags, the reader thread, [`PendingCall`] and flush |
 //!
@@ -36,6 +37,7 @@
 #![forbid(unsafe_code)]
 
 mod attr;
+mod copy;
 mod dir;
 mod error;
 mod fid;
@@ -57,6 +59,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 pub use attr::Stat;
+pub use copy::{base_name, CopyError};
 pub use dir::DirEntry;
 pub use error::ClientError;
 pub use fid::Fid;

@@ -48,6 +48,31 @@ impl Default for ConnectOptions {
     }
 }
 
+impl ConnectOptions {
+    /// Options attaching as `user`, else as this process's user ([`default_user`]) —
+    /// or, with a client certificate (`tls`), as whoever the certificate names; each
+    /// wait bounded by `timeout` (`None`: the client's defaults). The msize is the
+    /// default.
+    pub fn new(
+        user: Option<String>,
+        tls: Option<TlsFiles>,
+        timeout: Option<std::time::Duration>,
+    ) -> Self {
+        let user = match (user, &tls) {
+            (Some(u), _) => u,
+            // The server takes the name from the certificate.
+            (None, Some(_)) => String::new(),
+            (None, None) => default_user(),
+        };
+        ConnectOptions {
+            user,
+            msize: nf_ninep::DEFAULT_MAX_MSIZE,
+            tls,
+            timeout,
+        }
+    }
+}
+
 /// The user running this process: the account of its uid in `/etc/passwd` (what a
 /// local server checks, [`crate::access`]), else `$USER` (or `$LOGNAME`), else `nobody`.
 pub fn default_user() -> String {

@@ -13,7 +13,6 @@
 //! 4. Report each file that failed; the copy goes on with the others, and the command
 //!    exits 1 if any failed.
 
-use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -168,16 +167,7 @@ pub fn upload(root: &Root, from: &Path, to: &str) -> anyhow::Result<usize> {
             Err(e) if e.errno() == Some(EEXIST) => root.open(&path, flags)?,
             other => other?,
         };
-        let mut buf = vec![0u8; file.chunk() as usize];
-        loop {
-            let n = match input.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
-            };
-            file.write_all(&buf[..n])?;
-        }
+        file.copy_from(&mut input)?;
         file.close()?;
         Ok(())
     }))
@@ -207,14 +197,7 @@ pub fn download(root: &Root, from: &str, to: &Path) -> anyhow::Result<usize> {
         let mut file = root.open(&join(from, rel), LOpenFlags::RDONLY)?;
         let path: PathBuf = to.join(rel);
         let mut out = std::fs::File::create(&path)?;
-        loop {
-            let data = file.read_chunk(file.position(), file.chunk())?;
-            if data.is_empty() {
-                break;
-            }
-            file.seek_to(file.position() + data.len() as u64);
-            out.write_all(&data)?;
-        }
+        file.copy_to(&mut out)?;
         out.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
         Ok(())
     }))

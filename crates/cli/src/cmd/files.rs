@@ -8,15 +8,15 @@
 
 use std::collections::VecDeque;
 use std::fs::File as LocalFile;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use nf_ninep::errno::{EACCES, EAGAIN, EEXIST, ENOENT};
+use nf_ninep::errno::{EACCES, EAGAIN};
 use nf_ninep::{LOpenFlags, Message, Rmessage, Tread};
-use nf_ninep_client::{ClientError, File, Root};
+use nf_ninep_client::{base_name, ClientError, Root};
 use nf_node::addr::{is_remote, parse_target, Target};
 use nf_node::connect::{attach, ConnectError, ConnectOptions};
 use nf_node::tls::TlsFiles;
@@ -49,26 +49,22 @@ pub struct ConnArgs {
 impl ConnArgs {
     /// The connection options these arguments give.
     pub fn options(&self) -> ConnectOptions {
-        let mut opts = ConnectOptions {
-            msize: self.msize,
-            timeout: self.timeout.map(std::time::Duration::from_secs),
-            ..ConnectOptions::default()
-        };
-        if let Some(u) = &self.user {
-            opts.user = u.clone();
-        }
-        if let (Some(cert), Some(key), Some(ca)) = (&self.cert, &self.key, &self.ca) {
-            opts.tls = Some(TlsFiles {
+        let tls = match (&self.cert, &self.key, &self.ca) {
+            (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
                 cert: cert.clone(),
                 key: key.clone(),
                 ca: ca.clone(),
-            });
-            if self.user.is_none() {
-                // Attach as whoever the certificate says.
-                opts.user = String::new();
-            }
+            }),
+            _ => None,
+        };
+        ConnectOptions {
+            msize: self.msize,
+            ..ConnectOptions::new(
+                self.user.clone(),
+                tls,
+                self.timeout.map(std::time::Duration::from_secs),
+            )
         }
-        opts
     }
 
     /// The target named by `arg`, attached.
@@ -177,55 +173,6 @@ pub struct TailArgs {
 
 fn flags_r() -> LOpenFlags {
     LOpenFlags::RDONLY
-}
-
-/// Copies an open remote file to `out`, chunk by chunk, as data comes.
-fn copy_out(file: &mut File, out: &mut dyn Write) -> anyhow::Result<u64> {
-    let mut total = 0;
-    loop {
-        let data = file.read_chunk(file.position(), file.chunk())?;
-        if data.is_empty() {
-            out.flush()?;
-            return Ok(total);
-        }
-        file.seek_to(file.position() + data.len() as u64);
-        total += data.len() as u64;
-        out.write_all(&data)?;
-        out.flush()?;
-    }
-}
-
-/// Copies `input` to an open remote file, chunk by chunk, as data comes.
-fn copy_in(input: &mut dyn Read, file: &mut File) -> anyhow::Result<u64> {
-    let mut buf = vec![0u8; file.chunk() as usize];
-    let mut total = 0;
-    loop {
-        let n = match input.read(&mut buf) {
-            Ok(0) => return Ok(total),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("reading the input"),
-        };
-        file.write_all(&buf[..n])?;
-        total += n as u64;
-    }
-}
-
-/// Opens `path` for writing, creating it (mode 0644) if it does not exist.
-fn open_for_write(root: &Root, path: &str, append: bool) -> Result<File, ClientError> {
-    let flags = if append {
-        LOpenFlags::WRONLY | LOpenFlags::APPEND
-    } else {
-        LOpenFlags::WRONLY | LOpenFlags::TRUNC
-    };
-    match root.open(path, flags) {
-        Err(e) if e.errno() == Some(ENOENT) => match root.create(path, flags, 0o644) {
-            // Made by someone else meanwhile.
-            Err(e) if e.errno() == Some(EEXIST) => root.open(path, flags),
-            other => other,
-        },
-        other => other,
-    }
 }
 
 /// `nf ls`.
@@ -358,7 +305,7 @@ pub fn cat(a: PathsArgs) -> anyhow::Result<i32> {
     for arg in &a.paths {
         let (root, t) = a.conn.open(arg)?;
         let mut file = root.open(&t.path, flags_r())?;
-        copy_out(&mut file, &mut out)?;
+        file.copy_to(&mut out)?;
     }
     Ok(0)
 }
@@ -366,9 +313,9 @@ pub fn cat(a: PathsArgs) -> anyhow::Result<i32> {
 /// `nf write`.
 pub fn write(a: WriteArgs) -> anyhow::Result<i32> {
     let (root, t) = a.conn.open(&a.path)?;
-    let mut file = open_for_write(&root, &t.path, a.append)?;
+    let mut file = root.open_for_write(&t.path, a.append)?;
     if a.text.is_empty() {
-        copy_in(&mut io::stdin().lock(), &mut file)?;
+        file.copy_from(&mut io::stdin().lock())?;
     } else {
         let line = format!("{}\n", a.text.join(" "));
         file.write_all(line.as_bytes())?;
@@ -401,31 +348,24 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
             };
             let mut out = LocalFile::create(&to)
                 .with_context(|| format!("creating local file {}", to.display()))?;
-            copy_out(&mut file, &mut out)?;
+            file.copy_to(&mut out)?;
         }
         (false, true) => {
             let mut input = LocalFile::open(&a.from)
                 .with_context(|| format!("opening local file {}", a.from))?;
             let (root, t) = a.conn.open(&a.to)?;
-            let to = remote_destination(&root, &t.path, &a.from)?;
-            let mut file = open_for_write(&root, &to, false)?;
-            copy_in(&mut input, &mut file)?;
+            let to = root.copy_destination(&t.path, &a.from)?;
+            let mut file = root.open_for_write(&to, false)?;
+            file.copy_from(&mut input)?;
             file.close()?;
         }
         (true, true) => {
             let (src_root, src) = a.conn.open(&a.from)?;
             let (dst_root, dst) = a.conn.open(&a.to)?;
             let mut from = src_root.open(&src.path, flags_r())?;
-            let dst = remote_destination(&dst_root, &dst.path, &src.path)?;
-            let mut to = open_for_write(&dst_root, &dst, false)?;
-            loop {
-                let data = from.read_chunk(from.position(), from.chunk())?;
-                if data.is_empty() {
-                    break;
-                }
-                from.seek_to(from.position() + data.len() as u64);
-                to.write_all(&data)?;
-            }
+            let dst = dst_root.copy_destination(&dst.path, &src.path)?;
+            let mut to = dst_root.open_for_write(&dst, false)?;
+            from.copy_to_file(&mut to)?;
             to.close()?;
         }
     }
@@ -441,7 +381,7 @@ fn cp_tree(a: &CpArgs) -> anyhow::Result<i32> {
                 bail!("nf cp -r {}: not a directory", a.from);
             }
             let (root, t) = a.conn.open(&a.to)?;
-            let to = remote_destination(&root, &t.path, a.from.trim_end_matches('/'))?;
+            let to = root.copy_destination(&t.path, a.from.trim_end_matches('/'))?;
             super::copy_tree::upload(&root, from, &to)?
         }
         (true, false) => {
@@ -467,24 +407,6 @@ fn cp_tree(a: &CpArgs) -> anyhow::Result<i32> {
         return Ok(1);
     }
     Ok(0)
-}
-
-/// The last component of `path` (a file's name to copy under), as cp(1) takes it.
-fn base_name(path: &str) -> anyhow::Result<&str> {
-    match path.trim_end_matches('/').rsplit('/').next() {
-        Some(name) if !name.is_empty() && name != "." && name != ".." => Ok(name),
-        _ => bail!("{path:?} names no file to copy"),
-    }
-}
-
-/// Where a copy of `from` lands on a server given `to`: inside `to` when it is a
-/// directory (or ends with `/`), as cp(1) does; else `to` itself.
-fn remote_destination(root: &Root, to: &str, from: &str) -> anyhow::Result<String> {
-    let is_dir = to.ends_with('/') || root.stat(to).is_ok_and(|s| s.is_dir());
-    if !is_dir {
-        return Ok(to.to_owned());
-    }
-    Ok(format!("{}/{}", to.trim_end_matches('/'), base_name(from)?))
 }
 
 /// `nf rm`.
