@@ -6,7 +6,9 @@ mod index;
 
 use nf_rma::{Handle, Kind, Scale, Shape, Xfer};
 use numpy::ndarray::{ArrayViewD, IxDyn};
-use numpy::{Complex32, Complex64, PyArray, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{
+    Complex32, Complex64, PyArray, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -283,6 +285,42 @@ impl GlobalArray {
         Ok(c.cast_into::<PyUntypedArray>()?)
     }
 
+    /// The latency path of `__getitem__`: `a[i:j]` of a 1-D array inside one block
+    /// is one contiguous get, without the general decomposition (`None`: not such a
+    /// key, take the general path).
+    fn get_run<'py>(
+        &self,
+        py: Python<'py>,
+        rt: &Runtime,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let ([n], Ok(slice)) = (self.dist.shape.as_slice(), key.cast::<PySlice>()) else {
+            return Ok(None);
+        };
+        let ind = slice.indices(*n as isize)?;
+        if ind.step != 1 || ind.slicelength == 0 {
+            return Ok(None);
+        }
+        let (lo, len) = (ind.start as usize, ind.slicelength);
+        let bounds = &self.dist.bounds[0];
+        // The block holding `lo` (the last boundary at or below it); in one dimension
+        // block b is rank b's.
+        let b = bounds.partition_point(|&x| x <= lo) - 1;
+        if lo + len > bounds[b + 1] {
+            return Ok(None);
+        }
+        // SAFETY: the get below writes all `len` elements before Python sees them.
+        let out = unsafe { buffers::empty(py, self.code, &[len]) }?;
+        let remote = self.bases[b] + ((lo - bounds[b]) * self.item) as u64;
+        // SAFETY: `out` holds `len` elements, alive for the call.
+        unsafe {
+            rt.rma()?
+                .get(remote, buffers::array_data(&out).0, len * self.item, b)
+        }
+        .map_err(|e| errors::rma("get", e))?;
+        Ok(Some(out.into_any()))
+    }
+
     /// A numpy view of this rank's block (zero-copy), owned by a new [`LocalBlock`].
     fn local_view<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rt = self.live()?;
@@ -510,6 +548,9 @@ impl GlobalArray {
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let rt = self.live()?;
+        if let Some(r) = self.get_run(py, rt, key)? {
+            return Ok(r);
+        }
         let sels = index::parse(key, &self.dist.shape)?;
         let full: Vec<usize> = sels.iter().map(|s| s.count).collect();
         // Dropped dimensions have length 1: the result's memory is the same with or
@@ -595,7 +636,10 @@ impl GlobalArray {
         let arr = buffers::writable_out(out)?;
         let full: Vec<usize> = sels.iter().map(|s| s.count).collect();
         let n: usize = full.iter().product();
-        let same_dtype: bool = arr.getattr("dtype")?.eq(self.np_dtype(py))?;
+        let same_dtype = {
+            let c = arr.dtype().char();
+            c == self.code || (matches!(c, b'l' | b'q') && matches!(self.code, b'l' | b'q'))
+        };
         if !same_dtype || arr.len() != n {
             return Err(PyValueError::new_err(format!(
                 "out must be an array of {n} elements of {} for this region (got {} of {})",
