@@ -2,10 +2,12 @@
 //! PNG plots. The measuring code lives next to these modules; the reports share one
 //! JSON shape with the C MPI ping-pong in `bench/mpi/` so runs can be compared.
 
+pub mod heatmap;
 pub mod ninep;
 pub mod params;
 pub mod pingpong;
 pub mod plot;
 pub mod report;
+pub mod rings;
 pub mod rma;
 pub mod stats;

@@ -291,7 +291,7 @@ const TITLE_SIZES: [u32; 4] = [30, 26, 22, 18];
 /// Room left beside a title, in pixels.
 const TITLE_MARGIN: u32 = 40;
 
-fn title_font(size: u32) -> FontDesc<'static> {
+pub(crate) fn title_font(size: u32) -> FontDesc<'static> {
     (FAMILY, size).into_font().style(FontStyle::Bold)
 }
 

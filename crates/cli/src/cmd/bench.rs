@@ -21,6 +21,9 @@ pub enum BenchCommand {
     /// One-sided put / get / accumulate between ranks 0 and 1 (runs 2 ranks if
     /// started by hand), contiguous and 2-D strided.
     Rma(super::bench_rma::RmaArgs),
+    /// HPCC's b_eff: ping-pong over every pair of ranks (min / avg / max, a heat
+    /// map), natural- and random-ring latency and bandwidth (runs 4 ranks by hand).
+    Rings(super::bench_rings::RingsArgs),
     /// 9P file service: walk/open/read 1 B/clunk rate and streaming read / write at
     /// msize 8 KiB … 1 MiB, `nf serve` against diod in the same run.
     #[command(name = "9p")]
@@ -95,6 +98,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Pingpong(a) => run_pingpong(a),
         BenchCommand::Plot(a) => plot(a),
         BenchCommand::Rma(a) => super::bench_rma::run(a),
+        BenchCommand::Rings(a) => super::bench_rings::run(a),
         BenchCommand::Ninep(a) => super::bench_9p::main(*a),
     }
 }
