@@ -11,3 +11,5 @@ pub mod report;
 pub mod rings;
 pub mod rma;
 pub mod stats;
+pub mod variability;
+pub mod watch;

@@ -24,6 +24,10 @@ pub enum BenchCommand {
     /// HPCC's b_eff: ping-pong over every pair of ranks (min / avg / max, a heat
     /// map), natural- and random-ring latency and bandwidth (runs 4 ranks by hand).
     Rings(super::bench_rings::RingsArgs),
+    /// Variability over time: repeats a benchmark every interval for a duration,
+    /// keeps every sample, reports median / p99 / p99.9 / max / CV per repetition and
+    /// overall, and tests whether the run differs from an earlier one.
+    Watch(super::bench_watch::WatchArgs),
     /// 9P file service: walk/open/read 1 B/clunk rate and streaming read / write at
     /// msize 8 KiB … 1 MiB, `nf serve` against diod in the same run.
     #[command(name = "9p")]
@@ -99,6 +103,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Plot(a) => plot(a),
         BenchCommand::Rma(a) => super::bench_rma::run(a),
         BenchCommand::Rings(a) => super::bench_rings::run(a),
+        BenchCommand::Watch(a) => super::bench_watch::run(a),
         BenchCommand::Ninep(a) => super::bench_9p::main(*a),
     }
 }

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bench_9p;
 pub mod bench_rings;
 pub mod bench_rma;
+pub mod bench_watch;
 pub mod cert;
 pub mod config;
 pub mod copy_tree;

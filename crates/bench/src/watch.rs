@@ -1,0 +1,386 @@
+//! Variability over time (seed 003's T1..T4): a benchmark repeated every interval for
+//! a duration, every sample kept with the time of its repetition, tails per
+//! repetition and overall, and a test of whether a run differs from an earlier one.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nf_core::{CoreError, World};
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::pingpong::{iters_for, PingPong};
+use crate::plot::{ensure_font, title_font, PlotError};
+use crate::variability::{mann_whitney, Comparison, Tail};
+
+/// What to repeat, and how often.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Params {
+    /// The benchmark repeated ("pingpong").
+    pub bench: String,
+    /// Message sizes in bytes.
+    pub sizes: Vec<usize>,
+    /// Timed operations per size and repetition (fewer above 64 KiB).
+    pub iters: usize,
+    /// Untimed operations before each size.
+    pub warmup: usize,
+    /// Seconds between the starts of repetitions.
+    pub interval_s: f64,
+    /// Seconds the watch lasts (a repetition starts while it has not passed).
+    pub duration_s: f64,
+}
+
+/// One size in one repetition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Repetition {
+    /// 0, 1, …
+    pub index: usize,
+    /// Seconds from the start of the watch to the start of the repetition.
+    pub t_s: f64,
+    /// Message size.
+    pub size: usize,
+    /// The tail of its samples.
+    pub tail: Tail,
+    /// Every sample (half round trips, µs), in the order taken.
+    pub samples_us: Vec<f64>,
+}
+
+/// A size's tail over all repetitions.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Overall {
+    /// Message size.
+    pub size: usize,
+    /// The tail of all its samples.
+    pub tail: Tail,
+    /// Coefficient of variation of the repetitions' medians (drift between them).
+    pub cv_of_medians: f64,
+}
+
+/// Whether a size differs from an earlier run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Versus {
+    /// Message size.
+    pub size: usize,
+    /// This run against the earlier one.
+    pub test: Comparison,
+    /// `p < alpha`.
+    pub differs: bool,
+}
+
+/// A whole watch (rank 0's).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Watch {
+    /// The parameters.
+    pub params: Params,
+    /// How rank 0 reached rank 1.
+    pub transport: String,
+    /// Every repetition, per size.
+    pub repetitions: Vec<Repetition>,
+    /// Per size, over the whole watch.
+    pub overall: Vec<Overall>,
+    /// Against `--compare-with`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compared_with: Option<String>,
+    /// The tests against it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versus: Vec<Versus>,
+}
+
+/// Repeats the ping-pong (collective); rank 0 gets the watch.
+pub fn run(
+    world: &World,
+    p: &Params,
+    mut on_rep: impl FnMut(usize),
+) -> Result<Option<Watch>, CoreError> {
+    let pp = PingPong::new(world)?;
+    let start = Instant::now();
+    let interval = Duration::from_secs_f64(p.interval_s);
+    let duration = Duration::from_secs_f64(p.duration_s);
+    let mut reps = Vec::new();
+    for index in 0.. {
+        // Rank 0 keeps the clock: another repetition while the duration lasts.
+        let due = interval * index as u32;
+        let mut go = vec![u8::from(index == 0 || due < duration)];
+        world.broadcast(0, &mut go)?;
+        if go[0] == 0 {
+            break;
+        }
+        if world.rank() == 0 {
+            if let Some(wait) = due.checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+        world.barrier()?;
+        let t_s = start.elapsed().as_secs_f64();
+        for &size in &p.sizes {
+            let n = iters_for(size, p.iters);
+            if let Some(samples_us) = pp.measure(size, n, p.warmup.min(n))? {
+                if let Some(tail) = Tail::of(&samples_us) {
+                    reps.push(Repetition {
+                        index,
+                        t_s,
+                        size,
+                        tail,
+                        samples_us,
+                    });
+                }
+            }
+        }
+        if world.rank() == 0 {
+            on_rep(index);
+        }
+    }
+    if world.rank() != 0 {
+        return Ok(None);
+    }
+    let overall = overall(&p.sizes, &reps);
+    Ok(Some(Watch {
+        params: p.clone(),
+        transport: world.route(1).map_or("none", |r| r.name()).to_owned(),
+        repetitions: reps,
+        overall,
+        compared_with: None,
+        versus: Vec::new(),
+    }))
+}
+
+fn samples_of(reps: &[Repetition], size: usize) -> Vec<f64> {
+    reps.iter()
+        .filter(|r| r.size == size)
+        .flat_map(|r| r.samples_us.iter().copied())
+        .collect()
+}
+
+/// Per size: the tail of every sample, and how much the repetitions' medians drift.
+pub fn overall(sizes: &[usize], reps: &[Repetition]) -> Vec<Overall> {
+    sizes
+        .iter()
+        .filter_map(|&size| {
+            let tail = Tail::of(&samples_of(reps, size))?;
+            let medians: Vec<f64> = reps
+                .iter()
+                .filter(|r| r.size == size)
+                .map(|r| r.tail.median)
+                .collect();
+            Some(Overall {
+                size,
+                tail,
+                cv_of_medians: Tail::of(&medians).map_or(0.0, |t| t.cv),
+            })
+        })
+        .collect()
+}
+
+impl Watch {
+    /// Tests every size this watch shares with `earlier` (Mann–Whitney U on all
+    /// samples); `differs` where p < `alpha`.
+    pub fn compare(&mut self, earlier: &Watch, name: &str, alpha: f64) {
+        self.compared_with = Some(name.to_owned());
+        self.versus = self
+            .params
+            .sizes
+            .iter()
+            .filter_map(|&size| {
+                let test = mann_whitney(
+                    &samples_of(&self.repetitions, size),
+                    &samples_of(&earlier.repetitions, size),
+                )?;
+                Some(Versus {
+                    size,
+                    test,
+                    differs: test.p < alpha,
+                })
+            })
+            .collect();
+    }
+
+    /// The table: each repetition, then the whole watch, then any comparison.
+    pub fn to_table(&self) -> String {
+        let mut s = format!(
+            "# watch: {} over {}, every {} s for {} s\n#  rep      t_s     size_B    median_us       p99_us     p999_us       max_us       cv\n",
+            self.params.bench, self.transport, self.params.interval_s, self.params.duration_s
+        );
+        let row = |label: String, size: usize, t: &Tail| {
+            format!(
+                "{label} {size:>10} {:>12.3} {:>12.3} {:>11.3} {:>12.3} {:>8.4}\n",
+                t.median, t.p99, t.p999, t.max, t.cv
+            )
+        };
+        for r in &self.repetitions {
+            s += &row(format!("{:>6} {:>8.2}", r.index, r.t_s), r.size, &r.tail);
+        }
+        for o in &self.overall {
+            s += &row(format!("{:>6} {:>8}", "all", "-"), o.size, &o.tail);
+            s += &format!(
+                "# size {} B: cv of the repetitions' medians {:.4}\n",
+                o.size, o.cv_of_medians
+            );
+        }
+        if let Some(name) = &self.compared_with {
+            for v in &self.versus {
+                s +=
+                    &format!(
+                    "# against {name}: size {} B median ratio {:.3}, Mann-Whitney p = {:.3e}: {}\n",
+                    v.size,
+                    v.test.median_ratio,
+                    v.test.p,
+                    if v.differs { "differs significantly" } else { "no significant difference" }
+                );
+            }
+        }
+        s
+    }
+
+    /// One CSV row per repetition and size.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from("rep,t_s,size_B,n,median_us,p99_us,p999_us,max_us,cv\n");
+        for r in &self.repetitions {
+            let t = &r.tail;
+            s += &format!(
+                "{},{:.3},{},{},{:.4},{:.4},{:.4},{:.4},{:.5}\n",
+                r.index, r.t_s, r.size, t.n, t.median, t.p99, t.p999, t.max, t.cv
+            );
+        }
+        s
+    }
+
+    /// Median and p99 of every repetition against time, one colour per size.
+    pub fn plot(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
+        let path = path.as_ref();
+        if self.repetitions.is_empty() {
+            return Err(PlotError::NoData { path: path.into() });
+        }
+        ensure_font()?;
+        let draw_err = |e: &dyn std::fmt::Display| PlotError::Draw {
+            path: path.into(),
+            reason: e.to_string(),
+        };
+        let t_hi = self
+            .repetitions
+            .iter()
+            .map(|r| r.t_s)
+            .fold(0.0, f64::max)
+            .max(1.0);
+        let y_hi = self
+            .repetitions
+            .iter()
+            .map(|r| r.tail.p99)
+            .fold(0.0, f64::max)
+            * 1.1;
+        let root = BitMapBackend::new(path, (1200, 700)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| draw_err(&e))?;
+        let title = format!(
+            "nf bench watch: {} over {}",
+            self.params.bench, self.transport
+        );
+        let root = root
+            .titled(&title, title_font(24))
+            .map_err(|e| draw_err(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(16)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..t_hi * 1.02, 0.0..y_hi.max(1e-3))
+            .map_err(|e| draw_err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("time since start, s")
+            .y_desc("half round trip, µs")
+            .draw()
+            .map_err(|e| draw_err(&e))?;
+        for (k, &size) in self.params.sizes.iter().enumerate() {
+            let colour = Palette99::pick(k).to_rgba();
+            let pts = |f: fn(&Tail) -> f64| {
+                self.repetitions
+                    .iter()
+                    .filter(|r| r.size == size)
+                    .map(|r| (r.t_s, f(&r.tail)))
+                    .collect::<Vec<_>>()
+            };
+            chart
+                .draw_series(LineSeries::new(pts(|t| t.median), colour.stroke_width(2)))
+                .map_err(|e| draw_err(&e))?
+                .label(format!("{size} B median"))
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            chart
+                .draw_series(LineSeries::new(pts(|t| t.p99), colour.stroke_width(1)))
+                .map_err(|e| draw_err(&e))?
+                .label(format!("{size} B p99"))
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(1))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| draw_err(&e))?;
+        root.present().map_err(|e| draw_err(&e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(index: usize, size: usize, samples: &[f64]) -> Repetition {
+        Repetition {
+            index,
+            t_s: index as f64,
+            size,
+            tail: Tail::of(samples).unwrap(),
+            samples_us: samples.to_vec(),
+        }
+    }
+
+    #[test]
+    fn overall_pools_samples_and_measures_drift() {
+        let reps = [
+            rep(0, 8, &[1.0, 1.0, 1.0]),
+            rep(1, 8, &[3.0, 3.0, 3.0]),
+            rep(0, 64, &[2.0, 2.0]),
+        ];
+        let o = overall(&[8, 64], &reps);
+        assert_eq!(o[0].tail.n, 6);
+        assert_eq!(o[0].tail.median, 2.0);
+        // medians 1 and 3: mean 2, sd √2.
+        assert!((o[0].cv_of_medians - 2f64.sqrt() / 2.0).abs() < 1e-12);
+        assert_eq!(o[1].cv_of_medians, 0.0);
+    }
+
+    #[test]
+    fn a_shifted_run_differs_and_the_same_one_does_not() {
+        let params = Params {
+            bench: "pingpong".into(),
+            sizes: vec![8],
+            iters: 100,
+            warmup: 0,
+            interval_s: 1.0,
+            duration_s: 1.0,
+        };
+        let mk = |shift: f64| Watch {
+            params: params.clone(),
+            transport: "shm".into(),
+            repetitions: vec![rep(
+                0,
+                8,
+                &(0..100)
+                    .map(|i| shift + (i % 10) as f64 * 0.01)
+                    .collect::<Vec<_>>(),
+            )],
+            overall: Vec::new(),
+            compared_with: None,
+            versus: Vec::new(),
+        };
+        let mut today = mk(1.0);
+        today.compare(&mk(1.0), "same.json", 0.01);
+        assert!(!today.versus[0].differs, "{:?}", today.versus);
+        today.compare(&mk(1.05), "slower.json", 0.01);
+        assert!(today.versus[0].differs && today.versus[0].test.median_ratio < 1.0);
+        assert!(today.to_table().contains("differs significantly"));
+    }
+}

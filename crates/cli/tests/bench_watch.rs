@@ -1,0 +1,180 @@
+//! `nf bench watch` as a user runs it: repetitions over time on local ranks and on
+//! two namespace hosts, and a comparison with an earlier run. Timings are not
+//! asserted; the shape of the report, the repetition times and the test's output are.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use nf_testkit::Netns;
+
+const BOUND: Duration = Duration::from_secs(120);
+const QUICK: &[&str] = &[
+    "--sizes",
+    "8,4096",
+    "--iters",
+    "50",
+    "--warmup",
+    "5",
+    "--interval",
+    "0.2",
+    "--duration",
+    "0.5",
+    "--quiet",
+];
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn finish(cmd: &mut Command) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start nf");
+    nf_testkit::finish_within(child, BOUND, "nf bench watch")
+}
+
+fn report(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the JSON report")).expect("JSON")
+}
+
+/// Three repetitions (at 0, 0.2 and 0.4 s) of both sizes, every sample kept.
+fn check_shape(v: &serde_json::Value) {
+    let reps = v["repetitions"].as_array().expect("repetitions");
+    assert_eq!(reps.len(), 6, "{v}");
+    let times: Vec<f64> = reps.iter().map(|r| r["t_s"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(times[5] >= 0.4 && times[5] < 5.0, "{times:?}");
+    for r in reps {
+        assert_eq!(r["samples_us"].as_array().unwrap().len(), 50);
+        let t = &r["tail"];
+        let (med, p99, max) = (
+            t["median"].as_f64().unwrap(),
+            t["p99"].as_f64().unwrap(),
+            t["max"].as_f64().unwrap(),
+        );
+        assert!(med > 0.0 && med <= p99 && p99 <= max, "{t}");
+    }
+    let overall = v["overall"].as_array().unwrap();
+    assert_eq!(overall.len(), 2);
+    assert_eq!(overall[0]["tail"]["n"], 150);
+}
+
+#[test]
+fn a_watch_keeps_every_repetition_and_compares_with_an_earlier_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second, csv, png) = (
+        dir.path().join("w1.json"),
+        dir.path().join("w2.json"),
+        dir.path().join("w2.csv"),
+        dir.path().join("w2.png"),
+    );
+    let out = finish(
+        Command::new(env!("CARGO_BIN_EXE_nf"))
+            .args(["bench", "watch"])
+            .args(QUICK)
+            .arg("--json")
+            .arg(&first),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    check_shape(&report(&first));
+    let out = finish(
+        Command::new(env!("CARGO_BIN_EXE_nf"))
+            .args(["bench", "watch"])
+            .args(QUICK)
+            .arg("--compare-with")
+            .arg(&first)
+            .arg("--json")
+            .arg(&second)
+            .arg("--csv")
+            .arg(&csv)
+            .arg("--plot")
+            .arg(&png),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = report(&second);
+    check_shape(&v);
+    let versus = v["versus"].as_array().expect("a comparison");
+    assert_eq!(versus.len(), 2);
+    for c in versus {
+        let p = c["test"]["p"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&p), "{c}");
+        assert_eq!(c["differs"].as_bool().unwrap(), p < 0.01);
+    }
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("Mann-Whitney p ="), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 7);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+}
+
+#[test]
+fn bad_arguments_and_a_bad_earlier_report_fail_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"not\": \"a watch\"}").unwrap();
+    let bad = bad.to_str().unwrap();
+    for (args, want) in [
+        (&["--interval", "0"][..], "more than 0"),
+        (&["--alpha", "2"][..], "probability"),
+        (&["--bench", "rings"][..], "possible values: pingpong"),
+        (
+            &["--compare-with", bad][..],
+            "not the JSON report of an nf bench watch",
+        ),
+    ] {
+        let out = finish(
+            Command::new(env!("CARGO_BIN_EXE_nf"))
+                .args(["bench", "watch"])
+                .args(args),
+        );
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_watch_across_two_namespace_hosts_names_the_network_transport() {
+    let net = Netns::create(2)
+        .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let hosts = format!("{}:1,{}:1", net.host(0), net.host(1));
+    let bind = format!("{}:0", net.addr(0));
+    let out = finish(
+        net.exec(0, env!("CARGO_BIN_EXE_nf"))
+            .args([
+                "run",
+                "--hosts",
+                &hosts,
+                "--remote",
+                "ip netns exec {host}",
+                "--pmi-bind",
+                &bind,
+            ])
+            .args(["--timeout", "100", "--"])
+            .arg(env!("CARGO_BIN_EXE_nf"))
+            .args(["bench", "watch"])
+            .args(QUICK)
+            .arg("--json")
+            .arg(&json),
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let v = report(&json);
+    check_shape(&v);
+    assert!(
+        ["tcp", "ofi"].contains(&v["transport"].as_str().unwrap()),
+        "{}",
+        v["transport"]
+    );
+}
