@@ -24,6 +24,9 @@ pub enum BenchCommand {
     /// HPCC's b_eff: ping-pong over every pair of ranks (min / avg / max, a heat
     /// map), natural- and random-ring latency and bandwidth (runs 4 ranks by hand).
     Rings(super::bench_rings::RingsArgs),
+    /// The LogGP parameters (L, o_s, o_r, g, G) of the route from rank 0 to rank 1,
+    /// the fit's residuals, and the model's ping-pong over the measured one.
+    Loggp(super::bench_loggp::LoggpArgs),
     /// Variability over time: repeats a benchmark every interval for a duration,
     /// keeps every sample, reports median / p99 / p99.9 / max / CV per repetition and
     /// overall, and tests whether the run differs from an earlier one.
@@ -103,6 +106,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Plot(a) => plot(a),
         BenchCommand::Rma(a) => super::bench_rma::run(a),
         BenchCommand::Rings(a) => super::bench_rings::run(a),
+        BenchCommand::Loggp(a) => super::bench_loggp::run(a),
         BenchCommand::Watch(a) => super::bench_watch::run(a),
         BenchCommand::Ninep(a) => super::bench_9p::main(*a),
     }
