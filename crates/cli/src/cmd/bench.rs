@@ -31,10 +31,31 @@ pub enum BenchCommand {
     /// keeps every sample, reports median / p99 / p99.9 / max / CV per repetition and
     /// overall, and tests whether the run differs from an earlier one.
     Watch(super::bench_watch::WatchArgs),
+    /// One self-contained HTML page (tables, the PNGs embedded, machine facts, the
+    /// command line of each report) from every JSON and PNG in a directory.
+    Report(ReportArgs),
     /// 9P file service: walk/open/read 1 B/clunk rate and streaming read / write at
     /// msize 8 KiB … 1 MiB, `nf serve` against diod in the same run.
     #[command(name = "9p")]
     Ninep(Box<super::bench_9p::NinepArgs>),
+}
+
+/// Arguments of `nf bench report`.
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The directory of reports (JSON) and figures (PNG).
+    pub dir: PathBuf,
+    /// The page to write [default: DIR/report.html].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn report(a: ReportArgs) -> anyhow::Result<i32> {
+    let out = a.out.unwrap_or_else(|| a.dir.join("report.html"));
+    let html = nf_bench::html::page(&a.dir, &nf_bench::html::machine_facts())?;
+    std::fs::write(&out, html).with_context(|| format!("writing {}", out.display()))?;
+    println!("wrote {}", out.display());
+    Ok(0)
 }
 
 /// Arguments of `nf bench plot`.
@@ -108,6 +129,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Rings(a) => super::bench_rings::run(a),
         BenchCommand::Loggp(a) => super::bench_loggp::run(a),
         BenchCommand::Watch(a) => super::bench_watch::run(a),
+        BenchCommand::Report(a) => report(a),
         BenchCommand::Ninep(a) => super::bench_9p::main(*a),
     }
 }
@@ -202,4 +224,14 @@ pub fn report_of(m: &Measured, world: &World, p: &Params) -> Report {
     report.params.insert("iters".into(), p.iters.into());
     report.params.insert("warmup".into(), p.warmup.into());
     report
+        .params
+        .insert("command".into(), command_line().into());
+    report
+}
+
+/// This process's command line as a user would type it (`nf bench …`, quoted for a
+/// shell), for the reports' `command`: `nf bench report` shows how to reproduce them.
+pub fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("nf {}", shell_words::join(&args))
 }

@@ -73,6 +73,7 @@ pub fn run(a: LoggpArgs) -> anyhow::Result<i32> {
         if let Some(path) = &a.out.json {
             let v = serde_json::json!({
                 "bench": "loggp",
+                "command": super::bench::command_line(),
                 "transport": transport,
                 "params": params,
                 "model": model,

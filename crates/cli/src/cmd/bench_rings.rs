@@ -85,7 +85,9 @@ pub fn run(a: RingsArgs) -> anyhow::Result<i32> {
     if let Some(r) = result {
         print!("{}", r.to_table());
         if let Some(p) = &a.out.json {
-            let text = serde_json::to_string_pretty(&r).context("encoding the report")?;
+            let mut v = serde_json::to_value(&r).context("encoding the report")?;
+            v["command"] = super::bench::command_line().into();
+            let text = serde_json::to_string_pretty(&v)?;
             std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
         }
         if let Some(p) = &a.out.csv {

@@ -128,6 +128,8 @@ fn report_of(m: &Measured, path: &str, ranks: usize, p: &Params, label: Option<&
     r.params.insert("warmup".into(), p.warmup.into());
     r.params.insert("op".into(), m.op.name().into());
     r.params.insert("layout".into(), m.layout.name().into());
+    r.params
+        .insert("command".into(), super::bench::command_line().into());
     if let Some(l) = label {
         r.params.insert("label".into(), l.into());
     }

@@ -110,7 +110,9 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         }
         print!("{}", w.to_table());
         if let Some(p) = &a.out.json {
-            let text = serde_json::to_string(&w).context("encoding the report")?;
+            let mut v = serde_json::to_value(&w).context("encoding the report")?;
+            v["command"] = super::bench::command_line().into();
+            let text = serde_json::to_string(&v)?;
             std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
         }
         if let Some(p) = &a.out.csv {
