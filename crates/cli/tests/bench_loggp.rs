@@ -2,31 +2,14 @@
 //! The parameters are timings and not asserted; the report's shape and the fit's
 //! consistency (model + residual = measurement) are.
 
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+mod bench_support;
 
-use nf_testkit::Netns;
+use bench_support::{finish, nf, on_two_hosts, report, text};
 
-const BOUND: Duration = Duration::from_secs(120);
 const QUICK: &[&str] = &["--sizes", "8,1024,65536", "--iters", "20", "--stream", "10"];
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn finish(cmd: &mut Command) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nf");
-    nf_testkit::finish_within(child, BOUND, "nf bench loggp")
-}
-
 fn check(json: &std::path::Path) -> serde_json::Value {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let v = report(json);
     let m = &v["model"];
     for key in [
         "l_us",
@@ -63,8 +46,7 @@ fn loggp_on_local_ranks_writes_the_model_and_a_plot() {
         dir.path().join("l.png"),
     );
     let out = finish(
-        Command::new(env!("CARGO_BIN_EXE_nf"))
-            .args(["bench", "loggp"])
+        nf(&["bench", "loggp"])
             .args(QUICK)
             .arg("--json")
             .arg(&json)
@@ -82,37 +64,17 @@ fn loggp_on_local_ranks_writes_the_model_and_a_plot() {
     assert_eq!(check(&json)["transport"], "shm");
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 4);
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
-    let out =
-        finish(Command::new(env!("CARGO_BIN_EXE_nf")).args(["bench", "loggp", "--sizes", "8"]));
+    let out = finish(&mut nf(&["bench", "loggp", "--sizes", "8"]));
     assert!(!out.status.success() && text(&out.stderr).contains("two different sizes"));
 }
 
 #[test]
 fn loggp_across_two_namespace_hosts_measures_the_network_route() {
-    let net = Netns::create(2)
-        .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("l.json");
-    let hosts = format!("{}:1,{}:1", net.host(0), net.host(1));
-    let bind = format!("{}:0", net.addr(0));
-    let out = finish(
-        net.exec(0, env!("CARGO_BIN_EXE_nf"))
-            .args([
-                "run",
-                "--hosts",
-                &hosts,
-                "--remote",
-                "ip netns exec {host}",
-                "--pmi-bind",
-                &bind,
-            ])
-            .args(["--timeout", "100", "--"])
-            .arg(env!("CARGO_BIN_EXE_nf"))
-            .args(["bench", "loggp"])
-            .args(QUICK)
-            .arg("--json")
-            .arg(&json),
-    );
+    let mut args = vec!["loggp", "--json", json.to_str().unwrap()];
+    args.extend_from_slice(QUICK);
+    let out = on_two_hosts(1, &args);
     assert!(
         out.status.success(),
         "{}\n{}",

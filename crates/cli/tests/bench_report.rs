@@ -1,21 +1,11 @@
 //! `nf bench report DIR`: the page made from what real benches left in a directory.
 
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+mod bench_support;
 
-fn nf(args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_nf"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nf");
-    nf_testkit::finish_within(child, Duration::from_secs(120), "nf bench")
-}
+use bench_support::{finish, text};
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn nf(args: &[&str]) -> std::process::Output {
+    finish(&mut bench_support::nf(args))
 }
 
 #[test]

@@ -1,12 +1,10 @@
 //! `nf bench rings` as a user runs it: local ranks, and ranks on two namespace hosts.
 //! Figures are not asserted (they are timings); shapes, ranges and names are.
 
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+mod bench_support;
 
-use nf_testkit::Netns;
+use bench_support::{finish, nf, on_two_hosts, report, text};
 
-const BOUND: Duration = Duration::from_secs(120);
 const QUICK: &[&str] = &[
     "--iters",
     "30",
@@ -17,24 +15,6 @@ const QUICK: &[&str] = &[
     "--bw-size",
     "100000",
 ];
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn finish(cmd: &mut Command) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nf");
-    nf_testkit::finish_within(child, BOUND, "nf bench rings")
-}
-
-fn report(path: &std::path::Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("the JSON report")).expect("JSON")
-}
 
 fn matrix(v: &serde_json::Value, key: &str, n: usize) -> Vec<Vec<f64>> {
     let m: Vec<Vec<f64>> = serde_json::from_value(v[key].clone()).expect(key);
@@ -86,8 +66,7 @@ fn local_ranks_measure_every_pair_and_ring_with_json_csv_and_a_heat_map() {
         dir.path().join("r.png"),
     );
     let out = finish(
-        Command::new(env!("CARGO_BIN_EXE_nf"))
-            .args(["bench", "rings", "-n", "3", "--orderings", "2", "--quiet"])
+        nf(&["bench", "rings", "-n", "3", "--orderings", "2", "--quiet"])
             .args(QUICK)
             .arg("--json")
             .arg(&json)
@@ -130,11 +109,7 @@ fn bad_arguments_are_refused_before_any_rank_starts() {
         (&["--ranks", "1"][..], "at least 2"),
         (&["--iters", "0"][..], "at least 1"),
     ] {
-        let out = finish(
-            Command::new(env!("CARGO_BIN_EXE_nf"))
-                .args(["bench", "rings"])
-                .args(args),
-        );
+        let out = finish(nf(&["bench", "rings"]).args(args));
         assert!(!out.status.success());
         assert!(text(&out.stderr).contains(want), "{}", text(&out.stderr));
     }
@@ -142,30 +117,12 @@ fn bad_arguments_are_refused_before_any_rank_starts() {
 
 #[test]
 fn ranks_on_two_namespace_hosts_say_which_transport_each_pair_used() {
-    let net = Netns::create(2)
-        .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let hosts = format!("{}:2,{}:2", net.host(0), net.host(1));
-    let bind = format!("{}:0", net.addr(0));
-    let out = finish(
-        net.exec(0, env!("CARGO_BIN_EXE_nf"))
-            .args([
-                "run",
-                "--hosts",
-                &hosts,
-                "--remote",
-                "ip netns exec {host}",
-                "--pmi-bind",
-                &bind,
-            ])
-            .args(["--timeout", "100", "--"])
-            .arg(env!("CARGO_BIN_EXE_nf"))
-            .args(["bench", "rings", "--orderings", "2", "--quiet"])
-            .args(QUICK)
-            .arg("--json")
-            .arg(&json),
-    );
+    let json_arg = json.to_str().unwrap();
+    let mut args = vec!["rings", "--orderings", "2", "--quiet", "--json", json_arg];
+    args.extend_from_slice(QUICK);
+    let out = on_two_hosts(2, &args);
     assert!(
         out.status.success(),
         "{}\n{}",

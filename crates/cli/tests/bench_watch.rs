@@ -2,12 +2,10 @@
 //! two namespace hosts, and a comparison with an earlier run. Timings are not
 //! asserted; the shape of the report, the repetition times and the test's output are.
 
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+mod bench_support;
 
-use nf_testkit::Netns;
+use bench_support::{finish, nf, on_two_hosts, report, text};
 
-const BOUND: Duration = Duration::from_secs(120);
 const QUICK: &[&str] = &[
     "--sizes",
     "8,4096",
@@ -21,24 +19,6 @@ const QUICK: &[&str] = &[
     "0.5",
     "--quiet",
 ];
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn finish(cmd: &mut Command) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nf");
-    nf_testkit::finish_within(child, BOUND, "nf bench watch")
-}
-
-fn report(path: &std::path::Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("the JSON report")).expect("JSON")
-}
 
 /// Three repetitions (at 0, 0.2 and 0.4 s) of both sizes, every sample kept.
 fn check_shape(v: &serde_json::Value) {
@@ -72,8 +52,7 @@ fn a_watch_keeps_every_repetition_and_compares_with_an_earlier_one() {
         dir.path().join("w2.png"),
     );
     let out = finish(
-        Command::new(env!("CARGO_BIN_EXE_nf"))
-            .args(["bench", "watch"])
+        nf(&["bench", "watch"])
             .args(QUICK)
             .arg("--json")
             .arg(&first),
@@ -81,8 +60,7 @@ fn a_watch_keeps_every_repetition_and_compares_with_an_earlier_one() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     check_shape(&report(&first));
     let out = finish(
-        Command::new(env!("CARGO_BIN_EXE_nf"))
-            .args(["bench", "watch"])
+        nf(&["bench", "watch"])
             .args(QUICK)
             .arg("--compare-with")
             .arg(&first)
@@ -124,11 +102,7 @@ fn bad_arguments_and_a_bad_earlier_report_fail_before_measuring() {
             "not the JSON report of an nf bench watch",
         ),
     ] {
-        let out = finish(
-            Command::new(env!("CARGO_BIN_EXE_nf"))
-                .args(["bench", "watch"])
-                .args(args),
-        );
+        let out = finish(nf(&["bench", "watch"]).args(args));
         assert!(!out.status.success(), "{args:?}");
         assert!(
             text(&out.stderr).contains(want),
@@ -140,30 +114,11 @@ fn bad_arguments_and_a_bad_earlier_report_fail_before_measuring() {
 
 #[test]
 fn a_watch_across_two_namespace_hosts_names_the_network_transport() {
-    let net = Netns::create(2)
-        .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("w.json");
-    let hosts = format!("{}:1,{}:1", net.host(0), net.host(1));
-    let bind = format!("{}:0", net.addr(0));
-    let out = finish(
-        net.exec(0, env!("CARGO_BIN_EXE_nf"))
-            .args([
-                "run",
-                "--hosts",
-                &hosts,
-                "--remote",
-                "ip netns exec {host}",
-                "--pmi-bind",
-                &bind,
-            ])
-            .args(["--timeout", "100", "--"])
-            .arg(env!("CARGO_BIN_EXE_nf"))
-            .args(["bench", "watch"])
-            .args(QUICK)
-            .arg("--json")
-            .arg(&json),
-    );
+    let mut args = vec!["watch", "--json", json.to_str().unwrap()];
+    args.extend_from_slice(QUICK);
+    let out = on_two_hosts(1, &args);
     assert!(
         out.status.success(),
         "{}\n{}",
