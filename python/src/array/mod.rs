@@ -338,7 +338,13 @@ impl GlobalArray {
             .map_err(|e| errors::rma("local", e))?
             .ok_or_else(|| PyRuntimeError::new_err("this rank's block is not in its own memory"))?;
         let owner = Py::new(py, LocalBlock {})?;
-        self.owners.borrow_mut().push(owner.clone_ref(py));
+        {
+            let mut owners = self.owners.borrow_mut();
+            // Owners no view holds any more are forgotten, so repeated local(), sum()
+            // or fill() calls do not grow the list.
+            owners.retain(view_alive);
+            owners.push(owner.clone_ref(py));
+        }
         let container = owner.into_bound(py).into_any();
         // SAFETY: `ptr` holds `bytes` bytes of this rank's block, page-aligned, for as
         // long as the array is not destroyed; `destroy` refuses while the view's owner
@@ -360,6 +366,13 @@ impl GlobalArray {
         let rt = self.live()?;
         rt.rma()?.barrier().map_err(|e| errors::rma("sync", e))
     }
+}
+
+/// Whether a numpy view still holds `owner`: we hold one reference, each view another.
+fn view_alive(owner: &Py<LocalBlock>) -> bool {
+    // SAFETY: `owner` is a live object (we hold a reference) and the caller holds the
+    // GIL (every method of the array does).
+    unsafe { pyo3::ffi::Py_REFCNT(owner.as_ptr()) > 1 }
 }
 
 /// A numpy array of `shape` over the memory at `ptr`, with `container` as its base.
@@ -730,21 +743,16 @@ impl GlobalArray {
                 (mine.call_method0("ravel")?, theirs.call_method0("ravel")?),
             )?
             .call_method0("item")?;
-        let r = crate::world::allreduce_value(py, rt, &part, nf_core::ReduceOp::Sum);
-        rt.world.barrier().map_err(|e| errors::core("dot", e))?;
-        r
+        // The allreduce ends only once every rank has read its part of `other`.
+        crate::world::allreduce_value(py, rt, &part, nf_core::ReduceOp::Sum)
     }
 
     /// Frees the array on every rank (collective). Refused while numpy views from
     /// `local()` are alive anywhere, since they would point at freed memory.
     fn destroy(&mut self, py: Python<'_>) -> PyResult<()> {
         let rt = self.live()?;
-        // A view's owner is referenced by us and by each numpy view of it.
         let mut owners = self.owners.borrow_mut();
-        owners.retain(|o| {
-            // SAFETY: `o` is a live object (we hold a reference) and the GIL is held.
-            unsafe { pyo3::ffi::Py_REFCNT(o.as_ptr()) > 1 }
-        });
+        owners.retain(view_alive);
         let _ = py;
         let mut busy = [owners.len() as u64];
         drop(owners);
