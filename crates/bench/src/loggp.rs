@@ -23,10 +23,9 @@ use std::time::{Duration, Instant};
 use nf_core::{CoreError, World};
 use serde::Serialize;
 
+use crate::pingpong::PingPong;
 use crate::stats::Summary;
 
-const PING: u16 = 0x0B21;
-const PONG: u16 = 0x0B22;
 const SINK: u16 = 0x0B23;
 const ACK: u16 = 0x0B24;
 
@@ -153,7 +152,6 @@ pub fn fit(raw: &[(usize, f64, f64, f64, f64)]) -> Option<(Model, Vec<Point>)> {
 
 /// Handler state.
 struct Counters {
-    pongs: Rc<Cell<u64>>,
     sunk: Rc<Cell<u64>>,
     acks: Rc<Cell<u64>>,
 }
@@ -174,18 +172,11 @@ pub fn run(world: &World, p: &Params) -> Result<Option<(Model, Vec<Point>)>, Cor
             "loggp needs 2 ranks (nf run -n 2)".into(),
         ));
     }
+    let pp = PingPong::new(world)?;
     let c = Counters {
-        pongs: Rc::default(),
         sunk: Rc::default(),
         acks: Rc::default(),
     };
-    world.register(PING, |w, am| {
-        if let Err(e) = w.send(am.src, PONG, &[], am.payload) {
-            tracing::error!(error = %e, "loggp: echo failed");
-        }
-    })?;
-    let pg = Rc::clone(&c.pongs);
-    world.register(PONG, move |_, _| pg.set(pg.get() + 1))?;
     let s = Rc::clone(&c.sunk);
     world.register(SINK, move |_, _| s.set(s.get() + 1))?;
     let a = Rc::clone(&c.acks);
@@ -198,16 +189,7 @@ pub fn run(world: &World, p: &Params) -> Result<Option<(Model, Vec<Point>)>, Cor
         let buf = vec![0x3Cu8; size];
         world.barrier()?;
         // T(m)
-        let mut t = Vec::new();
-        if me == 0 {
-            for _ in 0..p.iters {
-                let want = c.pongs.get() + 1;
-                let s = Instant::now();
-                world.send(1, PING, &[], &buf)?;
-                world.wait_until(|| c.pongs.get() == want)?;
-                t.push(elapsed_us(s) / 2.0);
-            }
-        }
+        let t = pp.measure_pair(0, 1, size, p.iters, 0)?.unwrap_or_default();
         let t_m = median(&t);
         if raw.is_empty() {
             t0 = t_m;

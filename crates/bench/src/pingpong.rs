@@ -120,30 +120,42 @@ impl<'w> PingPong<'w> {
         iters: usize,
         warmup: usize,
     ) -> Result<Option<Vec<f64>>, CoreError> {
+        let samples = self.measure_pair(0, 1, size, iters, warmup)?;
+        self.world.barrier()?;
+        Ok(samples)
+    }
+
+    /// [`PingPong::measure`] between ranks `from` and `to` only (the other ranks do not
+    /// call it; no barrier). `from` gets the half-round-trip samples in µs.
+    pub fn measure_pair(
+        &self,
+        from: usize,
+        to: usize,
+        size: usize,
+        iters: usize,
+        warmup: usize,
+    ) -> Result<Option<Vec<f64>>, CoreError> {
         let w = self.world;
-        let samples = if w.rank() == 0 {
+        if w.rank() == from {
             let buf = vec![0xA5u8; size];
             let mut samples = Vec::with_capacity(iters);
             for i in 0..warmup + iters {
                 let want = self.pongs.get() + 1;
                 let t = Instant::now();
-                w.send(1, PING, &[], &buf)?;
+                w.send(to, PING, &[], &buf)?;
                 w.wait_until(|| self.pongs.get() == want)?;
                 if i >= warmup {
                     samples.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
                 }
             }
-            for r in 1..w.size() {
-                w.send(r, STOP, &[], &[])?;
-            }
-            Some(samples)
-        } else {
+            w.send(to, STOP, &[], &[])?;
+            return Ok(Some(samples));
+        }
+        if w.rank() == to {
             w.wait_until(|| self.stop.get())?;
             self.stop.set(false);
-            None
-        };
-        w.barrier()?;
-        Ok(samples)
+        }
+        Ok(None)
     }
 }
 

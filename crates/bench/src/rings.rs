@@ -14,18 +14,16 @@
 //! - a *random ring* orders the ranks by a permutation drawn from `seed` (the same
 //!   on every rank); its figures are averaged over the orderings.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
 use nf_core::{CoreError, ReduceOp, World};
 use serde::Serialize;
 
+use crate::pingpong::PingPong;
 use crate::stats::Summary;
 
-const PING: u16 = 0x0B11;
-const PONG: u16 = 0x0B12;
-const STOP: u16 = 0x0B13;
 const RING: u16 = 0x0B14;
 
 /// What to measure.
@@ -146,56 +144,19 @@ fn median(samples: &[f64]) -> f64 {
     Summary::from_samples(samples).map_or(0.0, |s| s.median)
 }
 
-/// The handlers' state.
+/// The ring handler's state: ring messages received, per source.
 struct Counters {
-    pongs: Rc<Cell<usize>>,
-    stop: Rc<Cell<bool>>,
-    /// Ring messages received, per source.
     ring: Rc<RefCell<Vec<u64>>>,
 }
 
 fn register(world: &World) -> Result<Counters, CoreError> {
     let c = Counters {
-        pongs: Rc::default(),
-        stop: Rc::default(),
         ring: Rc::new(RefCell::new(vec![0; world.size()])),
     };
-    world.register(PING, |w, am| {
-        if let Err(e) = w.send(am.src, PONG, &[], am.payload) {
-            tracing::error!(error = %e, "rings: echo failed");
-        }
-    })?;
-    let p = Rc::clone(&c.pongs);
-    world.register(PONG, move |_, _| p.set(p.get() + 1))?;
-    let s = Rc::clone(&c.stop);
-    world.register(STOP, move |_, _| s.set(true))?;
     let r = Rc::clone(&c.ring);
     world.register(RING, move |_, am| r.borrow_mut()[am.src] += 1)?;
     world.barrier()?;
     Ok(c)
-}
-
-/// Half round trips of `size` bytes from here to `peer` (µs each).
-fn pingpong(
-    w: &World,
-    c: &Counters,
-    peer: usize,
-    size: usize,
-    iters: usize,
-    warmup: usize,
-) -> Result<Vec<f64>, CoreError> {
-    let buf = vec![0x5Au8; size];
-    let mut out = Vec::with_capacity(iters);
-    for i in 0..warmup + iters {
-        let want = c.pongs.get() + 1;
-        let t = Instant::now();
-        w.send(peer, PING, &[], &buf)?;
-        w.wait_until(|| c.pongs.get() == want)?;
-        if i >= warmup {
-            out.push(t.elapsed().as_secs_f64() * 1e6 / 2.0);
-        }
-    }
-    Ok(out)
 }
 
 /// Iteration times (µs) of a ring exchange of `size` bytes with `left` and `right`.
@@ -286,31 +247,21 @@ pub fn run(
     if n < 2 {
         return Err(CoreError::Collective("rings need at least 2 ranks".into()));
     }
+    let pp = PingPong::new(world)?;
     let c = register(world)?;
     let me = world.rank();
     let mut lat = vec![0.0; n * n];
     let mut bw = vec![0.0; n * n];
     for i in 0..n {
         for j in i + 1..n {
-            if me == i {
-                let l = pingpong(world, &c, j, p.lat_size, p.iters, p.warmup)?;
-                let b = pingpong(
-                    world,
-                    &c,
-                    j,
-                    p.bw_size,
-                    p.bw_iters,
-                    p.warmup.min(p.bw_iters),
-                )?;
+            let l = pp.measure_pair(i, j, p.lat_size, p.iters, p.warmup)?;
+            let b = pp.measure_pair(i, j, p.bw_size, p.bw_iters, p.warmup.min(p.bw_iters))?;
+            if let (Some(l), Some(b)) = (l, b) {
                 let (l, b) = (median(&l), mb_s(p.bw_size, median(&b)));
                 for (a, z) in [(i, j), (j, i)] {
                     lat[a * n + z] = l;
                     bw[a * n + z] = b;
                 }
-                world.send(j, STOP, &[], &[])?;
-            } else if me == j {
-                world.wait_until(|| c.stop.get())?;
-                c.stop.set(false);
             }
             world.barrier()?;
         }
