@@ -178,10 +178,24 @@ class RemoteRawFile(_io.RawIOBase):
         self._checkClosed()
         if not self.readable():
             raise _io.UnsupportedOperation(f"{self.name} is not open for reading")
-        view = memoryview(b).cast("B")
-        data = self._f.read(len(view))
-        view[: len(data)] = data
+        # Released on return, so a caller may resize `b` at once (RawIOBase.read does).
+        with memoryview(b) as whole, whole.cast("B") as view:
+            data = self._f.read(len(view))
+            view[: len(data)] = data
         return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        """At most ``size`` bytes (one message's worth); all to end of file if negative.
+
+        Unlike ``RawIOBase.read``, nothing of ``size`` bytes is allocated up front, so a
+        huge ``size`` reads one message instead of failing with ``MemoryError``.
+        """
+        self._checkClosed()
+        if not self.readable():
+            raise _io.UnsupportedOperation(f"{self.name} is not open for reading")
+        if size is None or size < 0:
+            return self.readall()
+        return self._f.read(min(size, self._f.chunk))
 
     def readall(self) -> bytes:
         """Reads from the position to end of file, one message's worth at a time."""

@@ -220,6 +220,12 @@ def test_unbuffered_raw_file_and_seek(node):
         f.seek(2)
         assert f.read(3) == b"234"
         assert f.tell() == 5
+        # A huge size reads what there is, without allocating the size first.
+        assert f.read(1 << 50) == b"56789"
+        buf = bytearray(4)
+        f.seek(0)
+        assert f.readinto(buf) == 4 and buf == b"0123"
+        buf.extend(b"!")  # the view readinto took is released
         with pytest.raises(io.UnsupportedOperation):
             f.write(b"x")
 
