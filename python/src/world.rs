@@ -365,21 +365,20 @@ impl PyWorld {
     ) -> PyResult<Py<PyAny>> {
         let rt = runtime::get()?;
         let p = pattern(source, tag, rt.world.size())?;
-        if let Some(o) = out {
-            buffers::writable_out(o)?;
-        }
+        // Checked before anything is taken: a bad `out` must not consume a message.
+        let dest = out.map(buffers::dest).transpose()?;
         // Taken in its own statement: `deliver` may borrow the matcher again.
         let queued = rt.p2p.borrow_mut().take(p);
         if let Some(m) = queued {
             return deliver(py, rt, m, out, status);
         }
-        let Some(o) = out else {
+        let (Some(o), Some(dest)) = (out, dest) else {
             rt.wait(py, "recv", || rt.p2p.borrow().peek(p).is_some())?;
             let m = rt.p2p.borrow_mut().take(p).expect("the wait saw it");
             return deliver(py, rt, m, None, status);
         };
         // Posted with `out` as its destination, so the data is copied once, on arrival.
-        let id = rt.p2p.borrow_mut().post_into(p, Some(buffers::dest(o)?));
+        let id = rt.p2p.borrow_mut().post_into(p, Some(dest));
         let waited = rt.wait(py, "recv", || rt.p2p.borrow().is_done(id));
         let done = rt.p2p.borrow_mut().take_done(id);
         match (done, waited) {

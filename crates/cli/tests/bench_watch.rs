@@ -26,7 +26,8 @@ fn check_shape(v: &serde_json::Value) {
     assert_eq!(reps.len(), 6, "{v}");
     let times: Vec<f64> = reps.iter().map(|r| r["t_s"].as_f64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
-    assert!(times[5] >= 0.4 && times[5] < 5.0, "{times:?}");
+    // The third repetition is not started before it is due (no upper bound: timing).
+    assert!(times[5] >= 0.4, "{times:?}");
     for r in reps {
         assert_eq!(r["samples_us"].as_array().unwrap().len(), 50);
         let t = &r["tail"];
