@@ -2,6 +2,7 @@
 //! PNG plots. The measuring code lives next to these modules; the reports share one
 //! JSON shape with the C MPI ping-pong in `bench/mpi/` so runs can be compared.
 
+pub mod app;
 pub mod heatmap;
 pub mod html;
 pub mod loggp;

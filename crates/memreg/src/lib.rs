@@ -239,6 +239,23 @@ fn prepare_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A segment's file in the node's tree: `/mem/JOB/RANK/ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemFile {
+    /// The job.
+    pub job: String,
+    /// The proc's rank.
+    pub rank: u32,
+    /// The segment's number.
+    pub id: u64,
+}
+
+impl std::fmt::Display for MemFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "/mem/{}/{}/{}", self.job, self.rank, self.id)
+    }
+}
+
 /// This proc's entry, kept on disk while it lives (rules 1–4).
 pub struct Publisher {
     /// Where the entry is written; `None` once publishing failed (or never started).
@@ -275,6 +292,17 @@ impl Publisher {
         publisher.path = Some(dir.join(publisher.entry.file_name()));
         publisher.write();
         publisher
+    }
+
+    /// Where the node's `/mem` shows our segment at `base`, if it is published.
+    pub fn published(&self, base: u64) -> Option<MemFile> {
+        self.path.as_ref()?;
+        let seg = self.entry.segments.iter().find(|s| s.base == base)?;
+        Some(MemFile {
+            job: self.entry.job.clone(),
+            rank: self.entry.rank,
+            id: seg.id,
+        })
     }
 
     /// Adds our segment `id` at `base`, `len` bytes.

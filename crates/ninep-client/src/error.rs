@@ -95,6 +95,18 @@ pub enum ClientError {
         /// Bytes asked.
         len: u64,
     },
+    /// A read returned fewer bytes than asked where the caller needed them all.
+    #[error("read {path}: {got} of {asked} bytes at offset {offset} of the range (the file ended or shrank)")]
+    ShortRead {
+        /// The file.
+        path: String,
+        /// Offset of the short message within the range read.
+        offset: u64,
+        /// Bytes returned.
+        got: u64,
+        /// Bytes asked.
+        asked: u64,
+    },
 }
 
 /// Display helper for [`ClientError::Remote`].
@@ -146,6 +158,14 @@ impl ClientError {
                 path: where_.to_string(),
                 written,
                 len,
+            },
+            ClientError::ShortRead {
+                offset, got, asked, ..
+            } => ClientError::ShortRead {
+                path: where_.to_string(),
+                offset,
+                got,
+                asked,
             },
             other => other,
         }

@@ -64,6 +64,7 @@ pub use dir::DirEntry;
 pub use error::ClientError;
 pub use fid::Fid;
 pub use open::File;
+pub use read::PendingReads;
 pub use rpc::PendingCall;
 pub use session::Root;
 
@@ -203,6 +204,11 @@ impl Client {
         self.inner.reply_timeout.unwrap_or(self.inner.handshake)
     }
 
+    /// How long a reply may take ([`ClientConfig::reply_timeout`]).
+    pub(crate) fn reply_timeout(&self) -> Option<Duration> {
+        self.inner.reply_timeout
+    }
+
     /// The negotiated msize.
     pub fn msize(&self) -> u32 {
         self.inner.rpc.msize()
@@ -251,6 +257,18 @@ impl Client {
         limit: Option<Duration>,
     ) -> Result<R, ClientError> {
         let call = self.inner.rpc.start(op, &msg.into())?;
+        self.finish(op, call, pick, limit)
+    }
+
+    /// Waits for a call [`Client::request_within`] (or a pipelined read) started, at
+    /// most `limit`, and picks the expected reply out of the answer.
+    pub(crate) fn finish<R>(
+        &self,
+        op: &'static str,
+        call: PendingCall,
+        pick: impl FnOnce(Rmessage) -> Option<R>,
+        limit: Option<Duration>,
+    ) -> Result<R, ClientError> {
         let reply = match limit {
             None => call.wait()?,
             Some(after) => match call.wait_timeout(after)? {

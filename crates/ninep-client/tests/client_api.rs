@@ -128,3 +128,37 @@ fn errors_say_what_and_where() {
     );
     assert!(started.elapsed() < LIMIT);
 }
+
+#[test]
+fn pipelined_reads_fill_a_range_and_a_short_one_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    fs::write(dir.path().join("big"), &data).unwrap();
+    let served = serve(
+        PassthroughFs::new(dir.path()).unwrap(),
+        ServerConfig::default(),
+        Via::Unix,
+    );
+    // A small msize: the range takes many messages, all in flight at once.
+    let client = served.client_with(ClientConfig {
+        msize: 8192,
+        ..ClientConfig::default()
+    });
+    let root = client.attach("t", "").unwrap();
+    let f = root.open("/big", LOpenFlags::RDONLY).unwrap();
+    let (at, len) = (1234, 250_000);
+    let reads = f.start_read_exact(at as u64, len).unwrap();
+    assert_eq!((reads.len(), reads.path()), (len, "/big"));
+    let mut buf = vec![0u8; len];
+    reads.wait_into(&mut buf).unwrap();
+    assert!(buf == data[at..at + len], "the range read back differs");
+
+    // Past the end: the last message comes back short, named; the connection goes on.
+    let reads = f.start_read_exact(290_000, 20_000).unwrap();
+    let mut buf = vec![0u8; 20_000];
+    let err = reads.wait_into(&mut buf).unwrap_err();
+    assert!(matches!(err, ClientError::ShortRead { .. }), "{err}");
+    assert!(err.to_string().contains("read /big"), "{err}");
+    assert!(buf[..10_000] == data[290_000..], "what came before the end");
+    assert_eq!(root.read_file("/big").unwrap().len(), data.len());
+}

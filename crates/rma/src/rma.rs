@@ -311,6 +311,12 @@ impl<'w> Rma<'w> {
         &*self.wire
     }
 
+    /// Where the node's `/mem` shows our segment at `base` (as [`Rma::malloc`]
+    /// returned it), if it is published there (`NF_MEM_REGISTRY`).
+    pub fn mem_file(&self, base: u64) -> Option<nf_memreg::MemFile> {
+        self.registry.borrow().published(base)
+    }
+
     /// The settings in force.
     pub fn config(&self) -> &RmaConfig {
         &self.cfg

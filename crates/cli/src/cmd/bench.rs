@@ -31,6 +31,10 @@ pub enum BenchCommand {
     /// keeps every sample, reports median / p99 / p99.9 / max / CV per repetition and
     /// overall, and tests whether the run differs from an earlier one.
     Watch(super::bench_watch::WatchArgs),
+    /// The application probe: a distributed matrix multiply over global memory,
+    /// GFLOP/s and parallel efficiency from 1 rank up; blocks read by one-sided gets,
+    /// through the node's /mem files, or both (runs 2 ranks by hand).
+    App(super::bench_app::AppArgs),
     /// One self-contained HTML page (tables, the PNGs embedded, machine facts, the
     /// command line of each report) from every JSON and PNG in a directory.
     Report(ReportArgs),
@@ -129,6 +133,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Rings(a) => super::bench_rings::run(a),
         BenchCommand::Loggp(a) => super::bench_loggp::run(a),
         BenchCommand::Watch(a) => super::bench_watch::run(a),
+        BenchCommand::App(a) => super::bench_app::run(a),
         BenchCommand::Report(a) => report(a),
         BenchCommand::Ninep(a) => super::bench_9p::main(*a),
     }

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_9p;
+pub mod bench_app;
 pub mod bench_loggp;
 pub mod bench_rings;
 pub mod bench_rma;
