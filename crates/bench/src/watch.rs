@@ -9,14 +9,13 @@ use nf_core::{CoreError, World};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::pingpong::{iters_for, PingPong};
 use crate::plot::{ensure_font, title_font, PlotError};
 use crate::variability::{mann_whitney, Comparison, Tail};
 
 /// What to repeat, and how often.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Params {
-    /// The benchmark repeated ("pingpong").
+    /// The benchmark repeated ("pingpong", "rma-get", …).
     pub bench: String,
     /// Message sizes in bytes.
     pub sizes: Vec<usize>,
@@ -86,13 +85,16 @@ pub struct Watch {
     pub versus: Vec<Versus>,
 }
 
-/// Repeats the ping-pong (collective); rank 0 gets the watch.
-pub fn run(
+/// Repeats `sample` for every size (collective); rank 0 gets the watch. `sample(size)`
+/// runs one measurement on every rank and returns rank 0's samples (µs);
+/// `transport` names what it measured.
+pub fn run<E: From<CoreError>>(
     world: &World,
     p: &Params,
+    transport: &str,
+    mut sample: impl FnMut(usize) -> Result<Option<Vec<f64>>, E>,
     mut on_rep: impl FnMut(usize),
-) -> Result<Option<Watch>, CoreError> {
-    let pp = PingPong::new(world)?;
+) -> Result<Option<Watch>, E> {
     let start = Instant::now();
     let interval = Duration::from_secs_f64(p.interval_s);
     let duration = Duration::from_secs_f64(p.duration_s);
@@ -113,8 +115,7 @@ pub fn run(
         world.barrier()?;
         let t_s = start.elapsed().as_secs_f64();
         for &size in &p.sizes {
-            let n = iters_for(size, p.iters);
-            if let Some(samples_us) = pp.measure(size, n, p.warmup.min(n))? {
+            if let Some(samples_us) = sample(size)? {
                 if let Some(tail) = Tail::of(&samples_us) {
                     reps.push(Repetition {
                         index,
@@ -136,7 +137,7 @@ pub fn run(
     let overall = overall(&p.sizes, &reps);
     Ok(Some(Watch {
         params: p.clone(),
-        transport: world.route(1).map_or("none", |r| r.name()).to_owned(),
+        transport: transport.to_owned(),
         repetitions: reps,
         overall,
         compared_with: None,

@@ -97,7 +97,14 @@ fn bad_arguments_and_a_bad_earlier_report_fail_before_measuring() {
     for (args, want) in [
         (&["--interval", "0"][..], "more than 0"),
         (&["--alpha", "2"][..], "probability"),
-        (&["--bench", "rings"][..], "possible values: pingpong"),
+        (
+            &["--bench", "rings"][..],
+            "possible values: pingpong, rma-put",
+        ),
+        (
+            &["--bench", "rma-acc", "--sizes", "12"][..],
+            "multiple of 8",
+        ),
         (
             &["--compare-with", bad][..],
             "not the JSON report of an nf bench watch",
@@ -130,6 +137,42 @@ fn a_watch_across_two_namespace_hosts_names_the_network_transport() {
     check_shape(&v);
     assert!(
         ["tcp", "ofi"].contains(&v["transport"].as_str().unwrap()),
+        "{}",
+        v["transport"]
+    );
+}
+
+#[test]
+fn a_watch_repeats_one_sided_operations_locally_and_across_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("g.json");
+    let out = finish(
+        nf(&["bench", "watch", "--bench", "rma-get", "--json"])
+            .arg(&json)
+            .args(QUICK),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = report(&json);
+    check_shape(&v);
+    assert_eq!(v["params"]["bench"], "rma-get");
+    assert_eq!(v["transport"], "rma-direct");
+
+    let json = dir.path().join("p.json");
+    let mut args = vec![
+        "watch",
+        "--bench",
+        "rma-put",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(QUICK);
+    let out = on_two_hosts(1, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = report(&json);
+    check_shape(&v);
+    assert_eq!(v["params"]["bench"], "rma-put");
+    assert!(
+        v["transport"].as_str().unwrap().starts_with("rma-") && v["transport"] != "rma-direct",
         "{}",
         v["transport"]
     );

@@ -35,6 +35,15 @@ pub struct RmaArgs {
     pub out: super::bench::Outputs,
 }
 
+/// How proc 0 reaches proc 1's memory, as reports name it.
+pub fn route_name(rma: &Rma<'_>) -> &'static str {
+    match rma.route(1) {
+        Route::Direct => "rma-direct",
+        Route::Native => "rma-ofi-native",
+        Route::Service => "rma-service-tcp",
+    }
+}
+
 /// Runs the benchmark (starting 2 ranks when run by hand).
 pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
     let params = Params {
@@ -52,11 +61,7 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
     let world = World::init().context("joining the job")?;
     let wire = WorldWireup::new(&world).context("rma wire-up")?;
     let rma = Rma::new(&wire).context("joining the job's global memory")?;
-    let path = match rma.route(1) {
-        Route::Direct => "rma-direct",
-        Route::Native => "rma-ofi-native",
-        Route::Service => "rma-service-tcp",
-    };
+    let path = route_name(&rma);
     let steps = params.ops.len() * params.layouts.len() * params.sizes.len();
     // Off a terminal, a line per case (operation × layout), after its sweep of sizes.
     let per_case = params.sizes.len() as u64;

@@ -5,7 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use nf_bench::pingpong;
+use nf_bench::pingpong::{self, iters_for, PingPong};
+use nf_bench::rma::{Layout, Op, Params as RmaParams};
+use nf_rma::{Rma, RmaError, WorldWireup};
+
+use super::bench_rma::route_name;
 use nf_bench::watch::{self, Params, Watch};
 use nf_core::World;
 
@@ -16,6 +20,33 @@ use super::progress::{Mode, Progress};
 pub enum Watched {
     /// The ping-pong between ranks 0 and 1 (`nf bench pingpong`).
     Pingpong,
+    /// A contiguous put by rank 0 into rank 1's memory, timed at the sender
+    /// (`nf bench rma --ops put`).
+    RmaPut,
+    /// A contiguous get by rank 0 from rank 1's memory.
+    RmaGet,
+    /// A contiguous accumulate of doubles followed by a fence.
+    RmaAcc,
+}
+
+impl Watched {
+    /// The one-sided operation, for the rma benches.
+    fn rma_op(self) -> Option<Op> {
+        match self {
+            Watched::Pingpong => None,
+            Watched::RmaPut => Some(Op::Put),
+            Watched::RmaGet => Some(Op::Get),
+            Watched::RmaAcc => Some(Op::Acc),
+        }
+    }
+
+    /// The name in reports.
+    fn name(self) -> String {
+        match self.rma_op() {
+            None => "pingpong".into(),
+            Some(op) => format!("rma-{}", op.name()),
+        }
+    }
 }
 
 /// Arguments of `nf bench watch`.
@@ -50,6 +81,21 @@ pub struct WatchArgs {
     pub out: super::bench::Outputs,
 }
 
+/// One rma measurement of `size` bytes (0: every size, for checking them).
+fn rma_params(op: Op, size: usize, a: &WatchArgs) -> RmaParams {
+    RmaParams {
+        sizes: if size == 0 {
+            a.sizes.clone()
+        } else {
+            vec![size]
+        },
+        iters: a.iters,
+        warmup: a.warmup,
+        ops: vec![op],
+        layouts: vec![Layout::Contig],
+    }
+}
+
 /// Runs the watch (starting 2 ranks when run by hand).
 pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     let ok_secs = |x: f64| x.is_finite() && x > 0.0 && x <= 7.0 * 86_400.0;
@@ -65,6 +111,9 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         warmup: a.warmup,
     };
     pp.check()?;
+    if let Some(op) = a.bench.rma_op() {
+        rma_params(op, 0, &a).check()?;
+    }
     a.out.check()?;
     // Read the earlier run before measuring, so a bad file fails at once.
     let earlier = match &a.compare_with {
@@ -85,7 +134,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
         return super::run::relaunch_self(2);
     }
     let params = Params {
-        bench: "pingpong".into(),
+        bench: a.bench.name(),
         sizes: a.sizes.clone(),
         iters: a.iters,
         warmup: a.warmup,
@@ -96,11 +145,35 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     let reps = (a.duration / a.interval).ceil().max(1.0) as u64;
     let mut progress =
         (world.rank() == 0).then(|| Progress::new("watch", reps, Mode::detect(a.out.quiet)));
-    let result = watch::run(&world, &params, |k| {
+    let on_rep = |k: usize| {
         if let Some(p) = &mut progress {
             p.step(&format!("repetition {}", k + 1));
         }
-    })?;
+    };
+    let result = match a.bench.rma_op() {
+        None => {
+            let pp = PingPong::new(&world)?;
+            let route = world.route(1).map_or("none", |r| r.name());
+            let sample = |size| {
+                let n = iters_for(size, a.iters);
+                pp.measure(size, n, a.warmup.min(n))
+            };
+            watch::run(&world, &params, route, sample, on_rep)?
+        }
+        Some(op) => {
+            let wire = WorldWireup::new(&world).context("rma wire-up")?;
+            let rma = Rma::new(&wire).context("joining the job's global memory")?;
+            let sample = |size| -> Result<Option<Vec<f64>>, RmaError> {
+                let m = nf_bench::rma::run(&rma, &rma_params(op, size, &a), |_, _, _| {})?;
+                Ok(m.and_then(|m| m.into_iter().next())
+                    .and_then(|m| m.sizes.into_iter().next())
+                    .map(|s| s.half_rtt_us))
+            };
+            let w = watch::run(&world, &params, route_name(&rma), sample, on_rep)?;
+            rma.finalize()?;
+            w
+        }
+    };
     if let Some(p) = progress {
         p.finish();
     }
