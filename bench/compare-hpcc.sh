@@ -99,6 +99,7 @@ has_part rings && want hpcc hpcc
 if has_part netpipe; then
     want NPopenmpi netpipe-openmpi
     want NPtcp netpipe-tcp
+    want ss iproute2
 fi
 ((hosts == 1)) || want ip iproute2
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || pkgs+=(python3-matplotlib)
@@ -153,8 +154,14 @@ if ((hosts == 2)); then
     netns_hosts "$release/nf-netns" 2
     echo "compare-hpcc: hosts ${H[0]} (${A[0]}) and ${H[1]} (${A[1]}) on $subnet" >&2
     note placement "$n0 rank(s) in ${H[0]} (${A[0]}), $n1 in ${H[1]} (${A[1]}); network namespaces on $subnet"
+    note netpipe_placement "one rank in each namespace host"
+    note npmpi_path "ob1, btl tcp"
+    note nptcp_path "host 0 -> host 1"
 else
     note placement "$np ranks on this machine"
+    note netpipe_placement "both ranks on this machine"
+    note npmpi_path "Open MPI's defaults: vader"
+    note nptcp_path "loopback"
 fi
 
 bound=(timeout --kill-after=10 "$timeout")

@@ -264,7 +264,7 @@ NP_SIDES = (
     # (side, file stem, kind, label)
     ("nf-default", "nf-default", "nf", "nf bench pingpong"),
     ("npmpi", "npmpi", "netpipe", "NPopenmpi"),
-    ("nf-tcp", "nf-tcp", "nf", "nf bench pingpong, tcp"),
+    ("nf-tcp", "nf-tcp", "nf", "nf bench pingpong"),
     ("nptcp", "nptcp", "netpipe", "NPtcp"),
 )
 NP_PAIRS = (("nf-default", "npmpi"), ("nf-tcp", "nptcp"))
@@ -351,14 +351,15 @@ def part_netpipe(d, k, notes):
         sizes = sorted(set().union(*runs))
         lat = [best([r[s][0] for r in runs if s in r], True) for s in sizes]
         rate = [best([r[s][1] for r in runs if s in r], False) for s in sizes]
-        if transport:
-            label = f"{label} ({transport})"
+        path = transport if kind == "nf" else notes.get(f"{side}_path")
+        if path:
+            label = f"{label} ({path})"
         sides[side] = {"label": label, "transport": transport, "rounds": k, "size": sizes,
                        "half_rtt_us": lat, "mb_per_s": rate,
                        "half_rtt_us_rounds": [[r.get(s, (None, None))[0] for s in sizes] for r in runs]}
-    place = notes.get("placement", "?")
+    place = notes.get("netpipe_placement", "?")
     lines = [
-        f"netpipe: NetPIPE vs nf bench pingpong, 2 ranks ({place}); best of {k} round(s) per size "
+        f"netpipe: NetPIPE vs nf bench pingpong, 2 ranks, {place}; best of {k} round(s) per size "
         "and side; ratio = ninefold / NetPIPE",
         "  latency: half round trip (nf: median of its iterations; NetPIPE: mean of a repeat loop, "
         "best of its trials); MB/s = size / that time, 10^6 B/s",
@@ -402,7 +403,7 @@ def part_netpipe(d, k, notes):
     })
     lines.append("")
     plot_netpipe(os.path.join(d, "netpipe.png"), sides,
-                 f"NetPIPE and nf bench pingpong, 2 ranks, {place}, best of {k}", lines)
+                 f"NetPIPE and nf bench pingpong, 2 ranks, {place}, best of {k} round(s)", lines)
     return lines
 
 
