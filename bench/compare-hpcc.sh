@@ -135,7 +135,7 @@ note parts "$parts"
 note alternations "$alternations"
 note hosts "$hosts"
 has_part rings && note hpcc "$(dpkg-query -W -f '${Package} ${Version}' hpcc 2>/dev/null || echo hpcc)"
-has_part netpipe && note netpipe "$(dpkg-query -W -f '${Package} ${Version}  ' netpipe-openmpi netpipe-tcp 2>/dev/null || echo NetPIPE)"
+has_part netpipe && note netpipe "$(dpkg-query -W -f '${Package} ${Version}\n' netpipe-openmpi netpipe-tcp 2>/dev/null | paste -sd, || echo NetPIPE)"
 note openmpi "$("$mpirun" --version 2>/dev/null | head -1)"
 
 echo "compare-hpcc: building nf (release) ..." >&2
