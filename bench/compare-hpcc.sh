@@ -51,7 +51,8 @@
 # bandwidth: largest), as compare_report.py does; every round's figure is kept in the
 # JSON. Ratios are ours / theirs: below 1 is better for latency, above 1 for bandwidth.
 # On one host Open MPI uses its defaults (vader), across the namespace hosts pml ob1,
-# btl tcp,self (vader,tcp,self within a host); neither side binds ranks to cores.
+# btl tcp,self (vader,tcp,self within a host); neither side binds ranks to cores, so
+# more ranks than cores oversubscribe both (figures then measure the scheduler).
 #
 # Installs hpcc, netpipe-openmpi, netpipe-tcp and python3-matplotlib (apt-get) when
 # missing. The load average is recorded at the start, around each part and at the end.

@@ -173,7 +173,7 @@ def hpcc_figures(path):
     figs = {}
     for key, _, _, _, hkey, scale in RING_METRICS:
         try:
-            figs[key] = float(summary[hkey]) * scale
+            figs[key] = round(float(summary[hkey]) * scale, 6)
         except (KeyError, ValueError):
             fail(f"{path}: no {hkey}= line (did hpcc finish?)")
     return figs
