@@ -26,7 +26,7 @@
 #                            K is even (alternating runs: no side always goes first)
 #   ompi_as_root             export what lets Open MPI's mpirun run as root
 #   netns_hosts NF_NETNS K   K namespace hosts for the script's lifetime (see below)
-#   mpirun_across DIR [MPIRUN]
+#   mpirun_across DIR [MPIRUN [N0 N1]]
 #                            sets mpirun_across: Open MPI's mpirun over the namespace
 #                            hosts of netns_hosts (see below)
 
@@ -193,22 +193,26 @@ netns_hosts_release() {
     wait "$netns_pid" 2>/dev/null || true
 }
 
-# mpirun_across DIR [MPIRUN] after netns_hosts: sets the array mpirun_across to a
+# mpirun_across DIR [MPIRUN [N0 N1]]
+#                            after netns_hosts: sets the array mpirun_across to a
 #                            command that runs MPIRUN (default mpirun; Open MPI's)
-#                            inside H[0], one rank on H[0] and one on H[1] (append
-#                            options and the program), over pml ob1 and btl tcp,self
-#                            on the hosts' subnet; mpirun starts its daemons through
-#                            tests/netns/mpirun-agent.sh and keeps its session
-#                            directory in DIR (made here): the namespaces share this
-#                            machine's host name, and other jobs' leftovers in the
-#                            shared /tmp/ompi.<host>.<uid> can collide
+#                            inside H[0], N0 ranks on H[0] then N1 on H[1] (default
+#                            one each; append options and the program), over pml ob1
+#                            and btl tcp,self on the hosts' subnet (vader,tcp,self
+#                            when a host holds more than one rank); mpirun starts its
+#                            daemons through tests/netns/mpirun-agent.sh and keeps
+#                            its session directory in DIR (made here): the namespaces
+#                            share this machine's host name, and other jobs'
+#                            leftovers in the shared /tmp/ompi.<host>.<uid> can collide
 mpirun_across() {
+    local n0=${3:-1} n1=${4:-1} btl=tcp,self
+    ((n0 == 1 && n1 == 1)) || btl=vader,tcp,self
     mkdir -p "$1"
     mpirun_across=(ip netns exec "${H[0]}" "${2:-mpirun}" --allow-run-as-root
         --mca orte_tmpdir_base "$1"
         --mca plm_rsh_agent "$repo/tests/netns/mpirun-agent.sh"
         --mca oob_tcp_if_include "$subnet" --mca btl_tcp_if_include "$subnet"
-        --mca pml ob1 --mca btl "tcp,self" --host "${H[0]}:1,${H[1]}:1" -np 2)
+        --mca pml ob1 --mca btl "$btl" --host "${H[0]}:$n0,${H[1]}:$n1" -np $((n0 + n1)))
 }
 
 # Writes DIR/config for ssh and scp to a benchmark's own sshd: root by the key DIR/id,

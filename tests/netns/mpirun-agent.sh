@@ -24,11 +24,15 @@ fi
 # Each host's daemon gets a TMPDIR of its own: Open MPI names session directories
 # after the host name, which all namespaces share, and two daemons creating and
 # removing them side by side in /tmp sometimes collide ("unable to create the
-# desired directory"). The folder goes when the daemon ends.
+# desired directory"). The folder goes when the daemon ends. It also holds the shared
+# memory segments of the vader btl (ranks of one host): by default they go to
+# /dev/shm, which all namespaces share, named after the host name and the local rank,
+# so two hosts' local rank 0 would map the same segment (a segfault in MPI_Init).
 tmp=${TMPDIR:-/tmp}/nf-mpirun-$host-$$
 mkdir -p "$tmp"
 # mpirun hands the daemon's command line over as words meant for a remote shell.
 rc=0
-ip netns exec "$host" env NF_HOST="$host" TMPDIR="$tmp" sh -c "$*" || rc=$?
+ip netns exec "$host" env NF_HOST="$host" TMPDIR="$tmp" \
+    OMPI_MCA_btl_vader_backing_directory="$tmp" sh -c "$*" || rc=$?
 rm -rf "$tmp"
 exit "$rc"
