@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # External references (issue 17): Debian's hpcc (HPC Challenge, over Open MPI) against
-# nf bench rings, and NetPIPE (over Open MPI and over TCP) against nf bench pingpong,
-# on the same ranks and hosts, in the same run, alternating, with ratios ours / theirs.
+# nf bench rings, NetPIPE (over Open MPI and over TCP) against nf bench pingpong, and
+# ScaLAPACK's pdgemm against nf bench app, on the same ranks and hosts, in the same
+# run, alternating, with ratios ours / theirs.
 #
 # usage: bench/compare-hpcc.sh [--parts LIST] [--np N] [--hosts 1|2] [--alternations K]
 #                              [--orderings R] [--sizes LIST] [--iters N] [--warmup W]
-#                              [--nf-transports LIST] [--timeout S] [--out DIR]
+#                              [--nf-transports LIST] [--n N] [--nb NB] [--reps R]
+#                              [--timeout S] [--out DIR]
 #
-#   --parts LIST        any of rings,netpipe (default both), run in that order
+#   --parts LIST        any of rings,netpipe,app (default all), run in that order
 #   --np N              ranks of the rings part, default 2 (NetPIPE is always 2)
 #   --hosts H           1 (default): every rank on this machine; 2: two namespace
 #                       hosts (nf-netns, from nf-testkit; removed when this script
@@ -25,6 +27,9 @@
 #   --nf-transports L   NF_TRANSPORTS of ninefold's default-transport runs (rings, and
 #                       nf-default of netpipe); default: unset (nf's own default,
 #                       shm,ofi,tcp)
+#   --n N               app: matrix order, default 2048
+#   --nb NB             app: pdgemm's block size, default 128
+#   --reps R            app: timed products per run and side (the best counts), default 3
 #   --timeout S         limit of every single run, default 300 s
 #   --out DIR           default bench/out/compare-hpcc-<UTC timestamp>/
 #
@@ -47,6 +52,16 @@
 #            perturbations). Its np.out columns are bytes, "Mbps" (2^20 bit/s) and the
 #            half round trip in seconds; the report uses bytes and seconds: MB/s =
 #            bytes / half round trip / 10^6, latency in us.
+#   app      nf bench app (C = A.B, n x n doubles, row blocks in global memory, the
+#            next panel fetched while the current one is multiplied; teams of 1 and N
+#            ranks) against ScaLAPACK's pdgemm (bench/python/pdgemm.c, a 1 x N BLACS
+#            grid, block size NB) on Debian's OpenBLAS (libopenblas0-pthread, fetched
+#            with apt-get download into bench/out/openblas; the reference BLAS when that
+#            fails, said in the notes), one BLAS thread per rank. GFLOP/s = 2 n^3 / the
+#            best product's time on both sides; both check their products exactly. On
+#            one host nf bench app also reads its blocks through the node's /mem files
+#            (an nf serve started here, shm 9P), alternating with one-sided gets in the
+#            same job: files / direct time is seed 000's CellFS comparison.
 # Per metric and side the report takes the best of the K rounds (latency: smallest,
 # bandwidth: largest), as compare_report.py does; every round's figure is kept in the
 # JSON. Ratios are ours / theirs: below 1 is better for latency, above 1 for bandwidth.
@@ -54,17 +69,17 @@
 # btl tcp,self (vader,tcp,self within a host); neither side binds ranks to cores, so
 # more ranks than cores oversubscribe both (figures then measure the scheduler).
 #
-# Installs hpcc, netpipe-openmpi, netpipe-tcp and python3-matplotlib (apt-get) when
-# missing. The load average is recorded at the start, around each part and at the end.
+# Installs hpcc, netpipe-openmpi, netpipe-tcp, libscalapack-openmpi-dev and
+# python3-matplotlib (apt-get) when missing. The load average is recorded at the start, around each part and at the end.
 # Outputs in the out directory: summary.txt (every table), rings.{json,csv} and
-# netpipe.{json,csv,png} (bench/hpcc_report.py; nf bench report DIR shows them), notes.txt,
-# and each run's files under rings/ and netpipe/.
+# netpipe.{json,csv,png}, app.{json,csv} (bench/hpcc_report.py; nf bench report DIR
+# shows them), notes.txt, and each run's files under rings/, netpipe/ and app/.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$repo/bench/lib.sh"
-parts=rings,netpipe
+parts=rings,netpipe,app
 np=2
 hosts=1
 alternations=3
@@ -73,12 +88,18 @@ sizes=$(python3 -c 'print(",".join(str(1 << p) for p in range(3, 24)))' 2>/dev/n
 iters=2000
 warmup=200
 nf_transports=""
+n=2048
+nb=128
+reps=3
 timeout=300
 out=""
 command_line="bench/compare-hpcc.sh $*"
-parse_opts "parts np hosts alternations orderings sizes iters warmup nf-transports timeout out" "$@"
+parse_opts "parts np hosts alternations orderings sizes iters warmup nf-transports n nb reps timeout out" "$@"
 
-check_words --parts "$parts" rings netpipe
+check_words --parts "$parts" rings netpipe app
+check_int --n "$n"
+check_int --nb "$nb"
+check_int --reps "$reps"
 check_int --np "$np"
 ((np >= 2)) || die "--np must be at least 2: rings exchange between ranks"
 [[ $hosts =~ ^[12]$ ]] || die "--hosts must be 1 or 2, not '$hosts'"
@@ -103,6 +124,10 @@ if has_part netpipe; then
     want ss iproute2
 fi
 ((hosts == 1)) || want ip iproute2
+if has_part app; then
+    want mpicc.openmpi libopenmpi-dev
+    [[ -e /usr/lib/x86_64-linux-gnu/libscalapack-openmpi.so ]] || pkgs+=(libscalapack-openmpi-dev)
+fi
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || pkgs+=(python3-matplotlib)
 if ((${#pkgs[@]})); then
     echo "compare-hpcc: installing ${pkgs[*]} ..." >&2
@@ -116,6 +141,11 @@ if has_part netpipe; then
     need NPopenmpi "apt-get install netpipe-openmpi"
     need NPtcp "apt-get install netpipe-tcp"
 fi
+if has_part app; then
+    need mpicc.openmpi "apt-get install libopenmpi-dev"
+    [[ -e /usr/lib/x86_64-linux-gnu/libscalapack-openmpi.so ]] ||
+        die "ScaLAPACK is missing: apt-get install libscalapack-openmpi-dev"
+fi
 need python3 "needed for the tables"
 need cargo "install Rust (see scripts/setup.sh)"
 # hpcc and NPopenmpi are linked against Open MPI: its mpirun, whatever the default is.
@@ -123,7 +153,7 @@ mpirun=$(command -v mpirun.openmpi)
 
 ompi_as_root
 out_dir compare-hpcc
-mkdir -p "$out/rings" "$out/netpipe"
+mkdir -p "$out/rings" "$out/netpipe" "$out/app"
 notes=$out/notes.txt # one "key<TAB>value" line per fact; hpcc_report.py reads it
 : >"$notes"
 note() { printf '%s\t%s\n' "$1" "$2" >>"$notes"; }
@@ -351,6 +381,85 @@ part_netpipe() {
     done
     note load_netpipe_end "$(loadavg)"
     note netpipe_args "NPopenmpi / NPtcp ${np_args[*]}; nf bench pingpong --sizes $sizes --iters $iters --warmup $warmup"
+}
+
+# ---------------------------------------------------------------------------------
+# app: nf bench app against ScaLAPACK's pdgemm.
+
+# What the app part needs before its rounds: pdgemm on OpenBLAS, and on one host a
+# node server whose /mem the files way reads (stopped when the script ends).
+app_setup() {
+    build_c mpicc.openmpi "$out/app/pdgemm" python/pdgemm.c -lscalapack-openmpi
+    fetch_openblas "$repo/bench/out/openblas"
+    if [[ -n $openblas_dir ]]; then
+        note app_blas "pdgemm: $(basename "$openblas_dir"/libopenblasp-r*.so) (Debian's libopenblas0-pthread)"
+    else
+        note app_blas "pdgemm: the system BLAS, $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3) (OpenBLAS download failed)"
+    fi
+    app_via=direct
+    if ((hosts == 1)); then
+        app_via=direct,files
+        local sock=$out/app/node/nf.sock
+        mkdir -p "$out/app/node/export" "$out/app/node/mem"
+        # Bounded as every run is: it outlives the part's rounds, not a killed script.
+        timeout $((timeout * (2 * alternations + 1))) \
+            "$nf" serve -f --unix "$sock" --export "$out/app/node/export" \
+            --mem-registry "$out/app/node/mem" >"$out/app/node/serve.txt" 2>&1 &
+        app_server=$!
+        local tries=0
+        until [[ -S $sock.shm ]]; do
+            ((++tries < 100)) || die "nf serve did not start; see $out/app/node/serve.txt"
+            sleep 0.1
+        done
+        app_node=(--node "shm:$sock.shm")
+    fi
+    note app_nf "nf bench app --n $n --reps $reps --teams 1,$np --via $app_via (panel: its default)"
+    note app_pdgemm "pdgemm --n $n --nb $nb --reps $reps, grid 1 x $np, OPENBLAS_NUM_THREADS=1"
+}
+
+app_teardown() {
+    [[ -z ${app_server:-} ]] && return 0
+    kill "$app_server" 2>/dev/null || true
+    wait "$app_server" 2>/dev/null || true
+}
+
+run_pdgemm() { # K
+    local f=$out/app/pdgemm-$1
+    echo "== app round $1/$alternations: pdgemm ($np ranks)" >&2
+    mpi_cmd "$n0" "$n1" "$f.ompi"
+    local env=(-x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
+    [[ -z $openblas_dir ]] ||
+        env+=(-x "LD_LIBRARY_PATH=$openblas_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    run "${bound[@]}" "${mpi[@]}" "${env[@]}" "$out/app/pdgemm" --n "$n" --nb "$nb" \
+        --reps "$reps" --side pdgemm --json "$f.json" >"$f.txt" 2>&1 ||
+        die "pdgemm failed in round $1; see $f.txt"
+    rm -rf "$f.ompi"
+}
+
+run_nf_app() { # K
+    local f=$out/app/nf-$1
+    echo "== app round $1/$alternations: nf bench app ($np ranks, $app_via)" >&2
+    nf_cmd "$n0" "$n1"
+    nf_env "$nf_transports"
+    run "${bound[@]}" "${nfenv[@]}" NF_MEM_REGISTRY="$out/app/node/mem" "${nfrun[@]}" -- \
+        "$nf" bench app --quiet --n "$n" --reps "$reps" --teams "1,$np" --via "$app_via" \
+        "${app_node[@]}" --json "$f.json" >"$f.txt" 2>&1 ||
+        die "nf bench app failed in round $1; see $f.txt"
+}
+
+part_app() {
+    local k side
+    app_node=()
+    app_setup
+    note load_app_start "$(loadavg)"
+    for ((k = 1; k <= alternations; k++)); do
+        turn_order "$k" pdgemm nf_app
+        for side in "${order[@]}"; do
+            "run_$side" "$k"
+        done
+    done
+    note load_app_end "$(loadavg)"
+    app_teardown
 }
 
 # ---------------------------------------------------------------------------------

@@ -136,20 +136,9 @@ if has_part matmul; then
     build_c "$mpicc" "$out/pdgemm" python/pdgemm.c -lscalapack-openmpi
     note system_blas "$(readlink -f "$libdir/libblas.so.3")"
     if has_blas openblas; then
-        obl=$venv/openblas
-        openblas_dir=$obl/usr/lib/x86_64-linux-gnu/openblas-pthread
-        if [[ ! -e $openblas_dir/libblas.so.3 ]]; then
-            echo "compare-python: fetching Debian's libopenblas0-pthread into $obl ..." >&2
-            rm -rf "$obl" && mkdir -p "$obl/deb"
-            if (cd "$obl/deb" && "${bound[@]}" apt-get download libopenblas0-pthread >&2) &&
-                dpkg-deb -x "$obl"/deb/libopenblas0-pthread_*.deb "$obl"; then
-                :
-            else
-                echo "compare-python: no libopenblas0-pthread; pdgemm runs on the system BLAS only" >&2
-                note skipped_pdgemm_openblas "apt-get download libopenblas0-pthread failed"
-                openblas_dir=""
-            fi
-        fi
+        fetch_openblas "$venv/openblas"
+        [[ -n $openblas_dir ]] ||
+            note skipped_pdgemm_openblas "apt-get download libopenblas0-pthread failed"
         [[ -z $openblas_dir ]] || note pdgemm_blas_openblas "$(basename "$openblas_dir"/libopenblasp-r*.so)"
     fi
 fi

@@ -29,6 +29,10 @@
 #   mpirun_across DIR [MPIRUN [N0 N1]]
 #                            sets mpirun_across: Open MPI's mpirun over the namespace
 #                            hosts of netns_hosts (see below)
+#   fetch_openblas DIR       sets openblas_dir: Debian's OpenBLAS (libopenblas0-pthread,
+#                            apt-get download, unpacked under DIR once) whose
+#                            libblas.so.3 goes first in LD_LIBRARY_PATH; empty if the
+#                            download fails
 
 die() {
     echo "$(basename "$0" .sh): $*" >&2
@@ -230,4 +234,20 @@ Host *
   ConnectTimeout 30
   LogLevel ERROR
 EOF
+}
+
+# fetch_openblas DIR: sets openblas_dir (see the list at the top). Debian's
+# libscalapack links the system libblas.so.3, the reference BLAS unless an alternative
+# is installed; this puts an optimised one beside it without changing the machine.
+fetch_openblas() {
+    openblas_dir=$1/usr/lib/x86_64-linux-gnu/openblas-pthread
+    [[ -e $openblas_dir/libblas.so.3 ]] && return 0
+    echo "${0##*/}: fetching Debian's libopenblas0-pthread into $1 ..." >&2
+    rm -rf "$1" && mkdir -p "$1/deb"
+    if (cd "$1/deb" && timeout 300 apt-get download libopenblas0-pthread >&2) &&
+        dpkg-deb -x "$1"/deb/libopenblas0-pthread_*.deb "$1"; then
+        return 0
+    fi
+    echo "${0##*/}: no libopenblas0-pthread (apt-get download failed)" >&2
+    openblas_dir=""
 }
