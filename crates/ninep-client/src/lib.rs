@@ -232,6 +232,20 @@ impl Client {
         self.inner.rpc.start(msg.msg_type().name(), &msg)
     }
 
+    /// Sends a read whose data the reader thread copies into `sink` (see `rpc.rs`).
+    pub(crate) fn start_into(
+        &self,
+        msg: nf_ninep::message::Tread,
+        sink: rpc::Sink,
+    ) -> Result<PendingCall, ClientError> {
+        self.inner.rpc.start_with("read", &msg.into(), Some(sink))
+    }
+
+    /// Stops the reader from writing into the sink of call `tag`, if it still has one.
+    pub(crate) fn unsink(&self, tag: u16) {
+        self.inner.rpc.unsink(tag);
+    }
+
     /// Sends a raw request and waits for its reply (`Rlerror` included).
     pub fn call(&self, msg: impl Into<Tmessage>) -> Result<Rmessage, ClientError> {
         self.start(msg)?.wait()

@@ -1,12 +1,17 @@
 //! Reading: one message at an offset, a whole file in msize-sized chunks, or a range
-//! with every message of it in flight at once ([`File::start_read_exact`]).
+//! with every message of it in flight at once ([`File::start_read_into`]).
 //!
 //! Pipelined reads are seed 000's overlap, in the client's own API: the caller starts
 //! the reads of the next block, computes on the current one while the connection's
-//! reader thread collects the replies, and then waits. One call per message, each
-//! with its own tag, so the server may answer them in any order.
+//! reader thread copies the replies into place, and then waits. One call per message,
+//! each with its own tag, so the server may answer them in any order.
 
 use std::io;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytemuck::Pod;
 
 use crate::error::ClientError;
 use crate::open::File;
@@ -52,44 +57,82 @@ impl File {
     }
 }
 
-/// Reads of one byte range, sent and not all answered yet ([`File::start_read_exact`]).
-#[must_use = "the reads are only checked and copied out by wait_into"]
-#[derive(Debug)]
+/// Reads of one byte range into a shared buffer, sent and not all answered yet
+/// ([`File::start_read_into`]).
+#[must_use = "the reads are only checked by wait"]
 pub struct PendingReads<'f> {
     file: &'f File,
-    /// Each message's call, with its offset into the range and its length.
-    calls: Vec<(PendingCall, usize, usize)>,
-    len: usize,
+    /// Each message's call, with where its byte count will be and what it asked.
+    calls: Vec<(PendingCall, Arc<AtomicUsize>, usize)>,
 }
 
+impl std::fmt::Debug for PendingReads<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingReads")
+            .field("path", &self.file.path())
+            .field("calls", &self.calls.len())
+            .finish()
+    }
+}
+
+/// Not a count: no reply yet.
+const NO_REPLY: usize = usize::MAX;
+
 impl File {
-    /// Sends every `Tread` that `len` bytes from `offset` take (one per
-    /// [`File::chunk`]) and returns without waiting for any reply.
-    pub fn start_read_exact(
+    /// Sends every `Tread` that reading `len` bytes from `offset` takes (one per
+    /// [`File::chunk`]) and returns without waiting for any reply. The connection's
+    /// reader thread copies each reply's data into its place in the first `len` bytes
+    /// of `buf` as it arrives, straight from what it received.
+    ///
+    /// Fails at once if `buf` holds fewer than `len` bytes.
+    pub fn start_read_into<T: Pod + Send>(
         &self,
         offset: u64,
+        buf: &Arc<Mutex<Vec<T>>>,
         len: usize,
     ) -> Result<PendingReads<'_>, ClientError> {
+        let room = std::mem::size_of_val(lock(buf).as_slice());
+        if len > room {
+            return Err(ClientError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a read of {len} bytes into a buffer of {room}"),
+            )));
+        }
         let chunk = self.chunk().max(1) as usize;
         let mut calls = Vec::with_capacity(len.div_ceil(chunk));
         let mut at = 0;
         while at < len {
-            let count = chunk.min(len - at);
+            let asked = chunk.min(len - at);
             let msg = Tread {
                 fid: self.number(),
                 offset: offset + at as u64,
-                count: count as u32,
+                count: asked as u32,
             };
-            let call = self.client().start(msg).map_err(|e| e.at(self.path()))?;
-            calls.push((call, at, count));
-            at += count;
+            let got = Arc::new(AtomicUsize::new(NO_REPLY));
+            let (dst, count) = (Arc::clone(buf), Arc::clone(&got));
+            let sink = Box::new(move |data: &[u8]| {
+                let n = data.len().min(asked);
+                let mut v = lock(&dst);
+                let bytes: &mut [u8] = bytemuck::cast_slice_mut(v.as_mut_slice());
+                if let Some(place) = bytes.get_mut(at..at + n) {
+                    place.copy_from_slice(&data[..n]);
+                }
+                count.store(data.len(), Ordering::Release);
+            });
+            // On an error, the calls already sent are answered into `buf` and dropped.
+            let call = self
+                .client()
+                .start_into(msg, sink)
+                .map_err(|e| e.at(self.path()))?;
+            calls.push((call, got, asked));
+            at += asked;
         }
-        Ok(PendingReads {
-            file: self,
-            calls,
-            len,
-        })
+        Ok(PendingReads { file: self, calls })
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl PendingReads<'_> {
@@ -98,57 +141,48 @@ impl PendingReads<'_> {
         self.file.path()
     }
 
-    /// Bytes the reads cover.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True if the range is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Waits for every reply and copies the range into `buf` (exactly [`Self::len`]
-    /// bytes). A reply shorter than asked (the file ended, or shrank) is
-    /// [`ClientError::ShortRead`], with what did arrive copied; the remaining replies
-    /// are still collected, so the connection stays usable.
-    pub fn wait_into(self, buf: &mut [u8]) -> Result<(), ClientError> {
-        assert_eq!(
-            buf.len(),
-            self.len,
-            "wait_into needs a buffer of the range's length"
-        );
+    /// Waits for every reply. A reply shorter than asked (the file ended, or shrank)
+    /// is [`ClientError::ShortRead`], with what did arrive in place; the remaining
+    /// replies are still collected, so the connection stays usable.
+    pub fn wait(mut self) -> Result<(), ClientError> {
         let client = self.file.client();
         let mut first_err = None;
-        for (call, at, count) in self.calls {
-            let got = client.finish(
+        let mut at = 0u64;
+        for (call, got, asked) in std::mem::take(&mut self.calls) {
+            let tag = call.tag();
+            let reply = client.finish(
                 "read",
                 call,
                 |r| match r {
-                    Rmessage::Rread(r) => Some(r.data.0),
+                    Rmessage::Rread(r) => Some(r.data.0.len()),
                     _ => None,
                 },
                 client.reply_timeout(),
             );
-            let err = match got {
-                Ok(data) if data.len() == count => {
-                    buf[at..at + count].copy_from_slice(&data);
-                    continue;
-                }
-                Ok(data) => {
-                    // What did come is still copied: the caller may use it.
-                    let got = data.len().min(count);
-                    buf[at..at + got].copy_from_slice(&data[..got]);
-                    ClientError::ShortRead {
+            // A reply decoded without its sink (a flushed call's) filled nothing.
+            client.unsink(tag);
+            let err = match reply {
+                Ok(_) => match got.load(Ordering::Acquire) {
+                    n if n == asked => None,
+                    NO_REPLY => Some(ClientError::ShortRead {
                         path: String::new(),
-                        offset: at as u64,
-                        got: data.len() as u64,
-                        asked: count as u64,
-                    }
-                }
-                Err(e) => e,
+                        offset: at,
+                        got: 0,
+                        asked: asked as u64,
+                    }),
+                    n => Some(ClientError::ShortRead {
+                        path: String::new(),
+                        offset: at,
+                        got: n as u64,
+                        asked: asked as u64,
+                    }),
+                },
+                Err(e) => Some(e),
             };
-            first_err.get_or_insert(err.at(self.file.path()));
+            if let Some(e) = err {
+                first_err.get_or_insert(e.at(self.file.path()));
+            }
+            at += asked as u64;
         }
         first_err.map_or(Ok(()), Err)
     }

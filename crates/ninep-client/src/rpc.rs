@@ -10,6 +10,10 @@
 //! When the connection fails, the reader marks it closed and drops every channel, so
 //! each waiting call returns [`ClientError::Disconnected`].
 //!
+//! A read may name what to do with its data ([`Sink`]): the reader thread then hands
+//! the reply's data to it straight from its receive buffer (no allocation, one copy
+//! fewer) and gives the call an `Rread` with no data.
+//!
 //! A call can be abandoned with [`PendingCall::flush`]: it sends `Tflush(tag)` and
 //! waits for `Rflush`. As the server sends a reply it already had before the `Rflush`,
 //! and the reader hands out replies in order, the call's own reply — if any — is in its
@@ -30,8 +34,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// What the reader thread does with one read reply's data, in place of decoding it
+/// into a new buffer.
+pub(crate) type Sink = Box<dyn FnOnce(&[u8]) + Send>;
+
+/// Offset of an `Rread`'s data: size[4] type[1] tag[2] count[4].
+const RREAD_DATA: usize = HEADER_SIZE + 4;
+
 struct Table {
     waiting: HashMap<u16, SyncSender<Rmessage>>,
+    sinks: HashMap<u16, Sink>,
     next_tag: u16,
     closed: Option<String>,
 }
@@ -52,6 +64,7 @@ impl Rpc {
             send: Mutex::new(Vec::new()),
             table: Mutex::new(Table {
                 waiting: HashMap::new(),
+                sinks: HashMap::new(),
                 next_tag: 0,
                 closed: None,
             }),
@@ -76,6 +89,16 @@ impl Rpc {
         op: &'static str,
         msg: &Tmessage,
     ) -> Result<PendingCall, ClientError> {
+        self.start_with(op, msg, None)
+    }
+
+    /// Sends `msg` and returns the call to wait on; a read's data goes to `sink`.
+    pub fn start_with(
+        self: &Arc<Self>,
+        op: &'static str,
+        msg: &Tmessage,
+        sink: Option<Sink>,
+    ) -> Result<PendingCall, ClientError> {
         let (tx, rx) = sync_channel(1);
         let tag = {
             let mut t = lock(&self.table);
@@ -95,6 +118,9 @@ impl Rpc {
             }
             let tag = tag.ok_or(ClientError::NoFreeTag)?;
             t.waiting.insert(tag, tx);
+            if let Some(sink) = sink {
+                t.sinks.insert(tag, sink);
+            }
             tag
         };
         let sent = {
@@ -105,7 +131,7 @@ impl Rpc {
                 .and_then(|_| self.transport.send(&buf).map_err(ClientError::Io))
         };
         if let Err(e) = sent {
-            lock(&self.table).waiting.remove(&tag);
+            self.forget(tag);
             return Err(e);
         }
         Ok(PendingCall {
@@ -122,6 +148,7 @@ impl Rpc {
         let mut t = lock(&self.table);
         t.closed = Some(reason);
         t.waiting.clear();
+        t.sinks.clear();
         drop(t);
         self.transport.close();
     }
@@ -133,6 +160,10 @@ impl Rpc {
         loop {
             let mut start = 0;
             loop {
+                if let Some(used) = self.sink_read(&buf[start..filled]) {
+                    start += used;
+                    continue;
+                }
                 match decoder.decode::<Rmessage>(&buf[start..filled]) {
                     Ok(Some((frame, used))) => {
                         start += used;
@@ -165,8 +196,45 @@ impl Rpc {
         }
     }
 
+    /// If `b` starts with a whole, well-formed `Rread` for a call with a sink: copies
+    /// its data there, hands the call an empty `Rread`, and returns the frame's
+    /// length. Anything else is left to the decoder (which reports malformed frames).
+    fn sink_read(&self, b: &[u8]) -> Option<usize> {
+        let head = b.get(..RREAD_DATA)?;
+        let size = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
+        let count = u32::from_le_bytes(head[HEADER_SIZE..].try_into().ok()?) as usize;
+        if head[4] != MsgType::Rread as u8
+            || size > b.len()
+            || size > self.msize as usize
+            || RREAD_DATA.checked_add(count) != Some(size)
+        {
+            return None;
+        }
+        let tag = u16::from_le_bytes([head[5], head[6]]);
+        let (sink, tx) = {
+            let mut t = lock(&self.table);
+            let sink = t.sinks.remove(&tag)?;
+            (sink, t.waiting.remove(&tag))
+        };
+        sink(&b[RREAD_DATA..size]);
+        if let Some(tx) = tx {
+            let _ = tx.send(Rmessage::Rread(Rread {
+                data: Vec::new().into(),
+            }));
+        }
+        Some(size)
+    }
+
+    /// Removes the sink of `tag`, if it is still registered (a reply arriving later is
+    /// decoded as usual, and dropped).
+    pub fn unsink(&self, tag: u16) {
+        lock(&self.table).sinks.remove(&tag);
+    }
+
     fn forget(&self, tag: u16) {
-        lock(&self.table).waiting.remove(&tag);
+        let mut t = lock(&self.table);
+        t.waiting.remove(&tag);
+        t.sinks.remove(&tag);
     }
 
     fn closed_reason(&self) -> String {

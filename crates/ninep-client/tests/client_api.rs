@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::{Read, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use nf_ninep::LOpenFlags;
@@ -147,18 +147,47 @@ fn pipelined_reads_fill_a_range_and_a_short_one_is_an_error() {
     let root = client.attach("t", "").unwrap();
     let f = root.open("/big", LOpenFlags::RDONLY).unwrap();
     let (at, len) = (1234, 250_000);
-    let reads = f.start_read_exact(at as u64, len).unwrap();
-    assert_eq!((reads.len(), reads.path()), (len, "/big"));
-    let mut buf = vec![0u8; len];
-    reads.wait_into(&mut buf).unwrap();
-    assert!(buf == data[at..at + len], "the range read back differs");
+    let buf = Arc::new(Mutex::new(vec![0u8; len + 10]));
+    let reads = f.start_read_into(at as u64, &buf, len).unwrap();
+    assert_eq!(reads.path(), "/big");
+    reads.wait().unwrap();
+    let got = buf.lock().unwrap();
+    assert!(
+        got[..len] == data[at..at + len],
+        "the range read back differs"
+    );
+    assert!(got[len..].iter().all(|&b| b == 0), "nothing past the range");
+    drop(got);
+
+    // Into a buffer of numbers: the bytes land in place.
+    let words = Arc::new(Mutex::new(vec![0u64; 1000]));
+    f.start_read_into(8, &words, 8000).unwrap().wait().unwrap();
+    let expect: Vec<u64> = data[8..8008]
+        .chunks(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(*words.lock().unwrap(), expect);
+
+    // A buffer too small is refused before anything is sent.
+    let err = f.start_read_into(0, &words, 8001).unwrap_err();
+    assert!(
+        err.to_string().contains("8001 bytes into a buffer of 8000"),
+        "{err}"
+    );
 
     // Past the end: the last message comes back short, named; the connection goes on.
-    let reads = f.start_read_exact(290_000, 20_000).unwrap();
-    let mut buf = vec![0u8; 20_000];
-    let err = reads.wait_into(&mut buf).unwrap_err();
+    let buf = Arc::new(Mutex::new(vec![0u8; 20_000]));
+    let reads = f.start_read_into(290_000, &buf, 20_000).unwrap();
+    let err = reads.wait().unwrap_err();
     assert!(matches!(err, ClientError::ShortRead { .. }), "{err}");
     assert!(err.to_string().contains("read /big"), "{err}");
-    assert!(buf[..10_000] == data[290_000..], "what came before the end");
+    assert!(
+        buf.lock().unwrap()[..10_000] == data[290_000..],
+        "what came before the end"
+    );
+
+    // Dropped unwaited: the replies are discarded, and the connection goes on.
+    let buf = Arc::new(Mutex::new(vec![0u8; 100_000]));
+    drop(f.start_read_into(0, &buf, 100_000).unwrap());
     assert_eq!(root.read_file("/big").unwrap().len(), data.len());
 }

@@ -23,6 +23,7 @@
 pub mod grid;
 pub mod source;
 
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use nf_core::{CoreError, ReduceOp, World};
@@ -31,7 +32,7 @@ use nf_rma::{Rma, RmaError};
 use serde::Serialize;
 
 pub use source::Via;
-use source::{Fetch, Source};
+use source::{Fetch, Panel, Source};
 
 use crate::stats::Summary;
 
@@ -256,7 +257,8 @@ impl Part<'_, '_> {
         let n = self.n;
         let mine = self.rows[self.me].clone();
         let panels = self.panels();
-        let mut bufs = [vec![0.0f64; self.panel * n], vec![0.0f64; self.panel * n]];
+        let bufs: [Panel; 2] =
+            std::array::from_fn(|_| Arc::new(Mutex::new(vec![0.0; self.panel * n])));
         let mut first = true;
         let mut pending: Option<Fetch<'_>> = None;
         for (i, &(q, at, take)) in panels.iter().enumerate() {
@@ -265,17 +267,19 @@ impl Part<'_, '_> {
             }
             if let Some(&(q2, at2, take2)) = panels.get(i + 1) {
                 if q2 != self.me {
-                    let dst = bufs[(i + 1) % 2].as_mut_ptr().cast::<u8>();
-                    // SAFETY: buffer (i + 1) % 2 is not read until this fetch is
+                    let dst = &bufs[(i + 1) % 2];
+                    // SAFETY: buffer (i + 1) % 2 is not touched until this fetch is
                     // finished at the top of the next pass, and lives to the end.
                     pending =
                         Some(unsafe { self.source.start(q2, at2 * n * 8, take2 * n * 8, dst) }?);
                 }
             }
+            let guard;
             let b: &[f64] = if q == self.me {
                 &self.own_b[at * n..(at + take) * n]
             } else {
-                &bufs[i % 2][..take * n]
+                guard = bufs[i % 2].lock().unwrap_or_else(|e| e.into_inner());
+                &guard[..take * n]
             };
             let k0 = self.rows[q].start + at;
             gemm(&self.a, &mut self.c, mine.len(), n, k0, take, b, first);

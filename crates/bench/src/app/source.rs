@@ -3,6 +3,8 @@
 //! the node's 9P server ([`Via::Files`], seed 000's CellFS comparison). Either way a
 //! fetch is started before the multiply of the previous panel and finished after it.
 
+use std::sync::{Arc, Mutex};
+
 use nf_ninep_client::{File, PendingReads, Root};
 use nf_rma::{Handle, Kind, Rma, Shape, Xfer};
 use serde::Serialize;
@@ -54,12 +56,16 @@ pub enum Source<'a, 'w> {
     Files(Vec<Option<File>>),
 }
 
+/// A panel buffer: shared with the 9P client's reader thread, which copies replies
+/// into it as they arrive.
+pub type Panel = Arc<Mutex<Vec<f64>>>;
+
 /// A fetch under way.
 pub enum Fetch<'s> {
     /// A get.
     Rma(Handle),
     /// The reads of one range.
-    Files(PendingReads<'s>, *mut u8),
+    Files(PendingReads<'s>),
 }
 
 impl<'a, 'w> Source<'a, 'w> {
@@ -82,43 +88,49 @@ impl<'a, 'w> Source<'a, 'w> {
         Ok(Source::Files(files))
     }
 
-    /// Starts copying `bytes` bytes at `offset` of `proc`'s block into `dst`.
+    /// Starts copying `bytes` bytes at `offset` of `proc`'s block into the start of
+    /// `dst`.
     ///
     /// # Safety
-    /// `dst` must stay valid for writes of `bytes` bytes, and untouched, until the
-    /// fetch is finished (or dropped, for [`Fetch::Files`]; a dropped get is waited
-    /// for by the next fence or barrier).
+    /// For [`Source::Direct`], `dst`'s vector must not be resized, read or written
+    /// until the fetch is finished (a one-sided get writes into it meanwhile).
     pub unsafe fn start(
         &self,
         proc: usize,
         offset: usize,
         bytes: usize,
-        dst: *mut u8,
+        dst: &Panel,
     ) -> Result<Fetch<'_>, AppError> {
         match self {
             Source::Direct { rma, bases } => {
+                let local = {
+                    let mut v = dst.lock().unwrap_or_else(|e| e.into_inner());
+                    assert!(bytes <= v.len() * 8, "a panel larger than its buffer");
+                    v.as_mut_ptr().cast::<u8>()
+                };
                 let x = Xfer {
                     kind: Kind::Get,
                     proc,
                     shape: Shape::Contig {
-                        local: dst,
+                        local,
                         remote: bases[proc] + offset as u64,
                         bytes,
                     },
                 };
-                // SAFETY: the caller keeps `dst` writable until the get completes.
+                // SAFETY: `local` holds `bytes` bytes (asserted), and the caller keeps
+                // the vector as it is, untouched, until the get completes.
                 let h = unsafe { rma.start(&x) }?;
                 Ok(Fetch::Rma(h))
             }
             Source::Files(files) => {
                 let file = files[proc].as_ref().ok_or(AppError::NoFile { proc })?;
                 let reads = file
-                    .start_read_exact(offset as u64, bytes)
+                    .start_read_into(offset as u64, dst, bytes)
                     .map_err(|source| AppError::Files {
                         what: format!("reading {}", file.path()),
                         source: Box::new(source),
                     })?;
-                Ok(Fetch::Files(reads, dst))
+                Ok(Fetch::Files(reads))
             }
         }
     }
@@ -127,12 +139,9 @@ impl<'a, 'w> Source<'a, 'w> {
     pub fn finish(&self, fetch: Fetch<'_>) -> Result<(), AppError> {
         match (self, fetch) {
             (Source::Direct { rma, .. }, Fetch::Rma(h)) => Ok(rma.wait(h)?),
-            (_, Fetch::Files(reads, dst)) => {
-                // SAFETY: `start`'s caller keeps `dst` valid for `reads.len()` bytes
-                // and untouched until now; nothing else writes there meanwhile.
-                let buf = unsafe { std::slice::from_raw_parts_mut(dst, reads.len()) };
+            (_, Fetch::Files(reads)) => {
                 let what = format!("reading {}", reads.path());
-                reads.wait_into(buf).map_err(|source| AppError::Files {
+                reads.wait().map_err(|source| AppError::Files {
                     what,
                     source: Box::new(source),
                 })
