@@ -109,6 +109,30 @@ pub struct Outputs {
 }
 
 impl Outputs {
+    /// Writes `report` to `--json` (with the command line that made it, `command`;
+    /// `pretty`: indented) and `csv()` to `--csv`, where given.
+    pub fn write<T: serde::Serialize>(
+        &self,
+        report: &T,
+        pretty: bool,
+        csv: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
+        if let Some(p) = &self.json {
+            let mut v = serde_json::to_value(report).context("encoding the report")?;
+            v["command"] = command_line().into();
+            let text = if pretty {
+                serde_json::to_string_pretty(&v)?
+            } else {
+                serde_json::to_string(&v)?
+            };
+            std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
+        }
+        if let Some(p) = &self.csv {
+            std::fs::write(p, csv()).with_context(|| format!("writing {}", p.display()))?;
+        }
+        Ok(())
+    }
+
     /// That every report path given can be written, before anything is measured.
     pub fn check(&self) -> Result<(), ParamError> {
         for (arg, path) in [

@@ -84,15 +84,7 @@ pub fn run(a: RingsArgs) -> anyhow::Result<i32> {
     }
     if let Some(r) = result {
         print!("{}", r.to_table());
-        if let Some(p) = &a.out.json {
-            let mut v = serde_json::to_value(&r).context("encoding the report")?;
-            v["command"] = super::bench::command_line().into();
-            let text = serde_json::to_string_pretty(&v)?;
-            std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
-        }
-        if let Some(p) = &a.out.csv {
-            std::fs::write(p, r.to_csv()).with_context(|| format!("writing {}", p.display()))?;
-        }
+        a.out.write(&r, true, || r.to_csv())?;
         if let Some(p) = &a.out.plot {
             let lat = format!("pair latency, µs ({} B)", a.lat_size);
             let bw = format!("pair bandwidth, MB/s ({} B)", a.bw_size);

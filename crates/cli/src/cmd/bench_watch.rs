@@ -182,15 +182,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
             w.compare(e, &path.display().to_string(), a.alpha);
         }
         print!("{}", w.to_table());
-        if let Some(p) = &a.out.json {
-            let mut v = serde_json::to_value(&w).context("encoding the report")?;
-            v["command"] = super::bench::command_line().into();
-            let text = serde_json::to_string(&v)?;
-            std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
-        }
-        if let Some(p) = &a.out.csv {
-            std::fs::write(p, w.to_csv()).with_context(|| format!("writing {}", p.display()))?;
-        }
+        a.out.write(&w, false, || w.to_csv())?;
         if let Some(p) = &a.out.plot {
             w.plot(p)?;
         }
