@@ -12,7 +12,6 @@ use nf_bench::report::Report;
 use nf_core::config::DEFAULT_RNDV_THRESHOLD;
 
 use super::jobs::{median_row, medians, Trial};
-use super::knobs::Knob;
 use super::TuneArgs;
 
 /// Sizes around the default and tuned single-copy thresholds (half, at, double).
@@ -40,6 +39,8 @@ pub fn main(a: &TuneArgs) -> anyhow::Result<i32> {
     let mut jobs = a.jobs()?;
     let mut rows = Vec::new();
     let mut ratios = Vec::new();
+    // The transports measured over, for the report, e.g. `shm+tcp`.
+    let mut over: Vec<&str> = Vec::new();
     println!(
         "{:<11} {:>9} {:>10} {:>10} {:>12} {:>12} {:>7}",
         "knob", "size", "default", "tuned", "default µs", "tuned µs", "ratio"
@@ -57,6 +58,9 @@ pub fn main(a: &TuneArgs) -> anyhow::Result<i32> {
             Some(s) => (s.default, s.transport, s.sizes.to_vec()),
             None => (DEFAULT_RNDV_THRESHOLD, "shm", rndv_sizes(value)),
         };
+        if !over.contains(&transport) {
+            over.push(transport);
+        }
         let values = [default, value];
         let trial = Trial {
             knob,
@@ -90,7 +94,7 @@ pub fn main(a: &TuneArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some(out) = &a.json {
-        let mut report = Report::new("tune-check", &transports(&a.selected()), 2, rows);
+        let mut report = Report::new("tune-check", &over.join("+"), 2, rows);
         report.params.insert("iters".into(), a.iters.into());
         report.params.insert("rounds".into(), a.rounds.into());
         report.params.insert("ratios".into(), ratios.into());
@@ -103,16 +107,6 @@ pub fn main(a: &TuneArgs) -> anyhow::Result<i32> {
         println!("wrote {}", out.display());
     }
     Ok(0)
-}
-
-/// The transports `knobs` are measured over, e.g. `shm+tcp+ofi`.
-fn transports(knobs: &[Knob]) -> String {
-    let mut t: Vec<&str> = knobs
-        .iter()
-        .map(|k| k.spec().map_or("shm", |s| s.transport))
-        .collect();
-    t.dedup();
-    t.join("+")
 }
 
 #[cfg(test)]
