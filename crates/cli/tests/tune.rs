@@ -105,3 +105,29 @@ fn bad_knobs_and_counts_are_usage_errors() {
         );
     }
 }
+
+#[test]
+fn ranks_with_different_frame_sizes_fail_naming_the_setting() {
+    let nf_exe = env!("CARGO_BIN_EXE_nf");
+    let rank = format!(
+        "if [ \"$NF_RANK\" = 1 ]; then export NF_SHM_FRAME_SIZE=8192; fi; \
+         exec {nf_exe} bench pingpong --sizes 8 --iters 20 --warmup 1 --quiet"
+    );
+    let out = finish(&mut nf(&[
+        "run",
+        "-n",
+        "2",
+        "--timeout",
+        "60",
+        "--",
+        "sh",
+        "-c",
+        &rank,
+    ]));
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("NF_SHM_FRAME_SIZE must be equal on every rank of a host"),
+        "{err}"
+    );
+}
