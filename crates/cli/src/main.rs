@@ -104,11 +104,13 @@ enum Command {
     /// before anything starts.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
-    /// Measure this host's protocol thresholds and cache them.
+    /// Measure this host's protocol thresholds and sizes and cache them.
     ///
-    /// Times frames against single-copy from 16 KiB to 32 MiB and writes the smallest
-    /// size from which single-copy is never more than 10% slower to the tune cache
-    /// (NF_TUNE_FILE), which NF_RNDV_THRESHOLD then defaults to.
+    /// Runs 2-rank ping-pong jobs with each value of NF_SHM_FRAME_SIZE,
+    /// NF_SHM_FAST_LIMIT, NF_TCP_HOT_US and NF_OFI_PACKET (the fastest wins unless the
+    /// default is within 5%), and times frames against single copy for
+    /// NF_RNDV_THRESHOLD; writes the choices to the tune cache (NF_TUNE_FILE), which
+    /// those settings then default to. --check runs the defaults against the cache.
     Tune(cmd::tune::TuneArgs),
     /// Run a program on many nodes through their /xcpu (jobs as files).
     ///

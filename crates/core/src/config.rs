@@ -7,6 +7,10 @@
 //! connection itself (see `wait.rs`); `NF_OFI_PACKET` must be equal on every rank (see
 //! `netconf.rs`); `NF_TCP_HOT_US` `0` leaves every arrival to the progress thread.
 //!
+//! Precedence: the environment, then what `nf tune` cached ([`crate::tune`]), then the
+//! defaults. A cached tcp hold time applies only to ranks without shm peers (it is
+//! measured between two ranks over tcp alone); `NF_TCP_HOT_US` applies to every rank.
+//!
 //! The rank, size and wire-up come from the launcher: `nf run` (`NF_RANK`, `NF_SIZE`,
 //! `NF_PMI_ADDR` …), a PMIx launcher (`PMIX_NAMESPACE`, `PMIX_RANK`) or a PMI-2 one
 //! (`PMI_FD`, `PMI_RANK`, `PMI_SIZE`), with `NF_PMI_TIMEOUT` bounding every call (see
@@ -17,10 +21,16 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use nf_transport::shm::layout::FAST_DATA;
 use nf_transport::shm::ShmConfig;
 
 use crate::error::CoreError;
 use crate::peers::Allowed;
+use crate::tune::Tuned;
+
+/// What `NF_SHM_FAST_LIMIT` accepts; the assertion keeps the text true.
+const FAST_LIMIT_EXPECTED: &str = "bytes, 0 ..= 496";
+const _: () = assert!(FAST_DATA == 496);
 
 /// How a rank waits for something to arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +65,8 @@ pub struct Config {
     /// How long a busy tcp connection stays read directly by this rank's polls; the
     /// transport's default when `None`.
     pub tcp_hot_for: Option<Duration>,
+    /// `nf tune`'s hold time for ranks without shm peers (`tcp_hot_for` wins).
+    pub tcp_hot_tuned: Option<Duration>,
     /// The libfabric provider of the ofi transport.
     pub ofi_provider: String,
     /// Source address of the ofi endpoint, if set.
@@ -86,6 +98,7 @@ impl Default for Config {
             transports: Allowed::default(),
             tcp_bind: None,
             tcp_hot_for: None,
+            tcp_hot_tuned: None,
             ofi_provider: "tcp".into(),
             ofi_node: None,
             ofi_poll_every: 1024,
@@ -111,50 +124,79 @@ impl FromStr for ParkAfter {
     }
 }
 
-fn var<T: FromStr>(name: &'static str, expected: &'static str) -> Result<Option<T>, CoreError> {
-    match std::env::var(name) {
-        Ok(v) => v.trim().parse().map(Some).map_err(|_| CoreError::Config {
+/// Where settings come from: the environment, or a test's table.
+type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+fn var<T: FromStr>(
+    env: Lookup,
+    name: &'static str,
+    expected: &'static str,
+) -> Result<Option<T>, CoreError> {
+    match env(name) {
+        Some(v) => v.trim().parse().map(Some).map_err(|_| CoreError::Config {
             var: name,
             value: v,
             expected,
         }),
-        Err(_) => Ok(None),
+        None => Ok(None),
     }
 }
 
+/// `NF_OFI_PACKET`'s range.
+const OFI_PACKET_RANGE: std::ops::RangeInclusive<usize> = 1024..=16 << 20;
+
 impl Config {
-    /// Reads every `NF_*` setting, falling back to the defaults above.
+    /// Reads every `NF_*` setting, then `nf tune`'s cache, then the defaults above.
     pub fn from_env() -> Result<Config, CoreError> {
+        Config::from_sources(
+            &|name| std::env::var(name).ok(),
+            crate::tune::cached().as_ref(),
+        )
+    }
+
+    /// [`Config::from_env`] over any environment `env` and tune cache `tuned`.
+    pub fn from_sources(env: Lookup, tuned: Option<&Tuned>) -> Result<Config, CoreError> {
         let mut c = Config::default();
-        if let Ok(dir) = std::env::var("NF_SHM_DIR") {
+        let tuned = tuned.cloned().unwrap_or_default();
+        if let Some(dir) = env("NF_SHM_DIR") {
             c.shm.dir = PathBuf::from(dir);
         }
         let count = "a positive integer";
-        if let Some(v) = var("NF_SHM_RINGS", count)? {
+        if let Some(v) = var(env, "NF_SHM_RINGS", count)? {
             c.shm.rings = v;
         }
-        if let Some(v) = var("NF_SHM_FRAMES", "a power of two")? {
+        if let Some(v) = var(env, "NF_SHM_FRAMES", "a power of two")? {
             c.shm.frames = v;
         }
-        if let Some(v) = var("NF_SHM_FRAME_SIZE", "a byte count, multiple of 64")? {
+        c.shm.frame_size = tuned.shm_frame_size.unwrap_or(c.shm.frame_size);
+        if let Some(v) = var(env, "NF_SHM_FRAME_SIZE", "a byte count, multiple of 64")? {
             c.shm.frame_size = v;
         }
-        if let Some(t) = crate::tune::cached().and_then(|t| t.rndv_threshold) {
-            c.rndv_threshold = t;
+        c.shm.fast_limit = tuned.shm_fast_limit.unwrap_or(c.shm.fast_limit);
+        if let Some(v) = var(env, "NF_SHM_FAST_LIMIT", FAST_LIMIT_EXPECTED)? {
+            c.shm.fast_limit = v;
         }
-        if let Some(v) = var("NF_RNDV_THRESHOLD", "a byte count")? {
+        if c.shm.fast_limit > FAST_DATA {
+            return Err(CoreError::Config {
+                var: "NF_SHM_FAST_LIMIT",
+                value: c.shm.fast_limit.to_string(),
+                expected: FAST_LIMIT_EXPECTED,
+            });
+        }
+        c.rndv_threshold = tuned.rndv_threshold.unwrap_or(c.rndv_threshold);
+        if let Some(v) = var(env, "NF_RNDV_THRESHOLD", "a byte count")? {
             c.rndv_threshold = v;
         }
-        if let Some(v) = var("NF_MAX_PAYLOAD", "a byte count")? {
+        if let Some(v) = var(env, "NF_MAX_PAYLOAD", "a byte count")? {
             c.max_payload = v;
         }
-        if let Some(v) = var::<ParkAfter>("NF_PARK_US", "microseconds, or `never`")? {
+        if let Some(v) = var::<ParkAfter>(env, "NF_PARK_US", "microseconds, or `never`")? {
             c.park_after = v.0;
         }
-        if let Some(ms) = var::<u64>("NF_PEER_CHECK_MS", "milliseconds")? {
+        if let Some(ms) = var::<u64>(env, "NF_PEER_CHECK_MS", "milliseconds")? {
             c.peer_check = Duration::from_millis(ms.max(1));
         }
-        if let Ok(v) = std::env::var("NF_WAIT") {
+        if let Some(v) = env("NF_WAIT") {
             c.wait = match v.as_str() {
                 "spin" => WaitMode::Spin,
                 "yield" => WaitMode::Yield,
@@ -168,16 +210,17 @@ impl Config {
                 }
             };
         }
-        if let Ok(v) = std::env::var("NF_TRANSPORTS") {
+        if let Some(v) = env("NF_TRANSPORTS") {
             c.transports = parse_transports(&v)?;
         }
-        if let Some(ip) = var("NF_TCP_BIND", "an IP address")? {
+        if let Some(ip) = var(env, "NF_TCP_BIND", "an IP address")? {
             c.tcp_bind = Some(ip);
         }
-        if let Some(us) = var::<u64>("NF_TCP_HOT_US", "microseconds")? {
+        c.tcp_hot_tuned = tuned.tcp_hot_us.map(|us| Duration::from_micros(us as u64));
+        if let Some(us) = var::<u64>(env, "NF_TCP_HOT_US", "microseconds")? {
             c.tcp_hot_for = Some(Duration::from_micros(us));
         }
-        if let Ok(p) = std::env::var("NF_OFI_PROVIDER") {
+        if let Some(p) = env("NF_OFI_PROVIDER") {
             if p.trim().is_empty() {
                 return Err(CoreError::Config {
                     var: "NF_OFI_PROVIDER",
@@ -187,24 +230,26 @@ impl Config {
             }
             c.ofi_provider = p.trim().to_owned();
         }
-        c.ofi_node = std::env::var("NF_OFI_NODE").ok();
-        if let Some(k) = var::<u32>("NF_OFI_POLL_EVERY", "a positive integer")? {
+        c.ofi_node = env("NF_OFI_NODE");
+        if let Some(k) = var::<u32>(env, "NF_OFI_POLL_EVERY", "a positive integer")? {
             c.ofi_poll_every = k.max(1);
         }
-        if let Some(n) = var::<usize>("NF_OFI_PACKET", "bytes, 1024 ..= 16777216")? {
-            if !(1024..=16 << 20).contains(&n) {
-                return Err(CoreError::Config {
-                    var: "NF_OFI_PACKET",
-                    value: n.to_string(),
-                    expected: "bytes, 1024 ..= 16777216",
-                });
-            }
+        c.ofi_packet = tuned.ofi_packet.unwrap_or(c.ofi_packet);
+        let packet = "bytes, 1024 ..= 16777216";
+        if let Some(n) = var(env, "NF_OFI_PACKET", packet)? {
             c.ofi_packet = n;
         }
-        if let Some(ms) = var::<u64>("NF_DEAD_AFTER_MS", "milliseconds")? {
+        if !OFI_PACKET_RANGE.contains(&c.ofi_packet) {
+            return Err(CoreError::Config {
+                var: "NF_OFI_PACKET",
+                value: c.ofi_packet.to_string(),
+                expected: packet,
+            });
+        }
+        if let Some(ms) = var::<u64>(env, "NF_DEAD_AFTER_MS", "milliseconds")? {
             c.dead_after = Some(Duration::from_millis(ms.max(100)));
         }
-        c.show_transports = std::env::var_os("NF_SHOW_TRANSPORTS").is_some_and(|v| v != "0");
+        c.show_transports = env("NF_SHOW_TRANSPORTS").is_some_and(|v| v != "0");
         if c.shm.rings == 0 {
             return Err(CoreError::Config {
                 var: "NF_SHM_RINGS",
@@ -228,6 +273,95 @@ fn parse_transports(v: &str) -> Result<Allowed, CoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The config of environment `env` (name, value pairs) and tune cache `tuned`.
+    fn config(env: &[(&str, &str)], tuned: Option<&Tuned>) -> Config {
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        let lookup = move |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        Config::from_sources(&lookup, tuned).unwrap()
+    }
+
+    #[test]
+    fn every_tuned_value_lies_between_the_environment_and_the_default() {
+        let tuned = Tuned {
+            rndv_threshold: Some(65536),
+            shm_frame_size: Some(8192),
+            shm_fast_limit: Some(128),
+            tcp_hot_us: Some(100),
+            ofi_packet: Some(4096),
+        };
+        // (setting, what the env says, how the config shows it, default, tuned, env)
+        type Read = fn(&Config) -> String;
+        let cases: [(&str, &str, Read, String, String, String); 5] = [
+            (
+                "NF_RNDV_THRESHOLD",
+                "7",
+                |c| c.rndv_threshold.to_string(),
+                DEFAULT_RNDV_THRESHOLD.to_string(),
+                "65536".into(),
+                "7".into(),
+            ),
+            (
+                "NF_SHM_FRAME_SIZE",
+                "4096",
+                |c| c.shm.frame_size.to_string(),
+                "16384".into(),
+                "8192".into(),
+                "4096".into(),
+            ),
+            (
+                "NF_SHM_FAST_LIMIT",
+                "0",
+                |c| c.shm.fast_limit.to_string(),
+                FAST_DATA.to_string(),
+                "128".into(),
+                "0".into(),
+            ),
+            (
+                "NF_TCP_HOT_US",
+                "5",
+                |c| format!("{:?}/{:?}", c.tcp_hot_for, c.tcp_hot_tuned),
+                "None/None".into(),
+                "None/Some(100µs)".into(),
+                "Some(5µs)/Some(100µs)".into(),
+            ),
+            (
+                "NF_OFI_PACKET",
+                "2048",
+                |c| c.ofi_packet.to_string(),
+                crate::netconf::OFI_PACKET.to_string(),
+                "4096".into(),
+                "2048".into(),
+            ),
+        ];
+        for (name, value, read, default, cached, env) in cases {
+            assert_eq!(read(&config(&[], None)), default, "{name} default");
+            assert_eq!(read(&config(&[], Some(&tuned))), cached, "{name} cached");
+            assert_eq!(
+                read(&config(&[(name, value)], Some(&tuned))),
+                env,
+                "{name} env"
+            );
+        }
+    }
+
+    #[test]
+    fn out_of_range_sizes_name_their_setting() {
+        let lookup = |n: &str| (n == "NF_SHM_FAST_LIMIT").then(|| "497".to_string());
+        let e = Config::from_sources(&lookup, None).unwrap_err().to_string();
+        assert!(e.contains("NF_SHM_FAST_LIMIT"), "{e}");
+        let bad = Tuned {
+            ofi_packet: Some(1),
+            ..Tuned::default()
+        };
+        let e = Config::from_sources(&|_| None, Some(&bad))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("NF_OFI_PACKET"), "{e}");
+    }
 
     #[test]
     fn a_bad_transport_list_is_quoted_whole_then_explained() {

@@ -56,6 +56,9 @@ pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool, shares_memory: bo
     if let Some(d) = cfg.dead_after {
         t.dead_after = d;
     }
+    if let Some(h) = cfg.tcp_hot_tuned.filter(|_| !shares_memory) {
+        t.hot_for = h;
+    }
     if let Some(h) = cfg.tcp_hot_for {
         t.hot_for = h;
     }

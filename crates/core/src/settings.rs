@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+use crate::tune::Tuned;
+
 /// One setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Setting {
@@ -38,7 +40,8 @@ pub const SETTINGS: &[Setting] = &[
     s("NF_SHM_DIR", "core", "directory (a tmpfs) for shared-memory segments", "/dev/shm"),
     s("NF_SHM_RINGS", "core", "receive rings per receiver, 1 ..= local ranks", "1"),
     s("NF_SHM_FRAMES", "core", "frames per ring, a power of two", "128"),
-    s("NF_SHM_FRAME_SIZE", "core", "bytes per frame including its 64 B header", "16384"),
+    s("NF_SHM_FRAME_SIZE", "core", "bytes per frame including its 64 B header: the eager and fragment size (equal on every rank of a host)", "what `nf tune` cached, else 16384"),
+    s("NF_SHM_FAST_LIMIT", "core", "largest packet (metadata + payload) a rank sends through a fast box, 0 ..= 496; 0: fast boxes off", "what `nf tune` cached, else 496"),
     s("NF_RNDV_THRESHOLD", "core", "payloads of at least this many bytes go single-copy after a handshake", "what `nf tune` cached, else 4194304"),
     s("NF_TUNE_FILE", "core", "where `nf tune` caches its measurements", "$XDG_CACHE_HOME/ninefold/tune.json or ~/.cache/ninefold/tune.json"),
     s("NF_MAX_PAYLOAD", "core", "largest active-message payload accepted, sent or received", "1073741824"),
@@ -47,10 +50,10 @@ pub const SETTINGS: &[Setting] = &[
     s("NF_PEER_CHECK_MS", "core", "how often a waiting rank checks that its peers are alive", "250"),
     s("NF_TRANSPORTS", "core", "transports a job may use, comma-separated: shm, ofi, tcp", "shm,ofi,tcp"),
     s("NF_TCP_BIND", "core", "address the network transports bind", "loopback if all peers are local, else the first non-loopback IPv4"),
-    s("NF_TCP_HOT_US", "core", "a busy tcp connection is read by the rank's own polls for this long after its last traffic", "500 with shm peers, else 20000"),
+    s("NF_TCP_HOT_US", "core", "a busy tcp connection is read by the rank's own polls for this long after its last traffic", "500 with shm peers, else what `nf tune` cached, else 20000"),
     s("NF_OFI_PROVIDER", "core", "libfabric provider of the ofi transport and native RMA", "tcp"),
     s("NF_OFI_NODE", "core", "source address the ofi endpoint binds", "as NF_TCP_BIND for IP providers"),
-    s("NF_OFI_PACKET", "core", "largest payload of one ofi packet, bytes (equal on every rank)", "15872"),
+    s("NF_OFI_PACKET", "core", "largest payload of one ofi packet, bytes (equal on every rank)", "what `nf tune` cached, else 15872"),
     s("NF_OFI_POLL_EVERY", "core", "with shm routes, the ofi completion queue is read every Nth empty poll", "1024"),
     s("NF_DEAD_AFTER_MS", "core", "a network peer that stops answering is lost after about this long", "tcp 20000, ofi 30000"),
     s("NF_SHOW_TRANSPORTS", "core", "if set (not 0), rank 0 prints the peer × transport matrix", "unset"),
@@ -100,20 +103,22 @@ pub struct Resolved {
 }
 
 /// Every setting's value: the environment's (through `lookup`), else what `nf tune`
-/// cached (`tuned_rndv`, with its file), else the default.
+/// cached (`tuned`, with its file), else the default.
 pub fn resolve(
     lookup: impl Fn(&str) -> Option<String>,
-    tuned_rndv: Option<(usize, PathBuf)>,
+    tuned: Option<(Tuned, PathBuf)>,
 ) -> Vec<Resolved> {
+    let cached: Vec<(&str, usize)> = tuned.as_ref().map(|t| t.0.settings()).unwrap_or_default();
     SETTINGS
         .iter()
         .map(|&setting| {
-            let (value, source) = match (lookup(setting.name), &tuned_rndv) {
-                (Some(v), _) => (v, Source::Env),
-                (None, Some((t, path))) if setting.name == "NF_RNDV_THRESHOLD" => {
-                    (t.to_string(), Source::TuneCache(path.clone()))
+            let in_cache = cached.iter().find(|(name, _)| *name == setting.name);
+            let (value, source) = match (lookup(setting.name), in_cache, &tuned) {
+                (Some(v), _, _) => (v, Source::Env),
+                (None, Some((_, v)), Some((_, path))) => {
+                    (v.to_string(), Source::TuneCache(path.clone()))
                 }
-                (None, _) => (setting.default.to_owned(), Source::Default),
+                _ => (setting.default.to_owned(), Source::Default),
             };
             Resolved {
                 setting,
@@ -126,9 +131,7 @@ pub fn resolve(
 
 /// [`resolve`] for this process: its environment and this user's tune cache.
 pub fn resolve_here() -> Vec<Resolved> {
-    let tuned = crate::tune::cached()
-        .and_then(|t| t.rndv_threshold)
-        .zip(crate::tune::cache_path());
+    let tuned = crate::tune::cached().zip(crate::tune::cache_path());
     resolve(|n| std::env::var(n).ok(), tuned)
 }
 
@@ -163,7 +166,12 @@ mod tests {
     #[test]
     fn values_come_from_env_then_tune_cache_then_default() {
         let env = |n: &str| (n == "NF_WAIT").then(|| "spin".to_string());
-        let r = resolve(env, Some((65536, PathBuf::from("/c/tune.json"))));
+        let tuned = Tuned {
+            rndv_threshold: Some(65536),
+            ofi_packet: Some(4096),
+            ..Tuned::default()
+        };
+        let r = resolve(env, Some((tuned, PathBuf::from("/c/tune.json"))));
         let get = |n: &str| r.iter().find(|x| x.setting.name == n).unwrap().clone();
         assert_eq!(
             (get("NF_WAIT").value, get("NF_WAIT").source),
@@ -172,6 +180,8 @@ mod tests {
         let rndv = get("NF_RNDV_THRESHOLD");
         assert_eq!(rndv.value, "65536");
         assert_eq!(rndv.source.to_string(), "tune cache /c/tune.json");
+        assert_eq!(get("NF_OFI_PACKET").value, "4096");
+        assert_eq!(get("NF_SHM_FRAME_SIZE").source, Source::Default);
         assert_eq!(get("NF_SHM_FRAMES").source, Source::Default);
         assert_eq!(get("NF_SHM_FRAMES").value, "128");
     }

@@ -1,8 +1,11 @@
 //! Self-tuning results (seed 002's idea of measuring, not guessing): `nf tune` measures
-//! thresholds on this host and caches them here; [`crate::Config`] reads the cache.
+//! thresholds and sizes on this host and caches them here; [`crate::Config`] reads the
+//! cache, and a setting in the environment overrides it.
 //!
-//! The cache is a small JSON object, e.g. `{"rndv_threshold": 32768}`; unknown keys
-//! are ignored and a missing or unreadable file means "not tuned".
+//! The cache is a small JSON object, e.g. `{"rndv_threshold": 32768, "shm_frame_size":
+//! 16384}`; unknown keys are ignored, a missing key means "not measured", and a missing
+//! or unreadable file means "not tuned". It is a file on this host, so the values are
+//! per host (a shared home directory shares them: set `NF_TUNE_FILE` per host then).
 
 use std::path::PathBuf;
 
@@ -14,6 +17,47 @@ pub struct Tuned {
     /// Payload size from which single-copy beats copying through frames.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rndv_threshold: Option<usize>,
+    /// Bytes per shm frame (`NF_SHM_FRAME_SIZE`): the eager and fragment size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shm_frame_size: Option<usize>,
+    /// Largest packet a rank sends through a fast box (`NF_SHM_FAST_LIMIT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shm_fast_limit: Option<usize>,
+    /// Tcp hold time of ranks without shm peers, µs (`NF_TCP_HOT_US`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_hot_us: Option<usize>,
+    /// Largest payload of one ofi packet (`NF_OFI_PACKET`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ofi_packet: Option<usize>,
+}
+
+impl Tuned {
+    /// Each measured value with the setting it stands for, e.g.
+    /// `("NF_SHM_FRAME_SIZE", 16384)`: what `nf config` shows and what `nf tune --check`
+    /// sets in the environment of a job to run with a tuned value.
+    pub fn settings(&self) -> Vec<(&'static str, usize)> {
+        [
+            ("NF_RNDV_THRESHOLD", self.rndv_threshold),
+            ("NF_SHM_FRAME_SIZE", self.shm_frame_size),
+            ("NF_SHM_FAST_LIMIT", self.shm_fast_limit),
+            ("NF_TCP_HOT_US", self.tcp_hot_us),
+            ("NF_OFI_PACKET", self.ofi_packet),
+        ]
+        .into_iter()
+        .filter_map(|(name, v)| v.map(|v| (name, v)))
+        .collect()
+    }
+
+    /// These values, with each one `newer` measured replacing ours.
+    pub fn updated(self, newer: &Tuned) -> Tuned {
+        Tuned {
+            rndv_threshold: newer.rndv_threshold.or(self.rndv_threshold),
+            shm_frame_size: newer.shm_frame_size.or(self.shm_frame_size),
+            shm_fast_limit: newer.shm_fast_limit.or(self.shm_fast_limit),
+            tcp_hot_us: newer.tcp_hot_us.or(self.tcp_hot_us),
+            ofi_packet: newer.ofi_packet.or(self.ofi_packet),
+        }
+    }
 }
 
 /// Where the cache lives (`NF_TUNE_FILE`, else the user's cache directory).
@@ -58,4 +102,52 @@ pub fn store(t: &Tuned) -> std::io::Result<PathBuf> {
         serde_json::to_string_pretty(t).map_err(std::io::Error::other)? + "\n",
     )?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all() -> Tuned {
+        Tuned {
+            rndv_threshold: Some(65536),
+            shm_frame_size: Some(8192),
+            shm_fast_limit: Some(128),
+            tcp_hot_us: Some(100),
+            ofi_packet: Some(4096),
+        }
+    }
+
+    #[test]
+    fn every_field_round_trips_and_unknown_keys_are_ignored() {
+        let t = all();
+        let text = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<Tuned>(&text).unwrap(), t);
+        let old: Tuned = serde_json::from_str(r#"{"rndv_threshold": 1, "later": true}"#).unwrap();
+        assert_eq!(
+            old,
+            Tuned {
+                rndv_threshold: Some(1),
+                ..Tuned::default()
+            }
+        );
+        assert_eq!(serde_json::to_string(&Tuned::default()).unwrap(), "{}");
+    }
+
+    #[test]
+    fn settings_name_each_measured_value_and_updates_keep_the_rest() {
+        assert_eq!(all().settings().len(), 5);
+        assert!(all().settings().contains(&("NF_TCP_HOT_US", 100)));
+        let newer = Tuned {
+            shm_frame_size: Some(4096),
+            ..Tuned::default()
+        };
+        let u = all().updated(&newer);
+        assert_eq!(u.shm_frame_size, Some(4096));
+        assert_eq!(u.ofi_packet, Some(4096));
+        assert_eq!(
+            Tuned::default().updated(&newer).settings(),
+            [("NF_SHM_FRAME_SIZE", 4096)]
+        );
+    }
 }

@@ -24,6 +24,19 @@ pub enum TransportError {
         /// What is wrong with it.
         why: String,
     },
+    /// A peer on this host uses another shm frame size (`NF_SHM_FRAME_SIZE`).
+    #[error(
+        "local rank {peer} uses {theirs} B shm frames, this rank {ours} B: \
+         NF_SHM_FRAME_SIZE must be equal on every rank of a host"
+    )]
+    FrameSizeMismatch {
+        /// The peer's local rank.
+        peer: usize,
+        /// Our frame size.
+        ours: usize,
+        /// The peer's frame size.
+        theirs: usize,
+    },
     /// A setting is outside what the transport supports.
     #[error("invalid transport setting: {0}")]
     Config(String),

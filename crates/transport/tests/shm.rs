@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::time::Duration;
 
+use nf_transport::shm::layout::FAST_DATA;
 use nf_transport::shm::{segment, ShmConfig, ShmTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 
@@ -12,6 +13,7 @@ fn config(dir: &std::path::Path) -> ShmConfig {
         rings: 1,
         frames: 8,
         frame_size: 1024,
+        ..ShmConfig::default()
     }
 }
 
@@ -261,4 +263,68 @@ fn a_held_fast_packet_is_never_overwritten_even_when_later_ones_are_freed() {
     );
     let p = eps[1].poll().unwrap().unwrap();
     assert_eq!((p.meta(), p.payload()), (&[16u8][..], &[16u8; 8][..]));
+}
+
+/// Small packets sent to rank 1 before the path they take is full.
+fn sent_until_full(eps: &mut [ShmTransport]) -> usize {
+    (0..64u8)
+        .take_while(|&i| eps[0].try_send(1, &[i], &[i; 8]).unwrap() == SendStatus::Sent)
+        .count()
+}
+
+#[test]
+fn the_fast_limit_sends_larger_packets_through_the_rings() {
+    let dir = tempfile::tempdir().unwrap();
+    // The fast box holds 16 packets per pair; this ring gives a sender at most 8 frames.
+    let mut eps = job(&config(dir.path()), 2);
+    assert_eq!(sent_until_full(&mut eps), 16);
+    let off = ShmConfig {
+        fast_limit: 0,
+        ..config(dir.path())
+    };
+    let mut eps = job(&off, 2);
+    let n = sent_until_full(&mut eps);
+    assert!(
+        n <= 8,
+        "{n} packets: the fast box was used with its limit at 0"
+    );
+    let metas: Vec<u8> = std::iter::from_fn(|| eps[1].poll().unwrap())
+        .map(|p| p.meta()[0])
+        .collect();
+    assert_eq!(metas, (0..n as u8).collect::<Vec<u8>>());
+    let too_big = ShmConfig {
+        fast_limit: FAST_DATA + 1,
+        ..config(dir.path())
+    };
+    assert!(matches!(
+        ShmTransport::create(&too_big, "t9", 0, 2),
+        Err(TransportError::Config(_))
+    ));
+}
+
+#[test]
+fn a_peer_with_another_frame_size_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let mut a = ShmTransport::create(&cfg, "t10", 0, 2).unwrap();
+    let bigger = ShmConfig {
+        frame_size: 2048,
+        ..config(dir.path())
+    };
+    let _b = ShmTransport::create(&bigger, "t10", 1, 2).unwrap();
+    let err = a
+        .connect()
+        .expect_err("a frame size mismatch must be refused");
+    assert!(
+        matches!(
+            err,
+            TransportError::FrameSizeMismatch {
+                peer: 1,
+                ours: 1024,
+                theirs: 2048
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("NF_SHM_FRAME_SIZE"), "{err}");
 }

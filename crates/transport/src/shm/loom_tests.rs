@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use super::layout::{Geometry, View, FAST_SLOTS, MAGIC};
+use super::layout::{Geometry, View, FAST_DATA, FAST_SLOTS, MAGIC};
 use super::rx::Receiver;
 use super::segment::Segment;
 use super::sync::Ordering;
@@ -89,7 +89,7 @@ fn geometry(frames: usize) -> Geometry {
 /// Sends packets of lengths `lens` from rank 0 to rank 1's segment `mem`, retrying on
 /// `NoCredit`; packet `i` is `[i]` then `lens[i]` bytes of `i`.
 fn send(mem: &Arc<Memory>, lens: &[usize], check_credit: bool) {
-    let mut tx = Peer::new(Segment::model(Arc::clone(mem)), 0, 1);
+    let mut tx = Peer::new(Segment::model(Arc::clone(mem)), 0, 1, FAST_DATA);
     let view = mem.view();
     let credit = view.credit(0);
     for (i, &len) in (0u8..).zip(lens) {

@@ -64,8 +64,12 @@ pub struct ShmConfig {
     pub rings: usize,
     /// Frames per ring, a power of two.
     pub frames: usize,
-    /// Bytes per frame including its 64 B header.
+    /// Bytes per frame including its 64 B header; equal on every rank of a host.
     pub frame_size: usize,
+    /// Largest packet (metadata + payload) this rank sends through a fast box,
+    /// 0 ..= [`layout::FAST_DATA`]; larger ones go through the rings. 0 turns the fast
+    /// boxes off. Sender-side only, so ranks need not agree.
+    pub fast_limit: usize,
 }
 
 impl Default for ShmConfig {
@@ -75,6 +79,7 @@ impl Default for ShmConfig {
             rings: 1,
             frames: 128,
             frame_size: 16 * 1024,
+            fast_limit: layout::FAST_DATA,
         }
     }
 }
@@ -88,6 +93,7 @@ pub struct ShmTransport {
     peer_pids: Vec<u32>,
     dir: PathBuf,
     job: String,
+    fast_limit: usize,
 }
 
 impl ShmTransport {

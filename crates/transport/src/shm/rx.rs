@@ -328,7 +328,7 @@ impl Drop for ShmPacket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shm::layout::View;
+    use crate::shm::layout::{View, FAST_DATA};
     use crate::shm::segment::segment_path;
     use crate::shm::tx::Peer;
     use crate::SendStatus;
@@ -345,7 +345,11 @@ mod tests {
         let own = Segment::create(&path, geo, 1).unwrap();
         let theirs = Segment::open(&path, 2).unwrap();
         let view = *theirs.view();
-        (Receiver::new(own, 1), Peer::new(theirs, 0, 1), view)
+        (
+            Receiver::new(own, 1),
+            Peer::new(theirs, 0, 1, FAST_DATA),
+            view,
+        )
     }
 
     fn corrupt_why(r: Result<Option<ShmPacket>, TransportError>) -> String {

@@ -2,7 +2,8 @@
 //! box in it, and what we know of its credit.
 //!
 //! Sending to receiver `d` from local rank `s`:
-//! 1. A packet of at most [`FAST_DATA`] bytes (metadata + payload) goes through our
+//! 1. A packet of at most `fast_limit` bytes (metadata + payload; `NF_SHM_FAST_LIMIT`,
+//!    at most [`FAST_DATA`](super::layout::FAST_DATA)) goes through our
 //!    fast box in `d` when the box has a released slot — fill the slot, store its
 //!    `seq` (one cache line for a small packet). Nothing shared is read unless our
 //!    cached count says the box is full.
@@ -18,7 +19,7 @@
 //! the rings once all our fast slots are released; until then a small packet
 //! follows the ring, and a large one waits (`NoCredit`).
 
-use super::layout::{FastBox, FAST_DATA, FAST_SLOTS};
+use super::layout::{FastBox, FAST_SLOTS};
 use super::segment::Segment;
 use super::sync::Ordering;
 use crate::error::TransportError;
@@ -47,11 +48,14 @@ pub(crate) struct Peer {
     fast_released: u64,
     /// Whether our last packet went through the fast box.
     last_fast: bool,
+    /// Largest packet (metadata + payload) we send through the fast box.
+    fast_limit: usize,
 }
 
 impl Peer {
-    /// Wraps the mapped segment of local rank `dest` for sender `me`.
-    pub(crate) fn new(seg: Segment, me: usize, dest: usize) -> Peer {
+    /// Wraps the mapped segment of local rank `dest` for sender `me`, which sends
+    /// packets of up to `fast_limit` bytes (≤ `FAST_DATA`) through its fast box.
+    pub(crate) fn new(seg: Segment, me: usize, dest: usize, fast_limit: usize) -> Peer {
         let view = seg.view();
         Peer {
             fast: view.fast_box(me),
@@ -64,6 +68,7 @@ impl Peer {
             fast_tail: 0,
             fast_released: 0,
             last_fast: false,
+            fast_limit,
             seg,
         }
     }
@@ -85,7 +90,7 @@ impl Peer {
         meta: &[u8],
         payload: &[u8],
     ) -> Result<SendStatus, TransportError> {
-        if meta.len() + payload.len() <= FAST_DATA
+        if meta.len() + payload.len() <= self.fast_limit
             && (self.last_fast || self.frames_drained())
             && self.fast_slot_free()
         {

@@ -26,6 +26,7 @@ fn job(n: usize, map_rank2: bool) -> Job<ShmTransport> {
         rings: 1,
         frames: 8,
         frame_size: 4096,
+        ..ShmConfig::default()
     };
     let mut eps: Vec<_> = (0..n)
         .map(|r| ShmTransport::create(&cfg, JOB, r, n).unwrap())

@@ -1,0 +1,186 @@
+//! The orchestrating side of `nf tune`: child jobs, one per knob value and round.
+//!
+//! Settings such as the frame size are fixed when a rank joins its job, so each value
+//! is measured by a 2-rank job of its own (`nf tune --probe …`, hidden) with the
+//! setting in its environment. Every job is bounded by `--job-timeout`; one that
+//! fails or runs over is an error naming the knob and value. Jobs start from the
+//! defaults, not from an earlier cache (`NF_TUNE_FILE` points at no file), plus the
+//! values this run already chose.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use nf_bench::report::{Report, SizeResult};
+use nf_launch::{Binding, LaunchSpec};
+
+use super::knobs::Knob;
+use super::pick::median;
+use super::probe::Probe;
+
+/// Settings for a job's environment: (variable, value).
+pub type Env = Vec<(String, String)>;
+
+/// Starts child jobs and collects their reports (in a directory removed on drop).
+pub struct Jobs {
+    exe: PathBuf,
+    dir: PathBuf,
+    iters: usize,
+    timeout: Duration,
+    started: usize,
+}
+
+/// One knob's measurement: its setting forced to each of several values in turn.
+pub struct Trial<'a> {
+    /// The knob.
+    pub knob: Knob,
+    /// `NF_TRANSPORTS` of the jobs.
+    pub transport: &'a str,
+    /// Message sizes.
+    pub sizes: &'a [usize],
+    /// The values tried.
+    pub values: &'a [usize],
+}
+
+impl Jobs {
+    /// Ready to run jobs of `iters` round trips per size, each within `timeout`.
+    pub fn new(iters: usize, timeout: Duration) -> anyhow::Result<Jobs> {
+        let exe = std::env::current_exe().context("cannot find the nf executable to start jobs")?;
+        let dir = std::env::temp_dir().join(format!("nf-tune-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Jobs {
+            exe,
+            dir,
+            iters,
+            timeout,
+            started: 0,
+        })
+    }
+
+    /// Runs `probe` over `sizes` as one 2-rank job with `env` (`rounds` inside it);
+    /// `what` names the job in errors, e.g. `frame NF_SHM_FRAME_SIZE=4096`.
+    pub fn run(
+        &mut self,
+        probe: Probe,
+        sizes: &[usize],
+        rounds: usize,
+        env: &Env,
+        what: &str,
+    ) -> anyhow::Result<Report> {
+        self.started += 1;
+        let out = self.dir.join(format!("job-{}.json", self.started));
+        let mut args: Vec<String> = vec![
+            "tune".into(),
+            "--probe".into(),
+            format!("{probe:?}").to_lowercase(),
+            "--iters".into(),
+            self.iters.to_string(),
+            "--rounds".into(),
+            rounds.to_string(),
+            "--out".into(),
+            out.display().to_string(),
+        ];
+        if !sizes.is_empty() {
+            args.push("--sizes".into());
+            args.push(
+                sizes
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+        }
+        let mut job_env: Env = vec![(
+            "NF_TUNE_FILE".into(),
+            self.dir.join("no-cache.json").display().to_string(),
+        )];
+        job_env.extend(env.iter().cloned());
+        let spec = LaunchSpec {
+            nprocs: 2,
+            program: self.exe.clone(),
+            args: args.into_iter().map(Into::into).collect(),
+            timeout: Some(self.timeout),
+            tag_output: false,
+            bind: Binding::None,
+            env: job_env
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        };
+        let code = super::super::run::launch_on(&spec, None, &format!("nf tune ({what})"))?;
+        if code != 0 {
+            anyhow::bail!(
+                "nf tune: the job measuring {what} failed (exit status {code}, its output is above)"
+            );
+        }
+        Report::read_json(&out).with_context(|| format!("reading the report of {what}"))
+    }
+
+    /// Runs `t`: per round every value once, in reverse order every other round;
+    /// `reports[value][round]`. Each job runs with `env` and the knob's setting.
+    pub fn trial(
+        &mut self,
+        t: &Trial,
+        rounds: usize,
+        env: &Env,
+    ) -> anyhow::Result<Vec<Vec<Report>>> {
+        let var = t.knob.var();
+        let mut reports = vec![Vec::new(); t.values.len()];
+        for round in 0..rounds {
+            let mut order: Vec<usize> = (0..t.values.len()).collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for i in order {
+                let what = format!("{} {var}={}", t.knob.name(), t.values[i]);
+                let mut e = env.clone();
+                e.push(("NF_TRANSPORTS".into(), t.transport.into()));
+                e.push((var.into(), t.values[i].to_string()));
+                let r = self.run(Probe::Pingpong, t.sizes, 1, &e, &what)?;
+                if r.transport != t.transport {
+                    anyhow::bail!(
+                        "nf tune: {what} was measured over {}, not {}",
+                        r.transport,
+                        t.transport
+                    );
+                }
+                reports[i].push(r);
+            }
+        }
+        Ok(reports)
+    }
+}
+
+impl Drop for Jobs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The row of `size` from the round whose median is the median over `rounds` (the
+/// lower middle one for an even count); `None` if no round measured it.
+pub fn median_row(rounds: &[Report], size: usize) -> Option<SizeResult> {
+    let mut rows: Vec<&SizeResult> = rounds
+        .iter()
+        .filter_map(|r| r.results.iter().find(|x| x.size == size))
+        .collect();
+    rows.sort_by(|a, b| a.median_us.total_cmp(&b.median_us));
+    rows.get(rows.len().saturating_sub(1) / 2)
+        .map(|r| (*r).clone())
+}
+
+/// Per size, the median over rounds of each job's median half round trip (NaN where
+/// nothing was measured).
+pub fn medians(rounds: &[Report], sizes: &[usize]) -> Vec<f64> {
+    sizes
+        .iter()
+        .map(|&s| {
+            let m: Vec<f64> = rounds
+                .iter()
+                .filter_map(|r| r.results.iter().find(|x| x.size == s))
+                .map(|x| x.median_us)
+                .collect();
+            median(&m)
+        })
+        .collect()
+}
