@@ -166,6 +166,7 @@ fn bad_arguments_are_refused_before_anything_runs() {
         (&["--n", "0"], "at least 1"),
         (&["--via", "ftp"], "direct or files"),
         (&["--via", "files", "--node", "nowhere"], "--node nowhere"),
+        (&["--n", "10000000"], "GiB available"),
     ] {
         let out = finish(nf(&["bench", "app", "-n", "2"]).args(args));
         assert!(!out.status.success(), "{args:?}");

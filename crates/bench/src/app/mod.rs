@@ -111,6 +111,17 @@ pub struct Params {
     pub via: Vec<Via>,
 }
 
+impl Params {
+    /// Bytes rank 0 allocates at most: in the smallest team its rows of `A` and `C`
+    /// per way, of `B` once, and two panels per way.
+    pub fn rank0_bytes(&self) -> u128 {
+        let (n, ways) = (self.n as u128, self.via.len() as u128);
+        let p = self.teams.first().copied().unwrap_or(1).max(1) as u128;
+        let rows = n.div_ceil(p);
+        8 * rows * n * (1 + 2 * ways) + 8 * ways * 2 * (self.panel as u128).min(n) * n
+    }
+}
+
 /// Team sizes `1, 2, 4, …` up to `size`, and `size` itself.
 pub fn default_teams(size: usize) -> Vec<usize> {
     let mut t: Vec<usize> = std::iter::successors(Some(1), |&p| Some(p * 2))

@@ -48,6 +48,28 @@ pub struct AppArgs {
 /// How long one 9P read may take before the probe gives up on the server.
 const NODE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// That rank 0's matrices fit in this host's available memory (a typo in `--n` is an
+/// error, not an out-of-memory kill).
+fn check_memory(p: &Params) -> anyhow::Result<()> {
+    let need = p.rank0_bytes();
+    let avail = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u128>().ok())
+            .map(|kib| kib * 1024)
+    });
+    match avail {
+        Some(avail) if need > avail => bail!(
+            "--n {} needs {:.1} GiB on rank 0 (its rows of A, B and C in the smallest team), \
+             but this host has {:.1} GiB available: use a smaller --n, or --teams without 1",
+            p.n,
+            need as f64 / (1u64 << 30) as f64,
+            avail as f64 / (1u64 << 30) as f64
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// That no team is larger than the job.
 fn check_teams(teams: &[usize], size: usize) -> anyhow::Result<()> {
     match teams.iter().find(|&&t| t > size) {
@@ -76,28 +98,35 @@ pub fn run(a: AppArgs) -> anyhow::Result<i32> {
             bail!("--teams must be ascending sizes of at least 1, e.g. 1,2,4");
         }
     }
-    let under = super::run::under_launcher()?;
-    // Started by hand, the job's size is known now: refuse before starting ranks.
-    let size = if under { None } else { Some(a.ranks) };
-    if let (Some(size), Some(t)) = (size, &a.teams) {
-        check_teams(t, size)?;
-    }
-    if !under {
+    // What a job of `size` ranks would run, checked (teams, memory).
+    let params_for = |size: usize| -> anyhow::Result<Params> {
+        let teams = a.teams.clone().unwrap_or_else(|| app::default_teams(size));
+        check_teams(&teams, size)?;
+        let p = Params {
+            n: a.n,
+            panel: a.panel,
+            reps: a.reps,
+            teams,
+            via: via.clone(),
+        };
+        check_memory(&p)?;
+        Ok(p)
+    };
+    if !super::run::under_launcher()? {
+        // Started by hand, the job's size is known now: refuse before starting ranks.
+        params_for(a.ranks)?;
         return super::run::relaunch_self(a.ranks);
     }
     let world = World::init().context("joining the job")?;
-    let teams = a
-        .teams
-        .clone()
-        .unwrap_or_else(|| app::default_teams(world.size()));
-    check_teams(&teams, world.size())?;
+    let params = params_for(world.size())?;
+    let teams = params.teams.clone();
     let wire = WorldWireup::new(&world).context("rma wire-up")?;
     let rma = Rma::new(&wire).context("joining the job's global memory")?;
     // Files are read only from this node's procs; with others in a team, the probe
     // says so (without trying a server first).
     let largest = teams.last().copied().unwrap_or(1);
     let one_node = (0..largest).all(|q| rma.same_node(q));
-    let root = if via.contains(&Via::Files) && largest > 1 && one_node {
+    let root = if params.via.contains(&Via::Files) && largest > 1 && one_node {
         let addr = node.unwrap_or_else(|| {
             let mut p = default_socket().into_os_string();
             p.push(".shm");
@@ -109,13 +138,6 @@ pub fn run(a: AppArgs) -> anyhow::Result<i32> {
         })?)
     } else {
         None
-    };
-    let params = Params {
-        n: a.n,
-        panel: a.panel,
-        reps: a.reps,
-        teams: teams.clone(),
-        via,
     };
     let mut progress = (world.rank() == 0)
         .then(|| Progress::new("app", teams.len() as u64, Mode::detect(a.out.quiet)));
