@@ -49,8 +49,8 @@ import contextlib
 import csv
 import json
 import math
-import statistics
 import os
+import statistics
 import sys
 
 MB = 1e6  # MB/s here are 10^6 B/s
