@@ -11,7 +11,8 @@ use anyhow::Context;
 use nf_bench::report::Report;
 use nf_core::config::DEFAULT_RNDV_THRESHOLD;
 
-use super::jobs::{median_row, medians, Trial};
+use super::jobs::{median_row, medians, Env, Jobs, Trial};
+use super::knobs::Knob;
 use super::TuneArgs;
 
 /// Sizes around the default and tuned single-copy thresholds (half, at, double).
@@ -24,6 +25,61 @@ fn rndv_sizes(tuned: usize) -> Vec<usize> {
     s.sort_unstable();
     s.dedup();
     s
+}
+
+/// A default and another value of one knob, measured in alternating jobs.
+pub struct Versus {
+    /// Sizes measured.
+    pub sizes: Vec<usize>,
+    /// Median half round trips with the default, per size.
+    pub default_us: Vec<f64>,
+    /// The same with the other value.
+    pub value_us: Vec<f64>,
+    /// Each side's reports, per round (default first).
+    pub reports: [Vec<Report>; 2],
+}
+
+impl Versus {
+    /// The other value's score over the default's (below 1: it is faster).
+    pub fn score_ratio(&self) -> f64 {
+        super::pick::score(&self.value_us) / super::pick::score(&self.default_us)
+    }
+}
+
+/// The default and what transport and sizes measure `knob` against `value`.
+fn plan(knob: Knob, value: usize) -> (usize, &'static str, Vec<usize>) {
+    match knob.spec() {
+        Some(s) => (s.default, s.transport, s.sizes.to_vec()),
+        None => (DEFAULT_RNDV_THRESHOLD, "shm", rndv_sizes(value)),
+    }
+}
+
+/// Measures `knob`'s default against `value` over `rounds` alternating rounds, every
+/// other setting as `env` has it.
+pub fn versus(
+    jobs: &mut Jobs,
+    knob: Knob,
+    value: usize,
+    rounds: usize,
+    env: &Env,
+) -> anyhow::Result<Versus> {
+    let (default, transport, sizes) = plan(knob, value);
+    let values = [default, value];
+    let trial = Trial {
+        knob,
+        transport,
+        sizes: &sizes,
+        values: &values,
+    };
+    let mut reports = jobs.trial(&trial, rounds, env)?;
+    let value_reports = reports.pop().unwrap_or_default();
+    let default_reports = reports.pop().unwrap_or_default();
+    Ok(Versus {
+        default_us: medians(&default_reports, &sizes),
+        value_us: medians(&value_reports, &sizes),
+        sizes,
+        reports: [default_reports, value_reports],
+    })
 }
 
 /// Runs the comparison; an error if nothing is cached.
@@ -54,22 +110,12 @@ pub fn main(a: &TuneArgs) -> anyhow::Result<i32> {
             println!("{why}");
             continue;
         }
-        let (default, transport, sizes) = match knob.spec() {
-            Some(s) => (s.default, s.transport, s.sizes.to_vec()),
-            None => (DEFAULT_RNDV_THRESHOLD, "shm", rndv_sizes(value)),
-        };
+        let (default, transport, _) = plan(knob, value);
         if !over.contains(&transport) {
             over.push(transport);
         }
-        let values = [default, value];
-        let trial = Trial {
-            knob,
-            transport,
-            sizes: &sizes,
-            values: &values,
-        };
-        let reports = jobs.trial(&trial, a.rounds(), &Vec::new())?;
-        let [d, t] = [&reports[0], &reports[1]].map(|r| medians(r, &sizes));
+        let v = versus(&mut jobs, knob, value, a.rounds(), &Vec::new())?;
+        let (sizes, d, t) = (&v.sizes, &v.default_us, &v.value_us);
         for (i, &size) in sizes.iter().enumerate() {
             let ratio = t[i] / d[i];
             println!(
@@ -84,7 +130,7 @@ pub fn main(a: &TuneArgs) -> anyhow::Result<i32> {
                 "default_us": d[i], "tuned_us": t[i], "ratio": ratio,
             }));
         }
-        for (case, r) in [("default", &reports[0]), ("tuned", &reports[1])] {
+        for (case, r) in [("default", &v.reports[0]), ("tuned", &v.reports[1])] {
             rows.extend(sizes.iter().filter_map(|&s| median_row(r, s)).map(|row| {
                 nf_bench::report::SizeResult {
                     case: Some(format!("{} {case}", knob.name())),

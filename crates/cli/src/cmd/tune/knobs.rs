@@ -2,6 +2,7 @@
 //! onto, the values tried and the message sizes it affects.
 
 use clap::ValueEnum;
+use nf_core::config::DEFAULT_RNDV_THRESHOLD;
 use nf_core::tune::Tuned;
 use nf_transport::shm::layout::FAST_DATA;
 
@@ -105,6 +106,11 @@ impl Knob {
             },
         };
         Some(spec)
+    }
+
+    /// Its value when nothing is tuned.
+    pub fn default_value(self) -> usize {
+        self.spec().map_or(DEFAULT_RNDV_THRESHOLD, |s| s.default)
     }
 
     /// Its value in `t`, if measured.

@@ -9,7 +9,10 @@
 //! | `ofi-packet` | `NF_OFI_PACKET` | ofi ping-pong on loopback, 1 KiB … 1 MiB |
 //!
 //! Each value is a child job of 2 ranks (`jobs.rs`); the choice rules are in
-//! `pick.rs`, the knobs' values and sizes in `knobs.rs`. `--check` runs the defaults
+//! `pick.rs`, the knobs' values and sizes in `knobs.rs`. A value other than the
+//! default is kept only if it wins again in new jobs against the default alone (the
+//! confirmation, `--check`'s comparison): on a shared or virtual machine one trial can
+//! be a different regime from the next. `--check` runs the defaults
 //! against the cached values (`check.rs`). Under a launcher (`mpirun nf tune`) the
 //! job is already there and only the single-copy threshold can be measured.
 
@@ -153,6 +156,30 @@ fn tune(a: &TuneArgs) -> anyhow::Result<i32> {
                 Some(spec.candidates[i])
             }
         };
+        // A value that won its trial must win again, in new jobs against the
+        // default alone, or the default is kept: one noisy trial (a load spike, a
+        // machine whose cores moved) must not make a setting worse.
+        let chosen = match chosen {
+            Some(v) if v != knob.default_value() => {
+                let vs = check::versus(&mut jobs, knob, v, a.rounds(), &env)?;
+                let r = vs.score_ratio();
+                if r <= CONFIRM {
+                    println!(
+                        "confirmed: {}={v} at {r:.3}× the default's time",
+                        knob.var()
+                    );
+                    Some(v)
+                } else {
+                    println!(
+                        "not confirmed: {}={v} at {r:.3}× the default's time in new jobs \
+                         (it must be ≤ {CONFIRM}); keeping the default",
+                        knob.var()
+                    );
+                    Some(knob.default_value())
+                }
+            }
+            other => other,
+        };
         match chosen {
             Some(v) => {
                 println!("choice: {} {}={v}", knob.name(), knob.var());
@@ -169,6 +196,9 @@ fn tune(a: &TuneArgs) -> anyhow::Result<i32> {
     }
     Ok(0)
 }
+
+/// Most a value's time may be of the default's, in the confirmation, to be kept.
+const CONFIRM: f64 = 0.97;
 
 /// Caches `found`, keeping values cached earlier for the knobs it lacks.
 fn cache(found: &Tuned) -> anyhow::Result<()> {
