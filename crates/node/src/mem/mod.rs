@@ -331,10 +331,8 @@ impl Filesystem for MemTree {
     fn read(&self, _: &Ctx, fid: &MemFid, req: &Tread) -> FsResult<Rread> {
         let (proc, seg) = self.segment(fid)?;
         let n = clip(req.offset, u64::from(req.count), seg.len);
-        let mut data = vec![0u8; n as usize];
-        if n > 0 {
-            cma::read(proc.entry.pid, seg.base + req.offset, &mut data).map_err(copy_error)?;
-        }
+        let data =
+            cma::read_vec(proc.entry.pid, seg.base + req.offset, n as usize).map_err(copy_error)?;
         Ok(Rread { data: data.into() })
     }
 

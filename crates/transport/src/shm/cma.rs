@@ -26,6 +26,18 @@ pub fn read(pid: u32, addr: u64, dst: &mut [u8]) -> io::Result<()> {
     transfer(pid, addr, dst.as_mut_ptr(), dst.len(), Direction::Read)
 }
 
+/// Reads `len` bytes from address `addr` in process `pid` into a new vector, without
+/// zeroing it first (a server answering reads of a rank's memory copies each byte
+/// once, not twice).
+pub fn read_vec(pid: u32, addr: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut v = Vec::with_capacity(len);
+    transfer(pid, addr, v.as_mut_ptr(), len, Direction::Read)?;
+    // SAFETY: `transfer` returns Ok only once the kernel has written all `len` bytes
+    // into the vector's allocation, which holds at least `len`.
+    unsafe { v.set_len(len) };
+    Ok(v)
+}
+
 /// Copies `src` to address `addr` in process `pid`.
 pub fn write(pid: u32, addr: u64, src: &[u8]) -> io::Result<()> {
     transfer(
@@ -44,7 +56,8 @@ enum Direction {
 
 /// Moves `len` bytes between `local` and the peer's `addr`, looping over partial
 /// transfers. For `Read`, `local` must be writable for `len` bytes; for `Write`,
-/// readable — both callers pass a borrowed slice of exactly that length.
+/// readable — the callers pass a borrowed slice of exactly that length, or a vector's
+/// allocation of at least that capacity.
 fn transfer(pid: u32, addr: u64, local: *mut u8, len: usize, dir: Direction) -> io::Result<()> {
     let mut done = 0usize;
     while done < len {
@@ -58,9 +71,9 @@ fn transfer(pid: u32, addr: u64, local: *mut u8, len: usize, dir: Direction) -> 
             iov_base: (addr as usize + done) as *mut libc::c_void,
             iov_len: left,
         };
-        // SAFETY: `here` lies inside the caller's borrowed slice (writable for Read,
-        // only read for Write); the kernel validates `there` and fails with EFAULT
-        // rather than touching anything else.
+        // SAFETY: `here` lies inside the caller's `len` bytes (a borrowed slice, or a
+        // vector's spare capacity; writable for Read, only read for Write); the kernel
+        // validates `there` and fails with EFAULT rather than touching anything else.
         let n = unsafe {
             match dir {
                 Direction::Read => {
