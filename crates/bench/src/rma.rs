@@ -19,10 +19,19 @@
 
 use std::time::{Duration, Instant};
 
-use nf_rma::{Kind, Rma, RmaError, Scale, Shape, Xfer};
+use nf_rma::{Kind, Rma, RmaError, Route, Scale, Shape, Xfer};
 
 use crate::params::{check_iters, check_sizes, ParamError};
 use crate::pingpong::{iters_for, SizeSamples};
+
+/// How a report names the route to a proc's memory.
+pub fn route_name(r: Route) -> &'static str {
+    match r {
+        Route::Direct => "rma-direct",
+        Route::Native => "rma-ofi-native",
+        Route::Service => "rma-service-tcp",
+    }
+}
 
 /// An operation to time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

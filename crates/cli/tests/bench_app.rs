@@ -75,6 +75,17 @@ fn local_ranks_multiply_with_blocks_read_directly_and_through_files() {
     );
     for r in rows {
         assert_eq!(r["checked"], true);
+        let routes: Vec<&str> = r["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        match (r["ranks"].as_u64().unwrap(), r["via"].as_str().unwrap()) {
+            (1, _) => assert!(routes.is_empty(), "{r}"),
+            (_, "direct") => assert_eq!(routes, ["rma-direct"]),
+            _ => assert_eq!(routes, ["9p-files"]),
+        }
         assert_eq!(r["hosts"], 1);
         let (best, median) = (
             r["best_s"].as_f64().unwrap(),
@@ -109,13 +120,20 @@ fn two_hosts_multiply_directly_and_refuse_files_across_hosts() {
         ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let rows: Vec<(u64, u64)> = report(&json)["rows"]
+    let v = report(&json);
+    let rows: Vec<(u64, u64)> = v["rows"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| (r["ranks"].as_u64().unwrap(), r["hosts"].as_u64().unwrap()))
         .collect();
     assert_eq!(rows, [(1, 1), (2, 2)]);
+    // Between the hosts, a network route (native ofi or the service thread over tcp).
+    let route = v["rows"][1]["routes"][0].as_str().unwrap();
+    assert!(
+        ["rma-ofi-native", "rma-service-tcp"].contains(&route),
+        "{route}"
+    );
 
     let out = on_two_hosts(
         1,

@@ -140,6 +140,9 @@ pub struct Row {
     pub hosts: usize,
     /// How blocks were read.
     pub via: Via,
+    /// The routes rank 0 read the others' blocks by (`rma-direct`, `rma-ofi-native`,
+    /// `rma-service-tcp`, or `9p-files`); none with one rank.
+    pub routes: Vec<String>,
     /// Best repetition, seconds.
     pub best_s: f64,
     /// Median repetition, seconds.
@@ -179,7 +182,7 @@ impl AppReport {
         );
         let _ = writeln!(
             out,
-            "{:>6} {:>6} {:>7} {:>10} {:>10} {:>9} {:>11}",
+            "{:>6} {:>6} {:>7} {:>10} {:>10} {:>9} {:>11}  route",
             "ranks", "hosts", "via", "best s", "GFLOP/s", "eff.", "vs direct"
         );
         for r in &self.rows {
@@ -192,14 +195,19 @@ impl AppReport {
             });
             let _ = writeln!(
                 out,
-                "{:>6} {:>6} {:>7} {:>10.4} {:>10.2} {:>9.3} {:>11}",
+                "{:>6} {:>6} {:>7} {:>10.4} {:>10.2} {:>9.3} {:>11}  {}",
                 r.ranks,
                 r.hosts,
                 r.via.name(),
                 r.best_s,
                 r.gflops,
                 r.efficiency,
-                ratio
+                ratio,
+                if r.routes.is_empty() {
+                    "-".to_owned()
+                } else {
+                    r.routes.join("+")
+                }
             );
         }
         out
@@ -388,10 +396,19 @@ pub fn run(
                     .iter()
                     .find(|r| r.ranks == 1 && r.via == *via)
                     .map_or(gflops, |r| r.gflops);
+                let mut routes: Vec<String> = match via {
+                    Via::Direct => (1..team)
+                        .map(|q| crate::rma::route_name(rma.route(q)).to_owned())
+                        .collect(),
+                    Via::Files => (1..team).map(|_| "9p-files".to_owned()).collect(),
+                };
+                routes.sort();
+                routes.dedup();
                 rows.push(Row {
                     ranks: team,
                     hosts,
                     via: *via,
+                    routes,
                     best_s: s.min,
                     median_s: s.median,
                     gflops,

@@ -5,7 +5,7 @@ use clap::Args;
 use nf_bench::report::{Report, SizeResult};
 use nf_bench::rma::{self, Layout, Measured, Op, Params};
 use nf_core::World;
-use nf_rma::{Rma, Route, WorldWireup};
+use nf_rma::{Rma, WorldWireup};
 
 use super::progress::{Mode, Progress};
 
@@ -37,11 +37,7 @@ pub struct RmaArgs {
 
 /// How proc 0 reaches proc 1's memory, as reports name it.
 pub fn route_name(rma: &Rma<'_>) -> &'static str {
-    match rma.route(1) {
-        Route::Direct => "rma-direct",
-        Route::Native => "rma-ofi-native",
-        Route::Service => "rma-service-tcp",
-    }
+    rma::route_name(rma.route(1))
 }
 
 /// Runs the benchmark (starting 2 ranks when run by hand).
