@@ -251,6 +251,8 @@ struct Part<'a, 'w> {
     c: Vec<f64>,
     /// Our rows of `B`, in our segment.
     own_b: &'a [f64],
+    /// The two panel buffers (made once: their pages are not faulted in while timed).
+    bufs: [Panel; 2],
     source: Source<'a, 'w>,
 }
 
@@ -276,8 +278,7 @@ impl Part<'_, '_> {
         let n = self.n;
         let mine = self.rows[self.me].clone();
         let panels = self.panels();
-        let bufs: [Panel; 2] =
-            std::array::from_fn(|_| Arc::new(Mutex::new(vec![0.0; self.panel * n])));
+        let bufs = &self.bufs;
         let mut first = true;
         let mut pending: Option<Fetch<'_>> = None;
         for (i, &(q, at, take)) in panels.iter().enumerate() {
@@ -446,6 +447,7 @@ fn measure(
     let my_rows = split.get(me).cloned().unwrap_or(0..0);
     let mut parts = Vec::with_capacity(p.via.len());
     let mut failed = None;
+    let panel = p.panel.min(p.n).max(1);
     for via in &p.via {
         // Every way is set up on every rank even after a failure: setting up files is
         // collective.
@@ -456,12 +458,13 @@ fn measure(
         match source {
             Ok(source) => parts.push(Part {
                 n: p.n,
-                panel: p.panel.min(p.n).max(1),
+                panel,
                 me,
                 rows: split.to_vec(),
                 a: grid::fill(my_rows.clone(), p.n, grid::a),
                 c: vec![0.0; my_rows.len() * p.n],
                 own_b,
+                bufs: std::array::from_fn(|_| Arc::new(Mutex::new(vec![0.0; panel * p.n]))),
                 source,
             }),
             Err(e) => {
