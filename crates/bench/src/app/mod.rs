@@ -247,7 +247,8 @@ struct Part<'a, 'w> {
     panel: usize,
     me: usize,
     rows: Vec<std::ops::Range<usize>>,
-    a: Vec<f64>,
+    /// Our rows of `A` (the same for every way).
+    a: &'a [f64],
     c: Vec<f64>,
     /// Our rows of `B`, in our segment.
     own_b: &'a [f64],
@@ -302,7 +303,7 @@ impl Part<'_, '_> {
                 &guard[..take * n]
             };
             let k0 = self.rows[q].start + at;
-            gemm(&self.a, &mut self.c, mine.len(), n, k0, take, b, first);
+            gemm(self.a, &mut self.c, mine.len(), n, k0, take, b, first);
             first = false;
         }
         Ok(())
@@ -448,6 +449,7 @@ fn measure(
     let mut parts = Vec::with_capacity(p.via.len());
     let mut failed = None;
     let panel = p.panel.min(p.n).max(1);
+    let a = grid::fill(my_rows.clone(), p.n, grid::a);
     for via in &p.via {
         // Every way is set up on every rank even after a failure: setting up files is
         // collective.
@@ -461,7 +463,7 @@ fn measure(
                 panel,
                 me,
                 rows: split.to_vec(),
-                a: grid::fill(my_rows.clone(), p.n, grid::a),
+                a: &a,
                 c: vec![0.0; my_rows.len() * p.n],
                 own_b,
                 bufs: std::array::from_fn(|_| Arc::new(Mutex::new(vec![0.0; panel * p.n]))),
