@@ -135,6 +135,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Dropped before [`PendingReads::wait`]: the replies still to come are decoded and
+/// discarded instead of copied into the buffer, which the caller may reuse at once (a
+/// reply the reader thread is copying at that moment still lands).
+impl Drop for PendingReads<'_> {
+    fn drop(&mut self) {
+        let client = self.file.client();
+        for (call, _, _) in &self.calls {
+            client.unsink(call.tag());
+        }
+    }
+}
+
 impl PendingReads<'_> {
     /// The file read.
     pub fn path(&self) -> &str {
@@ -149,7 +161,6 @@ impl PendingReads<'_> {
         let mut first_err = None;
         let mut at = 0u64;
         for (call, got, asked) in std::mem::take(&mut self.calls) {
-            let tag = call.tag();
             let reply = client.finish(
                 "read",
                 call,
@@ -159,8 +170,6 @@ impl PendingReads<'_> {
                 },
                 client.reply_timeout(),
             );
-            // A reply decoded without its sink (a flushed call's) filled nothing.
-            client.unsink(tag);
             let err = match reply {
                 Ok(_) => match got.load(Ordering::Acquire) {
                     n if n == asked => None,
