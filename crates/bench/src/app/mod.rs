@@ -284,7 +284,7 @@ impl Part<'_, '_> {
         let mut pending: Option<Fetch<'_>> = None;
         for (i, &(q, at, take)) in panels.iter().enumerate() {
             if let Some(f) = pending.take() {
-                self.source.finish(f)?;
+                f.finish()?;
             }
             if let Some(&(q2, at2, take2)) = panels.get(i + 1) {
                 if q2 != self.me {

@@ -62,8 +62,8 @@ pub type Panel = Arc<Mutex<Vec<f64>>>;
 
 /// A fetch under way.
 pub enum Fetch<'s> {
-    /// A get.
-    Rma(Handle),
+    /// A get, and the memory layer that completes it.
+    Rma(&'s Rma<'s>, Handle),
     /// The reads of one range.
     Files(PendingReads<'s>),
 }
@@ -120,7 +120,7 @@ impl<'a, 'w> Source<'a, 'w> {
                 // SAFETY: `local` holds `bytes` bytes (asserted), and the caller keeps
                 // the vector as it is, untouched, until the get completes.
                 let h = unsafe { rma.start(&x) }?;
-                Ok(Fetch::Rma(h))
+                Ok(Fetch::Rma(rma, h))
             }
             Source::Files(files) => {
                 let file = files[proc].as_ref().ok_or(AppError::NoFile { proc })?;
@@ -134,19 +134,20 @@ impl<'a, 'w> Source<'a, 'w> {
             }
         }
     }
+}
 
-    /// Waits for `fetch`'s data to be in place.
-    pub fn finish(&self, fetch: Fetch<'_>) -> Result<(), AppError> {
-        match (self, fetch) {
-            (Source::Direct { rma, .. }, Fetch::Rma(h)) => Ok(rma.wait(h)?),
-            (_, Fetch::Files(reads)) => {
+impl Fetch<'_> {
+    /// Waits for the data to be in place.
+    pub fn finish(self) -> Result<(), AppError> {
+        match self {
+            Fetch::Rma(rma, h) => Ok(rma.wait(h)?),
+            Fetch::Files(reads) => {
                 let what = format!("reading {}", reads.path());
                 reads.wait().map_err(|source| AppError::Files {
                     what,
                     source: Box::new(source),
                 })
             }
-            (Source::Files(_), Fetch::Rma(_)) => unreachable!("a get started by files"),
         }
     }
 }
