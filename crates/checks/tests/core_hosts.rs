@@ -1,7 +1,9 @@
 //! The core across hosts: jobs of `nf-core-check` on 2–3 network-namespace hosts
 //! (`nf_testkit::Netns`, root and iproute2 needed), started by the real launcher
-//! through `ip netns exec {host}` with its PMI server on host 0, once over tcp and
-//! once over ofi (libfabric's tcp provider) between the hosts.
+//! through `ip netns exec {host}` with its PMI server on host 0, once over tcp, once
+//! over ofi (libfabric's tcp provider) and, for the data and some fault tests, once
+//! over a route split by size (small messages over one, large over the other, order
+//! kept) between the hosts; and the default route when everything is allowed.
 //!
 //! - data: integrity (random sizes, every byte checked, per-pair order) and a
 //!   many-to-one flood across 3 hosts; a mixed job of 2 hosts × 2 ranks (shm inside
@@ -35,9 +37,28 @@ const BOUND: Duration = Duration::from_secs(90);
 const DEAD_AFTER_MS: &str = "3000";
 const CHECK: &str = env!("CARGO_BIN_EXE_nf-core-check");
 
-/// The two network transports, as `NF_TRANSPORTS` values that keep shm inside a host.
-const TCP: &str = "shm,tcp";
-const OFI: &str = "shm,ofi";
+/// How ranks on different hosts talk, as settings; each keeps shm inside a host.
+type Via = &'static [(&'static str, &'static str)];
+/// Over tcp alone.
+const TCP: Via = &[("NF_TRANSPORTS", "shm,tcp")];
+/// Over ofi alone.
+const OFI: Via = &[("NF_TRANSPORTS", "shm,ofi")];
+/// Small messages over tcp, from 4 KiB over ofi: the order of each pair's messages
+/// must hold across the two (the random sizes of the workloads cross 4 KiB often).
+const SPLIT: Via = &[
+    ("NF_TRANSPORTS", "shm,tcp,ofi"),
+    ("NF_NET_ROUTE", "tcp/ofi@4096"),
+];
+/// The reverse split: small over ofi, large over tcp.
+const SPLIT_REVERSED: Via = &[
+    ("NF_TRANSPORTS", "shm,tcp,ofi"),
+    ("NF_NET_ROUTE", "ofi/tcp@4096"),
+];
+
+/// `via`'s settings followed by `more`.
+fn with<'a>(via: Via, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    via.iter().copied().chain(more.iter().copied()).collect()
+}
 
 /// K namespace hosts, a report directory and a private shm directory.
 struct Cluster {
@@ -148,9 +169,9 @@ fn require_ofi() {
     }
 }
 
-fn data_across_three_hosts(transports: &str) {
+fn data_across_three_hosts(transports: Via) {
     let c = Cluster::new(3);
-    let env = [("NF_TRANSPORTS", transports)];
+    let env = with(transports, &[]);
     c.expect_success(
         &[1, 1, 1],
         &["integrity", "7", "8", &(2 << 20).to_string()],
@@ -171,24 +192,46 @@ fn integrity_ordering_and_flood_across_three_hosts_over_ofi() {
     data_across_three_hosts(OFI);
 }
 
-fn mixed_two_by_two(net_transport: &str) {
+/// 2 hosts × 2 ranks over `via`: the routes are as expected (`net`: how a rank reaches
+/// the other host's ranks), and messages arrive intact and in order.
+fn mixed_two_by_two(via: Via, net: &str) {
     let c = Cluster::new(2);
-    let transports = format!("shm,{net_transport}");
-    let env = [("NF_TRANSPORTS", transports.as_str())];
+    let env = with(via, &[]);
     let hosts = [0, 0, 1, 1].map(|h| c.net.host(h)).join(",");
-    c.expect_success(&[2, 2], &["routes", &hosts, net_transport], &env);
+    c.expect_success(&[2, 2], &["routes", &hosts, net], &env);
     c.expect_success(&[2, 2], &["integrity", "8", "10", "3000000"], &env);
 }
 
 #[test]
 fn mixed_job_two_hosts_of_two_ranks_shm_inside_tcp_across() {
-    mixed_two_by_two("tcp");
+    mixed_two_by_two(TCP, "tcp");
 }
 
 #[test]
 fn mixed_job_two_hosts_of_two_ranks_shm_inside_ofi_across() {
     require_ofi();
-    mixed_two_by_two("ofi");
+    mixed_two_by_two(OFI, "ofi");
+}
+
+#[test]
+fn mixed_job_two_hosts_of_two_ranks_split_by_size_across() {
+    require_ofi();
+    mixed_two_by_two(SPLIT, "tcp/ofi@4096");
+    mixed_two_by_two(SPLIT_REVERSED, "ofi/tcp@4096");
+}
+
+/// Every transport allowed and nothing said: between hosts the default route for
+/// libfabric's tcp provider is ninefold's tcp (`netroute.rs`, rule 3).
+#[test]
+fn the_default_route_between_hosts_over_a_socket_provider_is_tcp() {
+    require_ofi();
+    mixed_two_by_two(&[("NF_OFI_PROVIDER", "tcp")], "tcp");
+}
+
+#[test]
+fn integrity_ordering_and_flood_across_three_hosts_split_by_size() {
+    require_ofi();
+    data_across_three_hosts(SPLIT);
 }
 
 /// Runs a stream with `per_host` ranks per host; once every rank streams, calls
@@ -212,12 +255,9 @@ fn stream_and(
 }
 
 /// Every process of host 1 is SIGKILLed at once while all ranks stream.
-fn host_killed_mid_transfer(transports: &str) {
+fn host_killed_mid_transfer(transports: Via) {
     let c = Cluster::new(2);
-    let env = [
-        ("NF_TRANSPORTS", transports),
-        ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
-    ];
+    let env = with(transports, &[("NF_DEAD_AFTER_MS", DEAD_AFTER_MS)]);
     let outcome = stream_and(&c, &[2, 2], &env, || c.net.kill_all(1));
     let gone = c.net.host(1);
     match &outcome {
@@ -244,6 +284,12 @@ fn a_host_killed_mid_transfer_ends_the_job_naming_it_over_ofi() {
     host_killed_mid_transfer(OFI);
 }
 
+#[test]
+fn a_host_killed_mid_transfer_ends_the_job_naming_it_split_by_size() {
+    require_ofi();
+    host_killed_mid_transfer(SPLIT);
+}
+
 /// The rank whose own error (exit code 1) ended the job, whether the launcher reports
 /// it alone or, when its host has no other rank left, as that host lost.
 fn failed_on_its_own(outcome: &Outcome) -> Option<usize> {
@@ -263,15 +309,17 @@ fn failed_on_its_own(outcome: &Outcome) -> Option<usize> {
 
 /// The victims exit 0 without clean-up, so the launcher sees nothing wrong: only the
 /// survivors' own errors can end the job.
-fn host_vanished_mid_transfer(transports: &str) {
+fn host_vanished_mid_transfer(transports: Via) {
     let c = Cluster::new(2);
     let victim = c.net.host(1).to_owned();
-    let env = [
-        ("NF_TRANSPORTS", transports),
-        ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
-        ("NF_CHECK_VANISH_HOST", victim.as_str()),
-        ("NF_CHECK_VANISH_AFTER", "40"),
-    ];
+    let env = with(
+        transports,
+        &[
+            ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
+            ("NF_CHECK_VANISH_HOST", victim.as_str()),
+            ("NF_CHECK_VANISH_AFTER", "40"),
+        ],
+    );
     let outcome = c.run(&[2, 2], &["stream", "60", "70000", c.dir()], &env);
     let Some(rank) = failed_on_its_own(&outcome) else {
         panic!("expected a survivor to fail on its own, got {outcome}");
@@ -300,13 +348,15 @@ fn a_host_vanishing_mid_transfer_is_an_error_on_the_survivors_over_ofi() {
 /// Rank 1 exits quietly after a barrier while the others wait in the next one, on
 /// three hosts: nothing is sent to it that could fail, so only liveness checks can
 /// tell; each survivor must report `PeerDied` naming rank 1, not hang.
-fn vanished_while_others_wait(transports: &str) {
+fn vanished_while_others_wait(transports: Via) {
     let c = Cluster::new(3);
-    let env = [
-        ("NF_TRANSPORTS", transports),
-        ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
-        ("NF_PEER_CHECK_MS", "100"),
-    ];
+    let env = with(
+        transports,
+        &[
+            ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
+            ("NF_PEER_CHECK_MS", "100"),
+        ],
+    );
     c.expect_success(&[1, 1, 1], &["vanish", "1"], &env);
 }
 
@@ -323,12 +373,9 @@ fn a_peer_vanishing_while_others_wait_is_noticed_over_ofi() {
 
 /// One rank per host streams; the link of host 1 is cut once both stream; a rank must
 /// fail on its own (an error naming the other rank), not hang until the bound.
-fn link_cut_mid_transfer(transports: &str) {
+fn link_cut_mid_transfer(transports: Via) {
     let c = Cluster::new(2);
-    let env = [
-        ("NF_TRANSPORTS", transports),
-        ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
-    ];
+    let env = with(transports, &[("NF_DEAD_AFTER_MS", DEAD_AFTER_MS)]);
     let outcome = stream_and(&c, &[1, 1], &env, || {
         c.net.link_down(1).expect("take host 1's link down")
     });
@@ -355,15 +402,18 @@ fn a_cut_link_is_an_error_in_bounded_time_over_ofi() {
     link_cut_mid_transfer(OFI);
 }
 
+#[test]
+fn a_cut_link_is_an_error_in_bounded_time_split_by_size() {
+    require_ofi();
+    link_cut_mid_transfer(SPLIT);
+}
+
 /// One rank per host waits for a message that never comes; the link of host 1 is cut.
 /// Nothing is in flight, so only keepalives (tcp) or heartbeat probes (ofi) can tell:
 /// each rank must report the other lost within the dead-peer time, not wait forever.
-fn link_cut_while_waiting(transports: &str) {
+fn link_cut_while_waiting(transports: Via) {
     let c = Cluster::new(2);
-    let env = [
-        ("NF_TRANSPORTS", transports),
-        ("NF_DEAD_AFTER_MS", DEAD_AFTER_MS),
-    ];
+    let env = with(transports, &[("NF_DEAD_AFTER_MS", DEAD_AFTER_MS)]);
     let outcome = thread::scope(|s| {
         let job = s.spawn(|| c.run(&[1, 1], &["idle", c.dir()], &env));
         wait_for_addresses(c.dir.path(), 2);

@@ -16,6 +16,7 @@
 //! (`PMI_FD`, `PMI_RANK`, `PMI_SIZE`), with `NF_PMI_TIMEOUT` bounding every call (see
 //! `nf_pmi::bootstrap`); without any, a program runs as a singleton, rank 0 of 1.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -25,6 +26,7 @@ use nf_transport::shm::layout::FAST_DATA;
 use nf_transport::shm::ShmConfig;
 
 use crate::error::CoreError;
+use crate::netroute::NetRoute;
 use crate::peers::Allowed;
 use crate::tune::Tuned;
 
@@ -79,6 +81,11 @@ pub struct Config {
     pub dead_after: Option<Duration>,
     /// Rank 0 prints the peer × transport matrix after wire-up (`NF_SHOW_TRANSPORTS`).
     pub show_transports: bool,
+    /// Which transport carries which sizes between hosts (`NF_NET_ROUTE`); `None`:
+    /// measured or default (`netroute.rs`).
+    pub net_route: Option<NetRoute>,
+    /// `nf tune`'s routes to other hosts, by host identity (`NF_NET_ROUTE` wins).
+    pub net_route_tuned: BTreeMap<String, NetRoute>,
 }
 
 /// Default single-copy threshold, measured with `nf tune` on the development machine
@@ -105,6 +112,8 @@ impl Default for Config {
             ofi_packet: crate::netconf::OFI_PACKET,
             dead_after: None,
             show_transports: false,
+            net_route: None,
+            net_route_tuned: BTreeMap::new(),
         }
     }
 }
@@ -250,6 +259,21 @@ impl Config {
             c.dead_after = Some(Duration::from_millis(ms.max(100)));
         }
         c.show_transports = env("NF_SHOW_TRANSPORTS").is_some_and(|v| v != "0");
+        for (host, route) in &tuned.net_route {
+            match route.parse() {
+                Ok(r) => {
+                    c.net_route_tuned.insert(host.clone(), r);
+                }
+                Err(why) => tracing::warn!(host, route, why, "ignoring a cached network route"),
+            }
+        }
+        if let Some(v) = env("NF_NET_ROUTE") {
+            c.net_route = Some(v.parse().map_err(|_| CoreError::Config {
+                var: "NF_NET_ROUTE",
+                value: v,
+                expected: "tcp, ofi, or SMALL/LARGE@BYTES such as tcp/ofi@65536",
+            })?);
+        }
         if c.shm.rings == 0 {
             return Err(CoreError::Config {
                 var: "NF_SHM_RINGS",
@@ -292,6 +316,7 @@ mod tests {
             shm_fast_limit: Some(128),
             tcp_hot_us: Some(100),
             ofi_packet: Some(4096),
+            ..Tuned::default()
         };
         // (setting, what the env says, how the config shows it, default, tuned, env)
         type Read = fn(&Config) -> String;
@@ -369,5 +394,30 @@ mod tests {
         assert!(e.starts_with("NF_TRANSPORTS=\"bogus\" is invalid: "), "{e}");
         assert!(e.contains("shm, ofi, tcp"), "{e}");
         assert!(parse_transports("shm,tcp").is_ok());
+    }
+
+    #[test]
+    fn the_network_route_comes_from_the_environment_and_bad_cached_ones_are_ignored() {
+        let env = |v: &'static str| move |n: &str| (n == "NF_NET_ROUTE").then(|| v.to_owned());
+        let c = Config::from_sources(&env("tcp/ofi@65536"), None).unwrap();
+        assert_eq!(c.net_route.unwrap().to_string(), "tcp/ofi@65536");
+        let e = Config::from_sources(&env("tcp/ofi"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("NF_NET_ROUTE") && e.contains("SMALL/LARGE@BYTES"),
+            "{e}"
+        );
+        let cached = Tuned {
+            net_route: BTreeMap::from([
+                ("h1".to_owned(), "ofi".to_owned()),
+                ("h2".to_owned(), "pigeon".to_owned()),
+            ]),
+            ..Tuned::default()
+        };
+        let c = Config::from_sources(&|_| None, Some(&cached)).unwrap();
+        assert_eq!(c.net_route, None);
+        assert_eq!(c.net_route_tuned.len(), 1);
+        assert_eq!(c.net_route_tuned["h1"].to_string(), "ofi");
     }
 }

@@ -31,6 +31,8 @@ mod liveness;
 pub mod log;
 mod net;
 mod netconf;
+pub mod netroute;
+mod order;
 pub mod peers;
 mod progress;
 mod protocol;

@@ -13,6 +13,13 @@
 //!   every Nth empty pass (`NF_OFI_POLL_EVERY`), and on every pass for a while after
 //!   it found something or we sent over it (so an ofi conversation runs at full
 //!   speed); without shm routes it reads it on every pass.
+//!
+//! A peer on another host may be reached over tcp for small messages and ofi for
+//! large ones, or the reverse (`netroute.rs`): [`Net::try_send`] picks the transport
+//! by the message's size, and `order.rs` keeps the pair's order across the two (a
+//! `SWITCH` packet where the sender changes transport; the receiver holds a transport
+//! until the other has delivered what came before). Jobs without such a split skip
+//! all of it: [`Net::poll`] checks one flag.
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +29,10 @@ use nf_transport::tcp::{PeerState, TcpPacket, TcpTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 
 use crate::liveness::{Beat, Heartbeat};
+use crate::netroute::Wire;
+use crate::order::{Gates, Sent, Verdict};
 use crate::peers::{Peers, Route};
+use crate::protocol::Meta;
 
 /// Passes after ofi activity during which its queue is read on every pass.
 const OFI_HOT_PASSES: u32 = 256;
@@ -32,6 +42,22 @@ pub(crate) enum Incoming {
     Shm(ShmPacket),
     Tcp(TcpPacket),
     Ofi(OfiPacket),
+}
+
+impl Incoming {
+    /// The network transport it came over (`None`: shared memory).
+    #[inline]
+    fn wire(&self) -> Option<Wire> {
+        match self {
+            Incoming::Shm(_) => None,
+            Incoming::Tcp(_) => Some(Wire::Tcp),
+            Incoming::Ofi(_) => Some(Wire::Ofi),
+        }
+    }
+
+    fn switch(&self) -> Option<u64> {
+        Meta::switch_count(self.meta())
+    }
 }
 
 impl Packet for Incoming {
@@ -126,15 +152,50 @@ impl OfiPoller {
     }
 }
 
+/// Packets taken from the transports per [`Net::poll`] call at most while looking
+/// for one that is not held (`order.rs`); the rest wait in the transports.
+const ORDERED_TRIES: usize = 64;
+
 /// The transports and the table saying which one reaches whom.
 pub(crate) struct Net {
     pub peers: Peers,
     pub shm: Option<ShmTransport>,
     pub ofi: Option<OfiPoller>,
     pub tcp: Option<TcpTransport>,
+    /// Some peer's route splits by size: sends count, polls keep order (`order.rs`).
+    split: bool,
+    /// Per rank: packets we sent it over each transport (split routes only).
+    sent: Vec<Sent>,
+    /// Per rank: packets taken from it over each transport, and those held.
+    gates: Vec<Gates<Incoming>>,
+    /// Ranks with held packets.
+    holding: Vec<usize>,
 }
 
 impl Net {
+    /// The transports of a connected rank with their peer table.
+    pub fn new(
+        peers: Peers,
+        shm: Option<ShmTransport>,
+        ofi: Option<OfiPoller>,
+        tcp: Option<TcpTransport>,
+    ) -> Net {
+        let size = peers.routes.len();
+        let split = peers.net.iter().flatten().any(|n| n.is_split());
+        Net {
+            split,
+            sent: vec![Sent::default(); if split { size } else { 0 }],
+            gates: (0..if split { size } else { 0 })
+                .map(|_| Gates::default())
+                .collect(),
+            holding: Vec::new(),
+            peers,
+            shm,
+            ofi,
+            tcp,
+        }
+    }
+
     #[cold]
     fn no_route(dest: usize, what: &str) -> TransportError {
         TransportError::Config(format!(
@@ -142,15 +203,61 @@ impl Net {
         ))
     }
 
-    /// Queues one packet to rank `dest` (never ourselves) on its transport.
+    /// Queues one packet to rank `dest` (never ourselves) on the transport that
+    /// carries messages of `len` payload bytes to it (a message's fragments all go
+    /// the way the whole message goes).
     #[inline]
     pub fn try_send(
         &mut self,
         dest: usize,
+        len: usize,
         meta: &[u8],
         payload: &[u8],
     ) -> Result<SendStatus, TransportError> {
-        match self.peers.routes[dest] {
+        if !self.split {
+            return self.send_on(self.peers.routes[dest], dest, meta, payload);
+        }
+        self.send_ordered(dest, self.peers.route_for(dest, len), meta, payload)
+    }
+
+    /// A send to a peer that may have a split route: a `SWITCH` first where the
+    /// transport changes, and every packet counted (`order.rs`).
+    fn send_ordered(
+        &mut self,
+        dest: usize,
+        route: Route,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<SendStatus, TransportError> {
+        let wire = match route {
+            Route::Tcp => Wire::Tcp,
+            Route::Ofi => Wire::Ofi,
+            other => return self.send_on(other, dest, meta, payload),
+        };
+        if let Some(after) = self.sent[dest].switch(wire) {
+            let switch = Meta::Switch { after }.encode();
+            match self.send_on(route, dest, switch.as_bytes(), &[])? {
+                SendStatus::Sent => self.sent[dest].sent(wire),
+                SendStatus::NoCredit => return Ok(SendStatus::NoCredit),
+            }
+        }
+        let status = self.send_on(route, dest, meta, payload)?;
+        if status == SendStatus::Sent {
+            self.sent[dest].sent(wire);
+        }
+        Ok(status)
+    }
+
+    /// Queues one packet to `dest` on `route`.
+    #[inline]
+    fn send_on(
+        &mut self,
+        route: Route,
+        dest: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<SendStatus, TransportError> {
+        match route {
             Route::Shm(local) => self
                 .shm
                 .as_mut()
@@ -173,9 +280,68 @@ impl Net {
         }
     }
 
-    /// The next packet from any transport, with its sender's rank.
+    /// The next packet from any transport, with its sender's rank, in each sender's
+    /// order.
     #[inline(always)]
     pub fn poll(&mut self) -> Result<Option<(usize, Incoming)>, TransportError> {
+        if !self.split {
+            return self.poll_any();
+        }
+        self.poll_ordered()
+    }
+
+    /// [`Net::poll`] with split routes: held packets whose turn came first, then
+    /// arrivals, each through its sender's gates.
+    #[inline(never)]
+    fn poll_ordered(&mut self) -> Result<Option<(usize, Incoming)>, TransportError> {
+        if let Some(got) = self.release_held() {
+            return Ok(Some(got));
+        }
+        for _ in 0..ORDERED_TRIES {
+            let Some((src, pkt)) = self.poll_any()? else {
+                return Ok(None);
+            };
+            let Some(wire) = pkt
+                .wire()
+                .filter(|_| self.peers.net[src].is_some_and(|n| n.is_split()))
+            else {
+                return Ok(Some((src, pkt)));
+            };
+            let switch = pkt.switch();
+            match self.gates[src].arrive(wire, pkt, switch) {
+                (Verdict::Deliver, Some(pkt)) => return Ok(Some((src, pkt))),
+                (Verdict::Held, _) if !self.holding.contains(&src) => self.holding.push(src),
+                _ => {}
+            }
+            // A packet taken may have released the other transport's held ones.
+            if let Some(got) = self.release_held() {
+                return Ok(Some(got));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A held packet whose transport is no longer held, if any.
+    fn release_held(&mut self) -> Option<(usize, Incoming)> {
+        let mut i = 0;
+        while i < self.holding.len() {
+            let src = self.holding[i];
+            let got = self.gates[src].release(Incoming::switch);
+            if self.gates[src].held() == 0 {
+                self.holding.swap_remove(i);
+            } else {
+                i += 1;
+            }
+            if let Some(pkt) = got {
+                return Some((src, pkt));
+            }
+        }
+        None
+    }
+
+    /// The next packet from any transport, as it comes.
+    #[inline(always)]
+    fn poll_any(&mut self) -> Result<Option<(usize, Incoming)>, TransportError> {
         if let Some(shm) = self.shm.as_mut() {
             if let Some(p) = shm.poll()? {
                 return Ok(Some((self.peers.local[p.src()], Incoming::Shm(p))));
@@ -226,9 +392,24 @@ impl Net {
         out
     }
 
-    /// Largest payload of one packet to `dest`.
+    /// Largest payload a message to `dest` may have and still go as one packet (for
+    /// a split route: on its small transport, and below the split size).
     pub fn max_payload(&self, dest: usize) -> usize {
-        match self.peers.routes[dest] {
+        let max = self.max_payload_on(self.peers.routes[dest]);
+        match &self.peers.net[dest] {
+            Some(n) if n.is_split() => max.min(n.from - 1),
+            _ => max,
+        }
+    }
+
+    /// Largest payload of one packet on the transport that carries messages of `len`
+    /// bytes to `dest`: the fragment size of such a message.
+    pub fn max_payload_for(&self, dest: usize, len: usize) -> usize {
+        self.max_payload_on(self.peers.route_for(dest, len))
+    }
+
+    fn max_payload_on(&self, route: Route) -> usize {
+        match route {
             Route::Shm(_) => self.shm.as_ref().map_or(0, Messaging::max_payload),
             Route::Ofi => self.ofi.as_ref().map_or(0, |o| o.ofi.max_payload()),
             Route::Tcp => self.tcp.as_ref().map_or(0, Messaging::max_payload),
@@ -248,19 +429,23 @@ impl Net {
     /// `probe` where a question is due. Returns a peer that is gone: its probe failed
     /// at once, or it has not answered for `dead_after`.
     pub fn heartbeat(&mut self, probe: &[u8]) -> Option<TransportError> {
-        let ofi = self.ofi.as_mut()?;
+        self.ofi.as_ref()?;
         let now = Instant::now();
-        let peers = self.peers.routes.iter().enumerate();
-        for (rank, _) in peers.filter(|(_, r)| **r == Route::Ofi) {
+        for rank in 0..self.peers.routes.len() {
+            // Peers reached over tcp for some sizes have a connection to watch.
+            if self.peers.routes[rank] != Route::Ofi || self.peers.reaches_over(rank, Wire::Tcp) {
+                continue;
+            }
+            let ofi = self.ofi.as_mut()?;
             if ofi.ofi.peer_lost(rank).is_some() {
                 continue;
             }
             let lost = |why: String| TransportError::PeerLost { peer: rank, why };
             match ofi.heartbeat.step(rank, ofi.heard[rank], now) {
                 Beat::Quiet => {}
-                Beat::Ask => match ofi.send(rank, probe, &[]) {
+                Beat::Ask => match self.send_on(Route::Ofi, rank, probe, &[]) {
                     Ok(SendStatus::Sent) => {}
-                    Ok(SendStatus::NoCredit) => ofi.heartbeat.unask(rank),
+                    Ok(SendStatus::NoCredit) => self.ofi.as_mut()?.heartbeat.unask(rank),
                     Err(e) => return Some(lost(format!("a liveness probe failed: {e}"))),
                 },
                 Beat::Silent(for_) => {
@@ -279,6 +464,16 @@ impl Net {
     /// left the job (a normal exit sends no error, but nothing more will come); an
     /// ofi peer when an operation to it failed or made no progress for `dead_after`.
     pub fn dead_peer(&self) -> Option<(usize, u32)> {
+        let ofi_lost = |rank| {
+            self.ofi
+                .as_ref()
+                .is_some_and(|o| o.ofi.peer_lost(rank).is_some())
+        };
+        let tcp_gone = |rank| {
+            self.tcp
+                .as_ref()
+                .is_some_and(|t| matches!(t.peer_state(rank), PeerState::Left | PeerState::Lost))
+        };
         self.peers
             .routes
             .iter()
@@ -288,13 +483,10 @@ impl Net {
                     let shm = self.shm.as_ref()?;
                     (!shm.peer_alive(*local)).then(|| (rank, shm.peer_pid(*local).unwrap_or(0)))
                 }
-                Route::Ofi => {
-                    let lost = self.ofi.as_ref()?.ofi.peer_lost(rank).is_some();
-                    lost.then_some((rank, 0))
-                }
-                Route::Tcp => {
-                    let state = self.tcp.as_ref()?.peer_state(rank);
-                    matches!(state, PeerState::Left | PeerState::Lost).then_some((rank, 0))
+                Route::Ofi | Route::Tcp => {
+                    let gone = (self.peers.reaches_over(rank, Wire::Ofi) && ofi_lost(rank))
+                        || (self.peers.reaches_over(rank, Wire::Tcp) && tcp_gone(rank));
+                    gone.then_some((rank, 0))
                 }
                 Route::Myself => None,
             })

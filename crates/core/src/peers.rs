@@ -7,6 +7,7 @@
 //! one machine are different hosts), else by host name and kernel boot id.
 
 use crate::error::CoreError;
+use crate::netroute::{NetRoute, Wire};
 
 /// How this rank reaches one peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,41 +91,52 @@ impl Allowed {
 /// Every rank's route, and the ranks of this host in local order.
 #[derive(Debug, Clone)]
 pub struct Peers {
-    /// Route to each rank, indexed by rank.
+    /// Route to each rank, indexed by rank; for a peer on another host, the route of
+    /// its small messages (see `net`).
     pub routes: Vec<Route>,
+    /// For each peer on another host, which transport carries which sizes
+    /// (`netroute.rs`); `None` for ourselves and same-host peers.
+    pub net: Vec<Option<NetRoute>>,
     /// Ranks on this host, in rank order; a rank's position is its local index.
     pub local: Vec<usize>,
 }
 
 impl Peers {
-    /// Builds the table from every rank's host identity and whether it opened an ofi
-    /// endpoint (`ofi[r]`). Same host → shm; else ofi when both ends have it; else
-    /// tcp. The choice is symmetric: rank a reaches b the way b reaches a.
+    /// Builds the table from every rank's host identity, whether it opened an ofi
+    /// endpoint (`ofi[r]`), and the job's network route. Same host → shm; else
+    /// `policy`, with ofi replaced by tcp where an end lacks it and tcp by ofi where
+    /// `allowed` excludes it. The choice is symmetric: rank a reaches b the way b
+    /// reaches a.
     pub fn new(
         me: usize,
         hosts: &[String],
         allowed: Allowed,
         ofi: &[bool],
+        policy: NetRoute,
     ) -> Result<Peers, CoreError> {
         let local: Vec<usize> = (0..hosts.len())
             .filter(|&r| hosts[r] == hosts[me])
             .collect();
+        let mut net = vec![None; hosts.len()];
         let routes = (0..hosts.len())
             .map(|r| {
                 if r == me {
-                    Ok(Route::Myself)
-                } else if allowed.shm && hosts[r] == hosts[me] {
-                    Ok(Route::Shm(
+                    return Ok(Route::Myself);
+                }
+                if allowed.shm && hosts[r] == hosts[me] {
+                    return Ok(Route::Shm(
                         local
                             .iter()
                             .position(|&l| l == r)
                             .expect("same host is local"),
-                    ))
-                } else if allowed.ofi && ofi[me] && ofi[r] {
-                    Ok(Route::Ofi)
-                } else if allowed.tcp {
-                    Ok(Route::Tcp)
-                } else if allowed.ofi {
+                    ));
+                }
+                let usable = [allowed.tcp, allowed.ofi && ofi[me] && ofi[r]];
+                if let Some(n) = policy.narrowed(usable) {
+                    net[r] = Some(n);
+                    return Ok(n.small.route());
+                }
+                if allowed.ofi {
                     let without = if ofi[me] { r } else { me };
                     Err(CoreError::Unsupported(format!(
                         "rank {r} (host {:?}) needs a network transport, NF_TRANSPORTS \
@@ -140,7 +152,30 @@ impl Peers {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Peers { routes, local })
+        Ok(Peers { routes, net, local })
+    }
+
+    /// The transport that carries a message of `len` payload bytes to `rank`.
+    #[inline]
+    pub fn route_for(&self, rank: usize, len: usize) -> Route {
+        match &self.net[rank] {
+            Some(n) if n.is_split() => n.wire_for(len).route(),
+            _ => self.routes[rank],
+        }
+    }
+
+    /// Whether `rank` is reached over `wire` for some sizes.
+    pub fn reaches_over(&self, rank: usize, wire: Wire) -> bool {
+        self.net[rank].is_some_and(|n| n.small == wire || n.large == wire)
+    }
+
+    /// How `rank` is reached, as `nf run --show-transports` prints it: `shm`, `tcp`,
+    /// `tcp/ofi@65536`, …
+    pub fn describe(&self, rank: usize) -> String {
+        match &self.net[rank] {
+            Some(n) => n.to_string(),
+            None => self.routes[rank].name().to_owned(),
+        }
     }
 
     /// Our index among the ranks of this host.
@@ -151,11 +186,16 @@ impl Peers {
             .expect("a rank is on its own host")
     }
 
-    /// Whether any peer is reached by `route` (compared by transport, not local index).
+    /// Whether any peer is reached by `route` for some sizes (compared by transport,
+    /// not local index).
     pub fn uses(&self, route: Route) -> bool {
-        self.routes
-            .iter()
-            .any(|r| std::mem::discriminant(r) == std::mem::discriminant(&route))
+        let same = |r: &Route| std::mem::discriminant(r) == std::mem::discriminant(&route);
+        self.routes.iter().any(same)
+            || self
+                .net
+                .iter()
+                .flatten()
+                .any(|n| same(&n.small.route()) || same(&n.large.route()))
     }
 
     /// Whether any peer is reached over shared memory.
@@ -168,6 +208,13 @@ impl Peers {
 mod tests {
     use super::*;
 
+    /// The route the tests assume unless they say otherwise: ofi where both ends have it.
+    const OFI: NetRoute = NetRoute {
+        small: Wire::Ofi,
+        large: Wire::Ofi,
+        from: usize::MAX,
+    };
+
     fn hosts(h: &[&str]) -> Vec<String> {
         h.iter().map(|s| s.to_string()).collect()
     }
@@ -175,7 +222,7 @@ mod tests {
     #[test]
     fn same_host_is_shm_and_other_hosts_tcp_without_ofi() {
         let h = hosts(&["a", "b", "a", "b", "a"]);
-        let p = Peers::new(2, &h, Allowed::default(), &[false; 5]).unwrap();
+        let p = Peers::new(2, &h, Allowed::default(), &[false; 5], OFI).unwrap();
         assert_eq!(p.local, [0, 2, 4]);
         assert_eq!(
             p.routes,
@@ -195,13 +242,13 @@ mod tests {
     fn other_hosts_use_ofi_where_both_ends_have_it() {
         let h = hosts(&["a", "b", "a", "c"]);
         let ofi = [true, true, true, false];
-        let p = Peers::new(0, &h, Allowed::default(), &ofi).unwrap();
+        let p = Peers::new(0, &h, Allowed::default(), &ofi, OFI).unwrap();
         assert_eq!(
             p.routes,
             [Route::Myself, Route::Ofi, Route::Shm(1), Route::Tcp]
         );
         // Symmetric: rank 3, without ofi, reaches everyone over tcp.
-        let p = Peers::new(3, &h, Allowed::default(), &ofi).unwrap();
+        let p = Peers::new(3, &h, Allowed::default(), &ofi, OFI).unwrap();
         assert_eq!(
             p.routes,
             [Route::Tcp, Route::Tcp, Route::Tcp, Route::Myself]
@@ -211,20 +258,20 @@ mod tests {
     #[test]
     fn transports_can_be_narrowed() {
         let tcp_only: Allowed = "tcp".parse().unwrap();
-        let p = Peers::new(0, &hosts(&["a", "a"]), tcp_only, &[false; 2]).unwrap();
+        let p = Peers::new(0, &hosts(&["a", "a"]), tcp_only, &[false; 2], OFI).unwrap();
         assert_eq!(p.routes, [Route::Myself, Route::Tcp]);
         assert!(tcp_only.needs_network(0, &hosts(&["a", "a"])));
         let ofi_only: Allowed = "ofi".parse().unwrap();
-        let p = Peers::new(1, &hosts(&["a", "a"]), ofi_only, &[true; 2]).unwrap();
+        let p = Peers::new(1, &hosts(&["a", "a"]), ofi_only, &[true; 2], OFI).unwrap();
         assert_eq!(p.routes, [Route::Ofi, Route::Myself]);
-        let err = Peers::new(1, &hosts(&["a", "a"]), ofi_only, &[false, true]).unwrap_err();
+        let err = Peers::new(1, &hosts(&["a", "a"]), ofi_only, &[false, true], OFI).unwrap_err();
         assert!(
             err.to_string().contains("rank 0 could not open ofi"),
             "{err}"
         );
         let shm_only: Allowed = "shm".parse().unwrap();
         assert!(!shm_only.needs_network(0, &hosts(&["a", "a"])));
-        let err = Peers::new(0, &hosts(&["a", "b"]), shm_only, &[false; 2]).unwrap_err();
+        let err = Peers::new(0, &hosts(&["a", "b"]), shm_only, &[false; 2], OFI).unwrap_err();
         assert!(err.to_string().contains("allows only shm"), "{err}");
         assert_eq!(
             "shm, ofi".parse::<Allowed>().unwrap(),

@@ -249,6 +249,10 @@ impl World {
                 self.flush_ctrl()
             }
             Meta::ProbeAck => Ok(()),
+            // `net.rs` consumes these from peers with a split route.
+            Meta::Switch { .. } => Err(protocol(
+                "a transport switch from a peer whose route does not split by size",
+            )),
         }
     }
 
@@ -385,7 +389,7 @@ impl World {
             if self
                 .net
                 .borrow_mut()
-                .try_send(dest, meta.encode().as_bytes(), &[])?
+                .try_send(dest, 0, meta.encode().as_bytes(), &[])?
                 == SendStatus::NoCredit
             {
                 return Ok(());

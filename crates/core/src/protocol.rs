@@ -14,6 +14,7 @@
 //! | `NACK`  | id u32 | could not read rendezvous `id`; send it another way |
 //! | `PROBE` | — | are you there? (liveness over connectionless transports); answered with `PROBE_ACK` |
 //! | `PROBE_ACK` | — | yes |
+//! | `SWITCH` | after u64 | I now send over this transport; take `after` packets from me over the other one first (`order.rs`) |
 //!
 //! Integers are little-endian. Fragments of one message are never interleaved with
 //! another message from the same sender (a sender does not run handlers while it
@@ -34,6 +35,7 @@ const CTS: u8 = 7;
 const DONE: u8 = 8;
 const PROBE: u8 = 9;
 const PROBE_ACK: u8 = 10;
+const SWITCH: u8 = 12;
 
 /// Decoded packet metadata, borrowing the header bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +70,9 @@ pub enum Meta<'a> {
     Probe,
     /// The answer to a probe.
     ProbeAck,
+    /// The sender changed transport: take `after` packets from it over the other one
+    /// first (consumed by `net.rs`, never seen by handlers).
+    Switch { after: u64 },
 }
 
 /// An encoded metadata block.
@@ -144,6 +149,10 @@ impl Meta<'_> {
             }
             Meta::Probe => e.put(&[PROBE]),
             Meta::ProbeAck => e.put(&[PROBE_ACK]),
+            Meta::Switch { after } => {
+                e.put(&[SWITCH]);
+                e.put(&after.to_le_bytes());
+            }
         }
         e
     }
@@ -161,6 +170,15 @@ impl Meta<'_> {
             e.buf[4..e.len].copy_from_slice(header);
         }
         e
+    }
+
+    /// The count of a `SWITCH` block (a quick look, for the network's order keeping).
+    #[inline]
+    pub fn switch_count(b: &[u8]) -> Option<u64> {
+        match b {
+            [SWITCH, rest @ ..] => Some(u64::from_le_bytes(rest.try_into().ok()?)),
+            _ => None,
+        }
     }
 
     /// Decodes, checking every length against the bytes present.
@@ -234,6 +252,7 @@ impl Meta<'_> {
             NACK => Meta::Nack { id: r.u32()? },
             PROBE => Meta::Probe,
             PROBE_ACK => Meta::ProbeAck,
+            SWITCH => Meta::Switch { after: r.u64()? },
             k => return Err(format!("unknown packet kind {k}")),
         };
         if r.at != b.len() {
@@ -317,11 +336,17 @@ mod tests {
             Meta::Nack { id: 1 },
             Meta::Probe,
             Meta::ProbeAck,
+            Meta::Switch { after: 1 << 50 },
         ];
         for m in all {
             let e = m.encode();
             assert!(e.as_bytes().len() <= META_MAX);
             assert_eq!(Meta::decode(e.as_bytes()), Ok(m));
+            let switch = match m {
+                Meta::Switch { after } => Some(after),
+                _ => None,
+            };
+            assert_eq!(Meta::switch_count(e.as_bytes()), switch);
             if let Meta::Eager { handler, header } = m {
                 assert_eq!(Meta::eager(handler, header).as_bytes(), e.as_bytes());
             }

@@ -7,6 +7,7 @@
 //! or unreadable file means "not tuned". It is a file on this host, so the values are
 //! per host (a shared home directory shares them: set `NF_TUNE_FILE` per host then).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,11 @@ pub struct Tuned {
     /// Largest payload of one ofi packet (`NF_OFI_PACKET`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ofi_packet: Option<usize>,
+    /// The network route to each other host measured (`NF_NET_ROUTE`'s syntax, e.g.
+    /// `tcp/ofi@65536`), keyed by that host's identity (`NF_HOST`, or host name and
+    /// boot id).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub net_route: BTreeMap<String, String>,
 }
 
 impl Tuned {
@@ -56,6 +62,11 @@ impl Tuned {
             shm_fast_limit: newer.shm_fast_limit.or(self.shm_fast_limit),
             tcp_hot_us: newer.tcp_hot_us.or(self.tcp_hot_us),
             ofi_packet: newer.ofi_packet.or(self.ofi_packet),
+            net_route: {
+                let mut m = self.net_route;
+                m.extend(newer.net_route.clone());
+                m
+            },
         }
     }
 }
@@ -115,6 +126,7 @@ mod tests {
             shm_fast_limit: Some(128),
             tcp_hot_us: Some(100),
             ofi_packet: Some(4096),
+            net_route: BTreeMap::from([("h1".to_owned(), "tcp/ofi@65536".to_owned())]),
         }
     }
 

@@ -7,12 +7,15 @@
 //!    our memory, create our shm receive segment. If we need the network: open an
 //!    ofi endpoint (`NF_OFI_PROVIDER`) and publish its address, or why it failed;
 //!    start the tcp listener and publish its address. Fence.
+//!    Rank 0 also publishes the job's network route (`netroute.rs`: which transport
+//!    carries which sizes between hosts), so every rank follows one choice.
 //! 3. Read the ofi status of the networked ranks and build the peer table
-//!    ([`Peers`]): same host → shm; other hosts → ofi when both ends opened it, else
-//!    tcp. The lowest networked rank warns once for the job if some rank fell back.
-//!    Drop the transports no route uses (they are never polled). Map the local
-//!    peers' segments, insert the ofi peers' addresses, connect to the tcp peers.
-//!    Fence.
+//!    ([`Peers`]): same host → shm; other hosts → the job's network route, with ofi
+//!    replaced by tcp where an end could not open it. The lowest networked rank
+//!    warns once for the job if some rank fell back. Drop the transports no route
+//!    uses (they are never polled). Map the local peers' segments, insert the
+//!    addresses of the peers reached over ofi, connect to those reached over tcp
+//!    (for some sizes). Fence.
 //! 4. Unlink our segment's name (nothing is left behind if we are killed from here
 //!    on) and enable single-copy reads if the kernel allows them.
 
@@ -28,6 +31,7 @@ use crate::config::Config;
 use crate::error::CoreError;
 use crate::net::{Net, OfiPoller};
 use crate::netconf;
+use crate::netroute::{NetRoute, Wire};
 use crate::peers::{Peers, Route};
 use nf_sys::hash::fnv1a;
 use nf_sys::host::host_identity;
@@ -134,15 +138,24 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
             tcp = Some(t);
         }
     }
+    let (route, source) = job_route(cfg, &host, &hosts);
+    if me == 0 {
+        boot.put(&key("netroute"), &route.to_string())?;
+    }
     boot.fence()?;
 
     // Step 3.
+    let route = boot.get(0, &key("netroute"))?;
+    let policy: NetRoute = route.parse().map_err(|why| CoreError::Protocol {
+        src: 0,
+        why: format!("published network route {route:?}: {why}"),
+    })?;
     let statuses = read_ofi_statuses(boot, &networked, allowed.ofi)?;
     let has_ofi: Vec<bool> = statuses
         .iter()
         .map(|s| matches!(s, Some(OfiStatus::Address(_))))
         .collect();
-    let peers = Peers::new(me, &hosts, allowed, &has_ofi)?;
+    let peers = Peers::new(me, &hosts, allowed, &has_ofi, policy)?;
     if allowed.ofi && allowed.tcp && networked.iter().position(|&n| n) == Some(me) {
         warn_fallback(&statuses, &cfg.ofi_provider);
     }
@@ -157,29 +170,31 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
     }
     if let Some(o) = ofi.as_mut() {
         let addrs: Vec<Option<Vec<u8>>> = (0..size)
-            .map(|r| match (&peers.routes[r], &statuses[r]) {
-                (Route::Ofi, Some(OfiStatus::Address(a))) => Some(a.clone()),
+            .map(|r| match &statuses[r] {
+                Some(OfiStatus::Address(a)) if peers.reaches_over(r, Wire::Ofi) => Some(a.clone()),
                 _ => None,
             })
             .collect();
         o.connect(&addrs)?;
     }
     if let Some(t) = tcp.as_mut() {
-        let mut addrs = vec![None; size];
-        for (rank, route) in peers.routes.iter().enumerate() {
-            if *route == Route::Tcp {
+        let addrs = (0..size)
+            .map(|rank| {
+                if !peers.reaches_over(rank, Wire::Tcp) {
+                    return Ok(None);
+                }
                 let text = boot.get(rank, &key("tcp"))?;
                 let addr: SocketAddr = text.parse().map_err(|_| CoreError::Protocol {
                     src: rank,
                     why: format!("published tcp address {text:?} is not an address"),
                 })?;
-                addrs[rank] = Some(addr);
-            }
-        }
+                Ok(Some(addr))
+            })
+            .collect::<Result<Vec<_>, CoreError>>()?;
         t.connect(&addrs)?;
     }
     if cfg.show_transports {
-        let row: Vec<&str> = peers.routes.iter().map(|r| r.name()).collect();
+        let row: Vec<String> = (0..size).map(|r| peers.describe(r)).collect();
         boot.put(&key("routes"), &row.join(" "))?;
     }
     boot.fence()?;
@@ -189,16 +204,35 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
         s.unlink_own()?;
     }
     if cfg.show_transports && me == 0 {
-        print_matrix(boot)?;
+        let between = remote_hosts.then(|| format!("{policy} ({source}, {})", cfg.ofi_provider));
+        print_matrix(boot, between)?;
     }
     let dead_after = netconf::ofi(cfg, &job, remote_hosts).dead_after;
     let ofi = ofi.map(|t| OfiPoller::new(t, cfg.ofi_poll_every, peers.uses_shm(), dead_after));
-    Ok(Net {
-        peers,
-        shm,
-        ofi,
-        tcp,
-    })
+    Ok(Net::new(peers, shm, ofi, tcp))
+}
+
+/// The job's network route as rank 0 sees it (`netroute.rs`): `NF_NET_ROUTE`; else
+/// the route `nf tune` cached to the other hosts, when they all have the same one;
+/// else the provider's default.
+fn job_route(cfg: &Config, me: &str, hosts: &[String]) -> (NetRoute, &'static str) {
+    if let Some(r) = cfg.net_route {
+        return (r, "NF_NET_ROUTE");
+    }
+    let mut others = hosts.iter().filter(|h| *h != me);
+    let cached = others.next().and_then(|first| {
+        let r = cfg.net_route_tuned.get(first)?;
+        others
+            .all(|h| cfg.net_route_tuned.get(h) == Some(r))
+            .then_some(*r)
+    });
+    match cached {
+        Some(r) => (r, "measured by nf tune"),
+        None => (
+            NetRoute::default_for(&cfg.ofi_provider),
+            "the default for the ofi provider",
+        ),
+    }
 }
 
 /// The ofi status of every networked rank (indexed by rank, `None` for the others).
@@ -238,20 +272,55 @@ fn warn_fallback(statuses: &[Option<OfiStatus>], provider: &str) {
 }
 
 /// Rank 0 prints who reaches whom by which transport (`nf run --show-transports`).
-fn print_matrix(boot: &mut dyn Bootstrap) -> Result<(), CoreError> {
+fn print_matrix(boot: &mut dyn Bootstrap, between: Option<String>) -> Result<(), CoreError> {
     let rows = (0..boot.size())
         .map(|r| boot.get(r, &key("routes")))
         .collect::<Result<Vec<_>, _>>()?;
+    let width = rows
+        .iter()
+        .flat_map(|row| row.split(' '))
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
+        .max(5);
     let mut out = format!("transports (row: from rank, column: to rank)\n{:>6}", "");
     for r in 0..rows.len() {
-        out += &format!(" {r:>5}");
+        out += &format!(" {r:>width$}");
     }
     for (r, row) in rows.iter().enumerate() {
         out += &format!("\n{r:>6}");
         for cell in row.split(' ') {
-            out += &format!(" {cell:>5}");
+            out += &format!(" {cell:>width$}");
         }
+    }
+    if let Some(b) = between {
+        out += &format!("\nbetween hosts: {b}");
     }
     eprintln!("{out}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_job_route_is_the_setting_else_an_agreed_measurement_else_the_default() {
+        let hosts: Vec<String> = ["a", "b", "c", "b"].map(String::from).to_vec();
+        let mut cfg = Config::default();
+        assert_eq!(job_route(&cfg, "a", &hosts).0.to_string(), "tcp");
+        cfg.ofi_provider = "verbs".into();
+        assert_eq!(job_route(&cfg, "a", &hosts).0.to_string(), "ofi");
+        let split: NetRoute = "tcp/ofi@65536".parse().unwrap();
+        cfg.net_route_tuned.insert("b".into(), split);
+        // Host c has no measurement: the default stays.
+        assert_eq!(job_route(&cfg, "a", &hosts).0.to_string(), "ofi");
+        cfg.net_route_tuned.insert("c".into(), split);
+        assert_eq!(job_route(&cfg, "a", &hosts), (split, "measured by nf tune"));
+        cfg.net_route = Some(NetRoute::single(Wire::Tcp));
+        assert_eq!(
+            job_route(&cfg, "a", &hosts),
+            (NetRoute::single(Wire::Tcp), "NF_NET_ROUTE")
+        );
+    }
 }

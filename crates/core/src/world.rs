@@ -228,9 +228,16 @@ impl World {
         self.rndv_threshold.get()
     }
 
-    /// How this rank reaches `rank` (self, shm or tcp).
+    /// How this rank reaches `rank` (self, shm, tcp or ofi; for a peer on another
+    /// host, the transport of its small messages).
     pub fn route(&self, rank: usize) -> Option<Route> {
         self.routes.get(rank).copied()
+    }
+
+    /// How this rank reaches `rank` as `nf run --show-transports` prints it: `shm`,
+    /// `tcp`, `tcp/ofi@65536` (a route that splits by size), …
+    pub fn route_description(&self, rank: usize) -> Option<String> {
+        (rank < self.size).then(|| self.net.borrow().peers.describe(rank))
     }
 
     /// Where this rank's network transports can be reached: (transport, address), tcp
@@ -366,7 +373,7 @@ impl World {
             st.deferred.push_back(msg);
             return Ok(());
         }
-        let frame_payload = self.max_packet[dest];
+        let frame_payload = self.net.borrow().max_payload_for(dest, payload.len());
         if payload.len() <= frame_payload {
             return self.send_packet(dest, Meta::eager(handler, header).as_bytes(), payload);
         }
@@ -390,10 +397,23 @@ impl World {
         meta: &[u8],
         payload: &[u8],
     ) -> Result<(), CoreError> {
-        if self.net.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
+        self.send_packet_of(dest, payload.len(), meta, payload)
+    }
+
+    /// [`World::send_packet`] of one packet of a message of `len` payload bytes (its
+    /// size picks the transport where the route to `dest` splits by size).
+    #[inline]
+    fn send_packet_of(
+        &self,
+        dest: usize,
+        len: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        if self.net.borrow_mut().try_send(dest, len, meta, payload)? == SendStatus::Sent {
             return Ok(());
         }
-        self.send_packet_blocked(dest, meta, payload)
+        self.send_packet_blocked(dest, len, meta, payload)
     }
 
     /// [`World::send_packet`] once the receiver had no room: poll and retry.
@@ -401,6 +421,7 @@ impl World {
     fn send_packet_blocked(
         &self,
         dest: usize,
+        len: usize,
         meta: &[u8],
         payload: &[u8],
     ) -> Result<(), CoreError> {
@@ -413,7 +434,7 @@ impl World {
                     return Err(dead);
                 }
             }
-            if self.net.borrow_mut().try_send(dest, meta, payload)? == SendStatus::Sent {
+            if self.net.borrow_mut().try_send(dest, len, meta, payload)? == SendStatus::Sent {
                 return Ok(());
             }
         }
@@ -434,10 +455,11 @@ impl World {
             header,
         }
         .encode();
-        self.send_packet(dest, meta.as_bytes(), first)?;
+        let len = payload.len();
+        self.send_packet_of(dest, len, meta.as_bytes(), first)?;
         let frag = Meta::Frag.encode();
         for piece in rest.chunks(chunk) {
-            self.send_packet(dest, frag.as_bytes(), piece)?;
+            self.send_packet_of(dest, len, frag.as_bytes(), piece)?;
         }
         Ok(())
     }

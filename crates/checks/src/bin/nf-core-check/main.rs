@@ -14,7 +14,8 @@
 //!   rank 1 must receive the small ones, report each large one as a peer error
 //!   naming the limit, and carry on;
 //! - `routes H0,H1,… NET`: rank r claims host Hr (run with `NF_HOST` set accordingly);
-//!   checks that same-host peers are reached by shm and the others by NET (tcp, ofi);
+//!   checks that same-host peers are reached by shm and the others by NET (tcp, ofi,
+//!   or a route split by size such as tcp/ofi@4096);
 //! - `die RANK`: RANK kills itself with SIGKILL while the others wait in a barrier;
 //! - `vanish RANK`: RANK exits quietly (status 0, no finalize); the others must get an
 //!   error naming it (`PeerDied`, or a transport's `PeerLost`), not hang;
@@ -539,7 +540,7 @@ fn routes(world: &World, hosts: &str, net: &str) -> Check {
         } else {
             net
         };
-        let got = world.route(r).map_or("none", |x| x.name());
+        let got = world.route_description(r).unwrap_or_else(|| "none".into());
         if got != want {
             return Err(format!("route to rank {r}: {got}, expected {want}"));
         }
