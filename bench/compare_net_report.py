@@ -78,12 +78,39 @@ def iperf_mb_per_s(d, rounds):
     return max(rates), rates
 
 
-FI_ROW = re.compile(r"^\s*(\d+)\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+\S+\s*$")
+# A result row of fi_pingpong (fabtests 1.17):
+#   bytes   #sent   #ack     total       time     MB/sec    usec/xfer   Mxfers/sec
+#   4m      200     =200     1.5g        3.01s    556.97    7530.51       0.00
+# "bytes" is the message size as fabtests prints sizes: powers of 1024 with a k, m or
+# g suffix, and one decimal below 10 of the unit when the size is not a whole multiple
+# (1536 -> 1.5k; a size like 100000 prints as 97k, so rows are matched on this label).
+# usec/xfer is the mean time of one transfer, half a round trip; MB/sec (10^6 B) is
+# the total moved both ways over the time, which comes to size / usec/xfer.
+FI_ROW = re.compile(r"^\s*([0-9.]+[kmg]?)\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+\S+\s*$")
+FI_UNITS = (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10))
+
+
+def fi_size_label(size):
+    """`size` written as fi_pingpong writes its bytes column (4194304 -> 4m, 8 -> 8)."""
+    for suffix, unit in FI_UNITS:
+        if size >= unit:
+            break
+    else:
+        suffix, unit = "", 1
+    whole, tenths = size // unit, (size % unit) * 10 // unit if size // unit < 10 else 0
+    return f"{whole}.{tenths}{suffix}" if tenths else f"{whole}{suffix}"
+
+
+def fi_size(label):
+    """fi_pingpong's bytes column as a number of bytes (4m -> 4194304, 1.5k -> 1536)."""
+    unit = dict(FI_UNITS).get(label[-1:], 1)
+    return int(float(label.rstrip("kmg")) * unit)
 
 
 def fi_usec(d, rounds, size):
     """Smallest fi_pingpong usec/xfer at `size` over the rounds, and all of them."""
     vals = []
+    want = fi_size_label(size)
     for k in range(1, rounds + 1):
         path = os.path.join(d, f"fi-{size}-{k}.txt")
         try:
@@ -91,7 +118,8 @@ def fi_usec(d, rounds, size):
                 rows = [FI_ROW.match(line) for line in f]
         except OSError as e:
             sys.exit(f"compare_net_report: {path}: {e}")
-        got = [float(m.group(2)) for m in rows if m and int(m.group(1)) == size]
+        got = [float(m.group(2)) for m in rows
+               if m and (m.group(1) == want or fi_size(m.group(1)) == size)]
         if not got:
             sys.exit(f"compare_net_report: {path}: no fi_pingpong result row for {size} B")
         vals.append(got[0])
@@ -100,7 +128,7 @@ def fi_usec(d, rounds, size):
 
 def target(name, ours, theirs, limit, higher_is_better, unit, method):
     ratio = ours / theirs if ours is not None and theirs else None
-    if ratio is None:
+    if ratio is None or limit is None:
         met = None
     elif higher_is_better:
         met = ratio >= limit
