@@ -165,7 +165,7 @@ def main(argv=None):
     bw = raw.get(BW_SIZE)
     targets.append(target("tcp 4 MiB bandwidth vs iperf3", bw and bw["ours_mb_per_s"], iperf,
                           0.85, True, "MB/s",
-                          f"best of K: ping-pong size / mean half round trip; iperf3 received "
+                          f"best of K: ping-pong size / median half round trip; iperf3 received "
                           f"rate ({', '.join(f'{r:.0f}' for r in iperf_all)} MB/s)"))
     if not a.no_ofi:
         for s in (int(x) for x in a.fi_sizes.split(",")):
