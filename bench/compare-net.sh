@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Across two hosts: ninefold's network transports against the limits and Open MPI,
-# measured in the same run, alternating, with ratios and the issue's targets.
+# measured in the same run, alternating, with ratios and the targets of issue 3
+# (small messages) and issue 18 (large messages).
 #
 # usage: bench/compare-net.sh [--alternations K] [--sizes LIST] [--iters N]
 #                             [--warmup W] [--shm-sizes LIST] [--fi-sizes LIST]
@@ -15,13 +16,21 @@
 #   --shm-sizes LIST   sizes of the shm-with-network check, default 8,64,4096
 #   --fi-sizes LIST    sizes for fi_pingpong (one run each), default 8
 #   --iperf-seconds S  length of each iperf3 run, default 5
-#   --no-ofi           skip ninefold over ofi and fi_pingpong
+#   --no-ofi           skip nf-ofi and fi_pingpong (nf-default still runs)
 #   --out DIR          default bench/out/compare-net-<UTC timestamp>/
+#
+# Issue 18's run (large messages; its targets need 8 B, every size from 256 KiB up
+# and 4 MiB on the ping-pongs, and 4 MiB on fi_pingpong):
+#
+#   bench/compare-net.sh --sizes 8,65536,262144,1048576,4194304,16777216 \
+#                        --fi-sizes 8,4194304
 #
 # The two hosts are network namespaces on this machine joined by a bridge (nf-netns,
 # from nf-testkit; removed when this script ends, however it ends). Host 0 runs the
 # launcher / client side, host 1 the echo / server side. Each round measures:
-#   nf-tcp      nf bench pingpong, 1 rank per host, NF_TRANSPORTS=shm,tcp
+#   nf-default  nf bench pingpong, 1 rank per host, NF_TRANSPORTS unset: the route
+#               ninefold picks by default between two hosts (the report names it)
+#   nf-tcp      the same, NF_TRANSPORTS=shm,tcp
 #   nf-ofi      the same over ofi (libfabric tcp provider), NF_TRANSPORTS=shm,ofi
 #   raw-tcp     bench/net/tcp_pingpong.c: blocking sockets, TCP_NODELAY (the tcp limit)
 #   openmpi-tcp bench/mpi/pingpong.c under mpirun, pml ob1, btl tcp,self; one rank in
@@ -29,6 +38,8 @@
 #               (--mca plm_rsh_agent: mpirun runs in host 0 and starts an orted in
 #               each namespace with `ip netns exec`)
 #   iperf3      one stream, host 0 -> host 1 (the bandwidth limit)
+#   iperf3-p4   iperf3 -P 4: four parallel streams, host 0 -> host 1 (the figure is
+#               what host 1 received over all four)
 #   fi_pingpong -p tcp -e rdm (the ofi limit; it reports the mean half round trip)
 #   shm-mixed   nf bench pingpong between ranks 0 and 1 of a 2-host x 2-rank job
 #               (shm between them; tcp and ofi to the other host)
@@ -105,9 +116,11 @@ in1=(ip netns exec "${H[1]}")
 bound=(timeout --kill-after=10 600)
 nf_hosts=(--remote "$repo/bench/net/netns-host.sh {host}" --pmi-bind "${A[0]}" --timeout 550)
 
-run_nf() { # NAME TRANSPORTS HOSTS SIZES K
+run_nf() { # NAME TRANSPORTS HOSTS SIZES K   (TRANSPORTS "": NF_TRANSPORTS unset)
     echo "== round $5: $1" >&2
-    NF_TRANSPORTS=$2 NF_BENCH_MAIN_HOST=${H[0]} run "${bound[@]}" "${in0[@]}" "$nf" run --hosts "$3" \
+    local transports=(env NF_TRANSPORTS="$2")
+    [[ -n $2 ]] || transports=(env -u NF_TRANSPORTS)
+    NF_BENCH_MAIN_HOST=${H[0]} run "${transports[@]}" "${bound[@]}" "${in0[@]}" "$nf" run --hosts "$3" \
         "${nf_hosts[@]}" -- "$nf" bench pingpong "${common[@]}" --sizes "$4" \
         --json "$out/$1-$5.json" >"$out/$1-$5.txt" 2>&1 ||
         die "$1 failed in round $5; see $out/$1-$5.txt"
@@ -142,47 +155,55 @@ wait_listen() {
     done
 }
 
-run_iperf() {
-    echo "== round $1: iperf3" >&2
-    "${bound[@]}" "${in1[@]}" iperf3 --server --one-off --bind "${A[1]}" --port 47002 \
-        >"$out/iperf3-server-$1.txt" 2>&1 &
+run_iperf() { # NAME PORT STREAMS K
+    echo "== round $4: $1" >&2
+    "${bound[@]}" "${in1[@]}" iperf3 --server --one-off --bind "${A[1]}" --port "$2" \
+        >"$out/$1-server-$4.txt" 2>&1 &
     local server=$!
-    wait_listen 47002 || die "the iperf3 server did not start in round $1; see $out/iperf3-server-$1.txt"
-    run "${bound[@]}" "${in0[@]}" iperf3 --client "${A[1]}" --port 47002 --time "$iperf_seconds" \
-        --json >"$out/iperf3-$1.json" 2>&1 || true
+    wait_listen "$2" || die "the $1 server did not start in round $4; see $out/$1-server-$4.txt"
+    run "${bound[@]}" "${in0[@]}" iperf3 --client "${A[1]}" --port "$2" --parallel "$3" \
+        --time "$iperf_seconds" --json >"$out/$1-$4.json" 2>&1 || true
     # iperf3 --json may exit 0 after a failure; its report says so.
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit("error" in r)' \
-        "$out/iperf3-$1.json" 2>/dev/null || die "iperf3 failed in round $1; see $out/iperf3-$1.json"
+        "$out/$1-$4.json" 2>/dev/null || die "$1 failed in round $4; see $out/$1-$4.json"
     wait "$server" || true
 }
 
 run_fi() {
-    local s
+    local s n
     for s in ${fi_sizes//,/ }; do
         echo "== round $1: fi_pingpong $s B" >&2
-        # fi_pingpong's -I is its iteration count; it adds its own warm-up.
-        "${bound[@]}" "${in1[@]}" fi_pingpong -p tcp -e rdm -B 47003 -I "$iters" -S "$s" \
+        # fi_pingpong's -I is its iteration count; it adds its own warm-up. The count
+        # follows the ping-pongs' rule (bench/c/ppreport.h: above 64 KiB, about
+        # iters x 64 KiB moved, at least 20 trips), so a 4 MiB run is as long as theirs.
+        n=$iters
+        ((s <= 65536)) || n=$((iters * 65536 / s))
+        ((n >= 20)) || n=20
+        ((n <= iters)) || n=$iters
+        "${bound[@]}" "${in1[@]}" fi_pingpong -p tcp -e rdm -B 47003 -I "$n" -S "$s" \
             >"$out/fi-server-$s-$1.txt" 2>&1 &
         local server=$!
         wait_listen 47003 || die "fi_pingpong's server did not start in round $1; see $out/fi-server-$s-$1.txt"
-        run "${bound[@]}" "${in0[@]}" fi_pingpong -p tcp -e rdm -P 47003 -I "$iters" -S "$s" \
+        run "${bound[@]}" "${in0[@]}" fi_pingpong -p tcp -e rdm -P 47003 -I "$n" -S "$s" \
             "${A[1]}" >"$out/fi-$s-$1.txt" 2>&1 ||
             die "fi_pingpong failed in round $1; see $out/fi-$s-$1.txt"
         wait "$server" || die "fi_pingpong's server failed in round $1; see $out/fi-server-$s-$1.txt"
     done
 }
 
-steps=(nf-tcp raw-tcp openmpi-tcp iperf3 shm-mixed shm-only)
+steps=(nf-default nf-tcp raw-tcp openmpi-tcp iperf3 iperf3-p4 shm-mixed shm-only)
 ((no_ofi)) || steps+=(nf-ofi "fi")
 run_step() { # STEP K
     case $1 in
+        nf-default) run_nf nf-default "" "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
         nf-tcp) run_nf nf-tcp shm,tcp "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
         nf-ofi) run_nf nf-ofi shm,ofi "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
         shm-mixed) run_nf shm-mixed shm,ofi,tcp "${H[0]}:2,${H[1]}:2" "$shm_sizes" "$2" ;;
         shm-only) run_nf shm-only shm "${H[0]}:2" "$shm_sizes" "$2" ;;
         raw-tcp) run_raw "$2" ;;
         openmpi-tcp) run_mpi "$2" ;;
-        iperf3) run_iperf "$2" ;;
+        iperf3) run_iperf iperf3 47002 1 "$2" ;;
+        iperf3-p4) run_iperf iperf3-p4 47004 4 "$2" ;;
         fi) run_fi "$2" ;;
     esac
 }
@@ -200,7 +221,7 @@ report=(--dir "$out" --rounds "$alternations" --fi-sizes "$fi_sizes")
 python3 "$repo/bench/compare_net_report.py" "${report[@]}" | tee "$out/targets.txt"
 
 plots=()
-for side in nf-tcp nf-ofi raw-tcp openmpi-tcp; do
+for side in nf-default nf-tcp nf-ofi raw-tcp openmpi-tcp; do
     [[ -s $out/best-$side.json ]] && plots+=("$out/best-$side.json")
 done
 if ((${#plots[@]})) && "$nf" bench plot --help >/dev/null 2>&1; then
