@@ -131,3 +131,54 @@ fn ranks_with_different_frame_sizes_fail_naming_the_setting() {
         "{err}"
     );
 }
+
+/// `nf tune --route` between two namespace hosts: a table of both transports, a
+/// choice, and the cache keyed by the other host's identity (its namespace name, the
+/// `NF_HOST` the launcher gives its ranks).
+#[test]
+fn tune_route_measures_between_two_hosts_and_caches_for_the_other_one() {
+    let net = nf_testkit::Netns::create(2)
+        .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("tune.json");
+    let hosts = format!("{},{}", net.host(0), net.host(1));
+    let bind = net.addr(0).to_string();
+    let out = finish(
+        net.exec(0, env!("CARGO_BIN_EXE_nf"))
+            .args(["tune", "--iters", "20", "--rounds", "1", "--route", &hosts])
+            .args(["--remote", "ip netns exec {host}", "--pmi-bind", &bind])
+            .env("NF_TUNE_FILE", &cache),
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let ofi = nf_transport::ofi::available().is_ok();
+    assert!(stdout.contains("route (NF_NET_ROUTE)"), "{stdout}");
+    let row = |r: &str| {
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{r} ")))
+    };
+    assert!(row("tcp") && row("ofi") == ofi, "{stdout}");
+    let choice = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("choice: route to {}: NF_NET_ROUTE=", net.host(1))))
+        .unwrap_or_else(|| panic!("no choice for host 1:\n{stdout}"));
+    let cached: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    assert_eq!(cached["net_route"][net.host(1)], choice, "{cached}");
+    assert!(
+        choice.parse::<nf_core::netroute::NetRoute>().is_ok(),
+        "{choice}"
+    );
+}
+
+#[test]
+fn tune_route_needs_two_hosts() {
+    let out = finish(&mut nf(&["tune", "--route", "onlyone", "--remote", "true"]));
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--route takes two hosts"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -99,6 +99,8 @@ pub struct Peers {
     pub net: Vec<Option<NetRoute>>,
     /// Ranks on this host, in rank order; a rank's position is its local index.
     pub local: Vec<usize>,
+    /// Each rank's host identity (`NF_HOST`, or host name and boot id).
+    pub hosts: Vec<String>,
 }
 
 impl Peers {
@@ -152,7 +154,12 @@ impl Peers {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Peers { routes, net, local })
+        Ok(Peers {
+            routes,
+            net,
+            local,
+            hosts: hosts.to_vec(),
+        })
     }
 
     /// The transport that carries a message of `len` payload bytes to `rank`.

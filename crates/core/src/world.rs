@@ -234,6 +234,12 @@ impl World {
         self.routes.get(rank).copied()
     }
 
+    /// The host identity of `rank` (`NF_HOST`, or host name and boot id): what
+    /// wire-up compared to find the ranks that share memory.
+    pub fn host_of(&self, rank: usize) -> Option<String> {
+        self.net.borrow().peers.hosts.get(rank).cloned()
+    }
+
     /// How this rank reaches `rank` as `nf run --show-transports` prints it: `shm`,
     /// `tcp`, `tcp/ofi@65536` (a route that splits by size), …
     pub fn route_description(&self, rank: usize) -> Option<String> {

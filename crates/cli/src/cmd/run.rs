@@ -189,7 +189,7 @@ fn refuse_mpi_program(program: &Path) -> anyhow::Result<()> {
 }
 
 /// `--pmi-bind`: `IP` (any free port) or `IP:PORT`.
-fn parse_bind(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_bind(s: &str) -> Result<SocketAddr, String> {
     s.parse::<SocketAddr>()
         .or_else(|_| s.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 0)))
         .map_err(|_| format!("{s:?} is not an IP address (or IP:PORT)"))

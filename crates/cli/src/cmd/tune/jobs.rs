@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nf_bench::report::{Report, SizeResult};
-use nf_launch::{Binding, LaunchSpec};
+use nf_launch::{Binding, Hosts, LaunchSpec};
 
 use super::knobs::Knob;
 use super::pick::median;
@@ -28,6 +28,8 @@ pub struct Jobs {
     iters: usize,
     timeout: Duration,
     started: usize,
+    /// Where the ranks run (one per host); `None`: both on this host.
+    hosts: Option<Hosts>,
 }
 
 /// One knob's measurement: its setting forced to each of several values in turn.
@@ -54,7 +56,14 @@ impl Jobs {
             iters,
             timeout,
             started: 0,
+            hosts: None,
         })
+    }
+
+    /// Runs the jobs' ranks on `hosts` (one each) instead of this host.
+    pub fn on_hosts(mut self, hosts: Hosts) -> Jobs {
+        self.hosts = Some(hosts);
+        self
     }
 
     /// Runs `probe` over `sizes` as one 2-rank job with `env` (`rounds` inside it);
@@ -107,7 +116,8 @@ impl Jobs {
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
         };
-        let code = super::super::run::launch_on(&spec, None, &format!("nf tune ({what})"))?;
+        let code =
+            super::super::run::launch_on(&spec, self.hosts.as_ref(), &format!("nf tune ({what})"))?;
         if code != 0 {
             anyhow::bail!(
                 "nf tune: the job measuring {what} failed (exit status {code}, its output is above)"

@@ -8,6 +8,10 @@
 //! | `tcp-hold` | `NF_TCP_HOT_US` | tcp ping-pong on loopback, 8 B … 64 KiB |
 //! | `ofi-packet` | `NF_OFI_PACKET` | ofi ping-pong on loopback, 1 KiB … 1 MiB |
 //!
+//! `nf tune --route HOST0,HOST1 --remote TEMPLATE` measures instead which network
+//! transport should carry which message sizes between two hosts (`NF_NET_ROUTE`),
+//! and caches it for the other host (`route.rs`).
+//!
 //! Each value is a child job of 2 ranks (`jobs.rs`); the choice rules are in
 //! `pick.rs`, the knobs' values and sizes in `knobs.rs`. A value other than the
 //! default is kept only if it wins again in new jobs against the default alone (the
@@ -21,7 +25,9 @@ mod jobs;
 mod knobs;
 mod pick;
 mod probe;
+mod route;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -60,6 +66,27 @@ pub struct TuneArgs {
     /// With --check: write the comparison as a JSON report here.
     #[arg(long, requires = "check")]
     pub json: Option<PathBuf>,
+    /// Measure the network route between two hosts instead of the knobs: the
+    /// launcher's names for them, this one first (as `nf run --hosts`, without counts).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "HOST0,HOST1",
+        conflicts_with = "check"
+    )]
+    pub route: Vec<String>,
+    /// With --route: how to start a rank on a host (as `nf run --remote`).
+    #[arg(
+        long,
+        value_name = "TEMPLATE",
+        requires = "route",
+        default_value = "ssh {host}"
+    )]
+    pub remote: String,
+    /// With --route: this machine's address where the ranks reach the launcher's PMI
+    /// server (as `nf run --pmi-bind`).
+    #[arg(long, value_name = "IP", requires = "route", value_parser = super::run::parse_bind)]
+    pub pmi_bind: Option<SocketAddr>,
     /// Seconds one measuring job may run before it is killed.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub job_timeout: u64,
@@ -107,6 +134,10 @@ pub fn main(a: TuneArgs) -> anyhow::Result<i32> {
     }
     if a.check {
         return check::main(&a);
+    }
+    if !a.route.is_empty() {
+        let hosts = route::hosts(&a.route, &a.remote, a.pmi_bind)?;
+        return route::tune(&a, &mut a.jobs()?.on_hosts(hosts));
     }
     tune(&a)
 }

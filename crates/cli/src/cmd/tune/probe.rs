@@ -65,11 +65,24 @@ fn warmup(iters: usize) -> usize {
     iters / 10
 }
 
-/// Rank 0's report, over the route rank 0 uses to reach rank 1.
+/// Rank 0's report, over the route rank 0 uses to reach rank 1; its params name that
+/// route in full (`route`, e.g. `tcp/ofi@65536`) and rank 1's host (`peer_host`).
 fn report(world: &World, rows: Vec<SizeResult>) -> Option<Report> {
     let transport = world.route(1).map_or("none", |r| r.name());
-    (world.rank() == 0).then(|| Report::new("tune", transport, world.size(), rows))
+    (world.rank() == 0).then(|| {
+        let mut r = Report::new("tune", transport, world.size(), rows);
+        let route = world.route_description(1).unwrap_or_default();
+        r.params.insert(ROUTE.into(), route.into());
+        let peer = world.host_of(1).unwrap_or_default();
+        r.params.insert(PEER_HOST.into(), peer.into());
+        r
+    })
 }
+
+/// The report's param naming the route to rank 1.
+pub const ROUTE: &str = "route";
+/// The report's param naming rank 1's host identity.
+pub const PEER_HOST: &str = "peer_host";
 
 /// A ping-pong over `sizes` (fewer round trips for large ones, as `nf bench pingpong`).
 fn pingpong(world: &World, sizes: &[usize], iters: usize) -> anyhow::Result<Option<Report>> {
