@@ -20,6 +20,11 @@ use nf_sys::hash::fnv1a;
 /// 46 % at 4 MiB.
 pub(crate) const OFI_PACKET: usize = 16 * 1024 - 512;
 
+/// Longest sleep of a tcp-only rank's poll for the rest of a large body (the tcp
+/// transport's `rx.rs`, step 6): long enough that a 256 KiB share arrives, short
+/// enough that the rank's liveness checks and other connections wait little.
+pub(crate) const TCP_BODY_WAIT: Duration = Duration::from_millis(1);
+
 /// Where network transports bind: `NF_TCP_BIND`; loopback when every peer is on this
 /// host; else the first non-loopback IPv4 address that is up.
 fn bind_addr(cfg: &Config, remote_hosts: bool) -> IpAddr {

@@ -73,6 +73,50 @@ fn a_polling_rank_reads_its_connection_itself() {
     }
 }
 
+/// Large packets with the owner's wait for the rest of a body on (`rx.rs` step 6):
+/// every packet intact and in order, and the polls did sleep for bodies.
+#[test]
+fn large_bodies_waited_for_arrive_intact_and_in_order() {
+    const ROUNDS: u32 = 60;
+    let cfg = TcpConfig {
+        hot_for: Duration::from_secs(2),
+        max_payload: 4 << 20,
+        ..config()
+    };
+    let mut eps = job(vec![cfg; 2]);
+    for ep in &mut eps {
+        ep.set_body_wait(Some(Duration::from_millis(1)));
+    }
+    let (mut b, mut a) = (eps.pop().unwrap(), eps.pop().unwrap());
+    let max = 4 << 20;
+    let [sa, sb] = thread::scope(|s| {
+        let echo = s.spawn(move || {
+            let mut next = [0u32; 2];
+            for seq in 0..ROUNDS {
+                check(&poll_one(&mut b).unwrap(), 1, &mut next, max);
+                let (meta, payload) = packet(1, 0, seq, max);
+                while b.try_send(0, &meta, &payload).unwrap() != SendStatus::Sent {
+                    b.poll().unwrap();
+                }
+            }
+            b.stats()
+        });
+        let mut next = [0u32; 2];
+        for seq in 0..ROUNDS {
+            let (meta, payload) = packet(0, 1, seq, max);
+            while a.try_send(1, &meta, &payload).unwrap() != SendStatus::Sent {
+                a.poll().unwrap();
+            }
+            check(&poll_one(&mut a).unwrap(), 0, &mut next, max);
+        }
+        [a.stats(), echo.join().unwrap()]
+    });
+    assert!(
+        sa.body_waits + sb.body_waits > 0,
+        "no poll waited for a body: {sa:?} {sb:?}"
+    );
+}
+
 #[test]
 fn the_thread_takes_back_a_connection_whose_owner_stopped_polling() {
     const N: u32 = 64;

@@ -228,8 +228,14 @@ impl TcpTransport {
 
     /// Steps 2 and 3: reads each held connection once.
     pub(super) fn read_held(&mut self) -> Result<(), TransportError> {
-        let (sh, taken, held, direct) =
-            (&self.sh, &mut self.taken, &mut self.held, &mut self.direct);
+        let (sh, taken, held, direct, waits) = (
+            &self.sh,
+            &mut self.taken,
+            &mut self.held,
+            &mut self.direct,
+            &mut self.body_waits,
+        );
+        let wait = self.body_wait;
         sh.polled.store(true, Ordering::Relaxed);
         let mut wake = false;
         let mut cold = Vec::new();
@@ -252,7 +258,8 @@ impl TcpTransport {
             // nothing to read, and the quiet clock runs.
             let kept = match st.reader.as_mut() {
                 Some(reader) => {
-                    let outcome = reader.read(taken, sh.cfg.max_payload, 0, BUDGET, true);
+                    let outcome = reader.read(taken, sh.cfg.max_payload, 0, BUDGET, true, wait);
+                    *waits += std::mem::take(&mut reader.waits);
                     settle(sh, r, &mut st, outcome).is_some()
                 }
                 None => true,

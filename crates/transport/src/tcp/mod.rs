@@ -168,6 +168,8 @@ pub struct TcpStats {
     pub direct: u64,
     /// Packets the progress thread read and left in the inbox.
     pub relayed: u64,
+    /// Times the owner's poll slept for the rest of a large body (`rx.rs` step 6).
+    pub body_waits: u64,
 }
 
 /// What the owner and the progress thread share.
@@ -203,11 +205,21 @@ pub struct TcpTransport {
     held: Vec<Held>,
     /// Packets read by `read_held`.
     direct: u64,
+    /// How long a poll may sleep for the rest of a large body (`rx.rs` step 6).
+    body_wait: Option<Duration>,
+    /// Sleeps it took.
+    body_waits: u64,
     addr: SocketAddr,
     graceful: bool,
 }
 
 impl TcpTransport {
+    /// Lets a poll that reads a large body sleep up to `wait` for the rest of it,
+    /// instead of returning (`rx.rs` step 6); for a rank with nothing else to poll.
+    pub fn set_body_wait(&mut self, wait: Option<Duration>) {
+        self.body_wait = wait;
+    }
+
     /// Step 1 of wire-up: listens on `(cfg.bind, any port)` and starts the progress
     /// thread, as rank `me` of `size`.
     pub fn listen(cfg: TcpConfig, me: usize, size: usize) -> Result<Self, TransportError> {
@@ -271,6 +283,8 @@ impl TcpTransport {
             taken: VecDeque::new(),
             held: Vec::new(),
             direct: 0,
+            body_wait: None,
+            body_waits: 0,
             addr,
             graceful: true,
         })
@@ -310,6 +324,7 @@ impl TcpTransport {
         TcpStats {
             direct: self.direct,
             relayed: self.sh.inbox.relayed.load(Ordering::Relaxed),
+            body_waits: self.body_waits,
         }
     }
 

@@ -189,7 +189,14 @@ impl Engine {
             return;
         };
         let (cfg, mut inbox) = (&sh.cfg, &sh.inbox);
-        let outcome = reader.read(&mut inbox, cfg.max_payload, cfg.recv_limit, BUDGET, false);
+        let outcome = reader.read(
+            &mut inbox,
+            cfg.max_payload,
+            cfg.recv_limit,
+            BUDGET,
+            false,
+            None,
+        );
         match settle(sh, r, &mut st, outcome) {
             Some(Outcome::Budget) => push_once(&mut self.again, r),
             Some(Outcome::Full) => {
