@@ -158,6 +158,56 @@ fn ofi_integrity_collectives_flood_and_head_to_head() {
     job.expect_success(2, &["headtohead", "10", &(2 << 20).to_string()], &OFI);
 }
 
+#[test]
+fn ofi_large_messages_go_by_rma_read_intact_and_in_order_with_small_ones() {
+    require_ofi();
+    let job = Job::new();
+    // The counters must show every message ≥ NF_OFI_RNDV (default 64 KiB) to or from
+    // an ofi peer read by rendezvous; with the threshold out of reach, none.
+    job.expect_success(3, &["netrndv", "2"], &OFI);
+    let huge = (1u64 << 40).to_string();
+    let off = [OFI[0], OFI[1], ("NF_OFI_RNDV", huge.as_str())];
+    job.expect_success(2, &["netrndv", "1"], &off);
+    // Two hosts of two ranks: shm inside, ofi (and its rendezvous) across only.
+    let mut spec = job.spec(
+        4,
+        &[],
+        &[("NF_TCP_BIND", "127.0.0.1"), ("NF_TRANSPORTS", "shm,ofi")],
+    );
+    let check = spec.program.clone();
+    spec.program = "sh".into();
+    spec.args = ["-c", r#"NF_HOST=host$((NF_RANK / 2)) exec "$0" "$@""#]
+        .iter()
+        .map(OsString::from)
+        .chain([check.into_os_string(), "netrndv".into(), "1".into()])
+        .collect();
+    let report = nf_launch::run(&spec).expect("launch");
+    leftovers_are_gone(job.shm.path());
+    assert!(
+        matches!(report.outcome, Outcome::Success),
+        "{}",
+        report.outcome
+    );
+}
+
+#[test]
+fn a_receiver_vanishing_mid_ofi_rendezvous_is_an_error_for_the_sender_not_a_hang() {
+    require_ofi();
+    let t = Instant::now();
+    let env = [
+        OFI[0],
+        OFI[1],
+        ("NF_DEAD_AFTER_MS", "2000"),
+        ("NF_PEER_CHECK_MS", "50"),
+    ];
+    Job::new().expect_success(2, &["netrndvvanish", &(16 << 20).to_string()], &env);
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
 /// Fails the test, saying what to install, unless libfabric loads here.
 fn require_ofi() {
     if let Err(e) = nf_transport::ofi::available() {

@@ -77,6 +77,9 @@ pub struct Config {
     pub ofi_poll_every: u32,
     /// Largest payload of one ofi packet.
     pub ofi_packet: usize,
+    /// Payload size from which messages over ofi routes are read by the receiver
+    /// with the provider's RMA (rendezvous) instead of sent in packets.
+    pub ofi_rndv: usize,
     /// How soon a silent network peer is lost; the transports' defaults when `None`.
     pub dead_after: Option<Duration>,
     /// Rank 0 prints the peer × transport matrix after wire-up (`NF_SHOW_TRANSPORTS`).
@@ -92,6 +95,13 @@ pub struct Config {
 /// (2-core EPYC VM): copying through frames, pipelined across both cores, won up to
 /// 2 MiB; single-copy won at 4 MiB and tied above.
 pub const DEFAULT_RNDV_THRESHOLD: usize = 4 << 20;
+
+/// Default `NF_OFI_RNDV`: measured across two namespace hosts over libfabric's tcp
+/// provider (`nf bench pingpong`, a loaded 2-core VM, so compared by the fastest
+/// round trips): packets won up to 32 KiB (48–53 µs against the read's 54–80 µs at
+/// 32 KiB), 48 KiB was a tie, and the read won from 64 KiB up (58–81 µs against
+/// 116–372 µs).
+pub const DEFAULT_OFI_RNDV: usize = 64 << 10;
 
 impl Default for Config {
     fn default() -> Self {
@@ -110,6 +120,7 @@ impl Default for Config {
             ofi_node: None,
             ofi_poll_every: 1024,
             ofi_packet: crate::netconf::OFI_PACKET,
+            ofi_rndv: DEFAULT_OFI_RNDV,
             dead_after: None,
             show_transports: false,
             net_route: None,
@@ -254,6 +265,9 @@ impl Config {
                 value: c.ofi_packet.to_string(),
                 expected: packet,
             });
+        }
+        if let Some(v) = var(env, "NF_OFI_RNDV", "a byte count")? {
+            c.ofi_rndv = v;
         }
         if let Some(ms) = var::<u64>(env, "NF_DEAD_AFTER_MS", "milliseconds")? {
             c.dead_after = Some(Duration::from_millis(ms.max(100)));

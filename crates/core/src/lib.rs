@@ -47,4 +47,4 @@ pub use collectives::{ReduceOp, Reducible};
 pub use config::{Config, WaitMode};
 pub use error::CoreError;
 pub use protocol::MAX_AM_HEADER;
-pub use world::World;
+pub use world::{RndvStats, World};

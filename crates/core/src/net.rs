@@ -12,7 +12,10 @@
 //!   times a shm poll. So while shm routes exist, [`OfiPoller`] reads it only on
 //!   every Nth empty pass (`NF_OFI_POLL_EVERY`), and on every pass for a while after
 //!   it found something or we sent over it (so an ofi conversation runs at full
-//!   speed); without shm routes it reads it on every pass.
+//!   speed); without shm routes it reads it on every pass. While a rendezvous over
+//!   ofi is in flight (either end: the reader waits for its completion, and the
+//!   owner of the memory must drive the provider for the read to move), it reads it
+//!   on every pass too.
 //!
 //! A peer on another host may be reached over tcp for small messages and ofi for
 //! large ones, or the reverse (`netroute.rs`): [`Net::try_send`] picks the transport
@@ -100,6 +103,9 @@ pub(crate) struct OfiPoller {
     countdown: u32,
     /// Passes left in which every pass reads the queue.
     hot: u32,
+    /// Rendezvous over ofi in flight, sent or received: while any is, every pass
+    /// reads the queue.
+    pub rndv: u32,
 }
 
 impl OfiPoller {
@@ -116,6 +122,7 @@ impl OfiPoller {
             every,
             countdown: every,
             hot: 0,
+            rndv: 0,
         }
     }
 
@@ -130,14 +137,14 @@ impl OfiPoller {
     }
 
     fn poll(&mut self) -> Result<Option<OfiPacket>, TransportError> {
-        if self.hot == 0 {
+        if self.hot == 0 && self.rndv == 0 {
             self.countdown -= 1;
             if self.countdown > 0 {
                 return Ok(None);
             }
             self.countdown = self.every;
         } else {
-            self.hot -= 1;
+            self.hot = self.hot.saturating_sub(1);
         }
         let got = self.ofi.poll();
         match &got {

@@ -13,10 +13,29 @@
 //!      half into our buffer while we read the first (two cores copy at once), and
 //!      deliver when its DONE arrives. A step never waits, so two ranks serving each
 //!      other's rendezvous cannot deadlock;
+//!    - `RTS_NET` (a sender on an ofi route) → register a receive buffer and issue
+//!      the provider's RMA read of the sender's region; the step does not wait for it
+//!      (step 4);
 //!    - `CTS` → note it for our waiting rendezvous send; `DONE` → complete a receive;
 //!    - `FIN` / `NACK` → complete our rendezvous send;
 //!    - `PROBE` → answer `PROBE_ACK`; `PROBE_ACK` → nothing (that it arrived is the
 //!      news: see `liveness.rs`).
+//! 4. While an ofi read is in flight (or packets wait behind one): pop the
+//!    transport's RMA completions; a completed read is deregistered, FIN goes to the
+//!    sender and the message is delivered as any rendezvous message is; a failed one
+//!    sends NACK (the sender resends in fragments), or, when its sender is lost,
+//!    nothing (the dead-peer checks report it). A read the provider had no slot for
+//!    is issued again here.
+//!
+//! Per-pair order across ofi reads: while a read from rank `s` is in flight, every
+//! later packet from `s` that carries a message (`EAGER`, `FIRST`, `FRAG`, `RTS*`)
+//! is copied into a queue for `s` instead of handled, and that queue is replayed, in
+//! arrival order, right after the read's message is delivered (or refused), stopping
+//! again at the next `RTS_NET`. The transport delivers `s`'s packets in send order,
+//! so `s`'s messages reach their handlers in send order: the read's message before
+//! any packet that came after its `RTS_NET`. (Today a sender waits for FIN before it
+//! sends anything else, so the queue holds nothing in practice; the rule keeps the
+//! order whatever the sender does.) Control packets pass: they belong to no message.
 //!
 //! A packet that breaks the protocol or names an unregistered handler is the
 //! sender's fault, not the caller's: it is dropped, logged, and queued as an error
@@ -28,14 +47,15 @@
 //! collectives' mailbox runs at any depth (it only stores), so a collective called
 //! from inside a handler still completes.
 
+use nf_transport::rma::{NativeRma, RemoteRegion, RemoteSpan};
 use nf_transport::shm::cma;
 use nf_transport::{Packet, SendStatus};
 
 use crate::am::{Am, OwnedAm, COLL_HANDLER};
 use crate::buf::RecvBuf;
 use crate::error::CoreError;
-use crate::protocol::Meta;
-use crate::world::{CoopRecv, Nested, Partial, Rndv, World};
+use crate::protocol::{Meta, MAX_AM_HEADER};
+use crate::world::{net_tag, CoopRecv, HeldPacket, Nested, NetRead, Partial, Rndv, World};
 
 /// Packets handled per step at most, so a flood cannot starve the caller.
 const BATCH: usize = 16;
@@ -110,6 +130,9 @@ impl World {
                 Err(e) => self.absorb(Err(e.into()))?,
             }
         }
+        if self.gated.get() {
+            n += self.pump_net_reads()?;
+        }
         Ok(n)
     }
 
@@ -143,6 +166,9 @@ impl World {
     /// Acts on one packet from rank `src` (the transport's numbering is already mapped).
     #[inline]
     fn handle_packet(&self, src: usize, pkt: &impl Packet) -> Result<(), CoreError> {
+        if self.gated.get() && self.hold(src, pkt) {
+            return Ok(());
+        }
         // A whole message whose handler may run now: the common case, handled inline.
         if let Some((handler, header)) = Meta::eager_parts(pkt.meta()) {
             if self.runs_now(handler) {
@@ -238,6 +264,20 @@ impl World {
                 addr,
                 header,
             } => self.serve_rendezvous(src, handler, id, total, addr, header),
+            Meta::RtsNet {
+                handler,
+                id,
+                total,
+                base,
+                key,
+            } => {
+                let region = RemoteRegion {
+                    base,
+                    key,
+                    len: total,
+                };
+                self.serve_rendezvous_net(src, handler, id, region, pkt.payload())
+            }
             Meta::Cts { id, addr, split } => {
                 self.complete_rendezvous(src, id, Rndv::Cts { addr, split })
             }
@@ -329,6 +369,265 @@ impl World {
             return Ok(());
         }
         self.complete_receive(src, id, coop)
+    }
+
+    /// Queues a message packet from `src` behind its ofi read in flight (or behind
+    /// packets already queued so); false if it may be handled now.
+    #[cold]
+    fn hold(&self, src: usize, pkt: &impl Packet) -> bool {
+        if !Meta::carries_message(pkt.meta()) {
+            return false;
+        }
+        let mut st = self.state.borrow_mut();
+        let Some(held) = st.held.get_mut(src) else {
+            return false;
+        };
+        if held.is_empty() && st.net_read[src].is_none() {
+            return false;
+        }
+        st.held[src].push_back(HeldPacket {
+            src,
+            meta: pkt.meta().to_vec(),
+            payload: pkt.payload().to_vec(),
+        });
+        true
+    }
+
+    /// `RTS_NET`: registers a receive buffer and reads the sender's `region` into it
+    /// with the ofi transport's RMA; completes in [`World::pump_net_reads`].
+    fn serve_rendezvous_net(
+        &self,
+        src: usize,
+        handler: u16,
+        id: u32,
+        region: RemoteRegion,
+        header: &[u8],
+    ) -> Result<(), CoreError> {
+        let refuse = |e: CoreError| {
+            self.queue_ctrl(src, Meta::Nack { id });
+            self.flush_ctrl()?;
+            Err(e)
+        };
+        let total = match self.checked_len(src, region.len) {
+            Ok(t) => t,
+            Err(e) => return refuse(e),
+        };
+        let protocol = |why: &str| CoreError::Protocol {
+            src,
+            why: why.to_owned(),
+        };
+        if header.len() > MAX_AM_HEADER {
+            return refuse(protocol("RTS_NET header above MAX_AM_HEADER"));
+        }
+        if self.state.borrow().net_read[src].is_some() {
+            return refuse(protocol("RTS_NET while its previous one is being read"));
+        }
+        let mut payload = self.state.borrow_mut().take_buffer(total);
+        let registered = {
+            let mut net = self.net.borrow_mut();
+            match net.ofi.as_mut() {
+                Some(o) if o.ofi.rma_supported() => {
+                    let ptr = payload.room(0..total).as_mut_ptr();
+                    // SAFETY: the buffer moves into `state.net_read[src]` below and
+                    // stays there, untouched, until the read's completion is popped and
+                    // the region deregistered (`finish_net_read`); should the world be
+                    // dropped first, its transports go before its state (field order),
+                    // and closing the transport waits for the operation.
+                    unsafe { o.ofi.register_memory(ptr, total) }
+                }
+                _ => Err(nf_transport::TransportError::Unsupported(
+                    "native RMA over ofi (no ofi transport, or its provider lacks FI_RMA)",
+                )),
+            }
+        };
+        let region_id = match registered {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(src, error = %e, "cannot read a rendezvous over ofi; asking the sender to resend");
+                self.state.borrow_mut().give_buffer(payload);
+                self.queue_ctrl(src, Meta::Nack { id });
+                return self.flush_ctrl();
+            }
+        };
+        let read = NetRead {
+            id,
+            msg: OwnedAm {
+                src,
+                handler,
+                header: header.to_vec(),
+                payload,
+            },
+            total,
+            region: region_id,
+            from: RemoteSpan {
+                region,
+                off: 0,
+                len: region.len,
+            },
+            issued: false,
+        };
+        self.state.borrow_mut().net_read[src] = Some(read);
+        self.gated.set(true);
+        self.ofi_rndv_started();
+        self.issue_net_read(src)
+    }
+
+    /// Hands `src`'s pending read to the provider if it is not yet; one without a
+    /// free slot stays pending for the next step.
+    fn issue_net_read(&self, src: usize) -> Result<(), CoreError> {
+        let issued = {
+            let mut st = self.state.borrow_mut();
+            let Some(r) = st.net_read[src].as_mut().filter(|r| !r.issued) else {
+                return Ok(());
+            };
+            let into = [(r.msg.payload.room(0..r.total).as_mut_ptr(), r.total)];
+            let mut net = self.net.borrow_mut();
+            let Some(o) = net.ofi.as_mut() else {
+                return Ok(());
+            };
+            // SAFETY: the buffer stays in `state.net_read[src]`, untouched, until this
+            // read's completion is popped (see `serve_rendezvous_net`).
+            let status = unsafe { o.ofi.read(src, &into, &[r.from], net_tag(src, r.id)) };
+            if let Ok(SendStatus::Sent) = status {
+                r.issued = true;
+            }
+            status
+        };
+        match issued {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::warn!(src, error = %e, "an ofi rendezvous read could not be issued");
+                self.finish_net_read(src, false)
+            }
+        }
+    }
+
+    /// Step 4 (see the module doc): completes finished ofi reads, issues waiting ones.
+    #[cold]
+    fn pump_net_reads(&self) -> Result<usize, CoreError> {
+        let mut n = 0;
+        let mut progressed = false;
+        loop {
+            let done = {
+                let mut net = self.net.borrow_mut();
+                let Some(o) = net.ofi.as_mut() else {
+                    break;
+                };
+                if !o.ofi.rma_done_waiting() && !progressed {
+                    // Reads complete only as the provider progresses; poll may have
+                    // skipped the queue this pass.
+                    progressed = true;
+                    o.ofi.progress()?;
+                }
+                o.ofi.pop_rma_done()
+            };
+            let Some(done) = done else {
+                break;
+            };
+            let (src, id) = ((done.tag >> 32) as usize, done.tag as u32);
+            let ours = self
+                .state
+                .borrow()
+                .net_read
+                .get(src)
+                .and_then(Option::as_ref)
+                .is_some_and(|r| r.id == id && r.issued);
+            if !ours {
+                tracing::warn!(tag = done.tag, "ofi completion of no rendezvous read");
+                continue;
+            }
+            n += 1;
+            if let Err(e) = &done.result {
+                tracing::warn!(src, error = %e, "an ofi rendezvous read failed");
+            }
+            self.finish_net_read(src, done.result.is_ok())?;
+        }
+        let waiting: Vec<usize> = {
+            let st = self.state.borrow();
+            let unissued =
+                |(_, r): &(usize, &Option<NetRead>)| r.as_ref().is_some_and(|r| !r.issued);
+            st.net_read
+                .iter()
+                .enumerate()
+                .filter(unissued)
+                .map(|(s, _)| s)
+                .collect()
+        };
+        for src in waiting {
+            self.issue_net_read(src)?;
+        }
+        self.update_gate();
+        Ok(n)
+    }
+
+    /// Ends `src`'s ofi read: deregisters, then FIN and delivery, or NACK (or
+    /// nothing, when `src` is lost), then handles what was held behind it.
+    fn finish_net_read(&self, src: usize, ok: bool) -> Result<(), CoreError> {
+        let Some(mut read) = self.state.borrow_mut().net_read[src].take() else {
+            return Ok(());
+        };
+        self.ofi_rndv_ended(read.region);
+        let result = if ok {
+            read.msg.payload.set_filled(read.total);
+            self.state.borrow_mut().stats.ofi_received += 1;
+            self.queue_ctrl(src, Meta::Fin { id: read.id });
+            self.flush_ctrl()
+                .and_then(|()| self.deliver_owned(read.msg))
+        } else {
+            self.state.borrow_mut().give_buffer(read.msg.payload);
+            let lost = self
+                .net
+                .borrow()
+                .ofi
+                .as_ref()
+                .is_some_and(|o| o.ofi.peer_lost(src).is_some());
+            if lost {
+                // What it sent after this message must not be handled without it.
+                let dropped = std::mem::take(&mut self.state.borrow_mut().held[src]);
+                if !dropped.is_empty() {
+                    tracing::warn!(
+                        src,
+                        count = dropped.len(),
+                        "dropped messages queued behind a failed read from a lost peer"
+                    );
+                }
+                self.update_gate();
+                return Ok(());
+            }
+            self.queue_ctrl(src, Meta::Nack { id: read.id });
+            self.flush_ctrl()
+        };
+        self.absorb(result)?;
+        self.replay_held(src)
+    }
+
+    /// Handles the packets held behind `src`'s read, in arrival order, until the next
+    /// read from `src` starts.
+    fn replay_held(&self, src: usize) -> Result<(), CoreError> {
+        loop {
+            let next = {
+                let mut st = self.state.borrow_mut();
+                if st.net_read[src].is_some() {
+                    None
+                } else {
+                    st.held[src].pop_front()
+                }
+            };
+            let Some(pkt) = next else {
+                break;
+            };
+            let handled = self.handle_other(src, &pkt);
+            self.absorb(handled)?;
+        }
+        self.update_gate();
+        Ok(())
+    }
+
+    /// Whether packets must be checked against reads in flight or held packets.
+    fn update_gate(&self) {
+        let st = self.state.borrow();
+        let busy = st.net_read.iter().any(Option::is_some) || st.held.iter().any(|h| !h.is_empty());
+        self.gated.set(busy);
     }
 
     /// The sender's DONE for cooperative receive `id`: its half is in (or not).

@@ -8,6 +8,7 @@
 //! | `FIRST` | hlen u8, handler u16, total u64, header | first fragment of a longer message |
 //! | `FRAG`  | — | next fragment of the sender's current message |
 //! | `RTS`   | hlen u8, handler u16, id u32, total u64, addr u64, header | ready to send: read `total` bytes at `addr` in my process |
+//! | `RTS_NET` | handler u16, id u32, total u64, base u64, key u64 | ready to send over the network: read `total` bytes of my registered region (`base`, `key`) with the transport's RMA; the packet's payload is the header |
 //! | `CTS`   | id u32, addr u64, split u64 | clear to send: write bytes `split..` of `id` to `addr` in my process |
 //! | `DONE`  | id u32, ok u8 | I wrote my part of your rendezvous `id` (or failed to) |
 //! | `FIN`   | id u32 | your rendezvous `id` has been read; the buffer is yours again |
@@ -15,6 +16,9 @@
 //! | `PROBE` | — | are you there? (liveness over connectionless transports); answered with `PROBE_ACK` |
 //! | `PROBE_ACK` | — | yes |
 //! | `SWITCH` | after u64 | I now send over this transport; take `after` packets from me over the other one first (`order.rs`) |
+//!
+//! `RTS_NET` carries its header as the packet's payload: with the region's base and
+//! key it would not fit `META_MAX` beside a header of [`MAX_AM_HEADER`] bytes.
 //!
 //! Integers are little-endian. Fragments of one message are never interleaved with
 //! another message from the same sender (a sender does not run handlers while it
@@ -35,6 +39,7 @@ const CTS: u8 = 7;
 const DONE: u8 = 8;
 const PROBE: u8 = 9;
 const PROBE_ACK: u8 = 10;
+const RTS_NET: u8 = 11;
 const SWITCH: u8 = 12;
 
 /// Decoded packet metadata, borrowing the header bytes.
@@ -57,6 +62,16 @@ pub enum Meta<'a> {
         total: u64,
         addr: u64,
         header: &'a [u8],
+    },
+    /// Rendezvous request over a network route: `total` bytes of the sender's region
+    /// registered with the transport (`base`, `key`), to read with its RMA; the
+    /// message's header is the packet's payload.
+    RtsNet {
+        handler: u16,
+        id: u32,
+        total: u64,
+        base: u64,
+        key: u64,
     },
     /// Receiver to sender: write bytes `split..` of rendezvous `id` to `addr`.
     Cts { id: u32, addr: u64, split: u64 },
@@ -128,6 +143,20 @@ impl Meta<'_> {
                 e.put(&addr.to_le_bytes());
                 e.put(header);
             }
+            Meta::RtsNet {
+                handler,
+                id,
+                total,
+                base,
+                key,
+            } => {
+                e.put(&[RTS_NET]);
+                e.put(&handler.to_le_bytes());
+                e.put(&id.to_le_bytes());
+                e.put(&total.to_le_bytes());
+                e.put(&base.to_le_bytes());
+                e.put(&key.to_le_bytes());
+            }
             Meta::Cts { id, addr, split } => {
                 e.put(&[CTS]);
                 e.put(&id.to_le_bytes());
@@ -179,6 +208,14 @@ impl Meta<'_> {
             [SWITCH, rest @ ..] => Some(u64::from_le_bytes(rest.try_into().ok()?)),
             _ => None,
         }
+    }
+
+    /// Whether `b` is the metadata of a packet that carries (part of) an active
+    /// message, as opposed to control (`CTS`, `DONE`, `FIN`, `NACK`, probes): what
+    /// per-pair order is about. Looks at the kind byte only.
+    #[inline]
+    pub fn carries_message(b: &[u8]) -> bool {
+        matches!(b.first(), Some(&(EAGER | FIRST | FRAG | RTS | RTS_NET)))
     }
 
     /// Decodes, checking every length against the bytes present.
@@ -239,6 +276,13 @@ impl Meta<'_> {
                     header: r.bytes(hlen)?,
                 }
             }
+            RTS_NET => Meta::RtsNet {
+                handler: r.u16()?,
+                id: r.u32()?,
+                total: r.u64()?,
+                base: r.u64()?,
+                key: r.u64()?,
+            },
             CTS => Meta::Cts {
                 id: r.u32()?,
                 addr: r.u64()?,
@@ -325,6 +369,13 @@ mod tests {
                 addr: 0xdead_beef,
                 header: &h,
             },
+            Meta::RtsNet {
+                handler: 65535,
+                id: u32::MAX,
+                total: u64::MAX,
+                base: 1 << 47,
+                key: u64::MAX - 1,
+            },
             Meta::Cts {
                 id: 4,
                 addr: 1 << 47,
@@ -369,5 +420,66 @@ mod tests {
         assert!(Meta::decode(&[FIN, 1, 2]).is_err(), "truncated id");
         assert!(Meta::decode(&[FRAG, 0]).is_err(), "stray byte");
         assert!(Meta::decode(&[RTS, 0, 1, 0]).is_err());
+        let net = Meta::RtsNet {
+            handler: 1,
+            id: 2,
+            total: 3,
+            base: 4,
+            key: 5,
+        }
+        .encode();
+        let b = net.as_bytes();
+        assert!(Meta::decode(&b[..b.len() - 1]).is_err(), "truncated key");
+        let mut long = b.to_vec();
+        long.push(0);
+        assert!(Meta::decode(&long).is_err(), "stray byte after the key");
+    }
+
+    #[test]
+    fn message_and_control_kinds_are_told_apart() {
+        let h = [1u8; 3];
+        let messages = [
+            Meta::eager(1, &h),
+            Meta::First {
+                handler: 1,
+                total: 9,
+                header: &h,
+            }
+            .encode(),
+            Meta::Frag.encode(),
+            Meta::Rts {
+                handler: 1,
+                id: 1,
+                total: 9,
+                addr: 9,
+                header: &h,
+            }
+            .encode(),
+            Meta::RtsNet {
+                handler: 1,
+                id: 1,
+                total: 9,
+                base: 0,
+                key: 7,
+            }
+            .encode(),
+        ];
+        assert!(messages.iter().all(|m| Meta::carries_message(m.as_bytes())));
+        let control = [
+            Meta::Cts {
+                id: 1,
+                addr: 2,
+                split: 3,
+            },
+            Meta::Done { id: 1, ok: true },
+            Meta::Fin { id: 1 },
+            Meta::Nack { id: 1 },
+            Meta::Probe,
+            Meta::ProbeAck,
+        ];
+        assert!(control
+            .iter()
+            .all(|m| !Meta::carries_message(m.encode().as_bytes())));
+        assert!(!Meta::carries_message(&[]));
     }
 }

@@ -55,6 +55,7 @@ pub const SETTINGS: &[Setting] = &[
     s("NF_OFI_PROVIDER", "core", "libfabric provider of the ofi transport and native RMA", "tcp"),
     s("NF_OFI_NODE", "core", "source address the ofi endpoint binds", "as NF_TCP_BIND for IP providers"),
     s("NF_OFI_PACKET", "core", "largest payload of one ofi packet, bytes (equal on every rank)", "what `nf tune` cached, else 15872"),
+    s("NF_OFI_RNDV", "core", "payloads of at least this many bytes to ranks on other hosts over ofi are read by the receiver with the provider's RMA (when it has RMA)", "65536"),
     s("NF_OFI_POLL_EVERY", "core", "with shm routes, the ofi completion queue is read every Nth empty poll", "1024"),
     s("NF_DEAD_AFTER_MS", "core", "a network peer that stops answering is lost after about this long", "tcp 20000, ofi 30000"),
     s("NF_SHOW_TRANSPORTS", "core", "if set (not 0), rank 0 prints the peer × transport matrix", "unset"),

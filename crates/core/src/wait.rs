@@ -3,7 +3,8 @@
 //! Busy polling is right when every rank has a core. With more ranks than cores
 //! (8 ranks on a 2-core CI machine) a spinning rank steals the core of the rank it
 //! waits for, so [`WaitMode::Yield`] escalates: spin a little, then `sched_yield`,
-//! then nap for a few microseconds, resetting whenever progress was made.
+//! then nap for a few microseconds, resetting whenever progress was made (no naps
+//! while an ofi rendezvous is in flight: see `LAST_YIELD`).
 //!
 //! Poll-then-block (seed 004): a rank that does not busy-poll (`Yield`, or `Auto`
 //! with more ranks than cores) parks after a wait found nothing for
@@ -37,6 +38,10 @@ const SPINS: u32 = 256;
 const CHECK_EVERY: u32 = 64;
 const YIELDS: u32 = 2048;
 const NAP: Duration = Duration::from_micros(20);
+/// The last idle count that yields rather than naps: a wait with an ofi rendezvous
+/// in flight stays there, since under manual progress the read moves only while
+/// both ends poll (a nap of the memory's owner stalls the reader).
+const LAST_YIELD: u32 = SPINS + YIELDS - 1;
 
 /// The resolved policy of this rank.
 #[derive(Debug, Clone, Copy)]
@@ -135,7 +140,12 @@ impl<'a> Backoff<'a> {
     #[inline(never)]
     fn idle_once(&mut self) -> bool {
         self.idle = self.idle.saturating_add(1);
-        self.world.waiter.idle(self.idle);
+        let idle = if self.world.ofi_rndv_active.get() > 0 {
+            self.idle.min(LAST_YIELD)
+        } else {
+            self.idle
+        };
+        self.world.waiter.idle(idle);
         self.idle.is_multiple_of(CHECK_EVERY)
     }
 

@@ -9,15 +9,18 @@
 //!
 //! Sending picks one of three protocols by payload size (seed 001's eager vs rendezvous):
 //! one packet when it fits a frame; a single-copy read by the receiver (rendezvous)
-//! from `NF_RNDV_THRESHOLD` up; fragments through frames in between, or when
-//! single-copy is unavailable.
+//! from `NF_RNDV_THRESHOLD` up to same-host peers (CMA), or from `NF_OFI_RNDV` up to
+//! peers on ofi routes (the provider's RMA read of our memory, registered in place:
+//! no copy at either end); fragments through frames in between, or when single-copy
+//! is unavailable or the receiver refused it once.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
+use nf_transport::rma::{NativeRma, RegionId, RemoteSpan};
 use nf_transport::shm::cma;
-use nf_transport::SendStatus;
+use nf_transport::{Packet, SendStatus};
 
 use crate::am::{Am, HandlerId, OwnedAm, Registry, Reserved, COLL_HANDLER, RESERVED_BASE};
 use crate::bootstrap::{self, Bootstrap};
@@ -59,6 +62,57 @@ pub(crate) struct Partial {
     pub total: usize,
 }
 
+/// A rendezvous receive over ofi: the provider reads the sender's region into
+/// `msg`'s buffer, which is registered as `region`; completes with the read's
+/// completion (tagged by [`net_tag`]).
+pub(crate) struct NetRead {
+    pub id: u32,
+    pub msg: OwnedAm,
+    pub total: usize,
+    pub region: RegionId,
+    pub from: RemoteSpan,
+    /// The read was handed to the provider (else it waits for a free slot).
+    pub issued: bool,
+}
+
+/// The RMA tag of the read of rendezvous `id` from `src`.
+pub(crate) fn net_tag(src: usize, id: u32) -> u64 {
+    (src as u64) << 32 | u64::from(id)
+}
+
+/// A message packet that arrived while a rendezvous read from its sender was in
+/// flight, copied so that its receive buffer goes back to the transport.
+pub(crate) struct HeldPacket {
+    pub src: usize,
+    pub meta: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+impl Packet for HeldPacket {
+    fn src(&self) -> usize {
+        self.src
+    }
+    fn meta(&self) -> &[u8] {
+        &self.meta
+    }
+    fn payload(&self) -> &[u8] {
+        &self.payload
+    }
+}
+
+/// How many large messages went by rendezvous, for tests and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RndvStats {
+    /// Messages this rank sent by a single-copy read to a same-host peer.
+    pub shm_sent: u64,
+    /// Messages this rank sent by an RMA read over ofi (the receiver read them).
+    pub ofi_sent: u64,
+    /// Messages this rank received by reading them over ofi.
+    pub ofi_received: u64,
+    /// Rendezvous sends the receiver refused (NACK), sent again in fragments.
+    pub refused: u64,
+}
+
 /// Mutable protocol state; borrowed briefly, never across a handler call.
 #[derive(Default)]
 pub(crate) struct State {
@@ -81,6 +135,12 @@ pub(crate) struct State {
     pub peer_errors: VecDeque<CoreError>,
     /// Spare receive buffers, so large receives do not fault fresh pages every time.
     pub spare: Vec<Vec<u8>>,
+    /// Per source rank, the rendezvous over ofi we are reading from it.
+    pub net_read: Vec<Option<NetRead>>,
+    /// Per source rank, message packets held until its `net_read` completes.
+    pub held: Vec<VecDeque<HeldPacket>>,
+    /// Rendezvous counters.
+    pub stats: RndvStats,
 }
 
 impl State {
@@ -123,6 +183,13 @@ pub struct World {
 
     /// Payload size from which sends go single-copy; starts at the configured value.
     rndv_threshold: Cell<usize>,
+    /// The ofi transport exists and its provider granted RMA.
+    ofi_rma: bool,
+    /// Some `net_read` is in flight or some `held` queue is not empty: packets are
+    /// checked against them (outside `state`: read for every packet).
+    pub(crate) gated: Cell<bool>,
+    /// Ofi rendezvous in flight, sent or received (waits then do not nap).
+    pub(crate) ofi_rndv_active: Cell<u32>,
     job: String,
 }
 
@@ -157,6 +224,7 @@ impl World {
             tracing::info!("process_vm_readv unavailable: large messages go through frames");
         }
         let size = boot.size();
+        let ofi_rma = net.ofi.as_ref().is_some_and(|o| o.ofi.rma_supported());
         let world = World {
             rank: boot.rank(),
             size,
@@ -164,7 +232,9 @@ impl World {
             rndv_threshold: Cell::new(cfg.rndv_threshold),
             max_packet: (0..size).map(|r| net.max_payload(r)).collect(),
             routes: net.peers.routes.clone(),
-
+            ofi_rma,
+            gated: Cell::new(false),
+            ofi_rndv_active: Cell::new(0),
             cfg,
             net: RefCell::new(net),
             single_copy,
@@ -174,6 +244,8 @@ impl World {
             state: RefCell::new(State {
                 partial: (0..size).map(|_| None).collect(),
                 no_single_copy: vec![false; size],
+                net_read: (0..size).map(|_| None).collect(),
+                held: (0..size).map(|_| VecDeque::new()).collect(),
                 ..State::default()
             }),
             depth: Cell::new(0),
@@ -226,6 +298,11 @@ impl World {
     /// Payload size from which this rank's sends go single-copy.
     pub fn rndv_threshold(&self) -> usize {
         self.rndv_threshold.get()
+    }
+
+    /// How many large messages went by rendezvous so far (shm or ofi).
+    pub fn rndv_stats(&self) -> RndvStats {
+        self.state.borrow().stats
     }
 
     /// How this rank reaches `rank` (self, shm, tcp or ofi; for a peer on another
@@ -392,6 +469,13 @@ impl World {
         {
             return Ok(());
         }
+        let ofi_read = self.ofi_rma
+            && payload.len() >= self.cfg.ofi_rndv
+            && self.net.borrow().peers.route_for(dest, payload.len()) == Route::Ofi
+            && !self.state.borrow().no_single_copy[dest];
+        if ofi_read && self.send_rendezvous_net(dest, handler, header, payload)? {
+            return Ok(());
+        }
         self.send_fragments(dest, handler, header, payload, frame_payload)
     }
 
@@ -504,10 +588,110 @@ impl World {
                 dest,
                 "peer could not read our memory; falling back to copies through frames"
             );
-            self.state.borrow_mut().no_single_copy[dest] = true;
+            let mut st = self.state.borrow_mut();
+            st.no_single_copy[dest] = true;
+            st.stats.refused += 1;
             return Ok(false);
         }
+        self.state.borrow_mut().stats.shm_sent += 1;
         Ok(true)
+    }
+
+    /// Offers `payload` to `dest`, a rank on an ofi route, for a read with the
+    /// provider's RMA: registered in place (no copy), announced by `RTS_NET`, and
+    /// waited for as [`World::send_rendezvous`] does (our polls drive the provider,
+    /// which serves the read only then under manual progress). Returns false if it
+    /// could not be registered or `dest` could not read it (the caller sends
+    /// fragments, and no more rendezvous go to `dest`).
+    fn send_rendezvous_net(
+        &self,
+        dest: usize,
+        handler: HandlerId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<bool, CoreError> {
+        let registered = {
+            let mut net = self.net.borrow_mut();
+            let Some(ofi) = net.ofi.as_mut() else {
+                return Ok(false);
+            };
+            // SAFETY: `payload` stays borrowed (so mapped and unchanged) until the
+            // deregistration below, which every path out of this function passes;
+            // RTS_NET offers it to the receiver for reading only, so nothing writes
+            // through this shared borrow.
+            let region = unsafe {
+                ofi.ofi
+                    .register_memory(payload.as_ptr().cast_mut(), payload.len())
+            };
+            region.and_then(|region| match ofi.ofi.remote(region) {
+                Ok(remote) => Ok((region, remote)),
+                Err(e) => {
+                    let _ = ofi.ofi.deregister(region);
+                    Err(e)
+                }
+            })
+        };
+        let (region, remote) = match registered {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(dest, error = %e, "could not register a message for an ofi read; sending fragments");
+                self.state.borrow_mut().no_single_copy[dest] = true;
+                return Ok(false);
+            }
+        };
+        let id = {
+            let mut st = self.state.borrow_mut();
+            let id = st.next_rndv;
+            st.next_rndv = id.wrapping_add(1);
+            st.rndv.insert(id, Rndv::Waiting);
+            id
+        };
+        let meta = Meta::RtsNet {
+            handler,
+            id,
+            total: payload.len() as u64,
+            base: remote.base,
+            key: remote.key,
+        }
+        .encode();
+        self.ofi_rndv_started();
+        let outcome = self
+            .send_packet(dest, meta.as_bytes(), header)
+            .and_then(|()| self.rendezvous_wait(dest, id, payload));
+        self.state.borrow_mut().rndv.remove(&id);
+        self.ofi_rndv_ended(region);
+        if outcome? == Rndv::Refused {
+            tracing::warn!(
+                dest,
+                "peer could not read our memory over ofi; falling back to fragments"
+            );
+            let mut st = self.state.borrow_mut();
+            st.no_single_copy[dest] = true;
+            st.stats.refused += 1;
+            return Ok(false);
+        }
+        self.state.borrow_mut().stats.ofi_sent += 1;
+        Ok(true)
+    }
+
+    /// Counts an ofi rendezvous in flight (its ofi queue is then read on every pass).
+    pub(crate) fn ofi_rndv_started(&self) {
+        self.ofi_rndv_active.set(self.ofi_rndv_active.get() + 1);
+        if let Some(o) = self.net.borrow_mut().ofi.as_mut() {
+            o.rndv += 1;
+        }
+    }
+
+    /// Ends what [`World::ofi_rndv_started`] began and forgets `region`.
+    pub(crate) fn ofi_rndv_ended(&self, region: RegionId) {
+        self.ofi_rndv_active
+            .set(self.ofi_rndv_active.get().saturating_sub(1));
+        if let Some(o) = self.net.borrow_mut().ofi.as_mut() {
+            o.rndv = o.rndv.saturating_sub(1);
+            if let Err(e) = o.ofi.deregister(region) {
+                tracing::warn!(error = %e, "deregistering a rendezvous buffer");
+            }
+        }
     }
 
     /// Waits for the receiver of rendezvous `id`; writes its share when it asks (CTS).

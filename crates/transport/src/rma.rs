@@ -1,7 +1,8 @@
 //! Native one-sided operations (RMA), apart from messaging: a transport whose fabric
 //! reads and writes a peer's registered memory itself implements [`NativeRma`] (as
 //! Lamellar splits a backend into comm, active-message and RDMA traits). The rma
-//! layer's native path (`nf-rma`'s `native/`) is written against this trait only.
+//! layer's native path (`nf-rma`'s `native/`) is written against this trait only; the
+//! core's rendezvous to ranks on ofi routes (`RTS_NET`) reads peers' memory with it.
 //!
 //! The model, one endpoint shared by the caller and a progress thread:
 //! 1. **Memory.** [`NativeRma::register_memory`] makes memory of the caller's reachable

@@ -23,6 +23,14 @@
 //!   never comes; passes only when the wait ends in an error naming a peer (its
 //!   link cut, say), which it also writes to `DIR/done-R`;
 //! - `stream MAXSECS MAXSIZE DIR`: the fault-test workload (see `stream.rs`).
+//! - `netrndv ROUNDS`: every rank sends every rank ROUNDS times a sequence of mixed
+//!   sizes (8 B … 3 MiB + 7 B), each verified and in per-pair order; then checks
+//!   that exactly the messages of at least `NF_OFI_RNDV` bytes to and from peers on
+//!   ofi routes went by the ofi rendezvous (the core's counters) and none was refused;
+//! - `netrndvvanish SIZE`: rank 0 sends SIZE-byte messages to rank 1, which exits
+//!   quietly (`_exit(0)`) a few milliseconds after its second delivery, while the
+//!   next ones are being read; rank 0 passes only if a send fails with an error
+//!   naming rank 1 after at least two went by the ofi rendezvous.
 //!
 //! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
 //! (its wire-up source: nf run, PMIx, PMI-2, singleton).
@@ -54,6 +62,8 @@ modes:
   die RANK | vanish RANK         RANK is killed / exits; the others must be told
   idle DIR                       waits for a peer error, written to DIR
   stream MAXSECS MAXSIZE DIR     the fault-test workload
+  netrndv ROUNDS                 mixed sizes every pair; checks the ofi rendezvous counters
+  netrndvvanish SIZE             rank 1 exits while rank 0's large sends are being read
 NF_CHECK_SAY_SOURCE=1 makes each rank print its wire-up source first.
 ";
 
@@ -114,6 +124,8 @@ fn run(args: &[String]) -> Check {
             args.get(2).ok_or("missing network transport")?,
         )?,
 
+        "netrndv" => net_rndv(&world, num(args, 1)?)?,
+        "netrndvvanish" => return net_rndv_vanish(&world, num(args, 1)? as usize),
         "vanish" => return vanish(&world, num(args, 1)? as usize),
         "idle" => {
             return idle(
@@ -547,4 +559,112 @@ fn routes(world: &World, hosts: &str, net: &str) -> Check {
     }
     println!("rank {me}: routes as expected for hosts {hosts:?}");
     Ok(())
+}
+
+/// The sizes `netrndv` cycles through: small and large interleaved, around the
+/// packet size and the default ofi threshold, and an odd tail.
+const NET_RNDV_SIZES: [usize; 10] = [
+    8,
+    1 << 20,
+    100,
+    (3 << 20) + 7,
+    0,
+    65536,
+    20000,
+    70001,
+    (2 << 20) + 1,
+    65535,
+];
+
+fn net_rndv(world: &World, rounds: u64) -> Check {
+    let (me, n) = (world.rank(), world.size());
+    let inbox = verifying_inbox(world)?;
+    let mut buf = Vec::new();
+    let mut seq = 0u64;
+    for _ in 0..rounds {
+        for &size in &NET_RNDV_SIZES {
+            for k in 0..n {
+                let dst = (me + k) % n;
+                buf.resize(size, 0);
+                fill(&mut buf, me, dst, seq);
+                world
+                    .send(dst, DATA, &seq.to_le_bytes(), &buf)
+                    .map_err(|e| format!("send {size} B to {dst}: {e}"))?;
+            }
+            seq += 1;
+        }
+    }
+    let done = || inbox.borrow().next.iter().all(|&c| c == seq);
+    world.wait_until(done).map_err(|e| e.to_string())?;
+    inbox_ok(&inbox)?;
+    // Every rank sends the same sizes to every peer, so each sends and receives as
+    // many large messages over ofi as it has ofi peers times the large sizes.
+    let ofi_peers = (0..n)
+        .filter(|&r| world.route(r) == Some(nf_core::peers::Route::Ofi))
+        .count() as u64;
+    let threshold = world.config().ofi_rndv;
+    let large = NET_RNDV_SIZES.iter().filter(|&&s| s >= threshold).count() as u64;
+    let want = ofi_peers * large * rounds;
+    let stats = world.rndv_stats();
+    if stats.ofi_sent != want || stats.ofi_received != want || stats.refused != 0 {
+        return Err(format!(
+            "rendezvous counters {stats:?}: expected {want} sent and received over ofi \
+             ({ofi_peers} ofi peers, {large} sizes ≥ {threshold} B, {rounds} rounds), none refused"
+        ));
+    }
+    println!("rank {me}: netrndv ok, {seq} messages from each of {n} ranks, {stats:?}");
+    Ok(())
+}
+
+fn net_rndv_vanish(world: &World, size: usize) -> Check {
+    if world.size() != 2 {
+        return Err("netrndvvanish runs on 2 ranks".into());
+    }
+    let got = Rc::new(Cell::new(0usize));
+    let g = Rc::clone(&got);
+    world
+        .register(DATA, move |_, _| {
+            g.set(g.get() + 1);
+            if g.get() == 2 {
+                // Leave while the next message is (most likely) being read: the main
+                // thread goes on serving reads until then.
+                std::thread::spawn(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(3));
+                    // SAFETY: _exit has no memory-safety preconditions; it ends the
+                    // process at once, as a crash would, without finalizing.
+                    unsafe { libc::_exit(0) };
+                });
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    world.barrier().map_err(|e| e.to_string())?;
+    if world.rank() == 1 {
+        world.wait_until(|| false).map_err(|e| e.to_string())?;
+        return Err("rank 1 outlived its exit".into());
+    }
+    let buf = vec![5u8; size];
+    for i in 0..100_000u32 {
+        match world.send(1, DATA, &[], &buf) {
+            Ok(()) => {}
+            Err(e) => {
+                let named = match &e {
+                    CoreError::PeerDied { rank, .. } => *rank == 1,
+                    CoreError::Transport(nf_transport::TransportError::PeerLost {
+                        peer, ..
+                    }) => *peer == 1,
+                    _ => false,
+                };
+                let stats = world.rndv_stats();
+                if !named || stats.ofi_sent < 2 {
+                    return Err(format!(
+                        "send {i} failed with {e}; expected an error naming rank 1 after \
+                         at least 2 ofi rendezvous ({stats:?})"
+                    ));
+                }
+                println!("rank 0: send {i} failed as expected: {e} ({stats:?})");
+                return Ok(());
+            }
+        }
+    }
+    Err("every send succeeded although the receiver left".into())
 }
