@@ -33,6 +33,8 @@
 #   nf-tcp      the same, NF_TRANSPORTS=shm,tcp
 #   nf-ofi      the same over ofi (libfabric tcp provider), NF_TRANSPORTS=shm,ofi
 #   raw-tcp     bench/net/tcp_pingpong.c: blocking sockets, TCP_NODELAY (the tcp limit)
+#   raw-busy    the same with --busy: reads spin on non-blocking recv, as a busy-polling
+#               runtime's do (the latency limit; issue 18's 8 B target)
 #   openmpi-tcp bench/mpi/pingpong.c under mpirun, pml ob1, btl tcp,self; one rank in
 #               each namespace, started through tests/netns/mpirun-agent.sh
 #               (--mca plm_rsh_agent: mpirun runs in host 0 and starts an orted in
@@ -126,15 +128,17 @@ run_nf() { # NAME TRANSPORTS HOSTS SIZES K   (TRANSPORTS "": NF_TRANSPORTS unset
         die "$1 failed in round $5; see $out/$1-$5.txt"
 }
 
-run_raw() {
-    echo "== round $1: raw-tcp" >&2
-    "${bound[@]}" "${in1[@]}" "$raw_bin" --listen "${A[1]}:47001" >"$out/raw-tcp-server-$1.txt" 2>&1 &
+run_raw() { # NAME K [--busy]
+    local name=$1 k=$2
+    shift 2
+    echo "== round $k: $name" >&2
+    "${bound[@]}" "${in1[@]}" "$raw_bin" --listen "${A[1]}:47001" "$@" >"$out/$name-server-$k.txt" 2>&1 &
     local server=$!
-    wait_listen 47001 || die "the raw-tcp echo side did not start in round $1; see $out/raw-tcp-server-$1.txt"
-    run "${bound[@]}" "${in0[@]}" "$raw_bin" --connect "${A[1]}:47001" "${pp[@]}" "${git_arg[@]}" \
-        --json "$out/raw-tcp-$1.json" >"$out/raw-tcp-$1.txt" 2>&1 ||
-        die "raw-tcp failed in round $1; see $out/raw-tcp-$1.txt"
-    wait "$server" || die "the raw-tcp echo side failed in round $1; see $out/raw-tcp-server-$1.txt"
+    wait_listen 47001 || die "the $name echo side did not start in round $k; see $out/$name-server-$k.txt"
+    run "${bound[@]}" "${in0[@]}" "$raw_bin" --connect "${A[1]}:47001" "$@" "${pp[@]}" "${git_arg[@]}" \
+        --transport "$name" --json "$out/$name-$k.json" >"$out/$name-$k.txt" 2>&1 ||
+        die "$name failed in round $k; see $out/$name-$k.txt"
+    wait "$server" || die "the $name echo side failed in round $k; see $out/$name-server-$k.txt"
 }
 
 run_mpi() {
@@ -191,7 +195,7 @@ run_fi() {
     done
 }
 
-steps=(nf-default nf-tcp raw-tcp openmpi-tcp iperf3 iperf3-p4 shm-mixed shm-only)
+steps=(nf-default nf-tcp raw-tcp raw-busy openmpi-tcp iperf3 iperf3-p4 shm-mixed shm-only)
 ((no_ofi)) || steps+=(nf-ofi "fi")
 run_step() { # STEP K
     case $1 in
@@ -200,7 +204,8 @@ run_step() { # STEP K
         nf-ofi) run_nf nf-ofi shm,ofi "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
         shm-mixed) run_nf shm-mixed shm,ofi,tcp "${H[0]}:2,${H[1]}:2" "$shm_sizes" "$2" ;;
         shm-only) run_nf shm-only shm "${H[0]}:2" "$shm_sizes" "$2" ;;
-        raw-tcp) run_raw "$2" ;;
+        raw-tcp) run_raw raw-tcp "$2" ;;
+        raw-busy) run_raw raw-busy "$2" --busy ;;
         openmpi-tcp) run_mpi "$2" ;;
         iperf3) run_iperf iperf3 47002 1 "$2" ;;
         iperf3-p4) run_iperf iperf3-p4 47004 4 "$2" ;;

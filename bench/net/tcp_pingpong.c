@@ -1,10 +1,12 @@
 /*
  * Raw TCP socket ping-pong: the tcp limit that bench/compare-net.sh holds ninefold's
  * tcp transport against. Blocking sockets, TCP_NODELAY, one write and one read loop
- * per message: what a plain program gets from the kernel.
+ * per message: what a plain program gets from the kernel. With --busy (give it to
+ * both sides) reads spin on non-blocking recv instead of sleeping, as a busy-polling
+ * runtime does: the latency limit.
  *
- *   tcp_pingpong --listen ADDR:PORT                     echo side: serves one client
- *   tcp_pingpong --connect ADDR:PORT [options]          timing side, writes the report
+ *   tcp_pingpong --listen ADDR:PORT [--busy]            echo side: serves one client
+ *   tcp_pingpong --connect ADDR:PORT [--busy] [options] timing side, writes the report
  *
  * Options of the timing side (and the iteration rule, statistics and report):
  * bench/c/ppreport.h; the transport defaults to "raw-tcp", params.peer is ADDR:PORT.
@@ -52,8 +54,8 @@ static void die(const char *what)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tcp_pingpong --listen ADDR:PORT\n"
-               "       tcp_pingpong --connect ADDR:PORT\n%s", pp_opts_usage);
+    fprintf(f, "usage: tcp_pingpong --listen ADDR:PORT [--busy]\n"
+               "       tcp_pingpong --connect ADDR:PORT [--busy]\n%s", pp_opts_usage);
 }
 
 /* Parses "A.B.C.D:PORT". */
@@ -86,18 +88,41 @@ static void tune(int fd)
         die("setting TCP_NODELAY and timeouts");
 }
 
+/* --busy: reads spin on MSG_DONTWAIT; the clock is read every SPIN_CHECK empty
+ * reads, so a dead peer still ends the run after IO_TIMEOUT_S. */
+static int busy;
+#define SPIN_CHECK 65536
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 static void io_all(int fd, char *buf, size_t len, int write_it)
 {
     size_t at = 0;
+    unsigned long spins = 0;
+    double deadline = 0;
     while (at < len) {
         ssize_t n = write_it ? send(fd, buf + at, len - at, MSG_NOSIGNAL)
-                             : recv(fd, buf + at, len - at, 0);
+                             : recv(fd, buf + at, len - at, busy ? MSG_DONTWAIT : 0);
         if (n > 0) {
             at += (size_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && busy && !write_it && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (++spins % SPIN_CHECK == 0) {
+                if (deadline == 0)
+                    deadline = now_s() + IO_TIMEOUT_S;
+                else if (now_s() > deadline)
+                    die("recv: nothing for 30 s");
+            }
+            continue;
+        }
         if (n == 0)
             errno = 0;
         die(write_it ? "send" : n == 0 ? "recv: peer closed the connection" : "recv");
@@ -255,6 +280,10 @@ int main(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--busy")) {
+            busy = 1;
+            continue;
         }
         int took = pp_take_opt(&o, a, v);
         if (took == 0 && v && !strcmp(a, "--listen"))
