@@ -19,7 +19,7 @@
 //! 3. The progress thread, the next send, or the owner's poll while it holds the
 //!    connection (below) drains the queue when the socket is writable. Per-pair order
 //!    holds because each pair has one stream and one queue.
-//! 4. A packet up to `max_payload` (4 MiB by default) is one frame: the receiver
+//! 4. A packet up to `max_payload` (16 MiB by default) is one frame: the receiver
 //!    reads it into one recycled buffer and the core uses it in place.
 //!
 //! Receiving (seed 002's unified polling; see `progress.rs`, `rx.rs` and `handoff.rs`):
@@ -136,7 +136,7 @@ impl Default for TcpConfig {
         TcpConfig {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             cookie: 0,
-            max_payload: 4 << 20,
+            max_payload: 16 << 20,
             queue_limit: 4 << 20,
             recv_limit: 64 << 20,
             connect_timeout: Duration::from_secs(30),
