@@ -563,13 +563,7 @@ impl World {
         header: &[u8],
         payload: &[u8],
     ) -> Result<bool, CoreError> {
-        let id = {
-            let mut st = self.state.borrow_mut();
-            let id = st.next_rndv;
-            st.next_rndv = id.wrapping_add(1);
-            st.rndv.insert(id, Rndv::Waiting);
-            id
-        };
+        let id = self.start_rndv();
         let addr = payload.as_ptr() as u64;
         let meta = Meta::Rts {
             handler,
@@ -582,19 +576,44 @@ impl World {
         let outcome = self
             .send_packet(dest, meta.as_bytes(), &[])
             .and_then(|()| self.rendezvous_wait(dest, id, payload));
-        self.state.borrow_mut().rndv.remove(&id);
-        if outcome? == Rndv::Refused {
-            tracing::warn!(
-                dest,
-                "peer could not read our memory; falling back to copies through frames"
-            );
-            let mut st = self.state.borrow_mut();
-            st.no_single_copy[dest] = true;
-            st.stats.refused += 1;
-            return Ok(false);
+        let read = self.end_rndv_send(dest, id, outcome, "with a single-copy read")?;
+        if read {
+            self.state.borrow_mut().stats.shm_sent += 1;
         }
-        self.state.borrow_mut().stats.shm_sent += 1;
-        Ok(true)
+        Ok(read)
+    }
+
+    /// A fresh rendezvous id, waiting for its receiver.
+    fn start_rndv(&self) -> u32 {
+        let mut st = self.state.borrow_mut();
+        let id = st.next_rndv;
+        st.next_rndv = id.wrapping_add(1);
+        st.rndv.insert(id, Rndv::Waiting);
+        id
+    }
+
+    /// Forgets rendezvous `id` once its wait ended with `outcome`; whether the
+    /// receiver read it (`how`: how it tried). A refusal stops rendezvous to `dest`:
+    /// the caller, and later sends, use fragments.
+    fn end_rndv_send(
+        &self,
+        dest: usize,
+        id: u32,
+        outcome: Result<Rndv, CoreError>,
+        how: &str,
+    ) -> Result<bool, CoreError> {
+        self.state.borrow_mut().rndv.remove(&id);
+        if outcome? != Rndv::Refused {
+            return Ok(true);
+        }
+        tracing::warn!(
+            dest,
+            "peer could not read our memory {how}; falling back to copies through fragments"
+        );
+        let mut st = self.state.borrow_mut();
+        st.no_single_copy[dest] = true;
+        st.stats.refused += 1;
+        Ok(false)
     }
 
     /// Offers `payload` to `dest`, a rank on an ofi route, for a read with the
@@ -639,13 +658,7 @@ impl World {
                 return Ok(false);
             }
         };
-        let id = {
-            let mut st = self.state.borrow_mut();
-            let id = st.next_rndv;
-            st.next_rndv = id.wrapping_add(1);
-            st.rndv.insert(id, Rndv::Waiting);
-            id
-        };
+        let id = self.start_rndv();
         let meta = Meta::RtsNet {
             handler,
             id,
@@ -658,20 +671,12 @@ impl World {
         let outcome = self
             .send_packet(dest, meta.as_bytes(), header)
             .and_then(|()| self.rendezvous_wait(dest, id, payload));
-        self.state.borrow_mut().rndv.remove(&id);
         self.ofi_rndv_ended(region);
-        if outcome? == Rndv::Refused {
-            tracing::warn!(
-                dest,
-                "peer could not read our memory over ofi; falling back to fragments"
-            );
-            let mut st = self.state.borrow_mut();
-            st.no_single_copy[dest] = true;
-            st.stats.refused += 1;
-            return Ok(false);
+        let read = self.end_rndv_send(dest, id, outcome, "with an ofi read")?;
+        if read {
+            self.state.borrow_mut().stats.ofi_sent += 1;
         }
-        self.state.borrow_mut().stats.ofi_sent += 1;
-        Ok(true)
+        Ok(read)
     }
 
     /// Counts an ofi rendezvous in flight (its ofi queue is then read on every pass).
