@@ -189,7 +189,7 @@ impl Net {
     ) -> Net {
         let size = peers.routes.len();
         let split = peers.net.iter().flatten().any(|n| n.is_split());
-        Net {
+        let mut net = Net {
             split,
             sent: vec![Sent::default(); if split { size } else { 0 }],
             gates: (0..if split { size } else { 0 })
@@ -200,7 +200,14 @@ impl Net {
             shm,
             ofi,
             tcp,
+        };
+        if net.tcp_alone().is_some() {
+            // Nothing else to poll: a wait for the rest of a large body costs no one.
+            if let Some(t) = net.tcp.as_mut() {
+                t.set_body_wait(Some(crate::netconf::TCP_BODY_WAIT));
+            }
         }
+        net
     }
 
     #[cold]
@@ -236,10 +243,8 @@ impl Net {
         meta: &[u8],
         payload: &[u8],
     ) -> Result<SendStatus, TransportError> {
-        let wire = match route {
-            Route::Tcp => Wire::Tcp,
-            Route::Ofi => Wire::Ofi,
-            other => return self.send_on(other, dest, meta, payload),
+        let Some(wire) = Wire::of(route) else {
+            return self.send_on(route, dest, meta, payload);
         };
         if let Some(after) = self.sent[dest].switch(wire) {
             let switch = Meta::Switch { after }.encode();
@@ -316,9 +321,9 @@ impl Net {
             };
             let switch = pkt.switch();
             match self.gates[src].arrive(wire, pkt, switch) {
-                (Verdict::Deliver, Some(pkt)) => return Ok(Some((src, pkt))),
-                (Verdict::Held, _) if !self.holding.contains(&src) => self.holding.push(src),
-                _ => {}
+                Verdict::Deliver(pkt) => return Ok(Some((src, pkt))),
+                Verdict::Held if !self.holding.contains(&src) => self.holding.push(src),
+                Verdict::Held | Verdict::Consumed => {}
             }
             // A packet taken may have released the other transport's held ones.
             if let Some(got) = self.release_held() {
@@ -371,19 +376,24 @@ impl Net {
     /// sockets and inbox can wake us; shared memory and ofi cannot) and spinning
     /// does not pay (`TcpTransport::spin_pays`).
     pub fn should_park(&self) -> bool {
+        self.tcp_alone().is_some_and(|tcp| !tcp.spin_pays())
+    }
+
+    /// The tcp transport, when it is the only one this rank polls.
+    fn tcp_alone(&self) -> Option<&TcpTransport> {
         match (&self.shm, &self.ofi, &self.tcp) {
-            (None, None, Some(tcp)) => !tcp.spin_pays(),
-            _ => false,
+            (None, None, Some(tcp)) => Some(tcp),
+            _ => None,
         }
     }
 
     /// Sleeps until a network arrival may be waiting, at most `timeout` (only when
     /// [`Net::should_park`] can be true; otherwise returns at once).
     pub fn park(&mut self, timeout: Duration) -> Result<(), TransportError> {
-        match (&self.shm, &self.ofi, self.tcp.as_mut()) {
-            (None, None, Some(tcp)) => tcp.park(timeout),
-            _ => Ok(()),
+        if self.tcp_alone().is_none() {
+            return Ok(());
         }
+        self.tcp.as_mut().map_or(Ok(()), |tcp| tcp.park(timeout))
     }
 
     /// Where this rank's network transports can be reached: (transport, address) with

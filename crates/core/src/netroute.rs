@@ -41,6 +41,15 @@ impl Wire {
         }
     }
 
+    /// The transport of a network route (`None` for shm and ourselves).
+    pub fn of(route: Route) -> Option<Wire> {
+        match route {
+            Route::Tcp => Some(Wire::Tcp),
+            Route::Ofi => Some(Wire::Ofi),
+            Route::Shm(_) | Route::Myself => None,
+        }
+    }
+
     /// The other transport.
     pub fn other(self) -> Wire {
         match self {

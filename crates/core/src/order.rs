@@ -55,11 +55,11 @@ impl Sent {
     }
 }
 
-/// What the receiver does with a packet from a split-route sender.
+/// What became of a packet from a split-route sender.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum Verdict<P> {
     /// Hand it to the core now.
-    Deliver,
+    Deliver(P),
     /// A `SWITCH` that was consumed (nothing to hand on).
     Consumed,
     /// Its transport is held: it was queued.
@@ -88,20 +88,21 @@ impl<P> Default for Gates<P> {
 
 impl<P> Gates<P> {
     /// A packet arrived over `w`; `switch` is its `SWITCH` count if it is one.
-    pub(crate) fn arrive(&mut self, w: Wire, pkt: P, switch: Option<u64>) -> (Verdict, Option<P>) {
+    pub(crate) fn arrive(&mut self, w: Wire, pkt: P, switch: Option<u64>) -> Verdict<P> {
         if self.until[w.index()].is_some() || !self.held[w.index()].is_empty() {
             self.held[w.index()].push_back(pkt);
-            return (Verdict::Held, None);
+            return Verdict::Held;
         }
-        match self.take(w, switch) {
-            Verdict::Deliver => (Verdict::Deliver, Some(pkt)),
-            v => (v, None),
+        if self.take(w, switch) {
+            Verdict::Deliver(pkt)
+        } else {
+            Verdict::Consumed
         }
     }
 
     /// Counts a packet taken from `w`, which may release the other transport; a
-    /// `SWITCH` may hold `w`.
-    fn take(&mut self, w: Wire, switch: Option<u64>) -> Verdict {
+    /// `SWITCH` may hold `w`. False for a `SWITCH` (consumed here).
+    fn take(&mut self, w: Wire, switch: Option<u64>) -> bool {
         let (i, o) = (w.index(), w.other().index());
         self.taken[i] += 1;
         // The sender counted its `SWITCH`es too, so any packet may complete a count.
@@ -113,9 +114,9 @@ impl<P> Gates<P> {
                 if self.taken[o] < n {
                     self.until[i] = Some(n);
                 }
-                Verdict::Consumed
+                false
             }
-            None => Verdict::Deliver,
+            None => true,
         }
     }
 
@@ -128,7 +129,7 @@ impl<P> Gates<P> {
                 .into_iter()
                 .find(|w| self.until[w.index()].is_none() && !self.held[w.index()].is_empty())?;
             let pkt = self.held[w.index()].pop_front().expect("checked non-empty");
-            if self.take(w, switch(&pkt)) == Verdict::Deliver {
+            if self.take(w, switch(&pkt)) {
                 return Some(pkt);
             }
         }
@@ -194,8 +195,9 @@ mod tests {
             }
             let pkt = streams[w.index()][pos[w.index()]];
             pos[w.index()] += 1;
-            let (_, out) = g.arrive(w, pkt, sw(&pkt));
-            push(&mut got, out);
+            if let Verdict::Deliver(p) = g.arrive(w, pkt, sw(&pkt)) {
+                push(&mut got, Some(p));
+            }
             while let Some(p) = g.release(sw) {
                 push(&mut got, Some(p));
             }
@@ -244,13 +246,19 @@ mod tests {
     fn a_switch_holds_only_until_the_other_stream_is_taken() {
         let mut g: Gates<P> = Gates::default();
         // Sender: 2 over tcp, then a switch to ofi (after 2), then one over ofi.
-        let (v, _) = g.arrive(Wire::Ofi, P::Switch(2), Some(2));
+        let v = g.arrive(Wire::Ofi, P::Switch(2), Some(2));
         assert_eq!(v, Verdict::Consumed);
-        assert_eq!(g.arrive(Wire::Ofi, P::Data(2), None).0, Verdict::Held);
+        assert_eq!(g.arrive(Wire::Ofi, P::Data(2), None), Verdict::Held);
         assert_eq!(g.release(sw), None);
-        assert_eq!(g.arrive(Wire::Tcp, P::Data(0), None).1, Some(P::Data(0)));
+        assert_eq!(
+            g.arrive(Wire::Tcp, P::Data(0), None),
+            Verdict::Deliver(P::Data(0))
+        );
         assert_eq!(g.release(sw), None);
-        assert_eq!(g.arrive(Wire::Tcp, P::Data(1), None).1, Some(P::Data(1)));
+        assert_eq!(
+            g.arrive(Wire::Tcp, P::Data(1), None),
+            Verdict::Deliver(P::Data(1))
+        );
         assert_eq!(g.release(sw), Some(P::Data(2)));
         assert_eq!(g.held(), 0);
     }

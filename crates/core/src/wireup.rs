@@ -207,10 +207,6 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
         let between = remote_hosts.then(|| format!("{policy} ({source}, {})", cfg.ofi_provider));
         print_matrix(boot, between)?;
     }
-    if let (None, None, Some(t)) = (&shm, &ofi, tcp.as_mut()) {
-        // Nothing else to poll: a wait for the rest of a large body costs no one.
-        t.set_body_wait(Some(netconf::TCP_BODY_WAIT));
-    }
     let dead_after = netconf::ofi(cfg, &job, remote_hosts).dead_after;
     let ofi = ofi.map(|t| OfiPoller::new(t, cfg.ofi_poll_every, peers.uses_shm(), dead_after));
     Ok(Net::new(peers, shm, ofi, tcp))

@@ -135,25 +135,50 @@ impl Jobs {
         env: &Env,
     ) -> anyhow::Result<Vec<Vec<Report>>> {
         let var = t.knob.var();
-        let mut reports = vec![Vec::new(); t.values.len()];
+        let cases: Vec<(String, Env)> = t
+            .values
+            .iter()
+            .map(|v| {
+                let mut e = env.clone();
+                e.push(("NF_TRANSPORTS".into(), t.transport.into()));
+                e.push((var.into(), v.to_string()));
+                (format!("{} {var}={v}", t.knob.name()), e)
+            })
+            .collect();
+        self.alternate(&cases, t.sizes, rounds, |_, what, r| {
+            if r.transport != t.transport {
+                anyhow::bail!(
+                    "nf tune: {what} was measured over {}, not {}",
+                    r.transport,
+                    t.transport
+                );
+            }
+            Ok(())
+        })
+    }
+
+    /// Ping-pong jobs over `sizes`, one per case (its name in errors, its
+    /// environment) and round, every case once per round, in reverse order every
+    /// other round so load drifts spread over all; `check` vets each report (with
+    /// its case's index and name).
+    /// Returns `reports[case][round]`.
+    pub fn alternate(
+        &mut self,
+        cases: &[(String, Env)],
+        sizes: &[usize],
+        rounds: usize,
+        check: impl Fn(usize, &str, &Report) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Vec<Vec<Report>>> {
+        let mut reports = vec![Vec::new(); cases.len()];
         for round in 0..rounds {
-            let mut order: Vec<usize> = (0..t.values.len()).collect();
+            let mut order: Vec<usize> = (0..cases.len()).collect();
             if round % 2 == 1 {
                 order.reverse();
             }
             for i in order {
-                let what = format!("{} {var}={}", t.knob.name(), t.values[i]);
-                let mut e = env.clone();
-                e.push(("NF_TRANSPORTS".into(), t.transport.into()));
-                e.push((var.into(), t.values[i].to_string()));
-                let r = self.run(Probe::Pingpong, t.sizes, 1, &e, &what)?;
-                if r.transport != t.transport {
-                    anyhow::bail!(
-                        "nf tune: {what} was measured over {}, not {}",
-                        r.transport,
-                        t.transport
-                    );
-                }
+                let (what, env) = &cases[i];
+                let r = self.run(Probe::Pingpong, sizes, 1, env, what)?;
+                check(i, what, &r)?;
                 reports[i].push(r);
             }
         }

@@ -25,7 +25,7 @@ use nf_launch::{HostSlots, Hosts, RemoteTemplate};
 
 use super::jobs::{medians, Env, Jobs};
 use super::pick::score;
-use super::probe::{Probe, PEER_HOST, ROUTE};
+use super::probe::{PEER_HOST, ROUTE};
 use super::{cache, TuneArgs, CONFIRM};
 
 /// Message sizes measured, bytes: latency-bound to bandwidth-bound.
@@ -104,41 +104,37 @@ fn measure(
     jobs: &mut Jobs,
     routes: &[NetRoute],
 ) -> anyhow::Result<(Vec<Vec<f64>>, String)> {
-    let mut reports = vec![Vec::new(); routes.len()];
-    let mut peer = String::new();
-    for round in 0..a.rounds() {
-        let mut order: Vec<usize> = (0..routes.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for i in order {
-            let what = format!("route NF_NET_ROUTE={}", routes[i]);
-            let env: Env = vec![
+    let cases: Vec<(String, Env)> = routes
+        .iter()
+        .map(|r| {
+            let env = vec![
                 ("NF_TRANSPORTS".into(), "shm,tcp,ofi".into()),
-                ("NF_NET_ROUTE".into(), routes[i].to_string()),
+                ("NF_NET_ROUTE".into(), r.to_string()),
             ];
-            let r = jobs.run(Probe::Pingpong, &SIZES, 1, &env, &what)?;
-            let got = r
-                .params
-                .get(ROUTE)
-                .and_then(|v| v.as_str())
-                .unwrap_or("none");
-            if got != routes[i].to_string() {
-                anyhow::bail!(
-                    "nf tune: {what} ran over {got}: a host could not use a transport it \
-                     names (see the job's warnings above)"
-                );
-            }
-            peer = r
-                .params
-                .get(PEER_HOST)
-                .and_then(|v| v.as_str())
-                .filter(|p| !p.is_empty())
-                .context("the measuring job did not say which host its rank 1 ran on")?
-                .to_owned();
-            reports[i].push(r);
+            (format!("route NF_NET_ROUTE={r}"), env)
+        })
+        .collect();
+    let reports = jobs.alternate(&cases, &SIZES, a.rounds(), |i, what, r| {
+        let got = r
+            .params
+            .get(ROUTE)
+            .and_then(|v| v.as_str())
+            .unwrap_or("none");
+        if got != routes[i].to_string() {
+            anyhow::bail!(
+                "nf tune: {what} ran over {got}: a host could not use a transport it \
+                 names (see the job's warnings above)"
+            );
         }
-    }
+        Ok(())
+    })?;
+    let peer = reports
+        .iter()
+        .flatten()
+        .find_map(|r| r.params.get(PEER_HOST).and_then(|v| v.as_str()))
+        .filter(|p| !p.is_empty())
+        .context("the measuring job did not say which host its rank 1 ran on")?
+        .to_owned();
     let times = reports.iter().map(|r| medians(r, &SIZES)).collect();
     Ok((times, peer))
 }
