@@ -27,6 +27,7 @@ mod buf;
 pub mod collectives;
 pub mod config;
 pub mod error;
+mod lend;
 mod liveness;
 pub mod log;
 mod net;

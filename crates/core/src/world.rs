@@ -20,6 +20,7 @@ use std::rc::Rc;
 
 use nf_transport::rma::{NativeRma, RegionId, RemoteSpan};
 use nf_transport::shm::cma;
+use nf_transport::tcp::LEND_MIN;
 use nf_transport::{Packet, SendStatus};
 
 use crate::am::{Am, HandlerId, OwnedAm, Registry, Reserved, COLL_HANDLER, RESERVED_BASE};
@@ -111,6 +112,9 @@ pub struct RndvStats {
     pub ofi_received: u64,
     /// Rendezvous sends the receiver refused (NACK), sent again in fragments.
     pub refused: u64,
+    /// Large tcp frames this rank wrote from the caller's buffer while it waited,
+    /// rather than copying their rest into a queue (`lend.rs`).
+    pub lent: u64,
 }
 
 /// Mutable protocol state; borrowed briefly, never across a handler call.
@@ -176,7 +180,9 @@ pub struct World {
     /// Messages delivered to handlers, ever (outside `state`: counted on every message).
     pub(crate) delivered: Cell<u64>,
     pub(crate) coll_seq: Cell<u32>,
-    /// Largest payload of one packet to each rank (cached: on every send's path).
+    /// Largest payload the fast path of [`World::send_am`] sends to each rank, as one
+    /// packet (cached: on every send's path); larger ones take the general path,
+    /// which may lend them (`lend.rs`).
     max_packet: Vec<usize>,
     /// How each rank is reached (a copy of the peer table's routes).
     routes: Vec<Route>,
@@ -230,7 +236,16 @@ impl World {
             size,
             waiter: Waiter::new(cfg.wait, net.peers.local.len(), cfg.park_after),
             rndv_threshold: Cell::new(cfg.rndv_threshold),
-            max_packet: (0..size).map(|r| net.max_payload(r)).collect(),
+            max_packet: (0..size)
+                .map(|r| {
+                    let max = net.max_payload(r);
+                    if net.lends_to(r) {
+                        max.min(LEND_MIN - 1)
+                    } else {
+                        max
+                    }
+                })
+                .collect(),
             routes: net.peers.routes.clone(),
             ofi_rma,
             gated: Cell::new(false),
@@ -458,7 +473,8 @@ impl World {
         }
         let frame_payload = self.net.borrow().max_payload_for(dest, payload.len());
         if payload.len() <= frame_payload {
-            return self.send_packet(dest, Meta::eager(handler, header).as_bytes(), payload);
+            let meta = Meta::eager(handler, header);
+            return self.send_frame(dest, payload.len(), meta.as_bytes(), payload);
         }
         let single_copy = self.single_copy
             && matches!(self.routes[dest], Route::Shm(_))
@@ -493,7 +509,7 @@ impl World {
     /// [`World::send_packet`] of one packet of a message of `len` payload bytes (its
     /// size picks the transport where the route to `dest` splits by size).
     #[inline]
-    fn send_packet_of(
+    pub(crate) fn send_packet_of(
         &self,
         dest: usize,
         len: usize,
@@ -508,7 +524,7 @@ impl World {
 
     /// [`World::send_packet`] once the receiver had no room: poll and retry.
     #[inline(never)]
-    fn send_packet_blocked(
+    pub(crate) fn send_packet_blocked(
         &self,
         dest: usize,
         len: usize,
@@ -546,10 +562,10 @@ impl World {
         }
         .encode();
         let len = payload.len();
-        self.send_packet_of(dest, len, meta.as_bytes(), first)?;
+        self.send_frame(dest, len, meta.as_bytes(), first)?;
         let frag = Meta::Frag.encode();
         for piece in rest.chunks(chunk) {
-            self.send_packet_of(dest, len, frag.as_bytes(), piece)?;
+            self.send_frame(dest, len, frag.as_bytes(), piece)?;
         }
         Ok(())
     }

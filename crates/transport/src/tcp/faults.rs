@@ -12,7 +12,6 @@
 //!    ([`Peer::unusable`]). A link already gone stays as it is, so a loss seen by both
 //!    threads is reported once.
 
-use std::collections::VecDeque;
 use std::net::{Shutdown, SocketAddr};
 use std::sync::atomic::Ordering;
 
@@ -82,8 +81,8 @@ impl Peer {
                 describe(tx.remote)
             );
             tx.link = Link::Left(why);
-            tx.queue = VecDeque::new();
-            self.backlog.store(false, Ordering::Release);
+            tx.discard();
+            self.settle_flags(&tx);
         }
     }
 
@@ -92,7 +91,7 @@ impl Peer {
         let mut tx = lock(&self.tx);
         let why = format!("{} ({})", why, describe(tx.remote));
         lose(self.rank, &mut tx, why, inbox);
-        self.backlog.store(false, Ordering::Release);
+        self.settle_flags(&tx);
     }
 }
 
@@ -104,7 +103,7 @@ pub(super) fn lose(rank: usize, tx: &mut Tx, why: String, inbox: &Inbox) {
     let _ = stream.shutdown(Shutdown::Both);
     tracing::warn!(peer = rank, remote = %describe(tx.remote), "tcp: connection lost: {why}");
     tx.link = Link::Lost(why.clone());
-    tx.queue = VecDeque::new();
+    tx.discard();
     inbox.push(
         &mut vec![Err(TransportError::PeerLost { peer: rank, why })],
         0,

@@ -113,7 +113,12 @@ fn run(args: &[String]) -> Check {
             num(args, 3)? as usize,
         )?,
         "flood" => flood(&world, num(args, 1)? as usize, num(args, 2)? as usize)?,
-        "headtohead" => head_to_head(&world, num(args, 1)? as usize, num(args, 2)? as usize)?,
+        "headtohead" => head_to_head(
+            &world,
+            num(args, 1)? as usize,
+            num(args, 2)? as usize,
+            args.get(3).map(String::as_str) == Some("lent"),
+        )?,
         "collectives" => collectives(&world)?,
         "badinput" => bad_input(&world)?,
         "peerlimit" => peer_limit(&world, num(args, 1)? as usize)?,
@@ -283,7 +288,9 @@ fn flood(world: &World, count: usize, size: usize) -> Check {
     Ok(())
 }
 
-fn head_to_head(world: &World, count: usize, size: usize) -> Check {
+/// Ranks 0 and 1 send each other `count` messages of `size` B at once; with `lent`,
+/// some of their frames must have been sent from the caller's buffer (`lend.rs`).
+fn head_to_head(world: &World, count: usize, size: usize, lent: bool) -> Check {
     let (me, n) = (world.rank(), world.size());
     let inbox = verifying_inbox(world)?;
     if me < 2 && n >= 2 {
@@ -299,7 +306,13 @@ fn head_to_head(world: &World, count: usize, size: usize) -> Check {
             .wait_until(|| inbox.borrow().next[peer] == count as u64)
             .map_err(|e| e.to_string())?;
         inbox_ok(&inbox)?;
-        println!("rank {me}: head-to-head ok, {count} × {size} B each way");
+        let stats = world.rndv_stats();
+        if lent && stats.lent == 0 {
+            return Err(format!(
+                "no frame to rank {peer} was lent ({stats:?}): each was copied into a queue"
+            ));
+        }
+        println!("rank {me}: head-to-head ok, {count} × {size} B each way, {stats:?}");
     }
     Ok(())
 }
