@@ -12,6 +12,9 @@
 //!   host's ranks vanishing mid-transfer (the survivors report the lost peers
 //!   themselves); a link cut mid-transfer (an error within the dead-peer time, no
 //!   hang);
+//! - lanes: the data tests again with large tcp messages striped across 3
+//!   connections per pair (`NF_TCP_LANES`), alone and beside a split route, with the
+//!   striped messages counted; a host vanishing mid-stripe is the survivors' error;
 //! - strangers on the listening ports while a job streams: refused, the job's data
 //!   unaffected.
 //!
@@ -55,8 +58,12 @@ const SPLIT_REVERSED: Via = &[
     ("NF_NET_ROUTE", "ofi/tcp@4096"),
 ];
 
+/// Three tcp connections per pair, striping from 64 KiB (so that most large random
+/// sizes of the workloads are cut, into 2 to 3 pieces).
+const LANES: Via = &[("NF_TCP_LANES", "3"), ("NF_TCP_STRIPE", "65536")];
+
 /// `via`'s settings followed by `more`.
-fn with<'a>(via: Via, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+fn with<'a>(via: &[(&'a str, &'a str)], more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     via.iter().copied().chain(more.iter().copied()).collect()
 }
 
@@ -310,6 +317,12 @@ fn failed_on_its_own(outcome: &Outcome) -> Option<usize> {
 /// The victims exit 0 without clean-up, so the launcher sees nothing wrong: only the
 /// survivors' own errors can end the job.
 fn host_vanished_mid_transfer(transports: Via) {
+    host_vanished_mid_stream(transports, 70000);
+}
+
+/// [`host_vanished_mid_transfer`] with messages of up to `max` bytes; the failed
+/// survivor's error report.
+fn host_vanished_mid_stream(transports: &[(&str, &str)], max: usize) -> String {
     let c = Cluster::new(2);
     let victim = c.net.host(1).to_owned();
     let env = with(
@@ -320,7 +333,8 @@ fn host_vanished_mid_transfer(transports: Via) {
             ("NF_CHECK_VANISH_AFTER", "40"),
         ],
     );
-    let outcome = c.run(&[2, 2], &["stream", "60", "70000", c.dir()], &env);
+    let max = max.to_string();
+    let outcome = c.run(&[2, 2], &["stream", "60", &max, c.dir()], &env);
     let Some(rank) = failed_on_its_own(&outcome) else {
         panic!("expected a survivor to fail on its own, got {outcome}");
     };
@@ -332,6 +346,7 @@ fn host_vanished_mid_transfer(transports: Via) {
         error.contains("rank 2") || error.contains("rank 3"),
         "rank {rank}'s error does not name a vanished rank: {error}"
     );
+    error
 }
 
 #[test]
@@ -343,6 +358,50 @@ fn a_host_vanishing_mid_transfer_is_an_error_on_the_survivors_over_tcp() {
 fn a_host_vanishing_mid_transfer_is_an_error_on_the_survivors_over_ofi() {
     require_ofi();
     host_vanished_mid_transfer(OFI);
+}
+
+/// Large tcp messages striped across 3 connections per pair on 2 and 3 hosts (and 2
+/// hosts × 2 ranks, shm inside): every byte and each pair's order checked, and every
+/// rank must have sent and received striped messages; without lanes, none.
+#[test]
+fn striped_across_tcp_lanes_messages_arrive_intact_and_in_order() {
+    let striped = with(TCP, &[("NF_CHECK_EXPECT_STRIPED", "1")]);
+    let env = with(&striped, LANES);
+    let big = (6 << 20).to_string();
+    for per_host in [&[1, 1][..], &[1, 1, 1], &[2, 2]] {
+        let c = Cluster::new(per_host.len());
+        c.expect_success(per_host, &["integrity", "11", "40", &big], &env);
+    }
+    let c = Cluster::new(2);
+    let plain = with(TCP, &[("NF_CHECK_EXPECT_STRIPED", "0")]);
+    c.expect_success(&[1, 1], &["integrity", "11", "4", &big], &plain);
+}
+
+/// Lanes beside a route split by size: with large messages over tcp (`ofi/tcp@4096`)
+/// the leads cross the order gates with the small messages over ofi; with large
+/// messages over ofi (`tcp/ofi@4096`) nothing is striped.
+#[test]
+fn striped_across_tcp_lanes_beside_a_split_route() {
+    require_ofi();
+    let big = (3 << 20).to_string();
+    for (split, expect) in [(SPLIT_REVERSED, "1"), (SPLIT, "0")] {
+        let c = Cluster::new(3);
+        let env = with(split, LANES);
+        let env = with(&env, &[("NF_CHECK_EXPECT_STRIPED", expect)]);
+        c.expect_success(&[1, 1, 1], &["integrity", "13", "10", &big], &env);
+    }
+}
+
+/// A host whose ranks vanish while large messages are striped to and from them: the
+/// survivors fail on their own, naming a vanished rank (a lane's lost connection, or
+/// a part that never came, within the dead-peer time), and nothing hangs.
+#[test]
+fn a_host_vanishing_mid_stripe_is_an_error_on_the_survivors() {
+    let error = host_vanished_mid_stream(&with(TCP, LANES), 1 << 20);
+    assert!(
+        error.contains("StripeStats { sent: ") && !error.contains("sent: 0,"),
+        "nothing was striped before the host vanished: {error}"
+    );
 }
 
 /// Rank 1 exits quietly after a barrier while the others wait in the next one, on
