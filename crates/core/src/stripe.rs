@@ -183,8 +183,9 @@ pub(crate) struct Lanes {
     reach: Vec<bool>,
     /// How long a part may take after its lead (the dead-peer time).
     wait_limit: Duration,
-    /// Striped messages sent and received.
+    /// Striped messages sent.
     pub sent: u64,
+    /// Striped messages assembled.
     pub received: u64,
 }
 

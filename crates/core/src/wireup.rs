@@ -207,18 +207,16 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
         s.unlink_own()?;
     }
     if cfg.show_transports && me == 0 {
-        let striped = if lanes.is_empty() {
-            String::new()
-        } else {
+        let between = remote_hosts.then(|| format!("{policy} ({source}, {})", cfg.ofi_provider));
+        let striped = (!lanes.is_empty()).then(|| {
             format!(
-                "; tcp messages from {} B striped across {} connections per pair (NF_TCP_LANES)",
-                cfg.tcp_stripe,
-                lanes.len() + 1
+                "tcp lanes: {} connections per pair, messages from {} B striped across them \
+                 (NF_TCP_LANES, NF_TCP_STRIPE)",
+                lanes.len() + 1,
+                cfg.tcp_stripe
             )
-        };
-        let between =
-            remote_hosts.then(|| format!("{policy} ({source}, {}){striped}", cfg.ofi_provider));
-        print_matrix(boot, between)?;
+        });
+        print_matrix(boot, between, striped)?;
     }
     let dead_after = netconf::ofi(cfg, &job, remote_hosts).dead_after;
     let ofi = ofi.map(|t| OfiPoller::new(t, cfg.ofi_poll_every, peers.uses_shm(), dead_after));
@@ -318,8 +316,13 @@ fn warn_fallback(statuses: &[Option<OfiStatus>], provider: &str) {
     }
 }
 
-/// Rank 0 prints who reaches whom by which transport (`nf run --show-transports`).
-fn print_matrix(boot: &mut dyn Bootstrap, between: Option<String>) -> Result<(), CoreError> {
+/// Rank 0 prints who reaches whom by which transport (`nf run --show-transports`),
+/// the route between hosts and the tcp lanes, if any.
+fn print_matrix(
+    boot: &mut dyn Bootstrap,
+    between: Option<String>,
+    lanes: Option<String>,
+) -> Result<(), CoreError> {
     let rows = (0..boot.size())
         .map(|r| boot.get(r, &key("routes")))
         .collect::<Result<Vec<_>, _>>()?;
@@ -342,6 +345,9 @@ fn print_matrix(boot: &mut dyn Bootstrap, between: Option<String>) -> Result<(),
     }
     if let Some(b) = between {
         out += &format!("\nbetween hosts: {b}");
+    }
+    if let Some(l) = lanes {
+        out += &format!("\n{l}");
     }
     eprintln!("{out}");
     Ok(())
