@@ -473,6 +473,84 @@ mod tests {
         }
     }
 
+    /// Rank 0's lane and rank 1's, connected over loopback.
+    fn lane_pair() -> (TcpTransport, TcpTransport) {
+        let cfg = nf_transport::tcp::TcpConfig {
+            hot_for: Duration::ZERO,
+            ..Default::default()
+        };
+        let mut a = TcpTransport::listen(cfg.clone(), 0, 2).unwrap();
+        let mut b = TcpTransport::listen(cfg, 1, 2).unwrap();
+        let (at_a, at_b) = (a.local_addr(), b.local_addr());
+        let dial = std::thread::spawn(move || {
+            b.connect(&[Some(at_a), None]).unwrap();
+            b
+        });
+        a.connect(&[None, Some(at_b)]).unwrap();
+        (a, dial.join().unwrap())
+    }
+
+    /// The error of an assembly that had to fail.
+    fn failed(r: Result<RecvBuf, CoreError>) -> CoreError {
+        match r {
+            Ok(_) => panic!("assembled a message that must fail"),
+            Err(e) => e,
+        }
+    }
+
+    fn lead_buf(total: usize) -> RecvBuf {
+        RecvBuf::with_room(Vec::new(), total)
+    }
+
+    #[test]
+    fn parts_over_a_real_lane_are_assembled_and_missing_ones_are_the_senders_error() {
+        let (a, mut b) = lane_pair();
+        let mut lanes = Lanes::new(vec![a], vec![false, true], Duration::from_millis(300));
+        let m = message(3 * MIN_PIECE, 7);
+        let (on, last, parts) = striped(1, 0, &m, 1);
+        for p in &on[0] {
+            assert_eq!(
+                b.try_send(0, &p.meta, &p.payload).unwrap(),
+                SendStatus::Sent
+            );
+        }
+        let got = lanes
+            .assemble(1, 0, parts, lead_buf(m.len()), m.len(), &last)
+            .unwrap();
+        assert!(got.filled() == m, "assembled bytes differ");
+        assert_eq!(lanes.received, 1);
+        // A lead whose parts never come: an error naming the sender, after the limit.
+        let e = failed(lanes.assemble(1, 1, 1, lead_buf(10), 10, &[0; 5]));
+        assert!(
+            matches!(
+                &e,
+                CoreError::Transport(TransportError::PeerLost { peer: 1, .. })
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("did not arrive"), "{e}");
+        // Parts from a rank the lanes do not reach: a protocol error, no wait.
+        let e = failed(lanes.assemble(0, 0, 1, lead_buf(10), 10, &[]));
+        assert!(matches!(e, CoreError::Protocol { src: 0, .. }), "{e}");
+    }
+
+    #[test]
+    fn a_lane_lost_while_its_parts_are_awaited_is_the_senders_error_not_a_hang() {
+        let (a, b) = lane_pair();
+        // A limit far above what the test may take: only the loss can end the wait.
+        let mut lanes = Lanes::new(vec![a], vec![false, true], Duration::from_secs(600));
+        b.abort();
+        let e = failed(lanes.assemble(1, 0, 2, lead_buf(10), 10, &[]));
+        assert!(
+            matches!(
+                &e,
+                CoreError::Transport(TransportError::PeerLost { peer: 1, .. })
+            ),
+            "{e}"
+        );
+        assert!(lanes.lost(1), "the lane's state says lost");
+    }
+
     #[test]
     fn a_wrong_id_a_wrong_offset_or_a_wrong_length_is_refused_naming_what() {
         let m = message(4 * MIN_PIECE, 9);
