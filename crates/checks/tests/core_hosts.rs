@@ -14,7 +14,8 @@
 //!   hang);
 //! - lanes: the data tests again with large tcp messages striped across 3
 //!   connections per pair (`NF_TCP_LANES`), alone and beside a split route, with the
-//!   striped messages counted; a host vanishing mid-stripe is the survivors' error;
+//!   striped messages counted; a host killed mid-stripe ends the job naming it, and
+//!   one vanishing mid-stripe is the survivors' error;
 //! - strangers on the listening ports while a job streams: refused, the job's data
 //!   unaffected.
 //!
@@ -250,8 +251,20 @@ fn stream_and(
     env: &[(&str, &str)],
     meddle: impl FnOnce(),
 ) -> Outcome {
+    stream_of_and(c, per_host, env, 70000, meddle)
+}
+
+/// [`stream_and`] with messages of up to `max` bytes.
+fn stream_of_and(
+    c: &Cluster,
+    per_host: &[usize],
+    env: &[(&str, &str)],
+    max: usize,
+    meddle: impl FnOnce(),
+) -> Outcome {
+    let max = max.to_string();
     thread::scope(|s| {
-        let job = s.spawn(|| c.run(per_host, &["stream", "60", "70000", c.dir()], env));
+        let job = s.spawn(|| c.run(per_host, &["stream", "60", &max, c.dir()], env));
         let stop = StopOnDrop(c.dir.path());
         wait_for_addresses(c.dir.path(), per_host.iter().sum());
         thread::sleep(Duration::from_millis(300));
@@ -263,9 +276,14 @@ fn stream_and(
 
 /// Every process of host 1 is SIGKILLed at once while all ranks stream.
 fn host_killed_mid_transfer(transports: Via) {
+    host_killed_mid_stream(transports, 70000);
+}
+
+/// [`host_killed_mid_transfer`] with messages of up to `max` bytes.
+fn host_killed_mid_stream(transports: &[(&str, &str)], max: usize) {
     let c = Cluster::new(2);
     let env = with(transports, &[("NF_DEAD_AFTER_MS", DEAD_AFTER_MS)]);
-    let outcome = stream_and(&c, &[2, 2], &env, || c.net.kill_all(1));
+    let outcome = stream_of_and(&c, &[2, 2], &env, max, || c.net.kill_all(1));
     let gone = c.net.host(1);
     match &outcome {
         Outcome::HostLost { host, ranks } => {
@@ -390,6 +408,13 @@ fn striped_across_tcp_lanes_beside_a_split_route() {
         let env = with(&env, &[("NF_CHECK_EXPECT_STRIPED", expect)]);
         c.expect_success(&[1, 1, 1], &["integrity", "13", "10", &big], &env);
     }
+}
+
+/// A host whose ranks are killed while large messages are striped to and from them:
+/// the job ends naming the host, in bounded time.
+#[test]
+fn a_host_killed_mid_stripe_ends_the_job_naming_it() {
+    host_killed_mid_stream(&with(TCP, LANES), 1 << 20);
 }
 
 /// A host whose ranks vanish while large messages are striped to and from them: the
