@@ -5,7 +5,8 @@
 #
 # usage: bench/compare-net.sh [--alternations K] [--sizes LIST] [--iters N]
 #                             [--warmup W] [--shm-sizes LIST] [--fi-sizes LIST]
-#                             [--iperf-seconds S] [--no-ofi] [--out DIR]
+#                             [--iperf-seconds S] [--no-ofi] [--lanes LIST]
+#                             [--lanes-only] [--out DIR]
 #
 #   --alternations K   rounds, default 3; each round runs every measurement once, in
 #                      the opposite order of the round before
@@ -17,6 +18,11 @@
 #   --fi-sizes LIST    sizes for fi_pingpong (one run each), default 8
 #   --iperf-seconds S  length of each iperf3 run, default 5
 #   --no-ofi           skip nf-ofi and fi_pingpong (nf-default still runs)
+#   --lanes LIST       also measure nf-lanesN for each N in LIST (e.g. 2,4): nf-tcp
+#                      with NF_TCP_LANES=N (large messages striped across N tcp
+#                      connections per pair, from NF_TCP_STRIPE, default 1 MiB)
+#   --lanes-only       measure nf-tcp and the nf-lanesN sides only (no other tools
+#                      needed), and report nf-lanesN / nf-tcp
 #   --out DIR          default bench/out/compare-net-<UTC timestamp>/
 #
 # Issue 18's run (large messages; its targets need 8 B, every size from 256 KiB up
@@ -32,6 +38,7 @@
 #               ninefold picks by default between two hosts (the report names it)
 #   nf-tcp      the same, NF_TRANSPORTS=shm,tcp
 #   nf-ofi      the same over ofi (libfabric tcp provider), NF_TRANSPORTS=shm,ofi
+#   nf-lanesN   (--lanes) nf-tcp with NF_TCP_LANES=N
 #   raw-tcp     bench/net/tcp_pingpong.c: blocking sockets, TCP_NODELAY (the tcp limit)
 #   raw-busy    the same with --busy: reads spin on non-blocking recv, as a busy-polling
 #               runtime's do (the latency limit; issue 18's 8 B target)
@@ -49,7 +56,12 @@
 # Ranks that only wait on host 1 of the mixed job use NF_WAIT=yield
 # (bench/net/netns-host.sh), since here both "hosts" share the same two cores.
 #
-# Everything lands in the out directory: each run's output, compare-*.{txt,csv,json}
+# Striping across lanes (issue 18), alternating with plain tcp:
+#
+#   bench/compare-net.sh --lanes-only --lanes 2,4 --sizes 1048576,4194304,16777216
+#
+# Everything lands in the out directory (and loadavg.txt: /proc/loadavg before each
+# run, since a loaded machine moves bandwidth more than most changes do): each run's output, compare-*.{txt,csv,json}
 # per pair, targets.{txt,json}, and compare.png (ping-pong curves of every side).
 set -euo pipefail
 
@@ -64,8 +76,10 @@ shm_sizes=8,64,4096
 fi_sizes=8
 iperf_seconds=5
 no_ofi=0
+lanes=""
+lanes_only=0
 out=""
-parse_opts "alternations sizes iters warmup shm-sizes fi-sizes iperf-seconds no-ofi! out" "$@"
+parse_opts "alternations sizes iters warmup shm-sizes fi-sizes iperf-seconds no-ofi! lanes lanes-only! out" "$@"
 
 check_int --alternations "$alternations"
 check_int --iters "$iters"
@@ -74,12 +88,19 @@ check_int --iperf-seconds "$iperf_seconds"
 for l in "$sizes" "$shm_sizes" "$fi_sizes"; do
     check_sizes "$l"
 done
+for n in ${lanes//,/ }; do
+    [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 16)) || die "--lanes: $n is not a lane count 1 ..= 16"
+done
+((lanes_only == 0)) || [[ -n $lanes ]] || die "--lanes-only needs --lanes LIST"
+((lanes_only == 0)) || no_ofi=1
 [[ $(id -u) -eq 0 ]] || die "network namespaces need root; run as root"
 
 need cc "apt-get install gcc (scripts/setup.sh)"
+if ((lanes_only == 0)); then
 need mpicc "run scripts/setup.sh (openmpi-bin libopenmpi-dev)"
 need mpirun "run scripts/setup.sh (openmpi-bin)"
 need iperf3 "run scripts/setup.sh (iperf3)"
+fi
 need ip "run scripts/setup.sh (iproute2)"
 need ss "run scripts/setup.sh (iproute2)"
 need python3 "install python3 (needed for the ratio tables)"
@@ -96,8 +117,10 @@ nf=$release/nf
 need_built "$nf" "$release/nf-netns"
 raw_bin=$out/tcp_pingpong
 mpi_bin=$out/pingpong-mpi
-build_c cc "$raw_bin" net/tcp_pingpong.c
-build_c mpicc "$mpi_bin" mpi/pingpong.c
+if ((lanes_only == 0)); then
+    build_c cc "$raw_bin" net/tcp_pingpong.c
+    build_c mpicc "$mpi_bin" mpi/pingpong.c
+fi
 
 # The hosts, removed on any exit of this script.
 netns_hosts "$release/nf-netns" 2
@@ -118,10 +141,12 @@ in1=(ip netns exec "${H[1]}")
 bound=(timeout --kill-after=10 600)
 nf_hosts=(--remote "$repo/bench/net/netns-host.sh {host}" --pmi-bind "${A[0]}" --timeout 550)
 
-run_nf() { # NAME TRANSPORTS HOSTS SIZES K   (TRANSPORTS "": NF_TRANSPORTS unset)
+run_nf() { # NAME TRANSPORTS HOSTS SIZES K [LANES]  (TRANSPORTS "": NF_TRANSPORTS unset)
     echo "== round $5: $1" >&2
+    echo "$1-$5 $(cat /proc/loadavg)" >>"$out/loadavg.txt"
     local transports=(env NF_TRANSPORTS="$2")
     [[ -n $2 ]] || transports=(env -u NF_TRANSPORTS)
+    [[ -z ${6:-} ]] || transports+=(NF_TCP_LANES="$6")
     NF_BENCH_MAIN_HOST=${H[0]} run "${transports[@]}" "${bound[@]}" "${in0[@]}" "$nf" run --hosts "$3" \
         "${nf_hosts[@]}" -- "$nf" bench pingpong "${common[@]}" --sizes "$4" \
         --json "$out/$1-$5.json" >"$out/$1-$5.txt" 2>&1 ||
@@ -197,8 +222,13 @@ run_fi() {
 
 steps=(nf-default nf-tcp raw-tcp raw-busy openmpi-tcp iperf3 iperf3-p4 shm-mixed shm-only)
 ((no_ofi)) || steps+=(nf-ofi "fi")
+((lanes_only == 0)) || steps=(nf-tcp)
+for n in ${lanes//,/ }; do
+    steps+=("nf-lanes$n")
+done
 run_step() { # STEP K
     case $1 in
+        nf-lanes*) run_nf "$1" shm,tcp "${H[0]}:1,${H[1]}:1" "$sizes" "$2" "${1#nf-lanes}" ;;
         nf-default) run_nf nf-default "" "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
         nf-tcp) run_nf nf-tcp shm,tcp "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
         nf-ofi) run_nf nf-ofi shm,ofi "${H[0]}:1,${H[1]}:1" "$sizes" "$2" ;;
@@ -221,12 +251,13 @@ for ((k = 1; k <= alternations; k++)); do
 done
 
 echo >&2
-report=(--dir "$out" --rounds "$alternations" --fi-sizes "$fi_sizes")
+report=(--dir "$out" --rounds "$alternations" --fi-sizes "$fi_sizes" --lanes "$lanes")
 ((no_ofi == 0)) || report+=(--no-ofi)
+((lanes_only == 0)) || report+=(--lanes-only)
 python3 "$repo/bench/compare_net_report.py" "${report[@]}" | tee "$out/targets.txt"
 
 plots=()
-for side in nf-default nf-tcp nf-ofi raw-tcp openmpi-tcp; do
+for side in nf-default nf-tcp nf-ofi raw-tcp openmpi-tcp ${lanes:+$(printf 'nf-lanes%s ' ${lanes//,/ })}; do
     [[ -s $out/best-$side.json ]] && plots+=("$out/best-$side.json")
 done
 if ((${#plots[@]})) && "$nf" bench plot --help >/dev/null 2>&1; then

@@ -5,7 +5,8 @@ Reads the runs in --dir (K rounds of each side, as compare-net.sh names them) an
 
 1. prints per-size ratio tables (via compare_report.py, best of K per side):
    nf-tcp / raw-tcp, nf-tcp / openmpi-tcp, nf-default / openmpi-tcp,
-   nf-ofi / openmpi-tcp, shm-mixed / shm-only;
+   nf-ofi / openmpi-tcp, shm-mixed / shm-only; with --lanes, nf-lanesN / nf-tcp
+   (--lanes-only: those alone, and no targets);
    each also lands as compare-<ours>-vs-<theirs>.{csv,json}, and each side's per-size
    best rows as best-<side>.json (for `nf bench plot`);
 2. prints issue 3's and issue 18's targets with the measured ratio and whether each
@@ -32,6 +33,7 @@ Reads the runs in --dir (K rounds of each side, as compare-net.sh names them) an
      busy-polling raw socket; best-of-K medians).
 
 usage: compare_net_report.py --dir DIR --rounds K [--fi-sizes 8,...] [--no-ofi]
+                             [--lanes 2,4] [--lanes-only]
 """
 
 import argparse
@@ -242,8 +244,15 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, required=True)
     ap.add_argument("--fi-sizes", default="8")
     ap.add_argument("--no-ofi", action="store_true")
+    ap.add_argument("--lanes", default="")
+    ap.add_argument("--lanes-only", action="store_true")
     a = ap.parse_args(argv)
     d, k = a.dir, a.rounds
+
+    for n in [x for x in a.lanes.split(",") if x]:
+        pair(d, k, f"nf-lanes{n}", "nf-tcp", (f"nf tcp {n} lanes", "nf tcp"))
+    if a.lanes_only:
+        return 0
 
     raw = pair(d, k, "nf-tcp", "raw-tcp", ("nf tcp", "raw socket"))
     mpi = pair(d, k, "nf-tcp", "openmpi-tcp", ("nf tcp", "Open MPI tcp"))

@@ -12,6 +12,10 @@
 //!   host's ranks vanishing mid-transfer (the survivors report the lost peers
 //!   themselves); a link cut mid-transfer (an error within the dead-peer time, no
 //!   hang);
+//! - lanes: the data tests again with large tcp messages striped across 3
+//!   connections per pair (`NF_TCP_LANES`), alone and beside a split route, with the
+//!   striped messages counted; a host killed mid-stripe ends the job naming it, and
+//!   one vanishing mid-stripe is the survivors' error;
 //! - strangers on the listening ports while a job streams: refused, the job's data
 //!   unaffected.
 //!
@@ -55,8 +59,12 @@ const SPLIT_REVERSED: Via = &[
     ("NF_NET_ROUTE", "ofi/tcp@4096"),
 ];
 
+/// Three tcp connections per pair, striping from 64 KiB (so that most large random
+/// sizes of the workloads are cut, into 2 to 3 pieces).
+const LANES: Via = &[("NF_TCP_LANES", "3"), ("NF_TCP_STRIPE", "65536")];
+
 /// `via`'s settings followed by `more`.
-fn with<'a>(via: Via, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+fn with<'a>(via: &[(&'a str, &'a str)], more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     via.iter().copied().chain(more.iter().copied()).collect()
 }
 
@@ -243,8 +251,20 @@ fn stream_and(
     env: &[(&str, &str)],
     meddle: impl FnOnce(),
 ) -> Outcome {
+    stream_of_and(c, per_host, env, 70000, meddle)
+}
+
+/// [`stream_and`] with messages of up to `max` bytes.
+fn stream_of_and(
+    c: &Cluster,
+    per_host: &[usize],
+    env: &[(&str, &str)],
+    max: usize,
+    meddle: impl FnOnce(),
+) -> Outcome {
+    let max = max.to_string();
     thread::scope(|s| {
-        let job = s.spawn(|| c.run(per_host, &["stream", "60", "70000", c.dir()], env));
+        let job = s.spawn(|| c.run(per_host, &["stream", "60", &max, c.dir()], env));
         let stop = StopOnDrop(c.dir.path());
         wait_for_addresses(c.dir.path(), per_host.iter().sum());
         thread::sleep(Duration::from_millis(300));
@@ -256,9 +276,14 @@ fn stream_and(
 
 /// Every process of host 1 is SIGKILLed at once while all ranks stream.
 fn host_killed_mid_transfer(transports: Via) {
+    host_killed_mid_stream(transports, 70000);
+}
+
+/// [`host_killed_mid_transfer`] with messages of up to `max` bytes.
+fn host_killed_mid_stream(transports: &[(&str, &str)], max: usize) {
     let c = Cluster::new(2);
     let env = with(transports, &[("NF_DEAD_AFTER_MS", DEAD_AFTER_MS)]);
-    let outcome = stream_and(&c, &[2, 2], &env, || c.net.kill_all(1));
+    let outcome = stream_of_and(&c, &[2, 2], &env, max, || c.net.kill_all(1));
     let gone = c.net.host(1);
     match &outcome {
         Outcome::HostLost { host, ranks } => {
@@ -310,6 +335,12 @@ fn failed_on_its_own(outcome: &Outcome) -> Option<usize> {
 /// The victims exit 0 without clean-up, so the launcher sees nothing wrong: only the
 /// survivors' own errors can end the job.
 fn host_vanished_mid_transfer(transports: Via) {
+    host_vanished_mid_stream(transports, 70000);
+}
+
+/// [`host_vanished_mid_transfer`] with messages of up to `max` bytes; the failed
+/// survivor's error report.
+fn host_vanished_mid_stream(transports: &[(&str, &str)], max: usize) -> String {
     let c = Cluster::new(2);
     let victim = c.net.host(1).to_owned();
     let env = with(
@@ -320,7 +351,8 @@ fn host_vanished_mid_transfer(transports: Via) {
             ("NF_CHECK_VANISH_AFTER", "40"),
         ],
     );
-    let outcome = c.run(&[2, 2], &["stream", "60", "70000", c.dir()], &env);
+    let max = max.to_string();
+    let outcome = c.run(&[2, 2], &["stream", "60", &max, c.dir()], &env);
     let Some(rank) = failed_on_its_own(&outcome) else {
         panic!("expected a survivor to fail on its own, got {outcome}");
     };
@@ -332,6 +364,7 @@ fn host_vanished_mid_transfer(transports: Via) {
         error.contains("rank 2") || error.contains("rank 3"),
         "rank {rank}'s error does not name a vanished rank: {error}"
     );
+    error
 }
 
 #[test]
@@ -343,6 +376,57 @@ fn a_host_vanishing_mid_transfer_is_an_error_on_the_survivors_over_tcp() {
 fn a_host_vanishing_mid_transfer_is_an_error_on_the_survivors_over_ofi() {
     require_ofi();
     host_vanished_mid_transfer(OFI);
+}
+
+/// Large tcp messages striped across 3 connections per pair on 2 and 3 hosts (and 2
+/// hosts × 2 ranks, shm inside): every byte and each pair's order checked, and every
+/// rank must have sent and received striped messages; without lanes, none.
+#[test]
+fn striped_across_tcp_lanes_messages_arrive_intact_and_in_order() {
+    let striped = with(TCP, &[("NF_CHECK_EXPECT_STRIPED", "1")]);
+    let env = with(&striped, LANES);
+    let big = (6 << 20).to_string();
+    for per_host in [&[1, 1][..], &[1, 1, 1], &[2, 2]] {
+        let c = Cluster::new(per_host.len());
+        c.expect_success(per_host, &["integrity", "11", "40", &big], &env);
+    }
+    let c = Cluster::new(2);
+    let plain = with(TCP, &[("NF_CHECK_EXPECT_STRIPED", "0")]);
+    c.expect_success(&[1, 1], &["integrity", "11", "4", &big], &plain);
+}
+
+/// Lanes beside a route split by size: with large messages over tcp (`ofi/tcp@4096`)
+/// the leads cross the order gates with the small messages over ofi; with large
+/// messages over ofi (`tcp/ofi@4096`) nothing is striped.
+#[test]
+fn striped_across_tcp_lanes_beside_a_split_route() {
+    require_ofi();
+    let big = (3 << 20).to_string();
+    for (split, expect) in [(SPLIT_REVERSED, "1"), (SPLIT, "0")] {
+        let c = Cluster::new(3);
+        let env = with(split, LANES);
+        let env = with(&env, &[("NF_CHECK_EXPECT_STRIPED", expect)]);
+        c.expect_success(&[1, 1, 1], &["integrity", "13", "10", &big], &env);
+    }
+}
+
+/// A host whose ranks are killed while large messages are striped to and from them:
+/// the job ends naming the host, in bounded time.
+#[test]
+fn a_host_killed_mid_stripe_ends_the_job_naming_it() {
+    host_killed_mid_stream(&with(TCP, LANES), 1 << 20);
+}
+
+/// A host whose ranks vanish while large messages are striped to and from them: the
+/// survivors fail on their own, naming a vanished rank (a lane's lost connection, or
+/// a part that never came, within the dead-peer time), and nothing hangs.
+#[test]
+fn a_host_vanishing_mid_stripe_is_an_error_on_the_survivors() {
+    let error = host_vanished_mid_stream(&with(TCP, LANES), 1 << 20);
+    assert!(
+        error.contains("StripeStats { sent: ") && !error.contains("sent: 0,"),
+        "nothing was striped before the host vanished: {error}"
+    );
 }
 
 /// Rank 1 exits quietly after a barrier while the others wait in the next one, on

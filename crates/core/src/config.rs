@@ -89,6 +89,13 @@ pub struct Config {
     pub net_route: Option<NetRoute>,
     /// `nf tune`'s routes to other hosts, by host identity (`NF_NET_ROUTE` wins).
     pub net_route_tuned: BTreeMap<String, NetRoute>,
+    /// tcp connections per pair of ranks on different hosts (`NF_TCP_LANES`): 1 is
+    /// the transport's own; each further one is a lane that large messages are
+    /// striped across (`stripe.rs`).
+    pub tcp_lanes: usize,
+    /// Payload size from which messages over tcp are striped across the lanes
+    /// (`NF_TCP_STRIPE`; only with more than one lane).
+    pub tcp_stripe: usize,
 }
 
 /// Default single-copy threshold, measured with `nf tune` on the development machine
@@ -102,6 +109,15 @@ pub const DEFAULT_RNDV_THRESHOLD: usize = 4 << 20;
 /// 32 KiB), 48 KiB was a tie, and the read won from 64 KiB up (58–81 µs against
 /// 116–372 µs).
 pub const DEFAULT_OFI_RNDV: usize = 64 << 10;
+
+/// Default `NF_TCP_STRIPE`: below a megabyte a message's frame costs little next to
+/// the round trip, and each piece must stay large enough to amortise its frame.
+pub const DEFAULT_TCP_STRIPE: usize = 1 << 20;
+
+/// `NF_TCP_LANES`'s range: 16 connections per pair is already more streams than
+/// any host here has cores to copy with.
+pub const TCP_LANES_RANGE: std::ops::RangeInclusive<usize> = 1..=16;
+const TCP_LANES_EXPECTED: &str = "a count of tcp connections per pair, 1 ..= 16";
 
 impl Default for Config {
     fn default() -> Self {
@@ -125,6 +141,8 @@ impl Default for Config {
             show_transports: false,
             net_route: None,
             net_route_tuned: BTreeMap::new(),
+            tcp_lanes: 1,
+            tcp_stripe: DEFAULT_TCP_STRIPE,
         }
     }
 }
@@ -288,6 +306,27 @@ impl Config {
                 expected: "tcp, ofi, or SMALL/LARGE@BYTES such as tcp/ofi@65536",
             })?);
         }
+        if let Some(n) = var(env, "NF_TCP_LANES", TCP_LANES_EXPECTED)? {
+            c.tcp_lanes = n;
+        }
+        if !TCP_LANES_RANGE.contains(&c.tcp_lanes) {
+            return Err(CoreError::Config {
+                var: "NF_TCP_LANES",
+                value: c.tcp_lanes.to_string(),
+                expected: TCP_LANES_EXPECTED,
+            });
+        }
+        let stripe = "a byte count, at least 1";
+        if let Some(n) = var(env, "NF_TCP_STRIPE", stripe)? {
+            c.tcp_stripe = n;
+        }
+        if c.tcp_stripe == 0 {
+            return Err(CoreError::Config {
+                var: "NF_TCP_STRIPE",
+                value: "0".into(),
+                expected: stripe,
+            });
+        }
         if c.shm.rings == 0 {
             return Err(CoreError::Config {
                 var: "NF_SHM_RINGS",
@@ -400,6 +439,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("NF_OFI_PACKET"), "{e}");
+    }
+
+    #[test]
+    fn tcp_lanes_outside_one_to_sixteen_are_refused_naming_the_range() {
+        let env = |v: &'static str| move |n: &str| (n == "NF_TCP_LANES").then(|| v.to_owned());
+        for bad in ["0", "17", "-1", "many"] {
+            let e = Config::from_sources(&env(bad), None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("NF_TCP_LANES=\"{bad}\" is invalid"))
+                    && e.contains("1 ..= 16"),
+                "{e}"
+            );
+        }
+        assert_eq!(config(&[], None).tcp_lanes, 1);
+        let c = config(&[("NF_TCP_LANES", "16"), ("NF_TCP_STRIPE", "65536")], None);
+        assert_eq!((c.tcp_lanes, c.tcp_stripe), (16, 65536));
+        let e = Config::from_sources(&|n| (n == "NF_TCP_STRIPE").then(|| "0".into()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("NF_TCP_STRIPE"), "{e}");
     }
 
     #[test]

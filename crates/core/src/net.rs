@@ -36,6 +36,7 @@ use crate::netroute::Wire;
 use crate::order::{Gates, Sent, Verdict};
 use crate::peers::{Peers, Route};
 use crate::protocol::Meta;
+use crate::stripe::Lanes;
 
 /// Passes after ofi activity during which its queue is read on every pass.
 const OFI_HOT_PASSES: u32 = 256;
@@ -171,6 +172,9 @@ pub(crate) struct Net {
     pub tcp: Option<TcpTransport>,
     /// Sends tcp frames from the caller's buffer (`lend.rs`); with `tcp`, no split.
     lender: Option<Lender>,
+    /// Extra tcp connections that large tcp messages are striped across
+    /// (`stripe.rs`; `None` with `NF_TCP_LANES` = 1). Read only for a lead's parts.
+    pub lanes: Option<Lanes>,
     /// Some peer's route splits by size: sends count, polls keep order (`order.rs`).
     split: bool,
     /// Per rank: packets we sent it over each transport (split routes only).
@@ -188,6 +192,7 @@ impl Net {
         shm: Option<ShmTransport>,
         ofi: Option<OfiPoller>,
         tcp: Option<TcpTransport>,
+        lanes: Option<Lanes>,
     ) -> Net {
         let size = peers.routes.len();
         let split = peers.net.iter().flatten().any(|n| n.is_split());
@@ -206,6 +211,7 @@ impl Net {
             shm,
             ofi,
             tcp,
+            lanes,
         };
         if net.tcp_alone().is_some() {
             // Nothing else to poll: a wait for the rest of a large body costs no one.
@@ -424,6 +430,9 @@ impl Net {
         if let Some(t) = &self.tcp {
             out.push(("tcp", t.local_addr().to_string()));
         }
+        if let Some(l) = &self.lanes {
+            out.extend(l.addresses().map(|a| ("tcp-lane", a.to_string())));
+        }
         if let Some(o) = &self.ofi {
             out.push(("ofi", hex::encode(o.ofi.address())));
         }
@@ -511,6 +520,7 @@ impl Net {
             self.tcp
                 .as_ref()
                 .is_some_and(|t| matches!(t.peer_state(rank), PeerState::Left | PeerState::Lost))
+                || self.lanes.as_ref().is_some_and(|l| l.lost(rank))
         };
         self.peers
             .routes

@@ -75,6 +75,18 @@ pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool, shares_memory: bo
     t
 }
 
+/// The settings of tcp lane `lane` (1 ..< `NF_TCP_LANES`, `stripe.rs`): the main
+/// transport's, but read by its progress thread alone (its polls would only add
+/// `recv`s to the owner's loop while the point is copies on other threads), with a
+/// cookie of its own so a lane and the main connection can never be confused.
+pub(crate) fn tcp_lane(cfg: &Config, job: &str, remote_hosts: bool, lane: usize) -> TcpConfig {
+    TcpConfig {
+        cookie: fnv1a(format!("{job}/lane{lane}").as_bytes()),
+        hot_for: Duration::ZERO,
+        ..tcp(cfg, job, remote_hosts, false)
+    }
+}
+
 /// The ofi transport's settings for `job`: the provider from `NF_OFI_PROVIDER`; for
 /// IP providers the node is `NF_OFI_NODE`, else the address tcp would bind (so the
 /// endpoint is reachable from the other hosts, not only on loopback).

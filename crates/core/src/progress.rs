@@ -18,6 +18,8 @@
 //!      (step 4);
 //!    - `CTS` → note it for our waiting rendezvous send; `DONE` → complete a receive;
 //!    - `FIN` / `NACK` → complete our rendezvous send;
+//!    - `LEAD` (a striped message's last piece, `stripe.rs`) → take its parts from
+//!      the tcp lanes, waiting for them by polling the lanes alone, and deliver;
 //!    - `PROBE` → answer `PROBE_ACK`; `PROBE_ACK` → nothing (that it arrived is the
 //!      news: see `liveness.rs`).
 //! 4. While an ofi read is in flight (or packets wait behind one): pop the
@@ -289,6 +291,16 @@ impl World {
                 self.flush_ctrl()
             }
             Meta::ProbeAck => Ok(()),
+            Meta::Lead {
+                handler,
+                id,
+                total,
+                parts,
+                header,
+            } => self.assemble_stripe(src, handler, id, total, parts, header, pkt.payload()),
+            Meta::Part { .. } => Err(protocol(
+                "a part of a striped message on the main connection (parts travel on lanes)",
+            )),
             // `net.rs` consumes these from peers with a split route.
             Meta::Switch { .. } => Err(protocol(
                 "a transport switch from a peer whose route does not split by size",
@@ -307,6 +319,43 @@ impl World {
                 ),
             }),
         }
+    }
+
+    /// A striped message's lead: its parts from the lanes, then its own piece, as
+    /// one message (`stripe.rs`).
+    #[allow(clippy::too_many_arguments)]
+    fn assemble_stripe(
+        &self,
+        src: usize,
+        handler: u16,
+        id: u32,
+        total: u64,
+        parts: u16,
+        header: &[u8],
+        last: &[u8],
+    ) -> Result<(), CoreError> {
+        let total = self.checked_len(src, total)?;
+        let buf = self.state.borrow_mut().take_buffer(total);
+        let payload = {
+            let mut net = self.net.borrow_mut();
+            match net.lanes.as_mut() {
+                Some(l) => l.assemble(src, id, usize::from(parts), buf, total, last)?,
+                None => {
+                    return Err(CoreError::Protocol {
+                        src,
+                        why: "a striped message, but this rank has no tcp lanes (is \
+                              NF_TCP_LANES the same on every rank?)"
+                            .into(),
+                    })
+                }
+            }
+        };
+        self.deliver_owned(OwnedAm {
+            src,
+            handler,
+            header: header.to_vec(),
+            payload,
+        })
     }
 
     fn serve_rendezvous(

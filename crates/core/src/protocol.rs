@@ -16,6 +16,8 @@
 //! | `PROBE` | — | are you there? (liveness over connectionless transports); answered with `PROBE_ACK` |
 //! | `PROBE_ACK` | — | yes |
 //! | `SWITCH` | after u64 | I now send over this transport; take `after` packets from me over the other one first (`order.rs`) |
+//! | `LEAD` | hlen u8, handler u16, id u32, total u64, parts u16, header | a striped message (`stripe.rs`): `parts` pieces of stripe `id` went ahead on the tcp lanes; the packet's payload is the last piece |
+//! | `PART` | id u32, offset u64 | a piece of stripe `id`, at `offset` in its message (on a tcp lane only) |
 //!
 //! `RTS_NET` carries its header as the packet's payload: with the region's base and
 //! key it would not fit `META_MAX` beside a header of [`MAX_AM_HEADER`] bytes.
@@ -41,6 +43,8 @@ const PROBE: u8 = 9;
 const PROBE_ACK: u8 = 10;
 const RTS_NET: u8 = 11;
 const SWITCH: u8 = 12;
+const LEAD: u8 = 13;
+const PART: u8 = 14;
 
 /// Decoded packet metadata, borrowing the header bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +92,17 @@ pub enum Meta<'a> {
     /// The sender changed transport: take `after` packets from it over the other one
     /// first (consumed by `net.rs`, never seen by handlers).
     Switch { after: u64 },
+    /// A striped message of `total` bytes: `parts` pieces of stripe `id` went ahead
+    /// on the tcp lanes; the packet's payload is the last piece (`stripe.rs`).
+    Lead {
+        handler: u16,
+        id: u32,
+        total: u64,
+        parts: u16,
+        header: &'a [u8],
+    },
+    /// A piece of stripe `id` at `offset` in its message; travels on a lane only.
+    Part { id: u32, offset: u64 },
 }
 
 /// An encoded metadata block.
@@ -182,6 +197,25 @@ impl Meta<'_> {
                 e.put(&[SWITCH]);
                 e.put(&after.to_le_bytes());
             }
+            Meta::Lead {
+                handler,
+                id,
+                total,
+                parts,
+                header,
+            } => {
+                e.put(&[LEAD, header.len() as u8]);
+                e.put(&handler.to_le_bytes());
+                e.put(&id.to_le_bytes());
+                e.put(&total.to_le_bytes());
+                e.put(&parts.to_le_bytes());
+                e.put(header);
+            }
+            Meta::Part { id, offset } => {
+                e.put(&[PART]);
+                e.put(&id.to_le_bytes());
+                e.put(&offset.to_le_bytes());
+            }
         }
         e
     }
@@ -215,7 +249,10 @@ impl Meta<'_> {
     /// per-pair order is about. Looks at the kind byte only.
     #[inline]
     pub fn carries_message(b: &[u8]) -> bool {
-        matches!(b.first(), Some(&(EAGER | FIRST | FRAG | RTS | RTS_NET)))
+        matches!(
+            b.first(),
+            Some(&(EAGER | FIRST | FRAG | RTS | RTS_NET | LEAD))
+        )
     }
 
     /// Decodes, checking every length against the bytes present.
@@ -297,6 +334,20 @@ impl Meta<'_> {
             PROBE => Meta::Probe,
             PROBE_ACK => Meta::ProbeAck,
             SWITCH => Meta::Switch { after: r.u64()? },
+            LEAD => {
+                let hlen = r.u8()? as usize;
+                Meta::Lead {
+                    handler: r.u16()?,
+                    id: r.u32()?,
+                    total: r.u64()?,
+                    parts: r.u16()?,
+                    header: r.bytes(hlen)?,
+                }
+            }
+            PART => Meta::Part {
+                id: r.u32()?,
+                offset: r.u64()?,
+            },
             k => return Err(format!("unknown packet kind {k}")),
         };
         if r.at != b.len() {
@@ -388,6 +439,17 @@ mod tests {
             Meta::Probe,
             Meta::ProbeAck,
             Meta::Switch { after: 1 << 50 },
+            Meta::Lead {
+                handler: 65535,
+                id: u32::MAX,
+                total: 1 << 33,
+                parts: 15,
+                header: &h,
+            },
+            Meta::Part {
+                id: 7,
+                offset: u64::MAX,
+            },
         ];
         for m in all {
             let e = m.encode();
@@ -463,6 +525,14 @@ mod tests {
                 key: 7,
             }
             .encode(),
+            Meta::Lead {
+                handler: 1,
+                id: 1,
+                total: 9,
+                parts: 2,
+                header: &h,
+            }
+            .encode(),
         ];
         assert!(messages.iter().all(|m| Meta::carries_message(m.as_bytes())));
         let control = [
@@ -476,6 +546,7 @@ mod tests {
             Meta::Nack { id: 1 },
             Meta::Probe,
             Meta::ProbeAck,
+            Meta::Part { id: 1, offset: 0 },
         ];
         assert!(control
             .iter()

@@ -51,6 +51,8 @@ pub const SETTINGS: &[Setting] = &[
     s("NF_TRANSPORTS", "core", "transports a job may use, comma-separated: shm, ofi, tcp", "shm,ofi,tcp"),
     s("NF_TCP_BIND", "core", "address the network transports bind", "loopback if all peers are local, else the first non-loopback IPv4"),
     s("NF_TCP_HOT_US", "core", "a busy tcp connection is read by the rank's own polls for this long after its last traffic", "500 with shm peers, else what `nf tune` cached, else 20000"),
+    s("NF_TCP_LANES", "core", "tcp connections per pair of ranks on different hosts, 1 ..= 16 (equal on every rank); from 2, messages over tcp of at least NF_TCP_STRIPE bytes are striped across them", "1"),
+    s("NF_TCP_STRIPE", "core", "with NF_TCP_LANES above 1, payloads over tcp of at least this many bytes are cut across the connections", "1048576"),
     s("NF_NET_ROUTE", "core", "transport between hosts by message size: tcp, ofi, or SMALL/LARGE@BYTES (tcp/ofi@65536)", "what `nf tune --route` cached for the other hosts, else tcp when the ofi provider runs over sockets (tcp, sockets, udp), else ofi"),
     s("NF_OFI_PROVIDER", "core", "libfabric provider of the ofi transport and native RMA", "tcp"),
     s("NF_OFI_NODE", "core", "source address the ofi endpoint binds", "as NF_TCP_BIND for IP providers"),

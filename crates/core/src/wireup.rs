@@ -6,7 +6,8 @@
 //! 2. Local rank 0 of each host reclaims segments left by dead jobs. If a peer shares
 //!    our memory, create our shm receive segment. If we need the network: open an
 //!    ofi endpoint (`NF_OFI_PROVIDER`) and publish its address, or why it failed;
-//!    start the tcp listener and publish its address. Fence.
+//!    start the tcp listener and publish its address, and as many more as
+//!    `NF_TCP_LANES` asks for lanes (`stripe.rs`), each under its own key. Fence.
 //!    Rank 0 also publishes the job's network route (`netroute.rs`: which transport
 //!    carries which sizes between hosts), so every rank follows one choice.
 //! 3. Read the ofi status of the networked ranks and build the peer table
@@ -15,7 +16,7 @@
 //!    warns once for the job if some rank fell back. Drop the transports no route
 //!    uses (they are never polled). Map the local peers' segments, insert the
 //!    addresses of the peers reached over ofi, connect to those reached over tcp
-//!    (for some sizes). Fence.
+//!    (for some sizes), and each lane to the same peers. Fence.
 //! 4. Unlink our segment's name (nothing is left behind if we are killed from here
 //!    on) and enable single-copy reads if the kernel allows them.
 
@@ -33,6 +34,7 @@ use crate::net::{Net, OfiPoller};
 use crate::netconf;
 use crate::netroute::{NetRoute, Wire};
 use crate::peers::{Peers, Route};
+use crate::stripe::Lanes;
 use nf_sys::hash::fnv1a;
 use nf_sys::host::host_identity;
 
@@ -121,6 +123,7 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
         None
     };
     let (mut ofi, mut tcp) = (None, None);
+    let mut lanes = Vec::new();
     if networked[me] {
         if allowed.ofi {
             let opened = OfiTransport::open(netconf::ofi(cfg, &job, remote_hosts), me, size);
@@ -136,6 +139,15 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
             let t = TcpTransport::listen(tcp_cfg, me, size)?;
             boot.put(&key("tcp"), &t.local_addr().to_string())?;
             tcp = Some(t);
+            for lane in 1..cfg.tcp_lanes {
+                let t = TcpTransport::listen(
+                    netconf::tcp_lane(cfg, &job, remote_hosts, lane),
+                    me,
+                    size,
+                )?;
+                boot.put(&key(&lane_key(lane)), &t.local_addr().to_string())?;
+                lanes.push(t);
+            }
         }
     }
     let (route, source) = job_route(cfg, &host, &hosts);
@@ -164,6 +176,7 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
     }
     if !peers.uses(Route::Tcp) {
         tcp = None;
+        lanes.clear();
     }
     if let Some(s) = shm.as_mut() {
         s.connect()?;
@@ -178,20 +191,10 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
         o.connect(&addrs)?;
     }
     if let Some(t) = tcp.as_mut() {
-        let addrs = (0..size)
-            .map(|rank| {
-                if !peers.reaches_over(rank, Wire::Tcp) {
-                    return Ok(None);
-                }
-                let text = boot.get(rank, &key("tcp"))?;
-                let addr: SocketAddr = text.parse().map_err(|_| CoreError::Protocol {
-                    src: rank,
-                    why: format!("published tcp address {text:?} is not an address"),
-                })?;
-                Ok(Some(addr))
-            })
-            .collect::<Result<Vec<_>, CoreError>>()?;
-        t.connect(&addrs)?;
+        t.connect(&tcp_addresses(boot, &peers, "tcp")?)?;
+    }
+    for (i, t) in lanes.iter_mut().enumerate() {
+        t.connect(&tcp_addresses(boot, &peers, &lane_key(i + 1))?)?;
     }
     if cfg.show_transports {
         let row: Vec<String> = (0..size).map(|r| peers.describe(r)).collect();
@@ -205,11 +208,53 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
     }
     if cfg.show_transports && me == 0 {
         let between = remote_hosts.then(|| format!("{policy} ({source}, {})", cfg.ofi_provider));
-        print_matrix(boot, between)?;
+        let striped = (!lanes.is_empty()).then(|| {
+            format!(
+                "tcp lanes: {} connections per pair, messages from {} B striped across them \
+                 (NF_TCP_LANES, NF_TCP_STRIPE)",
+                lanes.len() + 1,
+                cfg.tcp_stripe
+            )
+        });
+        print_matrix(boot, between, striped)?;
     }
     let dead_after = netconf::ofi(cfg, &job, remote_hosts).dead_after;
     let ofi = ofi.map(|t| OfiPoller::new(t, cfg.ofi_poll_every, peers.uses_shm(), dead_after));
-    Ok(Net::new(peers, shm, ofi, tcp))
+    let lanes = (!lanes.is_empty()).then(|| {
+        let reach = (0..size)
+            .map(|r| peers.reaches_over(r, Wire::Tcp))
+            .collect();
+        let wait = netconf::tcp(cfg, &job, remote_hosts, false).dead_after;
+        Lanes::new(lanes, reach, wait)
+    });
+    Ok(Net::new(peers, shm, ofi, tcp, lanes))
+}
+
+/// The wire-up key of tcp lane `lane`'s address.
+fn lane_key(lane: usize) -> String {
+    format!("tcp.lane{lane}")
+}
+
+/// The addresses published under `what` by the ranks reached over tcp (for some
+/// sizes); `None` for the others.
+fn tcp_addresses(
+    boot: &mut dyn Bootstrap,
+    peers: &Peers,
+    what: &str,
+) -> Result<Vec<Option<SocketAddr>>, CoreError> {
+    (0..boot.size())
+        .map(|rank| {
+            if !peers.reaches_over(rank, Wire::Tcp) {
+                return Ok(None);
+            }
+            let text = boot.get(rank, &key(what))?;
+            let addr: SocketAddr = text.parse().map_err(|_| CoreError::Protocol {
+                src: rank,
+                why: format!("published {what} address {text:?} is not an address"),
+            })?;
+            Ok(Some(addr))
+        })
+        .collect()
 }
 
 /// The job's network route as rank 0 sees it (`netroute.rs`): `NF_NET_ROUTE`; else
@@ -271,8 +316,13 @@ fn warn_fallback(statuses: &[Option<OfiStatus>], provider: &str) {
     }
 }
 
-/// Rank 0 prints who reaches whom by which transport (`nf run --show-transports`).
-fn print_matrix(boot: &mut dyn Bootstrap, between: Option<String>) -> Result<(), CoreError> {
+/// Rank 0 prints who reaches whom by which transport (`nf run --show-transports`),
+/// the route between hosts and the tcp lanes, if any.
+fn print_matrix(
+    boot: &mut dyn Bootstrap,
+    between: Option<String>,
+    lanes: Option<String>,
+) -> Result<(), CoreError> {
     let rows = (0..boot.size())
         .map(|r| boot.get(r, &key("routes")))
         .collect::<Result<Vec<_>, _>>()?;
@@ -295,6 +345,9 @@ fn print_matrix(boot: &mut dyn Bootstrap, between: Option<String>) -> Result<(),
     }
     if let Some(b) = between {
         out += &format!("\nbetween hosts: {b}");
+    }
+    if let Some(l) = lanes {
+        out += &format!("\n{l}");
     }
     eprintln!("{out}");
     Ok(())

@@ -12,7 +12,9 @@
 //! from `NF_RNDV_THRESHOLD` up to same-host peers (CMA), or from `NF_OFI_RNDV` up to
 //! peers on ofi routes (the provider's RMA read of our memory, registered in place:
 //! no copy at either end); fragments through frames in between, or when single-copy
-//! is unavailable or the receiver refused it once.
+//! is unavailable or the receiver refused it once. With `NF_TCP_LANES` above 1, a
+//! message of at least `NF_TCP_STRIPE` bytes whose route is tcp is cut across the
+//! pair's tcp connections instead (`stripe.rs`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -32,6 +34,7 @@ use crate::net::Net;
 
 use crate::peers::Route;
 use crate::protocol::{Meta, MAX_AM_HEADER};
+use crate::stripe;
 use crate::wait::{Backoff, Waiter};
 
 /// State of one rendezvous send, keyed by its id.
@@ -117,6 +120,16 @@ pub struct RndvStats {
     pub lent: u64,
 }
 
+/// How many messages were striped across tcp lanes (`stripe.rs`), for tests and
+/// benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StripeStats {
+    /// Messages this rank sent striped.
+    pub sent: u64,
+    /// Striped messages this rank put together and delivered.
+    pub received: u64,
+}
+
 /// Mutable protocol state; borrowed briefly, never across a handler call.
 #[derive(Default)]
 pub(crate) struct State {
@@ -186,6 +199,10 @@ pub struct World {
     max_packet: Vec<usize>,
     /// How each rank is reached (a copy of the peer table's routes).
     routes: Vec<Route>,
+    /// Payload size from which messages over tcp are striped across lanes;
+    /// `usize::MAX` without lanes (then `max_packet` keeps such sends off the
+    /// general path, and this is the only check on it).
+    stripe_from: usize,
 
     /// Payload size from which sends go single-copy; starts at the configured value.
     rndv_threshold: Cell<usize>,
@@ -231,22 +248,32 @@ impl World {
         }
         let size = boot.size();
         let ofi_rma = net.ofi.as_ref().is_some_and(|o| o.ofi.rma_supported());
+        let stripe_from = match &net.lanes {
+            Some(_) => cfg.tcp_stripe,
+            None => usize::MAX,
+        };
+        // A message that may be striped or lent must reach the general send path.
+        let striped_to = |r: usize| net.lanes.as_ref().is_some_and(|l| l.reaches(r));
+        let max_packet = (0..size)
+            .map(|r| {
+                let mut max = net.max_payload(r);
+                if striped_to(r) {
+                    max = max.min(stripe_from - 1);
+                }
+                if net.lends_to(r) {
+                    max = max.min(LEND_MIN - 1);
+                }
+                max
+            })
+            .collect();
         let world = World {
             rank: boot.rank(),
             size,
             waiter: Waiter::new(cfg.wait, net.peers.local.len(), cfg.park_after),
             rndv_threshold: Cell::new(cfg.rndv_threshold),
-            max_packet: (0..size)
-                .map(|r| {
-                    let max = net.max_payload(r);
-                    if net.lends_to(r) {
-                        max.min(LEND_MIN - 1)
-                    } else {
-                        max
-                    }
-                })
-                .collect(),
+            max_packet,
             routes: net.peers.routes.clone(),
+            stripe_from,
             ofi_rma,
             gated: Cell::new(false),
             ofi_rndv_active: Cell::new(0),
@@ -318,6 +345,18 @@ impl World {
     /// How many large messages went by rendezvous so far (shm or ofi).
     pub fn rndv_stats(&self) -> RndvStats {
         self.state.borrow().stats
+    }
+
+    /// How many messages were striped across tcp lanes so far, each way.
+    pub fn stripe_stats(&self) -> StripeStats {
+        self.net
+            .borrow()
+            .lanes
+            .as_ref()
+            .map_or(StripeStats::default(), |l| StripeStats {
+                sent: l.sent,
+                received: l.received,
+            })
     }
 
     /// How this rank reaches `rank` (self, shm, tcp or ofi; for a peer on another
@@ -471,6 +510,9 @@ impl World {
             st.deferred.push_back(msg);
             return Ok(());
         }
+        if payload.len() >= self.stripe_from && self.send_striped(dest, handler, header, payload)? {
+            return Ok(());
+        }
         let frame_payload = self.net.borrow().max_payload_for(dest, payload.len());
         if payload.len() <= frame_payload {
             let meta = Meta::eager(handler, header);
@@ -542,6 +584,92 @@ impl World {
             }
             if self.net.borrow_mut().try_send(dest, len, meta, payload)? == SendStatus::Sent {
                 return Ok(());
+            }
+        }
+    }
+
+    /// Sends `payload` cut across the tcp lanes to `dest` and the lead on the main
+    /// connection (`stripe.rs`, steps 1–3). Returns false, having sent nothing, if
+    /// the message's route is not tcp, no lanes reach `dest`, or it is too small to cut.
+    fn send_striped(
+        &self,
+        dest: usize,
+        handler: HandlerId,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<bool, CoreError> {
+        let (cuts, id, lanes) = {
+            let mut net = self.net.borrow_mut();
+            if net.peers.route_for(dest, payload.len()) != Route::Tcp {
+                return Ok(false);
+            }
+            let frame = net.max_payload_for(dest, payload.len());
+            let Some(l) = net.lanes.as_mut().filter(|l| l.reaches(dest)) else {
+                return Ok(false);
+            };
+            let cuts = stripe::cut(payload.len(), l.count() + 1, frame);
+            if cuts.len() < 3 || cuts.len() - 2 > usize::from(u16::MAX) {
+                return Ok(false);
+            }
+            (cuts, l.next_id(dest), l.count())
+        };
+        let parts = cuts.len() - 2;
+        for k in 0..parts {
+            let meta = Meta::Part {
+                id,
+                offset: cuts[k] as u64,
+            }
+            .encode();
+            self.send_on_lane(
+                k % lanes,
+                dest,
+                meta.as_bytes(),
+                &payload[cuts[k]..cuts[k + 1]],
+            )?;
+        }
+        let lead = Meta::Lead {
+            handler,
+            id,
+            total: payload.len() as u64,
+            parts: parts as u16,
+            header,
+        }
+        .encode();
+        self.send_frame(
+            dest,
+            payload.len(),
+            lead.as_bytes(),
+            &payload[cuts[parts]..],
+        )?;
+        if let Some(l) = self.net.borrow_mut().lanes.as_mut() {
+            l.sent += 1;
+        }
+        Ok(true)
+    }
+
+    /// Sends one part on tcp lane `lane`, polling (without running user handlers)
+    /// while the lane's queue to `dest` is full.
+    fn send_on_lane(
+        &self,
+        lane: usize,
+        dest: usize,
+        meta: &[u8],
+        payload: &[u8],
+    ) -> Result<(), CoreError> {
+        let mut backoff: Option<Backoff> = None;
+        loop {
+            let status = match self.net.borrow_mut().lanes.as_mut() {
+                Some(l) => l.try_send(lane, dest, meta, payload)?,
+                None => return Err(CoreError::Unsupported("tcp lanes vanished".into())),
+            };
+            if status == SendStatus::Sent {
+                return Ok(());
+            }
+            let backoff = backoff.get_or_insert_with(|| Backoff::new(self));
+            let _nested = Nested::enter(self);
+            let progressed = self.progress()?;
+            if let Some(dead) = backoff.after(progressed) {
+                return Err(dead);
             }
         }
     }

@@ -32,6 +32,10 @@
 //!   next ones are being read; rank 0 passes only if a send fails with an error
 //!   naming rank 1 after at least two went by the ofi rendezvous.
 //!
+//! With `NF_CHECK_EXPECT_STRIPED=1`, `integrity` also checks that this rank sent and
+//! received messages striped across tcp lanes (`NF_TCP_LANES`); with `0`, that it
+//! striped none.
+//!
 //! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
 //! (its wire-up source: nf run, PMIx, PMI-2, singleton).
 //!
@@ -65,6 +69,7 @@ modes:
   netrndv ROUNDS                 mixed sizes every pair; checks the ofi rendezvous counters
   netrndvvanish SIZE             rank 1 exits while rank 0's large sends are being read
 NF_CHECK_SAY_SOURCE=1 makes each rank print its wire-up source first.
+NF_CHECK_EXPECT_STRIPED=1 (0) makes integrity check that messages were (not) striped.
 ";
 
 fn main() {
@@ -255,9 +260,21 @@ fn integrity(world: &World, seed: u64, count: usize, max: usize) -> Check {
     let done = || inbox.borrow().next.iter().all(|&c| c == count as u64);
     world.wait_until(done).map_err(|e| e.to_string())?;
     inbox_ok(&inbox)?;
+    let stripes = world.stripe_stats();
+    match std::env::var("NF_CHECK_EXPECT_STRIPED").as_deref() {
+        Ok("1") if stripes.sent == 0 || stripes.received == 0 => {
+            return Err(format!("no message striped across tcp lanes: {stripes:?}"))
+        }
+        Ok("0") if stripes != nf_core::StripeStats::default() => {
+            return Err(format!(
+                "messages striped although they should not: {stripes:?}"
+            ))
+        }
+        _ => {}
+    }
     let ib = inbox.borrow();
     println!(
-        "rank {me}: integrity ok, {} messages, {} bytes received",
+        "rank {me}: integrity ok, {} messages, {} bytes received, {stripes:?}",
         count * n,
         ib.bytes
     );

@@ -7,7 +7,8 @@
 //! - `addr-R`: rank R's network addresses, one `transport address` per line, written
 //!   once the stream starts (a test waits for them before it meddles);
 //! - `done-R`: `rank R: stream ok, S sent, V received, B bad packets absorbed`;
-//! - `error-R`: `rank R: ERROR` when rank R failed (a lost peer, corrupt data).
+//! - `error-R`: `rank R: ERROR` when rank R failed (a lost peer, corrupt data), and
+//!   on a second line how many messages it striped across tcp lanes each way.
 //!
 //! Errors that a peer's bad packet caused (`is_peer_fault`) are counted, not fatal: the
 //! stream must go on unaffected while strangers knock. A rank on host
@@ -34,7 +35,7 @@ pub fn stream(world: &World, max_secs: u64, max: usize, dir: &Path) -> Check {
         write(
             dir,
             &format!("error-{}", world.rank()),
-            &format!("rank {}: {e}\n", world.rank()),
+            &format!("rank {}: {e}\n{:?}\n", world.rank(), world.stripe_stats()),
         );
     }
     r
