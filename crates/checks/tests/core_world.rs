@@ -145,18 +145,6 @@ fn tcp_integrity_collectives_flood_and_head_to_head() {
     job.expect_success(2, &["headtohead", "10", &(2 << 20).to_string()], &TCP);
 }
 
-/// Two ranks send each other 48 MiB messages (16 MiB frames) at once over tcp: each
-/// frame's rest is written from the sender's buffer while both poll (`lend.rs`), so
-/// neither waits on the other, and every byte arrives in order.
-#[test]
-fn tcp_large_frames_both_ways_at_once_are_lent_and_arrive_intact() {
-    Job::new().expect_success(
-        2,
-        &["headtohead", "4", &(48 << 20).to_string(), "lent"],
-        &TCP,
-    );
-}
-
 /// Every peer over ofi (libfabric's tcp provider on loopback), even on one host.
 const OFI: [(&str, &str); 2] = [("NF_TRANSPORTS", "ofi"), ("NF_TCP_BIND", "127.0.0.1")];
 

@@ -27,7 +27,6 @@ mod buf;
 pub mod collectives;
 pub mod config;
 pub mod error;
-mod lend;
 mod liveness;
 pub mod log;
 mod net;

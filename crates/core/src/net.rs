@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use nf_transport::ofi::{OfiPacket, OfiTransport};
 use nf_transport::shm::{ShmPacket, ShmTransport};
-use nf_transport::tcp::{Lender, PeerState, TcpPacket, TcpTransport};
+use nf_transport::tcp::{PeerState, TcpPacket, TcpTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 
 use crate::liveness::{Beat, Heartbeat};
@@ -170,8 +170,6 @@ pub(crate) struct Net {
     pub shm: Option<ShmTransport>,
     pub ofi: Option<OfiPoller>,
     pub tcp: Option<TcpTransport>,
-    /// Sends tcp frames from the caller's buffer (`lend.rs`); with `tcp`, no split.
-    lender: Option<Lender>,
     /// Extra tcp connections that large tcp messages are striped across
     /// (`stripe.rs`; `None` with `NF_TCP_LANES` = 1). Read only for a lead's parts.
     pub lanes: Option<Lanes>,
@@ -196,11 +194,7 @@ impl Net {
     ) -> Net {
         let size = peers.routes.len();
         let split = peers.net.iter().flatten().any(|n| n.is_split());
-        // A split route counts every packet per transport (`send_ordered`); a loan
-        // bypasses that count, so it is only offered where routes do not split.
-        let lender = tcp.as_ref().filter(|_| !split).map(TcpTransport::lender);
         let mut net = Net {
-            lender,
             split,
             sent: vec![Sent::default(); if split { size } else { 0 }],
             gates: (0..if split { size } else { 0 })
@@ -227,21 +221,6 @@ impl Net {
         TransportError::Config(format!(
             "rank {dest} has no {what} route, yet the peer table chose it"
         ))
-    }
-
-    /// Whether large frames to `dest` may be lent ([`Net::lender`]).
-    pub fn lends_to(&self, dest: usize) -> bool {
-        self.lender.is_some() && self.peers.routes[dest] == Route::Tcp
-    }
-
-    /// A lender for a large frame to `dest`, if it goes over tcp ([`Net::lends_to`]);
-    /// the connection is then read by our polls, as after any send.
-    pub fn lender(&mut self, dest: usize) -> Option<Lender> {
-        if !self.lends_to(dest) {
-            return None;
-        }
-        self.tcp.as_mut()?.expect_from(dest);
-        self.lender.clone()
     }
 
     /// Queues one packet to rank `dest` (never ourselves) on the transport that

@@ -25,11 +25,6 @@ pub(crate) const OFI_PACKET: usize = 16 * 1024 - 512;
 /// enough that the rank's liveness checks and other connections wait little.
 pub(crate) const TCP_BODY_WAIT: Duration = Duration::from_millis(1);
 
-/// How long a send waits for its lent rest (`lend.rs`) to move before copying it
-/// into the queue instead: about what copying 16 MiB costs, so a receiver that
-/// stopped reading delays the sender by no more than the copy it saved.
-pub(crate) const LEND_STALL: Duration = Duration::from_millis(1);
-
 /// Where network transports bind: `NF_TCP_BIND`; loopback when every peer is on this
 /// host; else the first non-loopback IPv4 address that is up.
 fn bind_addr(cfg: &Config, remote_hosts: bool) -> IpAddr {

@@ -22,7 +22,6 @@ use std::rc::Rc;
 
 use nf_transport::rma::{NativeRma, RegionId, RemoteSpan};
 use nf_transport::shm::cma;
-use nf_transport::tcp::LEND_MIN;
 use nf_transport::{Packet, SendStatus};
 
 use crate::am::{Am, HandlerId, OwnedAm, Registry, Reserved, COLL_HANDLER, RESERVED_BASE};
@@ -115,9 +114,6 @@ pub struct RndvStats {
     pub ofi_received: u64,
     /// Rendezvous sends the receiver refused (NACK), sent again in fragments.
     pub refused: u64,
-    /// Large tcp frames this rank wrote from the caller's buffer while it waited,
-    /// rather than copying their rest into a queue (`lend.rs`).
-    pub lent: u64,
 }
 
 /// How many messages were striped across tcp lanes (`stripe.rs`), for tests and
@@ -193,9 +189,7 @@ pub struct World {
     /// Messages delivered to handlers, ever (outside `state`: counted on every message).
     pub(crate) delivered: Cell<u64>,
     pub(crate) coll_seq: Cell<u32>,
-    /// Largest payload the fast path of [`World::send_am`] sends to each rank, as one
-    /// packet (cached: on every send's path); larger ones take the general path,
-    /// which may lend them (`lend.rs`).
+    /// Largest payload of one packet to each rank (cached: on every send's path).
     max_packet: Vec<usize>,
     /// How each rank is reached (a copy of the peer table's routes).
     routes: Vec<Route>,
@@ -252,18 +246,12 @@ impl World {
             Some(_) => cfg.tcp_stripe,
             None => usize::MAX,
         };
-        // A message that may be striped or lent must reach the general send path.
+        // A message that may be striped must reach the general send path.
         let striped_to = |r: usize| net.lanes.as_ref().is_some_and(|l| l.reaches(r));
         let max_packet = (0..size)
-            .map(|r| {
-                let mut max = net.max_payload(r);
-                if striped_to(r) {
-                    max = max.min(stripe_from - 1);
-                }
-                if net.lends_to(r) {
-                    max = max.min(LEND_MIN - 1);
-                }
-                max
+            .map(|r| match striped_to(r) {
+                true => net.max_payload(r).min(stripe_from - 1),
+                false => net.max_payload(r),
             })
             .collect();
         let world = World {
@@ -515,8 +503,7 @@ impl World {
         }
         let frame_payload = self.net.borrow().max_payload_for(dest, payload.len());
         if payload.len() <= frame_payload {
-            let meta = Meta::eager(handler, header);
-            return self.send_frame(dest, payload.len(), meta.as_bytes(), payload);
+            return self.send_packet(dest, Meta::eager(handler, header).as_bytes(), payload);
         }
         let single_copy = self.single_copy
             && matches!(self.routes[dest], Route::Shm(_))
@@ -551,7 +538,7 @@ impl World {
     /// [`World::send_packet`] of one packet of a message of `len` payload bytes (its
     /// size picks the transport where the route to `dest` splits by size).
     #[inline]
-    pub(crate) fn send_packet_of(
+    fn send_packet_of(
         &self,
         dest: usize,
         len: usize,
@@ -566,7 +553,7 @@ impl World {
 
     /// [`World::send_packet`] once the receiver had no room: poll and retry.
     #[inline(never)]
-    pub(crate) fn send_packet_blocked(
+    fn send_packet_blocked(
         &self,
         dest: usize,
         len: usize,
@@ -635,7 +622,7 @@ impl World {
             header,
         }
         .encode();
-        self.send_frame(
+        self.send_packet_of(
             dest,
             payload.len(),
             lead.as_bytes(),
@@ -690,10 +677,10 @@ impl World {
         }
         .encode();
         let len = payload.len();
-        self.send_frame(dest, len, meta.as_bytes(), first)?;
+        self.send_packet_of(dest, len, meta.as_bytes(), first)?;
         let frag = Meta::Frag.encode();
         for piece in rest.chunks(chunk) {
-            self.send_frame(dest, len, frag.as_bytes(), piece)?;
+            self.send_packet_of(dest, len, frag.as_bytes(), piece)?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 //!    ([`Peer::unusable`]). A link already gone stays as it is, so a loss seen by both
 //!    threads is reported once.
 
+use std::collections::VecDeque;
 use std::net::{Shutdown, SocketAddr};
 use std::sync::atomic::Ordering;
 
@@ -81,8 +82,8 @@ impl Peer {
                 describe(tx.remote)
             );
             tx.link = Link::Left(why);
-            tx.discard();
-            self.settle_flags(&tx);
+            tx.queue = VecDeque::new();
+            self.backlog.store(false, Ordering::Release);
         }
     }
 
@@ -91,7 +92,7 @@ impl Peer {
         let mut tx = lock(&self.tx);
         let why = format!("{} ({})", why, describe(tx.remote));
         lose(self.rank, &mut tx, why, inbox);
-        self.settle_flags(&tx);
+        self.backlog.store(false, Ordering::Release);
     }
 }
 
@@ -103,7 +104,7 @@ pub(super) fn lose(rank: usize, tx: &mut Tx, why: String, inbox: &Inbox) {
     let _ = stream.shutdown(Shutdown::Both);
     tracing::warn!(peer = rank, remote = %describe(tx.remote), "tcp: connection lost: {why}");
     tx.link = Link::Lost(why.clone());
-    tx.discard();
+    tx.queue = VecDeque::new();
     inbox.push(
         &mut vec![Err(TransportError::PeerLost { peer: rank, why })],
         0,

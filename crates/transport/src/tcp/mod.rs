@@ -21,8 +21,6 @@
 //!    holds because each pair has one stream and one queue.
 //! 4. A packet up to `max_payload` (16 MiB by default) is one frame: the receiver
 //!    reads it into one recycled buffer and the core uses it in place.
-//! 5. A [`Lender`] sends like step 1 but leaves a large rest in the caller's buffer,
-//!    written from there while the caller polls (`lend.rs`).
 //!
 //! Receiving (seed 002's unified polling; see `progress.rs`, `rx.rs` and `handoff.rs`):
 //! 1. The progress thread sleeps in epoll; on arrival it reads whole frames (lengths
@@ -68,7 +66,6 @@
 //! | `mod.rs` | [`TcpTransport`], [`TcpConfig`], the [`Messaging`] impl, shutdown |
 //! | `conn.rs` | wire-up: [`TcpTransport::connect`], dialling, the hello exchange, socket options |
 //! | `tx.rs` | sending side: vectored writes, the bounded per-peer queue |
-//! | `lend.rs` | large frames written from the sender's buffer while it waits |
 //! | `rx.rs` | receiving side: cutting frames out of the stream, the packet, recycled buffers |
 //! | `wire.rs` | wire format: hello and frame header, their checks |
 //! | `faults.rs` | peer loss, goodbyes and malformed frames |
@@ -81,7 +78,6 @@ mod conn;
 mod faults;
 mod handoff;
 mod inbox;
-mod lend;
 mod park;
 mod progress;
 mod rx;
@@ -90,7 +86,7 @@ pub mod wire;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -100,7 +96,6 @@ use crate::{Messaging, SendStatus};
 pub use conn::tune;
 use handoff::Held;
 use inbox::{lock, Arrival, Inbox};
-pub use lend::{Lender, Loan, LEND_MIN};
 use rx::Pool;
 pub use rx::TcpPacket;
 use tx::{Link, Peer};
@@ -175,10 +170,6 @@ pub struct TcpStats {
     pub relayed: u64,
     /// Times the owner's poll slept for the rest of a large body (`rx.rs` step 6).
     pub body_waits: u64,
-    /// Frames sent through a [`Lender`] whose rest was lent (`lend.rs`).
-    pub lent: u64,
-    /// Of those, loans that ended with a rest still unsent, copied into the queue.
-    pub reclaimed: u64,
 }
 
 /// What the owner and the progress thread share.
@@ -201,9 +192,6 @@ pub(crate) struct Shared {
     pub(crate) polled: AtomicBool,
     /// We said goodbye: a peer closing now is leaving too (`faults::settle`).
     pub(crate) leaving: AtomicBool,
-    /// Loans made and loans reclaimed with bytes left ([`TcpStats`]).
-    pub(crate) lent: AtomicU64,
-    pub(crate) reclaimed: AtomicU64,
 }
 
 /// One rank's endpoint of the tcp transport.
@@ -285,8 +273,6 @@ impl TcpTransport {
             registry,
             polled: AtomicBool::new(false),
             leaving: AtomicBool::new(false),
-            lent: AtomicU64::new(0),
-            reclaimed: AtomicU64::new(0),
         });
         let thread = progress::spawn(Arc::clone(&sh), poll, listener)
             .map_err(|e| net("starting the progress thread of", addr, e))?;
@@ -339,22 +325,6 @@ impl TcpTransport {
             direct: self.direct,
             relayed: self.sh.inbox.relayed.load(Ordering::Relaxed),
             body_waits: self.body_waits,
-            lent: self.sh.lent.load(Ordering::Relaxed),
-            reclaimed: self.sh.reclaimed.load(Ordering::Relaxed),
-        }
-    }
-
-    /// A handle that sends large frames from the caller's buffer (`lend.rs`), apart
-    /// from the transport so that the caller can poll while it waits.
-    pub fn lender(&self) -> Lender {
-        Lender::new(Arc::clone(&self.sh))
-    }
-
-    /// Reads `rank`'s connection in this owner's polls for a while, as after a send to
-    /// it (`handoff.rs`); for a send made through a [`Lender`].
-    pub fn expect_from(&mut self, rank: usize) {
-        if rank < self.size() {
-            self.expect(rank);
         }
     }
 
