@@ -287,3 +287,33 @@ fn a_vanished_peer_is_an_error_not_a_hang() {
     let job = Job::new();
     job.expect_success(3, &["vanish", "1"], &[("NF_PEER_CHECK_MS", "50")]);
 }
+
+/// Ranks that disagree on `NF_TCP_LANES` (rank 0 opens lanes, rank 1 none) fail at
+/// wire-up, at once, saying which setting differs — not a hang, not a bare PMI error.
+#[test]
+fn ranks_disagreeing_on_tcp_lanes_fail_at_wire_up_naming_the_setting() {
+    let job = Job::new();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rank0.log");
+    let script = format!(
+        "if [ \"$NF_RANK\" = 0 ]; then exec env NF_TCP_LANES=3 {} integrity 1 4 300000 \
+         > {} 2>&1; fi; exec {} integrity 1 4 300000",
+        env!("CARGO_BIN_EXE_nf-core-check"),
+        log.display(),
+        env!("CARGO_BIN_EXE_nf-core-check"),
+    );
+    let mut spec = job.spec(2, &["-c", &script], &TCP);
+    spec.program = "/bin/sh".into();
+    let report = nf_launch::run(&spec).expect("launch");
+    assert!(
+        matches!(report.outcome, Outcome::RankFailed { .. }),
+        "{}",
+        report.outcome
+    );
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        said.contains("NF_TCP_LANES=\"3\" is invalid")
+            && said.contains("set the same NF_TCP_LANES on every rank"),
+        "{said}"
+    );
+}

@@ -193,8 +193,20 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
     if let Some(t) = tcp.as_mut() {
         t.connect(&tcp_addresses(boot, &peers, "tcp")?)?;
     }
+    let opened = lanes.len();
     for (i, t) in lanes.iter_mut().enumerate() {
-        t.connect(&tcp_addresses(boot, &peers, &lane_key(i + 1))?)?;
+        // A peer with fewer lanes never publishes this key: say why, not just that.
+        let addrs =
+            tcp_addresses(boot, &peers, &lane_key(i + 1)).map_err(|e| CoreError::ConfigWhy {
+                var: "NF_TCP_LANES",
+                value: cfg.tcp_lanes.to_string(),
+                why: format!(
+                    "this rank opened {opened} extra tcp lanes, but a peer published no \
+                     address for lane {} ({e}); set the same NF_TCP_LANES on every rank",
+                    i + 1
+                ),
+            })?;
+        t.connect(&addrs)?;
     }
     if cfg.show_transports {
         let row: Vec<String> = (0..size).map(|r| peers.describe(r)).collect();
