@@ -325,25 +325,8 @@ impl Lanes {
 mod tests {
     use super::*;
 
-    /// A packet as a lane delivers it.
-    #[derive(Clone)]
-    struct Pkt {
-        src: usize,
-        meta: Vec<u8>,
-        payload: Vec<u8>,
-    }
-
-    impl Packet for Pkt {
-        fn src(&self) -> usize {
-            self.src
-        }
-        fn meta(&self) -> &[u8] {
-            &self.meta
-        }
-        fn payload(&self) -> &[u8] {
-            &self.payload
-        }
-    }
+    /// A packet as a lane delivers it (the world's owned copy of one will do).
+    type Pkt = crate::world::HeldPacket;
 
     fn sizes(c: &[usize]) -> Vec<usize> {
         c.windows(2).map(|w| w[1] - w[0]).collect()

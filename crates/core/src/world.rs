@@ -85,6 +85,7 @@ pub(crate) fn net_tag(src: usize, id: u32) -> u64 {
 
 /// A message packet that arrived while a rendezvous read from its sender was in
 /// flight, copied so that its receive buffer goes back to the transport.
+#[derive(Clone)]
 pub(crate) struct HeldPacket {
     pub src: usize,
     pub meta: Vec<u8>,
