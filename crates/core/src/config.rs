@@ -180,6 +180,24 @@ fn var<T: FromStr>(
     }
 }
 
+/// `value` of setting `name` if it lies in `range`, else the error saying what was
+/// `expected`.
+fn within(
+    name: &'static str,
+    value: usize,
+    range: std::ops::RangeInclusive<usize>,
+    expected: &'static str,
+) -> Result<usize, CoreError> {
+    if range.contains(&value) {
+        return Ok(value);
+    }
+    Err(CoreError::Config {
+        var: name,
+        value: value.to_string(),
+        expected,
+    })
+}
+
 /// `NF_OFI_PACKET`'s range.
 const OFI_PACKET_RANGE: std::ops::RangeInclusive<usize> = 1024..=16 << 20;
 
@@ -274,16 +292,8 @@ impl Config {
         }
         c.ofi_packet = tuned.ofi_packet.unwrap_or(c.ofi_packet);
         let packet = "bytes, 1024 ..= 16777216";
-        if let Some(n) = var(env, "NF_OFI_PACKET", packet)? {
-            c.ofi_packet = n;
-        }
-        if !OFI_PACKET_RANGE.contains(&c.ofi_packet) {
-            return Err(CoreError::Config {
-                var: "NF_OFI_PACKET",
-                value: c.ofi_packet.to_string(),
-                expected: packet,
-            });
-        }
+        let n = var(env, "NF_OFI_PACKET", packet)?.unwrap_or(c.ofi_packet);
+        c.ofi_packet = within("NF_OFI_PACKET", n, OFI_PACKET_RANGE, packet)?;
         if let Some(v) = var(env, "NF_OFI_RNDV", "a byte count")? {
             c.ofi_rndv = v;
         }
@@ -306,27 +316,11 @@ impl Config {
                 expected: "tcp, ofi, or SMALL/LARGE@BYTES such as tcp/ofi@65536",
             })?);
         }
-        if let Some(n) = var(env, "NF_TCP_LANES", TCP_LANES_EXPECTED)? {
-            c.tcp_lanes = n;
-        }
-        if !TCP_LANES_RANGE.contains(&c.tcp_lanes) {
-            return Err(CoreError::Config {
-                var: "NF_TCP_LANES",
-                value: c.tcp_lanes.to_string(),
-                expected: TCP_LANES_EXPECTED,
-            });
-        }
+        let n = var(env, "NF_TCP_LANES", TCP_LANES_EXPECTED)?.unwrap_or(c.tcp_lanes);
+        c.tcp_lanes = within("NF_TCP_LANES", n, TCP_LANES_RANGE, TCP_LANES_EXPECTED)?;
         let stripe = "a byte count, at least 1";
-        if let Some(n) = var(env, "NF_TCP_STRIPE", stripe)? {
-            c.tcp_stripe = n;
-        }
-        if c.tcp_stripe == 0 {
-            return Err(CoreError::Config {
-                var: "NF_TCP_STRIPE",
-                value: "0".into(),
-                expected: stripe,
-            });
-        }
+        let n = var(env, "NF_TCP_STRIPE", stripe)?.unwrap_or(c.tcp_stripe);
+        c.tcp_stripe = within("NF_TCP_STRIPE", n, 1..=usize::MAX, stripe)?;
         if c.shm.rings == 0 {
             return Err(CoreError::Config {
                 var: "NF_SHM_RINGS",

@@ -250,9 +250,13 @@ impl World {
         // A message that may be striped must reach the general send path.
         let striped_to = |r: usize| net.lanes.as_ref().is_some_and(|l| l.reaches(r));
         let max_packet = (0..size)
-            .map(|r| match striped_to(r) {
-                true => net.max_payload(r).min(stripe_from - 1),
-                false => net.max_payload(r),
+            .map(|r| {
+                let max = net.max_payload(r);
+                if striped_to(r) {
+                    max.min(stripe_from - 1)
+                } else {
+                    max
+                }
             })
             .collect();
         let world = World {
@@ -561,6 +565,15 @@ impl World {
         meta: &[u8],
         payload: &[u8],
     ) -> Result<(), CoreError> {
+        self.retry_for_credit(|| Ok(self.net.borrow_mut().try_send(dest, len, meta, payload)?))
+    }
+
+    /// Polls (without running user handlers) and calls `try_send` again until it
+    /// sends; a dead peer ends the wait with its error.
+    fn retry_for_credit(
+        &self,
+        mut try_send: impl FnMut() -> Result<SendStatus, CoreError>,
+    ) -> Result<(), CoreError> {
         let mut backoff = Backoff::new(self);
         loop {
             {
@@ -570,7 +583,7 @@ impl World {
                     return Err(dead);
                 }
             }
-            if self.net.borrow_mut().try_send(dest, len, meta, payload)? == SendStatus::Sent {
+            if try_send()? == SendStatus::Sent {
                 return Ok(());
             }
         }
@@ -644,22 +657,14 @@ impl World {
         meta: &[u8],
         payload: &[u8],
     ) -> Result<(), CoreError> {
-        let mut backoff: Option<Backoff> = None;
-        loop {
-            let status = match self.net.borrow_mut().lanes.as_mut() {
-                Some(l) => l.try_send(lane, dest, meta, payload)?,
-                None => return Err(CoreError::Unsupported("tcp lanes vanished".into())),
-            };
-            if status == SendStatus::Sent {
-                return Ok(());
-            }
-            let backoff = backoff.get_or_insert_with(|| Backoff::new(self));
-            let _nested = Nested::enter(self);
-            let progressed = self.progress()?;
-            if let Some(dead) = backoff.after(progressed) {
-                return Err(dead);
-            }
+        let try_send = || match self.net.borrow_mut().lanes.as_mut() {
+            Some(l) => Ok(l.try_send(lane, dest, meta, payload)?),
+            None => Err(CoreError::Unsupported("tcp lanes vanished".into())),
+        };
+        if try_send()? == SendStatus::Sent {
+            return Ok(());
         }
+        self.retry_for_credit(try_send)
     }
 
     fn send_fragments(
