@@ -25,6 +25,8 @@ pub struct Served {
     pub dir: tempfile::TempDir,
     pub socket: PathBuf,
     pub export: PathBuf,
+    /// What the server said it listens on (`tcp:127.0.0.1:PORT`, `unix:PATH` …).
+    pub listening: Vec<String>,
 }
 
 impl Served {
@@ -50,28 +52,41 @@ impl Served {
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
+            let mut listening = Vec::new();
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
+                if let Some(addr) = line.strip_prefix("nf serve: listening on ") {
+                    listening.push(addr.to_string());
+                }
                 if line.starts_with("nf serve: ready") {
-                    let _ = tx.send(());
+                    let _ = tx.send(std::mem::take(&mut listening));
                 }
             }
         });
-        if rx.recv_timeout(DEADLINE).is_err() {
+        let Ok(listening) = rx.recv_timeout(DEADLINE) else {
             let _ = child.kill();
             panic!("nf serve did not become ready");
-        }
+        };
         Served {
             child,
             dir,
             socket,
             export,
+            listening,
         }
     }
 
     /// `unix:SOCKET`, the ADDR of this server.
     pub fn addr(&self) -> String {
         format!("unix:{}", self.socket.display())
+    }
+
+    /// The loopback tcp address the server listens on (started with `--tcp`).
+    pub fn tcp_addr(&self) -> std::net::SocketAddr {
+        self.listening
+            .iter()
+            .find_map(|a| a.strip_prefix("tcp:")?.parse().ok())
+            .expect("the server listens on tcp (start it with --tcp 127.0.0.1:0)")
     }
 
     /// `unix:SOCKET:PATH`.

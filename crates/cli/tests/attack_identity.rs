@@ -1,0 +1,161 @@
+//! Attack: becoming root over loopback tcp by closing the socket before the server asks
+//! the kernel who it is (issue 28, item 1).
+//!
+//! A client sends `Tversion`, `Tattach uname=root`, a walk and a `Tlcreate` in one go
+//! and closes its socket at once. Its socket then lingers in `FIN-WAIT-2` with no file
+//! behind it, which `sock_diag` reports as owned by uid 0; a server that believed that
+//! answer served the client as root. Two ways to hit the window: many short
+//! connections from several threads, and the server stopped (`SIGSTOP`) while the
+//! clients connect and close, then continued. Each must leave root's directory as it
+//! was, and the server must go on answering its own user.
+
+mod serve_support;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use nf_ninep::message::{Tattach, Tlcreate, Tversion, Twalk, Twrite};
+use nf_ninep::types::{NOFID, NONUNAME};
+use nf_ninep::{encode_frame, LOpenFlags, Tmessage};
+use nf_testkit::users::{as_user, test_account};
+use serve_support::{signal, Served};
+
+/// Tries in the racing run, spread over [`THREADS`] threads.
+const TRIES: usize = 300;
+const THREADS: usize = 4;
+/// Tries while the server is stopped (each succeeded on the old code).
+const PAUSED_TRIES: usize = 5;
+
+/// The frames of one attempt to create `name` in `/fs` as root, whole.
+fn root_attempt(name: &str) -> Vec<u8> {
+    let msgs: Vec<Tmessage> = vec![
+        Tversion {
+            msize: 8192,
+            version: "9P2000.L".into(),
+        }
+        .into(),
+        Tattach {
+            fid: 0,
+            afid: NOFID,
+            uname: "root".into(),
+            aname: String::new(),
+            n_uname: NONUNAME,
+        }
+        .into(),
+        Twalk {
+            fid: 0,
+            newfid: 1,
+            wnames: vec!["fs".into()],
+        }
+        .into(),
+        Tlcreate {
+            fid: 1,
+            name: name.into(),
+            flags: LOpenFlags(LOpenFlags::WRONLY.0 | LOpenFlags::CREATE.0),
+            mode: 0o644,
+            gid: 0,
+        }
+        .into(),
+        Twrite {
+            fid: 1,
+            offset: 0,
+            data: b"written as root\n".as_slice().into(),
+        }
+        .into(),
+    ];
+    let mut out = Vec::new();
+    for (tag, m) in msgs.iter().enumerate() {
+        let tag = if tag == 0 { u16::MAX } else { tag as u16 };
+        encode_frame(tag, m, u32::MAX, &mut out).expect("encode");
+    }
+    out
+}
+
+/// Connects to `addr`, sends one attempt and closes at once; the socket is made on a
+/// thread acting as the unprivileged account, so the kernel records that account.
+fn attempt(addr: SocketAddr, name: &str) {
+    if let Ok(mut s) = TcpStream::connect(addr) {
+        let _ = s.write_all(&root_attempt(name));
+    }
+}
+
+/// Files the attempts made (`pwned-*`) in the export.
+fn planted(s: &Served) -> Vec<String> {
+    std::fs::read_dir(&s.export)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("pwned-"))
+        .collect()
+}
+
+/// A root server whose export is root's 0755 directory: nobody else may create in it.
+fn root_server() -> Served {
+    let s = Served::start(&["--tcp", "127.0.0.1:0"]);
+    std::fs::set_permissions(&s.export, std::fs::Permissions::from_mode(0o755)).unwrap();
+    s
+}
+
+/// Waits until the server has dealt with what it accepted: it answers a fresh client
+/// (its own attach comes after every queued connection's), then a little longer for
+/// requests that ran on workers.
+fn settle(s: &Served) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let out = s.run(&["ls", &s.at("/")]);
+        if out.status.success() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+#[test]
+fn a_user_who_closes_at_once_is_never_served_as_root() {
+    let user = test_account().expect("the test account");
+    let s = root_server();
+    let addr = s.tcp_addr();
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let user = &user;
+            scope.spawn(move || {
+                as_user(user, || {
+                    for i in 0..TRIES / THREADS {
+                        attempt(addr, &format!("pwned-{t}-{i}"));
+                    }
+                })
+            });
+        }
+    });
+    settle(&s);
+    assert_eq!(planted(&s), Vec::<String>::new(), "served as root");
+}
+
+#[test]
+fn a_user_who_closes_while_the_server_is_stopped_is_never_served_as_root() {
+    let user = test_account().expect("the test account");
+    let s = root_server();
+    let addr = s.tcp_addr();
+    signal(s.child.id(), "STOP");
+    // Connections complete in the kernel's backlog while the server is stopped.
+    as_user(&user, || {
+        for i in 0..PAUSED_TRIES {
+            attempt(addr, &format!("pwned-paused-{i}"));
+        }
+    });
+    // Give the clients' FINs time to arrive: their sockets are in FIN-WAIT-2 when the
+    // server looks.
+    std::thread::sleep(Duration::from_millis(200));
+    signal(s.child.id(), "CONT");
+    settle(&s);
+    assert_eq!(planted(&s), Vec::<String>::new(), "served as root");
+    // The user is still served as themselves over the same listener.
+    let out = s.run(&["ls", &format!("tcp:{addr}:/")]);
+    assert!(
+        out.status.success(),
+        "a live client is still served over tcp: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
