@@ -1,35 +1,57 @@
 #!/usr/bin/env bash
-# Installs libarmci for programs to link against:
+# Installs ninefold for programs and for the machine:
 #   PREFIX/lib/libarmci.so.0            the library (soname libarmci.so.0)
 #   PREFIX/lib/libarmci.so              -> libarmci.so.0, for -larmci
 #   PREFIX/include/armci.h, armcix.h, message.h and the headers they include
 #   PREFIX/lib/pkgconfig/armci.pc       for `pkg-config --cflags --libs armci`
+# with --nf PATH or --service also
+#   PREFIX/bin/nf                       the command line and the node server
+# and with --service the node server as a system service:
+#   /etc/systemd/system/nf-serve.service, nf-serve.socket   (packaging/systemd)
+#   /etc/ninefold/serve.toml            its options (kept if it exists)
 #
-# usage: scripts/install.sh [--lib PATH] [PREFIX]
+# usage: scripts/install.sh [--lib PATH | --no-lib] [--nf PATH] [--service]
+#                           [--root DIR] [PREFIX]
 #   PREFIX defaults to /usr/local. Without --lib it builds the release library
-#   (cargo build --release -p nf-armci) and installs target/release/libarmci.so;
-#   --lib installs an already built libarmci.so instead.
+#   (cargo build --release) and installs it; --lib installs an already built one,
+#   --no-lib none. --service without --nf builds the release nf the same way.
+#   --root DIR stages everything under DIR (as a package build does) and touches
+#   nothing of this machine; without it, --service reloads systemd (when it runs) and
+#   says how to start the service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-lib=""
-if [[ "${1:-}" == "--lib" ]]; then
-    lib="${2:?--lib needs the path of a libarmci.so}"
-    shift 2
-fi
+lib="" nf="" no_lib=0 service=0 root=""
+while (($#)); do
+    case "$1" in
+    --lib) lib="${2:?--lib needs the path of a libarmci.so}"; shift 2 ;;
+    --no-lib) no_lib=1; shift ;;
+    --nf) nf="${2:?--nf needs the path of an nf binary}"; shift 2 ;;
+    --service) service=1; shift ;;
+    --root) root="${2:?--root needs a directory}"; shift 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) break ;;
+    esac
+done
 prefix="${1:-/usr/local}"
-if [[ -z "$lib" ]]; then
-    cargo build --release -p nf-armci
-    lib=target/release/libarmci.so
+dest="$root$prefix"
+
+if [[ $no_lib -eq 0 && -z "$lib" ]]; then cargo build --release -p nf-armci; fi
+if [[ $service -eq 1 && -z "$nf" ]]; then
+    cargo build --release -p nf-cli --bin nf
+    nf=target/release/nf
 fi
-[[ -f "$lib" ]] || { echo "install.sh: no library at $lib" >&2; exit 1; }
+[[ -n "$lib" ]] || lib=target/release/libarmci.so
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 
-install -d "$prefix/lib/pkgconfig" "$prefix/include"
-install -m 0755 "$lib" "$prefix/lib/libarmci.so.0"
-ln -sfn libarmci.so.0 "$prefix/lib/libarmci.so"
-install -m 0644 crates/armci/include/*.h "$prefix/include/"
-cat >"$prefix/lib/pkgconfig/armci.pc" <<PC
+if [[ $no_lib -eq 0 ]]; then
+    [[ -f "$lib" ]] || { echo "install.sh: no library at $lib" >&2; exit 1; }
+    install -d "$dest/lib/pkgconfig" "$dest/include"
+    install -m 0755 "$lib" "$dest/lib/libarmci.so.0"
+    ln -sfn libarmci.so.0 "$dest/lib/libarmci.so"
+    install -m 0644 crates/armci/include/*.h "$dest/include/"
+    cat >"$dest/lib/pkgconfig/armci.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib
 includedir=\${prefix}/include
@@ -40,4 +62,36 @@ Version: $version
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -larmci
 PC
-echo "installed libarmci $version under $prefix"
+    echo "installed libarmci $version under $dest"
+fi
+
+if [[ -n "$nf" ]]; then
+    [[ -f "$nf" ]] || { echo "install.sh: no nf binary at $nf" >&2; exit 1; }
+    install -d "$dest/bin"
+    install -m 0755 "$nf" "$dest/bin/nf"
+    echo "installed nf $version as $dest/bin/nf"
+fi
+
+if [[ $service -eq 1 ]]; then
+    units="$root/etc/systemd/system"
+    install -d "$units" "$root/etc/ninefold"
+    for u in nf-serve.service nf-serve.socket; do
+        sed "s|/usr/local/bin/nf|$prefix/bin/nf|g" "packaging/systemd/$u" >"$units/$u"
+        chmod 0644 "$units/$u"
+    done
+    if [[ -e "$root/etc/ninefold/serve.toml" ]]; then
+        echo "kept $root/etc/ninefold/serve.toml (the shipped one is packaging/etc/serve.toml)"
+    else
+        install -m 0644 packaging/etc/serve.toml "$root/etc/ninefold/serve.toml"
+    fi
+    "$dest/bin/nf" serve --check-config --config "$root/etc/ninefold/serve.toml" >/dev/null
+    echo "installed nf-serve.service and nf-serve.socket under $units, options in $root/etc/ninefold/serve.toml"
+    if [[ -z "$root" ]]; then
+        if [[ -d /run/systemd/system ]]; then
+            systemctl daemon-reload
+            echo "start it with: systemctl enable --now nf-serve.socket"
+        else
+            echo "systemd is not running here: start the server with $prefix/bin/nf serve --config /etc/ninefold/serve.toml"
+        fi
+    fi
+fi

@@ -4,6 +4,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`accept`] | accept threads, and stopping them without connecting to them |
+//! | [`fds`] | descriptors a daemon inherited: close-on-exec at start |
 //! | [`file`] | reading the small files settings name, bounded and without blocking |
 //! | [`host`] | who shares memory with whom: this process's host identity |
 //! | [`hash`] | a hash that is equal in every process and every build (names, cookies) |
@@ -11,6 +12,7 @@
 //! | [`spawn`] | starting a program as another user, in its own process group, with limits |
 
 pub mod accept;
+pub mod fds;
 pub mod file;
 pub mod hash;
 pub mod host;

@@ -14,6 +14,7 @@ pub mod demo;
 pub mod exec;
 pub mod files;
 pub mod gateway;
+pub mod options_file;
 pub mod progress;
 pub mod run;
 pub mod serve;

@@ -1,8 +1,11 @@
 //! `nf serve`: the node daemon — this node's file tree over 9P2000.L.
 //!
-//! Without `--foreground` it starts itself again with `--foreground` in a new process
-//! group, passes on what that child prints until the child says it is ready (or
-//! fails), then exits, leaving the child serving: so `nf serve && nf ls :/` never races.
+//! Without `--foreground` it starts itself again with `--foreground` in a session of
+//! its own (`setsid`: no controlling terminal, so nothing it starts can reach the
+//! terminal it was started from), passes on what that child prints until the child
+//! says it is ready (or fails), then exits, leaving the child serving: so
+//! `nf serve && nf ls :/` never races. Whatever it inherited beyond 0–2 is marked
+//! close-on-exec first ([`nf_sys::fds`]).
 //! The log goes to stderr (a detached server's only until it is ready) and to `/log`.
 
 use std::io::{BufRead, BufReader, Write};
@@ -69,6 +72,11 @@ Examples:
   nf serve --tcp 0.0.0.0:5640 --tls-cert n7.pem --tls-key n7.key --tls-client-ca ca.pem \\
     --label gpu --trust-gateway gw1 --join tls:gw1:5640")]
 pub struct ServeArgs {
+    /// Read options from this TOML file first (a system service's
+    /// /etc/ninefold/serve.toml): each key a long option without dashes, e.g.
+    /// `export = "/srv"`, `tcp = ["0.0.0.0:5640"]`; the command line wins.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/ninefold/nf.sock, or
     /// /run/ninefold/nf.sock without XDG_RUNTIME_DIR]. A missing directory is made
     /// with mode 0700.
@@ -153,6 +161,10 @@ pub struct ServeArgs {
     /// Stay in the foreground instead of detaching once listening.
     #[arg(long, short = 'f')]
     pub foreground: bool,
+    /// Check the options (and --config's file), say whether they are valid, and exit
+    /// without serving (as `sshd -t`).
+    #[arg(long)]
+    pub check_config: bool,
     /// `/xcpu`: jobs as files.
     #[command(flatten)]
     pub xcpu: XcpuArgs,
@@ -354,9 +366,37 @@ impl ServeArgs {
     }
 }
 
+/// `nf serve` alone, to parse an options file's words with the command line's.
+#[derive(clap::Parser)]
+#[command(name = "nf serve", args_override_self = true)]
+struct ServeCommand {
+    #[command(flatten)]
+    args: ServeArgs,
+}
+
+/// The arguments with `file`'s options before the command line's
+/// ([`super::options_file`]).
+fn with_options_file(file: &std::path::Path) -> anyhow::Result<ServeArgs> {
+    use clap::Parser;
+    let mut words = vec!["nf serve".to_string()];
+    words.extend(super::options_file::words(file).map_err(|e| super::Usage(format!("{e:#}")))?);
+    words.extend(std::env::args().skip(2));
+    ServeCommand::try_parse_from(words)
+        .map(|c| c.args)
+        .map_err(|e| super::Usage(format!("with the options of {}: {e}", file.display())).into())
+}
+
 /// Runs `nf serve`.
 pub fn main(a: ServeArgs) -> anyhow::Result<i32> {
+    let a = match &a.config {
+        Some(file) => with_options_file(file)?,
+        None => a,
+    };
     let config = a.config()?;
+    if a.check_config {
+        println!("nf serve: the options are valid");
+        return Ok(0);
+    }
     if !a.foreground {
         return detach(READY);
     }
@@ -404,22 +444,30 @@ fn quiet_if_detached() {
     }
 }
 
-/// Starts this command again in the foreground, detached, and waits until it prints
-/// a line starting with `ready`.
+/// Starts this command again in the foreground, detached (a new session, no
+/// terminal), and waits until it prints a line starting with `ready`.
 pub(crate) fn detach(ready: &str) -> anyhow::Result<i32> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().context("finding the nf executable")?;
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     args.push("--foreground".into());
-    let mut child = Command::new(exe)
-        .args(&args)
+    let mut cmd = Command::new(exe);
+    cmd.args(&args)
         .env(DETACHED_ENV, "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .context("starting the detached server")?;
+        .stderr(Stdio::piped());
+    // SAFETY: runs in the forked child before exec; setsid is async-signal-safe and
+    // touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().context("starting the detached server")?;
     // Pass the child's stderr on while we are here; after we exit it has no terminal.
     let stderr = child.stderr.take().context("reading the server's errors")?;
     let errors = std::thread::spawn(move || {
