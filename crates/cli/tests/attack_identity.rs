@@ -7,7 +7,9 @@
 //! answer served the client as root. Two ways to hit the window: many short
 //! connections from several threads, and the server stopped (`SIGSTOP`) while the
 //! clients connect and close, then continued. Each must leave root's directory as it
-//! was, and the server must go on answering its own user.
+//! was, and the server must go on answering its own user. `nf gateway` on plain
+//! loopback tcp decides who a peer is the same way, and a root attach there is root
+//! on every member: the same attack through it.
 
 mod serve_support;
 
@@ -16,11 +18,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use nf_ninep::message::{Tattach, Tlcreate, Tversion, Twalk, Twrite};
+use nf_ninep::message::{Tattach, Tlcreate, Tlopen, Tversion, Twalk, Twrite};
 use nf_ninep::types::{NOFID, NONUNAME};
 use nf_ninep::{encode_frame, LOpenFlags, Tmessage};
 use nf_testkit::users::{as_user, test_account};
-use serve_support::{signal, Served};
+use serve_support::{nf, signal, Served, Watchdog};
 
 /// Tries in the racing run, spread over [`THREADS`] threads.
 const TRIES: usize = 300;
@@ -28,9 +30,9 @@ const THREADS: usize = 4;
 /// Tries while the server is stopped (each succeeded on the old code).
 const PAUSED_TRIES: usize = 5;
 
-/// The frames of one attempt to create `name` in `/fs` as root, whole.
-fn root_attempt(name: &str) -> Vec<u8> {
-    let msgs: Vec<Tmessage> = vec![
+/// `Tversion` and `Tattach uname=root` (fid 0), then `then`, as whole frames.
+fn as_root(then: Vec<Tmessage>) -> Vec<u8> {
+    let mut msgs: Vec<Tmessage> = vec![
         Tversion {
             msize: 8192,
             version: "9P2000.L".into(),
@@ -44,10 +46,23 @@ fn root_attempt(name: &str) -> Vec<u8> {
             n_uname: NONUNAME,
         }
         .into(),
+    ];
+    msgs.extend(then);
+    let mut out = Vec::new();
+    for (tag, m) in msgs.iter().enumerate() {
+        let tag = if tag == 0 { u16::MAX } else { tag as u16 };
+        encode_frame(tag, m, u32::MAX, &mut out).expect("encode");
+    }
+    out
+}
+
+/// One attempt to create `name` in directory `dir` as root.
+fn create_as_root(dir: &[&str], name: &str) -> Vec<u8> {
+    as_root(vec![
         Twalk {
             fid: 0,
             newfid: 1,
-            wnames: vec!["fs".into()],
+            wnames: dir.iter().map(|d| d.to_string()).collect(),
         }
         .into(),
         Tlcreate {
@@ -64,20 +79,31 @@ fn root_attempt(name: &str) -> Vec<u8> {
             data: b"written as root\n".as_slice().into(),
         }
         .into(),
-    ];
-    let mut out = Vec::new();
-    for (tag, m) in msgs.iter().enumerate() {
-        let tag = if tag == 0 { u16::MAX } else { tag as u16 };
-        encode_frame(tag, m, u32::MAX, &mut out).expect("encode");
-    }
-    out
+    ])
+}
+
+/// One attempt to open a job session (`xcpu/clone`) as root.
+fn session_as_root() -> Vec<u8> {
+    as_root(vec![
+        Twalk {
+            fid: 0,
+            newfid: 1,
+            wnames: vec!["xcpu".into(), "clone".into()],
+        }
+        .into(),
+        Tlopen {
+            fid: 1,
+            flags: LOpenFlags::RDONLY,
+        }
+        .into(),
+    ])
 }
 
 /// Connects to `addr`, sends one attempt and closes at once; the socket is made on a
 /// thread acting as the unprivileged account, so the kernel records that account.
-fn attempt(addr: SocketAddr, name: &str) {
+fn attempt(addr: SocketAddr, frames: &[u8]) {
     if let Ok(mut s) = TcpStream::connect(addr) {
-        let _ = s.write_all(&root_attempt(name));
+        let _ = s.write_all(frames);
     }
 }
 
@@ -123,7 +149,7 @@ fn a_user_who_closes_at_once_is_never_served_as_root() {
             scope.spawn(move || {
                 as_user(user, || {
                     for i in 0..TRIES / THREADS {
-                        attempt(addr, &format!("pwned-{t}-{i}"));
+                        attempt(addr, &create_as_root(&["fs"], &format!("pwned-{t}-{i}")));
                     }
                 })
             });
@@ -142,7 +168,7 @@ fn a_user_who_closes_while_the_server_is_stopped_is_never_served_as_root() {
     // Connections complete in the kernel's backlog while the server is stopped.
     as_user(&user, || {
         for i in 0..PAUSED_TRIES {
-            attempt(addr, &format!("pwned-paused-{i}"));
+            attempt(addr, &create_as_root(&["fs"], &format!("pwned-paused-{i}")));
         }
     });
     // Give the clients' FINs time to arrive: their sockets are in FIN-WAIT-2 when the
@@ -157,5 +183,111 @@ fn a_user_who_closes_while_the_server_is_stopped_is_never_served_as_root() {
         out.status.success(),
         "a live client is still served over tcp: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `nf gateway -f --tcp 127.0.0.1:0` in front of `node` (over its unix socket, where
+/// the gateway, run as root, may attach for anyone); killed when dropped.
+struct Gateway {
+    child: std::process::Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Gateway {
+    fn start(node: &Served) -> Gateway {
+        use std::io::{BufRead, BufReader};
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("gateway.toml");
+        std::fs::write(
+            &conf,
+            format!("[[member]]\nname = \"node1\"\naddr = \"{}\"\n", node.addr()),
+        )
+        .unwrap();
+        let mut child = nf()
+            .args(["gateway", "-f", "--tcp", "127.0.0.1:0", "--unix"])
+            .arg(dir.path().join("gw.sock"))
+            .arg("--config")
+            .arg(&conf)
+            .env("NF_LOG", "error")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start nf gateway");
+        let watchdog = Watchdog::new(child.id());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        // Read on until the gateway ends: it prints more after its address.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(a) = line.strip_prefix("nf gateway: listening on tcp:") {
+                    let _ = tx.send(a.parse::<SocketAddr>().expect("an address"));
+                }
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the gateway says where it listens");
+        drop(watchdog);
+        Gateway {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_user_who_closes_at_once_is_never_root_through_the_gateway() {
+    let user = test_account().expect("the test account");
+    let node = root_server();
+    let gw = Gateway::start(&node);
+    let addr = gw.addr;
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let user = &user;
+            scope.spawn(move || {
+                as_user(user, || {
+                    for _ in 0..TRIES / THREADS {
+                        attempt(addr, &session_as_root());
+                    }
+                })
+            });
+        }
+    });
+    signal(gw.child.id(), "STOP");
+    as_user(&user, || {
+        for _ in 0..PAUSED_TRIES {
+            attempt(addr, &session_as_root());
+        }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    signal(gw.child.id(), "CONT");
+    settle(&node);
+    // The gateway's own queue: a client after the attackers is answered once they are
+    // dealt with.
+    let out = nf()
+        .args(["ls", &format!("tcp:{addr}:/n/node1/")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    // A session the gateway placed for root would be root's on the node (it lingers
+    // there for 30 s after its client is gone).
+    let procs = node.run(&["cat", &node.at("/xcpu/procs")]);
+    let procs = String::from_utf8_lossy(&procs.stdout);
+    assert!(
+        !procs.lines().any(|l| l.split(' ').nth(1) == Some("root")),
+        "a session was made as root through the gateway:\n{procs}"
     );
 }
