@@ -250,7 +250,7 @@ fn a_user_who_closes_at_once_is_never_root_through_the_gateway() {
     let gw = Gateway::start(&node);
     let addr = gw.addr;
     std::thread::scope(|scope| {
-        for t in 0..THREADS {
+        for _ in 0..THREADS {
             let user = &user;
             scope.spawn(move || {
                 as_user(user, || {
