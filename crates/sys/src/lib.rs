@@ -3,6 +3,7 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`activation`] | listening sockets passed by a service manager (systemd) |
 //! | [`accept`] | accept threads, and stopping them without connecting to them |
 //! | [`fds`] | descriptors a daemon inherited: close-on-exec at start |
 //! | [`file`] | reading the small files settings name, bounded and without blocking |
@@ -12,6 +13,7 @@
 //! | [`spawn`] | starting a program as another user, in its own process group, with limits |
 
 pub mod accept;
+pub mod activation;
 pub mod fds;
 pub mod file;
 pub mod hash;
