@@ -35,8 +35,14 @@ fn team(call: &str, wu: *const NfaWireup) -> CTeam {
     unsafe { CTeam::new(&*wu) }
 }
 
+/// What `ARMCI_Malloc` returns when the host cannot hold the allocation (`ENOMEM`).
+const NO_ROOM: c_int = 12;
+
 /// Collective allocation of `bytes` on every member; `ptr_arr[i]` gets member `i`'s
-/// address (NULL for 0 bytes).
+/// address (NULL for 0 bytes). An allocation some member's host cannot hold
+/// (`RmaError::NoRoom`) is no programming error: every member prints why and
+/// returns [`NO_ROOM`] with every slot NULL, as ARMCI lets `ARMCI_Malloc` fail;
+/// every other failure aborts the job.
 ///
 /// # Safety
 /// `wu` is the wire-up of a group the caller belongs to; `ptr_arr` is NULL or has a
@@ -69,13 +75,23 @@ pub unsafe extern "C" fn nf_armci_rs_malloc(
                 ),
             );
         }
-        let bases = st
-            .rma
-            .malloc_team(&team, bytes as usize)
-            .unwrap_or_else(|e| fatal(call, describe("bytes", &e)));
         if ptr_arr.is_null() {
             fatal(call, "argument 'ptr_arr' is NULL");
         }
+        let bases = match st.rma.malloc_team(&team, bytes as usize) {
+            Ok(bases) => bases,
+            // Not a mistake in the program: say why and let it decide (every member
+            // gets the same answer, so none is left waiting).
+            Err(e @ nf_rma::RmaError::NoRoom { .. }) => {
+                eprintln!("libarmci: rank {}: {call}: {e}", st.rma.rank());
+                let slots = nf_rma::Team::members(&team).len();
+                // SAFETY: ARMCI's contract: `ptr_arr` has one slot per group member.
+                let out = unsafe { std::slice::from_raw_parts_mut(ptr_arr, slots) };
+                out.fill(std::ptr::null_mut());
+                return NO_ROOM;
+            }
+            Err(e) => fatal(call, describe("bytes", &e)),
+        };
         // SAFETY: ARMCI's contract: `ptr_arr` has one slot per group member.
         let out = unsafe { std::slice::from_raw_parts_mut(ptr_arr, bases.len()) };
         for (slot, &b) in out.iter_mut().zip(&bases) {

@@ -211,6 +211,14 @@ fn bad_input_gets_typed_errors_and_changes_nothing() {
     Job::new().both(2, &["badinput"]);
 }
 
+/// Global Arrays' `enormous` on libarmci got every rank OOM-killed: the segment was
+/// made, then touched. Twice the host's memory, asked for by 2 ranks of one host,
+/// must fail on both at once with `NoRoom`, and leave the job able to go on.
+#[test]
+fn an_allocation_the_host_cannot_hold_fails_on_every_proc_not_in_the_oom_killer() {
+    Job::new().both(2, &["toobig"]);
+}
+
 #[test]
 fn oversubscribed_eight_procs_stress_and_mutex() {
     let job = Job::new();

@@ -80,7 +80,8 @@ fn nf_cert_files_work_end_to_end_and_a_v1_certificate_is_explained() {
     let user = me();
     ok(d, &["cert", "ca"]);
     ok(d, &["cert", "node", "localhost"]);
-    ok(d, &["cert", "user", &user]);
+    // The tests run as root, whose certificate needs --force.
+    ok(d, &["cert", "user", &user, "--force"]);
     std::fs::write(d.join("hello.txt"), "hi\n").unwrap();
     let server = TlsServer::start(d);
     let at = |path: &str| format!("tls:localhost:{}:{path}", server.port);
@@ -251,4 +252,45 @@ fn joining_a_gateway_needs_a_node_certificate() {
         err.contains("not a node certificate") && err.contains("nf cert node"),
         "{err}"
     );
+}
+
+/// `nf cert user` refuses names a certificate should almost never carry, unless
+/// `--force`, saying what the certificate would allow; names that cannot be one
+/// account's are refused outright. Nothing is written for a refused name.
+#[test]
+fn a_user_certificate_for_root_or_a_service_name_needs_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["cert", "ca"]);
+    let made = |name: &str| {
+        d.join(format!("{name}.pem")).exists() || d.join(format!("{name}.key")).exists()
+    };
+    for (name, why) in [
+        ("root", "attach as root (uid 0) to every node"),
+        ("node:n1", "reserved for the cluster's own services"),
+        ("gateway:gw1", "nf cert gateway NAME"),
+    ] {
+        let out = run_bounded(nf().args(["cert", "user", name]).current_dir(d));
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{name}: made without --force");
+        assert!(
+            err.contains(why) && err.contains("--force"),
+            "{name}: {err}"
+        );
+        assert!(!made(name), "{name}: files written");
+    }
+    for name in ["", "a/b", "bad\nname", "esc\x1b[2J", " padded"] {
+        let out = run_bounded(nf().args(["cert", "user", name, "--force"]).current_dir(d));
+        assert!(!out.status.success(), "{name:?}: made");
+        assert!(!made(name), "{name:?}: files written");
+    }
+    // With --force it is made, and the warning still says what it allows.
+    let out = run_bounded(
+        nf().args(["cert", "user", "root", "--force"])
+            .current_dir(d),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("uid 0"), "{}", text(&out.stderr));
+    assert!(made("root"));
+    ok(d, &["cert", "user", "alice"]);
 }

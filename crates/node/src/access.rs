@@ -28,8 +28,10 @@
 //!    NSS: `/etc/passwd`, LDAP, …); its primary group and supplementary groups are read
 //!    from there at attach time.
 //!
-//! Refusals answer `EACCES` and are logged with the names involved (and, for an
-//! untrusted gateway, the flag that would trust it). An attach that is
+//! Refusals answer `EACCES` and are logged with the names involved, quoted (and, for
+//! an untrusted gateway, the flag that would trust it) — in full only when none came
+//! in the 10 s before, else counted into one summary line per 10 s (`refusals.rs`),
+//! so a user retrying in a loop cannot flood `/log`. An attach that is
 //! let in yields the account's [`Creds`]: the mount table makes every request on the
 //! attach's fids run with them (fsuid, fsgid, supplementary groups on the serving
 //! thread), so the kernel applies that user's permissions to host files, and in-memory
@@ -133,11 +135,11 @@ impl AttachPolicy {
         } else if let Some(uid) = ctx.peer_uid() {
             local(accounts, ctx, req, uid)?
         } else {
-            tracing::warn!(conn = ctx.conn_id(), asked = %req.uname, "attach refused: the connection's transport does not say who the peer is (use the unix socket, loopback tcp or TLS with a client certificate)");
+            refused(ctx, req, "the connection's transport does not say who the peer is (use the unix socket, loopback tcp or TLS with a client certificate)");
             return Err(FsError::Errno(EACCES));
         };
         if server_uid != 0 && account.uid != server_uid {
-            tracing::warn!(conn = ctx.conn_id(), user = %account.name, server_uid, "attach refused: this server does not run as root, so it can act only as its own user (run nf serve as root to serve every user)");
+            refused(ctx, req, &format!("this server runs as uid {server_uid}, not as root, so it can act only as its own user (run nf serve as root to serve every user)"));
             return Err(FsError::Errno(EACCES));
         }
         Ok(account.creds())
@@ -156,34 +158,35 @@ impl AttachPolicy {
         }
         if let Some(gateway) = user.strip_prefix(crate::tls::GATEWAY_PREFIX) {
             if !self.trusted_gateways.iter().any(|t| t == gateway) {
-                tracing::warn!(
-                    gateway,
-                    conn = ctx.conn_id(),
-                    "attach refused: this node does not trust gateway {gateway:?} (to let it attach for users, start nf serve with --trust-gateway {gateway})"
-                );
+                refused(ctx, req, &format!("this node does not trust gateway {gateway:?} (to let it attach for users, start nf serve with --trust-gateway {gateway})"));
                 return Err(FsError::Errno(EACCES));
             }
             return for_users(accounts, ctx, req, user);
         }
         if !req.uname.is_empty() && req.uname != user {
-            tracing::warn!(authenticated = user, asked = %req.uname, conn = ctx.conn_id(), "attach refused: a user may only attach as the identity it authenticated as");
+            refused(
+                ctx,
+                req,
+                "a user may only attach as the identity it authenticated as",
+            );
             return Err(FsError::Errno(EACCES));
         }
         let Some(account) = accounts.by_name(user) else {
-            tracing::warn!(
-                user,
-                conn = ctx.conn_id(),
-                "attach refused: the authenticated user has no account on this host"
+            refused(
+                ctx,
+                req,
+                "the authenticated user has no account on this host",
             );
             return Err(FsError::Errno(EACCES));
         };
         if req.n_uname != NONUNAME && req.n_uname != account.uid {
-            tracing::warn!(
-                user,
-                uid = account.uid,
-                asked = req.n_uname,
-                conn = ctx.conn_id(),
-                "attach refused: n_uname is not the authenticated user's uid"
+            refused(
+                ctx,
+                req,
+                &format!(
+                    "n_uname is not the authenticated user's uid ({})",
+                    account.uid
+                ),
             );
             return Err(FsError::Errno(EACCES));
         }
@@ -200,19 +203,36 @@ fn for_users(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, peer: &str) -> F
         accounts.by_name(&req.uname)
     };
     let Some(account) = asked.filter(|a| req.uname.is_empty() || req.uname == a.name) else {
-        tracing::warn!(peer, asked = %req.uname, asked_uid = req.n_uname, conn = ctx.conn_id(), "attach refused: a node or gateway asked for a user with no account on this host");
+        refused(
+            ctx,
+            req,
+            &format!("{peer:?}, a node or gateway, asked for a user with no account on this host"),
+        );
         return Err(FsError::Errno(EACCES));
     };
     if account.uid == 0 {
-        tracing::warn!(
-            peer,
-            conn = ctx.conn_id(),
-            "attach refused: a node or gateway may not act as root"
-        );
+        refused(ctx, req, "a node or gateway may not act as root");
         return Err(FsError::Errno(EACCES));
     }
-    tracing::info!(peer, user = %account.name, conn = ctx.conn_id(), "attached for a user");
+    tracing::info!(peer = ?peer, user = %account.name, conn = ctx.conn_id(), "attached for a user");
     Ok(account)
+}
+
+/// Logs (or counts) a refused attach (`crate::refusals`), naming the peer and what
+/// it asked for with every client-chosen name quoted and escaped.
+fn refused(ctx: &Ctx, req: &Tattach, why: &str) {
+    let peer = match (ctx.user(), ctx.peer_uid()) {
+        (Some(user), _) => format!("{user:?}"),
+        (None, Some(uid)) => format!("uid {uid}"),
+        (None, None) => "an unnamed peer".to_string(),
+    };
+    let asked = match (req.uname.is_empty(), req.n_uname) {
+        (true, NONUNAME) => "itself".to_string(),
+        (false, NONUNAME) => format!("{:?}", req.uname),
+        (true, uid) => format!("uid {uid}"),
+        (false, uid) => format!("{:?} (uid {uid})", req.uname),
+    };
+    crate::refusals::refused(&peer, &asked, ctx.conn_id(), why);
 }
 
 /// Rule 4 (and 7).
@@ -225,19 +245,17 @@ fn local(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, uid: u32) -> FsResul
         accounts.by_uid(uid)
     };
     let Some(account) = asked else {
-        tracing::warn!(peer_uid = uid, asked = %req.uname, asked_uid = req.n_uname, conn = ctx.conn_id(), "attach refused: no account on this host for the user asked for");
+        refused(ctx, req, "no account on this host for the user asked for");
         return Err(FsError::Errno(EACCES));
     };
     let names_agree = req.uname.is_empty() || req.uname == account.name;
     if names_agree && (uid == 0 || account.uid == uid) {
         return Ok(account);
     }
-    tracing::warn!(
-        peer_uid = uid,
-        asked = %req.uname,
-        asked_uid = req.n_uname,
-        conn = ctx.conn_id(),
-        "attach refused: a local process may only attach as its own user (only root may attach as anyone)"
+    refused(
+        ctx,
+        req,
+        "a local process may only attach as its own user (only root may attach as anyone)",
     );
     Err(FsError::Errno(EACCES))
 }

@@ -15,12 +15,14 @@
 //! |---|---|
 //! | [`tree`] | building the node tree from a [`NodeConfig`] |
 //! | [`status`] | `/status` snapshots |
+//! | [`log`] | `/log`: the server's lines, users' lines tagged and rate-limited |
 //! | [`pipe`] | `/pipe/NAME`: bounded, blocking named pipes with owners and budgets |
 //! | [`mem`] | `/mem/JOB/RANK/SEGMENT`: rma segments of running procs, read and written with cross-memory attach |
 //! | [`access`] | the attach check: who the kernel or a certificate says the peer is → the account whose rights its requests run with |
+//! | `refusals` | refused attaches counted, one summary line per 10 s instead of a line each |
 //! | [`xcpu`] | `/xcpu`: jobs as files (sessions, uploads, output, exit) |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
-//! | [`listen`] | unix and tcp / TLS listeners, and the refusal of unsafe plans |
+//! | [`listen`] | unix and tcp / TLS listeners, socket modes, and the refusal of unsafe plans |
 //! | [`join`] | registering with a gateway (`nf serve --join`) |
 //! | [`tls`] | TLS with client certificates for remote connections |
 //! | [`shm`] | 9P over a shared-memory byte channel |
@@ -34,8 +36,10 @@ pub mod addr;
 pub mod connect;
 pub mod join;
 pub mod listen;
+pub mod log;
 pub mod mem;
 pub mod pipe;
+mod refusals;
 pub mod serve;
 pub mod shm;
 pub mod status;

@@ -112,11 +112,15 @@ impl ShmListener {
         path: &Path,
         capacity: usize,
     ) -> io::Result<ShmListener> {
+        // Its directory and mode as the unix socket's (`listen.rs` rules 1–3).
+        crate::listen::socket_dir(path)
+            .map_err(|(dir, e)| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
         let stale = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
         if stale && UnixStream::connect(path).is_err() {
             std::fs::remove_file(path)?;
         }
         let socket = UnixListener::bind(path)?;
+        crate::listen::open_to_every_user(path)?;
         let serve = move |sock: UnixStream| {
             let peer = unix_peer(&sock);
             match ByteChannel::offer(sock, capacity) {

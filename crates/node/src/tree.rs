@@ -3,7 +3,7 @@
 //! | path | what | tree |
 //! |---|---|---|
 //! | `/status` | host, arch, cores, memory, load, uptime, ranks, labels, sessions (snapshot per open) | synthetic |
-//! | `/log` | append by writing; readers get the history, then follow (`tail -f`) | synthetic |
+//! | `/log` | the server's lines and users' (tagged, rate-limited: [`crate::log`]); readers get the history, then follow (`tail -f`) | synthetic |
 //! | `/pipe/NAME` | named pipes, made by creating a file in `/pipe` | synthetic |
 //! | `/fs` | the export directory, read-write (#U) | [`PassthroughFs`] |
 //! | `/ro` | the export directory, writes private to the server's memory (#R) | [`ReadOnlyView`] |
@@ -23,6 +23,7 @@ use nf_ninep_trees::{DynFs, Erased, ExportError};
 use nf_ninep_trees::{MountTable, PassthroughFs, ReadOnlyView, SyntheticTree};
 
 use crate::access::AttachPolicy;
+use crate::log::NodeLog;
 use crate::mem::MemTree;
 use crate::pipe::{PipeDir, PipeLimits, DEFAULT_PIPE_CAPACITY};
 use crate::status::{self, LabelError, NodeFacts};
@@ -98,7 +99,8 @@ pub enum TreeBuildError {
 pub struct NodeTree {
     /// The whole tree, ready to serve.
     pub table: MountTable,
-    /// `/log`: the daemon appends its own events to it.
+    /// `/log`'s stream: the daemon appends its own lines to it as they are (users'
+    /// writes go through [`NodeLog`]).
     pub log: Stream,
     /// `/xcpu`'s sessions: the daemon ends them at shutdown.
     pub xcpu: Xcpu,
@@ -109,8 +111,8 @@ pub struct NodeTree {
 pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
     status::check_labels(&config.labels)?;
     let synthetic = SyntheticTree::new();
-    let log = Stream::with_history(config.log_history).writable();
-    synthetic.add_file("/log", log.clone())?;
+    let log = Stream::with_history(config.log_history);
+    synthetic.add_file("/log", NodeLog::new(log.clone()))?;
     synthetic.add_dir("/pipe")?;
     synthetic.set_dir_ops(
         "/pipe",

@@ -150,6 +150,28 @@ pub enum RmaError {
         /// What differed.
         why: String,
     },
+    /// A collective allocation the host of `proc` cannot hold: its procs would place
+    /// `need` bytes in segments where only `room` fit. Every member of the
+    /// allocation gets this error; nothing was allocated.
+    #[error(
+        "{op}: the host of proc {proc} cannot hold this allocation: its procs would place \
+         {} in shared-memory segments, but only {} are {limit}; ask for less, spread the \
+         job over more hosts, or free memory there",
+        bytes(*need),
+        bytes(*room)
+    )]
+    NoRoom {
+        /// The call.
+        op: &'static str,
+        /// The first proc (in team order) whose host is short.
+        proc: usize,
+        /// Bytes that host's procs asked for together.
+        need: u64,
+        /// Bytes that fit there.
+        room: u64,
+        /// What limits it.
+        limit: crate::Limit,
+    },
     /// A system call on shared memory failed.
     #[error("{what} {path}: {source}")]
     Shm {
@@ -207,6 +229,24 @@ pub enum RmaError {
     /// A feature this build does not have.
     #[error("{0} is not supported by this build of the rma layer")]
     Unsupported(String),
+}
+
+/// `n` bytes as people read them: `34359738368 B (32.0 GiB)`.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut unit = None;
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = Some(u);
+    }
+    match unit {
+        Some(u) => format!("{n} B ({v:.1} {u})"),
+        None => format!("{n} B"),
+    }
 }
 
 /// Shorthand for results of this crate.

@@ -65,6 +65,7 @@ pub use domain::{Domains, Route};
 pub use error::RmaError;
 pub use handle::Handle;
 pub use rma::Rma;
+pub use shm::room::Limit;
 pub use wireup::{Team, Wireup, WireupError};
 pub use world::{WorldTeam, WorldWireup};
 pub use xfer::{IoVec, Kind, RmwOp, Scale, Shape, Xfer, MAX_STRIDE_LEVELS};

@@ -72,6 +72,9 @@ pub struct Rma<'w> {
     pub(crate) rank: usize,
     pub(crate) size: usize,
     pub(crate) domains: Domains,
+    /// Procs grouped by host (the domains, unless `NF_RMA_DIRECT=0`): whose segments
+    /// share this host's memory.
+    pub(crate) hosts: Domains,
     pub(crate) pid: u32,
     pub(crate) names: Names,
     pub(crate) patience: Patience,
@@ -188,6 +191,8 @@ impl<'w> Rma<'w> {
             })
             .collect();
         let domains = Domains::from_keys(&keys, rank);
+        let host_keys: Vec<&str> = intros.iter().map(|i| i.host.as_str()).collect();
+        let hosts = Domains::from_keys(&host_keys, rank);
         let mine = domains.procs(domains.my_id()).to_vec();
         let pids: Vec<u32> = (0..size)
             .map(|p| if mine.contains(&p) { intros[p].pid } else { 0 })
@@ -290,6 +295,7 @@ impl<'w> Rma<'w> {
             rank,
             size,
             domains,
+            hosts,
             pid,
             names,
             patience,

@@ -122,6 +122,38 @@ static void test_large_segment(void) {
     free_all(ptr);
 }
 
+#ifdef ARMCI_NINEFOLD
+/* MemTotal of this host in bytes (0 if unknown). */
+static long long mem_total(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long long kib = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "MemTotal: %lld kB", &kib) == 1) break;
+    if (f != NULL) fclose(f);
+    return kib * 1024;
+}
+
+/* GA's `enormous` on a host too small: twice the host's memory, asked for by every
+   process of it, is refused on every process at once (non-zero, every pointer
+   NULL, a message saying why), never left to the OOM killer; the job goes on.
+   ARMCI-MPI aborts the job here instead. */
+static void test_malloc_more_than_the_host_holds(void) {
+    long long total = mem_total();
+    CHECK(total > 0, "no MemTotal in /proc/meminfo");
+    armci_size_t each = (armci_size_t)(2 * total / nproc + 4096);
+    void **ptr = calloc((size_t)nproc, sizeof(void *));
+    CHECK(ptr != NULL, "out of memory");
+    for (int p = 0; p < nproc; p++) ptr[p] = (void *)ptr;
+    int rc = ARMCI_Malloc(ptr, each);
+    CHECK(rc != 0, "ARMCI_Malloc of %ld bytes on each of %d processes succeeded", (long)each,
+          nproc);
+    for (int p = 0; p < nproc; p++) CHECK(ptr[p] == NULL, "pointer %d set after a refusal", p);
+    free(ptr);
+    free_all(alloc_all(4096));
+}
+#endif
+
 int main(int argc, char **argv) {
     harness_init(&argc, &argv);
     RUN(test_malloc);
@@ -130,6 +162,9 @@ int main(int argc, char **argv) {
     RUN(test_malloc_local);
     RUN(test_memdev);
     RUN(test_large_segment);
+#ifdef ARMCI_NINEFOLD
+    RUN(test_malloc_more_than_the_host_holds);
+#endif
     harness_done();
     return 0;
 }

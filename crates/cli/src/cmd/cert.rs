@@ -10,6 +10,14 @@
 //!   trust it with `nf serve --trust-gateway NAME`;
 //! - `nf cert user NAME` makes `NAME.pem` / `NAME.key` with CN NAME: the 9P user.
 //!
+//! Names a certificate should almost never carry are refused unless `--force` is
+//! given, each with what the certificate would allow: a user certificate for `root`
+//! (or whatever uid 0 is called here) acts as root on every node that trusts the CA;
+//! one named `node:…` or `gateway:…` names nobody (nodes refuse it at the handshake;
+//! `nf cert node` and `nf cert gateway` make those). Names that cannot be a file name
+//! or a single account name (empty, with `/`, starting with `.`, with control
+//! characters or white space at either end) are refused outright.
+//!
 //! The CA is read back from `ca.key` alone: its certificate is re-made from the same
 //! key and name, which signs exactly as the original does.
 
@@ -60,9 +68,13 @@ pub enum CertCommand {
         hosts: Vec<String>,
     },
     /// A user's client certificate with CN NAME (the 9P user): DIR/NAME.pem, DIR/NAME.key.
+    /// Reserved names (root, uid 0's name, node:…, gateway:…) need --force.
     User {
         /// User name.
         name: String,
+        /// Make it even for a reserved name (see the message that names the risk).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -85,7 +97,13 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
             let p = service(name, hosts, nf_node::tls::GATEWAY_UNIT)?;
             signed(name, p, &a.dir)?
         }
-        CertCommand::User { name } => {
+        CertCommand::User { name, force } => {
+            if let Some(risk) = reserved_user(name, nf_node::access::account_name(0)) {
+                if !*force {
+                    bail!("refusing to make a user certificate named {name:?}: {risk}; pass --force to make it anyway");
+                }
+                eprintln!("nf cert: warning: {name:?}: {risk}");
+            }
             let mut p = CertificateParams::new(Vec::new())?;
             p.distinguished_name.push(DnType::CommonName, name.as_str());
             p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
@@ -104,6 +122,31 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
     write_all(key_file, &keyfile, &key.serialize_pem())?;
     println!("wrote {} and {}", pem.display(), keyfile.display());
     Ok(0)
+}
+
+/// Why a user certificate named `name` is dangerous or useless (`root_name`: uid 0's
+/// account name here, if it has one), or `None` for an ordinary name.
+fn reserved_user(name: &str, root_name: Option<String>) -> Option<String> {
+    use nf_node::tls::{GATEWAY_PREFIX, NODE_PREFIX};
+    if name == "root" || root_name.as_deref() == Some(name) {
+        return Some(format!(
+            "it would let whoever holds its key attach as {name} (uid 0) to every node \
+             that trusts this CA: read and change every file there and run jobs as root \
+             through /xcpu"
+        ));
+    }
+    let (prefix, command) = if name.starts_with(NODE_PREFIX) {
+        (NODE_PREFIX, "nf cert node HOST")
+    } else if name.starts_with(GATEWAY_PREFIX) {
+        (GATEWAY_PREFIX, "nf cert gateway NAME")
+    } else {
+        return None;
+    };
+    Some(format!(
+        "user names starting with {prefix:?} are reserved for the cluster's own services: \
+         nodes refuse such a user certificate at the handshake, and software that reads \
+         only the name would take it for one (make a real one with `{command}`)"
+    ))
 }
 
 /// A service of the cluster (a node, a gateway) named `name` in unit `unit`: valid as
@@ -138,6 +181,12 @@ fn signed(
 ) -> anyhow::Result<(String, Certificate, KeyPair)> {
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
         bail!("{name:?} cannot name a file; give a plain host or user name");
+    }
+    if name.chars().any(char::is_control) || name.trim() != name {
+        bail!(
+            "{name:?} has control characters or white space at an end: no account or host \
+             is named so, and logs would show it misleadingly; give a plain host or user name"
+        );
     }
     let ca_key_file = dir.join("ca.key");
     let text = nf_sys::file::read_regular_text(&ca_key_file, 64 << 10).with_context(|| {

@@ -66,8 +66,8 @@ account on this host). Log level: NF_LOG (default info). Stop with SIGINT or SIG
 
 Examples:
   nf serve --export /srv/data                       # detach once listening
-  nf serve -f --unix /tmp/nf.sock --export /tmp/x   # stay in the foreground
-  nf ls unix:/tmp/nf.sock:/
+  nf serve -f --unix /tmp/nf/nf.sock --export /tmp/x   # stay in the foreground
+  nf ls unix:/tmp/nf/nf.sock:/
   nf serve --tcp 0.0.0.0:5640 --tls-cert node.pem --tls-key node.key --tls-client-ca ca.pem
   nf serve --tcp 0.0.0.0:5640 --tls-cert n7.pem --tls-key n7.key --tls-client-ca ca.pem \\
     --label gpu --trust-gateway gw1 --join tls:gw1:5640")]
@@ -79,7 +79,8 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
     /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/ninefold/nf.sock, or
     /// /run/ninefold/nf.sock without XDG_RUNTIME_DIR]. A missing directory is made
-    /// with mode 0700.
+    /// with mode 0755 and the socket is 0666 (the attach check decides who may do
+    /// what); a directory others may write to is refused.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
     /// Listen on no unix socket (then give --tcp).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rustix::fs::{FileType, Mode, OFlags};
 
-use super::overlay::{key, Entry, MemDir, MemFile, MemMeta};
+use super::overlay::{key, without_set_id, Entry, MemDir, MemFile, MemMeta, S_ISGID};
 use super::{Found, ReadOnlyView, RoFid, RoOpen};
 use crate::host::{child, os, step, HOST_VALID};
 use crate::listing::Listing;
@@ -18,6 +18,12 @@ use nf_ninep_server::{Ctx, Filesystem, FsResult};
 
 const S_IFDIR: u32 = 0o040000;
 const S_IFREG: u32 = 0o100000;
+const S_ISVTX: u32 = 0o1000;
+
+/// The directory holding `path` (the root for the root).
+fn parent_of(path: &[String]) -> &[String] {
+    &path[..path.len().saturating_sub(1)]
+}
 
 fn writes(flags: LOpenFlags) -> bool {
     let m = flags.access_mode();
@@ -165,11 +171,13 @@ impl Filesystem for ReadOnlyView {
         Ok(Rread { data: data.into() })
     }
 
-    fn write(&self, _: &Ctx, fid: &RoFid, req: &Twrite) -> FsResult<Rwrite> {
+    fn write(&self, ctx: &Ctx, fid: &RoFid, req: &Twrite) -> FsResult<Rwrite> {
         match fid.open.get() {
-            Some(RoOpen::Mem { file, append }) => Ok(Rwrite {
-                count: file.write(req.offset, req.data.as_slice(), *append)?,
-            }),
+            Some(RoOpen::Mem { file, append }) => {
+                let count = file.write(req.offset, req.data.as_slice(), *append)?;
+                file.written_by(ctx);
+                Ok(Rwrite { count })
+            }
             _ => Err(FsError::Errno(EBADF)),
         }
     }
@@ -213,8 +221,7 @@ impl Filesystem for ReadOnlyView {
 
     fn rename(&self, ctx: &Ctx, fid: &RoFid, dir: &RoFid, req: &Trename) -> FsResult<Rrename> {
         let (from, to) = (fid.path(), child(&dir.path(), &req.name));
-        self.permit_parent(ctx, &from)?;
-        self.permit_parent(ctx, &to)?;
+        self.permit_rename(ctx, &from, &to)?;
         self.move_file(from, to, ctx)?;
         Ok(Rrename)
     }
@@ -230,8 +237,7 @@ impl Filesystem for ReadOnlyView {
             child(&olddir.path(), &req.oldname),
             child(&newdir.path(), &req.newname),
         );
-        self.permit_parent(ctx, &from)?;
-        self.permit_parent(ctx, &to)?;
+        self.permit_rename(ctx, &from, &to)?;
         self.move_file(from, to, ctx)?;
         Ok(Rrenameat)
     }
@@ -239,23 +245,24 @@ impl Filesystem for ReadOnlyView {
     fn unlinkat(&self, ctx: &Ctx, dir: &RoFid, req: &Tunlinkat) -> FsResult<Runlinkat> {
         let want_dir = req.flags.contains(UnlinkatFlags::REMOVEDIR);
         let path = child(&dir.path(), &req.name);
-        self.permit_parent(ctx, &path)?;
+        self.permit_remove(ctx, &path)?;
         self.unlink(&path, Some(want_dir))?;
         Ok(Runlinkat)
     }
 
     fn remove(&self, ctx: &Ctx, fid: &RoFid) -> FsResult<Rremove> {
-        self.permit_parent(ctx, &fid.path())?;
+        self.permit_remove(ctx, &fid.path())?;
         self.unlink(&fid.path(), None)?;
         Ok(Rremove)
     }
 
     fn setattr(&self, ctx: &Ctx, fid: &RoFid, req: &Tsetattr) -> FsResult<Rsetattr> {
-        if req.valid.contains(SetattrMask::UID) || req.valid.contains(SetattrMask::GID) {
-            return Err(FsError::Errno(EPERM));
-        }
         let path = fid.path();
         let any = |bits: &[SetattrMask]| bits.iter().any(|&b| req.valid.contains(b));
+        let chown = any(&[SetattrMask::UID, SetattrMask::GID]);
+        if chown {
+            self.permit_chown(ctx, &path, req)?;
+        }
         if any(&[
             SetattrMask::MODE,
             SetattrMask::ATIME_SET,
@@ -286,10 +293,29 @@ impl Filesystem for ReadOnlyView {
         let file = meta_of(&found)?;
         if let (Some(f), true) = (&file, req.valid.contains(SetattrMask::SIZE)) {
             f.truncate(req.attr.size)?;
+            f.written_by(ctx);
         }
-        let apply = |m: &mut MemMeta| {
+        let apply = |m: &mut MemMeta, is_dir: bool| {
+            if req.valid.contains(SetattrMask::UID) {
+                m.uid = req.attr.uid;
+            }
+            if req.valid.contains(SetattrMask::GID) {
+                m.gid = req.attr.gid;
+            }
+            if chown && !is_dir {
+                // chown(2) of a file drops its set-id bits, whoever asks (since 2.2.13).
+                m.mode = without_set_id(m.mode);
+            }
             if req.valid.contains(SetattrMask::MODE) {
-                m.mode = (m.mode & !0o7777) | (req.attr.mode & 0o7777);
+                let mut mode = req.attr.mode & 0o7777;
+                // chmod(2): a user outside the file's group cannot set its setgid bit.
+                if ctx
+                    .creds()
+                    .is_some_and(|c| !c.is_root() && !c.in_group(m.gid))
+                {
+                    mode &= !S_ISGID;
+                }
+                m.mode = (m.mode & !0o7777) | mode;
             }
             if req.valid.contains(SetattrMask::ATIME) {
                 m.atime = chosen(req, SetattrMask::ATIME_SET, req.attr.atime);
@@ -300,8 +326,8 @@ impl Filesystem for ReadOnlyView {
             m.ctime = now();
         };
         match (&file, &found) {
-            (Some(f), _) => apply(&mut nf_ninep_server::lock(&f.meta)),
-            (None, Found::Dir(d)) => apply(&mut nf_ninep_server::lock(&d.meta)),
+            (Some(f), _) => apply(&mut nf_ninep_server::lock(&f.meta), false),
+            (None, Found::Dir(d)) => apply(&mut nf_ninep_server::lock(&d.meta), true),
             _ => return Err(FsError::Errno(EROFS)),
         }
         Ok(Rsetattr)
@@ -328,7 +354,67 @@ impl ReadOnlyView {
     /// `EACCES` unless the user may add or remove entries in the directory holding
     /// `path`.
     fn permit_parent(&self, ctx: &Ctx, path: &[String]) -> FsResult<()> {
-        self.permit(ctx, &path[..path.len().saturating_sub(1)], 3)
+        self.permit(ctx, parent_of(path), 3)
+    }
+
+    /// [`Self::permit_parent`], and the sticky rule for the entry at `path` (which
+    /// must exist): unlink, rmdir, and the source of a rename.
+    fn permit_remove(&self, ctx: &Ctx, path: &[String]) -> FsResult<()> {
+        self.permit_parent(ctx, path)?;
+        self.permit_sticky(ctx, path)
+    }
+
+    /// The checks of rename(2): `from` may be removed, an entry may be added beside
+    /// `to`, and an entry already at `to` (which the rename replaces) passes the sticky
+    /// rule as if removed.
+    fn permit_rename(&self, ctx: &Ctx, from: &[String], to: &[String]) -> FsResult<()> {
+        self.permit_remove(ctx, from)?;
+        self.permit_parent(ctx, to)?;
+        match self.find(to) {
+            Ok(_) => self.permit_sticky(ctx, to),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// `EPERM` where the directory holding `path` is sticky (`/tmp`'s 1777) and the
+    /// user owns neither the entry nor the directory and is not root: the kernel's
+    /// rule, applied to host entries (by their host owner) as to memory ones, so that
+    /// no user can white out, or replace, a file the others rely on.
+    fn permit_sticky(&self, ctx: &Ctx, path: &[String]) -> FsResult<()> {
+        let Some(c) = ctx.creds() else {
+            return Ok(());
+        };
+        let dir = Self::attr(&self.find(parent_of(path))?);
+        if c.is_root() || dir.mode & S_ISVTX == 0 || dir.uid == c.uid() {
+            return Ok(());
+        }
+        if Self::attr(&self.find(path)?).uid == c.uid() {
+            Ok(())
+        } else {
+            Err(FsError::Errno(EPERM))
+        }
+    }
+
+    /// `EPERM` unless chown(2) would let the user give `path` the owner and group
+    /// `req` asks for: root may give anything; a file's owner may keep the owner and
+    /// change the group to one of their own groups; nobody else may.
+    fn permit_chown(&self, ctx: &Ctx, path: &[String], req: &Tsetattr) -> FsResult<()> {
+        let Some(c) = ctx.creds() else {
+            return Ok(());
+        };
+        if c.is_root() {
+            return Ok(());
+        }
+        let a = Self::attr(&self.find(path)?);
+        let owner_kept = !req.valid.contains(SetattrMask::UID) || req.attr.uid == a.uid;
+        let group_ok = !req.valid.contains(SetattrMask::GID)
+            || req.attr.gid == a.gid
+            || c.in_group(req.attr.gid);
+        if a.uid == c.uid() && owner_kept && group_ok {
+            Ok(())
+        } else {
+            Err(FsError::Errno(EPERM))
+        }
     }
 
     /// `EPERM` unless the user owns `path` (or is root): chmod and utimes.

@@ -19,6 +19,16 @@
 //!    [`Ctx::creds`]) needs write permission on a file to write or truncate it, on a
 //!    directory to add or remove its entries, and must own a file to chmod it; what a
 //!    user creates is theirs.
+//! 7. The sticky bit holds for every entry, the host's as well as the overlay's: in
+//!    a sticky directory (1777, as `/tmp`) only the entry's owner (on the host, or in
+//!    memory), the directory's owner or root may remove it, rename it or rename
+//!    something over it; removing a host entry is a whiteout, so it takes the same
+//!    right. Without this, a user could white out root's file in such a directory
+//!    and put their own in its place for every other client to read.
+//! 8. chmod and chown follow the kernel: chmod by the owner (or root), which drops
+//!    setgid for a user outside the file's group; chown by root, or by the owner to
+//!    change only the group, to one of their own; either drops set-id bits (overlay
+//!    rule 6), as does a write by anyone but root.
 //!
 //! Host paths are resolved with the same rules as [`super::PassthroughFs`]: `..` stops at
 //! the root and symlinks are never followed.

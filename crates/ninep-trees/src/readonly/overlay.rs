@@ -13,6 +13,9 @@
 //!    length: directories and whiteouts hold no content but still take memory),
 //!    together stay within the view's memory budget; growing past it fails with
 //!    `ENOSPC`.
+//! 6. Attributes change as the kernel changes them: a write or truncation by anyone
+//!    but root drops a file's setuid bit (and setgid with group execute), as does a
+//!    change of owner or group by anyone.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -22,8 +25,22 @@ use crate::now;
 use nf_ninep::errno::ENOSPC;
 use nf_ninep::types::{Attr, Qid, QidType, Timespec};
 use nf_ninep_server::lock;
+use nf_ninep_server::Ctx;
 use nf_ninep_server::FsError;
 use nf_ninep_server::FsResult;
+
+/// The setuid bit.
+const S_ISUID: u32 = 0o4000;
+/// The setgid bit.
+pub(crate) const S_ISGID: u32 = 0o2000;
+
+/// `mode` without the bits the kernel drops when a file changes hands, or is written
+/// by someone without `CAP_FSETID` (rule 6): setuid, and setgid where it means "run
+/// as the group" (with group execute; without it, it marks mandatory locking).
+pub(crate) fn without_set_id(mode: u32) -> u32 {
+    let sgid = if mode & 0o010 != 0 { S_ISGID } else { 0 };
+    mode & !(S_ISUID | sgid)
+}
 
 /// The key of a path (rule 1).
 pub(crate) fn key(path: &[String]) -> String {
@@ -227,6 +244,15 @@ impl MemFile {
         drop(data);
         self.touch();
         Ok(())
+    }
+
+    /// After a write or truncation by `ctx`'s user: drops the set-id bits unless the
+    /// user is root (the kernel's `file_remove_privs`, rule 6).
+    pub fn written_by(&self, ctx: &Ctx) {
+        if ctx.creds().is_some_and(|c| !c.is_root()) {
+            let mut m = lock(&self.meta);
+            m.mode = without_set_id(m.mode);
+        }
     }
 
     fn touch(&self) {

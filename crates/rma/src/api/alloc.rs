@@ -2,18 +2,25 @@
 //!
 //! Allocation over a team, on every member, in order (`shm/mod.rs` has the naming
 //! and lifecycle rules):
+//! 0. Allgather the sizes asked for. A member that asked for bytes adds up what the
+//!    members on its host asked for and measures the room there (`shm/room.rs`: the
+//!    directory's free space, available memory, the memory cgroup); if it is short,
+//!    the member creates nothing and says so at step 2.
 //! 1. Create and map our segment file (unless we asked for 0 bytes); with native RMA,
 //!    register it with our ofi endpoint.
-//! 2. Allgather (ok, base, length, file number, ofi key and base): every member learns
-//!    every base, and how to reach the segment natively.
+//! 2. Allgather (ok, base, length, file number, ofi key and base, and a short room's
+//!    numbers): every member learns every base, and how to reach the segment natively.
 //! 3. Map the segments of the members of our domain; allgather whether that worked.
 //!    The second allgather doubles as the barrier after which names may go.
 //! 4. Unlink our name; enter every member's segment in the table, ours in the list
 //!    the service thread checks requests against and in the memory registry (for
 //!    `nf serve`'s `/mem`).
 //!
-//! A failure at step 1 or 3 on any member makes every member undo its part and
-//! return the same error, so a collective never leaves some members waiting.
+//! A failure at step 0, 1 or 3 on any member makes every member undo its part and
+//! return the same error, so a collective never leaves some members waiting; a host
+//! without room is [`RmaError::NoRoom`] on every member, naming that host's first
+//! proc, the bytes asked and the bytes that fit (an allocation the host cannot hold
+//! must fail here, not in the OOM killer when the memory is first touched).
 //!
 //! Freeing: complete our transfers; allgather bases; every member checks them
 //! against its record alike (so all fail or none); barrier; leave the memory
@@ -28,6 +35,7 @@ use crate::error::RmaError;
 use crate::memory::Alloc;
 use crate::rma::{gather, word_u64, Rma};
 use crate::shm::map::{anonymous, Mapping};
+use crate::shm::room::{room, Limit};
 use crate::table::Seg;
 use crate::wireup::Team;
 
@@ -39,13 +47,17 @@ struct Announce {
     n: u64,
     /// How our ofi endpoint names the segment, if registered.
     ofi: Option<RemoteRegion>,
+    /// Our host's room, where step 0 found it short: (bytes asked there, bytes that
+    /// fit, what limits them).
+    short: Option<(u64, u64, Limit)>,
 }
 
 impl Announce {
-    const LEN: usize = 42;
+    /// Bytes before the short room's limit text.
+    const LEN: usize = 59;
 
-    fn encode(&self) -> [u8; Self::LEN] {
-        let mut b = [0u8; Self::LEN];
+    fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; Self::LEN];
         b[0] = u8::from(self.ok);
         b[1..9].copy_from_slice(&self.base.to_le_bytes());
         b[9..17].copy_from_slice(&self.len.to_le_bytes());
@@ -55,13 +67,24 @@ impl Announce {
             b[26..34].copy_from_slice(&r.key.to_le_bytes());
             b[34..42].copy_from_slice(&r.base.to_le_bytes());
         }
+        if let Some((need, room, limit)) = &self.short {
+            let (kind, text) = limit.encode();
+            b[42] = kind;
+            b[43..51].copy_from_slice(&need.to_le_bytes());
+            b[51..59].copy_from_slice(&room.to_le_bytes());
+            b.extend_from_slice(&text);
+        }
         b
     }
 
     fn decode(b: &[u8]) -> Option<Announce> {
-        let b: &[u8; Self::LEN] = b.try_into().ok()?;
+        let (b, text) = (b.get(..Self::LEN)?, &b[Self::LEN..]);
         let word = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
         let len = word(9);
+        let short = match b[42] {
+            0 => None,
+            kind => Some((word(43), word(51), Limit::decode(kind, text)?)),
+        };
         Some(Announce {
             ok: b[0] == 1,
             base: word(1),
@@ -72,6 +95,7 @@ impl Announce {
                 base: word(34),
                 len,
             }),
+            short,
         })
     }
 }
@@ -116,14 +140,41 @@ impl Rma<'_> {
         let me = my_index(op, team, self.rank, self.size)?;
         let members = team.members().to_vec();
 
+        // Step 0.
+        let sizes = gather(
+            team,
+            &(bytes as u64).to_le_bytes(),
+            "allocation size",
+            word_u64,
+        )?;
+        let short = if bytes > 0 {
+            let need = members
+                .iter()
+                .zip(&sizes)
+                .filter(|(&q, _)| self.hosts.same(q))
+                .fold(0u64, |sum, (_, &s)| sum.saturating_add(s));
+            room(self.names.dir())
+                .filter(|r| need > r.bytes)
+                .map(|r| (need, r.bytes, r.limit))
+        } else {
+            None
+        };
+
         // Step 1.
         let n = {
             let mut mem = self.mem.borrow_mut();
             mem.seq += 1;
             mem.seq
         };
-        let mut failure: Option<RmaError> = None;
-        let own = if bytes > 0 {
+        let mut failure: Option<RmaError> =
+            short.as_ref().map(|(need, room, limit)| RmaError::NoRoom {
+                op,
+                proc: self.rank,
+                need: *need,
+                room: *room,
+                limit: limit.clone(),
+            });
+        let own = if bytes > 0 && failure.is_none() {
             match Mapping::create(&self.names.segment(self.rank, n), bytes) {
                 Ok(m) => Some(m),
                 Err(e) => {
@@ -149,6 +200,7 @@ impl Rma<'_> {
             len: bytes as u64,
             n,
             ofi: region.map(|r| r.1),
+            short,
         };
         // The service must accept requests on it as soon as anyone can know its base.
         if own.is_some() {
@@ -174,6 +226,20 @@ impl Rma<'_> {
             forget();
             if let Some(own) = &own {
                 own.unlink()?;
+            }
+            // A host without room is every member's error, the same on all.
+            if let Some((i, (need, room, limit))) = all
+                .iter()
+                .enumerate()
+                .find_map(|(i, a)| a.short.clone().map(|s| (i, s)))
+            {
+                return Err(RmaError::NoRoom {
+                    op,
+                    proc: members[i],
+                    need,
+                    room,
+                    limit,
+                });
             }
             let why = format!("proc {} could not create its segment", members[i]);
             return Err(failure.unwrap_or(RmaError::Collective { op, why }));

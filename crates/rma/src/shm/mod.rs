@@ -10,6 +10,8 @@
 //!    and map it; a barrier follows.
 //! 3. The owner unlinks the name. From here on a SIGKILLed job leaves nothing: the
 //!    memory lives exactly as long as some process maps it.
+//! 0. Before any of it, every proc measures the room on its host ([`room`]) for what
+//!    the host's procs ask for together; if it is short, nobody creates anything.
 //! 4. A job killed between 1 and 3 leaves files; `nf run` removes `nf-<job>-*` when the
 //!    job ends, and the next job's first proc of each domain reclaims files older than
 //!    a minute (`reclaim_stale`).
@@ -17,3 +19,4 @@
 pub(crate) mod control;
 pub(crate) mod lock;
 pub(crate) mod map;
+pub(crate) mod room;

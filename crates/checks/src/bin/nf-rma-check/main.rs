@@ -24,6 +24,8 @@
 //!   `PeerLost` (service path only);
 //! - `holderdies`: proc 1 leaves holding a mutex of proc 0; other takers get an error
 //!   naming it;
+//! - `toobig`: every proc asks for a share of twice the host's memory; all must get
+//!   `NoRoom` at once (not the OOM killer), and a small allocation then works;
 //! - `refused`: start-up must fail (say `NF_RMA_OFI=on` where ofi cannot run) with an
 //!   error naming the setting and a proc.
 //!
@@ -36,6 +38,7 @@
 mod bad;
 mod faults;
 mod model;
+mod room;
 mod shapes;
 mod sync;
 mod teams;
@@ -95,6 +98,7 @@ fn run(args: &[String]) -> Check {
         "teams" => teams::teams(&rma, &wire)?,
         "typed" => teams::typed(&rma)?,
         "badinput" => bad::bad_input(&rma)?,
+        "toobig" => room::too_big(&rma)?,
         "vanish" | "holderdies" => {
             if mode == "vanish" {
                 faults::vanish(&rma)?;
