@@ -212,3 +212,26 @@ fn a_job_does_not_inherit_descriptors_the_server_was_started_with() {
     );
     drop(server);
 }
+
+/// `--state-dir` reaches the server: one others may write (where a user could swap
+/// what the server makes for a link) stops it, naming the flag.
+#[test]
+fn nf_serve_refuses_a_state_dir_others_may_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = serve_support::run_bounded(
+        nf().args(["serve", "-f", "--unix"])
+            .arg(dir.path().join("s.sock"))
+            .arg("--state-dir")
+            .arg(&state)
+            .env("NF_LOG", "warn"),
+    );
+    assert!(!out.status.success());
+    let err = serve_support::text(&out.stderr);
+    assert!(
+        err.contains("others may write") && err.contains("--state-dir"),
+        "{err}"
+    );
+}
