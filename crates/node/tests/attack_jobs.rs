@@ -67,21 +67,32 @@ fn pid_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
 }
 
-/// Field `n` (1-based, as in proc(5)) of `/proc/PID/stat`.
-fn stat_field(pid: u32, n: usize) -> u32 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+/// Field `n` (1-based, as in proc(5)) of `/proc/PID/stat`, if the process exists.
+fn try_stat_field(pid: u32, n: usize) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command (which may hold spaces) start at field 3.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    rest.split(' ').nth(n - 3).unwrap().parse().unwrap()
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split(' ').nth(n - 3)?.parse().ok()
 }
 
-/// Kills a process when dropped: what an attack left behind on code that let it
-/// escape must not outlive the test.
-struct Reap(u32);
+fn stat_field(pid: u32, n: usize) -> u32 {
+    try_stat_field(pid, n).unwrap() as u32
+}
+
+/// Kills a process when dropped — the same process: its start time (field 22) must
+/// match — so what an attack left behind on code that let it escape does not outlive
+/// the test.
+struct Reap(u32, u64);
+
+impl Reap {
+    fn new(pid: u32) -> Reap {
+        Reap(pid, try_stat_field(pid, 22).unwrap_or(0))
+    }
+}
 
 impl Drop for Reap {
     fn drop(&mut self) {
-        if pid_alive(self.0) {
+        if pid_alive(self.0) && try_stat_field(self.0, 22) == Some(self.1) {
             let _ = std::process::Command::new("kill")
                 .args(["-KILL", &self.0.to_string()])
                 .status();
@@ -112,7 +123,7 @@ fn job_with_setsid_grandchild(me: &Root) -> (File, String, u32, Reap) {
     write(me, &format!("{dir}/ctl"), "exec");
     let line = String::from_utf8(out.read_chunk(0, 64).unwrap()).unwrap();
     let grandchild: u32 = line.trim().parse().unwrap_or_else(|_| panic!("{line:?}"));
-    let reap = Reap(grandchild);
+    let reap = Reap::new(grandchild);
     let state = read(me, &format!("{dir}/state"));
     let job: u32 = state
         .strip_prefix("running ")
