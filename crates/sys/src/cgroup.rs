@@ -31,6 +31,11 @@
 //!    `populated 0` (killed processes take a moment to exit), then removes the
 //!    directory. [`CgroupRoot::close`] (also on drop) kills and removes everything
 //!    under the root, then the root.
+//! 6. **Leftovers** of a server that was killed outright (`SIGKILL`: nothing ran rule
+//!    5) are removed by the next [`CgroupRoot::create`] beside them, if empty: roots
+//!    named after a pid that no longer runs, and their job cgroups. Nothing in them is
+//!    killed — the pid may belong to a server in another pid namespace, whose root
+//!    is then made again at its next job ([`CgroupRoot::job`]).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -100,6 +105,7 @@ impl CgroupRoot {
             .as_deref()
             .and_then(|own| place(&mounts, own))
             .ok_or(CgroupError::NoOwnCgroup { own: own.clone() })?;
+        sweep_leftovers(&server);
         let pid = std::process::id();
         loop {
             let n = ROOTS.fetch_add(1, Ordering::Relaxed);
@@ -127,7 +133,15 @@ impl CgroupRoot {
             ));
         }
         let dir = self.dir.join(name);
-        std::fs::DirBuilder::new().mode(0o755).create(&dir)?;
+        let made = std::fs::DirBuilder::new().mode(0o755).create(&dir);
+        match made {
+            // Removed by another server's sweep (rule 6): made again.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new().mode(0o755).create(&self.dir)?;
+                std::fs::DirBuilder::new().mode(0o755).create(&dir)?;
+            }
+            other => other?,
+        }
         let procs = OpenOptions::new()
             .write(true)
             .open(dir.join("cgroup.procs"))
@@ -214,6 +228,36 @@ impl JobCgroup {
     /// (rule 5); one removed already is not an error.
     pub fn remove(&self, within: Duration) -> io::Result<()> {
         remove_when_empty(&self.dir, within)
+    }
+}
+
+/// Rule 6: removes the empty roots (and their empty job cgroups) that servers no
+/// longer running left in `server`.
+fn sweep_leftovers(server: &Path) {
+    let Ok(entries) = std::fs::read_dir(server) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("ninefold-"))
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        let Some(pid) = pid else { continue };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let root = entry.path();
+        if let Ok(jobs) = std::fs::read_dir(&root) {
+            for job in jobs
+                .flatten()
+                .filter(|j| j.file_type().is_ok_and(|t| t.is_dir()))
+            {
+                let _ = std::fs::remove_dir(job.path());
+            }
+        }
+        let _ = std::fs::remove_dir(&root);
     }
 }
 
@@ -438,5 +482,28 @@ mod tests {
         let dir = root.path().to_path_buf();
         drop(root);
         assert!(!dir.exists(), "the root goes with its server");
+    }
+
+    /// Root only, as above: what a server killed outright left is swept by the next
+    /// one, if empty; a running server's root is left alone.
+    #[test]
+    fn leftovers_of_a_killed_server_are_swept() {
+        let live = match CgroupRoot::create() {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let server = live.path().parent().unwrap().to_path_buf();
+        let dead_pid = (4_000_000..4_100_000)
+            .find(|p| !Path::new(&format!("/proc/{p}")).exists())
+            .unwrap();
+        let left = server.join(format!("ninefold-{dead_pid}-0"));
+        std::fs::create_dir_all(left.join("session-1")).unwrap();
+        let next = CgroupRoot::create().unwrap();
+        assert!(!left.exists(), "the dead server's empty cgroups are gone");
+        assert!(live.path().exists(), "a running server's root stays");
+        drop((live, next));
     }
 }
