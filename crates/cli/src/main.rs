@@ -123,6 +123,7 @@ enum Command {
     Exec(cmd::exec::ExecArgs),
     /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma
     /// memory, jobs).
+    // Boxed: its many flags would make every `Command` as large.
     Serve(Box<cmd::serve::ServeArgs>),
     /// Serve many nodes and clusters as one 9P tree: /n/NODE/…, /views/NAME/…,
     /// /status, and /xcpu/clone placing jobs on the node that fits.

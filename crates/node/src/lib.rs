@@ -26,6 +26,7 @@
 //! | [`join`] | registering with a gateway (`nf serve --join`) |
 //! | [`tls`] | TLS with client certificates for remote connections |
 //! | [`shm`] | 9P over a shared-memory byte channel |
+//! | [`state`] | the server's state directory (`/run/ninefold`, `--state-dir`): never a guessable path in `/tmp` |
 //! | [`addr`] | `ADDR:/path` arguments and the default socket |
 //! | [`connect`] | connecting and attaching as a client |
 
@@ -42,6 +43,7 @@ pub mod pipe;
 mod refusals;
 pub mod serve;
 pub mod shm;
+pub mod state;
 pub mod status;
 pub mod tls;
 pub mod tree;

@@ -51,6 +51,10 @@ pub struct NodeConfig {
     pub mem_registry: Option<PathBuf>,
     /// `/xcpu`'s limits and places.
     pub xcpu: XcpuConfig,
+    /// The server's state directory (`--state-dir`); `None`: the default for its user
+    /// ([`crate::state`]). Used only when something is kept there (`/xcpu` without
+    /// its own `dir`).
+    pub state_dir: Option<PathBuf>,
     /// Gateways (their certificates' common names) that may attach for users
     /// ([`AttachPolicy::trusted_gateways`]).
     pub trusted_gateways: Vec<String>,
@@ -68,6 +72,7 @@ impl Default for NodeConfig {
             ro_memory_limit: nf_ninep_trees::readonly::DEFAULT_MEMORY_LIMIT,
             mem_registry: None,
             xcpu: XcpuConfig::default(),
+            state_dir: None,
             trusted_gateways: Vec::new(),
             labels: Vec::new(),
         }
@@ -118,7 +123,12 @@ pub fn build(config: &NodeConfig) -> Result<NodeTree, TreeBuildError> {
         "/pipe",
         PipeDir::new(config.pipe_capacity, config.pipe_limits),
     )?;
-    let xcpu = Xcpu::install(&synthetic, config.xcpu.clone(), log.clone())?;
+    let xcpu = Xcpu::install(
+        &synthetic,
+        config.xcpu.clone(),
+        config.state_dir.as_deref(),
+        log.clone(),
+    )?;
     let sessions = xcpu.session_counter();
     let labels = config.labels.clone();
     synthetic.add_file(

@@ -1,6 +1,7 @@
-//! Tree spawn between real node servers on loopback tcp: `ctl clone` hands a session
+//! Tree spawn between real node servers on unix sockets: `ctl clone` hands a session
 //! on, files stream down the tree, `exec` reaches every node, and a node that is gone
-//! or dies part-way is reported with its subtree while the rest go on.
+//! or dies part-way is reported with its subtree while the rest go on. (A root server
+//! does not hand sessions on over plain tcp: `attack_jobs.rs`.)
 
 use std::time::Duration;
 
@@ -21,8 +22,9 @@ impl Cluster {
         let mut nodes = Vec::new();
         let mut addrs = Vec::new();
         for i in 0..n {
+            let socket = dir.path().join(format!("n{i}.sock"));
             let config = ServeConfig {
-                tcp: vec!["127.0.0.1:0".parse().unwrap()],
+                unix: Some(socket.clone()),
                 node: NodeConfig {
                     xcpu: XcpuConfig {
                         dir: Some(dir.path().join(format!("xcpu{i}"))),
@@ -34,15 +36,15 @@ impl Cluster {
                 ..ServeConfig::default()
             };
             let d = Daemon::start(&config).expect("start a node");
-            addrs.push(format!("tcp:{}", d.tcp_addr().unwrap()));
+            addrs.push(format!("unix:{}", socket.display()));
             nodes.push(Some(d));
         }
         Cluster { dir, nodes, addrs }
     }
 
     fn root(&self, i: usize) -> Root {
-        let addr = self.addrs[i].trim_start_matches("tcp:");
-        Client::connect_tcp(addr)
+        let socket = self.addrs[i].trim_start_matches("unix:");
+        Client::connect_unix(socket)
             .unwrap()
             .attach("root", "")
             .unwrap()
@@ -149,11 +151,8 @@ fn a_session_handed_on_runs_everywhere_with_the_same_files() {
 #[test]
 fn an_unreachable_node_is_reported_with_its_subtree() {
     let c = Cluster::start(3);
-    // A port nothing listens on: bind one and let it go.
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("tcp:{}", l.local_addr().unwrap())
-    };
+    // A socket nothing listens on.
+    let dead = format!("unix:{}", c.dir.path().join("dead.sock").display());
     let head = c.root(0);
     let (_hold, id) = clone(&head);
     let dir = format!("/xcpu/{id}");

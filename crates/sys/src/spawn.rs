@@ -1,20 +1,29 @@
-//! Starting a program as another user, in its own process group, with resource limits:
-//! what a service running as root does to run a job for the user it serves.
+//! Starting a program as another user, in a session of its own with nothing inherited,
+//! with resource limits: what a service running as root does to run a job for the user
+//! it serves (OpenSSH's `sshd` and Slurm's `slurmstepd` are the references).
 //!
 //! The child does, in this order, between `fork` and `exec` (only async-signal-safe
 //! calls, every value prepared before the fork):
 //!
-//! 1. `setrlimit` for each limit asked for (while still privileged, so a limit can be
-//!    set below or above the service's own soft limit);
-//! 2. `setgroups`, `setgid`, `setuid` to the user's identity (groups first: only root
+//! 1. `setsid`: a new session and process group, both the job's pid, with no
+//!    controlling terminal — so the job cannot open the terminal the service was
+//!    started from (`/dev/tty` is `ENXIO`) nor push input into it with `TIOCSTI`, and
+//!    one `kill(-pid)` reaches its group;
+//! 2. every descriptor but 0, 1 and 2 marked close-on-exec (`close_range(3, ~0,
+//!    CLOSE_RANGE_CLOEXEC)`, Linux 5.11; older kernels: `fcntl` on each descriptor
+//!    below the hard `RLIMIT_NOFILE`), so nothing the service holds or inherited
+//!    reaches the job — marked, not closed, because std reports a failed `exec` through
+//!    a close-on-exec pipe of its own;
+//! 3. joining the job's cgroup, if given ([`crate::cgroup`], rule 2), while still root;
+//! 4. `setrlimit` for each limit asked for (while still privileged, so a limit can be
+//!    set below or above the service's own soft limit; [`job_limits`] keeps a session
+//!    from raising the node's);
+//! 5. `setgroups`, `setgid`, `setuid` to the user's identity (groups first: only root
 //!    may set them);
-//! 3. `chdir` to the working directory, *as the user*: a directory the user could not
+//! 6. `chdir` to the working directory, *as the user*: a directory the user could not
 //!    enter is refused, as it would be for the user's own shell (std's `current_dir`
-//!    would run it before step 2, as root);
-//! 4. `exec`, which resolves the program as the user.
-//!
-//! std puts the child in its own process group ([`CommandExt::process_group`]) before
-//! these steps, so the whole job can be signalled with one `kill(-pgid)`.
+//!    would run it before step 5, as root);
+//! 7. `exec`, which resolves the program as the user.
 
 use std::ffi::CString;
 use std::io;
@@ -22,6 +31,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command};
+
+use crate::cgroup::JobCgroup;
 
 /// Who a started program runs as.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,27 +67,95 @@ impl Rlimit {
             Rlimit::OpenFiles(n) => (libc::RLIMIT_NOFILE, n),
         }
     }
+
+    /// The value.
+    pub fn value(self) -> u64 {
+        self.resource().1
+    }
+
+    /// This limit's kind with value `n`.
+    pub fn with_value(self, n: u64) -> Rlimit {
+        match self {
+            Rlimit::Processes(_) => Rlimit::Processes(n),
+            Rlimit::CpuSeconds(_) => Rlimit::CpuSeconds(n),
+            Rlimit::AddressSpace(_) => Rlimit::AddressSpace(n),
+            Rlimit::OpenFiles(_) => Rlimit::OpenFiles(n),
+        }
+    }
+
+    /// True if `other` limits the same resource.
+    pub fn same_kind(self, other: Rlimit) -> bool {
+        self.resource().0 == other.resource().0
+    }
+
+    /// This process's own hard limit of this kind (`None`: unlimited).
+    pub fn own_hard_limit(self) -> Option<u64> {
+        let resource = match self {
+            Rlimit::Processes(_) => rustix::process::Resource::Nproc,
+            Rlimit::CpuSeconds(_) => rustix::process::Resource::Cpu,
+            Rlimit::AddressSpace(_) => rustix::process::Resource::As,
+            Rlimit::OpenFiles(_) => rustix::process::Resource::Nofile,
+        };
+        rustix::process::getrlimit(resource).maximum
+    }
 }
 
-/// Starts `cmd` in a process group of its own, with `limits`, as `run_as` (`None`:
-/// as this process's user) in `dir` (the steps in the module docs).
+/// The limits a job starts with: the node's (`node`), with each of the session's
+/// (`session`) in place of the node's of its kind — lowered to the node's value of that
+/// kind, or where the node sets none, to this process's own hard limit. A session may
+/// lower a limit, never raise it, even where the service could (root, or
+/// `CAP_SYS_RESOURCE`).
+pub fn job_limits(node: &[Rlimit], session: &[Rlimit]) -> Vec<Rlimit> {
+    let mut out: Vec<Rlimit> = node
+        .iter()
+        .filter(|n| !session.iter().any(|s| s.same_kind(**n)))
+        .copied()
+        .collect();
+    for &s in session {
+        let ceiling = match node.iter().rev().find(|n| n.same_kind(s)) {
+            Some(n) => Some(n.value()),
+            None => s.own_hard_limit(),
+        };
+        let value = ceiling.map_or(s.value(), |c| s.value().min(c));
+        out.retain(|o| !o.same_kind(s));
+        out.push(s.with_value(value));
+    }
+    out
+}
+
+/// Starts `cmd` in a session of its own with nothing inherited, in `cgroup` if given,
+/// with `limits`, as `run_as` (`None`: as this process's user) in `dir` (the steps in
+/// the module docs).
 pub fn spawn(
     mut cmd: Command,
     run_as: Option<&RunAs>,
     dir: &Path,
     limits: &[Rlimit],
+    cgroup: Option<&JobCgroup>,
 ) -> io::Result<Child> {
     let dir = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "directory holds a NUL"))?;
     let limits: Vec<(libc::__rlimit_resource_t, u64)> =
         limits.iter().map(|l| l.resource()).collect();
     let run_as = run_as.cloned();
-    cmd.process_group(0);
+    let cgroup_procs = cgroup.map(JobCgroup::procs_fd);
+    let open_files = crate::fds::open_files_bound();
     // SAFETY: the closure runs in the forked child before exec and makes only
-    // async-signal-safe system calls (setrlimit, setgroups, setgid, setuid, chdir) on
-    // values prepared before the fork; it allocates nothing and takes no locks.
+    // async-signal-safe system calls (setsid, close_range or fcntl, write, setrlimit,
+    // setgroups, setgid, setuid, chdir) on values prepared before the fork; it
+    // allocates nothing and takes no locks. The cgroup descriptor stays open until
+    // `spawn` returns, since `cgroup` is borrowed for the call.
     unsafe {
         cmd.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            crate::fds::mark_close_on_exec(3, open_files)?;
+            if let Some(fd) = cgroup_procs {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             for &(resource, value) in &limits {
                 let lim = libc::rlimit {
                     rlim_cur: value,
@@ -143,12 +222,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_in_its_own_group_in_the_directory_with_limits() {
+    fn runs_in_its_own_session_in_the_directory_with_limits() {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = Command::new("/bin/sh");
-        cmd.args(["-c", "pwd; ulimit -n; ps -o pgid= -p $$"])
+        cmd.args(["-c", "pwd; ulimit -n; ps -o pgid= -o sid= -p $$"])
             .stdout(std::process::Stdio::piped());
-        let child = spawn(cmd, None, dir.path(), &[Rlimit::OpenFiles(77)]).unwrap();
+        let child = spawn(cmd, None, dir.path(), &[Rlimit::OpenFiles(77)], None).unwrap();
         let pid = child.id();
         let out = child.wait_with_output().unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
@@ -156,7 +235,60 @@ mod tests {
         let real = std::fs::canonicalize(dir.path()).unwrap();
         assert_eq!(lines[0], real.to_str().unwrap());
         assert_eq!(lines[1], "77");
-        assert_eq!(lines[2], pid.to_string(), "the job leads its own group");
+        let ids: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(
+            ids,
+            [pid.to_string(), pid.to_string()],
+            "the job leads its own group and session"
+        );
+    }
+
+    #[test]
+    fn nothing_but_stdio_is_inherited() {
+        use std::os::fd::AsRawFd;
+        // A descriptor this process holds without close-on-exec (dup(2) clears it).
+        let file = std::fs::File::open("/proc/self/status").unwrap();
+        let open = rustix::io::dup(&file).unwrap();
+        let fd = open.as_raw_fd();
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args([
+            "-c",
+            &format!("ls /proc/self/fd; ls /proc/$$/fd/{fd} >/dev/null 2>&1 || echo gone"),
+        ])
+        .stdout(std::process::Stdio::piped());
+        let out = spawn(cmd, None, Path::new("/"), &[], None)
+            .unwrap()
+            .wait_with_output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut words: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(
+            words.pop(),
+            Some("gone"),
+            "fd {fd} did not reach the job: {text}"
+        );
+        // 0-2, and the descriptor ls lists /proc/self/fd through.
+        assert_eq!(words, ["0", "1", "2", "3"], "{text}");
+    }
+
+    #[test]
+    fn a_session_may_lower_the_nodes_limits_never_raise_them() {
+        let node = [Rlimit::OpenFiles(64), Rlimit::Processes(77)];
+        assert_eq!(
+            job_limits(&node, &[Rlimit::OpenFiles(1 << 30), Rlimit::Processes(5)]),
+            [Rlimit::OpenFiles(64), Rlimit::Processes(5)]
+        );
+        assert_eq!(job_limits(&node, &[]), node);
+        // A kind the node sets none of: this process's own hard limit bounds it.
+        let own = Rlimit::OpenFiles(0).own_hard_limit().unwrap();
+        assert_eq!(
+            job_limits(&[], &[Rlimit::OpenFiles(u64::MAX)]),
+            [Rlimit::OpenFiles(own)]
+        );
+        assert_eq!(
+            job_limits(&[], &[Rlimit::CpuSeconds(9)]),
+            [Rlimit::CpuSeconds(9)]
+        );
     }
 
     #[test]
@@ -166,6 +298,7 @@ mod tests {
             None,
             Path::new("/nonexistent/nowhere"),
             &[],
+            None,
         )
         .unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));

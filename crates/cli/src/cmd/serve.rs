@@ -159,6 +159,12 @@ pub struct ServeArgs {
     /// certificate's common name and the first --tcp port].
     #[arg(long, value_name = "ADDR", requires = "join", value_parser = parse_tls_addr)]
     pub join_as: Option<Addr>,
+    /// Where the server keeps what it makes for its clients (/xcpu's uploads): a
+    /// directory of the server's user that nobody else may write; a missing one is made
+    /// (0755) [default: /run/ninefold for root, else $XDG_RUNTIME_DIR/ninefold, else a
+    /// new directory in $TMPDIR].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Stay in the foreground instead of detaching once listening.
     #[arg(long, short = 'f')]
     pub foreground: bool,
@@ -174,8 +180,8 @@ pub struct ServeArgs {
 /// Limits and places of `/xcpu` (`nf serve --xcpu-…`).
 #[derive(Args, Clone, Debug)]
 pub struct XcpuArgs {
-    /// Where sessions' upload directories are made [default: a new nf-xcpu-PID in
-    /// $TMPDIR, removed at shutdown].
+    /// Where sessions' upload directories are made [default: a new xcpu.XXXXXX in the
+    /// state directory (--state-dir), removed at shutdown].
     #[arg(long, value_name = "DIR")]
     pub xcpu_dir: Option<PathBuf>,
     /// Seconds a session lives on once no file of it is open.
@@ -188,7 +194,8 @@ pub struct XcpuArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
     pub xcpu_upload_limit: u64,
     /// Processes the user of a job may have (RLIMIT_NPROC on every job; a session
-    /// may lower it with `limits nproc=N`) [default: the server's own limit].
+    /// may lower it with `limits nproc=N`, never raise it) [default: the server's own
+    /// limit].
     #[arg(long, value_name = "N")]
     pub xcpu_nproc: Option<u64>,
     /// What /xcpu/arch says [default: this machine's, e.g. linux/x86_64]; for nodes
@@ -345,6 +352,7 @@ impl ServeArgs {
                 ro_memory_limit: self.ro_memory,
                 mem_registry: self.mem_registry.clone(),
                 xcpu: self.xcpu.config(),
+                state_dir: self.state_dir.clone(),
                 trusted_gateways: self.trust_gateways.clone(),
                 labels: self.labels.clone(),
             },

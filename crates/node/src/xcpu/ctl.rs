@@ -275,14 +275,30 @@ impl Settings {
         lines
     }
 
-    /// The command line, for `/xcpu/procs` and the log.
-    pub fn command_line(&self) -> String {
-        let argv = self.argv.trim();
-        if argv.is_empty() {
-            self.exec.trim().to_string()
-        } else {
-            argv.replace('\n', " ")
+    /// The command as `/xcpu/procs` and the log show it: the argument vector with
+    /// every word escaped ([`super::escape::field`]), or without arguments (`full`
+    /// false) the program only; `-` when nothing is set.
+    pub fn shown(&self, full: bool) -> String {
+        let words = self.argv().unwrap_or_else(|_| {
+            // Quoting the node cannot undo still shows as written, a word per run of
+            // spaces.
+            self.argv.split_whitespace().map(str::to_string).collect()
+        });
+        let exec = self.exec.trim();
+        let shown: Vec<&str> = match (full, words.first()) {
+            (true, _) => words.iter().map(String::as_str).collect(),
+            (false, _) if !exec.is_empty() => vec![exec],
+            (false, Some(program)) => vec![program.as_str()],
+            (false, None) => Vec::new(),
+        };
+        if shown.is_empty() {
+            return "-".to_string();
         }
+        shown
+            .iter()
+            .map(|w| super::escape::field(w))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -362,6 +378,30 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(s.argv().unwrap_err().errno, EINVAL);
+    }
+
+    #[test]
+    fn the_command_is_shown_escaped_and_to_others_without_arguments() {
+        let s = Settings {
+            argv: "/bin/sleep 'a b' 'x\n0 root'".into(),
+            ..Settings::default()
+        };
+        assert_eq!(s.shown(true), "/bin/sleep a\\040b x\\0120\\040root");
+        assert_eq!(s.shown(false), "/bin/sleep");
+        let s = Settings {
+            exec: "/bin/true\n0 root running 1 0 /bin/sh".into(),
+            ..Settings::default()
+        };
+        assert_eq!(
+            s.shown(false),
+            "/bin/true\\0120\\040root\\040running\\0401\\0400\\040/bin/sh"
+        );
+        assert_eq!(Settings::default().shown(true), "-");
+        let s = Settings {
+            argv: "unclosed 'quote".into(),
+            ..Settings::default()
+        };
+        assert_eq!(s.shown(true), "unclosed 'quote");
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //! 1. **Shape.** The addresses are split into `COUNT` groups as equal as possible, in
 //!    order; each group's first node is a child of this one and gets `clone COUNT REST`
 //!    for the rest of its group, so a tree of N nodes is about log_COUNT(N) deep.
-//! 2. **What travels.** Per child, one forwarder thread connects as this node (its TLS
-//!    certificate; over a local socket, as root may) for the session's user, makes a
+//! 2. **What travels.** Per child, one forwarder thread connects for the session's
+//!    user — over `tls:` as this node (its certificate); over `unix:` and `shm:` with
+//!    the user's own rights ([`nf_sys::act_as`]: the socket file's permissions are
+//!    checked as the user, and the child's kernel names the user as the peer), never
+//!    the server's; plain `tcp:` only from a server that is not root (a root server
+//!    refuses it at `clone`: the child would take the connection for root's) — makes a
 //!    session there, and replays what the session holds: `argv`, `env`, `exec`, the
 //!    `dir` and `limits` set, and every regular file of `fs/` (read with the user's
 //!    rights, links not followed). From then on every create and
@@ -35,7 +39,7 @@ use nf_ninep_client::File;
 use nf_ninep_server::{Creds, Monitor};
 
 use super::remote::RemoteSession;
-use crate::addr::parse_addr;
+use crate::addr::{parse_addr, Addr};
 use crate::connect::{attach, ConnectOptions};
 use crate::tls::TlsFiles;
 
@@ -100,6 +104,9 @@ pub struct Fanout {
 pub struct Reach {
     /// The session's user, to attach as.
     pub user: String,
+    /// Whom local sockets (`unix:`, `shm:`) are connected as, on a server that is
+    /// root: the session's user (rule 2). `None`: as the server (it is that user).
+    pub local_as: Option<nf_sys::spawn::RunAs>,
     /// This node's certificate, for `tls:` children.
     pub tls: Option<TlsFiles>,
     /// The fan-out asked for.
@@ -272,7 +279,13 @@ impl Forwarder {
             timeout: Some(std::time::Duration::from_secs(10)),
             ..ConnectOptions::default()
         };
-        let root = attach(&addr, &opts).map_err(|e| format!("connecting: {e}"))?;
+        let local = matches!(addr, Addr::Unix(_) | Addr::Shm(_));
+        let root = match (&self.reach.local_as, local) {
+            (Some(user), true) => nf_sys::act_as::on_this_thread(user, || attach(&addr, &opts))
+                .map_err(|e| format!("connecting as {}: {e}", self.reach.user))?,
+            _ => attach(&addr, &opts),
+        }
+        .map_err(|e| format!("connecting: {e}"))?;
         let session = RemoteSession::open(root).map_err(|e| e.to_string())?;
         if !self.subtree.is_empty() {
             let line = format!("clone {} {}", self.reach.count, self.subtree.join(" "));

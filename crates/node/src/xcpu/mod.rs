@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `/xcpu/clone` | opening it makes session `N` for the attached user; reading it returns `N` |
 //! | `/xcpu/arch` | `linux/x86_64`: what binaries this node runs |
-//! | `/xcpu/procs` | one line per session: id, user, state, pid, start (epoch seconds), command |
+//! | `/xcpu/procs` | one line per session: id, user, state, pid, start (epoch seconds), command (other users' sessions: the program only); every field escaped ([`escape`]) |
 //! | `/xcpu/env` | the environment every job starts from (`NAME=VALUE` lines) |
 //! | `/xcpu/N/ctl` | commands ([`ctl`]); reads the id |
 //! | `/xcpu/N/argv`, `env`, `exec` | the job's arguments (shell-quoted), extra environment, program |
@@ -22,14 +22,29 @@
 //! account (its uid, primary group and supplementary groups), root only when root
 //! attached; a server running as a user serves only that user, so jobs run as it.
 //! A session's files belong to its user, mode 0600 or narrower: other users see the
-//! session in `/xcpu/procs` and nothing more. Limits ([`XcpuConfig`]): sessions per
-//! user (`EDQUOT`) and in all (`ENOSPC`), bytes uploaded per session (`EFBIG`), and
-//! resource limits on every job (`RLIMIT_NPROC` …), which a session may only lower.
+//! session in `/xcpu/procs` — its program, not its arguments — and nothing more.
+//! Limits ([`XcpuConfig`]): sessions per user (`EDQUOT`) and in all (`ENOSPC`), bytes
+//! uploaded per session (`EFBIG`), and resource limits on every job (`RLIMIT_NPROC` …),
+//! which a session may only lower ([`nf_sys::spawn::job_limits`]).
+//!
+//! **What a job gets** ([`nf_sys::spawn`]): a session of its own with no controlling
+//! terminal, no descriptor of the server's but its three pipes, and — where the host
+//! has a cgroup v2 and the server is root — a cgroup of its own
+//! (`SERVER/ninefold-PID-N/session-ID`, [`nf_sys::cgroup`]) that every process it
+//! makes stays in, so `kill`, `wipe` and the session's end reach also those that left
+//! its process group (`setsid`). Without one (not root, no cgroup2 mounted, not
+//! writable) jobs are tracked by their process group, which `setsid` leaves; the
+//! server says so once in its log.
+//!
+//! **Where uploads go**: `--xcpu-dir`, else a new `xcpu.XXXXXX` (mode 0711, removed at
+//! shutdown) in the server's state directory ([`crate::state`]), never at a path in
+//! `/tmp` another user could take first.
 //!
 //! When sessions end, and what ending does: [`session`]. Driving a session from a
 //! client: [`remote`].
 
 pub mod ctl;
+pub mod escape;
 pub mod fanout;
 pub mod files;
 pub mod output;
@@ -38,7 +53,7 @@ pub mod session;
 pub mod upload;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -47,10 +62,12 @@ use nf_ninep::errno::{EDQUOT, EIO, ENOSPC};
 use nf_ninep::LOpenFlags;
 use nf_ninep_server::{Creds, Ctx, FsError, FsResult};
 use nf_ninep_trees::synthetic::{
-    DirOps, DynamicFile, FileNode, OpenFile, Stream, SyntheticTree, TreeError,
+    slice_at, DirOps, DynamicFile, FileNode, OpenFile, Stream, SyntheticTree, TreeError,
 };
+use nf_sys::cgroup::CgroupRoot;
 use nf_sys::spawn::Rlimit;
 
+use crate::state::{StateDir, StateError};
 use files::{Kind, SessionFile};
 use output::OutputFile;
 use session::{Hold, Session, SessionRef};
@@ -63,7 +80,8 @@ pub const DEFAULT_ENV: &str = "PATH=/usr/local/bin:/usr/bin:/bin\n";
 #[derive(Clone, Debug)]
 pub struct XcpuConfig {
     /// Where sessions' upload directories are made; `None`: a new directory
-    /// `nf-xcpu-<pid>` in the system's temporary directory, removed at shutdown.
+    /// `xcpu.XXXXXX` in the server's state directory ([`crate::state`]), removed at
+    /// shutdown.
     pub dir: Option<PathBuf>,
     /// How long a session nobody holds open lives on ([`session`], rule 2).
     pub linger: Duration,
@@ -75,7 +93,7 @@ pub struct XcpuConfig {
     pub upload_limit: u64,
     /// Bytes of each output stream kept for readers that open later.
     pub output_history: usize,
-    /// Resource limits every job starts with.
+    /// Resource limits every job starts with; a session may lower, never raise them.
     pub limits: Vec<Rlimit>,
     /// What `/xcpu/arch` says; `None`: this machine's (`linux/x86_64`).
     pub arch: Option<String>,
@@ -116,8 +134,11 @@ impl XcpuConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum XcpuError {
+    /// The server's state directory cannot be used.
+    #[error(transparent)]
+    State(#[from] StateError),
     /// The directory for uploads could not be made.
-    #[error("making the xcpu upload directory {}: {source} (choose another with --xcpu-dir)", dir.display())]
+    #[error("making the xcpu upload directory {}: {source} (choose another with --xcpu-dir, or a state directory with --state-dir)", dir.display())]
     Dir {
         /// The directory.
         dir: PathBuf,
@@ -136,6 +157,10 @@ pub struct Registry {
     base: PathBuf,
     /// Whether the base directory is ours to remove at shutdown.
     made_base: bool,
+    /// The state directory the base was made in (kept: a fresh one goes with it).
+    _state: Option<StateDir>,
+    /// Where jobs' cgroups are made; `None`: jobs are tracked by process group.
+    cgroups: Option<CgroupRoot>,
     sessions: Mutex<BTreeMap<u64, Arc<Session>>>,
     next: AtomicU64,
     log: Stream,
@@ -154,32 +179,44 @@ impl std::fmt::Debug for Xcpu {
 }
 
 impl Xcpu {
-    /// Adds `/xcpu` to `tree`, logging session events to `log`.
+    /// Adds `/xcpu` to `tree`, logging session events to `log`; uploads go to
+    /// `config.dir`, else into the state directory `state_dir` (`--state-dir`; `None`:
+    /// the default, [`StateDir::open`]).
     pub fn install(
         tree: &SyntheticTree,
         config: XcpuConfig,
+        state_dir: Option<&Path>,
         log: Stream,
     ) -> Result<Xcpu, XcpuError> {
-        let (base, made_base) = match &config.dir {
-            Some(d) => (d.clone(), false),
-            None => (
-                std::env::temp_dir().join(format!("nf-xcpu-{}", std::process::id())),
-                true,
-            ),
+        let dir_error = |dir: &Path| {
+            let dir = dir.to_path_buf();
+            move |source| XcpuError::Dir { dir, source }
         };
-        make_base(&base).map_err(|source| XcpuError::Dir {
-            dir: base.clone(),
-            source,
-        })?;
+        let (base, made_base, state) = match &config.dir {
+            Some(d) => {
+                make_base(d).map_err(dir_error(d))?;
+                (d.clone(), false, None)
+            }
+            None => {
+                let state = StateDir::open(state_dir)?;
+                let base = state
+                    .private_dir("xcpu", 0o711)
+                    .map_err(dir_error(state.path()))?;
+                (base, true, Some(state))
+            }
+        };
+        let run_as = rustix::process::geteuid().is_root();
         let registry = Arc::new(Registry {
             tree: tree.clone(),
             config,
             base,
             made_base,
+            _state: state,
+            cgroups: job_cgroups(run_as),
             sessions: Mutex::default(),
             next: AtomicU64::new(1),
             log,
-            run_as: rustix::process::geteuid().is_root(),
+            run_as,
         });
         let weak = Arc::downgrade(&registry);
         tree.add_dir("/xcpu")?;
@@ -194,26 +231,24 @@ impl Xcpu {
             "/xcpu/env",
             DynamicFile::new(move || env.clone().into_bytes()),
         )?;
-        tree.add_file(
-            "/xcpu/procs",
-            DynamicFile::new(move || match weak.upgrade() {
-                Some(r) => r.procs(),
-                None => Vec::new(),
-            }),
-        )?;
+        tree.add_file("/xcpu/procs", ProcsFile(weak))?;
         Ok(Xcpu(registry))
     }
 
-    /// Ends every session (server shutdown) and removes the upload directory if it was
-    /// made by [`Xcpu::install`].
+    /// Ends every session (server shutdown), removes the jobs' cgroups, and the upload
+    /// directory if it was made by [`Xcpu::install`].
     pub fn shutdown(&self) {
-        let all: Vec<Arc<Session>> = self.0.lock().values().cloned().collect();
-        for s in all {
-            s.end("the server is stopping");
-        }
-        if self.0.made_base {
-            let _ = std::fs::remove_dir(&self.0.base);
-        }
+        self.0.end_all();
+    }
+
+    /// Where the sessions' upload directories are made.
+    pub fn base(&self) -> &Path {
+        &self.0.base
+    }
+
+    /// Whether jobs get cgroups of their own here (else process groups: module docs).
+    pub fn has_cgroups(&self) -> bool {
+        self.0.cgroups.is_some()
     }
 
     /// Live sessions' ids.
@@ -233,12 +268,26 @@ impl Xcpu {
 impl Drop for Registry {
     /// A tree dropped without [`Xcpu::shutdown`] still leaves no job running.
     fn drop(&mut self) {
-        let all: Vec<Arc<Session>> = std::mem::take(&mut *self.lock()).into_values().collect();
-        for s in all {
-            s.end("the server is stopping");
+        self.end_all();
+    }
+}
+
+/// The root of the jobs' cgroups of a server that is root (`run_as`), or `None` (jobs
+/// tracked by process group), said once in the log.
+fn job_cgroups(run_as: bool) -> Option<CgroupRoot> {
+    const FALLBACK: &str = "jobs are tracked by their process group: a process that leaves it (setsid) is not reached by kill, wipe or the session's end";
+    match CgroupRoot::create() {
+        Ok(root) => {
+            tracing::debug!(cgroup = %root.path().display(), "xcpu: each job gets a cgroup of its own");
+            Some(root)
         }
-        if self.made_base {
-            let _ = std::fs::remove_dir(&self.base);
+        Err(e) if run_as => {
+            tracing::warn!("xcpu: no cgroup v2 for jobs ({e}); {FALLBACK}");
+            None
+        }
+        Err(e) => {
+            tracing::info!("xcpu: no cgroup v2 for jobs ({e}); {FALLBACK}");
+            None
         }
     }
 }
@@ -281,12 +330,47 @@ impl Registry {
         self.log.push(line.as_bytes());
     }
 
-    fn procs(&self) -> Vec<u8> {
+    /// `/xcpu/procs` as `reader` sees it: every session, with the arguments of the
+    /// reader's own (all of them for root, or a reader the tree does not name).
+    fn procs(&self, reader: Option<&Creds>) -> Vec<u8> {
         let all: Vec<Arc<Session>> = self.lock().values().cloned().collect();
         all.iter()
-            .map(|s| s.procs_line())
+            .map(|s| {
+                let full = reader.is_none_or(|r| r.is_root() || r.uid() == s.creds.uid());
+                s.procs_line(full)
+            })
             .collect::<String>()
             .into_bytes()
+    }
+
+    /// Ends every session, then removes the jobs' cgroups and the base directory if it
+    /// is ours; safe to call again.
+    fn end_all(&self) {
+        let all: Vec<Arc<Session>> = std::mem::take(&mut *self.lock()).into_values().collect();
+        for s in all {
+            s.end("the server is stopping");
+        }
+        if let Some(cgroups) = &self.cgroups {
+            if let Err(e) = cgroups.close() {
+                tracing::warn!("xcpu: removing the jobs' cgroups: {e}");
+            }
+        }
+        if self.made_base {
+            let removed = Creds::as_server(|| std::fs::remove_dir_all(&self.base));
+            if let Ok(Err(e)) = removed {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(dir = %self.base.display(), "xcpu: removing the upload directory: {e}");
+                }
+            }
+        }
+    }
+
+    /// A job's cgroup for session `id`, if jobs get cgroups here.
+    fn job_cgroup(&self, id: u64) -> std::io::Result<Option<nf_sys::cgroup::JobCgroup>> {
+        self.cgroups
+            .as_ref()
+            .map(|c| c.job(&format!("session-{id}")))
+            .transpose()
     }
 
     fn forget(&self, id: u64) {
@@ -433,6 +517,31 @@ impl DirOps for SessionDir {
     }
 }
 
+/// `/xcpu/procs`: a snapshot per open, as its reader may see it.
+struct ProcsFile(Weak<Registry>);
+
+impl FileNode for ProcsFile {
+    fn runs_inline(&self) -> bool {
+        true
+    }
+
+    fn mode(&self) -> u32 {
+        0o444
+    }
+
+    fn open(&self, ctx: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>> {
+        if flags.access_mode() != LOpenFlags::RDONLY.0 {
+            return Err(FsError::Errno(nf_ninep::errno::EACCES));
+        }
+        let text = self
+            .0
+            .upgrade()
+            .map(|r| r.procs(ctx.creds()))
+            .unwrap_or_default();
+        Ok(Box::new(Snapshot(text)))
+    }
+}
+
 /// `/xcpu/clone`.
 struct CloneFile(Weak<Registry>);
 
@@ -461,10 +570,15 @@ struct CloneOpen {
 
 impl OpenFile for CloneOpen {
     fn read(&self, _: &Ctx, offset: u64, count: u32) -> FsResult<Vec<u8>> {
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(self.text.len());
-        let end = start.saturating_add(count as usize).min(self.text.len());
-        Ok(self.text[start..end].to_vec())
+        Ok(slice_at(&self.text, offset, count))
+    }
+}
+
+/// Text taken at open.
+struct Snapshot(Vec<u8>);
+
+impl OpenFile for Snapshot {
+    fn read(&self, _: &Ctx, offset: u64, count: u32) -> FsResult<Vec<u8>> {
+        Ok(slice_at(&self.0, offset, count))
     }
 }

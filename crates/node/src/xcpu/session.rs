@@ -10,11 +10,16 @@
 //!    [`super::XcpuConfig::linger`], so that separate commands (`nf cat`, `echo`) can
 //!    script it, and ends unless it is held again meanwhile. After `close`, it ends as
 //!    soon as its job has exited and nothing holds it.
-//! 3. **Runs** one job on `exec`: in its own process group, as the session's user
-//!    (when the server is root), with the session's limits, in `fs/` or the `dir` set.
+//! 3. **Runs** one job on `exec`: in a session of its own with nothing inherited, in
+//!    a cgroup of its own where the server has them ([`super`]), as the session's user
+//!    (when the server is root), with the node's limits as lowered by the session's,
+//!    in `fs/` or the `dir` set. `kill SIG` signals every process in the job's cgroup
+//!    (without one: its process group).
 //! 4. **Ends** ([`Session::end`]) on `wipe`, on release (rule 2) or when the server
-//!    stops: the job's process group is killed (`SIGKILL`), its output streams end, its
-//!    entry leaves `/xcpu`, and its upload directory is removed.
+//!    stops: every process in the job's cgroup is killed (`cgroup.kill`; without one:
+//!    the process group, `SIGKILL`) — also those a job left behind after it exited —
+//!    its output streams end, its entry leaves `/xcpu`, its upload directory is
+//!    removed, and its cgroup once its processes are gone.
 
 use std::collections::VecDeque;
 use std::os::unix::process::CommandExt;
@@ -22,13 +27,15 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nf_ninep::errno::{EAGAIN, EBUSY, EINVAL, ENOENT, EPIPE, ESRCH};
+use nf_ninep::errno::{EAGAIN, EBUSY, EINVAL, ENOENT, EPERM, EPIPE, ESRCH};
 use nf_ninep_server::{Cancel, Creds, FsError, FsResult, Monitor};
-use nf_sys::spawn::{Rlimit, RunAs};
+use nf_sys::cgroup::JobCgroup;
+use nf_sys::spawn::RunAs;
 
 use super::ctl::{Command as Ctl, Refusal, Settings};
+use super::escape;
 use super::fanout::{Fanout, Op, Reach, Replay};
 use super::output::Output;
 use super::Registry;
@@ -88,7 +95,14 @@ pub struct Job {
     pub error: Option<String>,
     /// `close` was asked for: end once the job exited and nothing holds the session.
     pub closing: bool,
+    /// The job's cgroup, from `exec` until the session ends; `None`: the job is
+    /// tracked by its process group.
+    pub cgroup: Option<Arc<JobCgroup>>,
 }
+
+/// How long a thread waits for an ended job's processes to be gone before it removes
+/// the job's cgroup (`SIGKILL` takes a moment; a process stuck in the kernel longer).
+const CGROUP_REMOVAL: Duration = Duration::from_secs(10);
 
 /// The job's standard input: bytes written to `stdin`, waiting for the job to read.
 pub struct Stdin {
@@ -212,6 +226,7 @@ impl Session {
                 phase: Phase::New,
                 error: None,
                 closing: false,
+                cgroup: None,
             })),
             stdin: Arc::new(Monitor::new(Stdin {
                 buf: VecDeque::new(),
@@ -270,8 +285,10 @@ impl Session {
         }
     }
 
-    /// One line of `/xcpu/procs`: id, user, state, pids, start time, command.
-    pub fn procs_line(&self) -> String {
+    /// One line of `/xcpu/procs`: id, user, state, pids, start time, command — every
+    /// field escaped ([`escape`]); the command with its arguments if `full`, else the
+    /// program only (for other users).
+    pub fn procs_line(&self, full: bool) -> String {
         let job = self.job.lock();
         let (state, pids) = match &job.phase {
             Phase::New => ("new".to_string(), "-".to_string()),
@@ -279,15 +296,14 @@ impl Session {
             Phase::Done(e) => (e.to_string().replace(' ', ":"), "-".to_string()),
             Phase::Ended => ("ended".to_string(), "-".to_string()),
         };
-        let cmd = job.settings.command_line();
         format!(
             "{} {} {} {} {} {}\n",
             self.id,
-            self.user,
+            escape::field(&self.user),
             state,
             pids,
             self.created,
-            if cmd.is_empty() { "-" } else { &cmd }
+            job.settings.shown(full)
         )
     }
 
@@ -301,7 +317,7 @@ impl Session {
             Phase::Ended => "ended\n".to_string(),
         };
         if let Some(e) = &job.error {
-            s.push_str(&format!("error {e}\n"));
+            s.push_str(&format!("error {}\n", escape::text(e)));
         }
         s
     }
@@ -351,7 +367,8 @@ impl Session {
                 Ok(())
             }
             Err(r) => {
-                tracing::warn!(session = self.id, user = %self.user, "xcpu: {}", r.why);
+                let why = escape::text(&r.why);
+                tracing::warn!(session = self.id, user = %self.user, "xcpu: {why}");
                 self.job.update(|j| j.error = Some(r.why));
                 Err(FsError::Errno(r.errno))
             }
@@ -374,11 +391,18 @@ impl Session {
             ));
         }
         for a in addrs {
-            crate::addr::parse_addr(a)
+            let addr = crate::addr::parse_addr(a)
                 .map_err(|e| Refusal::new(EINVAL, format!("clone: {a:?}: {e}")))?;
+            if registry.run_as && matches!(addr, crate::addr::Addr::Tcp(_)) {
+                return Err(Refusal::new(
+                    EPERM,
+                    format!("clone: {a:?}: this server runs as root, and a node reached over plain tcp would take the connection for root's; hand sessions on over tls:HOST:PORT (this node's certificate), or unix:PATH / shm:PATH (reached with your rights)"),
+                ));
+            }
         }
         let reach = Reach {
             user: self.user.clone(),
+            local_as: registry.run_as.then(|| self.run_as()),
             tls: registry.config.forward_tls.clone(),
             count,
         };
@@ -417,12 +441,34 @@ impl Session {
         Ok(())
     }
 
+    /// The identity the session's job runs as, and its connections are made with.
+    fn run_as(&self) -> RunAs {
+        RunAs {
+            uid: self.creds.uid(),
+            gid: self.creds.gid(),
+            groups: self.creds.groups().to_vec(),
+        }
+    }
+
+    /// `kill SIG`: every process of the job's cgroup, else of its process group.
     fn kill(&self, sig: i32) -> Result<(), Refusal> {
-        match self.job.lock().phase {
-            Phase::Running { pid } => nf_sys::spawn::signal_group(pid, sig).map_err(|e| {
+        let job = self.job.lock();
+        let Phase::Running { pid } = job.phase else {
+            return Err(Refusal::new(ESRCH, "kill: the job is not running"));
+        };
+        match &job.cgroup {
+            Some(cg) => super::as_server(|| cg.signal(sig)).map_err(|e| {
+                Refusal::new(
+                    EINVAL,
+                    format!(
+                        "kill: signalling the job's cgroup {}: {e}",
+                        cg.path().display()
+                    ),
+                )
+            }),
+            None => nf_sys::spawn::signal_group(pid, sig).map_err(|e| {
                 Refusal::new(EINVAL, format!("kill: signalling process group {pid}: {e}"))
             }),
-            _ => Err(Refusal::new(ESRCH, "kill: the job is not running")),
         }
     }
 
@@ -452,26 +498,41 @@ impl Session {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let run_as = registry.run_as.then(|| RunAs {
-            uid: self.creds.uid(),
-            gid: self.creds.gid(),
-            groups: self.creds.groups().to_vec(),
-        });
-        let mut limits: Vec<Rlimit> = registry.config.limits.clone();
-        limits.extend(settings.limits.iter().copied());
-        let mut child = nf_sys::spawn::spawn(cmd, run_as.as_ref(), &dir, &limits).map_err(|e| {
-            let errno = e.raw_os_error().map_or(EINVAL, |n| n as u32);
-            Refusal::new(errno, format!("exec {}: {e}", program.display()))
+        let run_as = registry.run_as.then(|| self.run_as());
+        let limits = nf_sys::spawn::job_limits(&registry.config.limits, &settings.limits);
+        let cgroup = super::as_server(|| registry.job_cgroup(self.id)).map_err(|e| {
+            let errno = e.raw_os_error().map_or(EAGAIN, |n| n as u32);
+            Refusal::new(errno, format!("exec: making the job's cgroup: {e}"))
         })?;
+        // Forked as the server: the child joins its cgroup while still root (older
+        // kernels check that write against the writer's filesystem identity); it takes
+        // the user's identity before it enters `dir` and execs.
+        let spawned = super::as_server(|| {
+            nf_sys::spawn::spawn(cmd, run_as.as_ref(), &dir, &limits, cgroup.as_ref())
+        });
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                if let Some(cg) = &cgroup {
+                    let _ = super::as_server(|| cg.remove(Duration::ZERO));
+                }
+                let errno = e.raw_os_error().map_or(EINVAL, |n| n as u32);
+                return Err(Refusal::new(
+                    errno,
+                    format!("exec {}: {e}", program.display()),
+                ));
+            }
+        };
         let pid = child.id();
         job.phase = Phase::Running { pid };
+        job.cgroup = cgroup.map(Arc::new);
         drop(job);
         self.job.update(|_| ());
         registry.log(&format!(
             "xcpu: session {} ({}) started {} as pid {pid}\n",
             self.id,
-            self.user,
-            settings.command_line()
+            escape::field(&self.user),
+            settings.shown(false)
         ));
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
@@ -594,7 +655,7 @@ impl Session {
 
     /// Ends the session (rule 4); later calls do nothing.
     pub fn end(&self, why: &str) {
-        let pid = {
+        let (pid, cgroup) = {
             let mut job = self.job.lock();
             if job.phase == Phase::Ended {
                 return;
@@ -604,12 +665,16 @@ impl Session {
                 _ => None,
             };
             job.phase = Phase::Ended;
-            pid
+            (pid, job.cgroup.take())
         };
         self.job.update(|_| ());
         self.ended.cancel();
-        if let Some(pid) = pid {
-            let _ = nf_sys::spawn::signal_group(pid, libc_sigkill());
+        match (cgroup, pid) {
+            (Some(cg), _) => self.kill_cgroup(cg),
+            (None, Some(pid)) => {
+                let _ = nf_sys::spawn::signal_group(pid, libc_sigkill());
+            }
+            (None, None) => {}
         }
         self.stdin.update(|st| st.broken = true);
         self.stdout.close();
@@ -628,6 +693,29 @@ impl Session {
                 "xcpu: session {} ({}) ended: {why}\n",
                 self.id, self.user
             ));
+        }
+    }
+
+    /// Kills every process of the ended job's cgroup, and removes the cgroup once they
+    /// are gone, from a thread of its own (`end` may run on a connection's reader
+    /// thread, which must not wait).
+    fn kill_cgroup(&self, cg: Arc<JobCgroup>) {
+        // The cgroup's files are root's: written as the server, whichever thread ends
+        // the session.
+        if let Err(e) = super::as_server(|| cg.kill()) {
+            tracing::warn!(session = self.id, cgroup = %cg.path().display(), "xcpu: killing the job's cgroup: {e}");
+        }
+        let id = self.id;
+        let remove = move || {
+            if let Err(e) = cg.remove(CGROUP_REMOVAL) {
+                tracing::warn!(session = id, "xcpu: {e}");
+            }
+        };
+        if let Err(e) = super::server_thread(format!("xcpu-cgroup-{id}"), remove) {
+            tracing::warn!(
+                session = id,
+                "xcpu: no thread to remove the job's cgroup: {e}; it goes at shutdown"
+            );
         }
     }
 
