@@ -26,7 +26,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use rustix::net::{netlink, AddressFamily, RecvFlags, SendFlags, SocketType};
+use rustix::net::{netlink, AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const NLM_F_REQUEST: u16 = 1;
@@ -95,9 +95,10 @@ pub fn tcp_socket_owner(local: SocketAddr, remote: SocketAddr) -> Option<u32> {
 /// One exact-match `sock_diag` request.
 fn ask(local: SocketAddr, remote: SocketAddr) -> Option<u32> {
     let req = request(local, remote)?;
-    let sock = rustix::net::socket(
+    let sock = rustix::net::socket_with(
         AddressFamily::NETLINK,
         SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
         Some(netlink::SOCK_DIAG),
     )
     .ok()?;
