@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for ninefold: Debian packages (Open MPI for the
 # comparison benchmark, the mpirun/PMIx tests and libarmci; valgrind for instruction
-# counts (bench/callgrind-pingpong.sh); libpmix-dev for the PMIx
+# counts (bench/callgrind-pingpong.sh); systemd for its unit checker and socket
+# activation tool (the service tests); libpmix-dev for the PMIx
 # shim; MPICH's hydra for the PMI-2 tests — it stays second to Open MPI for
 # `mpirun`/`mpicc`; ARMCI-MPI and Global Arrays with the ScaLAPACK, LAPACK and BLAS it
 # links against, for libarmci's acceptance tests; a font for plots), what the kernel 9P
@@ -13,7 +14,7 @@ set -euo pipefail
 need_pkgs=()
 for pkg in openmpi-bin libopenmpi-dev valgrind fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin \
     libpmix-dev pkg-config mpich libarmci-mpi-dev libglobalarrays-dev libscalapack-openmpi-dev liblapack-dev libblas-dev \
-    iperf3; do
+    iperf3 systemd; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if ((${#need_pkgs[@]})); then

@@ -218,3 +218,84 @@ fn the_service_installs_and_its_units_verify() {
         assert!(complaints.is_empty(), "systemd-analyze verify: {said}");
     }
 }
+
+/// `systemd-socket-activate` (systemd's tool for exactly this) listening on `socks` and
+/// starting `nf serve -f ARGS…` with them on the first connection; killed when dropped.
+struct Activated(std::process::Child);
+
+impl Activated {
+    fn start(socks: &[&Path], args: &[&str]) -> Activated {
+        let mut cmd = Command::new("systemd-socket-activate");
+        for s in socks {
+            cmd.arg("-l").arg(s);
+        }
+        let child = cmd
+            .arg("-E")
+            .arg("NF_LOG=warn")
+            .arg(env!("CARGO_BIN_EXE_nf"))
+            .args(["serve", "-f"])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("systemd-socket-activate (Debian's systemd package) runs");
+        let deadline = std::time::Instant::now() + DEADLINE;
+        while !socks.iter().all(|s| s.exists()) {
+            assert!(std::time::Instant::now() < deadline, "the sockets appear");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Activated(child)
+    }
+}
+
+impl Drop for Activated {
+    fn drop(&mut self) {
+        signal(self.0.id(), "TERM");
+        let deadline = std::time::Instant::now() + DEADLINE;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Socket activation (nf-serve.socket): the server serves the unix and shm sockets the
+/// manager made, started by the first client, and leaves the manager's files in place.
+#[test]
+fn the_server_serves_the_sockets_a_service_manager_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let unix = dir.path().join("nf.sock");
+    let shm = dir.path().join("nf.sock.shm");
+    let served = Activated::start(&[&unix, &shm], &["--unix", unix.to_str().unwrap()]);
+    let ls = run_bounded(nf().args(["ls", &format!("unix:{}:/", unix.display())]));
+    assert!(ls.status.success(), "{}", text(&ls.stderr));
+    assert!(text(&ls.stdout).contains("status"), "{}", text(&ls.stdout));
+    let cat = run_bounded(nf().args(["cat", &format!("shm:{}:/status", shm.display())]));
+    assert!(cat.status.success(), "over shm: {}", text(&cat.stderr));
+    drop(served);
+    assert!(
+        unix.exists() && shm.exists(),
+        "the manager's socket files stay"
+    );
+}
+
+#[test]
+fn a_passed_socket_the_options_do_not_name_is_an_error_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let unix = dir.path().join("nf.sock");
+    let stray = dir.path().join("other.sock");
+    let mut served = Activated::start(&[&unix, &stray], &["--unix", unix.to_str().unwrap()]);
+    // The first connection starts the server, which refuses to run.
+    let _ = run_bounded(nf().args(["ls", &format!("unix:{}:/", unix.display())]));
+    let mut err = String::new();
+    use std::io::Read;
+    let _ = served.0.stderr.take().unwrap().read_to_string(&mut err);
+    assert!(
+        err.contains("other.sock") && err.contains("--unix"),
+        "the error names the stray socket and the options: {err}"
+    );
+}

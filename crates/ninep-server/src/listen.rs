@@ -45,6 +45,9 @@ impl fmt::Display for ListenAddr {
 pub struct Listener {
     addr: ListenAddr,
     acceptor: Option<Acceptor>,
+    /// The unix socket file is ours to remove when we stop (not one a service
+    /// manager made and passed to us).
+    owns_file: bool,
 }
 
 impl Listener {
@@ -71,8 +74,11 @@ impl Listener {
             return;
         };
         acceptor.stop();
-        if let ListenAddr::Unix(path) = &self.addr {
-            let _ = std::fs::remove_file(path);
+        match &self.addr {
+            ListenAddr::Unix(path) if self.owns_file => {
+                let _ = std::fs::remove_file(path);
+            }
+            _ => {}
         }
     }
 }
@@ -157,7 +163,20 @@ where
     Ok(Listener {
         addr,
         acceptor: Some(acceptor),
+        owns_file: true,
     })
+}
+
+/// Starts accepting on a unix socket bound at `path` by someone else (a service
+/// manager's socket activation); the socket file stays when the listener stops.
+pub(crate) fn unix_passed<F: Filesystem>(
+    server: Server<F>,
+    listener: UnixListener,
+    path: &Path,
+) -> Result<Listener, ServerError> {
+    let mut l = start(server, ListenAddr::Unix(path.to_path_buf()), listener)?;
+    l.owns_file = false;
+    Ok(l)
 }
 
 /// Binds `addr` and starts accepting TCP connections.

@@ -127,6 +127,17 @@ impl<F: Filesystem> Server<F> {
         listen::unix(self.clone(), path.as_ref())
     }
 
+    /// Serves connections accepted on `listener`, a unix socket bound at `path` by a
+    /// service manager (socket activation): the socket file is left in place when the
+    /// listener stops, since it is the manager's.
+    pub fn listen_unix_passed(
+        &self,
+        listener: std::os::unix::net::UnixListener,
+        path: impl AsRef<Path>,
+    ) -> Result<Listener, ServerError> {
+        listen::unix_passed(self.clone(), listener, path.as_ref())
+    }
+
     /// Serves one connection on this thread until it closes.
     ///
     /// Fails with [`ServerError::TooManyClients`] (after answering the client's first

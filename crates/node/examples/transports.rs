@@ -44,7 +44,7 @@ fn main() {
             ..NodeConfig::default()
         },
         limits: Default::default(),
-        join: None,
+        ..ServeConfig::default()
     })
     .unwrap();
     let tls_addr = daemon.tcp_addr().unwrap();

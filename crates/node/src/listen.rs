@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nf_ninep_server::{Filesystem, ListenAddr, Listener, Server};
+use nf_sys::activation::{take_unix, Passed};
 
 use crate::serve::ServeError;
 use crate::tls::{server_config, TlsFiles, TlsListener};
@@ -52,10 +53,25 @@ impl Listeners {
         tcp: &[SocketAddr],
         tls: Option<&TlsFiles>,
     ) -> Result<Listeners, ServeError> {
+        Self::start_with(server, unix, tcp, tls, &mut Vec::new())
+    }
+
+    /// [`Listeners::start`], taking the unix socket from `passed` when a service manager
+    /// bound it already (socket activation: its directory and mode are the unit's).
+    pub fn start_with<F: Filesystem>(
+        server: &Server<F>,
+        unix: Option<&Path>,
+        tcp: &[SocketAddr],
+        tls: Option<&TlsFiles>,
+        passed: &mut Vec<Passed>,
+    ) -> Result<Listeners, ServeError> {
         check_plan(tcp, tls)?;
         let tls = tls.map(server_config).transpose()?;
         let mut out = Listeners::default();
-        if let Some(path) = unix {
+        if let Some((path, l)) = unix.and_then(|p| Some((p, take_unix(passed, p)?))) {
+            tracing::info!(path = %path.display(), "unix socket passed by the service manager");
+            out.plain.push(server.listen_unix_passed(l, path)?);
+        } else if let Some(path) = unix {
             socket_dir(path).map_err(|(dir, source)| ServeError::SocketDir { dir, source })?;
             out.plain.push(server.listen_unix(path)?);
             open_to_every_user(path).map_err(|source| ServeError::SocketDir {

@@ -52,6 +52,9 @@ pub struct ServeConfig {
     pub limits: ServerConfig,
     /// The gateway to register with, if any (needs `tls`).
     pub join: Option<JoinConfig>,
+    /// Use the unix sockets a service manager passed (systemd socket activation,
+    /// [`nf_sys::activation`]) for `unix` and `shm` where it passed them.
+    pub socket_activation: bool,
 }
 
 /// Why the daemon could not start.
@@ -67,6 +70,12 @@ pub enum ServeError {
     /// Nothing to listen on.
     #[error("nothing to listen on: give --unix PATH or --tcp ADDR:PORT")]
     NoListener,
+    /// The sockets a service manager passed could not be taken.
+    #[error("socket activation: {0}")]
+    Activation(#[from] nf_sys::activation::ActivationError),
+    /// A service manager passed sockets the options do not name.
+    #[error("socket activation: the service manager passed {0}, which neither --unix nor --shm names (make ListenStream= in the .socket unit and the options agree; tcp is given with --tcp, not passed)")]
+    UnusedSockets(String),
     /// The tree could not be built.
     #[error(transparent)]
     Tree(#[from] TreeBuildError),
@@ -142,23 +151,43 @@ impl Daemon {
         }
         let tree = build(&node)?;
         let server = Server::with_config(tree.table, config.limits.clone());
-        let listeners = Listeners::start(
+        let mut passed = if config.socket_activation {
+            nf_sys::activation::take()?
+        } else {
+            Vec::new()
+        };
+        let listeners = Listeners::start_with(
             &server,
             config.unix.as_deref(),
             &config.tcp,
             config.tls.as_ref(),
+            &mut passed,
         )?;
         let shm_listener = match &config.shm {
-            Some(path) => Some(
-                ShmListener::start(server.clone(), path, SHM_CAPACITY).map_err(|source| {
-                    ServeError::BindShm {
-                        path: path.clone(),
-                        source,
+            Some(path) => {
+                let bind_error = |source| ServeError::BindShm {
+                    path: path.clone(),
+                    source,
+                };
+                Some(
+                    match nf_sys::activation::take_unix(&mut passed, path) {
+                        Some(l) => ShmListener::serve(server.clone(), l, path, SHM_CAPACITY),
+                        None => ShmListener::start(server.clone(), path, SHM_CAPACITY),
                     }
-                })?,
-            ),
+                    .map_err(bind_error)?,
+                )
+            }
             None => None,
         };
+        if !passed.is_empty() {
+            return Err(ServeError::UnusedSockets(
+                passed
+                    .iter()
+                    .map(|p| format!("{p}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ));
+        }
         let tls_port = listeners.tls_port();
         let joiner = join.map(|plan| plan.start(tls_port)).transpose()?;
         Ok(Daemon {

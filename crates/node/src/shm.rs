@@ -102,6 +102,8 @@ pub fn connect(path: &Path, config: ClientConfig) -> Result<Client, ClientError>
 pub struct ShmListener {
     path: PathBuf,
     acceptor: Option<Acceptor>,
+    /// The socket file is ours to remove (not a service manager's).
+    owns_file: bool,
 }
 
 impl ShmListener {
@@ -121,6 +123,19 @@ impl ShmListener {
         }
         let socket = UnixListener::bind(path)?;
         crate::listen::open_to_every_user(path)?;
+        let mut l = Self::serve(server, socket, path, capacity)?;
+        l.owns_file = true;
+        Ok(l)
+    }
+
+    /// Serves `server` on `socket`, bound at `path` by a service manager (socket
+    /// activation); the socket file is the manager's and stays when this stops.
+    pub fn serve<F: Filesystem>(
+        server: Server<F>,
+        socket: UnixListener,
+        path: &Path,
+        capacity: usize,
+    ) -> io::Result<ShmListener> {
         let serve = move |sock: UnixStream| {
             let peer = unix_peer(&sock);
             match ByteChannel::offer(sock, capacity) {
@@ -141,6 +156,7 @@ impl ShmListener {
         Ok(ShmListener {
             path: path.to_path_buf(),
             acceptor: Some(acceptor),
+            owns_file: false,
         })
     }
 
@@ -157,7 +173,9 @@ impl Drop for ShmListener {
     fn drop(&mut self) {
         if let Some(a) = self.acceptor.take() {
             a.stop();
-            let _ = std::fs::remove_file(&self.path);
+            if self.owns_file {
+                let _ = std::fs::remove_file(&self.path);
+            }
         }
     }
 }

@@ -61,7 +61,7 @@ fn start_with(
         tls,
         node,
         limits: Default::default(),
-        join: None,
+        ..ServeConfig::default()
     })
 }
 
@@ -183,7 +183,7 @@ fn remote_listening_needs_tls_and_works_across_hosts() {
                 tls: Some(server_files),
                 node: NodeConfig::default(),
                 limits: Default::default(),
-                join: None,
+                ..ServeConfig::default()
             })
         })
         .unwrap()

@@ -103,6 +103,15 @@ fn classify(fd: RawFd) -> Result<Passed, ActivationError> {
     Ok(Passed::Tcp(addr, tcp))
 }
 
+impl std::fmt::Display for Passed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Passed::Unix(path, _) => write!(f, "unix socket {}", path.display()),
+            Passed::Tcp(addr, _) => write!(f, "tcp socket {addr}"),
+        }
+    }
+}
+
 /// Takes the passed unix socket bound to `path` out of `passed`, if there is one.
 pub fn take_unix(passed: &mut Vec<Passed>, path: &Path) -> Option<UnixListener> {
     let at = passed

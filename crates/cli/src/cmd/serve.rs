@@ -367,6 +367,8 @@ impl ServeArgs {
                     Duration::from_secs(self.handshake_timeout * 3),
                     Duration::from_secs(self.handshake_timeout * 6),
                 ),
+            // Sockets systemd passes (nf-serve.socket) are used for --unix / --shm.
+            socket_activation: true,
             join: self.join.clone().map(|gateway| JoinConfig {
                 advertise: self.join_as.clone(),
                 ..JoinConfig::new(gateway)

@@ -78,7 +78,7 @@ impl Node {
                 ..NodeConfig::default()
             },
             limits,
-            join: None,
+            ..ServeConfig::default()
         };
         self.daemon = Some(Daemon::start(&config).expect("start node server"));
     }
