@@ -123,7 +123,7 @@ enum Command {
     Exec(cmd::exec::ExecArgs),
     /// Serve this node's file tree over 9P2000.L (status, log, pipes, exports, rma
     /// memory, jobs).
-    Serve(cmd::serve::ServeArgs),
+    Serve(Box<cmd::serve::ServeArgs>),
     /// Serve many nodes and clusters as one 9P tree: /n/NODE/…, /views/NAME/…,
     /// /status, and /xcpu/clone placing jobs on the node that fits.
     ///
@@ -183,7 +183,7 @@ fn main() {
         Command::Demo(a) => cmd::demo::main(a),
         Command::Bench(b) => cmd::bench::main(b),
         Command::Tune(a) => cmd::tune::main(a),
-        Command::Serve(a) => cmd::serve::main(a),
+        Command::Serve(a) => cmd::serve::main(*a),
         Command::Gateway(a) => cmd::gateway::main(a),
         Command::Exec(a) => cmd::exec::main(a),
         Command::Cert(a) => cmd::cert::main(a),

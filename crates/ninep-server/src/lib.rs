@@ -19,7 +19,10 @@
 //! | `pool` | worker threads |
 //! | `srv`, `listen` | [`Server`], [`Listener`] |
 //! | `cancel` | [`Cancel`] tokens and [`Monitor`] for blocking trees |
-//! | `watch` | deadlines: handshake, partial frames, idle connections |
+//! | `watch` | deadlines: handshake, partial frames, idle connections; the coarse clock |
+//! | `slots` | who may connect when the server or a user is full: shares, reserve, eviction |
+//! | `memory` | memory budgets per connection, user and server ([`Charge`]) |
+//! | `tally` | counting refusals and evictions, logged at most once per 10 s |
 //! | `config` | every limit and its default ([`ServerConfig`]) |
 //! | `creds` | [`Creds`]: acting as the attached user on host files |
 //!
@@ -67,14 +70,18 @@
 //! # Limits
 //!
 //! See [`ServerConfig`]: `max_msize` (1 MiB), `max_fids` (16384 per connection,
-//! `EMFILE`), `max_in_flight` (256 per connection, `EAGAIN`), `max_clients` (256,
-//! the first request is answered `EAGAIN`, then the connection is closed) and
-//! `max_clients_per_user` (128, the same: a node's ranks of one job fit; other users
-//! keep room) — where a connection holding no fid gives its slot up first — each
-//! logged when hit; and deadlines (`watch`): a connection that has started to talk
-//! must attach within `handshake_timeout` (10 s), a frame must arrive within
-//! `frame_timeout` (30 s) once started, and a connection that let go of every fid is
-//! closed after `idle_timeout` (60 s) of silence.
+//! `EMFILE`), `max_in_flight` (256 per connection, `EAGAIN`); connection slots
+//! (`slots`): `max_clients` (1024) and `max_clients_per_user` (64), the last eighth
+//! kept for users holding few, an idle connection of the user holding the most giving
+//! its slot up before anyone is refused (the first request is answered `EAGAIN`, then
+//! the connection is closed); memory budgets (`memory`): `max_conn_memory` (32 MiB),
+//! `max_user_memory` (256 MiB, the server 16×), charged by requests in flight,
+//! buffers and what trees keep ([`Ctx::charge`]), `ENOMEM` past them; each logged
+//! when hit (at most once per 10 s where a client can repeat it); and deadlines
+//! (`watch`): a connection that has started to talk must attach within
+//! `handshake_timeout` (10 s), a frame must arrive within `frame_timeout` (30 s) once
+//! started, and a connection that let go of every fid is closed after `idle_timeout`
+//! (60 s) of silence.
 
 #![forbid(unsafe_code)]
 
@@ -89,10 +96,13 @@ mod fid;
 mod handler;
 mod job;
 mod listen;
+mod memory;
 mod pending;
 mod pool;
 mod reply;
+mod slots;
 mod srv;
+mod tally;
 mod watch;
 
 pub use cancel::{lock, Cancel, Cancelled, Monitor};
@@ -101,4 +111,5 @@ pub use creds::Creds;
 pub use error::{FsError, FsResult, ServerError};
 pub use handler::{synthetic_statfs, Ctx, Filesystem, Walked, V9FS_MAGIC};
 pub use listen::{ListenAddr, Listener};
+pub use memory::Charge;
 pub use srv::{Server, ServerStats};
