@@ -23,6 +23,7 @@
 //! | `slots` | who may connect when the server or a user is full: shares, reserve, eviction |
 //! | `memory` | memory budgets per connection, user and server ([`Charge`]) |
 //! | `tally` | counting refusals and evictions, logged at most once per 10 s |
+//! | `trim` | giving freed memory back to the system after a connection ends |
 //! | `config` | every limit and its default ([`ServerConfig`]) |
 //! | `creds` | [`Creds`]: acting as the attached user on host files |
 //!
@@ -83,7 +84,8 @@
 //! started, and a connection that let go of every fid is closed after `idle_timeout`
 //! (60 s) of silence.
 
-#![forbid(unsafe_code)]
+// The one `unsafe` call is `malloc_trim`, in `trim`.
+#![deny(unsafe_code)]
 
 mod apply;
 mod cancel;
@@ -103,6 +105,7 @@ mod reply;
 mod slots;
 mod srv;
 mod tally;
+mod trim;
 mod watch;
 
 pub use cancel::{lock, Cancel, Cancelled, Monitor};

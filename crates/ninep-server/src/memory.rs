@@ -234,11 +234,16 @@ mod tests {
         let b1 = b.charge(50).unwrap();
         assert_eq!(b.charge(1).unwrap_err().knob, "max_user_memory");
         assert_eq!(
-            (a.used(), b.used(), user.used(), server.used()),
-            (50, 50, 100, 100)
+            (user.used(), server.used()),
+            (100, 100),
+            "refusals charged nothing"
         );
         drop((held, b1));
         assert_eq!((user.used(), server.used()), (0, 0));
+        assert!(
+            a.charge(60).is_ok(),
+            "the connection's budget is whole again"
+        );
     }
 
     #[test]

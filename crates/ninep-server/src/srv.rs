@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::net::ToSocketAddrs;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -43,6 +43,8 @@ pub(crate) struct Shared<F: Filesystem> {
     pub clock: Clock,
     /// Threads answering refused connections now (at most [`MAX_REFUSING`]).
     refusing: Arc<AtomicUsize>,
+    /// Set when a connection ends: the watcher then gives memory back (`trim`).
+    pub ended: AtomicBool,
 }
 
 /// Most refused connections answered at once; more are closed without an answer, so
@@ -128,6 +130,7 @@ impl<F: Filesystem> Server<F> {
             over_budget: Arc::new(Tally::new()),
             clock: Clock::new(),
             refusing: Arc::new(AtomicUsize::new(0)),
+            ended: AtomicBool::new(false),
         });
         watch::start(Arc::downgrade(&shared));
         Server { shared }
@@ -340,6 +343,7 @@ impl<F: Filesystem> Server<F> {
     fn run(&self, conn: &Arc<Conn<F>>) {
         conn.run();
         lock(&self.shared.conns).remove(&conn.id());
+        self.shared.ended.store(true, Ordering::Relaxed);
     }
 
     fn too_many(&self) -> ServerError {

@@ -11,6 +11,9 @@
 //! 3. attached once, but holds no fid, has no request in flight and has sent no frame
 //!    for `idle_timeout`.
 //!
+//! It also gives freed memory back after connections end (`trim`, at most once a
+//! second).
+//!
 //! A connection that has sent nothing at all (a relay that connects before its client
 //! is ready, as QEMU's does for a booting guest) is left alone: it holds one slot,
 //! which [`Server`]'s admission takes back when a new connection needs it.
@@ -28,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::handler::Filesystem;
 use crate::srv::{Server, Shared};
+use crate::trim;
 
 /// What the watcher last saw of one connection.
 struct Seen {
@@ -88,6 +92,7 @@ pub(crate) fn start<F: Filesystem>(shared: Weak<Shared<F>>) {
 
 fn run<F: Filesystem>(shared: Weak<Shared<F>>, tick: Duration) {
     let mut seen: HashMap<u64, Seen> = HashMap::new();
+    let mut trimmed = Instant::now();
     loop {
         thread::sleep(tick);
         let Some(shared) = shared.upgrade() else {
@@ -95,6 +100,10 @@ fn run<F: Filesystem>(shared: Weak<Shared<F>>, tick: Duration) {
         };
         let now = Instant::now();
         shared.clock.now();
+        if now - trimmed >= trim::EVERY && shared.ended.swap(false, Ordering::Relaxed) {
+            trim::release();
+            trimmed = now;
+        }
         let conns = Server::conns(&shared);
         seen.retain(|id, _| conns.iter().any(|c| c.id() == *id));
         let c = &shared.config;
