@@ -35,7 +35,9 @@
 //! 2. `Tversion` and `Tflush` are handled on the reader thread (below). Any other
 //!    request before a successful `Tversion` gets `EPROTO`; a tag already in flight gets
 //!    `EPROTO`; beyond `max_in_flight` requests, `EAGAIN`.
-//! 3. **Check** (`check`, under the connection lock, in arrival order): fids resolve
+//! 3. **Charge** (`memory`): the request's frame, plus a read's or readdir's count, to
+//!    the connection's, its user's and the server's memory budgets; past one, `ENOMEM`.
+//!    **Check** (`check`, under the connection lock, in arrival order): fids resolve
 //!    to entries, open modes and file types are verified, new fids are reserved,
 //!    read/readdir counts are capped at msize − IOHDRSZ. A failure is answered at once.
 //! 4. The request is registered with a fresh [`Cancel`] token and handed to a worker.
@@ -46,7 +48,7 @@
 //!    lock, clunks in the tree the states the server let go of (so a client that has
 //!    its `Rclunk` knows the fid's hold is gone), then sends the reply — unless the
 //!    request was aborted, or flushed and failed — and then one `Rflush` per flush that
-//!    waited for it.
+//!    waited for it; then its charge is given back.
 //!
 //! # Flush
 //!

@@ -32,6 +32,8 @@
 //!    Evictions and refusals are counted ([`crate::ServerStats`]) and logged at most
 //!    once per 10 s (`tally`): a client can cause them at will.
 
+use std::cmp::Reverse;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,58 +128,60 @@ pub(crate) struct Refusal {
 /// The connections to close so that a newcomer of `who` fits (rule 4), or why it
 /// cannot.
 pub(crate) fn plan(slots: &[Slot], who: &Owner, limits: &Limits) -> Result<Vec<u64>, Refusal> {
-    let mut live: Vec<&Slot> = slots.iter().collect();
+    let mut held: HashMap<&Owner, usize> = HashMap::new();
+    for s in slots {
+        *held.entry(&s.owner).or_default() += 1;
+    }
+    let mut live = slots.len();
     let mut victims = Vec::new();
     loop {
-        let held = |o: &Owner, live: &[&Slot]| live.iter().filter(|s| s.owner == *o).count();
-        let mine = held(who, &live);
+        let mine = held.get(who).copied().unwrap_or(0);
         let room = if mine < RESERVE_HOLDING {
             limits.total
         } else {
             limits.total.saturating_sub(limits.reserve)
         };
-        let (owners, refusal): (Vec<&Owner>, Refusal) = if mine >= limits.per_user {
+        let (may_lose, refusal): (&dyn Fn(&Owner) -> bool, Refusal) = if mine >= limits.per_user {
             (
-                vec![who],
+                &|o: &Owner| o == who,
                 Refusal {
                     why: "too many connections for this user (max_clients_per_user)",
                     limit: limits.per_user,
                 },
             )
-        } else if live.len() >= room {
-            // Heaviest first; the newcomer's own user where its count falls.
-            let mut owners: Vec<(&Owner, usize)> = Vec::new();
-            for s in &live {
-                if !owners.iter().any(|(o, _)| *o == &s.owner) {
-                    owners.push((&s.owner, held(&s.owner, &live)));
-                }
-            }
-            owners.retain(|(o, n)| *o == who || *n >= mine + 2);
-            owners.sort_by_key(|o| std::cmp::Reverse(o.1));
+        } else if live >= room {
             let why = if room < limits.total {
                 "the slots left are kept for users holding few connections (max_clients / 8)"
             } else {
                 "too many clients (max_clients)"
             };
             (
-                owners.into_iter().map(|(o, _)| o).collect(),
+                &|o: &Owner| o == who || held.get(o).copied().unwrap_or(0) >= mine + 2,
                 Refusal { why, limit: room },
             )
         } else {
             return Ok(victims);
         };
-        let victim = owners.iter().find_map(|owner| {
-            live.iter()
-                .filter(|s| s.owner == **owner && s.idle(limits.evict_after))
-                .min_by_key(|s| (s.fids > 0, std::cmp::Reverse(s.silent), s.id))
-                .map(|s| s.id)
-        });
-        match victim {
-            Some(id) => {
-                victims.push(id);
-                live.retain(|s| s.id != id);
-            }
-            None => return Err(refusal),
+        // Heaviest user first; within a user, one holding no fid, then the longest silent.
+        let victim = slots
+            .iter()
+            .filter(|s| !victims.contains(&s.id) && may_lose(&s.owner))
+            .filter(|s| s.idle(limits.evict_after))
+            .min_by_key(|s| {
+                (
+                    Reverse(held.get(&s.owner).copied().unwrap_or(0)),
+                    s.fids > 0,
+                    Reverse(s.silent),
+                    s.id,
+                )
+            });
+        let Some(victim) = victim else {
+            return Err(refusal);
+        };
+        victims.push(victim.id);
+        live -= 1;
+        if let Some(n) = held.get_mut(&victim.owner) {
+            *n -= 1;
         }
     }
 }
