@@ -26,6 +26,13 @@ use std::sync::Arc;
 
 use crate::tally::Tally;
 
+/// The settings of the three budgets, as refusals name them.
+pub(crate) const CONN_KNOB: &str = "max_conn_memory (nf serve --conn-memory)";
+/// See [`CONN_KNOB`].
+pub(crate) const USER_KNOB: &str = "max_user_memory (nf serve --user-memory)";
+/// See [`CONN_KNOB`].
+pub(crate) const SERVER_KNOB: &str = "the server's budget (16 x max_user_memory)";
+
 /// One budget: bytes in use against a limit.
 pub(crate) struct Budget {
     used: AtomicUsize,
@@ -102,7 +109,7 @@ impl Account {
         refusals: Arc<Tally>,
     ) -> Arc<Account> {
         Arc::new(Account {
-            budgets: [Budget::new(conn_limit, "max_conn_memory"), user, server],
+            budgets: [Budget::new(conn_limit, CONN_KNOB), user, server],
             refusals,
         })
     }
@@ -230,7 +237,7 @@ mod tests {
         let a = account(60, &user, &server);
         let b = account(60, &user, &server);
         let held = a.charge(50).unwrap();
-        assert_eq!(a.charge(20).unwrap_err().knob, "max_conn_memory");
+        assert_eq!(a.charge(20).unwrap_err().knob, CONN_KNOB);
         let b1 = b.charge(50).unwrap();
         assert_eq!(b.charge(1).unwrap_err().knob, "max_user_memory");
         assert_eq!(

@@ -14,7 +14,7 @@ use crate::conn::{Conn, Identity};
 use crate::error::ServerError;
 use crate::handler::Filesystem;
 use crate::listen::{self, Listener};
-use crate::memory::{Account, Budget};
+use crate::memory::{Account, Budget, SERVER_KNOB, USER_KNOB};
 use crate::pool::Pool;
 use crate::slots::{plan, Limits, Owner, Slot};
 use crate::tally::Tally;
@@ -117,10 +117,7 @@ impl<F: Filesystem> Server<F> {
         let pool = Pool::new(config.max_workers, config.worker_idle);
         let shared = Arc::new(Shared {
             fs: Arc::new(fs),
-            memory: Budget::new(
-                config.max_server_memory(),
-                "the server's budget (16 x max_user_memory)",
-            ),
+            memory: Budget::new(config.max_server_memory(), SERVER_KNOB),
             config,
             pool,
             conns: Mutex::new(HashMap::new()),
@@ -271,7 +268,7 @@ impl<F: Filesystem> Server<F> {
             .values()
             .find(|c| *c.owner() == owner)
             .map(|c| Arc::clone(c.account().user()))
-            .unwrap_or_else(|| Budget::new(shared.config.max_user_memory, "max_user_memory"));
+            .unwrap_or_else(|| Budget::new(shared.config.max_user_memory, USER_KNOB));
         let account = Account::new(
             shared.config.max_conn_memory,
             user,

@@ -124,7 +124,12 @@ fn root_is_served(t: &Addrs, tcp: bool) -> Duration {
     let client = client.unwrap_or_else(|e| panic!("root cannot connect during the attack: {e}"));
     let root = client.attach("root", "").expect("root attaches");
     assert_eq!(root.read_file("/fs/hello.txt").unwrap(), b"hello");
-    start.elapsed()
+    let took = start.elapsed();
+    eprintln!(
+        "root served over {} in {took:?}",
+        if tcp { "tcp" } else { "unix" }
+    );
+    took
 }
 
 /// Connects, attaches and hangs up as `user`, over and over, until `stop`.
