@@ -43,7 +43,8 @@ struct SendBuf {
     charge: Charge,
 }
 
-/// Who a connection's peer is, as far as its transport knows (per-user limits).
+/// Who a connection's peer is, as far as its transport knows: what its requests'
+/// [`Ctx`] say, and whose slots and memory it counts against ([`Owner::of`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Identity {
     /// Authenticated by name (TLS).
