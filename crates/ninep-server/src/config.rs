@@ -6,7 +6,7 @@
 //! | `max_fids` (per connection) | 16384 | the request that would create a fid gets `Rlerror(EMFILE)` |
 //! | `max_in_flight` (per connection) | 256 | a request beyond it gets `Rlerror(EAGAIN)`; `Tflush` is never refused |
 //! | `max_clients` (per server) | 1024 | an idle connection of the user holding the most gives its slot up; if none may, the new connection's first request gets `Rlerror(EAGAIN)`, then it is closed (`slots`) |
-//! | `max_clients_per_user` | 64 | the same, among the user's own connections; a user is the kernel's uid of a local peer or the account a TLS name maps to (one user over every transport); connections that identify nobody count as one user |
+//! | `max_clients_per_user` | 128 | the same, among the user's own connections; a user is the kernel's uid of a local peer or the account a TLS name maps to (one user over every transport); connections that identify nobody count as one user |
 //! | reserve: the last `max_clients / 8` slots | 128 | only for users holding fewer than 4 connections (`slots`) |
 //! | `evict_idle_after` | 1 s | how long a connection holding fids must have been silent, with nothing in flight, before it may give its slot up (one holding no fid may at once) |
 //! | `max_conn_memory` (per connection) | 32 MiB | a request that would go beyond it gets `Rlerror(ENOMEM)` (`memory`) |
@@ -18,11 +18,11 @@
 //! | `refuse_timeout` | 2 s | how long a refused connection may take to send its first frame |
 //! | `worker_idle` | 10 s | an idle worker thread exits after this |
 //!
-//! Why 1024 / 64: a connection costs a thread and buffers that `max_conn_memory`
-//! bounds, so a node can afford a thousand; 64 is more than one user's tools need at
-//! once (`nf cp` and `nf exec` use one connection each, a kernel mount one) and
-//! sixteen users can each hold that many before the reserve is touched, so one or two
-//! users can never fill the server. A connection that holds fids is never timed out
+//! Why 1024 / 128: a connection costs a thread and buffers that `max_conn_memory`
+//! bounds, so a node can afford a thousand; 128 lets one user's job put a connection
+//! per rank on the largest nodes (and scripts run many `nf` commands at once), and is
+//! an eighth of the total: seven users must each hold that many before the reserve is
+//! touched, so one or two users can never fill the server. A connection that holds fids is never timed out
 //! (a kernel mount stays idle for hours); it gives its slot up only when the server
 //! or its user is full, and only after `evict_idle_after` of silence.
 //!
@@ -77,7 +77,7 @@ impl Default for ServerConfig {
             max_fids: 16384,
             max_in_flight: 256,
             max_clients: 1024,
-            max_clients_per_user: 64,
+            max_clients_per_user: 128,
             evict_idle_after: Duration::from_secs(1),
             max_conn_memory: 32 << 20,
             max_user_memory: 256 << 20,

@@ -74,7 +74,7 @@
 //!
 //! See [`ServerConfig`]: `max_msize` (1 MiB), `max_fids` (16384 per connection,
 //! `EMFILE`), `max_in_flight` (256 per connection, `EAGAIN`); connection slots
-//! (`slots`): `max_clients` (1024) and `max_clients_per_user` (64), the last eighth
+//! (`slots`): `max_clients` (1024) and `max_clients_per_user` (128), the last eighth
 //! kept for users holding few, an idle connection of the user holding the most giving
 //! its slot up before anyone is refused (the first request is answered `EAGAIN`, then
 //! the connection is closed); memory budgets (`memory`): `max_conn_memory` (32 MiB),

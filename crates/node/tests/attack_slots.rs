@@ -151,13 +151,13 @@ fn two_users_holding_idle_attached_connections_cannot_lock_root_out() {
     let (a, b) = (test_account().unwrap(), second_test_account().unwrap());
     let target = Target::start(ServerConfig::default(), None);
     let t = &target.at;
-    // Each tries to hold 128 attached connections (64 unix, 64 tcp), every one with a
-    // fid: what filled the server before (256 slots, 128 per user, only connections
-    // holding no fid given up).
+    // Each tries to hold 192 attached connections (half unix, half tcp), every one
+    // with a fid: what filled the server before (256 slots, 128 per user, only
+    // connections holding no fid given up).
     let mut held = Vec::new();
     for user in [&a, &b] {
         let mut mine = 0;
-        for i in 0..128 {
+        for i in 0..192 {
             if let Some(s) = attached(t, user, i % 2 == 1) {
                 held.push(s);
                 mine += 1;

@@ -216,10 +216,10 @@ fn silent_connections_cannot_lock_out_new_clients() {
             })
             .collect()
     });
-    // The user holds at most max_clients_per_user (64) of the 1024 slots: another
+    // The user holds at most max_clients_per_user (128) of the 1024 slots: another
     // user gets in at once.
     eventually("the user's connections to fill exactly their share", || {
-        node.daemon().server().stats().clients == 64
+        node.daemon().server().stats().clients == 128
     });
     let root = node.root();
     assert!(root.stat("/status").is_ok());
