@@ -22,9 +22,10 @@
 //! bounds, so a node can afford a thousand; 128 lets one user's job put a connection
 //! per rank on the largest nodes (and scripts run many `nf` commands at once), and is
 //! an eighth of the total: seven users must each hold that many before the reserve is
-//! touched, so one or two users can never fill the server. A connection that holds fids is never timed out
-//! (a kernel mount stays idle for hours); it gives its slot up only when the server
-//! or its user is full, and only after `evict_idle_after` of silence.
+//! touched, so one or two users can never fill the server. A connection that holds
+//! fids is never timed out (a kernel mount stays idle for hours); it gives its slot
+//! up only when the server or its user is full, and only after `evict_idle_after` of
+//! silence.
 //!
 //! Each limit that is hit is also logged (`tracing` warn) with the setting's name, so
 //! an operator knows which knob to turn; refusals and evictions a client can repeat
