@@ -22,6 +22,8 @@ const WRITES: usize = 160;
 /// Growth allowed: twice the default connection budget (32 MiB), half of what the
 /// waiting writes would hold without one.
 const BOUND: usize = 64 << 20;
+/// What may stay once the attacker has left.
+const RETURNED: usize = 12 << 20;
 
 /// This process's resident memory, in bytes.
 fn rss() -> usize {
@@ -125,6 +127,20 @@ fn a_user_cannot_make_the_server_hold_their_waiting_writes_without_bound() {
         grew < BOUND,
         "the server grew by {grew} bytes holding waiting writes (bound {BOUND})"
     );
-    drop((writes, sink, me, client));
+    drop((writes, sink, me, client, root));
+    // Once the attacker has gone, the memory goes back to the system (the server trims
+    // glibc's arenas at most once a second after a connection ends).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut after = rss();
+    while after.saturating_sub(before) >= RETURNED && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        after = rss();
+    }
+    eprintln!("VmRSS after the attacker left: {after}");
+    assert!(
+        after.saturating_sub(before) < RETURNED,
+        "{} bytes stayed after the attacker left (bound {RETURNED})",
+        after.saturating_sub(before)
+    );
     daemon.shutdown(Duration::from_secs(5));
 }
