@@ -5,21 +5,31 @@
 //! | `max_msize` | 1 MiB | `Rversion` offers at most this; larger frames close the connection |
 //! | `max_fids` (per connection) | 16384 | the request that would create a fid gets `Rlerror(EMFILE)` |
 //! | `max_in_flight` (per connection) | 256 | a request beyond it gets `Rlerror(EAGAIN)`; `Tflush` is never refused |
-//! | `max_clients` (per server) | 256 | the new connection's first request gets `Rlerror(EAGAIN)`, then it is closed |
-//! | `max_clients_per_user` | 128 | the same, for a connection whose user (the kernel's uid of a local peer, a TLS name) already has this many; connections that identify nobody count as one user |
+//! | `max_clients` (per server) | 1024 | an idle connection of the user holding the most gives its slot up; if none may, the new connection's first request gets `Rlerror(EAGAIN)`, then it is closed (`slots`) |
+//! | `max_clients_per_user` | 128 | the same, among the user's own connections; a user is the kernel's uid of a local peer or the account a TLS name maps to (one user over every transport); connections that identify nobody count as one user |
+//! | reserve: the last `max_clients / 8` slots | 128 | only for users holding fewer than 4 connections (`slots`) |
+//! | `evict_idle_after` | 1 s | how long a connection holding fids must have been silent, with nothing in flight, before it may give its slot up (one holding no fid may at once) |
+//! | `max_conn_memory` (per connection) | 32 MiB | a request that would go beyond it gets `Rlerror(ENOMEM)` (`memory`) |
+//! | `max_user_memory` (per user; the server 16×) | 256 MiB | the same, for all of one user's connections; 16× for the whole server |
 //! | `handshake_timeout` | 10 s | a connection that has started to talk but not attached this long after it was accepted is closed |
 //! | `frame_timeout` | 30 s | a connection whose frame has started to arrive but stays incomplete this long is closed |
 //! | `idle_timeout` | 60 s | a connection that attached, then let go of every fid and sends nothing this long is closed |
-//!
-//! At `max_clients` (or a user's `max_clients_per_user`) a new connection first takes
-//! the slot of the oldest connection that holds no fid (that user's, for the per-user
-//! limit); only if there is none is it refused.
 //! | `max_workers` (per server) | 1024 | requests wait in a queue for a free worker |
 //! | `refuse_timeout` | 2 s | how long a refused connection may take to send its first frame |
 //! | `worker_idle` | 10 s | an idle worker thread exits after this |
 //!
-//! Each limit that is hit is also logged (`tracing` warn) with the connection and the
-//! setting's name, so an operator knows which knob to turn.
+//! Why 1024 / 128: a connection costs a thread and buffers that `max_conn_memory`
+//! bounds, so a node can afford a thousand; 128 lets one user's job put a connection
+//! per rank on the largest nodes (and scripts run many `nf` commands at once), and is
+//! an eighth of the total: seven users must each hold that many before the reserve is
+//! touched, so one or two users can never fill the server. A connection that holds
+//! fids is never timed out (a kernel mount stays idle for hours); it gives its slot
+//! up only when the server or its user is full, and only after `evict_idle_after` of
+//! silence.
+//!
+//! Each limit that is hit is also logged (`tracing` warn) with the setting's name, so
+//! an operator knows which knob to turn; refusals and evictions a client can repeat
+//! at will are counted and logged at most once per 10 s.
 
 use std::time::Duration;
 
@@ -38,6 +48,14 @@ pub struct ServerConfig {
     pub max_clients: usize,
     /// Most connections served at once for one user (see the module docs).
     pub max_clients_per_user: usize,
+    /// How long a connection holding fids must have been silent, with no request in
+    /// flight, before it may give its slot up to a new connection.
+    pub evict_idle_after: Duration,
+    /// Most bytes of buffers and requests one connection may hold.
+    pub max_conn_memory: usize,
+    /// Most bytes of buffers and requests all of one user's connections may hold; the
+    /// server as a whole, 16× this.
+    pub max_user_memory: usize,
     /// How long a new connection may take to attach.
     pub handshake_timeout: Duration,
     /// How long a frame may take to arrive once it has started.
@@ -59,8 +77,11 @@ impl Default for ServerConfig {
             max_msize: DEFAULT_MAX_MSIZE,
             max_fids: 16384,
             max_in_flight: 256,
-            max_clients: 256,
+            max_clients: 1024,
             max_clients_per_user: 128,
+            evict_idle_after: Duration::from_secs(1),
+            max_conn_memory: 32 << 20,
+            max_user_memory: 256 << 20,
             handshake_timeout: Duration::from_secs(10),
             frame_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
@@ -100,6 +121,29 @@ impl ServerConfig {
     pub fn max_clients_per_user(mut self, n: usize) -> Self {
         self.max_clients_per_user = n;
         self
+    }
+
+    /// This config with `evict_idle_after` set.
+    pub fn evict_idle_after(mut self, silence: Duration) -> Self {
+        self.evict_idle_after = silence;
+        self
+    }
+
+    /// This config with the per-connection and per-user memory budgets set.
+    pub fn memory(mut self, per_conn: usize, per_user: usize) -> Self {
+        self.max_conn_memory = per_conn;
+        self.max_user_memory = per_user;
+        self
+    }
+
+    /// Slots kept for users holding few connections: the last eighth of `max_clients`.
+    pub fn reserved_clients(&self) -> usize {
+        self.max_clients / 8
+    }
+
+    /// The whole server's memory budget: 16× `max_user_memory`.
+    pub fn max_server_memory(&self) -> usize {
+        self.max_user_memory.saturating_mul(16)
     }
 
     /// This config with the handshake, frame and idle deadlines set.

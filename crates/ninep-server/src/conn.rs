@@ -21,10 +21,12 @@ use crate::check::{check, Job, E2BIG};
 use crate::error::FsError;
 use crate::fid::FidTable;
 use crate::handler::{Ctx, Filesystem};
+use crate::memory::{Account, Charge};
 use crate::pending::{FlushOutcome, PendingTable};
 use crate::reply::record;
+use crate::slots::{Owner, Slot};
 use crate::srv::Shared;
-use nf_ninep::errno::{EAGAIN, EIO, EMFILE, EPROTO};
+use nf_ninep::errno::{EAGAIN, EIO, EMFILE, ENOMEM, EPROTO};
 use nf_ninep::frame::{encode_frame, FrameDecoder, RawFrame, HEADER_SIZE};
 use nf_ninep::message::*;
 use nf_ninep::transport::Transport;
@@ -35,7 +37,14 @@ use nf_ninep::DecodeError;
 /// Receive buffer to start with; it grows up to msize for large frames.
 const INITIAL_BUFFER: usize = 64 * 1024;
 
-/// Who a connection's peer is, as far as its transport knows (per-user limits).
+/// The sending side's scratch buffer and what it is charged (`memory` rule 2).
+struct SendBuf {
+    buf: Vec<u8>,
+    charge: Charge,
+}
+
+/// Who a connection's peer is, as far as its transport knows: what its requests'
+/// [`Ctx`] say, and whose slots and memory it counts against ([`Owner::of`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Identity {
     /// Authenticated by name (TLS).
@@ -83,15 +92,21 @@ pub(crate) struct Conn<F: Filesystem> {
     peer: String,
     /// Who the transport says the peer is, given to every request's [`Ctx`].
     who: Identity,
+    /// Whose slots and memory the connection counts against (`slots` rule 1).
+    owner: Owner,
+    /// The memory budgets it charges (`memory`).
+    account: Arc<Account>,
     state: Mutex<ConnState<F::Fid>>,
     /// Signalled when the last request in flight finishes.
     idle: Condvar,
     /// The sending side, with a scratch buffer for encoding.
-    send: Mutex<Vec<u8>>,
+    send: Mutex<SendBuf>,
     /// Frames received so far, and whether a frame is partly received: what the
     /// deadline watcher reads ([`crate::watch`]).
     frames: AtomicU64,
     partial: AtomicBool,
+    /// The server's coarse clock at the last frame (or at admission): for admission.
+    active: AtomicU64,
 }
 
 impl<F: Filesystem> Conn<F> {
@@ -100,31 +115,57 @@ impl<F: Filesystem> Conn<F> {
         shared: Arc<Shared<F>>,
         transport: Arc<dyn Transport>,
         who: Identity,
+        owner: Owner,
+        account: Arc<Account>,
     ) -> Arc<Self> {
         let peer = transport.peer();
         let max_fids = shared.config.max_fids;
+        let now = shared.clock.coarse();
         Arc::new(Conn {
             id,
             shared,
             transport,
             peer,
             who,
+            owner,
             state: Mutex::new(ConnState {
                 msize: None,
                 fids: FidTable::new(max_fids),
                 pending: PendingTable::default(),
             }),
             idle: Condvar::new(),
-            send: Mutex::new(Vec::new()),
+            send: Mutex::new(SendBuf {
+                buf: Vec::new(),
+                charge: account.force(0),
+            }),
+            account,
             frames: AtomicU64::new(0),
             partial: AtomicBool::new(false),
+            active: AtomicU64::new(now),
         })
     }
 
-    /// Who the transport says the peer is, for per-user limits: a TLS name, else a
-    /// local uid, else nobody.
-    pub fn identity(&self) -> &Identity {
-        &self.who
+    /// Whose slots and memory the connection counts against.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// The memory budgets the connection charges.
+    pub fn account(&self) -> &Arc<Account> {
+        &self.account
+    }
+
+    /// What admission needs to know of this connection, at coarse time `now`.
+    pub fn slot(&self, now: u64) -> Slot {
+        let (fids, in_flight) = self.counts();
+        let since = now.saturating_sub(self.active.load(Ordering::Relaxed));
+        Slot {
+            id: self.id,
+            owner: self.owner.clone(),
+            fids,
+            in_flight,
+            silent: Duration::from_millis(since),
+        }
     }
 
     /// The peer, as logs name it.
@@ -166,6 +207,7 @@ impl<F: Filesystem> Conn<F> {
     fn read_loop(self: &Arc<Self>) -> String {
         let max = self.shared.config.max_msize.max(HEADER_SIZE as u32) as usize;
         let mut buf = vec![0u8; INITIAL_BUFFER.min(max)];
+        let mut charged = self.account.force(buf.len());
         let mut filled = 0;
         loop {
             let mut start = 0;
@@ -175,6 +217,8 @@ impl<F: Filesystem> Conn<F> {
                     Ok(Some(raw)) => {
                         start += raw.size();
                         self.frames.fetch_add(1, Ordering::Relaxed);
+                        self.active
+                            .store(self.shared.clock.coarse(), Ordering::Relaxed);
                         self.handle_raw(raw);
                     }
                     Ok(None) => break,
@@ -189,6 +233,7 @@ impl<F: Filesystem> Conn<F> {
             self.partial.store(filled > 0, Ordering::Relaxed);
             if filled == buf.len() {
                 buf.resize((buf.len() * 2).clamp(HEADER_SIZE, max), 0);
+                charged.set_forced(buf.len());
             }
             match self.transport.recv(&mut buf[filled..]) {
                 Ok(0) => return String::from("peer closed the connection"),
@@ -210,7 +255,7 @@ impl<F: Filesystem> Conn<F> {
             Ok(frame) => match frame.body {
                 Tmessage::Tversion(req) => self.version(frame.tag, req),
                 Tmessage::Tflush(req) => self.flush(frame.tag, req.oldtag),
-                other => self.request(frame.tag, other),
+                other => self.request(frame.tag, other, raw.size()),
             },
             Err(e) => {
                 let ecode = match e {
@@ -288,8 +333,8 @@ impl<F: Filesystem> Conn<F> {
         }
     }
 
-    /// Any other request: check it, register it, and hand it to a worker.
-    fn request(self: &Arc<Self>, tag: u16, msg: Tmessage) {
+    /// Any other request: charge it, check it, register it, and hand it to a worker.
+    fn request(self: &Arc<Self>, tag: u16, msg: Tmessage, frame: usize) {
         let ty = msg.msg_type();
         let mut st = lock(&self.state);
         let refusal = if st.msize.is_none() {
@@ -325,6 +370,12 @@ impl<F: Filesystem> Conn<F> {
             return;
         }
         let msize = st.msize.unwrap_or(self.shared.config.max_msize);
+        // Charged before the check reserves any fid, so a refusal undoes nothing.
+        let Ok(charge) = self.account.charge(frame + reply_data(&msg, msize)) else {
+            drop(st);
+            self.send_now(tag, Rlerror::new(ENOMEM).into());
+            return;
+        };
         let job = match check(&mut st.fids, msize, msg) {
             Ok(job) => job,
             Err(e) => {
@@ -344,6 +395,7 @@ impl<F: Filesystem> Conn<F> {
         let cancel = st.pending.start(tag);
         drop(st);
         let ctx = Ctx::new(cancel, msize, self.id, tag)
+            .with_memory(Arc::clone(&self.account))
             .with_user(match &self.who {
                 Identity::User(user) => Some(Arc::clone(user)),
                 _ => None,
@@ -356,13 +408,13 @@ impl<F: Filesystem> Conn<F> {
             // Step 5 on this thread: no hand-off, unless the tree would have to wait.
             let done = self.apply(&ctx.inline(), &job);
             if !done.would_block() {
-                return self.finish(&ctx, done);
+                return self.finish(&ctx, done, charge);
             }
         }
         let conn = Arc::clone(self);
         self.shared
             .pool
-            .submit(Box::new(move || conn.work(ctx, job)));
+            .submit(Box::new(move || conn.work(ctx, job, charge)));
     }
 
     /// Calls the tree; a panic becomes `EIO`, and so does an
@@ -391,13 +443,14 @@ impl<F: Filesystem> Conn<F> {
     }
 
     /// Worker side: call the tree, then finish.
-    fn work(&self, ctx: Ctx, job: Job<F::Fid>) {
+    fn work(&self, ctx: Ctx, job: Job<F::Fid>, charge: Charge) {
         let done = self.apply(&ctx, &job);
-        self.finish(&ctx, done);
+        self.finish(&ctx, done, charge);
     }
 
-    /// Records the outcome, then sends the reply and any `Rflush`es queued on it.
-    fn finish(&self, ctx: &Ctx, done: Done<F::Fid>) {
+    /// Records the outcome, then sends the reply and any `Rflush`es queued on it; the
+    /// request's memory `charge` is given back once the reply is out.
+    fn finish(&self, ctx: &Ctx, done: Done<F::Fid>, charge: Charge) {
         let tag = ctx.tag();
         let mut released = Vec::new();
         let mut st = lock(&self.state);
@@ -427,6 +480,7 @@ impl<F: Filesystem> Conn<F> {
             }
         }
         drop(out);
+        drop(charge);
     }
 
     /// Sends a reply that no flush can race with (checks failed, version, early errors).
@@ -436,7 +490,8 @@ impl<F: Filesystem> Conn<F> {
         self.write(&mut out, tag, &msg, msize);
     }
 
-    fn write(&self, buf: &mut Vec<u8>, tag: u16, msg: &Rmessage, msize: u32) {
+    fn write(&self, out: &mut SendBuf, tag: u16, msg: &Rmessage, msize: u32) {
+        let buf = &mut out.buf;
         buf.clear();
         if let Err(e) = encode_frame(tag, msg, msize, buf) {
             tracing::error!(conn = self.id, tag, error = %e, "reply cannot be encoded; sending EIO instead");
@@ -453,5 +508,17 @@ impl<F: Filesystem> Conn<F> {
         if buf.capacity() > 4 * INITIAL_BUFFER && buf.len() < INITIAL_BUFFER {
             buf.shrink_to(INITIAL_BUFFER);
         }
+        out.charge.set_forced(buf.capacity());
     }
+}
+
+/// Bytes of reply data a request may bring (`memory` rule 2): a read's or readdir's
+/// count as the check will cut it; nothing for the others, whose replies are small.
+fn reply_data(msg: &Tmessage, msize: u32) -> usize {
+    let count = match msg {
+        Tmessage::Tread(r) => r.count,
+        Tmessage::Treaddir(r) => r.count,
+        _ => return 0,
+    };
+    nf_ninep::frame::io_count_limit(msize, count) as usize
 }

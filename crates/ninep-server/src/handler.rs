@@ -5,7 +5,8 @@
 use crate::cancel::{Cancel, Monitor};
 use crate::creds::Creds;
 use crate::error::{FsError, FsResult};
-use nf_ninep::errno::{EACCES, EINVAL, ENOENT, ENOTDIR, EOPNOTSUPP, EROFS};
+use crate::memory::{Account, Charge};
+use nf_ninep::errno::{EACCES, EINVAL, ENOENT, ENOMEM, ENOTDIR, EOPNOTSUPP, EROFS};
 use nf_ninep::message::*;
 use nf_ninep::types::{GetattrMask, LockStatus, LockType, Qid, NOFID};
 
@@ -39,6 +40,7 @@ pub struct Ctx {
     user: Option<std::sync::Arc<str>>,
     peer_uid: Option<u32>,
     creds: Option<Creds>,
+    memory: Option<std::sync::Arc<Account>>,
 }
 
 impl Ctx {
@@ -53,6 +55,7 @@ impl Ctx {
             user: None,
             peer_uid: None,
             creds: None,
+            memory: None,
         }
     }
 
@@ -89,6 +92,24 @@ impl Ctx {
             return ready(&mut monitor.lock()).ok_or(FsError::WouldBlock);
         }
         Ok(self.cancel.wait(monitor, ready)?)
+    }
+
+    /// This context, charging the memory budgets of `account`.
+    pub(crate) fn with_memory(mut self, account: std::sync::Arc<Account>) -> Self {
+        self.memory = Some(account);
+        self
+    }
+
+    /// Charges `bytes` that the tree keeps or allocates for this request to the
+    /// connection's, its user's and the server's memory budgets, as long as the
+    /// returned [`Charge`] lives (keep it with what it pays for). Past a budget:
+    /// `ENOMEM`, and the server logs which setting to raise. Outside a connection
+    /// ([`Ctx::background`]) nothing is charged.
+    pub fn charge(&self, bytes: usize) -> FsResult<Charge> {
+        match &self.memory {
+            Some(account) => account.charge(bytes).map_err(|_| FsError::Errno(ENOMEM)),
+            None => Ok(Charge::free(bytes)),
+        }
     }
 
     /// This context, for a connection whose transport authenticated `user`.

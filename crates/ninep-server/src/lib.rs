@@ -19,7 +19,11 @@
 //! | `pool` | worker threads |
 //! | `srv`, `listen` | [`Server`], [`Listener`] |
 //! | `cancel` | [`Cancel`] tokens and [`Monitor`] for blocking trees |
-//! | `watch` | deadlines: handshake, partial frames, idle connections |
+//! | `watch` | deadlines: handshake, partial frames, idle connections; the coarse clock |
+//! | `slots` | who may connect when the server or a user is full: shares, reserve, eviction |
+//! | `memory` | memory budgets per connection, user and server ([`Charge`]) |
+//! | `tally` | counting refusals and evictions, logged at most once per 10 s |
+//! | `trim` | giving freed memory back to the system after a connection ends |
 //! | `config` | every limit and its default ([`ServerConfig`]) |
 //! | `creds` | [`Creds`]: acting as the attached user on host files |
 //!
@@ -31,7 +35,9 @@
 //! 2. `Tversion` and `Tflush` are handled on the reader thread (below). Any other
 //!    request before a successful `Tversion` gets `EPROTO`; a tag already in flight gets
 //!    `EPROTO`; beyond `max_in_flight` requests, `EAGAIN`.
-//! 3. **Check** (`check`, under the connection lock, in arrival order): fids resolve
+//! 3. **Charge** (`memory`): the request's frame, plus a read's or readdir's count, to
+//!    the connection's, its user's and the server's memory budgets; past one, `ENOMEM`.
+//!    **Check** (`check`, under the connection lock, in arrival order): fids resolve
 //!    to entries, open modes and file types are verified, new fids are reserved,
 //!    read/readdir counts are capped at msize − IOHDRSZ. A failure is answered at once.
 //! 4. The request is registered with a fresh [`Cancel`] token and handed to a worker.
@@ -42,7 +48,7 @@
 //!    lock, clunks in the tree the states the server let go of (so a client that has
 //!    its `Rclunk` knows the fid's hold is gone), then sends the reply — unless the
 //!    request was aborted, or flushed and failed — and then one `Rflush` per flush that
-//!    waited for it.
+//!    waited for it; then its charge is given back.
 //!
 //! # Flush
 //!
@@ -67,16 +73,21 @@
 //! # Limits
 //!
 //! See [`ServerConfig`]: `max_msize` (1 MiB), `max_fids` (16384 per connection,
-//! `EMFILE`), `max_in_flight` (256 per connection, `EAGAIN`), `max_clients` (256,
-//! the first request is answered `EAGAIN`, then the connection is closed) and
-//! `max_clients_per_user` (128, the same: a node's ranks of one job fit; other users
-//! keep room) — where a connection holding no fid gives its slot up first — each
-//! logged when hit; and deadlines (`watch`): a connection that has started to talk
-//! must attach within `handshake_timeout` (10 s), a frame must arrive within
-//! `frame_timeout` (30 s) once started, and a connection that let go of every fid is
-//! closed after `idle_timeout` (60 s) of silence.
+//! `EMFILE`), `max_in_flight` (256 per connection, `EAGAIN`); connection slots
+//! (`slots`): `max_clients` (1024) and `max_clients_per_user` (128), the last eighth
+//! kept for users holding few, an idle connection of the user holding the most giving
+//! its slot up before anyone is refused (the first request is answered `EAGAIN`, then
+//! the connection is closed); memory budgets (`memory`): `max_conn_memory` (32 MiB),
+//! `max_user_memory` (256 MiB, the server 16×), charged by requests in flight,
+//! buffers and what trees keep ([`Ctx::charge`]), `ENOMEM` past them; each logged
+//! when hit (at most once per 10 s where a client can repeat it); and deadlines
+//! (`watch`): a connection that has started to talk must attach within
+//! `handshake_timeout` (10 s), a frame must arrive within `frame_timeout` (30 s) once
+//! started, and a connection that let go of every fid is closed after `idle_timeout`
+//! (60 s) of silence.
 
-#![forbid(unsafe_code)]
+// The one `unsafe` call is `malloc_trim`, in `trim`.
+#![deny(unsafe_code)]
 
 mod apply;
 mod cancel;
@@ -89,10 +100,14 @@ mod fid;
 mod handler;
 mod job;
 mod listen;
+mod memory;
 mod pending;
 mod pool;
 mod reply;
+mod slots;
 mod srv;
+mod tally;
+mod trim;
 mod watch;
 
 pub use cancel::{lock, Cancel, Cancelled, Monitor};
@@ -101,4 +116,5 @@ pub use creds::Creds;
 pub use error::{FsError, FsResult, ServerError};
 pub use handler::{synthetic_statfs, Ctx, Filesystem, Walked, V9FS_MAGIC};
 pub use listen::{ListenAddr, Listener};
+pub use memory::Charge;
 pub use srv::{Server, ServerStats};

@@ -1,9 +1,9 @@
 //! Accept loops for TCP and unix sockets, and the [`Listener`] handle that stops them.
 //!
 //! Each listener has one accept thread ([`Acceptor`]). An accepted connection is
-//! admitted (up to `max_clients`) and served on its own reader thread; a refused one is
-//! answered on a short-lived thread that waits at most `refuse_timeout` for the
-//! client's first frame. Stopping shuts the listening socket down (never a connection
+//! admitted (by the rules of `slots`) and served on its own reader thread; a refused
+//! one is answered on a short-lived thread that waits at most `refuse_timeout` for the
+//! client's first frame (at most 64 such threads at once; more are closed unanswered). Stopping shuts the listening socket down (never a connection
 //! to itself, which is unsafe across network namespaces); a unix socket file is then
 //! removed.
 
@@ -13,14 +13,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::thread;
 use std::time::Duration;
 
 use nf_sys::accept::{Acceptor, Listening};
 
 use crate::error::ServerError;
 use crate::handler::Filesystem;
-use crate::srv::{refuse, Server};
+use crate::srv::Server;
 
 /// Where a listener listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,12 +130,8 @@ fn serve_accepted<F: Filesystem, S: Accepted>(server: &Server<F>, stream: S) {
         }
         Err(stream) => {
             let _ = stream.set_timeout(Some(server.config().refuse_timeout));
-            let msize = server.config().max_msize;
-            let spawned = thread::Builder::new()
-                .name("9p-refuse".into())
-                .spawn(move || refuse(&stream, msize));
-            if let Err(e) = spawned {
-                tracing::error!(error = %e, "cannot answer a refused 9P connection; closing it");
+            if let Err(e) = server.refuse_later(stream) {
+                tracing::error!(error = %e, "cannot answer a refused 9P connection; closed it");
             }
         }
     }

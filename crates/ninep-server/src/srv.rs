@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::net::ToSocketAddrs;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -14,8 +14,11 @@ use crate::conn::{Conn, Identity};
 use crate::error::ServerError;
 use crate::handler::Filesystem;
 use crate::listen::{self, Listener};
+use crate::memory::{Account, Budget, SERVER_KNOB, USER_KNOB};
 use crate::pool::Pool;
-use crate::watch;
+use crate::slots::{plan, Limits, Owner, Slot};
+use crate::tally::Tally;
+use crate::watch::{self, Clock};
 use nf_ninep::errno::EAGAIN;
 use nf_ninep::frame::{encode_frame, FrameDecoder};
 use nf_ninep::message::{Rlerror, Rmessage};
@@ -28,8 +31,25 @@ pub(crate) struct Shared<F: Filesystem> {
     pub pool: Pool,
     conns: Mutex<HashMap<u64, Arc<Conn<F>>>>,
     next_id: AtomicU64,
-    refused: AtomicU64,
+    /// Connections refused for the slot limits (`slots` rule 5).
+    refused: Tally,
+    /// Connections closed to make room (`slots` rule 6).
+    evicted: Tally,
+    /// Requests refused for a memory budget (`memory` rule 1).
+    over_budget: Arc<Tally>,
+    /// The server's memory budget, charged by every connection.
+    pub memory: Arc<Budget>,
+    /// The coarse clock connections stamp their last frame with.
+    pub clock: Clock,
+    /// Threads answering refused connections now (at most [`MAX_REFUSING`]).
+    refusing: Arc<AtomicUsize>,
+    /// Set when a connection ends: the watcher then gives memory back (`trim`).
+    pub ended: AtomicBool,
 }
+
+/// Most refused connections answered at once; more are closed without an answer, so
+/// that a client connecting in a loop cannot make the server start threads at will.
+const MAX_REFUSING: usize = 64;
 
 /// Counters describing a server at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,8 +62,16 @@ pub struct ServerStats {
     pub in_flight: usize,
     /// Worker threads alive.
     pub workers: usize,
-    /// Connections refused so far for `max_clients`.
+    /// Connections refused so far for the slot limits (`max_clients`,
+    /// `max_clients_per_user`, the reserve).
     pub refused_clients: u64,
+    /// Idle connections closed so far to make room for new ones.
+    pub evicted_clients: u64,
+    /// Requests refused so far with `ENOMEM` for a memory budget.
+    pub refused_requests: u64,
+    /// Bytes charged to the server's memory budget now (buffers, requests in flight,
+    /// what trees hold for their fids).
+    pub memory: usize,
 }
 
 /// A 9P2000.L server for one tree. Cheap to clone: clones share everything.
@@ -89,11 +117,17 @@ impl<F: Filesystem> Server<F> {
         let pool = Pool::new(config.max_workers, config.worker_idle);
         let shared = Arc::new(Shared {
             fs: Arc::new(fs),
+            memory: Budget::new(config.max_server_memory(), SERVER_KNOB),
             config,
             pool,
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            refused: AtomicU64::new(0),
+            refused: Tally::new(),
+            evicted: Tally::new(),
+            over_budget: Arc::new(Tally::new()),
+            clock: Clock::new(),
+            refusing: Arc::new(AtomicUsize::new(0)),
+            ended: AtomicBool::new(false),
         });
         watch::start(Arc::downgrade(&shared));
         Server { shared }
@@ -160,14 +194,7 @@ impl<F: Filesystem> Server<F> {
         match self.admit(transport) {
             Ok(conn) => self.spawn_conn(conn),
             Err(transport) => {
-                let msize = self.shared.config.max_msize;
-                thread::Builder::new()
-                    .name("9p-refuse".into())
-                    .spawn(move || refuse(&transport, msize))
-                    .map_err(|source| ServerError::Spawn {
-                        what: "refusal",
-                        source,
-                    })?;
+                self.refuse_later(transport)?;
                 Err(self.too_many())
             }
         }
@@ -179,7 +206,10 @@ impl<F: Filesystem> Server<F> {
         let mut stats = ServerStats {
             clients: conns.len(),
             workers: self.shared.pool.threads(),
-            refused_clients: self.shared.refused.load(Ordering::Relaxed),
+            refused_clients: self.shared.refused.total(),
+            evicted_clients: self.shared.evicted.total(),
+            refused_requests: self.shared.over_budget.total(),
+            memory: self.shared.memory.used(),
             ..ServerStats::default()
         };
         for conn in conns {
@@ -207,51 +237,92 @@ impl<F: Filesystem> Server<F> {
         true
     }
 
-    /// Registers a connection, or gives the transport back when `max_clients` are
-    /// served, or `max_clients_per_user` for the peer's user.
+    /// Registers a connection, making room by the rules of `slots`, or gives the
+    /// transport back when there is none.
     pub(crate) fn admit<T: Transport>(&self, transport: T) -> Result<Arc<Conn<F>>, T> {
         let who = Identity::of(&transport);
-        let config = &self.shared.config;
-        let mut conns = lock(&self.shared.conns);
-        // Full: a connection that holds nothing (never attached, or let go of every
-        // fid) gives its slot up, the user's own first when the user is at its limit.
-        let mine = |conns: &HashMap<u64, Arc<Conn<F>>>| {
-            conns.values().filter(|c| *c.identity() == who).count()
+        let owner = Owner::of(&who);
+        let shared = &self.shared;
+        let limits = Limits::from(&shared.config);
+        let now = shared.clock.now();
+        let mut conns = lock(&shared.conns);
+        let view: Vec<Slot> = conns.values().map(|c| c.slot(now)).collect();
+        let victims = match plan(&view, &owner, &limits) {
+            Ok(victims) => victims,
+            Err(refusal) => {
+                drop(conns);
+                shared.refused.hit(|| {
+                    format!(
+                        "refusing 9P connection from {} ({owner}) with EAGAIN: {} ({})",
+                        transport.peer(),
+                        refusal.why,
+                        refusal.limit
+                    )
+                });
+                return Err(transport);
+            }
         };
-        let over_user = mine(&conns) >= config.max_clients_per_user;
-        if over_user || conns.len() >= config.max_clients {
-            let victim = conns
-                .values()
-                .filter(|c| !over_user || *c.identity() == who)
-                .filter(|c| c.counts() == (0, 0))
-                .min_by_key(|c| c.id())
-                .cloned();
-            if let Some(v) = victim {
-                tracing::warn!(conn = v.id(), peer = %v.peer(), "closing a 9P connection that holds no fid to make room for a new one");
-                conns.remove(&v.id());
+        for id in victims {
+            if let Some(v) = conns.remove(&id) {
+                shared.evicted.hit(|| {
+                    format!(
+                        "closing idle 9P connection {} of {} ({}) to make room for one of {owner}",
+                        v.id(),
+                        v.owner(),
+                        v.peer()
+                    )
+                });
                 v.close();
             }
         }
-        let refusal = if conns.len() >= config.max_clients {
-            Some(("too many clients (max_clients)", config.max_clients))
-        } else if mine(&conns) >= config.max_clients_per_user {
-            Some((
-                "too many connections for this user (max_clients_per_user)",
-                config.max_clients_per_user,
-            ))
-        } else {
-            None
-        };
-        if let Some((why, limit)) = refusal {
-            drop(conns);
-            self.shared.refused.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(peer = %transport.peer(), %who, limit, "refusing 9P connection with EAGAIN: {why}");
-            return Err(transport);
-        }
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let conn = Conn::new(id, Arc::clone(&self.shared), Arc::new(transport), who);
+        let user = conns
+            .values()
+            .find(|c| *c.owner() == owner)
+            .map(|c| Arc::clone(c.account().user()))
+            .unwrap_or_else(|| Budget::new(shared.config.max_user_memory, USER_KNOB));
+        let account = Account::new(
+            shared.config.max_conn_memory,
+            user,
+            Arc::clone(&shared.memory),
+            Arc::clone(&shared.over_budget),
+        );
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let conn = Conn::new(
+            id,
+            Arc::clone(shared),
+            Arc::new(transport),
+            who,
+            owner,
+            account,
+        );
         conns.insert(id, Arc::clone(&conn));
         Ok(conn)
+    }
+
+    /// Answers a refused connection on a short-lived thread (`EAGAIN` to its first
+    /// frame; the caller bounds the wait with the stream's read timeout), or closes it
+    /// at once when [`MAX_REFUSING`] are being answered already.
+    pub(crate) fn refuse_later<T: Transport>(&self, transport: T) -> Result<(), ServerError> {
+        let refusing = Arc::clone(&self.shared.refusing);
+        if refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
+            refusing.fetch_sub(1, Ordering::AcqRel);
+            transport.close();
+            return Ok(());
+        }
+        let msize = self.shared.config.max_msize;
+        let spawned = thread::Builder::new()
+            .name("9p-refuse".into())
+            .spawn(move || {
+                refuse(&transport, msize);
+                refusing.fetch_sub(1, Ordering::AcqRel);
+            });
+        spawned.map(|_| ()).map_err(|source| {
+            self.shared.refusing.fetch_sub(1, Ordering::AcqRel);
+            ServerError::Spawn {
+                what: "refusal",
+                source,
+            }
+        })
     }
 
     /// Every connection being served now.
@@ -280,6 +351,7 @@ impl<F: Filesystem> Server<F> {
     fn run(&self, conn: &Arc<Conn<F>>) {
         conn.run();
         lock(&self.shared.conns).remove(&conn.id());
+        self.shared.ended.store(true, Ordering::Relaxed);
     }
 
     fn too_many(&self) -> ServerError {

@@ -11,21 +11,27 @@
 //! 3. attached once, but holds no fid, has no request in flight and has sent no frame
 //!    for `idle_timeout`.
 //!
+//! It also gives freed memory back after connections end (`trim`, at most once a
+//! second).
+//!
 //! A connection that has sent nothing at all (a relay that connects before its client
 //! is ready, as QEMU's does for a booting guest) is left alone: it holds one slot,
 //! which [`Server`]'s admission takes back when a new connection needs it.
 //!
-//! The reader loop only counts frames and flags a partial one (two relaxed stores per
-//! receive); every clock read happens here. The thread ends within a tick of the
-//! server's last handle being dropped.
+//! The reader loop only counts frames, flags a partial one and stamps the last frame
+//! with the coarse [`Clock`] this thread advances every tick (a few relaxed atomics per
+//! receive); every clock read happens here and in admission. The thread ends within a
+//! tick of the server's last handle being dropped.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Weak;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::handler::Filesystem;
 use crate::srv::{Server, Shared};
+use crate::trim;
 
 /// What the watcher last saw of one connection.
 struct Seen {
@@ -37,6 +43,36 @@ struct Seen {
     changed: Instant,
 }
 
+/// Longest tick: how stale [`Clock::coarse`] may be.
+const MAX_TICK: Duration = Duration::from_millis(250);
+
+/// Milliseconds since the server started: advanced by the watcher every tick and by
+/// admission, read by connection readers with one relaxed load.
+pub(crate) struct Clock {
+    start: Instant,
+    ms: AtomicU64,
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        Clock {
+            start: Instant::now(),
+            ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Advances the clock to now and returns it.
+    pub fn now(&self) -> u64 {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.ms.fetch_max(ms, Ordering::Relaxed).max(ms)
+    }
+
+    /// The time as last advanced: at most [`MAX_TICK`] old while the server runs.
+    pub fn coarse(&self) -> u64 {
+        self.ms.load(Ordering::Relaxed)
+    }
+}
+
 /// Starts the watcher of the server behind `shared`.
 pub(crate) fn start<F: Filesystem>(shared: Weak<Shared<F>>) {
     let Some(strong) = shared.upgrade() else {
@@ -44,7 +80,7 @@ pub(crate) fn start<F: Filesystem>(shared: Weak<Shared<F>>) {
     };
     let c = &strong.config;
     let shortest = c.handshake_timeout.min(c.frame_timeout).min(c.idle_timeout);
-    let tick = (shortest / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
+    let tick = (shortest / 4).clamp(Duration::from_millis(20), MAX_TICK);
     drop(strong);
     let spawned = thread::Builder::new()
         .name("9p-deadlines".into())
@@ -56,12 +92,18 @@ pub(crate) fn start<F: Filesystem>(shared: Weak<Shared<F>>) {
 
 fn run<F: Filesystem>(shared: Weak<Shared<F>>, tick: Duration) {
     let mut seen: HashMap<u64, Seen> = HashMap::new();
+    let mut trimmed = Instant::now();
     loop {
         thread::sleep(tick);
         let Some(shared) = shared.upgrade() else {
             return;
         };
         let now = Instant::now();
+        shared.clock.now();
+        if now - trimmed >= trim::EVERY && shared.ended.swap(false, Ordering::Relaxed) {
+            trim::release();
+            trimmed = now;
+        }
         let conns = Server::conns(&shared);
         seen.retain(|id, _| conns.iter().any(|c| c.id() == *id));
         let c = &shared.config;

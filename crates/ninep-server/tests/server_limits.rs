@@ -8,6 +8,7 @@ use nf_ninep::*;
 use nf_ninep_client::{ClientConfig, ClientError};
 use nf_ninep_server::ServerConfig;
 use nf_testkit::ninep::{ecode, serve, wait_for, Via};
+use std::time::Duration;
 
 #[test]
 fn max_fids_per_connection() {
@@ -84,10 +85,14 @@ fn max_in_flight_per_connection() {
 #[test]
 fn max_clients() {
     let (tree, _) = Counting::sample();
-    let s = serve(tree, ServerConfig::default().max_clients(2), Via::Tcp);
+    // Attached clients that spoke within `evict_idle_after` (an hour here) are not
+    // idle: neither gives its slot up.
+    let limits = ServerConfig::default()
+        .max_clients(2)
+        .evict_idle_after(Duration::from_secs(3600));
+    let s = serve(tree, limits, Via::Tcp);
     let a = s.client();
     let b = s.client();
-    // Attached clients hold fids: neither gives its slot up.
     let (_ra, _rb) = (a.attach("a", "").unwrap(), b.attach("b", "").unwrap());
     let addr = s.listener.as_ref().unwrap().tcp_addr().unwrap();
     let err = nf_ninep_client::Client::connect_tcp(addr).unwrap_err();

@@ -179,11 +179,19 @@ impl HostRoot {
         rustix::fs::chmod(link.as_str(), Mode::from_raw_mode(mode & 0o7777)).map_err(os)
     }
 
-    /// Directory entries of `path` (names that are not UTF-8 are skipped).
-    pub fn list(&self, path: &[String]) -> FsResult<Vec<HostEntry>> {
+    /// Opens the directory `path` for reading its entries (never following a final
+    /// symlink).
+    pub fn open_dir(&self, path: &[String]) -> FsResult<OwnedFd> {
         let (dir, name) = self.locate(path)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(os)?;
+        rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(os)
+    }
+
+    /// Directory entries of `path` in one go (names that are not UTF-8 are skipped).
+    /// For small listings only: a large directory is read page by page
+    /// ([`crate::hostdir::HostDir`]).
+    pub fn list(&self, path: &[String]) -> FsResult<Vec<HostEntry>> {
+        let fd = self.open_dir(path)?;
         let mut entries = Vec::new();
         for entry in rustix::fs::Dir::new(fd).map_err(os)? {
             let entry = entry.map_err(os)?;

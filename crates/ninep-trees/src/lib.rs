@@ -16,17 +16,19 @@
 //! | module | job |
 //! |---|---|
 //! | `host` | walking beneath an export root without leaving it; acting as the user |
+//! | `hostdir` | a host directory read page by page with the kernel's cookies (no snapshot) |
 //! | `passthrough` | [`PassthroughFs`]: a host directory, read-write |
 //! | [`readonly`] | [`ReadOnlyView`]: a host directory; writes go to an in-memory overlay |
 //! | [`synthetic`] | [`SyntheticTree`]: static, dynamic and streaming files built in code |
 //! | [`mount`] | [`MountTable`]: trees under one root, with an attach check |
 //! | [`erased`] | [`Erased`], [`DynFs`]: any tree behind one type, for a mount table |
-//! | `listing` | [`Listing`]: directory reads by offset over a snapshot |
+//! | `listing` | [`Listing`]: directory reads by offset over a snapshot charged to the connection, for small computed listings |
 
 #![forbid(unsafe_code)]
 
 pub mod erased;
 mod host;
+mod hostdir;
 mod listing;
 pub mod mount;
 mod passthrough;

@@ -4,40 +4,89 @@
 //! through that snapshot, so entries neither repeat nor vanish while a client lists a
 //! directory that changes. Each entry's offset is its index + 1 (the cookie to resume
 //! after it).
+//!
+//! A snapshot costs memory for as long as the fid is open, so it is meant for small
+//! listings (a synthetic tree, a mount table's root); a host directory is read page by
+//! page instead (`hostdir`). [`Listing::read`] charges the snapshot to the request's
+//! connection ([`Ctx::charge`]) for as long as it is kept: past the budget the read
+//! fails `ENOMEM` and nothing is kept. [`Listing::page`] charges nothing, for trees
+//! that have no [`Ctx`] at hand.
 
 use std::sync::Mutex;
 
 use nf_ninep::message::Rreaddir;
 use nf_ninep::readdir::DirentWriter;
 use nf_ninep::types::Dirent;
-use nf_ninep_server::lock;
-use nf_ninep_server::FsError;
-use nf_ninep_server::FsResult;
+use nf_ninep_server::{lock, Charge, Ctx, FsError, FsResult};
 
 /// The listing state of one open directory fid (for trees outside this crate too).
 #[derive(Default)]
 pub struct Listing {
-    snapshot: Mutex<Option<Vec<Dirent>>>,
+    snapshot: Mutex<Option<Snapshot>>,
+}
+
+/// A listing taken at offset 0, and what it is charged.
+struct Snapshot {
+    entries: Vec<Dirent>,
+    _charge: Charge,
+}
+
+/// Bytes a snapshot of `entries` holds.
+fn footprint(entries: &[Dirent]) -> usize {
+    entries
+        .iter()
+        .map(|e| std::mem::size_of::<Dirent>() + e.name.capacity())
+        .sum()
 }
 
 impl Listing {
     /// The entries after `offset`, at most `count` bytes; `fill` lists the directory
-    /// (its offsets are overwritten) and is called at offset 0 or when nothing is cached.
+    /// (its offsets are overwritten) and is called at offset 0 or when nothing is
+    /// cached. The snapshot is charged to `ctx`'s connection while it is kept.
+    pub fn read(
+        &self,
+        ctx: &Ctx,
+        offset: u64,
+        count: u32,
+        fill: impl FnOnce() -> FsResult<Vec<Dirent>>,
+    ) -> FsResult<Rreaddir> {
+        self.serve(offset, count, fill, |entries| {
+            ctx.charge(footprint(entries))
+        })
+    }
+
+    /// As [`Listing::read`], charging the snapshot to nobody.
     pub fn page(
         &self,
         offset: u64,
         count: u32,
         fill: impl FnOnce() -> FsResult<Vec<Dirent>>,
     ) -> FsResult<Rreaddir> {
+        self.serve(offset, count, fill, |_| Ok(Charge::none()))
+    }
+
+    fn serve(
+        &self,
+        offset: u64,
+        count: u32,
+        fill: impl FnOnce() -> FsResult<Vec<Dirent>>,
+        charge: impl FnOnce(&[Dirent]) -> FsResult<Charge>,
+    ) -> FsResult<Rreaddir> {
         let mut snapshot = lock(&self.snapshot);
         if offset == 0 || snapshot.is_none() {
+            // The old snapshot goes (and its charge with it) before the new one is made.
+            *snapshot = None;
             let mut entries = fill()?;
             for (i, e) in entries.iter_mut().enumerate() {
                 e.offset = i as u64 + 1;
             }
-            *snapshot = Some(entries);
+            let charged = charge(&entries)?;
+            *snapshot = Some(Snapshot {
+                entries,
+                _charge: charged,
+            });
         }
-        let entries = snapshot.as_deref().unwrap_or_default();
+        let entries = snapshot.as_ref().map_or(&[][..], |s| &s.entries[..]);
         let start = usize::try_from(offset)
             .unwrap_or(usize::MAX)
             .min(entries.len());

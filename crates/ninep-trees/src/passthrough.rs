@@ -14,14 +14,13 @@ use std::sync::OnceLock;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timestamps, UTIME_NOW, UTIME_OMIT};
 
 use crate::host::{
-    self, attr, child, dtype, open_flags, os, step, HostRoot, PathRegistry, SharedPath, Versions,
-    HOST_VALID,
+    attr, child, open_flags, os, step, HostRoot, PathRegistry, SharedPath, Versions, HOST_VALID,
 };
-use crate::listing::Listing;
+use crate::hostdir::HostDir;
 use crate::ExportError;
 use nf_ninep::errno::{EBADF, EBUSY, EINVAL, EISDIR, ELOOP, EOPNOTSUPP, EPERM};
 use nf_ninep::message::*;
-use nf_ninep::types::{Dirent, Qid, SetattrMask, Timespec, UnlinkatFlags};
+use nf_ninep::types::{Qid, SetattrMask, Timespec, UnlinkatFlags};
 use nf_ninep_server::lock;
 use nf_ninep_server::FsError;
 use nf_ninep_server::{Ctx, Filesystem, FsResult};
@@ -34,7 +33,7 @@ pub struct PassthroughFs {
     paths: PathRegistry,
 }
 
-/// A [`PassthroughFs`] fid: a path below the root, and the open file or listing.
+/// A [`PassthroughFs`] fid: a path below the root, and the open file or directory.
 pub struct HostFid {
     path: SharedPath,
     open: OnceLock<HostOpen>,
@@ -42,7 +41,7 @@ pub struct HostFid {
 
 enum HostOpen {
     File { file: File, qid_path: u64 },
-    Dir(Listing),
+    Dir(HostDir),
 }
 
 impl PassthroughFs {
@@ -81,28 +80,11 @@ impl PassthroughFs {
         }
     }
 
-    fn entries(&self, path: &[String]) -> FsResult<Vec<Dirent>> {
-        let here = self.qid_of(path)?;
-        let mut parent_path = path.to_vec();
-        step(&mut parent_path, "..");
-        let up = self.qid_of(&parent_path)?;
-        let mut out = vec![dot(".", here), dot("..", up)];
-        for e in self.root.list(path)? {
-            if e.name == "." || e.name == ".." {
-                continue;
-            }
-            out.push(Dirent {
-                qid: Qid {
-                    ty: host::qid_type(e.ftype),
-                    version: 0,
-                    path: e.ino,
-                },
-                offset: 0,
-                dtype: dtype(e.ftype),
-                name: e.name,
-            });
-        }
-        Ok(out)
+    /// The qid of `.` or `..` in the directory `path` (rule 4 of `hostdir.rs`).
+    fn dot_qid(&self, path: &[String], name: &str) -> FsResult<Qid> {
+        let mut at = path.to_vec();
+        step(&mut at, name);
+        self.qid_of(&at)
     }
 
     fn move_path(&self, from: Vec<String>, to: Vec<String>) -> FsResult<()> {
@@ -141,15 +123,6 @@ impl PassthroughFs {
         };
         let (dir, name) = self.root.locate(path)?;
         rustix::fs::utimensat(&dir, name, &times, AtFlags::SYMLINK_NOFOLLOW).map_err(os)
-    }
-}
-
-fn dot(name: &str, qid: Qid) -> Dirent {
-    Dirent {
-        qid,
-        offset: 0,
-        dtype: Dirent::DT_DIR,
-        name: name.to_string(),
     }
 }
 
@@ -204,7 +177,7 @@ impl Filesystem for PassthroughFs {
         let path = fid.path();
         let st = self.root.lstat(&path)?;
         let opened = match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory => HostOpen::Dir(Listing::default()),
+            FileType::Directory => HostOpen::Dir(HostDir::open(&self.root, &path)?),
             FileType::RegularFile => {
                 let (file, st) =
                     self.root
@@ -251,10 +224,11 @@ impl Filesystem for PassthroughFs {
         Ok(Rwrite { count: n as u32 })
     }
 
-    fn readdir(&self, _: &Ctx, dir: &HostFid, req: &Treaddir) -> FsResult<Rreaddir> {
+    fn readdir(&self, ctx: &Ctx, dir: &HostFid, req: &Treaddir) -> FsResult<Rreaddir> {
         match dir.open.get() {
-            Some(HostOpen::Dir(listing)) => {
-                listing.page(req.offset, req.count, || self.entries(&dir.path()))
+            Some(HostOpen::Dir(stream)) => {
+                let path = dir.path();
+                stream.page(ctx, req.offset, req.count, |name| self.dot_qid(&path, name))
             }
             _ => Err(FsError::Errno(EBADF)),
         }

@@ -7,6 +7,7 @@ use nf_ninep::errno::{EAGAIN, EMFILE};
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::{Client, ClientConfig};
 use nf_ninep_server::ServerConfig;
+use std::time::Duration;
 use support::Node;
 
 #[test]
@@ -32,7 +33,11 @@ fn fid_limit_answers_emfile_and_says_what_to_do() {
 
 #[test]
 fn client_limit_answers_eagain() {
-    let node = Node::with_limits(ServerConfig::default().max_clients(2));
+    // Attached within the hour: neither connection is idle enough to give way.
+    let limits = ServerConfig::default()
+        .max_clients(2)
+        .evict_idle_after(Duration::from_secs(3600));
+    let node = Node::with_limits(limits);
     let _a = node.root();
     let _b = node.root();
     let err = Client::connect_unix(&node.socket).unwrap_err();

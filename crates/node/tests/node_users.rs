@@ -216,7 +216,7 @@ fn silent_connections_cannot_lock_out_new_clients() {
             })
             .collect()
     });
-    // The user holds at most max_clients_per_user (128) of the 256 slots: another
+    // The user holds at most max_clients_per_user (128) of the 1024 slots: another
     // user gets in at once.
     eventually("the user's connections to fill exactly their share", || {
         node.daemon().server().stats().clients == 128

@@ -109,13 +109,23 @@ pub struct ServeArgs {
     /// Most requests one connection may have in flight (more: EAGAIN).
     #[arg(long, default_value_t = 256)]
     pub max_in_flight: usize,
-    /// Most connections served at once (more are answered EAGAIN and closed).
-    #[arg(long, default_value_t = 256)]
+    /// Most connections served at once; the last eighth only for users holding fewer
+    /// than 4. When full, an idle connection of the user holding the most gives way;
+    /// if none can, the new one is answered EAGAIN and closed.
+    #[arg(long, default_value_t = ServerConfig::default().max_clients)]
     pub max_clients: usize,
     /// Most connections served at once for one user (the kernel's uid of a local peer,
-    /// a TLS name); more are answered EAGAIN and closed.
-    #[arg(long, default_value_t = 128)]
+    /// the account of a TLS name: one user over every transport); the user's own idle
+    /// connection gives way, else EAGAIN.
+    #[arg(long, default_value_t = ServerConfig::default().max_clients_per_user)]
     pub max_clients_per_user: usize,
+    /// Bytes one connection may hold in buffers and requests in flight (more: ENOMEM).
+    #[arg(long, value_name = "BYTES", default_value_t = ServerConfig::default().max_conn_memory)]
+    pub conn_memory: usize,
+    /// Bytes all of one user's connections may hold (more: ENOMEM); the whole server
+    /// may hold 16× this.
+    #[arg(long, value_name = "BYTES", default_value_t = ServerConfig::default().max_user_memory)]
+    pub user_memory: usize,
     /// Seconds a connection may take to attach once it starts talking, and a started
     /// frame to arrive;
     /// a connection holding no fid is closed after 6× this of silence.
@@ -312,6 +322,15 @@ impl ServeArgs {
         if self.max_fids == 0 || self.max_in_flight == 0 || self.max_clients == 0 {
             bail!("--max-fids, --max-in-flight and --max-clients must be at least 1");
         }
+        // A connection's buffers alone take up to 2 × msize; leave room for requests.
+        let least = 4 * self.msize as usize;
+        if self.conn_memory < least || self.user_memory < self.conn_memory {
+            bail!(
+                "--conn-memory {} must be at least 4 × --msize ({least}), and --user-memory {} at least --conn-memory",
+                self.conn_memory,
+                self.user_memory
+            );
+        }
         if let Some(dir) = &self.export {
             if !dir.is_dir() {
                 bail!(
@@ -362,6 +381,7 @@ impl ServeArgs {
                 .max_in_flight(self.max_in_flight)
                 .max_clients(self.max_clients)
                 .max_clients_per_user(self.max_clients_per_user)
+                .memory(self.conn_memory, self.user_memory)
                 .deadlines(
                     Duration::from_secs(self.handshake_timeout),
                     Duration::from_secs(self.handshake_timeout * 3),

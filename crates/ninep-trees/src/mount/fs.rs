@@ -182,7 +182,9 @@ impl Filesystem for MountTable {
 
     fn readdir(&self, ctx: &Ctx, dir: &MountFid, req: &Treaddir) -> FsResult<Rreaddir> {
         match &dir.at {
-            Place::Root(listing) => listing.page(req.offset, req.count, || Ok(self.root_entries())),
+            Place::Root(listing) => {
+                listing.read(ctx, req.offset, req.count, || Ok(self.root_entries()))
+            }
             Place::Child { index, state, path } => {
                 let (fs, ctx) = self.reach(ctx, &dir.session, *index)?;
                 let r = fs.readdir(&ctx, state, req)?;

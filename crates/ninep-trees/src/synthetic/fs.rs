@@ -396,10 +396,10 @@ impl Filesystem for SyntheticTree {
         Ok(Rwrite { count })
     }
 
-    fn readdir(&self, _: &Ctx, dir: &SynFid, req: &Treaddir) -> FsResult<Rreaddir> {
+    fn readdir(&self, ctx: &Ctx, dir: &SynFid, req: &Treaddir) -> FsResult<Rreaddir> {
         match dir.open.get() {
             Some(SynOpen::Dir(listing)) => {
-                listing.page(req.offset, req.count, || self.entries(&dir.node))
+                listing.read(ctx, req.offset, req.count, || self.entries(&dir.node))
             }
             _ => Err(FsError::Errno(EBADF)),
         }

@@ -352,10 +352,10 @@ impl Filesystem for MemTree {
         })
     }
 
-    fn readdir(&self, _: &Ctx, dir: &MemFid, req: &Treaddir) -> FsResult<Rreaddir> {
+    fn readdir(&self, ctx: &Ctx, dir: &MemFid, req: &Treaddir) -> FsResult<Rreaddir> {
         let who = dir.who()?;
         dir.listing
-            .page(req.offset, req.count, || self.list(who, &dir.at))
+            .read(ctx, req.offset, req.count, || self.list(who, &dir.at))
     }
 }
 

@@ -1,0 +1,83 @@
+//! Counting what a client can make happen at will (refusals, evictions), and logging
+//! it at most once per [`INTERVAL`], so that no client can flood the log.
+//!
+//! The first event is logged at once; the ones after it within the interval are only
+//! counted, and the next line logged says how many there were. The total is kept for
+//! [`crate::ServerStats`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::cancel::lock;
+
+/// Shortest time between two log lines of one tally.
+pub(crate) const INTERVAL: Duration = Duration::from_secs(10);
+
+/// A count of one kind of event, and when it was last logged.
+#[derive(Default)]
+pub(crate) struct Tally {
+    total: AtomicU64,
+    window: Mutex<Window>,
+}
+
+#[derive(Default)]
+struct Window {
+    /// When a line was last logged.
+    logged: Option<Instant>,
+    /// Events since then that were not logged.
+    unlogged: u64,
+}
+
+impl Tally {
+    pub fn new() -> Tally {
+        Tally::default()
+    }
+
+    /// Counts one event, and logs `line()` (a `tracing` warning) unless a line was
+    /// logged less than [`INTERVAL`] ago.
+    pub fn hit(&self, line: impl FnOnce() -> String) {
+        self.total.fetch_add(1, Ordering::Relaxed);
+        let mut w = lock(&self.window);
+        let now = Instant::now();
+        if w.logged.is_some_and(|t| now - t < INTERVAL) {
+            w.unlogged += 1;
+            return;
+        }
+        let unlogged = std::mem::take(&mut w.unlogged);
+        w.logged = Some(now);
+        drop(w);
+        let line = line();
+        if unlogged == 0 {
+            tracing::warn!("{line}");
+        } else {
+            tracing::warn!(
+                "{line} ({unlogged} more like it in the last {}s were counted, not logged)",
+                INTERVAL.as_secs()
+            );
+        }
+    }
+
+    /// Events counted so far.
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_every_event_and_logs_the_first_of_a_burst() {
+        let t = Tally::new();
+        let mut logged = 0;
+        for _ in 0..1000 {
+            t.hit(|| {
+                logged += 1;
+                String::from("x")
+            });
+        }
+        assert_eq!((t.total(), logged), (1000, 1));
+    }
+}
