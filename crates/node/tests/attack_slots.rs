@@ -71,7 +71,7 @@ impl Target {
                 ..NodeConfig::default()
             },
             limits,
-            join: None,
+            ..ServeConfig::default()
         })
         .expect("start the node server");
         open(socket.parent().unwrap(), 0o755);
