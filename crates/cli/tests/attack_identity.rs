@@ -191,6 +191,8 @@ fn a_user_who_closes_while_the_server_is_stopped_is_never_served_as_root() {
 struct Gateway {
     child: std::process::Child,
     addr: SocketAddr,
+    /// What it logged (stderr), line by line.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -209,10 +211,19 @@ impl Gateway {
             .arg(dir.path().join("gw.sock"))
             .arg("--config")
             .arg(&conf)
-            .env("NF_LOG", "error")
+            .env("NF_LOG", "warn")
             .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("start nf gateway");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let lines = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                lines.lock().unwrap().push(line);
+            }
+        });
         let watchdog = Watchdog::new(child.id());
         let (tx, rx) = std::sync::mpsc::channel();
         let stdout = child.stdout.take().unwrap();
@@ -231,6 +242,7 @@ impl Gateway {
         Gateway {
             child,
             addr,
+            log,
             _dir: dir,
         }
     }
@@ -289,5 +301,14 @@ fn a_user_who_closes_at_once_is_never_root_through_the_gateway() {
     assert!(
         !procs.lines().any(|l| l.split(' ').nth(1) == Some("root")),
         "a session was made as root through the gateway:\n{procs}"
+    );
+    // Hundreds of refusals are counted, not each logged (one in full, then one summary
+    // per 10 s).
+    let log = gw.log.lock().unwrap();
+    let refusals = log.iter().filter(|l| l.contains("refused")).count();
+    assert!(
+        (1..=3).contains(&refusals),
+        "{refusals} lines about refused attaches:\n{}",
+        log.join("\n")
     );
 }

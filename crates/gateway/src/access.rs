@@ -55,7 +55,8 @@ fn groups_of(accounts: &dyn Accounts, user: &str) -> Vec<String> {
 }
 
 fn refuse(ctx: &Ctx, req: &Tattach, why: &str) -> FsError {
-    tracing::warn!(conn = ctx.conn_id(), asked = %req.uname, why, "gateway attach refused");
+    // Counted, not each logged: a client retrying as root must not flood the log.
+    nf_node::access::refused(ctx, req, &format!("gateway: {why}"));
     FsError::Errno(EACCES)
 }
 

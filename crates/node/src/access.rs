@@ -219,8 +219,9 @@ fn for_users(accounts: &dyn Accounts, ctx: &Ctx, req: &Tattach, peer: &str) -> F
 }
 
 /// Logs (or counts) a refused attach (`crate::refusals`), naming the peer and what
-/// it asked for with every client-chosen name quoted and escaped.
-fn refused(ctx: &Ctx, req: &Tattach, why: &str) {
+/// it asked for with every client-chosen name quoted and escaped. The gateway reports
+/// its own refusals here too, so neither floods its log.
+pub fn refused(ctx: &Ctx, req: &Tattach, why: &str) {
     let peer = match (ctx.user(), ctx.peer_uid()) {
         (Some(user), _) => format!("{user:?}"),
         (None, Some(uid)) => format!("uid {uid}"),
