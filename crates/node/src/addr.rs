@@ -65,15 +65,32 @@ pub struct AddrError {
 pub fn default_socket() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("ninefold/nf.sock"),
-        _ => PathBuf::from("/run/ninefold/nf.sock"),
+        _ => PathBuf::from(SYSTEM_SOCKET),
     }
 }
 
-/// The default server: `$NF_ADDR` if set, else the default socket.
+/// The system server's socket (`nf serve` run as root, or the service).
+pub const SYSTEM_SOCKET: &str = "/run/ninefold/nf.sock";
+
+/// The default server: `$NF_ADDR` if set, else the user's own server's socket
+/// ([`default_socket`]) when one is there, else the system server's: a user in a login
+/// session (`XDG_RUNTIME_DIR` set) reaches the node's root server without naming it.
 pub fn default_address() -> Result<Addr, AddrError> {
     match std::env::var(ADDR_ENV) {
         Ok(a) if !a.is_empty() => parse_addr(&a),
-        _ => Ok(Addr::Unix(default_socket())),
+        _ => Ok(Addr::Unix(own_or_system(
+            default_socket(),
+            PathBuf::from(SYSTEM_SOCKET),
+        ))),
+    }
+}
+
+/// `own` if it exists or `system` does not (then the error names the user's own).
+fn own_or_system(own: PathBuf, system: PathBuf) -> PathBuf {
+    if !own.exists() && system.exists() {
+        system
+    } else {
+        own
     }
 }
 
@@ -162,6 +179,22 @@ pub fn parse_target(s: &str) -> Result<Target, AddrError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_without_a_server_of_their_own_reaches_the_systems() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("own.sock");
+        let system = dir.path().join("system.sock");
+        assert_eq!(
+            own_or_system(own.clone(), system.clone()),
+            own,
+            "neither: name the own"
+        );
+        std::fs::write(&system, "").unwrap();
+        assert_eq!(own_or_system(own.clone(), system.clone()), system);
+        std::fs::write(&own, "").unwrap();
+        assert_eq!(own_or_system(own.clone(), system), own, "one's own first");
+    }
 
     #[test]
     fn forms() {
