@@ -54,6 +54,7 @@ fn a_client_can_neither_forge_nor_flood_the_servers_log_lines() {
     // the 7-byte header (unreadable: the server closes the connection).
     attack.extend(frame(0xff, &[]));
     attack.extend(3u32.to_le_bytes());
+    let started = std::time::Instant::now();
     for _ in 0..CONNECTIONS {
         let mut sock = as_user(&user, || UnixStream::connect(&s.socket)).expect("connect");
         sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -63,6 +64,10 @@ fn a_client_can_neither_forge_nor_flood_the_servers_log_lines() {
         let _ = sock.read_to_end(&mut sink);
     }
 
+    // Each of the three kinds may log a line per 10 s window the attack spanned (one
+    // more for the window it ended in, on a slow machine).
+    let windows = 2 + started.elapsed().as_secs() / 10;
+    let most = 3 * usize::try_from(windows).unwrap();
     let text = log_text(&s);
     assert!(
         !text.lines().any(|l| l.starts_with(FORGED)),
@@ -80,7 +85,7 @@ fn a_client_can_neither_forge_nor_flood_the_servers_log_lines() {
     let added = text.lines().count() - before;
     eprintln!("{added} lines logged for {CONNECTIONS} connections:\n{text}");
     assert!(
-        theirs <= 6 && added <= 20,
-        "{theirs} lines about connections, {added} in all, for {CONNECTIONS} bad ones:\n{text}"
+        theirs <= most && added <= most + 10,
+        "{theirs} lines about connections, {added} in all, for {CONNECTIONS} bad ones (at most {most}):\n{text}"
     );
 }

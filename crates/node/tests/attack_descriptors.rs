@@ -30,10 +30,11 @@ const PER_USER: usize = 48;
 fn a_user_holding_open_files_cannot_use_up_the_servers_descriptors() {
     let (a, b) = (test_account().unwrap(), second_test_account().unwrap());
     let hard = getrlimit(Resource::Nofile).maximum;
+    let soft = hard.map_or(SOFT, |h| h.min(SOFT));
     setrlimit(
         Resource::Nofile,
         Rlimit {
-            current: Some(SOFT),
+            current: Some(soft),
             maximum: hard,
         },
     )
