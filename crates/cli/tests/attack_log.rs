@@ -8,12 +8,12 @@ mod serve_support;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use nf_ninep::errno::{EACCES, EAGAIN};
+use nf_ninep::errno::EACCES;
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::{Client, Root};
 use nf_node::log::{USER_BURST, USER_RATE};
 use nf_testkit::users::{as_user, test_account, Account};
-use serve_support::Served;
+use serve_support::{log_text, Served};
 
 /// A root `nf serve` whose socket (in the test's private directory) every user can
 /// reach, as under `/run/ninefold`.
@@ -26,27 +26,6 @@ fn served() -> Served {
 fn session(s: &Served, user: &Account) -> Root {
     let client = as_user(user, || Client::connect_unix(&s.socket)).expect("connect");
     client.attach(&user.name, "").expect("attach as oneself")
-}
-
-/// Everything `/log` holds now, read as root without waiting for more.
-fn log_text(s: &Served) -> String {
-    let root = Client::connect_unix(&s.socket)
-        .unwrap()
-        .attach("root", "")
-        .unwrap();
-    let f = root
-        .open("/log", LOpenFlags::RDONLY | LOpenFlags::NONBLOCK)
-        .unwrap();
-    let mut text = Vec::new();
-    loop {
-        match f.read_chunk(0, 64 << 10) {
-            Ok(chunk) if chunk.is_empty() => break,
-            Ok(chunk) => text.extend(chunk),
-            Err(e) if e.errno() == Some(EAGAIN) => break,
-            Err(e) => panic!("reading /log: {e}"),
-        }
-    }
-    String::from_utf8_lossy(&text).into_owned()
 }
 
 #[test]

@@ -15,6 +15,9 @@
 //!    token is cancelled, so no wake-up is lost whichever comes first.
 //! 3. Wakers registered by `wait` run on the cancelling thread after the flag is set, and
 //!    take only the monitor's lock: code holding a monitor lock must not cancel tokens.
+//!    So do the hooks of [`Cancel::on_cancel`], with which the worker pool takes a
+//!    cancelled request out of its queue (`pool` rule 4); they take only the pool's
+//!    lock, which is never held while a token is cancelled.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -169,6 +172,22 @@ impl Cancel {
         };
         self.unregister(id);
         result
+    }
+
+    /// Runs `hook` once, on the cancelling thread, when the token is cancelled — at
+    /// once, on this thread, if it already is (rule 3).
+    pub(crate) fn on_cancel(&self, hook: Waker) {
+        let mut wakers = lock(&self.inner.wakers);
+        // Checked under the list's lock: a `cancel` that set the flag after this check
+        // takes the list after the hook is in it.
+        if self.is_cancelled() {
+            drop(wakers);
+            hook();
+            return;
+        }
+        wakers.next_id += 1;
+        let id = wakers.next_id;
+        wakers.list.push((id, hook));
     }
 
     fn register(&self, waker: Waker) -> u64 {

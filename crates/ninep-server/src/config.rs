@@ -9,12 +9,16 @@
 //! | `max_clients_per_user` | 128 | the same, among the user's own connections; a user is the kernel's uid of a local peer or the account a TLS name maps to (one user over every transport); connections that identify nobody count as one user |
 //! | reserve: the last `max_clients / 8` slots | 128 | only for users holding fewer than 4 connections (`slots`) |
 //! | `evict_idle_after` | 1 s | how long a connection holding fids must have been silent, with nothing in flight, before it may give its slot up (one holding no fid may at once) |
-//! | `max_conn_memory` (per connection) | 32 MiB | a request that would go beyond it gets `Rlerror(ENOMEM)` (`memory`) |
+//! | `max_conn_memory` (per connection) | 32 MiB | a request that would go beyond it gets `Rlerror(ENOMEM)` (`budget`) |
 //! | `max_user_memory` (per user; the server 16×) | 256 MiB | the same, for all of one user's connections; 16× for the whole server |
+//! | `max_conn_fds` (per connection) | a 32nd of the descriptor limit | an open that would keep one more descriptor gets `Rlerror(EMFILE)` (`budget`, `nofile`) |
+//! | `max_user_fds` (per user; the server three quarters of the limit) | an 8th of the descriptor limit | the same, for all of one user's connections |
 //! | `handshake_timeout` | 10 s | a connection that has started to talk but not attached this long after it was accepted is closed |
 //! | `frame_timeout` | 30 s | a connection whose frame has started to arrive but stays incomplete this long is closed |
 //! | `idle_timeout` | 60 s | a connection that attached, then let go of every fid and sends nothing this long is closed |
-//! | `max_workers` (per server) | 1024 | requests wait in a queue for a free worker |
+//! | `max_workers` (per server) | 1024 | requests wait in their user's queue for a free worker (`pool`) |
+//! | workers per user: `max_workers / 4` | 256 | the user's further requests wait in the user's own queue; other users' run |
+//! | reserve: the last `max_workers / 8` workers | 128 | only for users running fewer than 4 requests (`pool`) |
 //! | `refuse_timeout` | 2 s | how long a refused connection may take to send its first frame |
 //! | `worker_idle` | 10 s | an idle worker thread exits after this |
 //!
@@ -27,9 +31,19 @@
 //! up only when the server or its user is full, and only after `evict_idle_after` of
 //! silence.
 //!
+//! Why a quarter of the workers: a request that blocks in a tree (a pipe read, a
+//! `/log` follow, `/xcpu/N/wait`) holds a worker as long as it waits, so without
+//! shares one user's waiting reads could hold them all; with them, one user holds at
+//! most a quarter, and users running many stop short of the last eighth, so a user
+//! running few always gets a worker. The descriptor limit is the
+//! process's `RLIMIT_NOFILE`, raised to its hard limit when the server starts
+//! (`nofile`): a user may keep an eighth of it open, so one user's open files never
+//! stop another's opens, nor the server's accepts.
+//!
 //! Each limit that is hit is also logged (`tracing` warn) with the setting's name, so
-//! an operator knows which knob to turn; refusals and evictions a client can repeat
-//! at will are counted and logged at most once per 10 s.
+//! an operator knows which knob to turn; what a client can repeat at will (refusals,
+//! evictions, bad frames, requests past a limit, deadlines) is counted and logged at
+//! most once per 10 s per kind (`tally`).
 
 use std::time::Duration;
 
@@ -56,6 +70,12 @@ pub struct ServerConfig {
     /// Most bytes of buffers and requests all of one user's connections may hold; the
     /// server as a whole, 16× this.
     pub max_user_memory: usize,
+    /// Most descriptors trees may keep open for one connection's fids; `None`: a
+    /// quarter of the user's (`nofile`).
+    pub max_conn_fds: Option<usize>,
+    /// Most descriptors trees may keep open for all of one user's fids; `None`: an
+    /// eighth of the descriptor limit (`nofile`).
+    pub max_user_fds: Option<usize>,
     /// How long a new connection may take to attach.
     pub handshake_timeout: Duration,
     /// How long a frame may take to arrive once it has started.
@@ -82,6 +102,8 @@ impl Default for ServerConfig {
             evict_idle_after: Duration::from_secs(1),
             max_conn_memory: 32 << 20,
             max_user_memory: 256 << 20,
+            max_conn_fds: None,
+            max_user_fds: None,
             handshake_timeout: Duration::from_secs(10),
             frame_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
@@ -136,6 +158,13 @@ impl ServerConfig {
         self
     }
 
+    /// This config with the per-connection and per-user descriptor budgets set.
+    pub fn descriptors(mut self, per_conn: usize, per_user: usize) -> Self {
+        self.max_conn_fds = Some(per_conn);
+        self.max_user_fds = Some(per_user);
+        self
+    }
+
     /// Slots kept for users holding few connections: the last eighth of `max_clients`.
     pub fn reserved_clients(&self) -> usize {
         self.max_clients / 8
@@ -152,6 +181,17 @@ impl ServerConfig {
         self.frame_timeout = frame;
         self.idle_timeout = idle;
         self
+    }
+
+    /// Most workers one user's requests may hold at once: a quarter of `max_workers`
+    /// (at least 1).
+    pub fn workers_per_user(&self) -> usize {
+        (self.max_workers / 4).max(1)
+    }
+
+    /// Workers kept for users running few requests: the last eighth of `max_workers`.
+    pub fn reserved_workers(&self) -> usize {
+        self.max_workers / 8
     }
 
     /// This config with `max_workers` set (at least 1).

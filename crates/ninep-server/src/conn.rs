@@ -16,16 +16,17 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::apply::{apply, Done};
+use crate::budget::{Account, Charge};
 use crate::cancel::lock;
 use crate::check::{check, Job, E2BIG};
 use crate::error::FsError;
 use crate::fid::FidTable;
 use crate::handler::{Ctx, Filesystem};
-use crate::memory::{Account, Charge};
 use crate::pending::{FlushOutcome, PendingTable};
 use crate::reply::record;
 use crate::slots::{Owner, Slot};
 use crate::srv::Shared;
+use crate::tally::{Tallies, Tally};
 use nf_ninep::errno::{EAGAIN, EIO, EMFILE, ENOMEM, EPROTO};
 use nf_ninep::frame::{encode_frame, FrameDecoder, RawFrame, HEADER_SIZE};
 use nf_ninep::message::*;
@@ -37,7 +38,7 @@ use nf_ninep::DecodeError;
 /// Receive buffer to start with; it grows up to msize for large frames.
 const INITIAL_BUFFER: usize = 64 * 1024;
 
-/// The sending side's scratch buffer and what it is charged (`memory` rule 2).
+/// The sending side's scratch buffer and what it is charged (`budget` rule 2).
 struct SendBuf {
     buf: Vec<u8>,
     charge: Charge,
@@ -70,7 +71,7 @@ impl Identity {
 impl std::fmt::Display for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Identity::User(user) => write!(f, "user {user}"),
+            Identity::User(user) => write!(f, "user {user:?}"),
             Identity::Uid(uid) => write!(f, "uid {uid}"),
             Identity::Unknown => f.write_str("unidentified peers"),
         }
@@ -94,8 +95,10 @@ pub(crate) struct Conn<F: Filesystem> {
     who: Identity,
     /// Whose slots and memory the connection counts against (`slots` rule 1).
     owner: Owner,
-    /// The memory budgets it charges (`memory`).
+    /// The memory budgets it charges (`budget`).
     account: Arc<Account>,
+    /// The descriptor budgets its requests charge (`budget`, `nofile`).
+    fds: Arc<Account>,
     state: Mutex<ConnState<F::Fid>>,
     /// Signalled when the last request in flight finishes.
     idle: Condvar,
@@ -117,6 +120,7 @@ impl<F: Filesystem> Conn<F> {
         who: Identity,
         owner: Owner,
         account: Arc<Account>,
+        fds: Arc<Account>,
     ) -> Arc<Self> {
         let peer = transport.peer();
         let max_fids = shared.config.max_fids;
@@ -139,6 +143,7 @@ impl<F: Filesystem> Conn<F> {
                 charge: account.force(0),
             }),
             account,
+            fds,
             frames: AtomicU64::new(0),
             partial: AtomicBool::new(false),
             active: AtomicU64::new(now),
@@ -153,6 +158,25 @@ impl<F: Filesystem> Conn<F> {
     /// The memory budgets the connection charges.
     pub fn account(&self) -> &Arc<Account> {
         &self.account
+    }
+
+    /// The descriptor budgets the connection's requests charge.
+    pub fn fds(&self) -> &Arc<Account> {
+        &self.fds
+    }
+
+    /// Logs `what` happened on this connection through the tally `kind` picks:
+    /// at most a line per 10 s of each kind, for all connections together (`tally`).
+    pub fn warn(&self, kind: impl FnOnce(&Tallies) -> &Tally, what: impl FnOnce() -> String) {
+        kind(&self.shared.tallies).hit(|| {
+            format!(
+                "9P connection {} ({:?}, {}): {}",
+                self.id,
+                self.peer,
+                self.owner,
+                what()
+            )
+        });
     }
 
     /// What admission needs to know of this connection, at coarse time `now`.
@@ -199,7 +223,7 @@ impl<F: Filesystem> Conn<F> {
     /// Serves the connection until it closes, then releases its fids.
     pub fn run(self: &Arc<Self>) {
         let reason = self.read_loop();
-        tracing::debug!(conn = self.id, peer = %self.peer, %reason, "9P connection ends");
+        tracing::debug!(conn = self.id, peer = ?self.peer, %reason, "9P connection ends");
         self.reset();
         self.transport.close();
     }
@@ -223,7 +247,7 @@ impl<F: Filesystem> Conn<F> {
                     }
                     Ok(None) => break,
                     Err(e) => {
-                        tracing::warn!(conn = self.id, peer = %self.peer, error = %e, "closing 9P connection: unreadable frame");
+                        self.warn(|t| &t.frames, || format!("closed: unreadable frame: {e}"));
                         return format!("unreadable frame: {e}");
                     }
                 }
@@ -262,7 +286,10 @@ impl<F: Filesystem> Conn<F> {
                     DecodeError::TooManyElements { .. } => E2BIG,
                     _ => EPROTO,
                 };
-                tracing::warn!(conn = self.id, peer = %self.peer, tag = raw.tag, error = %e, "undecodable 9P request");
+                self.warn(
+                    |t| &t.protocol,
+                    || format!("undecodable request (tag {}): {e}", raw.tag),
+                );
                 self.send_now(raw.tag, Rlerror::new(ecode).into());
             }
         }
@@ -280,7 +307,16 @@ impl<F: Filesystem> Conn<F> {
         if reply.version == VERSION {
             lock(&self.state).msize = Some(reply.msize);
         } else {
-            tracing::info!(conn = self.id, asked = %req.version, msize = req.msize, "refused 9P version");
+            // The version string is the client's: quoted and escaped (`tally` rule 3).
+            self.warn(
+                |t| &t.versions,
+                || {
+                    format!(
+                        "refused 9P version {:?} (msize {}); this server speaks {VERSION}",
+                        req.version, req.msize
+                    )
+                },
+            );
         }
         self.send_now(tag, reply.into());
     }
@@ -322,7 +358,10 @@ impl<F: Filesystem> Conn<F> {
         };
         if st.pending.in_use(tag) {
             drop(st);
-            tracing::warn!(conn = self.id, tag, "Tflush reuses a tag in flight");
+            self.warn(
+                |t| &t.protocol,
+                || format!("Tflush reuses tag {tag}, in flight"),
+            );
             self.send_now(tag, Rlerror::new(EPROTO).into());
             return;
         }
@@ -337,28 +376,23 @@ impl<F: Filesystem> Conn<F> {
     fn request(self: &Arc<Self>, tag: u16, msg: Tmessage, frame: usize) {
         let ty = msg.msg_type();
         let mut st = lock(&self.state);
+        let limit = self.shared.config.max_in_flight;
         let refusal = if st.msize.is_none() {
-            tracing::warn!(
-                conn = self.id,
-                tag,
-                msg = ty.name(),
-                "request before a successful Tversion"
+            self.warn(
+                |t| &t.protocol,
+                || format!("{} before a successful Tversion", ty.name()),
             );
             Some(EPROTO)
         } else if st.pending.in_use(tag) {
-            tracing::warn!(
-                conn = self.id,
-                tag,
-                msg = ty.name(),
-                "tag already in flight"
+            self.warn(
+                |t| &t.protocol,
+                || format!("{} with tag {tag}, already in flight", ty.name()),
             );
             Some(EPROTO)
-        } else if st.pending.len() >= self.shared.config.max_in_flight {
-            tracing::warn!(
-                conn = self.id,
-                tag,
-                limit = self.shared.config.max_in_flight,
-                "refusing 9P request with EAGAIN: too many requests in flight (max_in_flight)"
+        } else if st.pending.len() >= limit {
+            self.warn(
+                |t| &t.in_flight,
+                || format!("refusing a request with EAGAIN: {limit} in flight (max_in_flight; nf serve --max-in-flight)"),
             );
             Some(EAGAIN)
         } else {
@@ -381,11 +415,10 @@ impl<F: Filesystem> Conn<F> {
             Err(e) => {
                 drop(st);
                 if e.ecode == EMFILE {
-                    tracing::warn!(
-                        conn = self.id,
-                        tag,
-                        limit = self.shared.config.max_fids,
-                        "refusing 9P request with EMFILE: fid table full (max_fids)"
+                    let limit = self.shared.config.max_fids;
+                    self.warn(
+                        |t| &t.fids,
+                        || format!("refusing a request with EMFILE: {limit} fids held (max_fids; nf serve --max-fids)"),
                     );
                 }
                 self.send_now(tag, e.into());
@@ -394,8 +427,9 @@ impl<F: Filesystem> Conn<F> {
         };
         let cancel = st.pending.start(tag);
         drop(st);
-        let ctx = Ctx::new(cancel, msize, self.id, tag)
+        let ctx = Ctx::new(cancel.clone(), msize, self.id, tag)
             .with_memory(Arc::clone(&self.account))
+            .with_fds(Arc::clone(&self.fds))
             .with_user(match &self.who {
                 Identity::User(user) => Some(Arc::clone(user)),
                 _ => None,
@@ -412,9 +446,11 @@ impl<F: Filesystem> Conn<F> {
             }
         }
         let conn = Arc::clone(self);
-        self.shared
-            .pool
-            .submit(Box::new(move || conn.work(ctx, job, charge)));
+        self.shared.pool.submit(
+            self.owner.clone(),
+            &cancel,
+            Box::new(move || conn.work(ctx, job, charge)),
+        );
     }
 
     /// Calls the tree; a panic becomes `EIO`, and so does an
@@ -512,7 +548,7 @@ impl<F: Filesystem> Conn<F> {
     }
 }
 
-/// Bytes of reply data a request may bring (`memory` rule 2): a read's or readdir's
+/// Bytes of reply data a request may bring (`budget` rule 2): a read's or readdir's
 /// count as the check will cut it; nothing for the others, whose replies are small.
 fn reply_data(msg: &Tmessage, msize: u32) -> usize {
     let count = match msg {

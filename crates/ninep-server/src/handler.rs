@@ -2,11 +2,11 @@
 //!
 //! See [`Filesystem`] for the defaults and the rules.
 
+use crate::budget::{Account, Charge};
 use crate::cancel::{Cancel, Monitor};
 use crate::creds::Creds;
 use crate::error::{FsError, FsResult};
-use crate::memory::{Account, Charge};
-use nf_ninep::errno::{EACCES, EINVAL, ENOENT, ENOMEM, ENOTDIR, EOPNOTSUPP, EROFS};
+use nf_ninep::errno::{EACCES, EINVAL, EMFILE, ENOENT, ENOMEM, ENOTDIR, EOPNOTSUPP, EROFS};
 use nf_ninep::message::*;
 use nf_ninep::types::{GetattrMask, LockStatus, LockType, Qid, NOFID};
 
@@ -41,6 +41,7 @@ pub struct Ctx {
     peer_uid: Option<u32>,
     creds: Option<Creds>,
     memory: Option<std::sync::Arc<Account>>,
+    fds: Option<std::sync::Arc<Account>>,
 }
 
 impl Ctx {
@@ -56,6 +57,7 @@ impl Ctx {
             peer_uid: None,
             creds: None,
             memory: None,
+            fds: None,
         }
     }
 
@@ -109,6 +111,25 @@ impl Ctx {
         match &self.memory {
             Some(account) => account.charge(bytes).map_err(|_| FsError::Errno(ENOMEM)),
             None => Ok(Charge::free(bytes)),
+        }
+    }
+
+    /// This context, charging the descriptor budgets of `account`.
+    pub(crate) fn with_fds(mut self, account: std::sync::Arc<Account>) -> Self {
+        self.fds = Some(account);
+        self
+    }
+
+    /// Charges one descriptor that the tree keeps open for this request's fid (an open
+    /// host file or directory) to the connection's, its user's and the server's
+    /// descriptor budgets, as long as the returned [`Charge`] lives (keep it with the
+    /// descriptor). Past a budget: `EMFILE`, and the server logs which setting to
+    /// raise; ask before opening, so that a refusal opens nothing. Outside a
+    /// connection ([`Ctx::background`]) nothing is charged.
+    pub fn charge_fd(&self) -> FsResult<Charge> {
+        match &self.fds {
+            Some(account) => account.charge(1).map_err(|_| FsError::Errno(EMFILE)),
+            None => Ok(Charge::free(1)),
         }
     }
 

@@ -16,13 +16,14 @@
 //! | `conn` | one connection: reader loop, version, flush, sending |
 //! | `pending` | requests in flight and the flushes waiting for them |
 //! | `fid` | the fid table |
-//! | `pool` | worker threads |
+//! | `pool` | worker threads, shared out between users: shares, a reserve, a fair queue |
 //! | `srv`, `listen` | [`Server`], [`Listener`] |
 //! | `cancel` | [`Cancel`] tokens and [`Monitor`] for blocking trees |
 //! | `watch` | deadlines: handshake, partial frames, idle connections; the coarse clock |
 //! | `slots` | who may connect when the server or a user is full: shares, reserve, eviction |
-//! | `memory` | memory budgets per connection, user and server ([`Charge`]) |
-//! | `tally` | counting refusals and evictions, logged at most once per 10 s |
+//! | `budget` | memory and descriptor budgets per connection, user and server ([`Charge`]) |
+//! | `nofile` | the descriptor limit: raised at start, shared out |
+//! | `tally` | counting what clients can cause at will (refusals, bad frames, deadlines), logged at most once per 10 s per kind |
 //! | `trim` | giving freed memory back to the system after a connection ends |
 //! | `config` | every limit and its default ([`ServerConfig`]) |
 //! | `creds` | [`Creds`]: acting as the attached user on host files |
@@ -35,12 +36,14 @@
 //! 2. `Tversion` and `Tflush` are handled on the reader thread (below). Any other
 //!    request before a successful `Tversion` gets `EPROTO`; a tag already in flight gets
 //!    `EPROTO`; beyond `max_in_flight` requests, `EAGAIN`.
-//! 3. **Charge** (`memory`): the request's frame, plus a read's or readdir's count, to
+//! 3. **Charge** (`budget`): the request's frame, plus a read's or readdir's count, to
 //!    the connection's, its user's and the server's memory budgets; past one, `ENOMEM`.
 //!    **Check** (`check`, under the connection lock, in arrival order): fids resolve
 //!    to entries, open modes and file types are verified, new fids are reserved,
 //!    read/readdir counts are capped at msize − IOHDRSZ. A failure is answered at once.
-//! 4. The request is registered with a fresh [`Cancel`] token and handed to a worker.
+//! 4. The request is registered with a fresh [`Cancel`] token and handed to a worker
+//!    (`pool`): it waits in its user's queue while the user runs a quarter of the
+//!    workers, or every worker the user may use is busy; a cancelled one runs at once.
 //! 5. **Apply** (`apply`, on the worker, no lock held): the one tree method is called.
 //! 6. **Record** (`reply`, under the connection lock): the fid table is updated from the
 //!    outcome; the request leaves the pending table.
@@ -77,10 +80,15 @@
 //! (`slots`): `max_clients` (1024) and `max_clients_per_user` (128), the last eighth
 //! kept for users holding few, an idle connection of the user holding the most giving
 //! its slot up before anyone is refused (the first request is answered `EAGAIN`, then
-//! the connection is closed); memory budgets (`memory`): `max_conn_memory` (32 MiB),
+//! the connection is closed); memory budgets (`budget`): `max_conn_memory` (32 MiB),
 //! `max_user_memory` (256 MiB, the server 16×), charged by requests in flight,
-//! buffers and what trees keep ([`Ctx::charge`]), `ENOMEM` past them; each logged
-//! when hit (at most once per 10 s where a client can repeat it); and deadlines
+//! buffers and what trees keep ([`Ctx::charge`]), `ENOMEM` past them; descriptor
+//! budgets (`budget`, `nofile`): `max_conn_fds` and `max_user_fds` (a 32nd and an
+//! 8th of `RLIMIT_NOFILE`, raised to its hard limit at start; the server three
+//! quarters), charged by what trees keep open ([`Ctx::charge_fd`]), `EMFILE` past
+//! them; workers (`pool`): `max_workers` (1024), a quarter per user, the last eighth
+//! for users running few; each logged when hit (at most once per 10 s per kind where
+//! a client can repeat it, client strings escaped: `tally`); and deadlines
 //! (`watch`): a connection that has started to talk must attach within
 //! `handshake_timeout` (10 s), a frame must arrive within `frame_timeout` (30 s) once
 //! started, and a connection that let go of every fid is closed after `idle_timeout`
@@ -90,6 +98,7 @@
 #![deny(unsafe_code)]
 
 mod apply;
+mod budget;
 mod cancel;
 mod check;
 mod config;
@@ -100,7 +109,7 @@ mod fid;
 mod handler;
 mod job;
 mod listen;
-mod memory;
+mod nofile;
 mod pending;
 mod pool;
 mod reply;
@@ -110,11 +119,11 @@ mod tally;
 mod trim;
 mod watch;
 
+pub use budget::Charge;
 pub use cancel::{lock, Cancel, Cancelled, Monitor};
 pub use config::ServerConfig;
 pub use creds::Creds;
 pub use error::{FsError, FsResult, ServerError};
 pub use handler::{synthetic_statfs, Ctx, Filesystem, Walked, V9FS_MAGIC};
 pub use listen::{ListenAddr, Listener};
-pub use memory::Charge;
 pub use srv::{Server, ServerStats};

@@ -74,7 +74,8 @@ impl fmt::Display for Owner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Owner::Uid(uid) => write!(f, "uid {uid}"),
-            Owner::Name(name) => write!(f, "user {name}"),
+            // A TLS name: quoted and escaped (`tally` rule 3).
+            Owner::Name(name) => write!(f, "user {name:?}"),
             Owner::Nobody => f.write_str("unidentified peers"),
         }
     }

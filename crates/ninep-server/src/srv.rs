@@ -8,16 +8,17 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::budget::{Account, Budget, DESCRIPTORS, MEMORY};
 use crate::cancel::lock;
 use crate::config::ServerConfig;
 use crate::conn::{Conn, Identity};
 use crate::error::ServerError;
 use crate::handler::Filesystem;
 use crate::listen::{self, Listener};
-use crate::memory::{Account, Budget, SERVER_KNOB, USER_KNOB};
-use crate::pool::Pool;
+use crate::nofile::{self, FdLimits};
+use crate::pool::{Pool, Shares};
 use crate::slots::{plan, Limits, Owner, Slot};
-use crate::tally::Tally;
+use crate::tally::Tallies;
 use crate::watch::{self, Clock};
 use nf_ninep::errno::EAGAIN;
 use nf_ninep::frame::{encode_frame, FrameDecoder};
@@ -31,14 +32,14 @@ pub(crate) struct Shared<F: Filesystem> {
     pub pool: Pool,
     conns: Mutex<HashMap<u64, Arc<Conn<F>>>>,
     next_id: AtomicU64,
-    /// Connections refused for the slot limits (`slots` rule 5).
-    refused: Tally,
-    /// Connections closed to make room (`slots` rule 6).
-    evicted: Tally,
-    /// Requests refused for a memory budget (`memory` rule 1).
-    over_budget: Arc<Tally>,
+    /// What clients can make the server log at will, counted (`tally`).
+    pub tallies: Tallies,
     /// The server's memory budget, charged by every connection.
     pub memory: Arc<Budget>,
+    /// The descriptor budgets (`nofile`), and the server's, charged by every
+    /// connection.
+    fd_limits: FdLimits,
+    fds: Arc<Budget>,
     /// The coarse clock connections stamp their last frame with.
     pub clock: Clock,
     /// Threads answering refused connections now (at most [`MAX_REFUSING`]).
@@ -72,6 +73,12 @@ pub struct ServerStats {
     /// Bytes charged to the server's memory budget now (buffers, requests in flight,
     /// what trees hold for their fids).
     pub memory: usize,
+    /// Descriptors trees keep open for fids now (the server's descriptor budget).
+    pub fds: usize,
+    /// Opens refused so far with `EMFILE` for a descriptor budget.
+    pub refused_fds: u64,
+    /// Requests waiting for a worker now (each in its user's queue).
+    pub waiting: usize,
 }
 
 /// A 9P2000.L server for one tree. Cheap to clone: clones share everything.
@@ -113,18 +120,22 @@ impl<F: Filesystem> Server<F> {
     }
 
     /// A server for `fs` with `config`.
+    ///
+    /// The first server of a process raises the process's soft descriptor limit to
+    /// its hard limit (`RLIMIT_NOFILE`; see [`ServerConfig::max_user_fds`]).
     pub fn with_config(fs: F, config: ServerConfig) -> Self {
-        let pool = Pool::new(config.max_workers, config.worker_idle);
+        let pool = Pool::new(Shares::from(&config), config.worker_idle);
+        let fd_limits = FdLimits::new(&config, nofile::raised());
         let shared = Arc::new(Shared {
             fs: Arc::new(fs),
-            memory: Budget::new(config.max_server_memory(), SERVER_KNOB),
+            memory: Budget::server(&MEMORY, config.max_server_memory()),
+            fds: Budget::server(&DESCRIPTORS, fd_limits.server),
+            fd_limits,
             config,
             pool,
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            refused: Tally::new(),
-            evicted: Tally::new(),
-            over_budget: Arc::new(Tally::new()),
+            tallies: Tallies::default(),
             clock: Clock::new(),
             refusing: Arc::new(AtomicUsize::new(0)),
             ended: AtomicBool::new(false),
@@ -206,10 +217,13 @@ impl<F: Filesystem> Server<F> {
         let mut stats = ServerStats {
             clients: conns.len(),
             workers: self.shared.pool.threads(),
-            refused_clients: self.shared.refused.total(),
-            evicted_clients: self.shared.evicted.total(),
-            refused_requests: self.shared.over_budget.total(),
+            refused_clients: self.shared.tallies.refused.total(),
+            evicted_clients: self.shared.tallies.evicted.total(),
+            refused_requests: self.shared.tallies.memory.total(),
             memory: self.shared.memory.used(),
+            fds: self.shared.fds.used(),
+            refused_fds: self.shared.tallies.fds.total(),
+            waiting: self.shared.pool.waiting(),
             ..ServerStats::default()
         };
         for conn in conns {
@@ -251,9 +265,9 @@ impl<F: Filesystem> Server<F> {
             Ok(victims) => victims,
             Err(refusal) => {
                 drop(conns);
-                shared.refused.hit(|| {
+                shared.tallies.refused.hit(|| {
                     format!(
-                        "refusing 9P connection from {} ({owner}) with EAGAIN: {} ({})",
+                        "refusing 9P connection from {:?} ({owner}) with EAGAIN: {} ({})",
                         transport.peer(),
                         refusal.why,
                         refusal.limit
@@ -264,9 +278,9 @@ impl<F: Filesystem> Server<F> {
         };
         for id in victims {
             if let Some(v) = conns.remove(&id) {
-                shared.evicted.hit(|| {
+                shared.tallies.evicted.hit(|| {
                     format!(
-                        "closing idle 9P connection {} of {} ({}) to make room for one of {owner}",
+                        "closing idle 9P connection {} of {} ({:?}) to make room for one of {owner}",
                         v.id(),
                         v.owner(),
                         v.peer()
@@ -275,16 +289,27 @@ impl<F: Filesystem> Server<F> {
                 v.close();
             }
         }
-        let user = conns
-            .values()
-            .find(|c| *c.owner() == owner)
-            .map(|c| Arc::clone(c.account().user()))
-            .unwrap_or_else(|| Budget::new(shared.config.max_user_memory, USER_KNOB));
+        // The user's budgets, shared with the user's other connections.
+        let (user_memory, user_fds) = match conns.values().find(|c| *c.owner() == owner) {
+            Some(c) => (Arc::clone(c.account().user()), Arc::clone(c.fds().user())),
+            None => (
+                Budget::user(&MEMORY, shared.config.max_user_memory),
+                Budget::user(&DESCRIPTORS, shared.fd_limits.user),
+            ),
+        };
         let account = Account::new(
+            &MEMORY,
             shared.config.max_conn_memory,
-            user,
+            user_memory,
             Arc::clone(&shared.memory),
-            Arc::clone(&shared.over_budget),
+            Arc::clone(&shared.tallies.memory),
+        );
+        let fds = Account::new(
+            &DESCRIPTORS,
+            shared.fd_limits.conn,
+            user_fds,
+            Arc::clone(&shared.fds),
+            Arc::clone(&shared.tallies.fds),
         );
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let conn = Conn::new(
@@ -294,6 +319,7 @@ impl<F: Filesystem> Server<F> {
             who,
             owner,
             account,
+            fds,
         );
         conns.insert(id, Arc::clone(&conn));
         Ok(conn)

@@ -1,12 +1,19 @@
-//! Counting what a client can make happen at will (refusals, evictions), and logging
-//! it at most once per [`INTERVAL`], so that no client can flood the log.
+//! Counting what a client can make happen at will (refusals, evictions, bad frames,
+//! requests past a limit, deadlines), and logging it at most once per [`INTERVAL`] per
+//! kind, so that no client can flood the log.
 //!
-//! The first event is logged at once; the ones after it within the interval are only
-//! counted, and the next line logged says how many there were. The total is kept for
-//! [`crate::ServerStats`].
+//! Rules:
+//!
+//! 1. The first event of a kind is logged at once; the ones after it within the
+//!    interval are only counted, and the next line logged says how many there were.
+//!    The totals of some are kept for [`crate::ServerStats`].
+//! 2. Every warning about one connection goes through a tally of [`Tallies`]: a client
+//!    that opens 500 connections and sends a bad frame on each adds a line per 10 s.
+//! 3. Strings a client chooses (a version string, a TLS name) are written with `{:?}`,
+//!    quoted and escaped, so no client text can start a line of its own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cancel::lock;
@@ -62,6 +69,31 @@ impl Tally {
     pub fn total(&self) -> u64 {
         self.total.load(Ordering::Relaxed)
     }
+}
+
+/// One tally per kind of event a client can cause at will (rule 2).
+#[derive(Default)]
+pub(crate) struct Tallies {
+    /// Connections refused for the slot limits (`slots` rule 5).
+    pub refused: Tally,
+    /// Connections closed to make room (`slots` rule 6).
+    pub evicted: Tally,
+    /// Requests refused for a memory budget (`budget` rule 1).
+    pub memory: Arc<Tally>,
+    /// Opens refused for a descriptor budget (`budget` rule 1).
+    pub fds: Arc<Tally>,
+    /// Connections closed for a frame that cannot be read.
+    pub frames: Tally,
+    /// Requests that do not decode, reuse a tag in flight or come before `Tversion`.
+    pub protocol: Tally,
+    /// Versions refused.
+    pub versions: Tally,
+    /// Requests refused `EAGAIN` for `max_in_flight`.
+    pub in_flight: Tally,
+    /// Requests refused `EMFILE` for `max_fids`.
+    pub fids: Tally,
+    /// Connections closed by a deadline (`watch`).
+    pub deadlines: Tally,
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@
 //! 3. attached once, but holds no fid, has no request in flight and has sent no frame
 //!    for `idle_timeout`.
 //!
+//! Each close is logged through the deadlines' tally (`tally`): a client that opens
+//! connections and falls silent on each adds a line per 10 s.
+//!
 //! It also gives freed memory back after connections end (`trim`, at most once a
 //! second).
 //!
@@ -140,7 +143,7 @@ fn run<F: Filesystem>(shared: Weak<Shared<F>>, tick: Duration) {
                 None
             };
             if let Some((why, after)) = why {
-                tracing::warn!(conn = conn.id(), peer = %conn.peer(), ?after, "closing 9P connection: {why}");
+                conn.warn(|t| &t.deadlines, || format!("closed: {why} ({after:?})"));
                 conn.close();
             }
         }

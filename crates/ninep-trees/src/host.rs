@@ -27,10 +27,17 @@
 //!    worker: this is the only wait in the host trees, which is why they run inline.
 //!    The flag is cleared once the file is open, and a file that turns out not to be
 //!    regular (swapped after a check) is closed again (rule 4).
+//! 6. Every descriptor a tree keeps for a fid — an open file, a directory being
+//!    listed — is charged to the connection's descriptor budgets before it is opened
+//!    ([`Ctx::charge_fd`]) and travels with its charge ([`Kept`]): past a budget the
+//!    open fails `EMFILE` and nothing is opened, so one user's open files never use up
+//!    the server's descriptors. `O_PATH` descriptors held only while a request runs
+//!    (walking a path) are not charged.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::ops::Deref;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -41,7 +48,7 @@ use nf_ninep::errno::{EINVAL, EIO, EOPNOTSUPP};
 use nf_ninep::message::Rstatfs;
 use nf_ninep::types::{Attr, Dirent, GetattrMask, Qid, QidType, Timespec};
 use nf_ninep_server::lock;
-use nf_ninep_server::{Ctx, FsError, FsResult};
+use nf_ninep_server::{Charge, Ctx, FsError, FsResult};
 
 use crate::ExportError;
 
@@ -69,6 +76,27 @@ pub(crate) fn child(path: &[String], name: &str) -> Vec<String> {
     let mut p = path.to_vec();
     p.push(name.to_string());
     p
+}
+
+/// A descriptor kept for a fid, with its charge to the connection's descriptor
+/// budgets (rule 6): both go when it is dropped.
+pub(crate) struct Kept<T> {
+    fd: T,
+    _charge: Charge,
+}
+
+impl<T> Deref for Kept<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.fd
+    }
+}
+
+impl<T: AsFd> AsFd for Kept<T> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
 }
 
 /// An export root: a directory descriptor everything is resolved from.
@@ -131,15 +159,17 @@ impl HostRoot {
     }
 
     /// Opens the regular file `path` (never following a final symlink) with `flags` and
-    /// `mode`, and returns it with its stat. Waits for a lease break only where the
-    /// request may block, and only until it is cancelled (rule 5).
+    /// `mode`, charged to `ctx`'s connection (rule 6), and returns it with its stat.
+    /// Waits for a lease break only where the request may block, and only until it is
+    /// cancelled (rule 5).
     pub fn open_file(
         &self,
         path: &[String],
         flags: OFlags,
         mode: Mode,
         ctx: &Ctx,
-    ) -> FsResult<(File, Stat)> {
+    ) -> FsResult<(Kept<File>, Stat)> {
+        let charge = ctx.charge_fd()?;
         let (dir, name) = self.locate(path)?;
         let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let fd = loop {
@@ -158,7 +188,11 @@ impl HostRoot {
         }
         // F_SETFL changes only the status flags (append, nonblock, …) and ignores the rest.
         rustix::fs::fcntl_setfl(&fd, flags.difference(OFlags::NONBLOCK)).map_err(os)?;
-        Ok((File::from(fd), st))
+        let file = Kept {
+            fd: File::from(fd),
+            _charge: charge,
+        };
+        Ok((file, st))
     }
 
     /// An `O_PATH` descriptor of `path` itself (a symlink is not followed).
@@ -180,8 +214,18 @@ impl HostRoot {
     }
 
     /// Opens the directory `path` for reading its entries (never following a final
-    /// symlink).
-    pub fn open_dir(&self, path: &[String]) -> FsResult<OwnedFd> {
+    /// symlink), to keep for a fid: charged to `ctx`'s connection (rule 6).
+    pub fn open_dir(&self, path: &[String], ctx: &Ctx) -> FsResult<Kept<OwnedFd>> {
+        let charge = ctx.charge_fd()?;
+        Ok(Kept {
+            fd: self.read_dir(path)?,
+            _charge: charge,
+        })
+    }
+
+    /// Opens the directory `path` for reading its entries now (never following a
+    /// final symlink).
+    fn read_dir(&self, path: &[String]) -> FsResult<OwnedFd> {
         let (dir, name) = self.locate(path)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(os)
@@ -191,7 +235,7 @@ impl HostRoot {
     /// For small listings only: a large directory is read page by page
     /// ([`crate::hostdir::HostDir`]).
     pub fn list(&self, path: &[String]) -> FsResult<Vec<HostEntry>> {
-        let fd = self.open_dir(path)?;
+        let fd = self.read_dir(path)?;
         let mut entries = Vec::new();
         for entry in rustix::fs::Dir::new(fd).map_err(os)? {
             let entry = entry.map_err(os)?;

@@ -12,7 +12,8 @@
 //!
 //! 1. The directory is opened when its fid is (`Tlopen`), as the user, beneath the
 //!    export (rules 2–3 of `host.rs`): the kernel checks read permission there, as
-//!    `opendir(3)` does.
+//!    `opendir(3)` does. Its descriptor is charged to the connection's descriptor
+//!    budgets while the fid is open (rule 6 of `host.rs`).
 //! 2. Offset 0 is the start (a fresh listing, as `rewinddir`); any other offset is a
 //!    cookie this stream returned and goes to `lseek` unchanged. What a cookie means
 //!    is the file system's (a hash on ext4, a position on tmpfs). An entry that stays
@@ -35,7 +36,7 @@ use std::sync::Mutex;
 
 use rustix::fs::{RawDir, SeekFrom};
 
-use crate::host::{dtype, os, qid_type, HostRoot};
+use crate::host::{dtype, os, qid_type, HostRoot, Kept};
 use nf_ninep::errno::EIO;
 use nf_ninep::message::Rreaddir;
 use nf_ninep::readdir::DirentWriter;
@@ -47,14 +48,14 @@ pub(crate) const MIN_BUFFER: usize = 1024;
 
 /// An open host directory, read page by page (the module docs).
 pub(crate) struct HostDir {
-    fd: Mutex<OwnedFd>,
+    fd: Mutex<Kept<OwnedFd>>,
 }
 
 impl HostDir {
-    /// Opens the directory `path` beneath `root` (rule 1).
-    pub fn open(root: &HostRoot, path: &[String]) -> FsResult<HostDir> {
+    /// Opens the directory `path` beneath `root`, for `ctx`'s connection (rule 1).
+    pub fn open(root: &HostRoot, path: &[String], ctx: &Ctx) -> FsResult<HostDir> {
         Ok(HostDir {
-            fd: Mutex::new(root.open_dir(path)?),
+            fd: Mutex::new(root.open_dir(path, ctx)?),
         })
     }
 

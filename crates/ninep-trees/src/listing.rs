@@ -5,12 +5,12 @@
 //! directory that changes. Each entry's offset is its index + 1 (the cookie to resume
 //! after it).
 //!
-//! A snapshot costs memory for as long as the fid is open, so it is meant for small
-//! listings (a synthetic tree, a mount table's root); a host directory is read page by
-//! page instead (`hostdir`). [`Listing::read`] charges the snapshot to the request's
-//! connection ([`Ctx::charge`]) for as long as it is kept: past the budget the read
-//! fails `ENOMEM` and nothing is kept. [`Listing::page`] charges nothing, for trees
-//! that have no [`Ctx`] at hand.
+//! A snapshot costs memory for as long as the fid is open, so it is meant for listings
+//! that are computed (a synthetic tree, a mount table's root, `/ro`'s merge of the
+//! host and its overlay); a host directory alone is read page by page instead
+//! (`hostdir`). [`Listing::read`] charges the snapshot to the request's connection
+//! ([`Ctx::charge`]) for as long as it is kept: past the budget the read fails
+//! `ENOMEM` and nothing is kept.
 
 use std::sync::Mutex;
 
@@ -31,12 +31,13 @@ struct Snapshot {
     _charge: Charge,
 }
 
-/// Bytes a snapshot of `entries` holds.
-fn footprint(entries: &[Dirent]) -> usize {
-    entries
-        .iter()
-        .map(|e| std::mem::size_of::<Dirent>() + e.name.capacity())
-        .sum()
+/// What the allocator adds to each name: glibc's chunk header, and rounding up.
+const PER_NAME: usize = 16;
+
+/// Bytes a snapshot of `entries` holds: the records, and each name's allocation.
+fn footprint(entries: &Vec<Dirent>) -> usize {
+    let names: usize = entries.iter().map(|e| e.name.capacity() + PER_NAME).sum();
+    entries.capacity() * std::mem::size_of::<Dirent>() + names
 }
 
 impl Listing {
@@ -50,37 +51,17 @@ impl Listing {
         count: u32,
         fill: impl FnOnce() -> FsResult<Vec<Dirent>>,
     ) -> FsResult<Rreaddir> {
-        self.serve(offset, count, fill, |entries| {
-            ctx.charge(footprint(entries))
-        })
-    }
-
-    /// As [`Listing::read`], charging the snapshot to nobody.
-    pub fn page(
-        &self,
-        offset: u64,
-        count: u32,
-        fill: impl FnOnce() -> FsResult<Vec<Dirent>>,
-    ) -> FsResult<Rreaddir> {
-        self.serve(offset, count, fill, |_| Ok(Charge::none()))
-    }
-
-    fn serve(
-        &self,
-        offset: u64,
-        count: u32,
-        fill: impl FnOnce() -> FsResult<Vec<Dirent>>,
-        charge: impl FnOnce(&[Dirent]) -> FsResult<Charge>,
-    ) -> FsResult<Rreaddir> {
         let mut snapshot = lock(&self.snapshot);
         if offset == 0 || snapshot.is_none() {
             // The old snapshot goes (and its charge with it) before the new one is made.
             *snapshot = None;
             let mut entries = fill()?;
+            // Kept as long as the fid is open: no spare room.
+            entries.shrink_to_fit();
             for (i, e) in entries.iter_mut().enumerate() {
                 e.offset = i as u64 + 1;
             }
-            let charged = charge(&entries)?;
+            let charged = ctx.charge(footprint(&entries))?;
             *snapshot = Some(Snapshot {
                 entries,
                 _charge: charged,
@@ -123,15 +104,20 @@ mod tests {
     #[test]
     fn pages_through_a_snapshot() {
         let l = Listing::default();
-        let first = l.page(0, 50, || Ok(named(&["a", "b", "c"]))).unwrap();
+        let ctx = Ctx::background(8192);
+        let first = l.read(&ctx, 0, 50, || Ok(named(&["a", "b", "c"]))).unwrap();
         let got = decode_dirents(first.data.as_slice()).unwrap();
         assert_eq!(got.len(), 2); // 25 bytes each
         let next = l
-            .page(got[1].offset, 50, || panic!("must use the snapshot"))
+            .read(&ctx, got[1].offset, 50, || panic!("must use the snapshot"))
             .unwrap();
         let rest = decode_dirents(next.data.as_slice()).unwrap();
         assert_eq!(rest.len(), 1);
         assert_eq!(rest[0].name, "c");
-        assert!(l.page(3, 50, || unreachable!()).unwrap().data.is_empty());
+        assert!(l
+            .read(&ctx, 3, 50, || unreachable!())
+            .unwrap()
+            .data
+            .is_empty());
     }
 }

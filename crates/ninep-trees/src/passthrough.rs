@@ -14,7 +14,8 @@ use std::sync::OnceLock;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timestamps, UTIME_NOW, UTIME_OMIT};
 
 use crate::host::{
-    attr, child, open_flags, os, step, HostRoot, PathRegistry, SharedPath, Versions, HOST_VALID,
+    attr, child, open_flags, os, step, HostRoot, Kept, PathRegistry, SharedPath, Versions,
+    HOST_VALID,
 };
 use crate::hostdir::HostDir;
 use crate::ExportError;
@@ -40,7 +41,7 @@ pub struct HostFid {
 }
 
 enum HostOpen {
-    File { file: File, qid_path: u64 },
+    File { file: Kept<File>, qid_path: u64 },
     Dir(HostDir),
 }
 
@@ -177,7 +178,7 @@ impl Filesystem for PassthroughFs {
         let path = fid.path();
         let st = self.root.lstat(&path)?;
         let opened = match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory => HostOpen::Dir(HostDir::open(&self.root, &path)?),
+            FileType::Directory => HostOpen::Dir(HostDir::open(&self.root, &path, ctx)?),
             FileType::RegularFile => {
                 let (file, st) =
                     self.root

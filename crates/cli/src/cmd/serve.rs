@@ -126,6 +126,20 @@ pub struct ServeArgs {
     /// may hold 16× this.
     #[arg(long, value_name = "BYTES", default_value_t = ServerConfig::default().max_user_memory)]
     pub user_memory: usize,
+    /// Descriptors one connection's open files and directories may keep (more: EMFILE)
+    /// [default: a quarter of --user-fds].
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub conn_fds: Option<usize>,
+    /// Descriptors all of one user's open files and directories may keep (more:
+    /// EMFILE); the whole server keeps three quarters of its descriptor limit, which it
+    /// raises to the hard limit (RLIMIT_NOFILE) at start [default: an eighth of it].
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub user_fds: Option<usize>,
+    /// Most threads running requests at once; one user's requests hold at most a
+    /// quarter of them (the rest wait in that user's queue), and the last eighth are
+    /// kept for users running few.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_workers, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4..))]
+    pub max_workers: usize,
     /// Seconds a connection may take to attach once it starts talking, and a started
     /// frame to arrive;
     /// a connection holding no fid is closed after 6× this of silence.
@@ -375,18 +389,23 @@ impl ServeArgs {
                 trusted_gateways: self.trust_gateways.clone(),
                 labels: self.labels.clone(),
             },
-            limits: ServerConfig::default()
-                .max_msize(self.msize)
-                .max_fids(self.max_fids)
-                .max_in_flight(self.max_in_flight)
-                .max_clients(self.max_clients)
-                .max_clients_per_user(self.max_clients_per_user)
-                .memory(self.conn_memory, self.user_memory)
-                .deadlines(
-                    Duration::from_secs(self.handshake_timeout),
-                    Duration::from_secs(self.handshake_timeout * 3),
-                    Duration::from_secs(self.handshake_timeout * 6),
-                ),
+            limits: ServerConfig {
+                max_conn_fds: self.conn_fds,
+                max_user_fds: self.user_fds,
+                ..ServerConfig::default()
+            }
+            .max_msize(self.msize)
+            .max_fids(self.max_fids)
+            .max_in_flight(self.max_in_flight)
+            .max_clients(self.max_clients)
+            .max_clients_per_user(self.max_clients_per_user)
+            .memory(self.conn_memory, self.user_memory)
+            .max_workers(self.max_workers)
+            .deadlines(
+                Duration::from_secs(self.handshake_timeout),
+                Duration::from_secs(self.handshake_timeout * 3),
+                Duration::from_secs(self.handshake_timeout * 6),
+            ),
             // Sockets systemd passes (nf-serve.socket) are used for --unix / --shm.
             socket_activation: true,
             join: self.join.clone().map(|gateway| JoinConfig {

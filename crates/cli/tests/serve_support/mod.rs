@@ -33,6 +33,12 @@ impl Served {
     /// Starts `nf serve -f --unix DIR/s.sock --export DIR/export EXTRA…` and waits
     /// until it says it is ready.
     pub fn start(extra: &[&str]) -> Served {
+        Served::start_logging("warn", extra)
+    }
+
+    /// As [`Served::start`], logging at `level` (`NF_LOG`; the server's default is
+    /// `info`).
+    pub fn start_logging(level: &str, extra: &[&str]) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let export = dir.path().join("export");
         std::fs::create_dir(&export).unwrap();
@@ -44,7 +50,7 @@ impl Served {
             .arg("--export")
             .arg(&export)
             .args(extra)
-            .env("NF_LOG", "warn")
+            .env("NF_LOG", level)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -116,6 +122,29 @@ impl Drop for Served {
             }
         }
     }
+}
+
+/// Everything `/log` of `s` holds now, read as root without waiting for more.
+pub fn log_text(s: &Served) -> String {
+    use nf_ninep::errno::EAGAIN;
+    use nf_ninep::LOpenFlags;
+    let root = nf_ninep_client::Client::connect_unix(&s.socket)
+        .unwrap()
+        .attach("root", "")
+        .unwrap();
+    let f = root
+        .open("/log", LOpenFlags::RDONLY | LOpenFlags::NONBLOCK)
+        .unwrap();
+    let mut text = Vec::new();
+    loop {
+        match f.read_chunk(0, 64 << 10) {
+            Ok(chunk) if chunk.is_empty() => break,
+            Ok(chunk) => text.extend(chunk),
+            Err(e) if e.errno() == Some(EAGAIN) => break,
+            Err(e) => panic!("reading /log: {e}"),
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
 }
 
 pub fn signal(pid: u32, sig: &str) {

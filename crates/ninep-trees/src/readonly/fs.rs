@@ -182,10 +182,12 @@ impl Filesystem for ReadOnlyView {
         }
     }
 
-    fn readdir(&self, _: &Ctx, dir: &RoFid, req: &Treaddir) -> FsResult<Rreaddir> {
+    /// The merged listing is a snapshot per open directory, charged to the
+    /// connection's memory budget while it is kept (`listing`).
+    fn readdir(&self, ctx: &Ctx, dir: &RoFid, req: &Treaddir) -> FsResult<Rreaddir> {
         match dir.open.get() {
             Some(RoOpen::Dir(listing)) => {
-                listing.page(req.offset, req.count, || self.entries(&dir.path()))
+                listing.read(ctx, req.offset, req.count, || self.entries(&dir.path()))
             }
             _ => Err(FsError::Errno(EBADF)),
         }

@@ -76,8 +76,12 @@ pub struct RoFid {
 }
 
 enum RoOpen {
-    Host(File),
-    Mem { file: Arc<MemFile>, append: bool },
+    /// A host file open for reading, charged to its connection (`host.rs` rule 6).
+    Host(host::Kept<File>),
+    Mem {
+        file: Arc<MemFile>,
+        append: bool,
+    },
     Dir(Listing),
 }
 

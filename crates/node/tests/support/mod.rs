@@ -5,13 +5,15 @@
 
 pub mod certs;
 
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nf_ninep_client::{Client, Root};
 use nf_ninep_server::ServerConfig;
 use nf_node::xcpu::XcpuConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
+use nf_testkit::users::{as_user, Account};
 
 /// A running node server and its files.
 pub struct Node {
@@ -34,6 +36,22 @@ impl Node {
     /// A server with `limits`, exporting a fresh directory holding `hello.txt`.
     pub fn with_limits(limits: ServerConfig) -> Node {
         Node::with_xcpu(limits, XcpuConfig::default())
+    }
+
+    /// A server with `limits` that every local user can reach and attach to, as a
+    /// root server's under `/run/ninefold` (the temporary directory is root's 0700).
+    pub fn for_users(limits: ServerConfig) -> Node {
+        let node = Node::with_limits(limits);
+        let open = |p: &Path, mode| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        open(node.dir.path(), 0o755);
+        open(node.socket.parent().unwrap(), 0o755);
+        open(&node.socket, 0o777);
+        open(&node.shm_socket(), 0o777);
+        open(&node.export, 0o755);
+        open(&node.export.join("hello.txt"), 0o644);
+        node
     }
 
     /// A server with `limits` and `/xcpu` settings `xcpu` (its `dir` is set here).
@@ -98,6 +116,12 @@ impl Node {
 
     pub fn root(&self) -> Root {
         self.client().attach("root", "").expect("attach")
+    }
+
+    /// `user`'s session over the unix socket, attached as themselves.
+    pub fn session(&self, user: &Account) -> Root {
+        let client = as_user(user, || Client::connect_unix(&self.socket)).expect("connect");
+        client.attach(&user.name, "").expect("attach as oneself")
     }
 }
 
