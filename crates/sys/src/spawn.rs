@@ -17,7 +17,10 @@
 //! 3. joining the job's cgroup, if given ([`crate::cgroup`], rule 2), while still root;
 //! 4. `setrlimit` for each limit asked for (while still privileged, so a limit can be
 //!    set below or above the service's own soft limit; [`job_limits`] keeps a session
-//!    from raising the node's);
+//!    from raising the node's); without an open-files limit, the soft one goes back
+//!    to [`JOB_SOFT_NOFILE`] (the hard one stays), since the service raised its own
+//!    for its many connections and a job's `select(2)` breaks past 1024, as systemd
+//!    does for the services it starts;
 //! 5. `setgroups`, `setgid`, `setuid` to the user's identity (groups first: only root
 //!    may set them);
 //! 6. `chdir` to the working directory, *as the user*: a directory the user could not
@@ -123,6 +126,9 @@ pub fn job_limits(node: &[Rlimit], session: &[Rlimit]) -> Vec<Rlimit> {
     out
 }
 
+/// The soft open-files limit of a job that asks for none (step 4): `select(2)`'s.
+pub const JOB_SOFT_NOFILE: u64 = 1024;
+
 /// Starts `cmd` in a session of its own with nothing inherited, in `cgroup` if given,
 /// with `limits`, as `run_as` (`None`: as this process's user) in `dir` (the steps in
 /// the module docs).
@@ -135,6 +141,13 @@ pub fn spawn(
 ) -> io::Result<Child> {
     let dir = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "directory holds a NUL"))?;
+    let soft_nofile = (!limits.iter().any(|l| matches!(l, Rlimit::OpenFiles(_)))).then(|| {
+        let hard = Rlimit::OpenFiles(0).own_hard_limit().unwrap_or(JOB_SOFT_NOFILE);
+        libc::rlimit {
+            rlim_cur: JOB_SOFT_NOFILE.min(hard),
+            rlim_max: hard,
+        }
+    });
     let limits: Vec<(libc::__rlimit_resource_t, u64)> =
         limits.iter().map(|l| l.resource()).collect();
     let run_as = run_as.cloned();
@@ -162,6 +175,11 @@ pub fn spawn(
                     rlim_max: value,
                 };
                 if libc::setrlimit(resource, &lim) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if let Some(lim) = &soft_nofile {
+                if libc::setrlimit(libc::RLIMIT_NOFILE, lim) != 0 {
                     return Err(io::Error::last_os_error());
                 }
             }
@@ -288,6 +306,37 @@ mod tests {
         assert_eq!(
             job_limits(&[], &[Rlimit::CpuSeconds(9)]),
             [Rlimit::CpuSeconds(9)]
+        );
+    }
+
+    #[test]
+    fn a_job_without_an_open_files_limit_gets_selects_soft_limit_back() {
+        // As a server does at start: its own soft limit raised to the hard one.
+        let hard = Rlimit::OpenFiles(0).own_hard_limit().unwrap();
+        let raised = libc::rlimit {
+            rlim_cur: hard,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit reads the struct we pass and touches nothing else.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) }, 0);
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "ulimit -Sn; ulimit -Hn"])
+            .stdout(std::process::Stdio::piped());
+        let out = spawn(cmd, None, dir.path(), &[], None)
+            .unwrap()
+            .wait_with_output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let hard_text = if hard == libc::RLIM_INFINITY {
+            "unlimited".to_string()
+        } else {
+            hard.to_string()
+        };
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            [JOB_SOFT_NOFILE.min(hard).to_string(), hard_text],
+            "soft back to select's, hard kept"
         );
     }
 
