@@ -294,3 +294,45 @@ fn a_user_certificate_for_root_or_a_service_name_needs_force() {
     assert!(made("root"));
     ok(d, &["cert", "user", "alice"]);
 }
+
+/// Attack: anyone who reaches a TLS port can fail handshakes at will. 200 of them must
+/// not add 200 lines to the server's log (and `/log`, which every user reads): the
+/// first is logged, the rest counted into a line per 10 s.
+#[test]
+fn a_flood_of_failed_handshakes_is_counted_not_each_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["cert", "ca"]);
+    ok(d, &["cert", "node", "localhost"]);
+    let server = TlsServer::start(d);
+    for _ in 0..200 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", server.port)) {
+            use std::io::Write;
+            let _ = s.write_all(b"GET / HTTP/1.0\r\n\r\n");
+        }
+    }
+    // A real client after them is still served.
+    let at = format!("tls:localhost:{}:/", server.port);
+    let user = me();
+    ok(d, &["cert", "user", &user, "--force"]);
+    let ls = nf()
+        .args([
+            "ls",
+            "--cert",
+            &format!("{user}.pem"),
+            "--key",
+            &format!("{user}.key"),
+        ])
+        .args(["--ca", "ca.pem", &at])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(ls.status.success(), "{}", text(&ls.stderr));
+    drop(server);
+    let log = std::fs::read_to_string(d.join("serve.err")).unwrap();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("TLS connection refused"))
+        .count();
+    assert!((1..=2).contains(&lines), "{lines} lines:\n{log}");
+}

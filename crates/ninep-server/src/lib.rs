@@ -116,6 +116,7 @@ mod reply;
 mod slots;
 mod srv;
 mod tally;
+pub use tally::Tally;
 mod trim;
 mod watch;
 

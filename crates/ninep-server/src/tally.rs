@@ -21,9 +21,11 @@ use crate::cancel::lock;
 /// Shortest time between two log lines of one tally.
 pub(crate) const INTERVAL: Duration = Duration::from_secs(10);
 
-/// A count of one kind of event, and when it was last logged.
+/// A count of one kind of event, and when it was last logged (rule 1): for what a
+/// client can cause at will, here and in the transports above the server (a refused
+/// TLS handshake).
 #[derive(Default)]
-pub(crate) struct Tally {
+pub struct Tally {
     total: AtomicU64,
     window: Mutex<Window>,
 }
@@ -37,6 +39,7 @@ struct Window {
 }
 
 impl Tally {
+    /// A tally with nothing counted.
     pub fn new() -> Tally {
         Tally::default()
     }

@@ -429,14 +429,17 @@ impl TlsListener {
     ) -> io::Result<TlsListener> {
         let socket = TcpListener::bind(addr)?;
         let addr = socket.local_addr()?;
+        // Anyone who can reach the port can fail a handshake at will: counted, a line
+        // per 10 s at most, what the peer sent escaped.
+        let refused = Arc::new(nf_ninep_server::Tally::new());
         let serve = move |sock| match TlsTransport::accept(sock, Arc::clone(&config)) {
             Ok(t) => {
-                tracing::info!(peer = %t.peer, user = t.user.as_deref().unwrap_or(""), "TLS client authenticated");
+                tracing::info!(peer = %t.peer, user = ?t.user.as_deref().unwrap_or(""), "TLS client authenticated");
                 if let Err(e) = server.serve(t) {
-                    tracing::warn!(error = %e, "TLS connection refused");
+                    refused.hit(|| format!("TLS connection refused: {:?}", e.to_string()));
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "TLS connection refused"),
+            Err(e) => refused.hit(|| format!("TLS connection refused: {:?}", e.to_string())),
         };
         let acceptor = Acceptor::start(
             "9p-tls-accept",

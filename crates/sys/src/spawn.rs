@@ -142,7 +142,9 @@ pub fn spawn(
     let dir = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "directory holds a NUL"))?;
     let soft_nofile = (!limits.iter().any(|l| matches!(l, Rlimit::OpenFiles(_)))).then(|| {
-        let hard = Rlimit::OpenFiles(0).own_hard_limit().unwrap_or(JOB_SOFT_NOFILE);
+        let hard = Rlimit::OpenFiles(0)
+            .own_hard_limit()
+            .unwrap_or(JOB_SOFT_NOFILE);
         libc::rlimit {
             rlim_cur: JOB_SOFT_NOFILE.min(hard),
             rlim_max: hard,
