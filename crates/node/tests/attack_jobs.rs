@@ -21,7 +21,7 @@ use nf_node::xcpu::XcpuConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 use nf_sys::spawn::Rlimit;
 use nf_testkit::users::{as_user, second_test_account, test_account, Account};
-use support::{eventually, Node};
+use support::{eventually, read, write, Node};
 
 /// A root node whose sockets every local user may reach (the attach check decides).
 fn open_node(xcpu: XcpuConfig) -> Node {
@@ -39,19 +39,6 @@ fn open_node(xcpu: XcpuConfig) -> Node {
 fn attach_as(socket: &Path, user: &Account) -> Root {
     let client = as_user(user, || Client::connect_unix(socket)).expect("connect");
     client.attach(&user.name, "").expect("attach as oneself")
-}
-
-fn read(root: &Root, path: &str) -> String {
-    String::from_utf8(
-        root.read_file(path)
-            .unwrap_or_else(|e| panic!("read {path}: {e}")),
-    )
-    .unwrap()
-}
-
-fn write(root: &Root, path: &str, text: &str) {
-    root.write_file(path, text.as_bytes())
-        .unwrap_or_else(|e| panic!("write {path}: {e}"));
 }
 
 /// Opens `/xcpu/clone` (the open holds the session) and reads the session's number.

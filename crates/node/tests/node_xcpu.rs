@@ -13,7 +13,7 @@ use nf_ninep_client::{Client, File, Root};
 use nf_ninep_server::ServerConfig;
 use nf_node::xcpu::XcpuConfig;
 use nf_testkit::users::{as_user, test_account};
-use support::{eventually, Node};
+use support::{eventually, read, write, Node};
 
 fn node_with(xcpu: XcpuConfig) -> Node {
     Node::with_xcpu(ServerConfig::default(), xcpu)
@@ -26,19 +26,6 @@ fn clone(root: &Root) -> (File, u64) {
         .expect("open clone");
     let text = String::from_utf8(f.read_to_end().unwrap()).unwrap();
     (f, text.trim().parse().expect("a session number"))
-}
-
-fn read(root: &Root, path: &str) -> String {
-    String::from_utf8(
-        root.read_file(path)
-            .unwrap_or_else(|e| panic!("read {path}: {e}")),
-    )
-    .unwrap()
-}
-
-fn write(root: &Root, path: &str, text: &str) {
-    root.write_file(path, text.as_bytes())
-        .unwrap_or_else(|e| panic!("write {path}: {e}"));
 }
 
 fn errno<T: std::fmt::Debug>(r: Result<T, nf_ninep_client::ClientError>) -> u32 {

@@ -141,3 +141,18 @@ pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// The text of `path`, or the test fails naming it.
+pub fn read(root: &Root, path: &str) -> String {
+    String::from_utf8(
+        root.read_file(path)
+            .unwrap_or_else(|e| panic!("read {path}: {e}")),
+    )
+    .unwrap()
+}
+
+/// Writes `text` to `path`, or the test fails naming it.
+pub fn write(root: &Root, path: &str, text: &str) {
+    root.write_file(path, text.as_bytes())
+        .unwrap_or_else(|e| panic!("write {path}: {e}"));
+}
