@@ -412,6 +412,43 @@ impl Transport for TlsTransport {
     }
 }
 
+/// What peers caused a TLS listener to refuse, by kind.
+#[derive(Default)]
+struct Refusals {
+    /// The peer hung up or the socket failed during the handshake (port probes).
+    dropped: nf_ninep_server::Tally,
+    /// The peer's certificate was refused or names nobody.
+    certificate: nf_ninep_server::Tally,
+    /// Anything else: a protocol error in the handshake, a refused session.
+    other: nf_ninep_server::Tally,
+}
+
+impl Refusals {
+    /// The tally a failed handshake counts in.
+    fn of(&self, e: &TlsError) -> &nf_ninep_server::Tally {
+        let about_certificate = |e: &rustls::Error| {
+            matches!(
+                e,
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+            )
+        };
+        match e {
+            // rustls hands its verdicts back inside the io::Error.
+            TlsError::Io { source, .. } => match source
+                .get_ref()
+                .and_then(|e| e.downcast_ref::<rustls::Error>())
+            {
+                None => &self.dropped,
+                Some(r) if about_certificate(r) => &self.certificate,
+                Some(_) => &self.other,
+            },
+            TlsError::PeerCertVersion { .. } | TlsError::NoCommonName => &self.certificate,
+            TlsError::Rustls { source, .. } if about_certificate(source) => &self.certificate,
+            _ => &self.other,
+        }
+    }
+}
+
 /// A tcp listener whose connections are served over TLS (steps in the module docs).
 /// Dropping it (or [`TlsListener::stop`]) stops accepting.
 #[derive(Debug)]
@@ -430,16 +467,21 @@ impl TlsListener {
         let socket = TcpListener::bind(addr)?;
         let addr = socket.local_addr()?;
         // Anyone who can reach the port can fail a handshake at will: counted, a line
-        // per 10 s at most, what the peer sent escaped.
-        let refused = Arc::new(nf_ninep_server::Tally::new());
+        // per 10 s at most for each kind, what the peer sent escaped. One tally per
+        // kind, so that port probes that hang up cannot hide a bad certificate.
+        let refused = Arc::new(Refusals::default());
         let serve = move |sock| match TlsTransport::accept(sock, Arc::clone(&config)) {
             Ok(t) => {
                 tracing::info!(peer = %t.peer, user = ?t.user.as_deref().unwrap_or(""), "TLS client authenticated");
                 if let Err(e) = server.serve(t) {
-                    refused.hit(|| format!("TLS connection refused: {:?}", e.to_string()));
+                    refused
+                        .other
+                        .hit(|| format!("TLS connection refused: {:?}", e.to_string()));
                 }
             }
-            Err(e) => refused.hit(|| format!("TLS connection refused: {:?}", e.to_string())),
+            Err(e) => refused
+                .of(&e)
+                .hit(|| format!("TLS connection refused: {:?}", e.to_string())),
         };
         let acceptor = Acceptor::start(
             "9p-tls-accept",
