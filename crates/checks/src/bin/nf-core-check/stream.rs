@@ -12,8 +12,8 @@
 //!
 //! Errors that a peer's bad packet caused (`is_peer_fault`) are counted, not fatal: the
 //! stream must go on unaffected while strangers knock. A rank on host
-//! `NF_CHECK_VANISH_HOST` (its `NF_HOST`) vanishes after `NF_CHECK_VANISH_AFTER` rounds:
-//! it exits 0 at once without clean-up, so its sockets close as a killed process's do
+//! `NF_CHECK_VANISH_HOST` (its `NF_HOST`) vanishes after `NF_CHECK_VANISH_AFTER` rounds
+//! (and once every peer has sent it at least that many messages): it exits 0 at once without clean-up, so its sockets close as a killed process's do
 //! but the launcher sees no failure — only the survivors can notice.
 
 use std::cell::RefCell;
@@ -109,7 +109,11 @@ fn run(world: &World, max_time: Duration, max: usize, dir: &Path) -> Check {
             Err(err) if err.is_peer_fault() => absorbed += 1,
             Err(err) => return Err(quietly_if_vanishing(vanish, err.to_string())),
         }
-        if vanish == Some(rounds) {
+        // Vanish mid-stream from both sides: only once every peer has delivered `after`
+        // messages too, so that on a busy machine a slow survivor has streamed (and
+        // striped) to this host before it disappears.
+        let heard = |after| (0..n).all(|s| s == me || inbox.borrow().next[s] >= after);
+        if vanish.is_some_and(|after| rounds >= after && heard(after)) {
             // SAFETY: _exit ends the process at once; nothing runs after it.
             unsafe { libc::_exit(0) }
         }
