@@ -125,6 +125,10 @@ pub struct Report {
     /// Cost of one empty poll in ns, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poll_empty_ns: Option<f64>,
+    /// How the measuring rank waited (`busy-poll` or `yield`), when known: a rank
+    /// confined with fewer CPUs than ranks yields, and its times say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
     /// Benchmark parameters.
     #[serde(default)]
     pub params: Params,
@@ -147,6 +151,7 @@ impl Report {
             timestamp: rfc3339_utc(SystemTime::now()),
             git: None,
             poll_empty_ns: None,
+            waiting: None,
             params: Params::new(),
             results,
         }
@@ -245,6 +250,9 @@ impl Report {
                 .map(|g| format!(", git {g}"))
                 .unwrap_or_default()
         );
+        if let Some(w) = &self.waiting {
+            let _ = writeln!(out, "# ranks waiting by: {w}");
+        }
         out.push_str(TABLE_LEGEND);
         let _ = writeln!(
             out,

@@ -41,7 +41,7 @@ pub enum WaitMode {
     Spin,
     /// Poll, then yield the core, then take short naps: for more ranks than cores.
     Yield,
-    /// `Spin` when ranks on this host ≤ cores, else `Yield`.
+    /// `Spin` when ranks on this host ≤ the CPUs the job may use there, else `Yield`.
     Auto,
 }
 
@@ -58,6 +58,9 @@ pub struct Config {
     pub wait: WaitMode,
     /// How long an idle wait spins before it may park (`None`: never).
     pub park_after: Option<Duration>,
+    /// The CPUs this job's ranks on this host share (`NF_JOB_CPUS`, which `nf run`
+    /// sets); `None`: the CPUs this process may run on ([`nf_sys::cpus::usable`]).
+    pub job_cpus: Option<usize>,
     /// Period of peer liveness checks while waiting.
     pub peer_check: Duration,
     /// Transports the job may use.
@@ -127,6 +130,7 @@ impl Default for Config {
             max_payload: 1 << 30,
             wait: WaitMode::Auto,
             park_after: Some(Duration::from_micros(50)),
+            job_cpus: None,
             peer_check: Duration::from_millis(250),
             transports: Allowed::default(),
             tcp_bind: None,
@@ -251,6 +255,16 @@ impl Config {
         }
         if let Some(ms) = var::<u64>(env, "NF_PEER_CHECK_MS", "milliseconds")? {
             c.peer_check = Duration::from_millis(ms.max(1));
+        }
+        if let Some(n) = var::<usize>(env, "NF_JOB_CPUS", count)? {
+            if n == 0 {
+                return Err(CoreError::Config {
+                    var: "NF_JOB_CPUS",
+                    value: n.to_string(),
+                    expected: count,
+                });
+            }
+            c.job_cpus = Some(n);
         }
         if let Some(v) = env("NF_WAIT") {
             c.wait = match v.as_str() {

@@ -6,6 +6,14 @@
 //! then nap for a few microseconds, resetting whenever progress was made (no naps
 //! while an ofi rendezvous is in flight: see `LAST_YIELD`).
 //!
+//! "Cores" are the CPUs the job may use on this host, not those the host has: two
+//! ranks confined to one CPU (`taskset -c 1`, a Slurm or container cpuset, a cgroup
+//! CPU quota) that spin take turns by the scheduler's time slice, and an 8 B round
+//! trip took milliseconds. `nf run` counts its own CPUs (affinity mask and quota)
+//! before it pins any rank and passes the count as `NF_JOB_CPUS`, since a rank pinned
+//! to one core (`--bind-to core`) still has that core to itself; a rank started
+//! otherwise counts its own mask and quota.
+//!
 //! Poll-then-block (seed 004): a rank that does not busy-poll (`Yield`, or `Auto`
 //! with more ranks than cores) parks after a wait found nothing for
 //! [`Waiter::park_after`] (`NF_PARK_US`) — sleeps in `poll(2)` on the network until
@@ -52,14 +60,19 @@ pub struct Waiter {
 }
 
 impl Waiter {
-    /// Resolves `Auto` against the ranks on this host and the cores we may use;
-    /// `park_after` is how long a rank that does not busy-poll waits before parking,
-    /// `None` for never.
-    pub fn new(mode: WaitMode, local_ranks: usize, park_after: Option<Duration>) -> Waiter {
+    /// Resolves `Auto` against the ranks on this host and the CPUs they share there
+    /// (`job_cpus`; the CPUs this process may run on, [`nf_sys::cpus::usable`], when `None`); `park_after` is how long a rank that does
+    /// not busy-poll waits before parking, `None` for never.
+    pub fn new(
+        mode: WaitMode,
+        local_ranks: usize,
+        job_cpus: Option<usize>,
+        park_after: Option<Duration>,
+    ) -> Waiter {
         let spin_only = match mode {
             WaitMode::Spin => true,
             WaitMode::Yield => false,
-            WaitMode::Auto => local_ranks <= available_cores(),
+            WaitMode::Auto => local_ranks <= job_cpus.unwrap_or_else(nf_sys::cpus::usable),
         };
         Waiter {
             spin_only,
@@ -89,14 +102,6 @@ impl Waiter {
             std::thread::sleep(NAP);
         }
     }
-}
-
-/// Online cores of this host. Not this process's affinity mask: a rank pinned to
-/// one core (`nf run --bind-to core`) still has that core to itself.
-pub fn available_cores() -> usize {
-    // SAFETY: sysconf takes an integer name and has no memory-safety preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
 }
 
 /// One wait's idle policy plus a rate-limited check that peers are alive.

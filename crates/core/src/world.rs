@@ -262,7 +262,12 @@ impl World {
         let world = World {
             rank: boot.rank(),
             size,
-            waiter: Waiter::new(cfg.wait, net.peers.local.len(), cfg.park_after),
+            waiter: Waiter::new(
+                cfg.wait,
+                net.peers.local.len(),
+                cfg.job_cpus,
+                cfg.park_after,
+            ),
             rndv_threshold: Cell::new(cfg.rndv_threshold),
             max_packet,
             routes: net.peers.routes.clone(),

@@ -24,6 +24,9 @@ use nf_pmi::{JobEnv, PmiAddr};
 use crate::hosts::{assignment, is_local, is_portable_env_name, shell_quote, Hosts, Place};
 use crate::spec::LaunchSpec;
 
+/// The CPUs this job's ranks on a host share, for their waiting policy.
+const JOB_CPUS: &str = "NF_JOB_CPUS";
+
 /// What every rank of a job shares.
 pub(crate) struct Plan<'a> {
     /// The job.
@@ -94,6 +97,11 @@ pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Child> {
         _ => {
             let mut cmd = Command::new(plan.program);
             cmd.arg0(&spec.program).args(&spec.args);
+            // Counted before any rank is pinned (see nf_core's waiting policy); one the
+            // user set wins.
+            if std::env::var_os(JOB_CPUS).is_none() {
+                cmd.env(JOB_CPUS, nf_sys::cpus::usable().to_string());
+            }
             for (k, v) in &spec.env {
                 cmd.env(k, v);
             }

@@ -53,6 +53,8 @@ pub struct RmaConfig {
     pub shm_dir: PathBuf,
     /// Waiting policy.
     pub wait: WaitMode,
+    /// The CPUs this job's ranks on this host share (`NF_JOB_CPUS`; `None`: count).
+    pub job_cpus: Option<usize>,
     /// Period of liveness checks while waiting.
     pub peer_check: Duration,
     /// Where segments are published for the node's `/mem` (`None`: nowhere).
@@ -70,6 +72,7 @@ impl Default for RmaConfig {
             chunk: 1 << 20,
             shm_dir: PathBuf::from("/dev/shm"),
             wait: WaitMode::Auto,
+            job_cpus: None,
             peer_check: Duration::from_millis(250),
             mem_registry: None,
         }
@@ -83,6 +86,7 @@ impl RmaConfig {
         let mut cfg = RmaConfig {
             shm_dir: core.shm.dir.clone(),
             wait: core.wait,
+            job_cpus: core.job_cpus,
             peer_check: core.peer_check,
             bind: core.tcp_bind,
             ofi_provider: core.ofi_provider.clone(),

@@ -198,7 +198,7 @@ impl<'w> Rma<'w> {
             .map(|p| if mine.contains(&p) { intros[p].pid } else { 0 })
             .collect();
         let patience = Patience::new(
-            Waiter::new(cfg.wait, mine.len(), None),
+            Waiter::new(cfg.wait, mine.len(), cfg.job_cpus, None),
             cfg.peer_check,
             Arc::new(pids),
         );
@@ -278,7 +278,7 @@ impl<'w> Rma<'w> {
         // Step 6.
         let native = crate::native::setup(&cfg, &*wire, &domains, bind, cookie)?;
 
-        let spin = Waiter::new(cfg.wait, mine.len(), None).spins();
+        let spin = Waiter::new(cfg.wait, mine.len(), cfg.job_cpus, None).spins();
         let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin, native);
         // Step 7.
         let registry = Publisher::start(cfg.mem_registry.as_deref(), &job, rank);

@@ -361,6 +361,13 @@ fn remove_when_empty(dir: &Path, within: Duration) -> io::Result<()> {
     }
 }
 
+/// This process's cgroup v2 directory, if cgroup2 is mounted and holds it.
+pub(crate) fn own_dir() -> Option<PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let own = own_cgroup(&std::fs::read_to_string("/proc/self/cgroup").ok()?)?;
+    place(&cgroup2_mounts(&mountinfo), &own)
+}
+
 /// The cgroup2 mounts in `mountinfo` (proc(5)): (mount root, mount point).
 fn cgroup2_mounts(mountinfo: &str) -> Vec<(String, PathBuf)> {
     mountinfo

@@ -18,6 +18,7 @@ pub mod accept;
 pub mod act_as;
 pub mod activation;
 pub mod cgroup;
+pub mod cpus;
 pub mod fds;
 pub mod file;
 pub mod hash;

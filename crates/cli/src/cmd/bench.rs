@@ -236,6 +236,15 @@ fn transport_to_rank_1(world: &World) -> &'static str {
     world.route(1).map_or("none", |r| r.name())
 }
 
+/// How `world`'s ranks wait for messages, as reports name it.
+pub fn waiting(world: &World) -> &'static str {
+    if world.busy_polls() {
+        "busy-poll"
+    } else {
+        "yield"
+    }
+}
+
 /// Turns rank 0's samples into a report.
 pub fn report_of(m: &Measured, world: &World, p: &Params) -> Report {
     let results = m
@@ -250,6 +259,7 @@ pub fn report_of(m: &Measured, world: &World, p: &Params) -> Report {
         results,
     );
     report.poll_empty_ns = Some(m.poll_empty_ns);
+    report.waiting = Some(waiting(world).into());
     report.params.insert("iters".into(), p.iters.into());
     report.params.insert("warmup".into(), p.warmup.into());
     report

@@ -309,7 +309,7 @@ mod tests {
             own: RwLock::new(vec![(memory.as_ptr() as u64, memory.len() as u64)]),
             ctl: Arc::new(ctl),
             patience: Patience::new(
-                Waiter::new(WaitMode::Yield, 1, None),
+                Waiter::new(WaitMode::Yield, 1, None, None),
                 Duration::from_millis(50),
                 Arc::new(vec![0, 0]),
             ),

@@ -1,0 +1,92 @@
+//! How many CPUs this process may actually run on: what a waiting policy must count,
+//! since a rank confined by `taskset`, a Slurm or container cpuset or a cgroup CPU quota
+//! shares fewer CPUs than the host has online.
+//!
+//! The count is the smallest of:
+//! 1. the CPUs online;
+//! 2. this process's affinity mask (`taskset`, cpusets: the kernel narrows the mask to
+//!    the cpuset's CPUs);
+//! 3. the cgroup v2 CPU quota (`cpu.max`, quota / period rounded up) of this process's
+//!    cgroup and every cgroup above it.
+
+use std::path::Path;
+
+/// The CPUs this process may run on (at least 1).
+pub fn usable() -> usize {
+    let mut n = online().min(affinity().unwrap_or(usize::MAX));
+    if let Some(quota) = crate::cgroup::own_dir().and_then(|d| quota_above(&d)) {
+        n = n.min(quota);
+    }
+    n.max(1)
+}
+
+/// Online CPUs of this host.
+pub fn online() -> usize {
+    // SAFETY: sysconf takes an integer name and has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
+}
+
+/// CPUs in this process's affinity mask.
+fn affinity() -> Option<usize> {
+    // SAFETY: all zeroes is a valid empty cpu_set_t; sched_getaffinity writes at most
+    // the size passed into it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    // SAFETY: CPU_COUNT only reads the set it is given.
+    (r == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as usize)
+}
+
+/// The tightest `cpu.max` quota from `dir` up to the cgroup2 mount, in whole CPUs.
+fn quota_above(dir: &Path) -> Option<usize> {
+    dir.ancestors()
+        .map_while(|d| std::fs::read_to_string(d.join("cpu.max")).ok())
+        .filter_map(|max| cpus_of_max(&max))
+        .min()
+}
+
+/// Whole CPUs a `cpu.max` line (`QUOTA PERIOD` or `max PERIOD`) allows; `None`: no limit.
+fn cpus_of_max(line: &str) -> Option<usize> {
+    let mut words = line.split_whitespace();
+    let quota: u64 = words.next()?.parse().ok()?;
+    let period: u64 = words.next()?.parse().ok().filter(|&p| p > 0)?;
+    usize::try_from(quota.div_ceil(period).max(1)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quota_is_rounded_up_to_whole_cpus_and_max_is_no_limit() {
+        assert_eq!(cpus_of_max("max 100000\n"), None);
+        assert_eq!(cpus_of_max("200000 100000\n"), Some(2));
+        assert_eq!(cpus_of_max("50000 100000\n"), Some(1));
+        assert_eq!(cpus_of_max("150000 100000"), Some(2));
+        assert_eq!(cpus_of_max("garbage"), None);
+    }
+
+    #[test]
+    fn the_affinity_mask_bounds_the_count() {
+        let before = usable();
+        assert!(before >= 1 && before <= online());
+        // Confine this thread to one CPU: the count follows the mask.
+        // SAFETY: zeroed is the empty set; CPU_SET writes inside it for a CPU below
+        // CPU_SETSIZE; sched_getaffinity / setaffinity read or write the size given.
+        unsafe {
+            let mut old: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            assert_eq!(libc::sched_getaffinity(0, size, &mut old), 0);
+            let first = (0..libc::CPU_SETSIZE as usize)
+                .find(|&c| libc::CPU_ISSET(c, &old))
+                .unwrap();
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(first, &mut one);
+            assert_eq!(libc::sched_setaffinity(0, size, &one), 0);
+            let confined = usable();
+            assert_eq!(libc::sched_setaffinity(0, size, &old), 0);
+            assert_eq!(confined, 1);
+        }
+    }
+}
