@@ -114,13 +114,14 @@ fn summary(x: &[f64]) -> (f64, f64, f64) {
 fn t_central(theta: f64, df: u32) -> f64 {
     let (s, c2) = (theta.sin(), theta.cos() * theta.cos());
     // Terms 1, (1/2)c², (1·3)/(2·4)c⁴, … (even df) or 1, (2/3)c², (2·4)/(3·5)c⁴, … (odd).
-    let (mut term, mut sum, mut k) = (1.0, 1.0, if df % 2 == 0 { 1 } else { 2 });
+    let even = df.is_multiple_of(2);
+    let (mut term, mut sum, mut k) = (1.0, 1.0, if even { 1 } else { 2 });
     while k + 1 < df {
         term *= f64::from(k) / f64::from(k + 1) * c2;
         sum += term;
         k += 2;
     }
-    if df % 2 == 0 {
+    if even {
         s * sum
     } else if df == 1 {
         2.0 * theta / std::f64::consts::PI
