@@ -3,6 +3,7 @@
 //! JSON shape with the C MPI ping-pong in `bench/mpi/` so runs can be compared.
 
 pub mod app;
+pub mod equivalence;
 pub mod heatmap;
 pub mod html;
 pub mod loggp;

@@ -1,6 +1,12 @@
 //! Variability over time (seed 003's T1..T4): a benchmark repeated every interval for
 //! a duration, every sample kept with the time of its repetition, tails per
-//! repetition and overall, and a test of whether a run differs from an earlier one.
+//! repetition and overall, and whether a run differs from an earlier one.
+//!
+//! The comparison takes each repetition's median as one observation
+//! ([`crate::equivalence`]): samples taken in a row are not independent, and a test
+//! over all of them calls two identical runs different. It reports the ratio of the
+//! runs' medians with a confidence interval and a verdict against a margin: "no
+//! difference", "differs" or "inconclusive" (with the repetitions a verdict needs).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -9,8 +15,9 @@ use nf_core::{CoreError, World};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::equivalence::{self, Shift, Verdict};
 use crate::plot::{ensure_font, title_font, PlotError};
-use crate::variability::{mann_whitney, Comparison, Tail};
+use crate::variability::Tail;
 
 /// What to repeat, and how often.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -60,10 +67,9 @@ pub struct Overall {
 pub struct Versus {
     /// Message size.
     pub size: usize,
-    /// This run against the earlier one.
-    pub test: Comparison,
-    /// `p < alpha`.
-    pub differs: bool,
+    /// This run's repetition medians against the earlier run's.
+    #[serde(flatten)]
+    pub shift: Shift,
 }
 
 /// A whole watch (rank 0's).
@@ -80,9 +86,10 @@ pub struct Watch {
     /// Against `--compare-with`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compared_with: Option<String>,
-    /// The tests against it.
+    /// Per size, the comparison with it (named apart from the `versus` of reports
+    /// before issue 31, a per-sample test, so those still load as earlier runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub versus: Vec<Versus>,
+    pub comparison: Vec<Versus>,
 }
 
 /// Repeats `sample` for every size (collective); rank 0 gets the watch. `sample(size)`
@@ -141,7 +148,7 @@ pub fn run<E: From<CoreError>>(
         repetitions: reps,
         overall,
         compared_with: None,
-        versus: Vec::new(),
+        comparison: Vec::new(),
     }))
 }
 
@@ -152,47 +159,57 @@ fn samples_of(reps: &[Repetition], size: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The medians of a size's repetitions, in order.
+fn medians_of(reps: &[Repetition], size: usize) -> Vec<f64> {
+    reps.iter()
+        .filter(|r| r.size == size)
+        .map(|r| r.tail.median)
+        .collect()
+}
+
 /// Per size: the tail of every sample, and how much the repetitions' medians drift.
 pub fn overall(sizes: &[usize], reps: &[Repetition]) -> Vec<Overall> {
     sizes
         .iter()
         .filter_map(|&size| {
             let tail = Tail::of(&samples_of(reps, size))?;
-            let medians: Vec<f64> = reps
-                .iter()
-                .filter(|r| r.size == size)
-                .map(|r| r.tail.median)
-                .collect();
             Some(Overall {
                 size,
                 tail,
-                cv_of_medians: Tail::of(&medians).map_or(0.0, |t| t.cv),
+                cv_of_medians: Tail::of(&medians_of(reps, size)).map_or(0.0, |t| t.cv),
             })
         })
         .collect()
 }
 
 impl Watch {
-    /// Tests every size this watch shares with `earlier` (Mann–Whitney U on all
-    /// samples); `differs` where p < `alpha`.
-    pub fn compare(&mut self, earlier: &Watch, name: &str, alpha: f64) {
+    /// Compares every size this watch shares with `earlier` by their repetition
+    /// medians ([`equivalence::compare`]: each one-sided test at `alpha`, ratios
+    /// within `margin` the same).
+    pub fn compare(&mut self, earlier: &Watch, name: &str, alpha: f64, margin: f64) {
         self.compared_with = Some(name.to_owned());
-        self.versus = self
+        self.comparison = self
             .params
             .sizes
             .iter()
             .filter_map(|&size| {
-                let test = mann_whitney(
-                    &samples_of(&self.repetitions, size),
-                    &samples_of(&earlier.repetitions, size),
+                let shift = equivalence::compare(
+                    &medians_of(&self.repetitions, size),
+                    &medians_of(&earlier.repetitions, size),
+                    alpha,
+                    margin,
                 )?;
-                Some(Versus {
-                    size,
-                    test,
-                    differs: test.p < alpha,
-                })
+                Some(Versus { size, shift })
             })
             .collect();
+    }
+
+    /// The comparison of `size`, if made.
+    fn versus(&self, size: usize) -> Option<&Shift> {
+        self.comparison
+            .iter()
+            .find(|v| v.size == size)
+            .map(|v| &v.shift)
     }
 
     /// The table: each repetition, then the whole watch, then any comparison.
@@ -218,27 +235,37 @@ impl Watch {
             );
         }
         if let Some(name) = &self.compared_with {
-            for v in &self.versus {
-                s +=
-                    &format!(
-                    "# against {name}: size {} B median ratio {:.3}, Mann-Whitney p = {:.3e}: {}\n",
+            for v in &self.comparison {
+                s += &format!(
+                    "# against {name}: size {} B {}\n",
                     v.size,
-                    v.test.median_ratio,
-                    v.test.p,
-                    if v.differs { "differs significantly" } else { "no significant difference" }
+                    verdict_line(&v.shift)
                 );
             }
         }
         s
     }
 
-    /// One CSV row per repetition and size.
+    /// One CSV row per repetition and size; the size's comparison with an earlier run
+    /// on each of its rows (empty without one).
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("rep,t_s,size_B,n,median_us,p99_us,p999_us,max_us,cv\n");
+        let mut s = String::from(
+            "rep,t_s,size_B,n,median_us,p99_us,p999_us,max_us,cv,ratio,ratio_lo,ratio_hi,verdict\n",
+        );
         for r in &self.repetitions {
             let t = &r.tail;
+            let end = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.4}"));
+            let vs = self.versus(r.size).map_or(",,,".to_owned(), |v| {
+                format!(
+                    "{:.4},{},{},{}",
+                    v.ratio,
+                    end(v.ratio_lo),
+                    end(v.ratio_hi),
+                    v.verdict.words()
+                )
+            });
             s += &format!(
-                "{},{:.3},{},{},{:.4},{:.4},{:.4},{:.4},{:.5}\n",
+                "{},{:.3},{},{},{:.4},{:.4},{:.4},{:.4},{:.5},{vs}\n",
                 r.index, r.t_s, r.size, t.n, t.median, t.p99, t.p999, t.max, t.cv
             );
         }
@@ -324,6 +351,36 @@ impl Watch {
     }
 }
 
+/// The verdict first, then the effect and what it rests on, e.g. `no difference:
+/// median ratio 0.986, 90 % interval 0.962–1.011 within ±5 % (12 and 12 repetitions)`.
+fn verdict_line(v: &Shift) -> String {
+    let pct = |x: f64| format!("{}", (x * 1000.0).round() / 10.0);
+    let relation = match v.verdict {
+        Verdict::NoDifference => "within",
+        Verdict::Differs => "outside",
+        Verdict::Inconclusive => "across",
+    };
+    let interval = match (v.ratio_lo, v.ratio_hi) {
+        (Some(lo), Some(hi)) => format!(
+            "{} % interval {lo:.3}–{hi:.3} {relation}",
+            pct(v.confidence)
+        ),
+        _ => "no interval, margin".to_owned(),
+    };
+    let mut line = format!(
+        "{}: median ratio {:.3}, {interval} ±{} % ({} and {} repetitions)",
+        v.verdict.words(),
+        v.ratio,
+        pct(v.margin),
+        v.reps,
+        v.earlier_reps
+    );
+    if let Some(n) = v.reps_needed {
+        line += &format!("; a verdict needs about {n} repetitions per run");
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,35 +410,83 @@ mod tests {
         assert_eq!(o[1].cv_of_medians, 0.0);
     }
 
-    #[test]
-    fn a_shifted_run_differs_and_the_same_one_does_not() {
-        let params = Params {
-            bench: "pingpong".into(),
-            sizes: vec![8],
-            iters: 100,
-            warmup: 0,
-            interval_s: 1.0,
-            duration_s: 1.0,
-        };
-        let mk = |shift: f64| Watch {
-            params: params.clone(),
+    /// A watch of `reps` repetitions of size 8: repetition k at `level` times a
+    /// per-repetition factor (repetitions of one run sit at different levels, as a
+    /// busy core leaves them), its 100 samples a slow ramp (dependent, not shuffled).
+    fn watch_at(level: f64, reps: usize, phase: usize) -> Watch {
+        let factors = [1.00, 1.03, 0.98, 1.01, 0.97, 1.02, 0.99, 1.04, 0.96, 1.00];
+        Watch {
+            params: Params {
+                bench: "pingpong".into(),
+                sizes: vec![8],
+                iters: 100,
+                warmup: 0,
+                interval_s: 1.0,
+                duration_s: reps as f64,
+            },
             transport: "shm".into(),
-            repetitions: vec![rep(
-                0,
-                8,
-                &(0..100)
-                    .map(|i| shift + (i % 10) as f64 * 0.01)
-                    .collect::<Vec<_>>(),
-            )],
+            repetitions: (0..reps)
+                .map(|k| {
+                    let f = level * factors[(k + phase) % factors.len()];
+                    let samples: Vec<f64> = (0..100).map(|i| f * (1.0 + i as f64 * 1e-3)).collect();
+                    rep(k, 8, &samples)
+                })
+                .collect(),
             overall: Vec::new(),
             compared_with: None,
-            versus: Vec::new(),
-        };
-        let mut today = mk(1.0);
-        today.compare(&mk(1.0), "same.json", 0.01);
-        assert!(!today.versus[0].differs, "{:?}", today.versus);
-        today.compare(&mk(1.05), "slower.json", 0.01);
-        assert!(today.versus[0].differs && today.versus[0].test.median_ratio < 1.0);
-        assert!(today.to_table().contains("differs significantly"));
+            comparison: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn runs_at_the_same_levels_do_not_differ_and_a_slower_one_does() {
+        // The same levels in another order: the samples of the two runs are far from
+        // exchangeable one by one, but their repetitions come from one distribution.
+        let mut today = watch_at(1.0, 10, 3);
+        today.compare(&watch_at(1.0, 10, 0), "same.json", 0.05, 0.05);
+        let v = &today.comparison[0].shift;
+        assert_eq!(v.verdict, Verdict::NoDifference, "{v:?}");
+        assert!(today
+            .to_table()
+            .contains("size 8 B no difference: median ratio 1.000"));
+
+        let mut slower = watch_at(1.2, 10, 3);
+        slower.compare(&watch_at(1.0, 10, 0), "base.json", 0.05, 0.05);
+        let v = &slower.comparison[0].shift;
+        assert_eq!(v.verdict, Verdict::Differs, "{v:?}");
+        assert!(
+            v.ratio_lo > Some(1.05) && (v.ratio - 1.2).abs() < 1e-9,
+            "{v:?}"
+        );
+        let table = slower.to_table();
+        assert!(
+            table.contains(
+                "# against base.json: size 8 B differs: median ratio 1.200, 90 % interval"
+            ),
+            "{table}"
+        );
+        let csv = slower.to_csv();
+        assert!(csv.lines().nth(1).unwrap().ends_with(",differs"), "{csv}");
+        assert_eq!(csv.lines().count(), 11);
+
+        // Two repetitions each: no verdict, and the report says how many it needs.
+        let mut short = watch_at(1.0, 2, 0);
+        short.compare(&watch_at(1.0, 2, 0), "short.json", 0.05, 0.05);
+        let table = short.to_table();
+        assert!(
+            table.contains("inconclusive: median ratio 1.000, no interval, margin ±5 % (2 and 2 repetitions); a verdict needs about 3 repetitions per run"),
+            "{table}"
+        );
+        // A compared report loads again as an earlier run, interval or none.
+        for w in [&slower, &short] {
+            let back: Watch = serde_json::from_str(&serde_json::to_string(w).unwrap()).unwrap();
+            let (a, b) = (&back.comparison[0].shift, &w.comparison[0].shift);
+            assert_eq!((a.verdict, a.reps_needed), (b.verdict, b.reps_needed));
+            assert_eq!(a.ratio_hi.is_some(), b.ratio_hi.is_some());
+        }
+        // An earlier report from before the change (its per-sample `versus`) still loads.
+        let mut old = serde_json::to_value(watch_at(1.0, 2, 0)).unwrap();
+        old["versus"] = serde_json::json!([{"size": 8, "test": {"p": 0.5}, "differs": false}]);
+        assert!(serde_json::from_value::<Watch>(old).is_ok());
     }
 }

@@ -1,5 +1,6 @@
 //! `nf bench watch`: a benchmark repeated over time, its tails, and whether today's
-//! run differs from an earlier one (`nf_bench::watch`).
+//! run differs from an earlier one, repetition by repetition (`nf_bench::watch`,
+//! `nf_bench::equivalence`).
 
 use std::path::PathBuf;
 
@@ -70,12 +71,17 @@ pub struct WatchArgs {
     /// Seconds the watch lasts.
     #[arg(long, default_value_t = 60.0)]
     pub duration: f64,
-    /// An earlier watch's JSON: test whether this run differs from it (Mann–Whitney U).
+    /// An earlier watch's JSON: whether this run differs from it, each repetition's
+    /// median one observation (verdict: no difference, differs or inconclusive).
     #[arg(long, value_name = "JSON")]
     pub compare_with: Option<PathBuf>,
-    /// Significance level of that test.
-    #[arg(long, default_value_t = 0.01)]
+    /// Level of each one-sided test of that comparison (its interval: 1 − 2·alpha).
+    #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
+    /// Practical-equivalence margin: median ratios between 1/(1 + this) and 1 + this
+    /// count as no difference (0.05: 5 %).
+    #[arg(long, default_value_t = nf_bench::equivalence::DEFAULT_MARGIN)]
+    pub margin: f64,
     /// Where the report goes (`--plot`: the time series).
     #[command(flatten)]
     pub out: super::bench::Outputs,
@@ -102,8 +108,11 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     if !ok_secs(a.interval) || !ok_secs(a.duration) {
         bail!("--interval and --duration are seconds, more than 0 and at most a week");
     }
-    if !(a.alpha > 0.0 && a.alpha < 1.0) {
-        bail!("--alpha is a probability between 0 and 1, e.g. 0.01");
+    if !(a.alpha > 0.0 && a.alpha < 0.5) {
+        bail!("--alpha is a probability between 0 and 0.5, e.g. 0.05");
+    }
+    if !(a.margin > 0.0 && a.margin < 1.0) {
+        bail!("--margin is a fraction between 0 and 1, e.g. 0.05 for 5 %");
     }
     let pp = pingpong::Params {
         sizes: a.sizes.clone(),
@@ -179,7 +188,7 @@ pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     }
     if let Some(mut w) = result {
         if let (Some(e), Some(path)) = (&earlier, &a.compare_with) {
-            w.compare(e, &path.display().to_string(), a.alpha);
+            w.compare(e, &path.display().to_string(), a.alpha, a.margin);
         }
         print!("{}", w.to_table());
         a.out.write(&w, false, || w.to_csv())?;
