@@ -9,6 +9,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo doc -D warnings (no broken or private intra-doc links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== cargo test"
 cargo test --workspace --no-fail-fast --quiet 2>&1 | tee target/test.log
 echo "== python: pip install ./python, then pytest python/tests (scripts/test-python.sh)"

@@ -41,7 +41,7 @@ const NO_ROOM: c_int = 12;
 /// Collective allocation of `bytes` on every member; `ptr_arr[i]` gets member `i`'s
 /// address (NULL for 0 bytes). An allocation some member's host cannot hold
 /// (`RmaError::NoRoom`) is no programming error: every member prints why and
-/// returns [`NO_ROOM`] with every slot NULL, as ARMCI lets `ARMCI_Malloc` fail;
+/// returns `NO_ROOM` with every slot NULL, as ARMCI lets `ARMCI_Malloc` fail;
 /// every other failure aborts the job.
 ///
 /// # Safety

@@ -26,7 +26,7 @@ pub extern "C" fn PARMCI_Fence(p: c_int) {
     });
 }
 
-/// `ARMCI_AllFence`: [`ARMCI_Fence`] for every process.
+/// `ARMCI_AllFence`: [`ARMCI_Fence`](PARMCI_Fence) for every process.
 #[no_mangle]
 pub extern "C" fn PARMCI_AllFence() {
     let call = "ARMCI_AllFence";

@@ -242,7 +242,7 @@ impl Conn {
     /// on. `Rlerror` becomes its errno, a lost connection `EHOSTDOWN`.
     ///
     /// On a client connection's reader thread (`!ctx.may_block()`) the answer is
-    /// awaited for [`INLINE_WAIT`] only: most come sooner, sparing two thread
+    /// awaited for `INLINE_WAIT` only: most come sooner, sparing two thread
     /// hand-offs; otherwise the call is parked and [`FsError::WouldBlock`] sends the
     /// request to a worker, whose run of the same method takes the parked call over
     /// instead of sending it again. Methods that make more than one call must

@@ -45,7 +45,7 @@ impl Tally {
     }
 
     /// Counts one event, and logs `line()` (a `tracing` warning) unless a line was
-    /// logged less than [`INTERVAL`] ago.
+    /// logged less than `INTERVAL` (10 s) ago.
     pub fn hit(&self, line: impl FnOnce() -> String) {
         self.total.fetch_add(1, Ordering::Relaxed);
         let mut w = lock(&self.window);

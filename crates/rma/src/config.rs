@@ -11,7 +11,7 @@
 //! | `NF_SHM_DIR` | directory (a tmpfs) for segment files (shared with the core) | `/dev/shm` |
 //! | `NF_WAIT` | waiting policy, as for the core: `spin`, `yield`, `auto` | `auto` |
 //! | `NF_PEER_CHECK_MS` | how often a waiter checks that the procs it waits for are alive | `250` |
-//! | `NF_MEM_REGISTRY` | directory where each proc publishes its segments for `nf serve`'s `/mem` ([`crate::registry`]); `off`: publish nothing | `$XDG_RUNTIME_DIR/ninefold/mem`, else `/tmp/ninefold-UID/mem` |
+//! | `NF_MEM_REGISTRY` | directory where each proc publishes its segments for `nf serve`'s `/mem` (`nf_memreg`); `off`: publish nothing | `$XDG_RUNTIME_DIR/ninefold/mem`, else `/tmp/ninefold-UID/mem` |
 //! | `NF_HOST` | host identity: procs with equal values share memory | host name + boot id (+ network namespace outside `nf run`) |
 
 use std::net::IpAddr;

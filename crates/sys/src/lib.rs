@@ -8,7 +8,7 @@
 //! | [`act_as`] | acting as another user on one thread for a moment (connecting with a user's rights) |
 //! | [`cgroup`] | jobs in cgroups (v2), so killing a job reaches every process it made |
 //! | [`fds`] | descriptors a daemon inherited: close-on-exec at start |
-//! | [`file`] | reading the small files settings name, bounded and without blocking |
+//! | [`file`](mod@file) | reading the small files settings name, bounded and without blocking |
 //! | [`host`] | who shares memory with whom: this process's host identity |
 //! | [`hash`] | a hash that is equal in every process and every build (names, cookies) |
 //! | [`shim`] | loading a C shim with `dlopen` and checking its interface version |

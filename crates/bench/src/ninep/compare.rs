@@ -271,7 +271,7 @@ impl Comparison {
         out
     }
 
-    /// The cases as CSV ([`CSV_HEADER`], one row per case).
+    /// The cases as CSV (`CSV_HEADER`, one row per case).
     pub fn to_csv(&self) -> String {
         let mut out = format!("{CSV_HEADER}\n");
         for c in &self.cases {
