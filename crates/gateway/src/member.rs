@@ -31,7 +31,7 @@ use nf_ninep::message::*;
 use nf_ninep::types::{LOpenFlags, Qid, NOFID};
 use nf_ninep::NONUNAME;
 use nf_ninep_client::{Client, ClientError, Root};
-use nf_ninep_server::{Ctx, FsError, FsResult};
+use nf_ninep_server::{Ctx, FsError, FsResult, Monitor, Tally};
 use nf_node::addr::Addr;
 use nf_node::connect::{connect, ConnectOptions};
 use nf_node::tls::TlsFiles;
@@ -46,8 +46,15 @@ pub const PROBE_INTERVAL: Duration = Duration::from_secs(2);
 /// per connection, so no user may take it all.
 pub const FIDS_PER_USER: usize = 2048;
 /// Requests one user may have waiting on one member connection (the member's
-/// `--max-in-flight`, 256, is per connection; blocked pipe reads count).
+/// `--max-in-flight`, 256, is per connection; blocked pipe reads count). More wait
+/// their turn at the gateway, up to [`QUEUE_WAIT`].
 pub const CALLS_PER_USER: usize = 32;
+/// How long a request waits at the gateway for one of its user's
+/// [`CALLS_PER_USER`] before `EAGAIN`: long enough that an ordinary job of many
+/// clients (64 ranks reading at once) only queues, short enough that a user whose own
+/// calls all wait for something (32 blocked pipe reads, the writer queued behind them)
+/// hears about it instead of hanging.
+pub const QUEUE_WAIT: Duration = Duration::from_secs(10);
 /// How long connecting to a member or reading its status may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a down member is tried again.
@@ -110,8 +117,11 @@ pub struct Conn {
     probe: Root,
     /// Requests started inline, by (client connection, tag).
     inline: Mutex<HashMap<(u64, u16), Inline>>,
-    /// Each user's fids and waiting requests here.
-    usage: Mutex<HashMap<Arc<str>, Usage>>,
+    /// Each user's fids and waiting requests here; requests queued for a share wait
+    /// on it.
+    usage: Arc<Monitor<HashMap<Arc<str>, Usage>>>,
+    /// Requests that waited [`QUEUE_WAIT`] in vain (a line per 10 s).
+    queue_timeouts: Tally,
 }
 
 /// One user's share of a member connection.
@@ -171,7 +181,7 @@ impl Conn {
 
     /// Counts a new fid of `user`'s: `EMFILE` beyond [`FIDS_PER_USER`].
     pub fn charge(&self, user: &Arc<str>) -> FsResult<()> {
-        let mut usage = lock(&self.usage);
+        let mut usage = self.usage.lock();
         let u = usage.entry(Arc::clone(user)).or_default();
         if u.fids >= FIDS_PER_USER {
             tracing::warn!(user = %user, limit = FIDS_PER_USER, "a user holds the most fids one member connection allows them (FIDS_PER_USER); answering EMFILE");
@@ -186,28 +196,51 @@ impl Conn {
         self.settle(user, |u| u.fids -= 1);
     }
 
-    /// Counts a request of `user`'s until the guard drops: `EAGAIN` beyond
-    /// [`CALLS_PER_USER`], unless `admitted` (a request that already started, taken
-    /// over by a worker, is never turned back halfway).
-    pub fn busy<'a>(&'a self, user: &'a Arc<str>, admitted: bool) -> FsResult<Busy<'a>> {
-        let mut usage = lock(&self.usage);
-        let u = usage.entry(Arc::clone(user)).or_default();
-        if u.calls >= CALLS_PER_USER && !admitted {
-            tracing::warn!(user = %user, limit = CALLS_PER_USER, "a user has the most requests waiting on one member connection (CALLS_PER_USER); answering EAGAIN");
-            return Err(FsError::Errno(EAGAIN));
+    /// Counts a request of `user`'s until the guard drops. Beyond [`CALLS_PER_USER`]
+    /// it waits its turn (on a worker: a request on the reader thread is handed to one
+    /// with `WouldBlock`, nothing taken), `EINTR` if flushed meanwhile, `EAGAIN` after
+    /// [`QUEUE_WAIT`]. An `admitted` request (one that already started, taken over by
+    /// a worker) is never turned back halfway.
+    pub fn busy<'a>(&'a self, ctx: &Ctx, user: &'a Arc<str>, admitted: bool) -> FsResult<Busy<'a>> {
+        let take = |usage: &mut HashMap<Arc<str>, Usage>| {
+            let full = usage.get(user).is_some_and(|u| u.calls >= CALLS_PER_USER);
+            if full && !admitted {
+                return None;
+            }
+            usage.entry(Arc::clone(user)).or_default().calls += 1;
+            Some(Busy { conn: self, user })
+        };
+        if let Some(busy) = take(&mut self.usage.lock()) {
+            return Ok(busy);
         }
-        u.calls += 1;
-        Ok(Busy { conn: self, user })
+        if !ctx.may_block() {
+            return Err(FsError::WouldBlock);
+        }
+        match ctx.cancel().wait_timeout(&self.usage, QUEUE_WAIT, take)? {
+            Some(busy) => Ok(busy),
+            None => {
+                self.queue_timeouts.hit(|| {
+                    format!(
+                        "user {user:?} waited {}s for one of their {CALLS_PER_USER} requests \
+                         on a member connection (all wait on the member, e.g. blocked pipe \
+                         reads); answering EAGAIN",
+                        QUEUE_WAIT.as_secs()
+                    )
+                });
+                Err(FsError::Errno(EAGAIN))
+            }
+        }
     }
 
     fn settle(&self, user: &Arc<str>, change: impl FnOnce(&mut Usage)) {
-        let mut usage = lock(&self.usage);
-        if let Some(u) = usage.get_mut(user) {
-            change(u);
-            if u.fids == 0 && u.calls == 0 {
-                usage.remove(user);
+        self.usage.update(|usage| {
+            if let Some(u) = usage.get_mut(user) {
+                change(u);
+                if u.fids == 0 && u.calls == 0 {
+                    usage.remove(user);
+                }
             }
-        }
+        });
     }
 
     /// True if this request (`ctx`) started its member call on a reader thread and a
@@ -683,7 +716,8 @@ impl Member {
             next_fid: AtomicU32::new(NOFID - 1),
             probe,
             inline: Mutex::new(HashMap::new()),
-            usage: Mutex::new(HashMap::new()),
+            usage: Arc::new(Monitor::new(HashMap::new())),
+            queue_timeouts: Tally::new(),
             client,
         })
     }

@@ -103,7 +103,7 @@ impl RemoteFid {
             }
             return Err(e);
         }
-        let _busy = self.conn.busy(&self.user, admitted)?;
+        let _busy = self.conn.busy(ctx, &self.user, admitted)?;
         self.conn.call(ctx, msg.into())
     }
 

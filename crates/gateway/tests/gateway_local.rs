@@ -408,7 +408,7 @@ fn a_node_may_only_register_its_own_name() {
 
 #[test]
 fn one_user_cannot_take_a_members_connection_from_the_others() {
-    use nf_gateway::member::{CALLS_PER_USER, FIDS_PER_USER};
+    use nf_gateway::member::{CALLS_PER_USER, FIDS_PER_USER, QUEUE_WAIT};
     let s = Setup::start();
     let root = s.root();
     let held: Vec<_> = (0..FIDS_PER_USER)
@@ -427,43 +427,65 @@ fn one_user_cannot_take_a_members_connection_from_the_others() {
     drop(held);
     root.walk("/n/node1/status")
         .expect("fids given back are counted back");
-    // Requests waiting (blocked pipe reads) are bounded per user too.
+    // Requests waiting (blocked pipe reads) are bounded per user too: past the bound
+    // a request waits its turn at the gateway, it is not refused.
     let pipe = root.open("/n/node1/pipe/w", LOpenFlags::RDONLY).unwrap();
-    let waiting: Vec<_> = (0..CALLS_PER_USER)
-        .map(|_| {
-            root.client()
-                .start(Tread {
-                    fid: pipe.number(),
-                    offset: 0,
-                    count: 1,
-                })
-                .unwrap()
-        })
-        .collect();
-    // One more is refused once all of them wait on the member (they get there
-    // through a worker each: try until then, flushing a try that was let through).
-    let start = Instant::now();
-    let refused = loop {
-        let call = root
-            .client()
+    let pipe_read = || {
+        root.client()
             .start(Tread {
                 fid: pipe.number(),
                 offset: 0,
                 count: 1,
             })
-            .unwrap();
-        match call.wait_timeout(Duration::from_millis(500)).unwrap() {
-            Some(Rmessage::Rlerror(e)) if e.ecode == nf_ninep::errno::EAGAIN => break true,
-            Some(other) => panic!("the pipe has nothing to read: {other:?}"),
-            None => {
-                let _ = call.flush_within(Some(BOUND));
-            }
-        }
-        if start.elapsed() > BOUND {
-            break false;
-        }
+            .unwrap()
     };
-    assert!(refused);
+    let status = root.open("/n/node1/status", LOpenFlags::RDONLY).unwrap();
+    let status_read = || {
+        root.client()
+            .start(Tread {
+                fid: status.number(),
+                offset: 0,
+                count: 4096,
+            })
+            .unwrap()
+    };
+    let mut waiting: Vec<_> = (0..CALLS_PER_USER).map(|_| pipe_read()).collect();
+    // The pipe reads reach the member through a worker each: until all of them wait
+    // there, a status read goes through. Then one stays queued.
+    let start = Instant::now();
+    let queued = loop {
+        let call = status_read();
+        match call.wait_timeout(Duration::from_millis(500)).unwrap() {
+            None => break call,
+            Some(Rmessage::Rread(_)) => {}
+            Some(other) => panic!("a request past the bound was refused, not queued: {other:?}"),
+        }
+        assert!(start.elapsed() < BOUND, "the pipe reads never all waited");
+    };
+    assert!(!other.read_file("/n/node1/status").unwrap().is_empty());
+    // A turn given back goes to the queued request.
+    let _ = waiting.pop().unwrap().flush_within(Some(BOUND));
+    match queued.wait_timeout(BOUND).unwrap() {
+        Some(Rmessage::Rread(r)) => assert!(!r.data.is_empty()),
+        other => panic!("the queued read was not served when a turn came free: {other:?}"),
+    }
+    // A user whose every turn waits on the member (its own pipe reads) hears EAGAIN
+    // after QUEUE_WAIT rather than hanging.
+    waiting.push(pipe_read());
+    let start = Instant::now();
+    let refused = loop {
+        let call = status_read();
+        match call.wait_timeout(QUEUE_WAIT + BOUND).unwrap() {
+            Some(Rmessage::Rlerror(e)) => break e.ecode,
+            Some(Rmessage::Rread(_)) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            start.elapsed() < BOUND + QUEUE_WAIT,
+            "the pipe reads never all waited"
+        );
+    };
+    assert_eq!(refused, nf_ninep::errno::EAGAIN);
     assert!(!other.read_file("/n/node1/status").unwrap().is_empty());
     for call in waiting {
         let _ = call.flush_within(Some(BOUND));
