@@ -205,11 +205,12 @@ pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>, who: &str) -> anyhow:
     let cleanup = |job: &str| {
         nf_transport::shm::remove_job_segments(&shm_dir, job);
     };
+    // Every launch error names what it could not start; a context naming the program
+    // again would say it twice.
     let report = match hosts {
         Some(hosts) => nf_launch::run_on_hosts(spec, hosts, cleanup),
         None => nf_launch::run_with(spec, cleanup),
-    }
-    .with_context(|| format!("cannot launch {}", spec.program.display()))?;
+    }?;
     let code = job_status(&report.outcome);
     if code != 0 {
         eprintln!("{who}: job {} failed: {}", report.job_id, report.outcome);
