@@ -106,7 +106,8 @@ fn the_timeout_stops_the_job() {
     assert_eq!(
         outcome,
         Outcome::TimedOut {
-            after: Duration::from_millis(500)
+            after: Duration::from_millis(500),
+            killed: vec![0, 1],
         }
     );
     assert!(took >= Duration::from_millis(500));

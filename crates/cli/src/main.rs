@@ -9,13 +9,17 @@ use clap::{Parser, Subcommand};
 
 /// What `nf --help` adds below the commands.
 const AFTER_HELP: &str = "\
-Exit status:
+Exit status (every command):
   0  success
-  1  a runtime or I/O error (including a failed job's cause, reported by nf run
-     as the failing rank's own status)
-  2  a usage error: bad arguments or settings, found before anything runs
+  1  a runtime or I/O error (a missing program, a lost connection, a rank that
+     aborted the job)
+  2  a usage error: bad arguments or NF_* settings, found before anything runs
+     (a job's settings are checked once, by the nf that launches it)
   3  the 9P server answered with an error (no such file, permission denied, …)
-  4  a timeout
+  4  a timeout: nf run --timeout fired, or a server did not answer in time
+  A job that ran and failed (nf run, a rank command started by hand, nf exec) exits
+  with the failing rank's or program's own status, 128+N if signal N killed it;
+  nf itself stopped by SIGINT or SIGTERM exits with 130 or 143.
 
 Logging: NF_LOG (else RUST_LOG) takes tracing directives: warn (default), info, debug,
 or target=level pairs such as nf_core=debug. `nf config` lists every setting.";
@@ -36,6 +40,10 @@ fn exit_code(err: &anyhow::Error) -> i32 {
         if cause.is::<cmd::Usage>()
             || cause.is::<nf_bench::params::ParamError>()
             || cause.is::<nf_node::addr::AddrError>()
+            || cause
+                .downcast_ref::<nf_launch::LaunchError>()
+                .is_some_and(nf_launch::LaunchError::is_usage)
+            || is_bad_setting(cause)
         {
             return EXIT_USAGE;
         }
@@ -67,6 +75,21 @@ fn exit_code(err: &anyhow::Error) -> i32 {
         }
     }
     EXIT_FAILURE
+}
+
+/// Whether `cause` is a setting (`NF_*`) the runtime refuses: what a rank reports when
+/// no `nf` launcher checked its settings first (under mpirun or srun).
+fn is_bad_setting(cause: &(dyn std::error::Error + 'static)) -> bool {
+    use nf_core::CoreError;
+    let core = |e: &CoreError| matches!(e, CoreError::Config { .. } | CoreError::ConfigWhy { .. });
+    match (
+        cause.downcast_ref::<CoreError>(),
+        cause.downcast_ref::<nf_rma::RmaError>(),
+    ) {
+        (Some(e), _) | (_, Some(nf_rma::RmaError::Core(e))) => core(e),
+        (_, Some(e)) => matches!(e, nf_rma::RmaError::Config { .. }),
+        (None, None) => false,
+    }
 }
 
 /// ninefold: one runtime for every transport of a cluster.

@@ -132,3 +132,17 @@ fn a_bad_argument_under_mpirun_is_reported_once() {
     assert!(!out.status.success(), "{all}");
     assert_eq!(all.matches("--sizes 12").count(), 1, "{all}");
 }
+
+#[test]
+fn a_bad_setting_under_mpirun_is_a_usage_error_reported_once() {
+    // No nf launcher checks the settings here: each rank finds the bad one itself, and
+    // rank 0 alone says so (the other ranks' echo is a usage error, kept quiet).
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2", NF])
+        .args(PINGPONG)
+        .env("NF_WAIT", "bogus");
+    let out = run(cmd);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert_eq!(all.matches("NF_WAIT=\"bogus\"").count(), 1, "{all}");
+}

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use nf_transport::shm::layout::FAST_DATA;
+use nf_transport::shm::layout::{self, FAST_DATA};
 use nf_transport::shm::ShmConfig;
 
 use crate::error::CoreError;
@@ -231,6 +231,26 @@ impl Config {
         c.shm.frame_size = tuned.shm_frame_size.unwrap_or(c.shm.frame_size);
         if let Some(v) = var(env, "NF_SHM_FRAME_SIZE", "a byte count, multiple of 64")? {
             c.shm.frame_size = v;
+        }
+        // The segment's own checks, so a bad geometry is refused where it is read, not
+        // when a rank maps its first segment.
+        for (name, value, check) in [
+            (
+                "NF_SHM_FRAMES",
+                c.shm.frames,
+                layout::check_frames as fn(usize) -> _,
+            ),
+            (
+                "NF_SHM_FRAME_SIZE",
+                c.shm.frame_size,
+                layout::check_frame_size,
+            ),
+        ] {
+            check(value).map_err(|why| CoreError::ConfigWhy {
+                var: name,
+                value: value.to_string(),
+                why,
+            })?;
         }
         c.shm.fast_limit = tuned.shm_fast_limit.unwrap_or(c.shm.fast_limit);
         if let Some(v) = var(env, "NF_SHM_FAST_LIMIT", FAST_LIMIT_EXPECTED)? {
@@ -447,6 +467,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("NF_OFI_PACKET"), "{e}");
+    }
+
+    #[test]
+    fn a_shm_geometry_the_segments_would_refuse_is_refused_naming_its_setting() {
+        for (name, bad) in [
+            ("NF_SHM_FRAME_SIZE", "100"),
+            ("NF_SHM_FRAME_SIZE", "64"),
+            ("NF_SHM_FRAMES", "100"),
+        ] {
+            let e = Config::from_sources(&|n| (n == name).then(|| bad.to_owned()), None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("{name}=\"{bad}\" is invalid: ")),
+                "{e}"
+            );
+        }
+        let c = config(
+            &[("NF_SHM_FRAME_SIZE", "128"), ("NF_SHM_FRAMES", "64")],
+            None,
+        );
+        assert_eq!((c.shm.frame_size, c.shm.frames), (128, 64));
     }
 
     #[test]

@@ -133,3 +133,32 @@ pub enum LaunchError {
         source: io::Error,
     },
 }
+
+impl LaunchError {
+    /// Whether the request itself cannot work (a rank count, timeout, host list, remote
+    /// template or address that no retry fixes), as opposed to a failure to start what
+    /// was asked for (a missing program, a spawn or PMI failure).
+    pub fn is_usage(&self) -> bool {
+        use LaunchError::*;
+        match self {
+            NoRanks
+            | ZeroTimeout
+            | EmptyProgram
+            | BadHost { .. }
+            | NoHosts
+            | RanksMismatch { .. }
+            | BadRemote { .. }
+            | PmiBindNeeded { .. }
+            | PmiBindUnspecified { .. }
+            | BadEnvName { .. } => true,
+            ProgramNotFound { .. }
+            | NotExecutable { .. }
+            | Pmi(_)
+            | Signals(_)
+            | Affinity(_)
+            | Spawn { .. }
+            | ProgramPath { .. }
+            | SpawnRemote { .. } => false,
+        }
+    }
+}

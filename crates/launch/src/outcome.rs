@@ -40,6 +40,8 @@ pub enum Outcome {
     TimedOut {
         /// The timeout that passed.
         after: Duration,
+        /// The ranks still running when it passed, which were killed.
+        killed: Vec<usize>,
     },
     /// The launcher received SIGINT or SIGTERM and passed it on.
     Interrupted {
@@ -128,11 +130,12 @@ impl fmt::Display for Outcome {
                 }
                 write!(f, "); the ranks on other hosts were stopped")
             }
-            Outcome::TimedOut { after } => {
+            Outcome::TimedOut { after, killed } => {
                 write!(
                     f,
-                    "timed out after {:.1} s; all ranks were stopped",
-                    after.as_secs_f64()
+                    "the timeout of {:.1} s fired; {} still running and killed",
+                    after.as_secs_f64(),
+                    RankList(killed)
                 )
             }
             Outcome::Interrupted { signal } => {
@@ -169,6 +172,27 @@ impl fmt::Display for Cause {
         match self {
             Cause::Exit(c) => write!(f, "exited with code {c}"),
             Cause::Signal(s) => write!(f, "was killed by {}", SignalName(*s)),
+        }
+    }
+}
+
+/// Displays ranks as `rank 3 was`, `ranks 0, 1 were` or `no rank was` (the subject of
+/// a sentence).
+struct RankList<'a>(&'a [usize]);
+
+impl fmt::Display for RankList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [] => f.write_str("no rank was"),
+            [one] => write!(f, "rank {one} was"),
+            many => {
+                f.write_str("ranks ")?;
+                for (i, r) in many.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(f, "{sep}{r}")?;
+                }
+                f.write_str(" were")
+            }
         }
     }
 }
@@ -273,6 +297,21 @@ mod tests {
         );
         assert_eq!(o.exit_code(), 137);
         assert_eq!(Cause::Signal(64).to_string(), "was killed by signal 64");
+        let o = Outcome::TimedOut {
+            after: Duration::from_millis(1500),
+            killed: vec![0, 2],
+        };
+        assert_eq!(
+            o.to_string(),
+            "the timeout of 1.5 s fired; ranks 0, 2 were still running and killed"
+        );
+        let o = Outcome::TimedOut {
+            after: Duration::from_secs(1),
+            killed: vec![1],
+        };
+        assert!(o
+            .to_string()
+            .ends_with("; rank 1 was still running and killed"));
     }
 
     #[test]
@@ -300,7 +339,8 @@ mod tests {
         );
         assert_eq!(
             Outcome::TimedOut {
-                after: Duration::from_secs(1)
+                after: Duration::from_secs(1),
+                killed: vec![0, 1],
             }
             .exit_code(),
             124

@@ -26,7 +26,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use nf_pmi::ServerEvent;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::outcome::{Cause, Outcome, SignalName};
 use crate::signals::SignalWatch;
@@ -163,9 +163,15 @@ pub(crate) fn supervise(
         }
         if let Some(after) = timeout {
             if start.elapsed() >= after {
-                warn!(?after, "job timed out; stopping it");
+                let killed = ranks
+                    .iter()
+                    .filter(|r| r.running())
+                    .map(|r| r.rank)
+                    .collect();
+                // The caller reports the outcome; a warning here would say it twice.
+                info!(?after, "job timed out; stopping it");
                 stop_all(ranks, libc::SIGTERM, signals);
-                return Outcome::TimedOut { after };
+                return Outcome::TimedOut { after, killed };
             }
         }
         match events.recv_timeout(TICK) {

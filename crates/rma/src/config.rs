@@ -82,7 +82,20 @@ impl Default for RmaConfig {
 impl RmaConfig {
     /// Reads the settings from the environment (see the table above).
     pub fn from_env() -> Result<RmaConfig, RmaError> {
-        let core = nf_core::Config::from_env()?;
+        RmaConfig::from_sources(
+            &|name| std::env::var(name).ok(),
+            nf_core::tune::cached().as_ref(),
+        )
+    }
+
+    /// [`RmaConfig::from_env`] over any environment `env` and tune cache `tuned` (the
+    /// launcher checks a job's settings with it before any proc starts).
+    pub fn from_sources(
+        env: &dyn Fn(&str) -> Option<String>,
+        tuned: Option<&nf_core::tune::Tuned>,
+    ) -> Result<RmaConfig, RmaError> {
+        let var = |name: &str| env(name).filter(|v| !v.is_empty());
+        let core = nf_core::Config::from_sources(env, tuned)?;
         let mut cfg = RmaConfig {
             shm_dir: core.shm.dir.clone(),
             wait: core.wait,
@@ -134,10 +147,6 @@ impl RmaConfig {
         }
         Ok(cfg)
     }
-}
-
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 fn bad(var: &'static str, value: String, expected: &'static str) -> RmaError {

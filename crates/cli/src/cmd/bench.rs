@@ -77,7 +77,7 @@ pub struct PlotArgs {
 #[derive(Args)]
 pub struct PingpongArgs {
     /// Message sizes in bytes, comma-separated (default: 8 B … 8 MiB and 2000000).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = size_bytes)]
     pub sizes: Option<Vec<usize>>,
     /// Timed round trips for sizes up to 64 KiB (fewer above, at least 20).
     #[arg(long, default_value_t = 10_000)]
@@ -88,6 +88,16 @@ pub struct PingpongArgs {
     /// Where the report goes.
     #[command(flatten)]
     pub out: Outputs,
+}
+
+/// One value of a benchmark's `--sizes` list: a message size in bytes, at least 1
+/// (every benchmark's list is parsed by this, so each refuses the same values).
+pub fn size_bytes(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("a message size is at least 1 byte".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("not a size in bytes (comma-separated whole numbers, e.g. 8,4096)".into()),
+    }
 }
 
 /// Where a benchmark writes its reports (besides the table on stdout).

@@ -12,6 +12,7 @@ use nf_node::connect::{attach, ConnectOptions};
 use nf_rma::{Rma, WorldWireup};
 
 use super::progress::{Mode, Progress};
+use super::Usage;
 
 /// Arguments of `nf bench app`.
 #[derive(Args)]
@@ -59,13 +60,13 @@ fn check_memory(p: &Params) -> anyhow::Result<()> {
             .map(|kib| kib * 1024)
     });
     match avail {
-        Some(avail) if need > avail => bail!(
+        Some(avail) if need > avail => bail!(Usage(format!(
             "--n {} needs {:.1} GiB on rank 0 (its rows of A, B and C in the smallest team), \
              but this host has {:.1} GiB available: use a smaller --n, or --teams without 1",
             p.n,
             need as f64 / (1u64 << 30) as f64,
             avail as f64 / (1u64 << 30) as f64
-        ),
+        ))),
         _ => Ok(()),
     }
 }
@@ -73,7 +74,9 @@ fn check_memory(p: &Params) -> anyhow::Result<()> {
 /// That no team is larger than the job.
 fn check_teams(teams: &[usize], size: usize) -> anyhow::Result<()> {
     match teams.iter().find(|&&t| t > size) {
-        Some(big) => bail!("--teams has {big} ranks but the job has {size} (nf run -n {big})"),
+        Some(big) => bail!(Usage(format!(
+            "--teams has {big} ranks but the job has {size} (nf run -n {big})"
+        ))),
         None => Ok(()),
     }
 }
@@ -81,12 +84,16 @@ fn check_teams(teams: &[usize], size: usize) -> anyhow::Result<()> {
 /// Runs the probe (starting `--ranks` ranks when run by hand).
 pub fn run(a: AppArgs) -> anyhow::Result<i32> {
     if a.n == 0 || a.panel == 0 || a.reps == 0 || a.ranks == 0 || a.via.is_empty() {
-        bail!("--n, --panel, --reps, --ranks and --via must be at least 1");
+        bail!(Usage(
+            "--n, --panel, --reps, --ranks and --via must be at least 1".into()
+        ));
     }
     let mut via = a.via.clone();
     via.dedup();
     if a.out.plot.is_some() {
-        bail!("nf bench app draws no plot; use --json and `nf bench report`");
+        bail!(Usage(
+            "nf bench app draws no plot; use --json and `nf bench report`".into()
+        ));
     }
     a.out.check()?;
     let node = match &a.node {
@@ -95,7 +102,9 @@ pub fn run(a: AppArgs) -> anyhow::Result<i32> {
     };
     if let Some(t) = &a.teams {
         if t.is_empty() || t.windows(2).any(|w| w[0] >= w[1]) || t[0] == 0 {
-            bail!("--teams must be ascending sizes of at least 1, e.g. 1,2,4");
+            bail!(Usage(
+                "--teams must be ascending sizes of at least 1, e.g. 1,2,4".into()
+            ));
         }
     }
     // What a job of `size` ranks would run, checked (teams, memory).

@@ -1,9 +1,10 @@
 //! `nf bench loggp`: the LogGP parameters of the route between ranks 0 and 1, the fit's
 //! residuals, and the model's ping-pong drawn over the measured one (`nf_bench::loggp`).
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 use nf_bench::loggp::{self, Params};
+use nf_bench::params::{check_iters, ParamError};
 use nf_bench::report::{Report, SizeResult};
 use nf_core::World;
 
@@ -14,6 +15,7 @@ pub struct LoggpArgs {
     #[arg(
         long,
         value_delimiter = ',',
+        value_parser = super::bench::size_bytes,
         default_value = "8,64,512,4096,32768,262144,1048576"
     )]
     pub sizes: Vec<usize>,
@@ -33,11 +35,14 @@ pub fn run(a: LoggpArgs) -> anyhow::Result<i32> {
     let mut sizes = a.sizes.clone();
     sizes.sort_unstable();
     sizes.dedup();
-    if sizes.len() < 2 || sizes[0] == 0 {
-        bail!("--sizes needs at least two different sizes of 1 byte or more (G is a slope)");
+    if sizes.len() < 2 {
+        let given = a.sizes.iter().map(usize::to_string).collect::<Vec<_>>();
+        let why = "give at least two different sizes (G is a slope)";
+        return Err(ParamError::new("sizes", given.join(","), why).into());
     }
-    if a.iters == 0 || a.stream == 0 {
-        bail!("--iters and --stream must be at least 1");
+    check_iters(a.iters)?;
+    if a.stream == 0 {
+        return Err(ParamError::new("stream", 0, "at least 1 message per stream").into());
     }
     a.out.check()?;
     if !super::run::under_launcher()? {

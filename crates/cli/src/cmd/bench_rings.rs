@@ -8,6 +8,7 @@ use nf_bench::rings::{self, Params};
 use nf_core::World;
 
 use super::progress::{Mode, Progress};
+use super::Usage;
 
 /// Arguments of `nf bench rings`.
 #[derive(Args)]
@@ -44,10 +45,14 @@ pub struct RingsArgs {
 /// Runs the benchmark (starting `--ranks` ranks when run by hand).
 pub fn run(a: RingsArgs) -> anyhow::Result<i32> {
     if a.iters == 0 || a.bw_iters == 0 || a.lat_size == 0 || a.bw_size == 0 {
-        bail!("--iters, --bw-iters, --lat-size and --bw-size must be at least 1");
+        bail!(Usage(
+            "--iters, --bw-iters, --lat-size and --bw-size must be at least 1".into()
+        ));
     }
     if a.ranks < 2 {
-        bail!("--ranks must be at least 2: rings exchange between ranks");
+        bail!(Usage(
+            "--ranks must be at least 2: rings exchange between ranks".into()
+        ));
     }
     a.out.check()?;
     if !super::run::under_launcher()? {
@@ -64,7 +69,9 @@ pub fn run(a: RingsArgs) -> anyhow::Result<i32> {
     };
     let world = World::init().context("joining the job")?;
     if world.size() < 2 {
-        bail!("nf bench rings needs at least 2 ranks (nf run -n 2 or more)");
+        bail!(Usage(
+            "nf bench rings needs at least 2 ranks (nf run -n 2 or more)".into()
+        ));
     }
     let n = world.size();
     let mut progress = (world.rank() == 0).then(|| {

@@ -19,7 +19,7 @@ pub struct RmaArgs {
     #[arg(long, value_delimiter = ',', default_value = "contig,strided")]
     pub layouts: Vec<Layout>,
     /// Sizes in bytes, multiples of 8, comma-separated (default: 8 B … 4 MiB).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::bench::size_bytes)]
     pub sizes: Option<Vec<usize>>,
     /// Timed operations for sizes up to 64 KiB (fewer above, at least 20).
     #[arg(long, default_value_t = 2_000)]

@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
+use nf_bench::params::ParamError;
 use nf_bench::pingpong::{self, iters_for, PingPong};
 use nf_bench::rma::{Layout, Op, Params as RmaParams};
 use nf_rma::{Rma, RmaError, WorldWireup};
@@ -57,7 +58,12 @@ pub struct WatchArgs {
     #[arg(long, value_enum, default_value = "pingpong")]
     pub bench: Watched,
     /// Message sizes in bytes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "8,65536")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = super::bench::size_bytes,
+        default_value = "8,65536"
+    )]
     pub sizes: Vec<usize>,
     /// Timed operations per size and repetition (fewer above 64 KiB, at least 20).
     #[arg(long, default_value_t = 2_000)]
@@ -105,14 +111,19 @@ fn rma_params(op: Op, size: usize, a: &WatchArgs) -> RmaParams {
 /// Runs the watch (starting 2 ranks when run by hand).
 pub fn run(a: WatchArgs) -> anyhow::Result<i32> {
     let ok_secs = |x: f64| x.is_finite() && x > 0.0 && x <= 7.0 * 86_400.0;
-    if !ok_secs(a.interval) || !ok_secs(a.duration) {
-        bail!("--interval and --duration are seconds, more than 0 and at most a week");
+    for (arg, secs) in [("interval", a.interval), ("duration", a.duration)] {
+        if !ok_secs(secs) {
+            let why = "seconds, more than 0 and at most a week";
+            return Err(ParamError::new(arg, secs, why).into());
+        }
     }
     if !(a.alpha > 0.0 && a.alpha < 0.5) {
-        bail!("--alpha is a probability between 0 and 0.5, e.g. 0.05");
+        let why = "a probability between 0 and 0.5, e.g. 0.05";
+        return Err(ParamError::new("alpha", a.alpha, why).into());
     }
     if !(a.margin > 0.0 && a.margin < 1.0) {
-        bail!("--margin is a fraction between 0 and 1, e.g. 0.05 for 5 %");
+        let why = "a fraction between 0 and 1, e.g. 0.05 for 5 %";
+        return Err(ParamError::new("margin", a.margin, why).into());
     }
     let pp = pingpong::Params {
         sizes: a.sizes.clone(),

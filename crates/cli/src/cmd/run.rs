@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use nf_launch::{Binding, Hosts, LaunchSpec, RemoteTemplate};
+use nf_launch::{Binding, Hosts, LaunchSpec, Outcome, RemoteTemplate};
 
 /// Arguments of `nf run`.
 #[derive(Args)]
@@ -199,21 +199,51 @@ pub(crate) fn parse_bind(s: &str) -> Result<SocketAddr, String> {
 /// this machine afterwards, and reports a failure naming the rank (and host) and cause,
 /// as the command `who` the user typed.
 pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>, who: &str) -> anyhow::Result<i32> {
+    check_settings(&spec.env)?;
     let shm_dir =
         PathBuf::from(std::env::var_os("NF_SHM_DIR").unwrap_or_else(|| "/dev/shm".into()));
     let cleanup = |job: &str| {
         nf_transport::shm::remove_job_segments(&shm_dir, job);
     };
+    // Every launch error names what it could not start; a context naming the program
+    // again would say it twice.
     let report = match hosts {
         Some(hosts) => nf_launch::run_on_hosts(spec, hosts, cleanup),
         None => nf_launch::run_with(spec, cleanup),
-    }
-    .with_context(|| format!("cannot launch {}", spec.program.display()))?;
-    let code = report.outcome.exit_code();
+    }?;
+    let code = job_status(&report.outcome);
     if code != 0 {
         eprintln!("{who}: job {} failed: {}", report.job_id, report.outcome);
     }
     Ok(code)
+}
+
+/// The exit status of a job that ran, by the rule of `nf --help`: 0, a failed rank's
+/// own status (128 + the signal that killed it), 4 for the timeout, 128 + the signal
+/// `nf run` itself received and passed on, 1 when a rank aborted the job.
+fn job_status(outcome: &Outcome) -> i32 {
+    match outcome {
+        Outcome::TimedOut { .. } => crate::EXIT_TIMEOUT,
+        Outcome::Aborted { .. } => crate::EXIT_FAILURE,
+        other => other.exit_code(),
+    }
+}
+
+/// Checks every `NF_*` setting the ranks will read (this environment with `extra`
+/// over it, and this user's tune cache) with the layers' own parsers, so a bad one is
+/// one usage error from the command typed rather than one from each rank.
+fn check_settings(extra: &[(OsString, OsString)]) -> anyhow::Result<()> {
+    let lookup = |name: &str| -> Option<String> {
+        match extra.iter().rev().find(|(k, _)| k == name) {
+            Some((_, v)) => Some(v.to_string_lossy().into_owned()),
+            None => std::env::var(name).ok(),
+        }
+    };
+    let usage = |e: &dyn std::fmt::Display| super::Usage(e.to_string());
+    let tuned = nf_core::tune::cached();
+    nf_rma::RmaConfig::from_sources(&lookup, tuned.as_ref()).map_err(|e| usage(&e))?;
+    nf_pmi::env::call_timeout(&|name| lookup(name).map(OsString::from)).map_err(|e| usage(&e))?;
+    Ok(())
 }
 
 /// Re-runs this very command line as an `n`-rank job (for rank-side subcommands

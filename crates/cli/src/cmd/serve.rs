@@ -327,30 +327,32 @@ pub fn init_tracing() {
 impl ServeArgs {
     fn config(&self) -> anyhow::Result<ServeConfig> {
         if self.msize < nf_ninep::MIN_MSIZE {
-            bail!(
+            bail!(super::Usage(format!(
                 "--msize {} is below the 9P minimum of {} bytes",
                 self.msize,
                 nf_ninep::MIN_MSIZE
-            );
+            )));
         }
         if self.max_fids == 0 || self.max_in_flight == 0 || self.max_clients == 0 {
-            bail!("--max-fids, --max-in-flight and --max-clients must be at least 1");
+            bail!(super::Usage(
+                "--max-fids, --max-in-flight and --max-clients must be at least 1".into()
+            ));
         }
         // A connection's buffers alone take up to 2 × msize; leave room for requests.
         let least = 4 * self.msize as usize;
         if self.conn_memory < least || self.user_memory < self.conn_memory {
-            bail!(
+            bail!(super::Usage(format!(
                 "--conn-memory {} must be at least 4 × --msize ({least}), and --user-memory {} at least --conn-memory",
                 self.conn_memory,
                 self.user_memory
-            );
+            )));
         }
         if let Some(dir) = &self.export {
             if !dir.is_dir() {
-                bail!(
+                bail!(super::Usage(format!(
                     "--export {}: not a directory (give the directory to serve as /fs and /ro)",
                     dir.display()
-                );
+                )));
             }
         }
         check_labels(&self.labels)?;

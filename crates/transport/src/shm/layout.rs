@@ -230,12 +230,7 @@ impl Geometry {
                 self.nsenders, self.nrings
             ));
         }
-        if !self.frames.is_power_of_two() || self.frames > (1 << 20) {
-            return Err(format!(
-                "frames per ring must be a power of two ≤ 2^20, got {}",
-                self.frames
-            ));
-        }
+        check_frames(self.frames)?;
         let senders_on_ring0 = self.nsenders.div_ceil(self.nrings);
         if self.frames < senders_on_ring0 {
             return Err(format!(
@@ -243,18 +238,35 @@ impl Geometry {
                 self.frames, senders_on_ring0
             ));
         }
-        if !self.frame_size.is_multiple_of(CACHE_LINE)
-            || self.frame_size < FRAME_HEADER + CACHE_LINE
-            || self.frame_size > u32::MAX as usize
-        {
-            return Err(format!(
-                "frame size must be a multiple of {CACHE_LINE} B of at least {} B, got {}",
-                FRAME_HEADER + CACHE_LINE,
-                self.frame_size
-            ));
-        }
-        Ok(())
+        check_frame_size(self.frame_size)
     }
+}
+
+/// That `frames` can be the frames per ring: a power of two ≤ 2^20 (what
+/// [`Geometry::validate`] requires, for settings checked before any segment exists).
+pub fn check_frames(frames: usize) -> Result<(), String> {
+    if !frames.is_power_of_two() || frames > (1 << 20) {
+        return Err(format!(
+            "frames per ring must be a power of two ≤ 2^20, got {frames}"
+        ));
+    }
+    Ok(())
+}
+
+/// That `frame_size` can be the bytes per frame: a multiple of [`CACHE_LINE`] with room
+/// for the header and one line of payload, below 4 GiB (what [`Geometry::validate`]
+/// requires).
+pub fn check_frame_size(frame_size: usize) -> Result<(), String> {
+    if !frame_size.is_multiple_of(CACHE_LINE)
+        || frame_size < FRAME_HEADER + CACHE_LINE
+        || frame_size > u32::MAX as usize
+    {
+        return Err(format!(
+            "frame size must be a multiple of {CACHE_LINE} B of at least {} B, got {frame_size}",
+            FRAME_HEADER + CACHE_LINE,
+        ));
+    }
+    Ok(())
 }
 
 /// Typed access to a mapped segment. Holds a raw base pointer; the owner of the

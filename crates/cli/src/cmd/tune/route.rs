@@ -38,7 +38,9 @@ pub fn hosts(
     pmi_bind: Option<SocketAddr>,
 ) -> anyhow::Result<Hosts> {
     let [a, b] = names else {
-        anyhow::bail!("--route takes two hosts, this one first: --route HOST0,HOST1");
+        anyhow::bail!(crate::cmd::Usage(
+            "--route takes two hosts, this one first: --route HOST0,HOST1".into()
+        ));
     };
     Ok(Hosts {
         hosts: [a, b]
