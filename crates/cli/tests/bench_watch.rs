@@ -180,7 +180,7 @@ fn bad_arguments_and_a_bad_earlier_report_fail_before_measuring() {
     for (args, want) in [
         (&["--interval", "0"][..], "more than 0"),
         (&["--alpha", "2"][..], "probability"),
-        (&["--margin", "0"][..], "--margin is a fraction"),
+        (&["--margin", "0"][..], "--margin 0: a fraction"),
         (
             &["--bench", "rings"][..],
             "possible values: pingpong, rma-put",
