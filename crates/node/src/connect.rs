@@ -29,7 +29,9 @@ pub enum ConnectError {
     /// TLS failed (files, handshake).
     #[error(transparent)]
     Tls(#[from] TlsError),
-    /// A `tls:` address without certificate files.
+    /// A `tls:` address without certificate files. The hint names the flags of the
+    /// client commands (`nf ls`, `nf exec`, `nf run --hosts` …); servers that dial
+    /// out (the gateway, a node's tree spawn) say their own.
     #[error("{addr} needs a client certificate: give --cert FILE --key FILE --ca FILE")]
     NoCertificate {
         /// The address.
