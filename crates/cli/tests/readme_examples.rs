@@ -137,7 +137,7 @@ fn commands(body: &str) -> Vec<String> {
 /// The program a command starts: its first word after `NAME=value` assignments.
 fn program(cmd: &str) -> &str {
     cmd.split_whitespace()
-        .find(|w| !(w.contains('=') && !w.starts_with('-')))
+        .find(|w| !w.contains('=') || w.starts_with('-'))
         .unwrap_or("")
 }
 
