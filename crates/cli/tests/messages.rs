@@ -149,3 +149,17 @@ fn a_gateway_without_a_certificate_names_its_own_tls_flags() {
         "flags nf gateway rejects: {line}"
     );
 }
+
+#[test]
+fn nf_exec_says_a_connect_failure_once_per_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("none.sock");
+    let out = run(Command::new(NF)
+        .args(["exec", &format!("unix:{}", sock.display()), "--", "true"])
+        .stdin(Stdio::null()));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(count(&err, "No such file or directory"), 1, "{err}");
+    assert_eq!(count(&err, "connecting"), 1, "{err}");
+    assert!(err.contains("is `nf serve` running there"), "{err}");
+}

@@ -39,6 +39,18 @@ pub enum ConnectError {
     },
 }
 
+impl ConnectError {
+    /// Whether the message names the address it failed at already, with its cause: a
+    /// caller adding "connecting to ADDR" would say it twice.
+    pub fn names_address(&self) -> bool {
+        matches!(
+            self,
+            ConnectError::NoCertificate { .. }
+                | ConnectError::Client(ClientError::Connect { .. } | ClientError::Resolve { .. })
+        )
+    }
+}
+
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {

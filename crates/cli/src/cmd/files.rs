@@ -77,13 +77,7 @@ impl ConnArgs {
             let refused = matches!(&e, ConnectError::Client(c) if c.errno() == Some(EACCES));
             // Errors that name the address already say everything (once); the rest
             // get it.
-            let named = matches!(
-                &e,
-                ConnectError::NoCertificate { .. }
-                    | ConnectError::Client(
-                        ClientError::Connect { .. } | ClientError::Resolve { .. }
-                    )
-            );
+            let named = e.names_address();
             let what = format!("reaching the 9P server {}", target.addr);
             let err = anyhow::Error::new(e);
             let err = if named { err } else { err.context(what) };

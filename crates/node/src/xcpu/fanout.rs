@@ -292,6 +292,7 @@ impl Forwarder {
                 "connecting: {addr} needs a certificate and this node has none to present: \
                  start nf serve with --tls-cert FILE --tls-key FILE --tls-client-ca FILE"
             ),
+            e if e.names_address() => e.to_string(),
             e => format!("connecting: {e}"),
         })?;
         let session = RemoteSession::open(root).map_err(|e| e.to_string())?;
