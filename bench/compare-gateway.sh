@@ -47,7 +47,8 @@
 # The load average is recorded before and after (and around each part, with the CPU
 # seconds the node and the gateway spent in it). Everything started (servers, sshd,
 # the namespaces) is stopped when the script ends, however it ends. Needs root;
-# installs openssh-server / openssh-client and python3-matplotlib if missing.
+# installs openssh-server / openssh-client and python3-matplotlib if missing, saying so
+# first (NF_BENCH_NO_INSTALL=1: nothing installed; bench/lib.sh apt_install).
 #
 # nf comes from NF_BIN_DIR (a directory with nf and nf-netns) when set, else from a
 # cargo build --release of this checkout.
@@ -103,10 +104,7 @@ for p in python3 /usr/bin/python3; do
 done
 [[ -n $plot_py ]] || pkgs+=(python3-matplotlib)
 if ((${#pkgs[@]})); then
-    echo "compare-gateway: installing ${pkgs[*]} ..." >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}" >&2 ||
-        { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}" >&2; } ||
-        echo "compare-gateway: apt-get install ${pkgs[*]} failed" >&2
+    apt_install "${pkgs[@]}" || true
     [[ -n $plot_py ]] || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || plot_py=/usr/bin/python3
 fi
 report_py=${plot_py:-python3}

@@ -70,7 +70,8 @@
 # more ranks than cores oversubscribe both (figures then measure the scheduler).
 #
 # Installs hpcc, netpipe-openmpi, netpipe-tcp, libscalapack-openmpi-dev and
-# python3-matplotlib (apt-get) when missing. The load average is recorded at the start, around each part and at the end.
+# python3-matplotlib (apt-get, announced first; NF_BENCH_NO_INSTALL=1 skips it) when
+# missing. The load average is recorded at the start, around each part and at the end.
 # Outputs in the out directory: summary.txt (every table), rings.{json,csv} and
 # netpipe.{json,csv,png}, app.{json,csv} (bench/hpcc_report.py; nf bench report DIR
 # shows them), notes.txt, and each run's files under rings/, netpipe/ and app/.
@@ -130,10 +131,7 @@ if has_part app; then
 fi
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || pkgs+=(python3-matplotlib)
 if ((${#pkgs[@]})); then
-    echo "compare-hpcc: installing ${pkgs[*]} ..." >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}" >&2 ||
-        { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}" >&2; } ||
-        echo "compare-hpcc: apt-get install ${pkgs[*]} failed" >&2
+    apt_install "${pkgs[@]}" || true
 fi
 need mpirun.openmpi "apt-get install openmpi-bin"
 has_part rings && need hpcc "apt-get install hpcc"

@@ -63,6 +63,10 @@
 # Everything lands in the out directory (and loadavg.txt: /proc/loadavg before each
 # run, since a loaded machine moves bandwidth more than most changes do): each run's output, compare-*.{txt,csv,json}
 # per pair, targets.{txt,json}, and compare.png (ping-pong curves of every side).
+# A run that fails (Open MPI's daemon crashing, a server that does not start) is
+# listed in failed.txt, naming its side, round and log, and the others go on: the
+# report uses every round that succeeded and says which were left out; the script
+# then exits 1.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -134,6 +138,15 @@ run() {
     wait $!
 }
 
+# A measurement that failed: said now, listed in failed.txt (the report names it), its
+# partial report removed so no round is half counted; the script goes on.
+failed() { # SIDE K WHY LOG [PARTIAL]
+    echo "compare-net: $1 failed in round $2 ($3); see $4; going on without it" >&2
+    echo "$1 round $2: $3; see $4" >>"$out/failed.txt"
+    [[ -z ${5:-} ]] || rm -f "$5"
+    return 0
+}
+
 common=(--iters "$iters" --warmup "$warmup")
 pp=("${common[@]}" --sizes "$sizes")
 in0=(ip netns exec "${H[0]}")
@@ -150,7 +163,7 @@ run_nf() { # NAME TRANSPORTS HOSTS SIZES K [LANES]  (TRANSPORTS "": NF_TRANSPORT
     NF_BENCH_MAIN_HOST=${H[0]} run "${transports[@]}" "${bound[@]}" "${in0[@]}" "$nf" run --hosts "$3" \
         "${nf_hosts[@]}" -- "$nf" bench pingpong "${common[@]}" --sizes "$4" \
         --json "$out/$1-$5.json" >"$out/$1-$5.txt" 2>&1 ||
-        die "$1 failed in round $5; see $out/$1-$5.txt"
+        failed "$1" "$5" "nf exited $?" "$out/$1-$5.txt" "$out/$1-$5.json"
 }
 
 run_raw() { # NAME K [--busy]
@@ -159,11 +172,18 @@ run_raw() { # NAME K [--busy]
     echo "== round $k: $name" >&2
     "${bound[@]}" "${in1[@]}" "$raw_bin" --listen "${A[1]}:47001" "$@" >"$out/$name-server-$k.txt" 2>&1 &
     local server=$!
-    wait_listen 47001 || die "the $name echo side did not start in round $k; see $out/$name-server-$k.txt"
+    if ! wait_listen 47001; then
+        kill "$server" 2>/dev/null || true
+        failed "$name" "$k" "its echo side did not start" "$out/$name-server-$k.txt"
+        return
+    fi
     run "${bound[@]}" "${in0[@]}" "$raw_bin" --connect "${A[1]}:47001" "$@" "${pp[@]}" "${git_arg[@]}" \
-        --transport "$name" --json "$out/$name-$k.json" >"$out/$name-$k.txt" 2>&1 ||
-        die "$name failed in round $k; see $out/$name-$k.txt"
-    wait "$server" || die "the $name echo side failed in round $k; see $out/$name-server-$k.txt"
+        --transport "$name" --json "$out/$name-$k.json" >"$out/$name-$k.txt" 2>&1 || {
+        failed "$name" "$k" "the client exited $?" "$out/$name-$k.txt" "$out/$name-$k.json"
+        kill "$server" 2>/dev/null || true # it would wait for a client until its bound
+    }
+    wait "$server" || [[ ! -e $out/$name-$k.json ]] ||
+        failed "$name" "$k" "its echo side exited $?" "$out/$name-server-$k.txt" "$out/$name-$k.json"
 }
 
 run_mpi() {
@@ -172,7 +192,8 @@ run_mpi() {
     run "${bound[@]}" "${mpirun_across[@]}" --bind-to none \
         "$mpi_bin" "${pp[@]}" "${git_arg[@]}" --transport openmpi-ob1-tcp \
         --json "$out/openmpi-tcp-$1.json" >"$out/openmpi-tcp-$1.txt" 2>&1 ||
-        die "Open MPI failed in round $1; see $out/openmpi-tcp-$1.txt"
+        failed openmpi-tcp "$1" "mpirun exited $? (a crashed orted says so in the log)" \
+            "$out/openmpi-tcp-$1.txt" "$out/openmpi-tcp-$1.json"
 }
 
 # Waits (at most 10 s) until something listens on tcp PORT inside host 1.
@@ -189,12 +210,21 @@ run_iperf() { # NAME PORT STREAMS K
     "${bound[@]}" "${in1[@]}" iperf3 --server --one-off --bind "${A[1]}" --port "$2" \
         >"$out/$1-server-$4.txt" 2>&1 &
     local server=$!
-    wait_listen "$2" || die "the $1 server did not start in round $4; see $out/$1-server-$4.txt"
+    if ! wait_listen "$2"; then
+        kill "$server" 2>/dev/null || true
+        failed "$1" "$4" "its server did not start" "$out/$1-server-$4.txt"
+        return
+    fi
     run "${bound[@]}" "${in0[@]}" iperf3 --client "${A[1]}" --port "$2" --parallel "$3" \
-        --time "$iperf_seconds" --json >"$out/$1-$4.json" 2>&1 || true
-    # iperf3 --json may exit 0 after a failure; its report says so.
+        --time "$iperf_seconds" --json >"$out/$1-$4.json" 2>&1 ||
+        kill "$server" 2>/dev/null || true
+    # iperf3 --json may exit 0 after a failure; its report says so. The failed report
+    # is kept under another name, for its error.
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit("error" in r)' \
-        "$out/$1-$4.json" 2>/dev/null || die "$1 failed in round $4; see $out/$1-$4.json"
+        "$out/$1-$4.json" 2>/dev/null || {
+        mv "$out/$1-$4.json" "$out/$1-$4.failed.json"
+        failed "$1" "$4" "iperf3 reported an error" "$out/$1-$4.failed.json"
+    }
     wait "$server" || true
 }
 
@@ -212,11 +242,20 @@ run_fi() {
         "${bound[@]}" "${in1[@]}" fi_pingpong -p tcp -e rdm -B 47003 -I "$n" -S "$s" \
             >"$out/fi-server-$s-$1.txt" 2>&1 &
         local server=$!
-        wait_listen 47003 || die "fi_pingpong's server did not start in round $1; see $out/fi-server-$s-$1.txt"
+        if ! wait_listen 47003; then
+            kill "$server" 2>/dev/null || true
+            failed "fi_pingpong $s B" "$1" "its server did not start" "$out/fi-server-$s-$1.txt"
+            continue
+        fi
+        # A failed run's output is kept under another name, so the report skips it.
         run "${bound[@]}" "${in0[@]}" fi_pingpong -p tcp -e rdm -P 47003 -I "$n" -S "$s" \
-            "${A[1]}" >"$out/fi-$s-$1.txt" 2>&1 ||
-            die "fi_pingpong failed in round $1; see $out/fi-$s-$1.txt"
-        wait "$server" || die "fi_pingpong's server failed in round $1; see $out/fi-server-$s-$1.txt"
+            "${A[1]}" >"$out/fi-$s-$1.txt" 2>&1 || {
+            mv "$out/fi-$s-$1.txt" "$out/fi-$s-$1.failed.txt"
+            failed "fi_pingpong $s B" "$1" "the client failed" "$out/fi-$s-$1.failed.txt"
+            kill "$server" 2>/dev/null || true
+        }
+        wait "$server" || [[ ! -e $out/fi-$s-$1.txt ]] ||
+            failed "fi_pingpong $s B" "$1" "its server failed" "$out/fi-server-$s-$1.txt"
     done
 }
 
@@ -265,3 +304,8 @@ if ((${#plots[@]})) && "$nf" bench plot --help >/dev/null 2>&1; then
     echo "compare-net: plot in $out/compare.png" >&2
 fi
 echo "compare-net: results in $out" >&2
+if [[ -s $out/failed.txt ]]; then
+    echo "compare-net: $(wc -l <"$out/failed.txt") run(s) failed and were left out:" >&2
+    sed 's/^/  /' "$out/failed.txt" >&2
+    exit 1
+fi

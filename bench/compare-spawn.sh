@@ -47,7 +47,9 @@
 # launcher runs in host 0 and reaches host 0 itself over the network too. Everything
 # started is stopped when this script ends, however it ends. Installs what it lacks
 # (pdsh, openssh-server, openmpi-bin, slurmd, slurmctld, slurm-client, munge, and
-# python3-matplotlib for the plot) with apt-get. Needs root.
+# python3-matplotlib for the plot) with apt-get, without recommended packages, after
+# saying which and what they pull in; NF_BENCH_NO_INSTALL=1 installs nothing (bench/lib.sh
+# apt_install). Needs root.
 #
 # nf comes from NF_BIN_DIR (a directory with nf and nf-netns) when set, else from a
 # cargo build --release of this checkout.
@@ -111,10 +113,7 @@ if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null && ! python3 -c 'import
     pkgs+=(python3-matplotlib)
 fi
 if ((${#pkgs[@]})); then
-    echo "compare-spawn: installing ${pkgs[*]} ..." >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}" >&2 ||
-        { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}" >&2; } ||
-        echo "compare-spawn: apt-get install ${pkgs[*]} failed; the sides that need them will fail" >&2
+    apt_install "${pkgs[@]}" || true
 fi
 
 out_dir compare-spawn

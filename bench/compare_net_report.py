@@ -51,17 +51,33 @@ BW_SIZE = 4 << 20
 LARGE = 256 << 10  # issue 18: "large" starts here
 
 
+class Missing(Exception):
+    """A side has no successful round (compare-net.sh lists why in failed.txt)."""
+
+
 def side_files(d, side, rounds):
+    """The rounds of `side` that produced a report; a failed round has none (a side that
+    crashed in one round still counts with the others)."""
     paths = [os.path.join(d, f"{side}-{k}.json") for k in range(1, rounds + 1)]
-    missing = [p for p in paths if not os.path.exists(p)]
-    if missing:
-        sys.exit(f"compare_net_report: missing runs: {', '.join(missing)}")
-    return paths
+    present = [p for p in paths if os.path.exists(p)]
+    if not present:
+        raise Missing(side)
+    return present
+
+
+def failed_note(side):
+    return f"{side}: no successful round (see failed.txt)"
 
 
 def pair(d, rounds, ours, theirs, labels):
-    """Prints and writes one per-size table; returns its rows keyed by size."""
-    argv = ["--ours", *side_files(d, ours, rounds), "--theirs", *side_files(d, theirs, rounds),
+    """Prints and writes one per-size table; returns its rows keyed by size (none when a
+    side has no successful round: the table is left out, saying so)."""
+    try:
+        ours_files, theirs_files = side_files(d, ours, rounds), side_files(d, theirs, rounds)
+    except Missing as m:
+        print(f"\n{ours} vs {theirs}: left out, {failed_note(m.args[0])}")
+        return {}
+    argv = ["--ours", *ours_files, "--theirs", *theirs_files,
             "--ours-label", labels[0], "--theirs-label", labels[1],
             "--csv", os.path.join(d, f"compare-{ours}-vs-{theirs}.csv"),
             "--json", os.path.join(d, f"compare-{ours}-vs-{theirs}.json"),
@@ -75,20 +91,30 @@ def pair(d, rounds, ours, theirs, labels):
 
 def best_avg(d, side, rounds, size):
     """Smallest per-run mean half round trip at `size` (us) over the rounds."""
-    best = compare_report.load(side_files(d, side, rounds))
+    try:
+        best = compare_report.load(side_files(d, side, rounds))
+    except Missing:
+        return None
     avgs = [row["avg_us"] for rep in best for row in rep["results"] if row["size"] == size]
     return min(avgs) if avgs else None
 
 
 def best_median(d, side, rounds, size):
     """Smallest per-run median half round trip at `size` (us) over the rounds."""
-    best = compare_report.best_of(compare_report.load(side_files(d, side, rounds)))
+    try:
+        best = compare_report.best_of(compare_report.load(side_files(d, side, rounds)))
+    except Missing:
+        return None
     return best[size]["row"]["median_us"] if size in best else None
 
 
 def route_of(d, side, rounds):
     """The transports the side's reports name (rank 0 to rank 1), e.g. "ofi"."""
-    names = {rep.get("transport", "?") for rep in compare_report.load(side_files(d, side, rounds))}
+    try:
+        reps = compare_report.load(side_files(d, side, rounds))
+    except Missing:
+        return "?"
+    names = {rep.get("transport", "?") for rep in reps}
     return ",".join(sorted(names))
 
 
@@ -98,6 +124,8 @@ def iperf_mb_per_s(d, rounds, name="iperf3", streams=1):
     rates = []
     for k in range(1, rounds + 1):
         path = os.path.join(d, f"{name}-{k}.json")
+        if not os.path.exists(path):
+            continue  # a failed round (failed.txt)
         try:
             with open(path, encoding="utf-8") as f:
                 rep = json.load(f)
@@ -107,7 +135,7 @@ def iperf_mb_per_s(d, rounds, name="iperf3", streams=1):
             rates.append(rep["end"]["sum_received"]["bits_per_second"] / 8 / 1e6)
         except (OSError, ValueError, KeyError, TypeError) as e:
             sys.exit(f"compare_net_report: {path}: not an iperf3 --json report ({e})")
-    return max(rates), rates
+    return (max(rates) if rates else None), rates
 
 
 # A result row of fi_pingpong (fabtests 1.17):
@@ -145,6 +173,8 @@ def fi_usec(d, rounds, size):
     want = fi_size_label(size)
     for k in range(1, rounds + 1):
         path = os.path.join(d, f"fi-{size}-{k}.txt")
+        if not os.path.exists(path):
+            continue  # a failed round (failed.txt)
         try:
             with open(path, encoding="utf-8") as f:
                 rows = [FI_ROW.match(line) for line in f]
@@ -155,7 +185,7 @@ def fi_usec(d, rounds, size):
         if not got:
             sys.exit(f"compare_net_report: {path}: no fi_pingpong result row for {size} B")
         vals.append(got[0])
-    return min(vals), vals
+    return (min(vals) if vals else None), vals
 
 
 def target(name, ours, theirs, limit, higher_is_better, unit, method, issue=3):
@@ -188,7 +218,10 @@ def issue_18(d, k, dflt, no_ofi, fi_sizes, iperf, iperf_all):
     """Issue 18's targets (large messages between hosts), and the default route's name;
     `dflt` is the nf-default / openmpi-tcp table by size."""
     route = route_of(d, "nf-default", k)
-    best = compare_report.best_of(compare_report.load(side_files(d, "nf-default", k)))
+    try:
+        best = compare_report.best_of(compare_report.load(side_files(d, "nf-default", k)))
+    except Missing:
+        best = {}
     fmt = compare_report.fmt_size
     bw = "best of K: size / median half round trip"
     targets = []
@@ -223,7 +256,7 @@ def issue_18(d, k, dflt, no_ofi, fi_sizes, iperf, iperf_all):
             fi, fi_all = fi_usec(d, k, BW_SIZE)
             ours = best_avg(d, "nf-ofi", k, BW_SIZE)
             targets.append(target(
-                "ofi 4 MiB bandwidth vs fi_pingpong", ours and BW_SIZE / ours, BW_SIZE / fi,
+                "ofi 4 MiB bandwidth vs fi_pingpong", ours and BW_SIZE / ours, fi and BW_SIZE / fi,
                 1.0, True, "MB/s",
                 "best of K: size / mean half round trip (fi_pingpong: size / usec/xfer, "
                 f"{', '.join(f'{BW_SIZE / v:.0f}' for v in fi_all)} MB/s)", 18))
@@ -236,6 +269,15 @@ def issue_18(d, k, dflt, no_ofi, fi_sizes, iperf, iperf_all):
                           "best-of-K median half round trip; raw-busy is "
                           "bench/net/tcp_pingpong.c --busy (recv spins, TCP_NODELAY)", 18))
     return route, targets
+
+
+def read_failed(d):
+    """The lines of failed.txt: one per run that failed (side, round, why, its log)."""
+    try:
+        with open(os.path.join(d, "failed.txt"), encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 def main(argv=None):
@@ -293,10 +335,15 @@ def main(argv=None):
     width = max(46, *(len(t["target"]) for t in targets + t18))
     print_targets("targets (issue 3)", targets, width)
     print_targets(f"targets (issue 18; default route between hosts: {route})", t18, width)
+    failed = read_failed(d)
+    if failed:
+        print("\nfailed runs (their rounds are left out; each line names the side):")
+        for line in failed:
+            print(f"  {line}")
     try:
         with open(os.path.join(d, "targets.json"), "w", encoding="utf-8") as f:
             json.dump({"bench": "compare-net", "rounds": k, "default_route": route,
-                       "targets": targets + t18}, f, indent=2)
+                       "targets": targets + t18, "failed": read_failed(d)}, f, indent=2)
             f.write("\n")
     except OSError as e:
         sys.exit(f"compare_net_report: {e}")

@@ -29,6 +29,10 @@
 #   mpirun_across DIR [MPIRUN [N0 N1]]
 #                            sets mpirun_across: Open MPI's mpirun over the namespace
 #                            hosts of netns_hosts (see below)
+#   apt_install PKG...       installs the PKGs with apt-get (no recommended packages),
+#                            first saying which, and what they pull in; with
+#                            NF_BENCH_NO_INSTALL=1 installs nothing and says so;
+#                            returns 1 when nothing was installed
 #   fetch_openblas DIR       sets openblas_dir: Debian's OpenBLAS (libopenblas0-pthread,
 #                            apt-get download, unpacked under DIR once) whose
 #                            libblas.so.3 goes first in LD_LIBRARY_PATH; empty if the
@@ -250,4 +254,28 @@ fetch_openblas() {
     fi
     echo "${0##*/}: no libopenblas0-pthread (apt-get download failed)" >&2
     openblas_dir=""
+}
+
+# apt_install PKG...: what a bench script lacks, announced before anything is installed
+# (the packages named and, as apt-get would install them, what they pull in), without
+# recommended packages (python3-matplotlib alone would pull in scipy and sympy), and
+# skipped when NF_BENCH_NO_INSTALL=1 (the sides that need them then fail, saying why).
+apt_install() {
+    (($#)) || return 0
+    local me
+    me=$(basename "$0" .sh)
+    if [[ ${NF_BENCH_NO_INSTALL:-0} == 1 ]]; then
+        echo "$me: not installing $* (NF_BENCH_NO_INSTALL=1); what needs them will fail" >&2
+        return 1
+    fi
+    local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -y --no-install-recommends)
+    local all
+    all=$("${apt[@]}" -s install "$@" 2>/dev/null | sed -n 's/^Inst \([^ ]*\).*/\1/p' | paste -sd ' ')
+    echo "$me: installing with apt-get: $*${all:+ (with what they need: $all)}" >&2
+    echo "$me: (NF_BENCH_NO_INSTALL=1 skips this; install them yourself to avoid it)" >&2
+    "${apt[@]}" install "$@" >&2 ||
+        { apt-get update >&2 && "${apt[@]}" install "$@" >&2; } || {
+        echo "$me: apt-get install $* failed; what needs them will fail" >&2
+        return 1
+    }
 }

@@ -70,9 +70,7 @@ fn client_err(e: &ClientError, target: &str) -> PyErr {
             e.to_string(),
             target,
         ),
-        ClientError::Connect { source, .. }
-            if source.kind() == io::ErrorKind::ConnectionRefused =>
-        {
+        ClientError::Connect { error, .. } if error.kind() == io::ErrorKind::ConnectionRefused => {
             PyConnectionRefusedError::new_err(msg)
         }
         ClientError::TimedOut { .. } => PyTimeoutError::new_err(msg),
@@ -119,14 +117,18 @@ impl Fail {
                     target,
                 ),
                 ConnectError::Client(c) => {
-                    let msg = format!("reaching the 9P server {addr}: {c}");
+                    // A connect error names the address already (once is enough).
+                    let msg = match &c {
+                        ClientError::Connect { .. } | ClientError::Resolve { .. } => c.to_string(),
+                        _ => format!("reaching the 9P server {addr}: {c}"),
+                    };
                     match &c {
                         ClientError::Remote { errno, .. } => {
                             os_error(i32::try_from(*errno).unwrap_or(i32::MAX), msg, target)
                         }
                         ClientError::TimedOut { .. } => PyTimeoutError::new_err(msg),
-                        ClientError::Connect { source, .. }
-                            if source.kind() == io::ErrorKind::ConnectionRefused =>
+                        ClientError::Connect { error, .. }
+                            if error.kind() == io::ErrorKind::ConnectionRefused =>
                         {
                             PyConnectionRefusedError::new_err(msg)
                         }

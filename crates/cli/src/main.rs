@@ -67,6 +67,13 @@ fn exit_code(err: &anyhow::Error) -> i32 {
             if matches!(c, nf_ninep_client::ClientError::TimedOut { .. }) {
                 return EXIT_TIMEOUT;
             }
+            // A connect that timed out shows its OS error in its message, not as a
+            // cause of its own (so it is said once): look at it here.
+            if matches!(c, nf_ninep_client::ClientError::Connect { error, .. }
+                if error.kind() == std::io::ErrorKind::TimedOut)
+            {
+                return EXIT_TIMEOUT;
+            }
         }
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
             if io.kind() == std::io::ErrorKind::TimedOut {

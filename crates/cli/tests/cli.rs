@@ -418,3 +418,24 @@ fn rma_bench_reports_every_operation_and_layout_on_every_path() {
         assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
     }
 }
+
+#[test]
+fn run_takes_the_program_with_or_without_double_dash_as_mpirun_does() {
+    // Without `--`, the program's own options (-c) are the program's, not nf run's.
+    let script = "echo rank $NF_RANK of $NF_SIZE";
+    for args in [
+        &["run", "-n", "2", "--tag-output", "sh", "-c", script][..],
+        &["run", "-n", "2", "--tag-output", "--", "sh", "-c", script][..],
+    ] {
+        let out = nf(args);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "nf {args:?}: {}", text(&out.stderr));
+        let mut lines: Vec<&str> = stdout.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(lines, ["[0] rank 0 of 2", "[1] rank 1 of 2"], "nf {args:?}");
+    }
+    // nf run's own options still go to nf run when they come first, and an unknown one
+    // is refused rather than taken for the program.
+    let out = nf(&["run", "-n", "1", "--bogus", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

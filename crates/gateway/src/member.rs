@@ -33,7 +33,7 @@ use nf_ninep::NONUNAME;
 use nf_ninep_client::{Client, ClientError, Root};
 use nf_ninep_server::{Ctx, FsError, FsResult, Monitor, Tally};
 use nf_node::addr::Addr;
-use nf_node::connect::{connect, ConnectOptions};
+use nf_node::connect::{connect, ConnectError, ConnectOptions};
 use nf_node::tls::TlsFiles;
 
 use crate::config::Allow;
@@ -699,7 +699,15 @@ impl Member {
         };
         let addr = self.addr();
         let client = connect(&addr, &opts).map_err(|e| Unreachable {
-            why: e.to_string(),
+            why: match e {
+                // The library's hint names the client commands' flags; the gateway's
+                // certificate comes from its own.
+                ConnectError::NoCertificate { addr } => format!(
+                    "{addr} is a TLS member and the gateway has no certificate to present: \
+                     start nf gateway with --tls-cert FILE --tls-key FILE --tls-client-ca FILE"
+                ),
+                e => e.to_string(),
+            },
             refused: false,
         })?;
         let probe = client

@@ -3,20 +3,30 @@
 use std::fmt;
 use std::io;
 
-use nf_ninep::errno::{EAGAIN, EMFILE, ENOSYS};
+use nf_ninep::errno::{EACCES, EAGAIN, EMFILE, ENOENT, ENOSYS, EPERM, ETIMEDOUT};
 use nf_ninep::{DecodeError, EncodeError};
 
 /// Why a client call failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The server could not be reached.
-    #[error("connecting to 9P server {addr}: {source} (is `nf serve` running there?)")]
+    /// The server could not be reached. The OS error is shown once, in this message,
+    /// with the hint that fits it ([`connect_hint`]), so it is not also a `source`:
+    /// a chain printer would repeat it.
+    #[error("connecting to {addr}: {error}{}", connect_hint(.error))]
     Connect {
         /// The address or socket path.
         addr: String,
         /// The OS error.
-        source: io::Error,
+        error: io::Error,
+    },
+    /// A host name did not resolve.
+    #[error("resolving {addr}: {error}; check the host name (and that a resolver is reachable)")]
+    Resolve {
+        /// The address as given.
+        addr: String,
+        /// The resolver's error.
+        error: io::Error,
     },
     /// Reading from or writing to the connection failed.
     #[error("9P connection failed: {0}")]
@@ -109,6 +119,27 @@ pub enum ClientError {
     },
 }
 
+/// What to check when connecting failed with `e`: a hint for the errors a user can act
+/// on, by errno; nothing for the rest.
+fn connect_hint(e: &io::Error) -> &'static str {
+    const ECONNREFUSED: u32 = 111;
+    const ENETUNREACH: u32 = 101;
+    const EHOSTUNREACH: u32 = 113;
+    let errno = e.raw_os_error().and_then(|n| u32::try_from(n).ok());
+    match errno {
+        Some(ENOENT | ECONNREFUSED) => " — is `nf serve` running there, at this address?",
+        Some(EACCES | EPERM) => " — check the permissions of the socket and of its directories",
+        Some(ETIMEDOUT) => " — is the host reachable (up, routed, the port not filtered)?",
+        Some(ENETUNREACH | EHOSTUNREACH) => {
+            " — no route to it: is the host up and the address right?"
+        }
+        _ if e.kind() == io::ErrorKind::TimedOut => {
+            " — is the host reachable (up, routed, the port not filtered)?"
+        }
+        _ => "",
+    }
+}
+
 /// Display helper for [`ClientError::Remote`].
 struct Remote<'a> {
     op: &'a str,
@@ -182,5 +213,51 @@ impl From<ClientError> for io::Error {
             }
             other => io::Error::other(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connect(errno: i32) -> String {
+        ClientError::Connect {
+            addr: String::from("tcp:10.0.0.1:564"),
+            error: io::Error::from_raw_os_error(errno),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn each_connect_error_gets_the_hint_of_its_errno_and_its_cause_once() {
+        let running = "is `nf serve` running there";
+        for (errno, hint) in [
+            (2, running),                      // ENOENT
+            (111, running),                    // ECONNREFUSED
+            (13, "permissions of the socket"), // EACCES
+            (110, "is the host reachable"),    // ETIMEDOUT
+            (113, "no route to it"),           // EHOSTUNREACH
+        ] {
+            let text = connect(errno);
+            assert!(text.contains(hint), "errno {errno}: {text}");
+            assert_eq!(
+                text.matches(running).count(),
+                usize::from(hint == running),
+                "{text}"
+            );
+            let cause = io::Error::from_raw_os_error(errno).to_string();
+            assert_eq!(text.matches(&cause).count(), 1, "{text}");
+        }
+        // A timeout of connect_timeout's own (no errno) too.
+        let timed_out = ClientError::Connect {
+            addr: String::from("tcp:10.0.0.1:564"),
+            error: io::Error::new(io::ErrorKind::TimedOut, "connection timed out"),
+        };
+        assert!(
+            timed_out.to_string().contains("is the host reachable"),
+            "{timed_out}"
+        );
+        // The OS error is not also a source: a chain printer would say it twice.
+        assert!(std::error::Error::source(&timed_out).is_none());
     }
 }

@@ -49,6 +49,7 @@ mod session;
 mod walk;
 mod write;
 
+use std::fmt;
 use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
@@ -140,13 +141,13 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     /// Connects over TCP and negotiates the version with the default settings.
-    pub fn connect_tcp(addr: impl ToSocketAddrs) -> Result<Client, ClientError> {
+    pub fn connect_tcp(addr: impl ToSocketAddrs + fmt::Display) -> Result<Client, ClientError> {
         Client::connect_tcp_with(addr, ClientConfig::default())
     }
 
     /// Connects over TCP with `config`.
     pub fn connect_tcp_with(
-        addr: impl ToSocketAddrs,
+        addr: impl ToSocketAddrs + fmt::Display,
         config: ClientConfig,
     ) -> Result<Client, ClientError> {
         let stream = connect_tcp_stream(addr, config.connect_timeout)?;
@@ -165,9 +166,9 @@ impl Client {
         config: ClientConfig,
     ) -> Result<Client, ClientError> {
         let path = path.as_ref();
-        let stream = UnixStream::connect(path).map_err(|source| ClientError::Connect {
-            addr: path.display().to_string(),
-            source,
+        let stream = UnixStream::connect(path).map_err(|error| ClientError::Connect {
+            addr: format!("unix:{}", path.display()),
+            error,
         })?;
         Client::with_transport(stream, config)
     }
@@ -358,14 +359,14 @@ fn within<T>(
 /// A tcp connection to `addr` — each address it resolves to in turn, each try bounded
 /// by `limit` — for 9P (plain, or under TLS).
 pub fn connect_tcp_stream(
-    addr: impl ToSocketAddrs,
+    addr: impl ToSocketAddrs + fmt::Display,
     limit: Duration,
 ) -> Result<TcpStream, ClientError> {
     let addrs: Vec<SocketAddr> = addr
         .to_socket_addrs()
-        .map_err(|source| ClientError::Connect {
-            addr: String::from("<unresolvable address>"),
-            source,
+        .map_err(|error| ClientError::Resolve {
+            addr: addr.to_string(),
+            error,
         })?
         .collect();
     let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to");
@@ -376,11 +377,14 @@ pub fn connect_tcp_stream(
         }
     }
     Err(ClientError::Connect {
-        addr: addrs
-            .iter()
-            .map(|a| a.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        source: last,
+        addr: format!(
+            "tcp:{}",
+            addrs
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        error: last,
     })
 }

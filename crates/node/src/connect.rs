@@ -29,12 +29,26 @@ pub enum ConnectError {
     /// TLS failed (files, handshake).
     #[error(transparent)]
     Tls(#[from] TlsError),
-    /// A `tls:` address without certificate files.
+    /// A `tls:` address without certificate files. The hint names the flags of the
+    /// client commands (`nf ls`, `nf exec`, `nf run --hosts` …); servers that dial
+    /// out (the gateway, a node's tree spawn) say their own.
     #[error("{addr} needs a client certificate: give --cert FILE --key FILE --ca FILE")]
     NoCertificate {
         /// The address.
         addr: String,
     },
+}
+
+impl ConnectError {
+    /// Whether the message names the address it failed at already, with its cause: a
+    /// caller adding "connecting to ADDR" would say it twice.
+    pub fn names_address(&self) -> bool {
+        matches!(
+            self,
+            ConnectError::NoCertificate { .. }
+                | ConnectError::Client(ClientError::Connect { .. } | ClientError::Resolve { .. })
+        )
+    }
 }
 
 impl Default for ConnectOptions {

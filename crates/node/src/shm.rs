@@ -70,9 +70,9 @@ impl Transport for ShmTransport {
 
 /// Connects to the shm socket at `path` and negotiates 9P over the channel (steps 1–2).
 pub fn connect(path: &Path, config: ClientConfig) -> Result<Client, ClientError> {
-    let connect_err = |source| ClientError::Connect {
+    let connect_err = |error| ClientError::Connect {
         addr: format!("shm:{}", path.display()),
-        source,
+        error,
     };
     let sock = UnixStream::connect(path).map_err(connect_err)?;
     // A plain 9P socket never offers a channel: wait for the offer no longer than for

@@ -588,7 +588,8 @@ impl GlobalArray {
     }
 
     /// `a[i:j, k:l] = x`: puts `x` (broadcast as numpy does) into the region. The
-    /// data is on its way when this returns; `sync()` before others read it.
+    /// data is on its way when this returns; `sync()` before other ranks read, put or
+    /// accumulate into it: transfers from different ranks are not ordered.
     fn __setitem__(
         &self,
         py: Python<'_>,
@@ -611,7 +612,7 @@ impl GlobalArray {
     }
 
     /// Accumulates: `a[idx] += alpha * x`, atomically per element with respect to
-    /// other accumulates (GA's NGA_Acc).
+    /// other accumulates (GA's NGA_Acc), not to other ranks' puts: `sync()` between.
     #[pyo3(signature = (idx, x, alpha = None))]
     fn acc(
         &self,

@@ -1,7 +1,8 @@
-//! `nf config`: every setting, its value here and where it came from.
+//! `nf config`: every setting, the value in force here and where it came from, and
+//! which values the layers that read them would refuse.
 
 use clap::Args;
-use nf_core::settings;
+use nf_core::settings::{self, Resolved, Source};
 
 /// Arguments of `nf config`.
 #[derive(Args)]
@@ -18,17 +19,76 @@ pub fn main(a: ConfigArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let rows = settings::resolve_here();
+    let problems = invalid(&rows);
     let width = rows.iter().map(|r| r.setting.name.len()).max().unwrap_or(0);
     println!("# {:<width$} {:<6} source: value", "variable", "layer");
-    for r in rows {
+    for r in &rows {
+        let value = match r.source {
+            Source::Default => default_in_force(r),
+            _ => r.value.clone(),
+        };
+        let mark = match problems.iter().find(|(name, _)| *name == r.setting.name) {
+            Some((_, why)) => format!("   <- INVALID: {why}"),
+            None => String::new(),
+        };
         println!(
-            "{:<w$} {:<6} {}: {}",
+            "{:<w$} {:<6} {}: {value}{mark}",
             r.setting.name,
             r.setting.layer,
             r.source,
-            r.value,
             w = width + 2
         );
     }
+    for (_, why) in &problems {
+        eprintln!("nf config: warning: {why}; jobs refuse to start until it is fixed or unset");
+    }
     Ok(0)
+}
+
+/// The value a setting left unset takes here, where this process can know it; the
+/// default's description where it depends on the job (peers, hosts, the command).
+fn default_in_force(r: &Resolved) -> String {
+    match r.setting.name {
+        "NF_TUNE_FILE" => nf_core::tune::cache_path().map_or_else(
+            || String::from("none (neither XDG_CACHE_HOME nor HOME is set): nothing is cached"),
+            |p| p.display().to_string(),
+        ),
+        "NF_MEM_REGISTRY" => nf_memreg::default_dir().display().to_string(),
+        "NF_ADDR" => match nf_node::addr::default_address() {
+            Ok(a) => a.to_string(),
+            Err(e) => e.to_string(),
+        },
+        // "what `nf tune` cached, else N": nothing was cached (else the source would
+        // say so), so N.
+        _ => match r.value.strip_prefix("what `nf tune` cached, else ") {
+            Some(n) => n.to_owned(),
+            None => r.value.clone(),
+        },
+    }
+}
+
+/// Settings set in the environment that their layer's own parser refuses, each with
+/// the parser's message. Each core setting is parsed alone, so every bad one is named,
+/// not only the first; the rma layer's are parsed together (it reads the environment).
+fn invalid(rows: &[Resolved]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| r.source == Source::Env) {
+        let name = r.setting.name;
+        let alone = |n: &str| (n == name).then(|| r.value.clone());
+        if let Err(e) = nf_core::Config::from_sources(&alone, None) {
+            out.push((name, e.to_string()));
+        }
+    }
+    if out.is_empty() {
+        if let Err(e) = nf_rma::RmaConfig::from_env() {
+            let why = e.to_string();
+            if let Some(r) = rows
+                .iter()
+                .find(|r| r.source == Source::Env && why.contains(r.setting.name))
+            {
+                out.push((r.setting.name, why));
+            }
+        }
+    }
+    out
 }

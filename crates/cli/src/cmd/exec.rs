@@ -32,7 +32,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nf_ninep::LOpenFlags;
 use nf_node::addr::{parse_addr, Addr};
-use nf_node::connect::{attach, connect};
+use nf_node::connect::{attach, connect, ConnectError};
 use nf_node::xcpu::remote::{RemoteError, RemoteExit, RemoteSession};
 
 use super::files::ConnArgs;
@@ -190,7 +190,7 @@ impl Plan {
         for k in 0..self.per_node {
             let root = connect(&addr, &opts)
                 .and_then(|c| Ok(c.attach(&opts.user, &aname)?))
-                .map_err(|e| format!("connecting: {e}"))?;
+                .map_err(connecting)?;
             let binary = self.binary_for(&root)?;
             let session = RemoteSession::open(root).map_err(|e| e.to_string())?;
             let rank = first + k;
@@ -379,8 +379,15 @@ fn tree(
 ) -> anyhow::Result<(Vec<Copy>, Arc<RemoteSession>)> {
     let opts = conn.options();
     let first = &nodes[0];
-    let root =
-        attach(&parse_addr(first)?, &opts).with_context(|| format!("connecting to {first}"))?;
+    let root = attach(&parse_addr(first)?, &opts).map_err(|e| {
+        let named = e.names_address();
+        let err = anyhow::Error::new(e);
+        if named {
+            err
+        } else {
+            err.context(format!("connecting to {first}"))
+        }
+    })?;
     let head = RemoteSession::open(root).with_context(|| format!("making a session on {first}"))?;
     // env travels with clone as it is then; each node's own is written after the
     // barrier.
@@ -416,8 +423,8 @@ fn tree(
                     None => head,
                     Some(id) => {
                         let addr = parse_addr(&node).map_err(|e| e.to_string())?;
-                        let root =
-                            attach(&addr, &opts).map_err(|e| format!("{node}: connecting: {e}"))?;
+                        let root = attach(&addr, &opts)
+                            .map_err(|e| format!("{node}: {}", connecting(e)))?;
                         let s = RemoteSession::existing(root, id);
                         s.set("env", &env).map_err(|e| format!("{node}: {e}"))?;
                         Arc::new(s)
@@ -668,5 +675,15 @@ struct StopWatching(signal_hook::iterator::Handle);
 impl Drop for StopWatching {
     fn drop(&mut self) {
         self.0.close();
+    }
+}
+
+/// A connection's failure as a node's line: the error alone where it names the address
+/// and cause already, else prefixed with what failed.
+fn connecting(e: ConnectError) -> String {
+    if e.names_address() {
+        e.to_string()
+    } else {
+        format!("connecting: {e}")
     }
 }

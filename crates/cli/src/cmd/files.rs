@@ -21,6 +21,8 @@ use nf_node::addr::{is_remote, parse_target, Target};
 use nf_node::connect::{attach, ConnectError, ConnectOptions};
 use nf_node::tls::TlsFiles;
 
+use super::progress::{copy_bar, Counted};
+
 /// How to reach the server (shared by the file commands).
 #[derive(Args, Debug, Clone)]
 pub struct ConnArgs {
@@ -73,8 +75,12 @@ impl ConnArgs {
         let opts = self.options();
         let root = attach(&target.addr, &opts).map_err(|e| {
             let refused = matches!(&e, ConnectError::Client(c) if c.errno() == Some(EACCES));
+            // Errors that name the address already say everything (once); the rest
+            // get it.
+            let named = e.names_address();
             let what = format!("reaching the 9P server {}", target.addr);
-            let err = anyhow::Error::new(e).context(what);
+            let err = anyhow::Error::new(e);
+            let err = if named { err } else { err.context(what) };
             if refused {
                 err.context(format!(
                     "the server refused to let this process attach as user {:?}: over a local \
@@ -151,6 +157,9 @@ pub struct CpArgs {
     /// Copy a directory and everything in it (to or from a server; 8 files at once).
     #[arg(short = 'r', long)]
     pub recursive: bool,
+    /// No progress bar (one is shown on a terminal for copies of 8 MiB and more).
+    #[arg(short, long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
 }
@@ -346,17 +355,21 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
             } else {
                 to.to_path_buf()
             };
-            let mut out = LocalFile::create(&to)
+            let out = LocalFile::create(&to)
                 .with_context(|| format!("creating local file {}", to.display()))?;
-            file.copy_to(&mut out)?;
+            let len = file.stat().map_or(0, |st| st.size());
+            let bar = copy_bar(&t.path, len, a.quiet);
+            file.copy_to(&mut Counted::new(out, bar))?;
         }
         (false, true) => {
-            let mut input = LocalFile::open(&a.from)
+            let input = LocalFile::open(&a.from)
                 .with_context(|| format!("opening local file {}", a.from))?;
             let (root, t) = a.conn.open(&a.to)?;
             let to = root.copy_destination(&t.path, &a.from)?;
             let mut file = root.open_for_write(&to, false)?;
-            file.copy_from(&mut input)?;
+            let len = input.metadata().map_or(0, |m| m.len());
+            let bar = copy_bar(&a.from, len, a.quiet);
+            file.copy_from(&mut Counted::new(input, bar))?;
             file.close()?;
         }
         (true, true) => {

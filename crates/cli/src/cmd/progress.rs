@@ -1,7 +1,8 @@
 //! Progress of a long measurement on stderr: one bar that updates in place on a
 //! terminal, one plain line per step — or per group of steps, such as one rma case's
 //! sweep of sizes — when stderr is a file or a pipe (so a log shows how far a run got
-//! without drowning it), nothing with `--quiet`.
+//! without drowning it), nothing with `--quiet`. Copies ([`copy_bar`]) show bytes on a
+//! terminal only.
 
 use std::io::IsTerminal;
 
@@ -83,5 +84,71 @@ impl Progress {
         if let Some(b) = self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+/// Copies shorter than this end before a bar could say anything useful.
+pub const LONG_COPY: u64 = 8 << 20;
+
+/// A bar counting the bytes of a copy of `len` bytes of `name`, for a long copy
+/// ([`LONG_COPY`]) with stderr on a terminal and not `quiet`; else `None` (a log or a
+/// pipe gets nothing: the copy's end is the news).
+pub fn copy_bar(name: &str, len: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
+    if Mode::detect(quiet) != Mode::Bar || len < LONG_COPY {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    let template = "{msg} {bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec}, {eta} left";
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar.set_message(name.to_owned());
+    Some(bar)
+}
+
+/// A reader or writer that moves a copy's bar by the bytes through it.
+pub struct Counted<T> {
+    inner: T,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl<T> Counted<T> {
+    /// `inner`, counted on `bar` (if any).
+    pub fn new(inner: T, bar: Option<indicatif::ProgressBar>) -> Counted<T> {
+        Counted { inner, bar }
+    }
+
+    fn count(&self, n: usize) {
+        if let Some(b) = &self.bar {
+            b.inc(n as u64);
+        }
+    }
+}
+
+impl<T> Drop for Counted<T> {
+    fn drop(&mut self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl<T: std::io::Read> std::io::Read for Counted<T> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count(n);
+        Ok(n)
+    }
+}
+
+impl<T: std::io::Write> std::io::Write for Counted<T> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.count(n);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }

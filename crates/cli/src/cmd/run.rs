@@ -63,8 +63,15 @@ pub struct RunArgs {
     /// each rank then is a singleton MPI job of its own.
     #[arg(long)]
     pub allow_mpi: bool,
-    /// The program and its arguments.
-    #[arg(last = true, required = true, value_name = "PROG ARGS")]
+    /// The program and its arguments, after `--` or not (as with mpirun and srun):
+    /// everything from the first word that is not an option of `nf run` is the
+    /// program's.
+    #[arg(
+        trailing_var_arg = true,
+        required = true,
+        num_args = 1..,
+        value_name = "PROG ARGS"
+    )]
     pub command: Vec<OsString>,
 }
 

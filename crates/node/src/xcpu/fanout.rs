@@ -40,7 +40,7 @@ use nf_ninep_server::{Creds, Monitor};
 
 use super::remote::RemoteSession;
 use crate::addr::{parse_addr, Addr};
-use crate::connect::{attach, ConnectOptions};
+use crate::connect::{attach, ConnectError, ConnectOptions};
 use crate::tls::TlsFiles;
 
 /// Operations queued per child. A write op carries up to one msize (1 MiB by
@@ -285,7 +285,16 @@ impl Forwarder {
                 .map_err(|e| format!("connecting as {}: {e}", self.reach.user))?,
             _ => attach(&addr, &opts),
         }
-        .map_err(|e| format!("connecting: {e}"))?;
+        .map_err(|e| match e {
+            // The library's hint names the client commands' flags; a node presents the
+            // certificate it serves with.
+            ConnectError::NoCertificate { addr } => format!(
+                "connecting: {addr} needs a certificate and this node has none to present: \
+                 start nf serve with --tls-cert FILE --tls-key FILE --tls-client-ca FILE"
+            ),
+            e if e.names_address() => e.to_string(),
+            e => format!("connecting: {e}"),
+        })?;
         let session = RemoteSession::open(root).map_err(|e| e.to_string())?;
         if !self.subtree.is_empty() {
             let line = format!("clone {} {}", self.reach.count, self.subtree.join(" "));
