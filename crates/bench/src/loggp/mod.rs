@@ -6,7 +6,8 @@
 //! Method (Kielmann et al.'s parametrised round trips, as Netgauge measures them).
 //! A run is `rounds` passes over the sizes, interleaved so drift reaches every size;
 //! each pass measures step 1 for every size, then steps 2–4 for every size:
-//! 1. T(m): `iters / rounds` round trips after `warmup` untimed ones, timed by
+//! 1. T(m): `iters / rounds` round trips after `warmup` untimed ones (every round:
+//!    fewer left T 5-10 % above the ping-pong's at 4 KiB on a loaded VM), timed by
 //!    [`PingPong`], the ping-pong of `nf bench pingpong` (same count rule,
 //!    [`iters_for`]); the median half round trip.
 //! 2. o_s(m): as many messages, each `send` call timed, rank 1 acknowledging each
@@ -47,7 +48,8 @@ pub struct Params {
     /// Timed round trips per size over all rounds (fewer above 64 KiB, as the
     /// ping-pong's [`iters_for`]).
     pub iters: usize,
-    /// Untimed round trips before each size in each round.
+    /// Untimed round trips before each size in each round (at most the size's
+    /// timed count over all rounds).
     pub warmup: usize,
     /// Passes over the sizes; the intervals resample them.
     pub rounds: usize,
@@ -99,6 +101,12 @@ impl Params {
         Ok(())
     }
 
+    /// Untimed round trips of `size` before its ping-pong in each round: `warmup`, at
+    /// most the size's whole count, as `nf bench pingpong` caps it.
+    fn warmup_for(&self, size: usize) -> usize {
+        self.warmup.min(iters_for(size, self.iters))
+    }
+
     /// Timed round trips of `size` in one round.
     fn per_round(&self, size: usize) -> usize {
         (iters_for(size, self.iters) / self.rounds).max(1)
@@ -148,7 +156,7 @@ pub fn run(world: &World, p: &Params) -> Result<Option<Vec<SizeRounds>>, CoreErr
         for &size in &p.sizes {
             world.barrier()?;
             let mut s = pp
-                .measure_pair(0, 1, size, p.per_round(size), p.warmup)?
+                .measure_pair(0, 1, size, p.per_round(size), p.warmup_for(size))?
                 .unwrap_or_default();
             t.push(fit::median(&mut s));
         }

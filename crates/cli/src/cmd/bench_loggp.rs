@@ -22,8 +22,9 @@ pub struct LoggpArgs {
     /// as `nf bench pingpong` counts them).
     #[arg(long, default_value_t = 10_000)]
     pub iters: usize,
-    /// Untimed round trips before each size in each round.
-    #[arg(long, default_value_t = 100)]
+    /// Untimed round trips before each size in each round (at most the size's
+    /// timed round trips).
+    #[arg(long, default_value_t = 1_000)]
     pub warmup: usize,
     /// Interleaved passes over the sizes; the intervals resample them.
     #[arg(long, default_value_t = 10)]
