@@ -12,7 +12,8 @@
 //!    [`iters_for`]); the median half round trip.
 //! 2. o_s(m): as many messages, each `send` call timed, rank 1 acknowledging each
 //!    before the next (not timed); the whole message-and-acknowledgement E₁ is kept.
-//! 3. o_r(m): half as many (at least 10): rank 1 waits longer than a round
+//! 3. o_r(m): a twentieth as many (at least 10; rank 0 waits out each delay, a wake-up
+//!    each on a busy machine): rank 1 waits longer than a round
 //!    trip without polling, so the message has arrived, then times handling it. The
 //!    wait spins: after a sleep o_r would include the wake-up and cold caches, which
 //!    a ping-pong's receiver never pays, and o_s + o_r would exceed T.
@@ -202,7 +203,7 @@ fn overheads(
     world.barrier()?;
     let delay_us = bcast_f64(world, 0, 20.0 + 4.0 * t0 + 3.0 * t_m)?;
     let delay = Duration::from_secs_f64((delay_us * 1e-6).clamp(0.0, 1.0));
-    let n_r = (n / 2).max(10);
+    let n_r = (n / 20).max(10);
     let mut o_r = Vec::with_capacity(n_r);
     if me == 0 {
         send_and_wait(world, c, &buf, n_r, 1)?;

@@ -11,11 +11,13 @@ use nf_core::World;
 /// Arguments of `nf bench loggp`.
 #[derive(Args)]
 pub struct LoggpArgs {
-    /// Message sizes in bytes, comma-separated, at least three different ones.
+    /// Message sizes in bytes, comma-separated, at least three different ones. The
+    /// default stays where a stream fits in shm's frames (128 of 16 KiB): beyond, g(m)
+    /// times waits for credit, is no longer a line in m, and the fit is refused.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "8,64,512,4096,32768,262144,1048576"
+        default_value = "8,64,512,4096,16384,65536"
     )]
     pub sizes: Vec<usize>,
     /// Timed round trips per size over all rounds (fewer above 64 KiB, at least 20,
@@ -29,8 +31,8 @@ pub struct LoggpArgs {
     /// Interleaved passes over the sizes; the intervals resample them.
     #[arg(long, default_value_t = 10)]
     pub rounds: usize,
-    /// Messages per stream for the gap g(m).
-    #[arg(long, default_value_t = 50)]
+    /// Messages per stream for the gap g(m), at least 2.
+    #[arg(long, default_value_t = 16)]
     pub stream: usize,
     /// Where the report goes (`--plot`: measured and model ping-pong).
     #[command(flatten)]
