@@ -113,6 +113,12 @@ fn loggp_measures_t_as_pingpong_does() {
     let mut seen = Vec::new();
     for _ in 0..PAIRS {
         let out = finish(nf(&["bench", "loggp"]).args(QUICK).arg("--json").arg(&lj));
+        if out.status.code() == Some(1) && text(&out.stderr).contains("no LogGP parameters") {
+            // A refusal is an honest answer of a run in a bad scheduling mode, not a
+            // disagreement; the next pair tries again.
+            seen.push(vec![]);
+            continue;
+        }
         assert!(out.status.success(), "{}", text(&out.stderr));
         let out = finish(
             nf(&["bench", "pingpong", "--quiet", "--sizes", SIZES])

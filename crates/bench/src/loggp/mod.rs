@@ -21,7 +21,7 @@
 //!    E_k from the first send to the acknowledgement;
 //!    g(m) = (E_k − E₁) / (k − 1), the round trip of the last message cancelling.
 //!
-//! The medians of each pass go to [`fit`] (see there for the fit, the intervals and
+//! The medians of each pass go to [`fit`](mod@fit) (see there for the fit, the intervals and
 //! when it refuses).
 
 pub mod fit;
@@ -125,7 +125,7 @@ fn elapsed_us(t: Instant) -> f64 {
 }
 
 /// Measures (collective; ranks 0 and 1 measure, others wait). Rank 0 gets every
-/// round's medians per size, to give to [`fit`]; the other ranks get `None`.
+/// round's medians per size, to give to [`fit()`]; the other ranks get `None`.
 pub fn run(world: &World, p: &Params) -> Result<Option<Vec<SizeRounds>>, CoreError> {
     if world.size() < 2 {
         return Err(CoreError::Collective(
