@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --release --quiet -p nf-cli
+# nf, and the check program the README's tour starts under every launcher.
+cargo build --release --quiet -p nf-cli --bin nf -p nf-checks --bin nf-core-check
 exec target/release/nf demo "$@"

@@ -11,7 +11,7 @@ use nf_ninep::{DecodeError, EncodeError};
 #[non_exhaustive]
 pub enum ClientError {
     /// The server could not be reached. The OS error is shown once, in this message,
-    /// with the hint that fits it ([`connect_hint`]), so it is not also a `source`:
+    /// with the hint that fits it (`connect_hint`), so it is not also a `source`:
     /// a chain printer would repeat it.
     #[error("connecting to {addr}: {error}{}", connect_hint(.error))]
     Connect {

@@ -67,7 +67,11 @@ impl Params {
         if sizes.len() < fit::MIN_SIZES || sizes[0] == 0 || sizes != self.sizes {
             return Err(ParamError::new(
                 "sizes",
-                format!("{:?}", self.sizes),
+                self.sizes
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
                 format!(
                     "give at least {} different sizes of 1 byte or more, ascending \
                      (G is a slope, and a line through two points cannot be checked)",
