@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 # nf, and the check program the README's tour starts under every launcher.
-cargo build --release --quiet -p nf-cli --bin nf -p nf-checks --bin nf-core-check
+cargo build --release --quiet -p nf-cli -p nf-checks --bins
 exec target/release/nf demo "$@"
