@@ -238,24 +238,7 @@ mod tests {
         }
     }
 
-    /// splitmix64: reproducible noise without a dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-        }
-
-        /// Standard normal (Box–Muller).
-        fn normal(&mut self) -> f64 {
-            let (u, v) = (self.next().max(1e-300), self.next());
-            (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-        }
-    }
+    use crate::rng::SplitMix64 as Rng;
 
     /// A run as a watch sees it: `reps` repetitions of `n` samples around `level` µs,
     /// each repetition shifted by its own level (2 % sd) and its samples AR(1) noise

@@ -14,6 +14,7 @@ pub mod plot;
 pub mod report;
 pub mod rings;
 pub mod rma;
+mod rng;
 pub mod stats;
 pub mod variability;
 pub mod watch;

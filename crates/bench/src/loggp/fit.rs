@@ -43,6 +43,8 @@
 
 use serde::Serialize;
 
+use crate::rng::SplitMix64;
+
 /// Least number of different sizes the fit accepts (two unknowns in the gap line,
 /// and one more to see whether it is a line).
 pub const MIN_SIZES: usize = 3;
@@ -453,25 +455,6 @@ fn percentile(v: &[f64], q: f64) -> f64 {
     }
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): a fixed-seed generator, so the same
-/// measurements always give the same intervals; quality is ample for resampling.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n ≪ 2⁶⁴, so the modulo bias is negligible).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,7 +467,7 @@ mod tests {
         let [l, o_s, o_r, g, big_g] = p;
         let mut rng = SplitMix64(7);
         let mut jitter = |v: f64| {
-            let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+            let u = rng.uniform();
             v * (1.0 + noise * (2.0 * u - 1.0))
         };
         SIZES
