@@ -16,6 +16,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in `[0, 1)`.
+    #[cfg(test)]
     pub(crate) fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
