@@ -4,11 +4,16 @@
 use std::process::{Command, Output};
 
 fn nf(envs: &[(&str, &str)], args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_nf"))
-        .args(args)
-        .envs(envs.iter().copied())
-        .output()
-        .expect("run nf");
+    succeeded(
+        Command::new(env!("CARGO_BIN_EXE_nf"))
+            .args(args)
+            .envs(envs.iter().copied()),
+    )
+}
+
+/// Runs `cmd`, which must succeed.
+fn succeeded(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run nf");
     assert!(
         out.status.success(),
         "{}",
@@ -64,20 +69,14 @@ fn the_readme_settings_table_is_nf_config_markdown() {
 
 /// `nf config` with `envs` in a clean environment (no tune cache, no XDG variables).
 fn config_in(home: &std::path::Path, envs: &[(&str, &str)]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_nf"))
-        .arg("config")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .envs(envs.iter().copied())
-        .output()
-        .expect("run nf");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    succeeded(
+        Command::new(env!("CARGO_BIN_EXE_nf"))
+            .arg("config")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .envs(envs.iter().copied()),
+    )
 }
 
 fn line_of(stdout: &str, name: &str) -> String {
