@@ -119,7 +119,7 @@ const PAIRS: usize = 4;
 /// Issue 31: two identical runs back to back were "differs significantly" (p = 3e-27)
 /// because a test over every sample counts samples taken in a row as independent.
 /// Thirty repetitions per run, each one observation: the comparison may say "no
-/// difference" or "inconclusive", never "differs". The margin is wide because this
+/// difference" or "inconclusive", not "differs" (in one of PAIRS pairs). The margin is wide as this
 /// runs on shared 2-core machines, where the levels of two runs a second apart were
 /// seen 13–30 % apart (other jobs came and went): the machine changed, which the
 /// default 5 % rightly reports; this checks the statistics, not the machine.
