@@ -4,6 +4,8 @@
 use clap::Args;
 use nf_core::settings::{self, Resolved, Source};
 
+use super::run::settings_problem;
+
 /// Arguments of `nf config`.
 #[derive(Args)]
 pub struct ConfigArgs {
@@ -68,27 +70,14 @@ fn default_in_force(r: &Resolved) -> String {
 }
 
 /// Settings set in the environment that their layer's own parser refuses, each with
-/// the parser's message. Each core setting is parsed alone, so every bad one is named,
-/// not only the first; the rma layer's are parsed together (it reads the environment).
+/// the parser's message: the check `nf run` makes before a job ([`settings_problem`]),
+/// given each setting alone, so every bad one is named and not only the first.
 fn invalid(rows: &[Resolved]) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    for r in rows.iter().filter(|r| r.source == Source::Env) {
-        let name = r.setting.name;
-        let alone = |n: &str| (n == name).then(|| r.value.clone());
-        if let Err(e) = nf_core::Config::from_sources(&alone, None) {
-            out.push((name, e.to_string()));
-        }
-    }
-    if out.is_empty() {
-        if let Err(e) = nf_rma::RmaConfig::from_env() {
-            let why = e.to_string();
-            if let Some(r) = rows
-                .iter()
-                .find(|r| r.source == Source::Env && why.contains(r.setting.name))
-            {
-                out.push((r.setting.name, why));
-            }
-        }
-    }
-    out
+    rows.iter()
+        .filter(|r| r.source == Source::Env)
+        .filter_map(|r| {
+            let alone = |n: &str| (n == r.setting.name).then(|| r.value.clone());
+            settings_problem(&alone, None).map(|why| (r.setting.name, why))
+        })
+        .collect()
 }

@@ -246,11 +246,25 @@ fn check_settings(extra: &[(OsString, OsString)]) -> anyhow::Result<()> {
             None => std::env::var(name).ok(),
         }
     };
-    let usage = |e: &dyn std::fmt::Display| super::Usage(e.to_string());
-    let tuned = nf_core::tune::cached();
-    nf_rma::RmaConfig::from_sources(&lookup, tuned.as_ref()).map_err(|e| usage(&e))?;
-    nf_pmi::env::call_timeout(&|name| lookup(name).map(OsString::from)).map_err(|e| usage(&e))?;
-    Ok(())
+    match settings_problem(&lookup, nf_core::tune::cached().as_ref()) {
+        Some(why) => Err(super::Usage(why).into()),
+        None => Ok(()),
+    }
+}
+
+/// What the layers' own parsers refuse in the settings `lookup` gives (with `tuned`
+/// under them), the first problem only; `None` when the ranks would accept them all.
+/// One check for `nf run` and `nf config`.
+pub(crate) fn settings_problem(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    tuned: Option<&nf_core::tune::Tuned>,
+) -> Option<String> {
+    if let Err(e) = nf_rma::RmaConfig::from_sources(lookup, tuned) {
+        return Some(e.to_string());
+    }
+    nf_pmi::env::call_timeout(&|name| lookup(name).map(OsString::from))
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// Re-runs this very command line as an `n`-rank job (for rank-side subcommands
