@@ -152,6 +152,9 @@ fn launch(
         pmi_addr: server.addr().clone(),
         secret: server.secret().map(str::to_owned),
         cpus: job.cpus,
+        job_cpus: std::env::var_os(crate::spawn::JOB_CPUS)
+            .is_none()
+            .then(nf_sys::cpus::usable),
         hosts: job.hosts.map(|h| (h, h.layout())),
     };
     debug!(addr = %server.addr(), "PMI server listening");

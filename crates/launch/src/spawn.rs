@@ -25,7 +25,7 @@ use crate::hosts::{assignment, is_local, is_portable_env_name, shell_quote, Host
 use crate::spec::LaunchSpec;
 
 /// The CPUs this job's ranks on a host share, for their waiting policy.
-const JOB_CPUS: &str = "NF_JOB_CPUS";
+pub(crate) const JOB_CPUS: &str = "NF_JOB_CPUS";
 
 /// What every rank of a job shares.
 pub(crate) struct Plan<'a> {
@@ -41,6 +41,9 @@ pub(crate) struct Plan<'a> {
     pub(crate) secret: Option<String>,
     /// CPUs to pin directly started ranks to, round robin by local rank (`--bind-to core`).
     pub(crate) cpus: Option<&'a [usize]>,
+    /// The CPUs this launcher may use, counted once before any rank is pinned, for
+    /// the ranks' waiting policy (`NF_JOB_CPUS`); `None` when the user set it.
+    pub(crate) job_cpus: Option<usize>,
     /// The hosts of a multi-host job, with every rank's place on them.
     pub(crate) hosts: Option<(&'a Hosts, Vec<Place>)>,
 }
@@ -99,8 +102,8 @@ pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Child> {
             cmd.arg0(&spec.program).args(&spec.args);
             // Counted before any rank is pinned (see nf_core's waiting policy); one the
             // user set wins.
-            if std::env::var_os(JOB_CPUS).is_none() {
-                cmd.env(JOB_CPUS, nf_sys::cpus::usable().to_string());
+            if let Some(n) = plan.job_cpus {
+                cmd.env(JOB_CPUS, n.to_string());
             }
             for (k, v) in &spec.env {
                 cmd.env(k, v);
