@@ -87,7 +87,13 @@ pub fn empty_poll_ns(world: &World, polls: usize) -> Result<f64, CoreError> {
 pub struct PingPong<'w> {
     world: &'w World,
     pongs: Rc<Cell<usize>>,
-    stop: Rc<Cell<bool>>,
+    /// STOPs received, ever: a count, not a flag, because a rank may answer a whole
+    /// pair's exchange, STOP included, while it still waits in the barrier before it
+    /// (a dissemination barrier lets some ranks leave before others), and the next
+    /// pair's STOP can then arrive before this rank has waited for the previous one.
+    stops: Rc<Cell<usize>>,
+    /// STOPs this rank's waits have consumed.
+    stops_seen: Cell<usize>,
 }
 
 impl<'w> PingPong<'w> {
@@ -99,7 +105,7 @@ impl<'w> PingPong<'w> {
             ));
         }
         let pongs = Rc::new(Cell::new(0usize));
-        let stop = Rc::new(Cell::new(false));
+        let stops = Rc::new(Cell::new(0usize));
         world.register(PING, |w, am| {
             if let Err(e) = w.send(am.src, PONG, &[], am.payload) {
                 tracing::error!(error = %e, "ping-pong echo failed");
@@ -107,9 +113,14 @@ impl<'w> PingPong<'w> {
         })?;
         let p = Rc::clone(&pongs);
         world.register(PONG, move |_, _| p.set(p.get() + 1))?;
-        let s = Rc::clone(&stop);
-        world.register(STOP, move |_, _| s.set(true))?;
-        Ok(PingPong { world, pongs, stop })
+        let s = Rc::clone(&stops);
+        world.register(STOP, move |_, _| s.set(s.get() + 1))?;
+        Ok(PingPong {
+            world,
+            pongs,
+            stops,
+            stops_seen: Cell::new(0),
+        })
     }
 
     /// Times `iters` round trips of `size` bytes after `warmup` untimed ones
@@ -152,8 +163,9 @@ impl<'w> PingPong<'w> {
             return Ok(Some(samples));
         }
         if w.rank() == to {
-            w.wait_until(|| self.stop.get())?;
-            self.stop.set(false);
+            let want = self.stops_seen.get() + 1;
+            w.wait_until(|| self.stops.get() >= want)?;
+            self.stops_seen.set(want);
         }
         Ok(None)
     }
