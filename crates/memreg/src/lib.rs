@@ -22,9 +22,10 @@
 //! Rules:
 //! 1. The file is `DIR/JOB.RANK`, written whole to a temporary name and renamed over
 //!    the old one, so a reader sees the old or the new list, never half of one.
-//! 2. A proc writes it at start-up, after each allocation of its own segment and
-//!    before each free unmaps one; it removes it when its `nf_rma::Rma` is
-//!    dropped (finalized or not).
+//! 2. A proc writes it at start-up, soon after each allocation of its own segment
+//!    (a writer thread does, off the allocating call's path) and before each free
+//!    unmaps one (the caller flushes the writer first); it removes it when its
+//!    `nf_rma::Rma` is dropped (finalized or not).
 //! 3. A SIGKILLed proc leaves its file behind: readers treat an entry whose pid is
 //!    gone, or runs a process started at another time, as absent ([`Entry::alive`]),
 //!    and the lowest proc of each domain removes such files at the next job's start.
@@ -39,6 +40,7 @@ use std::fmt::Write as _;
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// First line of every entry: the format and its version.
 pub const MAGIC: &str = "nf-mem 1";
@@ -257,14 +259,79 @@ impl std::fmt::Display for MemFile {
 }
 
 /// This proc's entry, kept on disk while it lives (rules 1–4).
+///
+/// Writing the file is a create, a write and a rename: tens of microseconds on tmpfs,
+/// but on a disk file system under write load (ext4 flushes a file renamed over
+/// another) one rename took milliseconds, which every `ARMCI_Malloc` and `ARMCI_Free`
+/// paid. So a writer thread writes the latest list whenever it changed, off the
+/// caller's path: [`Publisher::add`] and [`Publisher::remove`] only record the change.
+/// Rule 2's "before each free unmaps one" is kept by the caller: it calls
+/// [`Publisher::flush`] between forgetting a segment and unmapping it.
 pub struct Publisher {
+    shared: Arc<Shared>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the caller and the writer thread share.
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when the list changed (for the writer) and when a write ended (for
+    /// flushes).
+    changed: Condvar,
+}
+
+struct State {
     /// Where the entry is written; `None` once publishing failed (or never started).
     path: Option<PathBuf>,
     entry: Entry,
+    /// Changes made to `entry`, and how many of them the file holds.
+    version: u64,
+    written: u64,
+    stop: bool,
+}
+
+impl State {
+    /// Writes the entry through a temporary file and a rename (rule 1); a failure
+    /// stops publishing.
+    fn write_now(&mut self) {
+        let Some(path) = self.path.clone() else {
+            return;
+        };
+        let text = self.entry.encode();
+        if let Err(e) = write_entry(&path, &self.entry.file_name(), &text) {
+            self.fail(&path, &e);
+        }
+        self.written = self.version;
+    }
+
+    fn fail(&mut self, path: &Path, e: &std::io::Error) {
+        tracing::warn!(path = %path.display(), error = %e, "could not publish segments for nf serve's /mem; this proc stops publishing");
+        let _ = std::fs::remove_file(path);
+        self.path = None;
+    }
+}
+
+/// Writes `text` as the entry file `path` (named `name`), whole or not at all.
+fn write_entry(path: &Path, name: &str, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let done = std::fs::write(&tmp, text).and_then(|()| {
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+        std::fs::rename(&tmp, path)
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// Locks the shared state (a panic elsewhere leaves it consistent).
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Publisher {
     /// Publishes proc `rank` of `job` with no segments in `dir` (`None`: not at all).
+    /// The first write happens here, before this returns.
     pub fn start(dir: Option<&Path>, job: &str, rank: usize) -> Publisher {
         let pid = std::process::id();
         let entry = Entry {
@@ -274,69 +341,143 @@ impl Publisher {
             start: process_start(pid).unwrap_or(0),
             segments: Vec::new(),
         };
-        let mut publisher = Publisher { path: None, entry };
-        let Some(dir) = dir else {
-            return publisher;
+        let mut state = State {
+            path: None,
+            entry,
+            version: 0,
+            written: 0,
+            stop: false,
         };
-        if !valid_job(job) {
-            tracing::warn!(
-                job,
-                "not publishing segments for nf serve's /mem: the job id is not a file name"
-            );
-            return publisher;
+        if let Some(dir) = dir {
+            state.path = prepare(dir, job).map(|()| dir.join(state.entry.file_name()));
+            state.write_now();
         }
-        if let Err(e) = prepare_dir(dir) {
-            tracing::warn!(dir = %dir.display(), error = %e, "not publishing segments for nf serve's /mem: the registry directory is unusable (set {ENV} to another)");
-            return publisher;
-        }
-        publisher.path = Some(dir.join(publisher.entry.file_name()));
-        publisher.write();
-        publisher
+        let publishing = state.path.is_some();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            changed: Condvar::new(),
+        });
+        let writer = publishing.then(|| spawn_writer(&shared)).flatten();
+        Publisher { shared, writer }
     }
 
     /// Where the node's `/mem` shows our segment at `base`, if it is published.
     pub fn published(&self, base: u64) -> Option<MemFile> {
-        self.path.as_ref()?;
-        let seg = self.entry.segments.iter().find(|s| s.base == base)?;
+        let st = lock(&self.shared.state);
+        st.path.as_ref()?;
+        let seg = st.entry.segments.iter().find(|s| s.base == base)?;
         Some(MemFile {
-            job: self.entry.job.clone(),
-            rank: self.entry.rank,
+            job: st.entry.job.clone(),
+            rank: st.entry.rank,
             id: seg.id,
         })
     }
 
-    /// Adds our segment `id` at `base`, `len` bytes.
+    /// Adds our segment `id` at `base`, `len` bytes (written soon after).
     pub fn add(&mut self, id: u64, base: u64, len: u64) {
-        self.entry.segments.push(SegEntry { id, base, len });
-        self.write();
+        self.change(|e| e.segments.push(SegEntry { id, base, len }));
     }
 
-    /// Forgets our segment at `base` (before it is unmapped).
-    pub fn remove(&mut self, base: u64) {
-        self.entry.segments.retain(|s| s.base != base);
-        self.write();
+    /// Forgets our segment at `base` (written soon after). Returns the change's
+    /// number, for [`Publisher::flush_to`] before the segment is unmapped.
+    pub fn remove(&mut self, base: u64) -> u64 {
+        self.change(|e| e.segments.retain(|s| s.base != base))
     }
 
-    /// Writes the entry through a temporary file and a rename (rule 1).
-    fn write(&mut self) {
-        let Some(path) = &self.path else { return };
-        let tmp = path.with_file_name(format!(".{}.tmp", self.entry.file_name()));
-        let done = std::fs::write(&tmp, self.entry.encode()).and_then(|()| {
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-            std::fs::rename(&tmp, path)
-        });
-        if let Err(e) = done {
-            tracing::warn!(path = %path.display(), error = %e, "could not publish segments for nf serve's /mem; this proc stops publishing");
-            let _ = std::fs::remove_file(&tmp);
-            let _ = std::fs::remove_file(path);
-            self.path = None;
+    /// Returns once the file holds every change made so far (or publishing stopped).
+    pub fn flush(&self) {
+        let version = lock(&self.shared.state).version;
+        self.flush_to(version);
+    }
+
+    /// Returns once the file holds change `version` and those before it (or
+    /// publishing stopped): at once when the writer got there already.
+    pub fn flush_to(&self, version: u64) {
+        let mut st = lock(&self.shared.state);
+        while st.path.is_some() && st.written < version {
+            st = self
+                .shared
+                .changed
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
         }
     }
+
+    /// Applies `f` to the entry; returns the change's number.
+    fn change(&mut self, f: impl FnOnce(&mut Entry)) -> u64 {
+        let mut st = lock(&self.shared.state);
+        f(&mut st.entry);
+        st.version += 1;
+        let version = st.version;
+        if self.writer.is_none() {
+            // No writer thread (it could not start): write on the caller's path.
+            st.write_now();
+            return version;
+        }
+        drop(st);
+        self.shared.changed.notify_all();
+        version
+    }
+}
+
+/// Checks the job id and the directory (rule 4); false (with a warning) if unusable.
+fn prepare(dir: &Path, job: &str) -> Option<()> {
+    if !valid_job(job) {
+        tracing::warn!(
+            job,
+            "not publishing segments for nf serve's /mem: the job id is not a file name"
+        );
+        return None;
+    }
+    if let Err(e) = prepare_dir(dir) {
+        tracing::warn!(dir = %dir.display(), error = %e, "not publishing segments for nf serve's /mem: the registry directory is unusable (set {ENV} to another)");
+        return None;
+    }
+    Some(())
+}
+
+/// Starts the thread that writes the entry whenever it changed; `None` if it could not
+/// start (the caller then writes itself).
+fn spawn_writer(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
+    let sh = Arc::clone(shared);
+    std::thread::Builder::new()
+        .name("nf-memreg".into())
+        .spawn(move || loop {
+            let mut st = lock(&sh.state);
+            while !st.stop && st.written == st.version {
+                st = sh.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
+            }
+            if st.stop {
+                return;
+            }
+            // Write outside the lock, so the caller's changes never wait for the disk.
+            let (version, text) = (st.version, st.entry.encode());
+            let (path, name) = match &st.path {
+                Some(p) => (p.clone(), st.entry.file_name()),
+                None => return,
+            };
+            drop(st);
+            let done = write_entry(&path, &name, &text);
+            let mut st = lock(&sh.state);
+            match done {
+                Ok(()) => st.written = st.written.max(version),
+                Err(e) => st.fail(&path, &e),
+            }
+            drop(st);
+            sh.changed.notify_all();
+        })
+        .map_err(|e| tracing::warn!(error = %e, "memory registry: no writer thread; writing on the caller's path"))
+        .ok()
 }
 
 impl Drop for Publisher {
     fn drop(&mut self) {
-        if let Some(path) = &self.path {
+        lock(&self.shared.state).stop = true;
+        self.shared.changed.notify_all();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+        if let Some(path) = &lock(&self.shared.state).path {
             let _ = std::fs::remove_file(path);
         }
     }
@@ -434,6 +575,7 @@ mod tests {
         p.add(1, 0x1000, 64);
         p.add(2, 0x9000, 8);
         p.remove(0x1000);
+        p.flush();
         let (got, _) = read_entry(&file).unwrap();
         assert_eq!(
             got.segments,
