@@ -92,6 +92,14 @@ impl Team for CTeam {
             .collect())
     }
 
+    fn allgather_fixed(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, WireupError> {
+        if mine.is_empty() {
+            return Ok(vec![Vec::new(); self.members.len()]);
+        }
+        let all = self.raw_allgather(mine)?;
+        Ok(all.chunks_exact(mine.len()).map(<[u8]>::to_vec).collect())
+    }
+
     fn barrier(&self) -> Result<(), WireupError> {
         // SAFETY: `ctx` is valid by `CTeam::new`'s promise.
         let rc = unsafe { (self.wu.barrier)(self.wu.ctx) };

@@ -202,6 +202,11 @@ fn teams_allocate_transfer_and_free() {
 }
 
 #[test]
+fn freed_allocations_come_back_zeroed_and_reachable() {
+    Job::new().both(3, &["reuse"]);
+}
+
+#[test]
 fn typed_global_arrays() {
     Job::new().both(3, &["typed"]);
 }
@@ -314,6 +319,7 @@ fn shapes_across_hosts(native: bool) {
         &["nonblocking"],
         &["teams"],
         &["typed"],
+        &["reuse"],
     ]);
 }
 

@@ -2,7 +2,7 @@
 //! collective allocations with their mappings, `malloc_local` blocks, and how segment
 //! files are named.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
 use memmap2::MmapMut;
@@ -10,7 +10,7 @@ use nf_transport::rma::RegionId;
 use nf_transport::shm::segment::{segment_path, PREFIX};
 
 use crate::shm::map::Mapping;
-use crate::table::Table;
+use crate::table::{Seg, Table};
 
 /// One live collective allocation.
 pub(crate) struct Alloc {
@@ -24,6 +24,13 @@ pub(crate) struct Alloc {
     pub maps: Vec<Mapping>,
     /// Our segment's ofi registration, if native RMA reaches it.
     pub region: Option<RegionId>,
+    /// Our segment's number (its file and registry id; 0 without one).
+    pub n: u64,
+    /// The segment table's entries for this allocation, by world rank.
+    pub segs: Vec<(usize, Seg)>,
+    /// The memory registry's change that took our segment off its list, once freed
+    /// (the segment may be unmapped once the registry's file holds it).
+    pub unlisted: u64,
 }
 
 impl Alloc {
@@ -46,6 +53,8 @@ pub(crate) struct Memory {
     pub allocs: HashMap<(usize, u64), Alloc>,
     /// `malloc_local` blocks by address.
     pub locals: HashMap<usize, MmapMut>,
+    /// Freed allocations kept mapped for reuse, oldest first, per team (`cache.rs`).
+    pub cache: HashMap<Vec<usize>, VecDeque<Alloc>>,
     /// Our allocation counter (names our segment files).
     pub seq: u64,
 }
@@ -57,6 +66,7 @@ impl Memory {
             table: Table::new(size),
             allocs: HashMap::new(),
             locals: HashMap::new(),
+            cache: HashMap::new(),
             seq: 0,
         }
     }

@@ -405,9 +405,28 @@ pub(crate) fn gather<T>(
     what: &str,
     decode: impl Fn(&[u8]) -> Option<T>,
 ) -> Result<Vec<T>, RmaError> {
+    decode_all(team, team.allgather(mine)?, what, decode)
+}
+
+/// [`gather`] of a value every member encodes in the same number of bytes (one step
+/// fewer on teams that exchange lengths first).
+pub(crate) fn gather_fixed<T>(
+    team: &dyn Team,
+    mine: &[u8],
+    what: &str,
+    decode: impl Fn(&[u8]) -> Option<T>,
+) -> Result<Vec<T>, RmaError> {
+    decode_all(team, team.allgather_fixed(mine)?, what, decode)
+}
+
+fn decode_all<T>(
+    team: &dyn Team,
+    all: Vec<Vec<u8>>,
+    what: &str,
+    decode: impl Fn(&[u8]) -> Option<T>,
+) -> Result<Vec<T>, RmaError> {
     let members = team.members();
-    team.allgather(mine)?
-        .iter()
+    all.iter()
         .enumerate()
         .map(|(i, b)| {
             decode(b).ok_or_else(|| RmaError::Protocol {

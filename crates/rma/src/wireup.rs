@@ -25,6 +25,12 @@ pub trait Team {
     /// Every member's bytes, in team order (collective).
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, WireupError>;
 
+    /// [`Team::allgather`] where every member passes the same number of bytes, which
+    /// a team may do in one step instead of first exchanging the lengths.
+    fn allgather_fixed(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, WireupError> {
+        self.allgather(mine)
+    }
+
     /// Returns once every member has called it (collective).
     fn barrier(&self) -> Result<(), WireupError>;
 }
@@ -56,6 +62,10 @@ impl<T: Team + ?Sized> Team for &T {
 
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, WireupError> {
         (**self).allgather(mine)
+    }
+
+    fn allgather_fixed(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, WireupError> {
+        (**self).allgather_fixed(mine)
     }
 
     fn barrier(&self) -> Result<(), WireupError> {

@@ -23,8 +23,10 @@
 //! must fail here, not in the OOM killer when the memory is first touched).
 //!
 //! Freeing: complete our transfers; allgather bases; every member checks them
-//! against its record alike (so all fail or none); barrier; leave the memory
-//! registry, deregister, unmap and forget. (Remote procs reach a segment natively only after step 2 and before the
+//! against its record alike (so all fail or none); barrier; leave the segment table,
+//! the service's list and the memory registry; keep the mappings for reuse or
+//! deregister and unmap (`cache.rs`). An allocation of sizes freed before over the
+//! same team is taken from that cache after step 0 (`cache.rs`, rule 4). (Remote procs reach a segment natively only after step 2 and before the
 //! barrier, so the registration lives exactly as long as anyone may use it.)
 
 use std::sync::atomic::{fence, Ordering};
@@ -33,7 +35,7 @@ use nf_transport::rma::{RegionId, RemoteRegion};
 
 use crate::error::RmaError;
 use crate::memory::Alloc;
-use crate::rma::{gather, word_u64, Rma};
+use crate::rma::{gather, gather_fixed, word_u64, Rma};
 use crate::shm::map::{anonymous, Mapping};
 use crate::shm::room::{room, Limit};
 use crate::table::Seg;
@@ -121,7 +123,7 @@ fn my_index(op: &'static str, team: &dyn Team, me: usize, size: usize) -> Result
 
 impl Rma<'_> {
     /// The list of our segments the service thread checks requests against.
-    fn own_segments(&self) -> std::sync::RwLockWriteGuard<'_, Vec<(u64, u64)>> {
+    pub(crate) fn own_segments(&self) -> std::sync::RwLockWriteGuard<'_, Vec<(u64, u64)>> {
         self.shared.own.write().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -141,12 +143,15 @@ impl Rma<'_> {
         let members = team.members().to_vec();
 
         // Step 0.
-        let sizes = gather(
+        let sizes = gather_fixed(
             team,
             &(bytes as u64).to_le_bytes(),
             "allocation size",
             word_u64,
         )?;
+        if let Some(bases) = self.reuse(team, me, &sizes)? {
+            return Ok(bases);
+        }
         let short = if bytes > 0 {
             let need = members
                 .iter()
@@ -260,7 +265,7 @@ impl Rma<'_> {
             }
         }
         let ok = [u8::from(failure.is_none())];
-        let oks = gather(team, &ok, "mapping status", |b: &[u8]| {
+        let oks = gather_fixed(team, &ok, "mapping status", |b: &[u8]| {
             b.first().map(|&x| x == 1)
         })?;
         if let Some(own) = &own {
@@ -284,6 +289,7 @@ impl Rma<'_> {
         let lens: Vec<u64> = all.iter().map(|a| a.len).collect();
         let origin = self.origin.borrow();
         let mut mem = self.mem.borrow_mut();
+        let mut segs = Vec::new();
         for (i, &q) in members.iter().enumerate() {
             if lens[i] > 0 {
                 let seg = Seg {
@@ -293,6 +299,7 @@ impl Rma<'_> {
                     ofi: all[i].ofi.filter(|_| origin.native_route(q)),
                 };
                 mem.table.insert(q, seg);
+                segs.push((q, seg));
             }
         }
         if let Some(key) = Alloc::key(&members, &bases) {
@@ -302,6 +309,9 @@ impl Rma<'_> {
                 lens,
                 maps,
                 region: region.map(|r| r.0),
+                n: if bytes > 0 { n } else { 0 },
+                segs,
+                unlisted: 0,
             };
             mem.allocs.insert(key, alloc);
         }
@@ -322,7 +332,7 @@ impl Rma<'_> {
         my_index(op, team, self.rank, self.size)?;
         self.wait_all()?;
         self.all_fence()?;
-        let bases = gather(team, &base.to_le_bytes(), "base", word_u64)?;
+        let bases = gather_fixed(team, &base.to_le_bytes(), "base", word_u64)?;
         let members = team.members();
         let Some(key) = Alloc::key(members, &bases) else {
             // Every member asked for 0 bytes: nothing was allocated.
@@ -341,7 +351,7 @@ impl Rma<'_> {
         team.barrier()?;
         fence(Ordering::SeqCst);
         let mut mem = self.mem.borrow_mut();
-        let alloc = mem.allocs.remove(&key).expect("checked above");
+        let mut alloc = mem.allocs.remove(&key).expect("checked above");
         for (i, &q) in alloc.members.iter().enumerate() {
             if alloc.lens[i] > 0 {
                 mem.table.remove(q, alloc.bases[i]);
@@ -349,17 +359,16 @@ impl Rma<'_> {
         }
         if base != 0 {
             self.own_segments().retain(|&(b, _)| b != base);
-            self.registry.borrow_mut().remove(base);
+            alloc.unlisted = self.registry.borrow_mut().remove(base);
         }
         drop(mem);
-        self.deregister(alloc.region);
-        // Unmaps our segment and the domain's.
-        drop(alloc.maps);
+        // Kept mapped for the next allocation of these sizes, or unmapped.
+        self.keep_or_release(alloc);
         Ok(())
     }
 
     /// Forgets our segment's ofi registration, if it has one (before unmapping it).
-    fn deregister(&self, region: Option<RegionId>) {
+    pub(crate) fn deregister(&self, region: Option<RegionId>) {
         if let (Some(id), Some(native)) = (region, self.origin.borrow().native()) {
             native.deregister(id);
         }

@@ -2,6 +2,7 @@
 
 mod alloc;
 mod atomic;
+mod cache;
 mod domain;
 mod mutex;
 mod sync;

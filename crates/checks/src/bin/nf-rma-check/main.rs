@@ -97,6 +97,7 @@ fn run(args: &[String]) -> Check {
         "progress" => sync::progress(&rma, num(args, 1)?)?,
         "teams" => teams::teams(&rma, &wire)?,
         "typed" => teams::typed(&rma)?,
+        "reuse" => teams::reuse(&rma, &wire)?,
         "badinput" => bad::bad_input(&rma)?,
         "toobig" => room::too_big(&rma)?,
         "vanish" | "holderdies" => {

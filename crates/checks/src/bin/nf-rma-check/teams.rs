@@ -74,3 +74,76 @@ pub fn typed(rma: &Rma<'_>) -> Check {
     ctx(c.free(), "free")?;
     ctx(a.free(), "free")
 }
+
+/// Freed allocations come back for the next allocation of the same sizes (the cache
+/// of `nf_rma`'s `api/cache.rs`): zeroed, at the same addresses, and reachable by
+/// transfers as before; allocations of other sizes, a team's, and more than the cache
+/// keeps all work alongside.
+pub fn reuse(rma: &Rma<'_>, wire: &nf_rma::WorldWireup<'_>) -> Check {
+    let (n, me) = (rma.size(), rma.rank());
+    let next = (me + 1) % n;
+    let prev = (me + n - 1) % n;
+    // Every proc asks for a different size. The first 12 rounds cycle through 4 size
+    // sets, which the cache keeps (8 entries): from round 4 on, each must come back
+    // where it was. The next 24 cycle through 12 other sets, more than it keeps, so
+    // entries are dropped and new ones made.
+    let mut last: Vec<Option<Vec<u64>>> = vec![None; 16];
+    for round in 0..36 {
+        let set = if round < 12 {
+            round % 4
+        } else {
+            4 + round % 12
+        };
+        let len = 4096 * (me + 1) + 512 * set;
+        let bases = ctx(rma.malloc(len), "malloc")?;
+        if let (true, Some(before)) = (round < 12, &last[set]) {
+            if &bases != before {
+                return Err(format!(
+                    "round {round}: sizes freed 4 rounds ago came back at {bases:?}, not \
+                     at {before:?}"
+                ));
+            }
+        }
+        last[set] = Some(bases.clone());
+        let zero = own_bytes(rma, bases[me], len)?;
+        if let Some(i) = zero.iter().position(|&b| b != 0) {
+            return Err(format!(
+                "round {round}: byte {i} of a new allocation is {}",
+                zero[i]
+            ));
+        }
+        // Nobody writes into anyone's part before its owner has looked.
+        ctx(rma.barrier(), "barrier")?;
+        let data: Vec<u8> = (0..len.min(4096))
+            .map(|k| pattern(me, round as u64, k))
+            .collect();
+        ctx(
+            // SAFETY: `data` holds `data.len()` readable bytes.
+            unsafe { rma.put(data.as_ptr(), bases[next], data.len(), next) },
+            "put",
+        )?;
+        ctx(rma.all_fence(), "all_fence")?;
+        ctx(rma.barrier(), "barrier")?;
+        let want: Vec<u8> = (0..4096).map(|k| pattern(prev, round as u64, k)).collect();
+        same(
+            "put into a reused allocation",
+            &own_bytes(rma, bases[me], 4096)?,
+            &want,
+        )?;
+        let mut back = vec![0u8; 4096];
+        ctx(
+            // SAFETY: `back` has room for 4096 bytes.
+            unsafe { rma.get(bases[next], back.as_mut_ptr(), 4096, next) },
+            "get",
+        )?;
+        let mine: Vec<u8> = (0..4096).map(|k| pattern(me, round as u64, k)).collect();
+        same("get from a reused allocation", &back, &mine)?;
+        ctx(rma.barrier(), "barrier")?;
+        ctx(rma.free(bases[me]), "free")?;
+        if round % 5 == 0 {
+            // A team of the even procs allocates the same sizes: it has its own cache.
+            teams(rma, wire)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! Freed allocations kept mapped, so that the next allocation of the same sizes over
+//! the same team costs one allgather and a barrier instead of creating, exchanging,
+//! mapping and unlinking segment files.
+//!
+//! Global Arrays allocates and frees a segment for every array it creates, temporaries
+//! included, mostly of sizes it used before; a fresh allocation costs three allgathers,
+//! a file per member, a mapping per domain peer and the room check's reads of
+//! `/proc` and the cgroup files.
+//!
+//! Rules (why every member makes the same choice without talking about it):
+//! 1. The cache is kept per team, keyed by its members' world ranks in team order.
+//!    `malloc` and `free` synchronise every member of their team (allgathers and a
+//!    barrier), so for one membership every member sees the same sequence of
+//!    allocations and frees — two teams of the same members called in different
+//!    orders would deadlock first.
+//! 2. Everything that decides — which entry is taken, which ones are dropped — depends
+//!    only on that team's sequence and on numbers every member knows alike (the sizes
+//!    every member asked for), never on this proc's own totals: so every member's
+//!    cache of a team holds the same entries in the same order.
+//! 3. `free` keeps an allocation whose total over the team is at most [`KEEP_ALLOC`];
+//!    a team's cache holds at most [`KEEP_COUNT`] entries and [`KEEP_BYTES`] in all,
+//!    the oldest going first.
+//! 4. `malloc` of the same sizes takes the newest match: each member zeroes its own
+//!    part (the memory starts zeroed, as a fresh one does), enters it again in the
+//!    segment table, the service's list and the registry, and the barrier that ends
+//!    the call keeps everyone off it until all are done.
+//! 5. A kept allocation is no longer in the table, the service's list or the registry
+//!    (a request for it is refused as for any freed memory); only dropping it from the
+//!    cache unmaps it, after the registry's writer has caught up (so `nf serve` never
+//!    reads memory that is gone).
+
+use std::collections::VecDeque;
+
+use crate::error::RmaError;
+use crate::memory::Alloc;
+use crate::rma::Rma;
+use crate::wireup::Team;
+
+/// Largest allocation, summed over its team, that `free` keeps.
+pub(crate) const KEEP_ALLOC: u64 = 16 << 20;
+/// Entries a team's cache holds at most.
+pub(crate) const KEEP_COUNT: usize = 8;
+/// Bytes, summed over the team, a team's cache holds at most.
+pub(crate) const KEEP_BYTES: u64 = 64 << 20;
+
+/// An allocation's size summed over its team (the same on every member).
+fn team_bytes(a: &Alloc) -> u64 {
+    a.lens.iter().sum()
+}
+
+impl Rma<'_> {
+    /// Rule 4: an allocation of `sizes` over `team` from the cache, ready to use, or
+    /// `None` (nothing was done) when the cache has none.
+    pub(crate) fn reuse(
+        &self,
+        team: &dyn Team,
+        me: usize,
+        sizes: &[u64],
+    ) -> Result<Option<Vec<u64>>, RmaError> {
+        let alloc = {
+            let mut mem = self.mem.borrow_mut();
+            let Some(kept) = mem.cache.get_mut(team.members()) else {
+                return Ok(None);
+            };
+            let Some(i) = kept.iter().rposition(|a| a.lens == sizes) else {
+                return Ok(None);
+            };
+            kept.remove(i).expect("the position was just found")
+        };
+        let (base, len) = (alloc.bases[me], alloc.lens[me]);
+        if len > 0 {
+            // SAFETY: our own segment, mapped at `base` for `len` bytes since it was
+            // created (the cache keeps its mapping in `alloc.maps`); it was freed, so
+            // nobody reads or writes it until the barrier below returns.
+            unsafe { std::ptr::write_bytes(base as *mut u8, 0, len as usize) };
+            self.own_segments().push((base, len));
+            self.registry.borrow_mut().add(alloc.n, base, len);
+        }
+        let bases = alloc.bases.clone();
+        {
+            let mut mem = self.mem.borrow_mut();
+            for &(q, seg) in &alloc.segs {
+                mem.table.insert(q, seg);
+            }
+            if let Some(key) = Alloc::key(&alloc.members, &alloc.bases) {
+                mem.allocs.insert(key, alloc);
+            }
+        }
+        team.barrier()?;
+        Ok(Some(bases))
+    }
+
+    /// Rule 3: keeps a freed allocation (already out of the table, the service's list
+    /// and the registry), or lets it go; drops what no longer fits.
+    pub(crate) fn keep_or_release(&self, alloc: Alloc) {
+        if team_bytes(&alloc) > KEEP_ALLOC {
+            return self.release(alloc);
+        }
+        let evicted: Vec<Alloc> = {
+            let mut mem = self.mem.borrow_mut();
+            let kept = mem.cache.entry(alloc.members.clone()).or_default();
+            kept.push_back(alloc);
+            overflow(kept)
+        };
+        for a in evicted {
+            self.release(a);
+        }
+    }
+
+    /// Unmaps a freed allocation for good (rule 5).
+    pub(crate) fn release(&self, alloc: Alloc) {
+        self.registry.borrow().flush_to(alloc.unlisted);
+        self.deregister(alloc.region);
+        drop(alloc.maps);
+    }
+}
+
+/// The oldest entries that take `kept` over its bounds, taken out of it.
+fn overflow(kept: &mut VecDeque<Alloc>) -> Vec<Alloc> {
+    let mut out = Vec::new();
+    while kept.len() > KEEP_COUNT || kept.iter().map(team_bytes).sum::<u64>() > KEEP_BYTES {
+        match kept.pop_front() {
+            Some(a) => out.push(a),
+            None => break,
+        }
+    }
+    out
+}
