@@ -1,4 +1,4 @@
-//! Attack: connection slots (issue 28, item 5). Unprivileged accounts try to take every
+//! Attack: connection slots. Unprivileged accounts try to take every
 //! slot of a root `nf serve` — attached, idle connections holding fids, over the unix
 //! socket and loopback tcp, or one person over TLS, a unix socket and shm at once —
 //! so that nobody else gets in. Each test then checks that root is still served within
