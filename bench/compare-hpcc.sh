@@ -45,7 +45,7 @@
 #            latency = the slowest rank's iteration time / 2 (each iteration sends two
 #            messages), ring bandwidth = 2 x 2,000,000 B / the slowest rank's
 #            iteration time, random rings: geometric mean over orderings.
-#   netpipe  two ranks: NPopenmpi (Debian's netpipe-openmpi; the "NPmpi") under
+#   netpipe  two ranks: NPopenmpi (Debian's netpipe-openmpi; NetPIPE's "NPmpi") under
 #            mpirun, NPtcp (netpipe-tcp; receiver and transmitter as two processes,
 #            over loopback, or host 1 <- host 0), nf bench pingpong with the default
 #            transports and with NF_TRANSPORTS=tcp. NetPIPE runs with -p 0 (no +-3 B

@@ -25,7 +25,7 @@
 #                      needed), and report nf-lanesN / nf-tcp
 #   --out DIR          default bench/out/compare-net-<UTC timestamp>/
 #
-# Issue 18's run (large messages; its targets need 8 B, every size from 256 KiB up
+# The large-message run (its targets need 8 B, every size from 256 KiB up
 # and 4 MiB on the ping-pongs, and 4 MiB on fi_pingpong):
 #
 #   bench/compare-net.sh --sizes 8,65536,262144,1048576,4194304,16777216 \
