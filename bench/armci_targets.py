@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The issue's libarmci targets, from one bench/compare-armci.sh run (standard library only).
+"""The libarmci targets, from one bench/compare-armci.sh run (standard library only).
 
 Inputs: the out folders of bench/compare-rma.sh --ours libarmci (their
 compare-get-contig.json, written by compare_report.py: best of K runs per side and

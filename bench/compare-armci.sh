@@ -3,7 +3,7 @@
 # (bench/mpi/rma.c) linked once with ninefold's libarmci and once with Debian's
 # ARMCI-MPI, on one host and across two network namespaces (bench/compare-rma.sh
 # --ours libarmci does those runs), and one Global Arrays program (bench/mpi/ga.c)
-# linked both ways; then the targets as ratios ours / ARMCI-MPI.
+# linked both ways; then the targets as ratios ours / ARMCI-MPI (bench/armci_targets.py).
 #
 # usage: bench/compare-armci.sh [--alternations K] [--paths LIST] [--ops LIST]
 #                               [--netns-ops LIST] [--layouts LIST] [--sizes LIST]

@@ -292,7 +292,7 @@ with open(os.path.join(src, "big.bin"), "wb") as f:
         f.write(rng.randbytes(1 << 20))
 print(f"small: {files} files, {total} B; big.bin: {big_mib << 20} B")
 EOF
-    note copy_data "$(du -sb "$src/small" | cut -f1) B in $files files (4-64 KiB, seed 20261126); big.bin $((big_mib << 20)) B"
+    note copy_data "$(du -sb "$src/small" | cut -f1) B in $files files (4-64 KiB, random.Random(20261126)); big.bin $((big_mib << 20)) B"
 
     # sshd on the node and the gateway, with this run's keys.
     ssh_dir=$out/ssh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# External references (issue 17): Debian's hpcc (HPC Challenge, over Open MPI) against
+# External references: Debian's hpcc (HPC Challenge, over Open MPI) against
 # nf bench rings, NetPIPE (over Open MPI and over TCP) against nf bench pingpong, and
 # ScaLAPACK's pdgemm against nf bench app, on the same ranks and hosts, in the same
 # run, alternating, with ratios ours / theirs.
@@ -45,7 +45,7 @@
 #            latency = the slowest rank's iteration time / 2 (each iteration sends two
 #            messages), ring bandwidth = 2 x 2,000,000 B / the slowest rank's
 #            iteration time, random rings: geometric mean over orderings.
-#   netpipe  two ranks: NPopenmpi (Debian's netpipe-openmpi; the issue's "NPmpi") under
+#   netpipe  two ranks: NPopenmpi (Debian's netpipe-openmpi; NetPIPE's "NPmpi") under
 #            mpirun, NPtcp (netpipe-tcp; receiver and transmitter as two processes,
 #            over loopback, or host 1 <- host 0), nf bench pingpong with the default
 #            transports and with NF_TRANSPORTS=tcp. NetPIPE runs with -p 0 (no +-3 B
@@ -61,7 +61,7 @@
 #            best product's time on both sides; both check their products exactly. On
 #            one host nf bench app also reads its blocks through the node's /mem files
 #            (an nf serve started here, shm 9P), alternating with one-sided gets in the
-#            same job: files / direct time is seed 000's CellFS comparison.
+#            same job: files / direct time, the ratio CellFS was measured by.
 # Per metric and side the report takes the best of the K rounds (latency: smallest,
 # bandwidth: largest), as compare_report.py does; every round's figure is kept in the
 # JSON. Ratios are ours / theirs: below 1 is better for latency, above 1 for bandwidth.

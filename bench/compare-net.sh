@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Across two hosts: ninefold's network transports against the limits and Open MPI,
-# measured in the same run, alternating, with ratios and the targets of issue 3
-# (small messages) and issue 18 (large messages).
+# measured in the same run, alternating, with ratios and the targets for small and
+# for large messages (bench/compare_net_report.py lists them).
 #
 # usage: bench/compare-net.sh [--alternations K] [--sizes LIST] [--iters N]
 #                             [--warmup W] [--shm-sizes LIST] [--fi-sizes LIST]
@@ -25,7 +25,7 @@
 #                      needed), and report nf-lanesN / nf-tcp
 #   --out DIR          default bench/out/compare-net-<UTC timestamp>/
 #
-# Issue 18's run (large messages; its targets need 8 B, every size from 256 KiB up
+# The large-message run (its targets need 8 B, every size from 256 KiB up
 # and 4 MiB on the ping-pongs, and 4 MiB on fi_pingpong):
 #
 #   bench/compare-net.sh --sizes 8,65536,262144,1048576,4194304,16777216 \
@@ -41,7 +41,7 @@
 #   nf-lanesN   (--lanes) nf-tcp with NF_TCP_LANES=N
 #   raw-tcp     bench/net/tcp_pingpong.c: blocking sockets, TCP_NODELAY (the tcp limit)
 #   raw-busy    the same with --busy: reads spin on non-blocking recv, as a busy-polling
-#               runtime's do (the latency limit; issue 18's 8 B target)
+#               runtime's do (the latency limit; the large-message targets' 8 B one)
 #   openmpi-tcp bench/mpi/pingpong.c under mpirun, pml ob1, btl tcp,self; one rank in
 #               each namespace, started through tests/netns/mpirun-agent.sh
 #               (--mca plm_rsh_agent: mpirun runs in host 0 and starts an orted in
@@ -56,7 +56,7 @@
 # Ranks that only wait on host 1 of the mixed job use NF_WAIT=yield
 # (bench/net/netns-host.sh), since here both "hosts" share the same two cores.
 #
-# Striping across lanes (issue 18), alternating with plain tcp:
+# Striping across lanes, alternating with plain tcp:
 #
 #   bench/compare-net.sh --lanes-only --lanes 2,4 --sizes 1048576,4194304,16777216
 #

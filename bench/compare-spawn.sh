@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starting a program on N hosts: ninefold's launchers against pdcp + pdsh, Open MPI's
-# mpirun and Slurm, measured in the same run, alternating, with the issue's targets.
+# mpirun and Slurm, measured in the same run, alternating, with the targets
+# (bench/spawn_report.py).
 #
 # usage: bench/compare-spawn.sh [--hosts LIST] [--sizes LIST] [--repeats R]
 #                               [--tools LIST] [--fanout F] [--exec-fanout K]
@@ -56,7 +57,7 @@
 #
 # Outputs in the out directory: spawn.csv and spawn.json (every sample: tool, hosts,
 # size, repeat, seconds, ok, copy_s, run_s; the JSON adds the setup, notes and the load
-# average at start and end), summary.txt (medians, nf-exec / pdsh ratios, the issue's
+# average at start and end), summary.txt (medians, nf-exec / pdsh ratios, the
 # targets), spawn.png (time against hosts, one line per tool, one panel per size),
 # logs/ (each sample's output), and the daemons' logs.
 set -euo pipefail

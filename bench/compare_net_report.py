@@ -9,9 +9,10 @@ Reads the runs in --dir (K rounds of each side, as compare-net.sh names them) an
    (--lanes-only: those alone, and no targets);
    each also lands as compare-<ours>-vs-<theirs>.{csv,json}, and each side's per-size
    best rows as best-<side>.json (for `nf bench plot`);
-2. prints issue 3's and issue 18's targets with the measured ratio and whether each
-   is met, and writes them to targets.json (each with its "issue").
-   Issue 3 (small messages):
+2. prints the small-message and the large-message targets with the measured ratio
+   and whether each is met, and writes them to targets.json (each with its "issue"
+   field: 3 for a small-message target, 18 for a large-message one).
+   Small messages:
    - tcp 8 B half round trip <= 1.15 x raw socket, and <= 1.0 x Open MPI tcp
      (best-of-K medians);
    - tcp 4 MiB bandwidth >= 0.85 x iperf3 single stream (best of K each; ping-pong
@@ -20,7 +21,7 @@ Reads the runs in --dir (K rounds of each side, as compare-net.sh names them) an
      reports the mean time per transfer, "usec/xfer", which is half a round trip);
    - shm 8 B with network transports in the job <= 1.05 x a shm-only job
      (best-of-K medians).
-   Issue 18 (large messages between hosts; nf-default is the route ninefold picks
+   Large messages between hosts (nf-default is the route ninefold picks
    with NF_TRANSPORTS unset, which the report names):
    - nf-default bandwidth >= 1.0 x Open MPI tcp at every measured size >= 256 KiB
      (one row per size; best of K, MB/s = size / median half round trip);
@@ -48,7 +49,7 @@ import compare_report  # noqa: E402  (the shared ping-pong comparison)
 
 LAT_8 = 8
 BW_SIZE = 4 << 20
-LARGE = 256 << 10  # issue 18: "large" starts here
+LARGE = 256 << 10  # the large-message targets start here
 
 
 class Missing(Exception):
@@ -215,7 +216,7 @@ def print_targets(title, targets, width):
 
 
 def issue_18(d, k, dflt, no_ofi, fi_sizes, iperf, iperf_all):
-    """Issue 18's targets (large messages between hosts), and the default route's name;
+    """The large-message targets (between hosts), and the default route's name;
     `dflt` is the nf-default / openmpi-tcp table by size."""
     route = route_of(d, "nf-default", k)
     try:
@@ -333,8 +334,8 @@ def main(argv=None):
     route, t18 = issue_18(d, k, dflt, a.no_ofi, fi_sizes, iperf, iperf_all)
 
     width = max(46, *(len(t["target"]) for t in targets + t18))
-    print_targets("targets (issue 3)", targets, width)
-    print_targets(f"targets (issue 18; default route between hosts: {route})", t18, width)
+    print_targets("targets (small messages)", targets, width)
+    print_targets(f"targets (large messages; default route between hosts: {route})", t18, width)
     failed = read_failed(d)
     if failed:
         print("\nfailed runs (their rounds are left out; each line names the side):")

@@ -471,7 +471,7 @@ def part_app(d, k, notes):
     lines += ["  " + s for s in table(head, cells)]
     if files:
         lines.append(f"  files / direct per round: {', '.join(f'{x:.3f}' for x in fd)}, median "
-                     f"{statistics.median(fd):.3f} (target <= 1.05; seed 000's CellFS measured 1.10-1.16)")
+                     f"{statistics.median(fd):.3f} (target <= 1.05; CellFS measured 1.10-1.16)")
     write_csv(os.path.join(d, "app.csv"), ("metric", "unit", "better", "ninefold", "pdgemm", "ratio"),
               [(r["metric"], r["unit"], r["better"], r["ninefold"], r["pdgemm"], r["ratio"]) for r in rows])
     write_json(os.path.join(d, "app.json"), {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Does a network transport in the same process slow the shm path? (issue 3: shm 8 B
+# Does a network transport in the same process slow the shm path? (Target: shm 8 B
 # latency within 5% of a shm-only run.) Alternates, in the same run:
 #   shm-only  2 ranks on one host, ping-pong 0 <-> 1 over shm;
 #   +ofi      3 ranks: 0 and 1 claim host A, rank 2 host B (NF_HOST), so ranks 0 and 1

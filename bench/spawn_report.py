@@ -9,7 +9,7 @@ at start and end, how mpirun copied, which sides were skipped and why), and:
    samples that succeeded; "k/R" beside it when only k of R did), the ratios
    nf-exec / pdsh and nf-ssh / pdsh, and for the two-command sides the median copy and
    run parts;
-2. prints the issue's targets, measured ratio and met / missed:
+2. prints the targets, measured ratio and met / missed:
    - at 64 hosts and 16 MiB, nf-exec <= 0.5 x pdcp + pdsh (median against median);
    - nf-exec at 64 hosts <= 2 x nf-exec at 8 hosts, at every size measured;
 3. writes DIR/spawn.json: {"notes": {...}, "samples": [...], "medians": [...],

@@ -3,8 +3,8 @@
  * bench/compare-net.sh.
  *
  * Rank 0 sends `size` bytes to rank 1, rank 1 sends them back; rank 0 times every
- * round trip with MPI_Wtime and records half of it (seed 001's method). Other ranks
- * only join the barriers. Output: a table on stdout and, with --json F, the same JSON
+ * round trip with MPI_Wtime and records half of it, as nf bench pingpong does. Other
+ * ranks only join the barriers. Output: a table on stdout and, with --json F, the same JSON
  * report shape as ninefold's `nf bench pingpong`, with the MPI library in
  * params.mpi_library. Iteration rule, options and report: bench/c/ppreport.h.
  *

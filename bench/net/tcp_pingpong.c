@@ -17,7 +17,7 @@
  *    iters, warmup, then each size.
  * 2. For each size, both sides derive warmup(size) + iters(size) rounds from the plan;
  *    in each round the timing side writes `size` bytes and reads them back, timing the
- *    round trip with CLOCK_MONOTONIC and recording half of it (seed 001's method).
+ *    round trip with CLOCK_MONOTONIC and recording half of it (as nf bench pingpong does).
  * 3. Both close. Every read and write has a 30 s timeout, so a dead peer ends the run
  *    with an error, never a hang; the echo side waits at most 30 s for its client.
  *

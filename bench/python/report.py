@@ -7,7 +7,7 @@ a side, results rows) and DIR/notes.txt ("key<TAB>value" lines: load average at 
 and end, cores, BLAS of each pdgemm, what was skipped), takes per side the best of its
 K runs (latency: smallest median; bandwidth: largest MB/s of the median; matmul:
 largest GFLOP/s of the median product), and prints ninefold, the anchor, the ratio
-ninefold / anchor and the issue's target, met or missed:
+ninefold / anchor and the target, met or missed:
 
   p2p 8 B half round trip        ninefold / mpi4py Send+Recv      <= 1.0
   p2p 1 MiB bandwidth            ninefold / mpi4py                >= 1.2

@@ -2,7 +2,7 @@
 //! ninefold's rma layer (`nf-rma`).
 //!
 //! Glossary:
-//! - **ARMCI**: the one-sided interface Global Arrays is written on (seed 004 ch. 4);
+//! - **ARMCI**: the one-sided interface Global Arrays is written on;
 //!   this library is ABI-compatible with ARMCI-MPI 0.3 as Debian builds it.
 //! - **C side** (`csrc/`, built by `build.rs` with `mpicc`): everything that touches
 //!   MPI types — init, groups (real MPI communicators), topology, `armci_msg_*`,

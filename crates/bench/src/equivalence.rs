@@ -1,4 +1,4 @@
-//! Whether two runs differ, judged on their repetition medians (issue 31).
+//! Whether two runs differ, judged on their repetition medians.
 //!
 //! Samples taken one after another are not independent: a busy core, a frequency step
 //! or a page-cache state lasts for many of them, so a test that counts thousands of

@@ -1,6 +1,7 @@
-//! Ping-pong between ranks 0 and 1 (seed 001's method): rank 0 sends, rank 1's
-//! handler echoes the same bytes back, rank 0 times each round trip and records half
-//! of it. Warm-up rounds are not recorded. Other ranks only join the barriers.
+//! Ping-pong between ranks 0 and 1 (the usual half-round-trip method): rank 0 sends,
+//! rank 1's handler echoes the same bytes back, rank 0 times each round trip and
+//! records half of it. Warm-up rounds are not recorded. Other ranks only join the
+//! barriers.
 
 use std::cell::Cell;
 use std::rc::Rc;

@@ -494,7 +494,7 @@ mod tests {
 
     #[test]
     fn bandwidth_is_size_over_the_median_not_the_mean() {
-        // The case: 16 KiB with one slow sample: median 2.75 µs, mean 25.75 µs.
+        // 16 KiB with one slow sample: median 2.75 µs, mean 25.75 µs.
         let r = SizeResult::from_samples(16_384, &[2.0, 2.5, 3.0, 95.5]).unwrap();
         assert_eq!(r.median_us, 2.75);
         assert_eq!(r.avg_us, 25.75);

@@ -1,4 +1,4 @@
-//! HPCC's b_eff method (seed 003): ping-pong over every pair of ranks, then rings
+//! HPCC's b_eff method: ping-pong over every pair of ranks, then rings
 //! in which every rank exchanges with both neighbours at once, in natural order and
 //! in random orders.
 //!

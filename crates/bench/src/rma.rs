@@ -1,4 +1,4 @@
-//! One-sided benchmark between procs 0 and 1 (seed 004, ch. 7).
+//! One-sided benchmark between procs 0 and 1.
 //!
 //! Proc 0 times each operation on proc 1's memory; proc 1 does not call the library
 //! while it is measured: it sleeps, checking a word of its own memory that proc 0

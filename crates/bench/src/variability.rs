@@ -1,5 +1,6 @@
-//! Statistics of variability (seed 003's T1..T4): tail percentiles and the coefficient
-//! of variation. Whether two runs differ is [`crate::equivalence`]'s question.
+//! Statistics of variability (the same benchmark at different times): tail percentiles
+//! and the coefficient of variation. Whether two runs differ is
+//! [`crate::equivalence`]'s question.
 
 use serde::{Deserialize, Serialize};
 

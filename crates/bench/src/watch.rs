@@ -1,6 +1,7 @@
-//! Variability over time (seed 003's T1..T4): a benchmark repeated every interval for
-//! a duration, every sample kept with the time of its repetition, tails per
-//! repetition and overall, and whether a run differs from an earlier one.
+//! Variability over time (the same benchmark hours or days apart): a benchmark
+//! repeated every interval for a duration, every sample kept with the time of its
+//! repetition, tails per repetition and overall, and whether a run differs from an
+//! earlier one.
 //!
 //! The comparison takes each repetition's median as one observation
 //! ([`crate::equivalence`]): samples taken in a row are not independent, and a test
@@ -86,8 +87,8 @@ pub struct Watch {
     /// Against `--compare-with`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compared_with: Option<String>,
-    /// Per size, the comparison with it (named apart from the `versus` of reports
-    /// before issue 31, a per-sample test, so those still load as earlier runs).
+    /// Per size, the comparison with it (named apart from the `versus` of older
+    /// reports, a per-sample test, so those still load as earlier runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comparison: Vec<Versus>,
 }

@@ -1,5 +1,5 @@
 //! Attack: becoming root over loopback tcp by closing the socket before the server asks
-//! the kernel who it is (issue 28, item 1).
+//! the kernel who it is.
 //!
 //! A client sends `Tversion`, `Tattach uname=root`, a walk and a `Tlcreate` in one go
 //! and closes its socket at once. Its socket then lingers in `FIN-WAIT-2` with no file

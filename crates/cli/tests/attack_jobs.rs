@@ -1,7 +1,7 @@
 //! A real `nf serve` run as root, started the way an administrator would from a
 //! terminal — in that terminal's session, with a descriptor of the shell's open
 //! (`9<secret`) — and a job of an unprivileged account (made by the tests) that tries
-//! to use both (issue 28, items 2 and 3):
+//! to use both:
 //!
 //! - pushing input into the terminal with `TIOCSTI` (the shell would run it as root);
 //! - reading root's file through the inherited descriptor.

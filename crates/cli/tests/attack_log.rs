@@ -1,4 +1,4 @@
-//! Attacks on `/log` of a real `nf serve` run as root (issue 28, "also seen"): every
+//! Attacks on `/log` of a real `nf serve` run as root: every
 //! user could write lines there that read like the server's, flood it, and fill it
 //! with refused-attach warnings (one line per try). An unprivileged account tries
 //! each; the log must stay bounded and every line of theirs must say who wrote it.

@@ -1,5 +1,5 @@
-//! Attack: the 9P framework's own log lines in a real `nf serve` run as root (issue 28,
-//! "no client can stop the others"). The server logged the version string a client
+//! Attack: the 9P framework's own log lines in a real `nf serve` run as root (no client
+//! can stop the others). The server logged the version string a client
 //! sent unescaped, so a client could start a line of its own that reads like the
 //! server's, and it logged a warning for every bad frame, every undecodable request
 //! and every deadline on every connection, so a client could flood the log (and

@@ -116,7 +116,7 @@ fn a_watch_keeps_every_repetition_and_compares_with_an_earlier_one() {
 /// "differs significantly".
 const PAIRS: usize = 4;
 
-/// Issue 31: two identical runs back to back were "differs significantly" (p = 3e-27)
+/// Two identical runs back to back were once "differs significantly" (p = 3e-27)
 /// because a test over every sample counts samples taken in a row as independent.
 /// Thirty repetitions per run, each one observation: the comparison may say "no
 /// difference" or "inconclusive", not "differs" (in one of PAIRS pairs). The margin is wide as this

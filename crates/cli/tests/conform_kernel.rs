@@ -13,7 +13,7 @@
 //! history, a `/log` read waits for the next line), not a host file behind a lease.
 //! (The Go client test attaches with `aname=/fs` instead, so both ways in are used.)
 //!
-//! Permission checks (`--user UID:GID`, issue 10): `nf serve` runs as root and acts as
+//! Permission checks (`--user UID:GID`): `nf serve` runs as root and acts as
 //! the attached user, so the harness's root-owned fixtures (`ro_dir` 0755, `secret`
 //! 0600, sticky `sticky` 1777 with `rootfile` 0666 and the setuid `suid` 04777) are
 //! tried by an unprivileged user inside the guest — the host account `nf-test-user`
@@ -25,7 +25,7 @@
 //! cleared the setuid bit, root's sticky file holds the user's write and is still
 //! root's, and root's entries are untouched. This test must therefore run as root.
 //!
-//! Jobs as files (issue 14): with `--xcpu xcpu` the guest starts a job on the host
+//! Jobs as files: with `--xcpu xcpu` the guest starts a job on the host
 //! through `/xcpu` with `echo` and `cat` alone (clone held open on a file descriptor,
 //! argv, ctl exec, stdin, wait, stdout, procs, wipe).
 //!

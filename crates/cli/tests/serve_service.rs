@@ -41,7 +41,7 @@ impl Drop for Stop {
     }
 }
 
-/// Attack (issue 28, items 2 and 3): root starts `nf serve` from an interactive shell
+/// Attack: root starts `nf serve` from an interactive shell
 /// holding a secret on descriptor 9. The server must leave the shell's session (no
 /// controlling terminal: nothing it starts can push input into root's terminal with
 /// TIOCSTI) and keep descriptor 9 from everything it starts.

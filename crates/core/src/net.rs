@@ -2,7 +2,7 @@
 //!
 //! Only transports that some route uses exist here, so a job that never leaves the
 //! host polls shared memory alone. Polling order is shared memory, then tcp, then
-//! ofi (seed 002's unified polling):
+//! ofi (unified polling: each empty poll is cheap, so all of them run in turn):
 //! - an empty shm poll reads one cache line per ring or box;
 //! - an empty tcp poll is one atomic load (its progress thread deposits arrivals
 //!   in memory), plus one `recv` per connection the rank reads itself for a while

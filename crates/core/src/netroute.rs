@@ -12,7 +12,7 @@
 //!    (verbs, efa, cxi, …); ninefold's tcp when the provider itself runs over the
 //!    kernel's sockets (`tcp`, `sockets`, `udp`). Layered on the same sockets, the
 //!    provider only adds work: measured across two namespace hosts, its 8 B round
-//!    trip was 1.4× ours and its 4 MiB bandwidth 0.4–0.6× (issue 18).
+//!    trip was 1.4× ours and its 4 MiB bandwidth 0.4–0.6×.
 //!
 //! A transport a peer cannot use (ofi not open at both ends, or excluded by
 //! `NF_TRANSPORTS`) is replaced by the other one for that peer. Per-pair order across

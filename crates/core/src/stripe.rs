@@ -1,5 +1,5 @@
 //! Striping: large messages over tcp cut across several connections per pair of
-//! ranks ("lanes"), as Open MPI's `btl_tcp_links` and UCX's multi-lane do (issue 18).
+//! ranks ("lanes"), as Open MPI's `btl_tcp_links` and UCX's multi-lane do.
 //!
 //! With `NF_TCP_LANES` = L > 1, wire-up opens L − 1 tcp transports besides the main
 //! one: the lanes, each with its own listener, progress thread and one connection

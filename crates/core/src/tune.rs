@@ -1,4 +1,4 @@
-//! Self-tuning results (seed 002's idea of measuring, not guessing): `nf tune` measures
+//! Self-tuning results (measured, not guessed): `nf tune` measures
 //! thresholds and sizes on this host and caches them here; [`crate::Config`] reads the
 //! cache, and a setting in the environment overrides it.
 //!

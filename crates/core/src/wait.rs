@@ -14,7 +14,7 @@
 //! to one core (`--bind-to core`) still has that core to itself; a rank started
 //! otherwise counts its own mask and quota.
 //!
-//! Poll-then-block (seed 004): a rank that does not busy-poll (`Yield`, or `Auto`
+//! Poll-then-block: a rank that does not busy-poll (`Yield`, or `Auto`
 //! with more ranks than cores) parks after a wait found nothing for
 //! [`Waiter::park_after`] (`NF_PARK_US`) — sleeps in `poll(2)` on the network until
 //! something may have arrived, rather than napping — when every peer is reached over

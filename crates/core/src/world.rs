@@ -7,7 +7,7 @@
 //!    host, ofi or tcp to the others.
 //! 3. Enable single-copy reads if the kernel allows them.
 //!
-//! Sending picks one of three protocols by payload size (seed 001's eager vs rendezvous):
+//! Sending picks one of three protocols by payload size (eager, fragmented, rendezvous):
 //! one packet when it fits a frame; a single-copy read by the receiver (rendezvous)
 //! from `NF_RNDV_THRESHOLD` up to same-host peers (CMA), or from `NF_OFI_RNDV` up to
 //! peers on ofi routes (the provider's RMA read of our memory, registered in place:

@@ -1,6 +1,6 @@
 //! The ninefold gateway: one 9P2000.L namespace in front of many nodes and clusters
-//! (seed 000's "constellation of clusters on a single head node", seed 003's trusted
-//! gateway that redirects users to the cluster that fits).
+//! (a constellation of clusters mounted on a single head node, and a trusted gateway
+//! that redirects users to the cluster that fits).
 //!
 //! The gateway is itself a 9P server ([`GatewayTree`] on `nf-ninep-server`). It holds
 //! one long, multiplexed connection to each member (a node's `nf serve`, or another

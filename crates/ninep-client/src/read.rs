@@ -1,10 +1,10 @@
 //! Reading: one message at an offset, a whole file in msize-sized chunks, or a range
 //! with every message of it in flight at once ([`File::start_read_into`]).
 //!
-//! Pipelined reads are seed 000's overlap, in the client's own API: the caller starts
-//! the reads of the next block, computes on the current one while the connection's
-//! reader thread copies the replies into place, and then waits. One call per message,
-//! each with its own tag, so the server may answer them in any order.
+//! Pipelined reads overlap I/O with computation, in the client's own API: the caller
+//! starts the reads of the next block, computes on the current one while the
+//! connection's reader thread copies the replies into place, and then waits. One call
+//! per message, each with its own tag, so the server may answer them in any order.
 
 use std::io;
 

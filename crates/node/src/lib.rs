@@ -1,13 +1,14 @@
 //! The node service: the 9P2000.L file tree every ninefold node exports, and the daemon
-//! behind `nf serve` (seed 000: every component of the cluster is reached through files).
+//! behind `nf serve` (every component of the cluster is reached through files).
 //!
 //! # Glossary
 //!
 //! - **node tree**: the tree one node serves (`/status`, `/log`, `/pipe`, `/fs`, `/ro`,
 //!   `/mem`, `/xcpu`; see [`tree`]), composed from ninep's ready-made trees by a
 //!   [`nf_ninep_trees::MountTable`].
-//! - **#U, #R, #p, #l, #r**: seed 000's CellFS names for host files (read-write and
-//!   read-only with private writes), pipes, the log, and memory regions.
+//! - **#U, #R, #p, #l, #r**: the names CellFS (9P on the Cell BE) gave host files
+//!   (read-write and read-only with private writes), pipes, the log, and memory
+//!   regions.
 //! - **local / remote connection**: a unix socket, loopback tcp or the shared-memory
 //!   channel is local; tcp on any other address is remote and needs authentication.
 //!

@@ -1,5 +1,6 @@
 //! 9P over shared memory: a client inside a rank talks to its node's server through a
-//! [`ByteChannel`] (seed 000's EIB idea), set up over a unix socket of its own.
+//! [`ByteChannel`] (as CellFS carried 9P over the Cell's on-chip bus, not a socket), set
+//! up over a unix socket of its own.
 //!
 //! Steps for each connection:
 //!

@@ -1,4 +1,4 @@
-//! Attack: the server's descriptors (issue 28, "no client can stop the others"). Every
+//! Attack: the server's descriptors (no client can stop the others). Every
 //! open file and directory of `/fs`, and every host file open for reading in `/ro`,
 //! holds a descriptor of the server process. A server started from a shell keeps
 //! that shell's soft `RLIMIT_NOFILE`, and when any user could hold open files

@@ -1,5 +1,5 @@
 //! `/xcpu` jobs of a root server, attacked by unprivileged accounts (made by the tests)
-//! the way a hostile local user would, over the server's real unix socket (issue 28):
+//! the way a hostile local user would, over the server's real unix socket:
 //!
 //! - a job's grandchild that leaves its process group (`setsid`) must not outlive
 //!   `wipe`, nor escape `kill`;

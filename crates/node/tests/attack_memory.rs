@@ -1,4 +1,4 @@
-//! Attack: requests that wait hold their payloads (issue 28, item 6: a budget for every
+//! Attack: requests that wait hold their payloads (the defence: a budget for every
 //! per-connection buffer). An unprivileged account sends a root `nf serve` writes of a
 //! megabyte each into a full pipe that nobody reads: each waits in the server with its
 //! data, up to 256 per connection. Without a memory budget the server held all of them

@@ -1,4 +1,4 @@
-//! Attack: directory listings cost server memory (issue 28, item 6). An unprivileged
+//! Attack: directory listings cost server memory. An unprivileged
 //! account opens many fids on a large directory of a root `nf serve` and reads only the
 //! first page of each: when every open listing kept a snapshot of the whole directory,
 //! 100 such fids on 100,000 entries grew the server by 1.2 GB. `/fs` now reads a host

@@ -1,4 +1,4 @@
-//! Attack (issue 28, item 4): `/ro`'s shared overlay ignored the sticky bit of host
+//! Attack: `/ro`'s shared overlay ignored the sticky bit of host
 //! directories. A user unlinked root's file in a 1777 directory (a whiteout in the
 //! overlay) and wrote their own in its place; every other client then read the
 //! user's content as if it were root's. Here an unprivileged account tries that and

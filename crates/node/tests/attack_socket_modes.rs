@@ -1,4 +1,4 @@
-//! Issue 28 ("also seen"): a root `nf serve` made its socket directory 0700 and its
+//! Socket modes of a root `nf serve`: it made its socket directory 0700 and its
 //! sockets 0755, so no other local user could even connect, while the README says it
 //! serves every user. The sockets are now open to all and the attach check decides:
 //! an unprivileged account reaches a root server through its default-style

@@ -1,4 +1,4 @@
-//! The server's state directory against an unprivileged account (issue 28, item 9): a
+//! The server's state directory against an unprivileged account: a
 //! path in `/tmp` the user made first must not stop a root server, and a state
 //! directory another user owns or may write is refused, naming `--state-dir`.
 

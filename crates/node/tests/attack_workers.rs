@@ -1,4 +1,4 @@
-//! Attack: the server's worker threads (issue 28, "no client can stop the others").
+//! Attack: the server's worker threads (no client can stop the others).
 //! A request that blocks in a tree — a read of a pipe nobody writes — holds a worker
 //! while it waits. When the workers were shared first come, first served, one
 //! unprivileged account parking more such reads than there are workers left every
@@ -7,7 +7,7 @@
 //! pipe read, which its own write then satisfies, must be answered, and the
 //! attacker's own waiting request must still be flushed.
 //!
-//! The bound is 5 s where the issue asks for 1 s: these tests share a loaded 2-core
+//! The bound is 5 s, not the 1 s a user would notice: these tests share a loaded 2-core
 //! machine with others, and what they must catch is a hang, not a delay.
 
 mod support;

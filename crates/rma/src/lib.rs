@@ -1,5 +1,5 @@
 //! ninefold's rma layer: global memory that every proc reads and writes one-sidedly,
-//! with ARMCI's semantics (seed 004).
+//! with ARMCI's semantics.
 //!
 //! Glossary:
 //! - **proc**: one process of the job, named by its world rank, 0 ..< size.

@@ -5,7 +5,7 @@
 //!    job id (if the wire-up has none) and connection cookie.
 //! 2. Group procs into domains (same host identity, unless `NF_RMA_DIRECT=0`).
 //! 3. The lowest proc of each domain reclaims segment files of dead jobs, and their
-//!    memory-registry entries (`registry.rs`).
+//!    memory-registry entries (`nf-memreg`).
 //! 4. Create this proc's control segment; start the service thread if some proc is
 //!    outside our domain; allgather service addresses (which also says that every
 //!    control segment exists).
@@ -13,7 +13,7 @@
 //! 6. Native RMA over ofi where every end can (`native/setup.rs`: its own allgather
 //!    of endpoint addresses; a progress thread when used). Last but one, so that a
 //!    proc refusing it leaves no file behind.
-//! 7. Publish this proc, with no segments yet, in the memory registry (`registry.rs`).
+//! 7. Publish this proc, with no segments yet, in the memory registry (`nf-memreg`).
 //!
 //! Shutdown ([`Rma::finalize`], collective): complete and fence everything, barrier,
 //! then stop the service thread. Dropping an `Rma` without it stops the thread at

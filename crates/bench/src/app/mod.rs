@@ -1,4 +1,4 @@
-//! The application probe (seed 003's HPL beside its ping-pong): a distributed dense
+//! The application probe (an HPL-like kernel to set beside ping-pong): a distributed dense
 //! matrix multiply `C = A · B` (`f64`, `n × n`) over global memory, reporting GFLOP/s
 //! and parallel efficiency from 1 rank up.
 //!

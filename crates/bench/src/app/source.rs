@@ -1,7 +1,8 @@
 //! Where the probe's panels of `B` come from: one-sided gets of global memory
 //! ([`Via::Direct`]), or reads of the owner's segment file `/mem/JOB/RANK/ID` through
-//! the node's 9P server ([`Via::Files`], seed 000's CellFS comparison). Either way a
-//! fetch is started before the multiply of the previous panel and finished after it.
+//! the node's 9P server ([`Via::Files`]: memory reached through files, timed against
+//! memory reached directly, as CellFS was measured). Either way a fetch is started
+//! before the multiply of the previous panel and finished after it.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,4 @@
-//! The LogGP parameters of the route between ranks 0 and 1 (seed 004, ch. 3):
+//! The LogGP parameters of the route between ranks 0 and 1:
 //! latency L, send and receive overheads o_s and o_r, gap g between small messages,
 //! and gap per byte G, each with a 95 % interval, or a [`Refusal`] saying why the
 //! measurements do not support them.

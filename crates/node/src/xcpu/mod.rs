@@ -1,4 +1,4 @@
-//! `/xcpu`: jobs as files (seed 000, after XCPU). A client opens `/xcpu/clone` to get
+//! `/xcpu`: jobs as files, after LANL's XCPU. A client opens `/xcpu/clone` to get
 //! a session, uploads into its `fs/`, writes `argv`, `env` and `exec`, writes `exec`
 //! to its `ctl`, then reads `stdout`, `stderr` and `wait`.
 //!

@@ -1,7 +1,7 @@
 //! Native RMA: put and get to other domains with a transport's native one-sided
 //! operations ([`NativeRma`]: the ofi transport's `fi_write` / `fi_read`), where every
-//! end has them (issue 4: "the ofi transport's native RMA where
-//! the provider has it, otherwise active messages served with asynchronous progress").
+//! end has them; otherwise the target's service thread applies the request
+//! (`service/`), so either way the target makes progress without calling the library.
 //!
 //! **Start-up** (`setup.rs`, step 6 of `rma.rs`): each proc with remote peers opens
 //! one ofi endpoint of its own for RMA (`FI_RMA`, a completion queue with a wait fd),
@@ -16,7 +16,7 @@
 //! someone reads our completion queue. That is the progress thread's job
 //! (`progress.rs`): it sleeps on the queue's wait fd and reads the queue whenever the fd
 //! says something happened, so the target's own thread never has to call the library
-//! (asynchronous progress, seed 004).
+//! (asynchronous progress).
 //!
 //! **Origin side** ([`Native::issue`]): the chunks of a shape, cut at `NF_RMA_CHUNK`,
 //! are grouped into operations of at most `rma_iov_limit` remote pieces (and, for a

@@ -3,7 +3,7 @@
 //! Each proc that has peers outside its domain runs one service thread ([`Service`],
 //! `server.rs`) owning a listener and every accepted connection, blocked in epoll.
 //! It applies requests to this proc's memory itself, so operations complete while the
-//! proc's own thread computes (asynchronous progress, seed 004). Origins reach it
+//! proc's own thread computes (asynchronous progress). Origins reach it
 //! through `origin/`, one connection per target, in the protocol of `wire.rs`.
 
 mod conn;

@@ -1,6 +1,6 @@
-//! `ofi`: the transport over the system libfabric (seed 001: one interface over every
-//! fabric: verbs, efa, cxi, tcp, …), messaging on reliable-datagram (`FI_EP_RDM`)
-//! endpoints and the provider's native RMA where it has one (`rma.rs`).
+//! `ofi`: the transport over the system libfabric (one interface over every fabric:
+//! verbs, efa, cxi, tcp, …), messaging on reliable-datagram (`FI_EP_RDM`) endpoints
+//! and the provider's native RMA where it has one (`rma.rs`).
 //!
 //! libfabric's API is mostly `static inline` C, so a small C shim (`shim/`, built by
 //! `build.rs` into its own shared object) wraps it, and `ffi/` loads that at run time:

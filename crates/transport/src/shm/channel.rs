@@ -1,6 +1,6 @@
 //! [`ByteChannel`]: a bidirectional byte stream over shared memory between two
-//! processes of one host — how a rank talks 9P to its node's server (seed 000's EIB
-//! idea) without a socket copy per message.
+//! processes of one host — how a rank talks 9P to its node's server without a socket
+//! copy per message (as CellFS carried 9P over the Cell's on-chip bus).
 //!
 //! Memory: one memfd holding two single-producer single-consumer byte rings (layout
 //! and access rules 7–10 in [`super::layout`]). Wake-ups: four eventfds, one per

@@ -1,9 +1,9 @@
 //! The shared-memory layout of one receiver's segment, and every raw access to it.
 //!
 //! Each rank owns one segment: the frames other ranks write into and the rings that
-//! tell it where to look (seed 002, SMT). Everything in it is an array indexed by
-//! integers — no pointers live in shared memory, because every process maps the
-//! segment at a different address.
+//! tell it where to look (lock-free queues, after HPVM's shared-memory transport).
+//! Everything in it is an array indexed by integers — no pointers live in shared
+//! memory, because every process maps the segment at a different address.
 //!
 //! ```text
 //!  offset 0      +-----------------------------+
@@ -207,7 +207,8 @@ impl Geometry {
         self.frame_size - FRAME_HEADER
     }
 
-    /// The ring that sender `src` writes to (seed 002: "I mod M").
+    /// The ring that sender `src` writes to: `src mod rings`, so `rings` receive rings
+    /// trade polling cost (one ring per sender) against contention (one for all).
     pub fn ring_of(&self, src: usize) -> usize {
         src % self.nrings
     }

@@ -1,4 +1,4 @@
-//! `shm`: the same-host transport (seed 002's SMT, lock-free shared-memory queues).
+//! `shm`: the same-host transport (lock-free shared-memory queues, after HPVM's).
 //!
 //! Wire-up is three steps, with a job-wide fence between each (the core drives it):
 //! 1. [`ShmTransport::create`]: every rank creates and initialises its receive segment.
@@ -60,7 +60,8 @@ use tx::Peer;
 pub struct ShmConfig {
     /// Directory of the segments (a tmpfs).
     pub dir: PathBuf,
-    /// Receive rings per receiver, 1 ..= local ranks (seed 002's M).
+    /// Receive rings per receiver, 1 ..= local ranks; sender `s` writes to ring
+    /// `s mod rings`.
     pub rings: usize,
     /// Frames per ring, a power of two.
     pub frames: usize,

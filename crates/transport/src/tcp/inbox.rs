@@ -1,5 +1,5 @@
-//! Where the progress thread leaves arrivals for the poll loop (seed 002's unified
-//! polling: the network side deposits into memory the poll loop reads).
+//! Where the progress thread leaves arrivals for the poll loop (unified polling: the
+//! network side deposits into memory the poll loop reads).
 //!
 //! Rules:
 //! 1. Only the progress thread pushes (and the sending thread, for a connection it

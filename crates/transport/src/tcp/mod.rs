@@ -22,7 +22,8 @@
 //! 4. A packet up to `max_payload` (16 MiB by default) is one frame: the receiver
 //!    reads it into one recycled buffer and the core uses it in place.
 //!
-//! Receiving (seed 002's unified polling; see `progress.rs`, `rx.rs` and `handoff.rs`):
+//! Receiving (unified polling: the progress thread deposits into memory the poll loop
+//! reads; see `progress.rs`, `rx.rs` and `handoff.rs`):
 //! 1. The progress thread sleeps in epoll; on arrival it reads whole frames (lengths
 //!    checked before anything is allocated; large bodies straight into recycled
 //!    buffers) and deposits them in the inbox.

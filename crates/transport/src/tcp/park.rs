@@ -1,5 +1,5 @@
 //! Parking: the owner sleeps in `poll(2)` until something may have arrived, instead of
-//! spinning (seed 004's poll-then-block; the core decides when a wait has spun long
+//! spinning (poll-then-block; the core decides when a wait has spun long
 //! enough, see `nf-core`'s `NF_PARK_US`).
 //!
 //! What wakes a parked owner, and why nothing that arrives is slept through:

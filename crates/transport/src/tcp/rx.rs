@@ -24,7 +24,7 @@
 //!    good share of it has ([`SO_RCVLOWAT`](wait_for_rest)), at most that long,
 //!    instead of returning to spin on `recv`. Measured across two namespace hosts
 //!    sharing 2 cores, the spinning `recv`s took the core the kernel's copy needed:
-//!    1–4 MiB ping-pongs moved 1–25 % more with the wait, under load (issue 18).
+//!    1–4 MiB ping-pongs moved 1–25 % more with the wait, under load.
 //!
 //! 7. A large body does not start where its buffer does (16 B into a page, where
 //!    malloc puts a large chunk) but at a page offset set by its position in the
@@ -36,7 +36,7 @@
 //!    reading into a buffer placed elsewhere (libfabric, once loaded, makes malloc
 //!    hand out heap chunks at other offsets) made the same difference: a cache
 //!    effect of where the copy's stores fall against its loads, most likely 4 KiB
-//!    aliasing; the exact cause was not isolated (issue 18).
+//!    aliasing; the exact cause was not isolated.
 //!
 //! Recycled buffers ([`Pool`]): a large frame is read straight into its packet's
 //! buffer. Taking that buffer from the pool, and giving it back when the packet is

@@ -68,6 +68,6 @@ impl Fixture for Shm {
     }
 
     fn crash(_ep: ShmTransport) {
-        unreachable!("peer_loss is not run on shm (see conformance.rs)")
+        unreachable!("peer_loss is not run on shm (see main.rs)")
     }
 }
