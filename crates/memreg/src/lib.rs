@@ -287,6 +287,8 @@ struct State {
     /// Changes made to `entry`, and how many of them the file holds.
     version: u64,
     written: u64,
+    /// A flush waits: write without the batching delay.
+    urgent: bool,
     stop: bool,
 }
 
@@ -346,6 +348,7 @@ impl Publisher {
             entry,
             version: 0,
             written: 0,
+            urgent: false,
             stop: false,
         };
         if let Some(dir) = dir {
@@ -395,6 +398,8 @@ impl Publisher {
     pub fn flush_to(&self, version: u64) {
         let mut st = lock(&self.shared.state);
         while st.path.is_some() && st.written < version {
+            st.urgent = true;
+            self.shared.changed.notify_all();
             st = self
                 .shared
                 .changed
@@ -436,6 +441,12 @@ fn prepare(dir: &Path, job: &str) -> Option<()> {
     Some(())
 }
 
+/// How long the writer lets changes gather before it writes them (unless a flush
+/// waits): under allocation churn on 2 cores with 4 ranks, a write per change took
+/// the ranks' CPU (a new-size `ARMCI_Malloc` + `ARMCI_Free` 2.7 ms, 1.1 ms without
+/// publishing).
+const BATCH: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Starts the thread that writes the entry whenever it changed; `None` if it could not
 /// start (the caller then writes itself).
 fn spawn_writer(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
@@ -447,9 +458,19 @@ fn spawn_writer(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
             while !st.stop && st.written == st.version {
                 st = sh.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
+            if !st.stop && !st.urgent {
+                // Changes come in bursts (a program allocating and freeing arrays in a
+                // loop): one write for the burst, not one per change.
+                st = sh
+                    .changed
+                    .wait_timeout(st, BATCH)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
             if st.stop {
                 return;
             }
+            st.urgent = false;
             // Write outside the lock, so the caller's changes never wait for the disk.
             let (version, text) = (st.version, st.entry.encode());
             let (path, name) = match &st.path {
