@@ -18,3 +18,5 @@ mod rng;
 pub mod stats;
 pub mod variability;
 pub mod watch;
+
+pub use plot::SETTINGS;

@@ -4,11 +4,20 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use nf_sys::setting::Setting;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use plotters::style::{register_font, FontResult};
 
 use crate::report::{fmt_size, Report};
+
+/// The settings this crate reads, as `nf config` lists them: the plots' font.
+pub const SETTINGS: &[Setting] = &[Setting::new(
+    "NF_PLOT_FONT",
+    "bench",
+    "TrueType font file for benchmark plots, tried before the system's",
+    "DejaVu Sans or Liberation Sans",
+)];
 
 /// Fonts tried in order (after `$NF_PLOT_FONT`, if set): the first that exists is used.
 pub const FONT_CANDIDATES: &[&str] = &[

@@ -67,6 +67,155 @@ fn the_readme_settings_table_is_nf_config_markdown() {
     );
 }
 
+/// `NF_` variables in the sources that are not user settings, each with why, so
+/// `nf config` and the README leave them out.
+const NOT_SETTINGS: &[(&str, &str)] = &[
+    // The launcher-to-rank contract (nf_pmi::env): nf run sets these for each rank.
+    ("NF_RANK", "set by nf run for each rank: its rank"),
+    ("NF_SIZE", "set by nf run for each rank: the job's size"),
+    (
+        "NF_LOCAL_RANK",
+        "set by nf run for each rank: its index on its host",
+    ),
+    (
+        "NF_LOCAL_SIZE",
+        "set by nf run for each rank: ranks on its host",
+    ),
+    ("NF_JOB_ID", "set by nf run for each rank: the job's id"),
+    ("NF_PMI_ADDR", "set by nf run for each rank: its PMI server"),
+    (
+        "NF_PMI_SECRET",
+        "set by nf run for each rank: the job's secret",
+    ),
+    // Set by ninefold for a program it starts, never by a user.
+    (
+        "NF_XCPU_SESSION",
+        "set by nf serve's /xcpu for the program a session starts (its number); never read",
+    ),
+    (
+        "NF_SERVE_DETACHED",
+        "set by nf serve for the copy of itself it detaches (quiet once ready)",
+    ),
+    // Build time: build.rs passes them to the compiler (option_env!), not to programs.
+    (
+        "NF_OFI_SHIM_BUILT",
+        "build time: where build.rs built the ofi shim",
+    ),
+    (
+        "NF_OFI_UNAVAILABLE",
+        "build time: why build.rs built no ofi shim",
+    ),
+    (
+        "NF_PMIX_SHIM_BUILT",
+        "build time: where build.rs built the PMIx shim",
+    ),
+    (
+        "NF_PMIX_UNAVAILABLE",
+        "build time: why build.rs built no PMIx shim",
+    ),
+    // Knobs of the check programs (crates/checks/src/bin) that tests run.
+    (
+        "NF_CHECK_EXPECT_STRIPED",
+        "check program: a test's expectation",
+    ),
+    (
+        "NF_CHECK_SAY_SOURCE",
+        "check program: a test asks where a setting came from",
+    ),
+    (
+        "NF_CHECK_VANISH_AFTER",
+        "check program: a test's simulated host loss",
+    ),
+    (
+        "NF_CHECK_VANISH_HOST",
+        "check program: a test's simulated host loss",
+    ),
+    (
+        "NF_RMA_CHECK_ROUTE",
+        "check program: the rma route a test expects",
+    ),
+    // Unit tests inside src/.
+    (
+        "NF_BENCH_KEEP_PLOT",
+        "unit test of plot.rs: where to keep its PNG",
+    ),
+    (
+        "NF_SYS_TEST_SHIM_UNSET",
+        "unit test of shim.rs: a variable nobody sets",
+    ),
+];
+
+/// Every `"NF_…"` string literal in the workspace's sources (`crates/*/src`,
+/// `python/src`), with the first file naming it.
+fn nf_names_in_sources() -> std::collections::BTreeMap<String, std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, files);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).unwrap() {
+        let src = krate.unwrap().path().join("src");
+        if src.is_dir() {
+            walk(&src, &mut files);
+        }
+    }
+    walk(&root.join("python/src"), &mut files);
+    let mut names = std::collections::BTreeMap::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (at, _) in text.match_indices("\"NF_") {
+            let rest = &text[at + 1..];
+            let len = rest
+                .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(rest.len());
+            if len > 3 && rest[len..].starts_with('"') {
+                let name = rest[..len].to_owned();
+                let shown = file.strip_prefix(root).unwrap_or(&file).to_owned();
+                names.entry(name).or_insert(shown);
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_nf_variable_the_sources_read_is_listed_or_exempt_with_a_reason() {
+    let out = nf(&[], &["config", "--markdown"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let listed: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+        .collect();
+    assert!(listed.len() > 30, "{table}");
+    let found = nf_names_in_sources();
+    let exempt = |n: &str| NOT_SETTINGS.iter().any(|(e, _)| *e == n);
+    let missing: Vec<String> = found
+        .iter()
+        .filter(|(n, _)| !listed.contains(&n.as_str()) && !exempt(n))
+        .map(|(n, file)| format!("{n} (in {})", file.display()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "read but not listed by its layer's SETTINGS (nor in NOT_SETTINGS with a reason): {}",
+        missing.join(", ")
+    );
+    for (name, why) in NOT_SETTINGS {
+        assert!(!why.is_empty(), "{name}: say why it is not a setting");
+        assert!(!listed.contains(name), "{name} is both listed and exempt");
+        assert!(
+            found.contains_key(*name),
+            "{name} is exempt but no source names it any more: drop it from NOT_SETTINGS"
+        );
+    }
+}
+
 /// `nf config` with `envs` in a clean environment (no tune cache, no XDG variables).
 fn config_in(home: &std::path::Path, envs: &[(&str, &str)]) -> Output {
     succeeded(

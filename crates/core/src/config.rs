@@ -1,8 +1,8 @@
 //! Every setting of the runtime, read once from the environment.
 //!
-//! What each variable means and its default are listed once, in
-//! [`crate::settings::SETTINGS`] (`nf config` prints them with their values here; the
-//! README's table is generated from it). A few notes the list is too short for:
+//! What each variable means and its default are listed once, in [`SETTINGS`] below
+//! (`nf config` prints them with every other layer's and their values here; the
+//! README's table is generated from them). A few notes the list is too short for:
 //! `NF_PARK_US` applies when every peer is reached over tcp and the rank reads no
 //! connection itself (see `wait.rs`); `NF_OFI_PACKET` must be equal on every rank (see
 //! `netconf.rs`); `NF_TCP_HOT_US` `0` leaves every arrival to the progress thread.
@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use nf_sys::setting::Setting;
 use nf_transport::shm::layout::{self, FAST_DATA};
 use nf_transport::shm::ShmConfig;
 
@@ -29,6 +30,44 @@ use crate::error::CoreError;
 use crate::netroute::NetRoute;
 use crate::peers::Allowed;
 use crate::tune::Tuned;
+
+/// The core's settings, as `nf config` lists them: those parsed below, the tune
+/// cache's path (read by [`crate::tune`]) and the log filter (read by [`crate::log`]
+/// for every program).
+pub const SETTINGS: &[Setting] = &[
+    s("NF_SHM_DIR", "directory (a tmpfs) for shared-memory segments", "/dev/shm"),
+    s("NF_SHM_RINGS", "receive rings per receiver, 1 ..= local ranks", "1"),
+    s("NF_SHM_FRAMES", "frames per ring, a power of two up to 2^20", "128"),
+    s("NF_SHM_FRAME_SIZE", "bytes per frame including its 64 B header: the eager and fragment size (equal on every rank of a host)", "what `nf tune` cached, else 16384"),
+    s("NF_SHM_FAST_LIMIT", "largest packet (metadata + payload) a rank sends through a fast box, 0 ..= 496; 0: fast boxes off", "what `nf tune` cached, else 496"),
+    s("NF_RNDV_THRESHOLD", "payloads of at least this many bytes go single-copy after a handshake", "what `nf tune` cached, else 4194304"),
+    s("NF_TUNE_FILE", "where `nf tune` caches its measurements", "$XDG_CACHE_HOME/ninefold/tune.json or ~/.cache/ninefold/tune.json"),
+    s("NF_MAX_PAYLOAD", "largest active-message payload accepted, sent or received", "1073741824"),
+    s("NF_WAIT", "spin, yield (spin, then yield, then nap) or auto (spin unless this host's ranks outnumber NF_JOB_CPUS)", "auto"),
+    s("NF_JOB_CPUS", "CPUs this job's ranks on a host share, for NF_WAIT=auto (nf run sets it from its affinity mask and cgroup CPU quota)", "this process's affinity mask and cgroup CPU quota"),
+    s("NF_PARK_US", "a non-spinning rank sleeps in poll(2) after a wait found nothing this many µs (never: no parking)", "50"),
+    s("NF_PEER_CHECK_MS", "how often a waiting rank checks that its peers are alive", "250"),
+    s("NF_TRANSPORTS", "transports a job may use, comma-separated: shm, ofi, tcp", "shm,ofi,tcp"),
+    s("NF_TCP_BIND", "address the network transports bind", "loopback if all peers are local, else the first non-loopback IPv4"),
+    s("NF_TCP_HOT_US", "a busy tcp connection is read by the rank's own polls for this long after its last traffic", "500 with shm peers, else what `nf tune` cached, else 20000"),
+    s("NF_TCP_LANES", "tcp connections per pair of ranks on different hosts, 1 ..= 16 (equal on every rank); from 2, messages over tcp of at least NF_TCP_STRIPE bytes are striped across them", "1"),
+    s("NF_TCP_STRIPE", "with NF_TCP_LANES above 1, payloads over tcp of at least this many bytes are cut across the connections", "1048576"),
+    s("NF_NET_ROUTE", "transport between hosts by message size: tcp, ofi, or SMALL/LARGE@BYTES (tcp/ofi@65536)", "what `nf tune --route` cached when every other host has the same, else tcp when the ofi provider runs over sockets (tcp, sockets, udp), else ofi"),
+    s("NF_OFI_PROVIDER", "libfabric provider of the ofi transport and native RMA", "tcp"),
+    s("NF_OFI_NODE", "source address the ofi endpoint binds", "as NF_TCP_BIND for IP providers"),
+    s("NF_OFI_PACKET", "largest payload of one ofi packet, bytes, 1024 ..= 16777216 (equal on every rank)", "what `nf tune` cached, else 15872"),
+    s("NF_OFI_RNDV", "payloads of at least this many bytes to ranks on other hosts over ofi are read by the receiver with the provider's RMA (when it has RMA)", "65536"),
+    s("NF_OFI_POLL_EVERY", "with shm routes, the ofi completion queue is read every Nth empty poll", "1024"),
+    s("NF_DEAD_AFTER_MS", "a peer over tcp or ofi (messaging, and rma's native RMA) that stops answering is lost after about this long, at least 100; rma's service connections always wait 20000", "tcp 20000, ofi 30000"),
+    s("NF_SHOW_TRANSPORTS", "if set (not 0), rank 0 prints the peer × transport matrix", "unset"),
+    // Every program sets up its logging through the core.
+    Setting::new("NF_LOG", "all", "log filter (tracing directives: warn, info, debug, target=level); else RUST_LOG", "warn (nf serve, nf gateway: info)"),
+];
+
+/// A setting of the core layer.
+const fn s(name: &'static str, meaning: &'static str, default: &'static str) -> Setting {
+    Setting::new(name, "core", meaning, default)
+}
 
 /// What `NF_SHM_FAST_LIMIT` accepts; the assertion keeps the text true.
 const FAST_LIMIT_EXPECTED: &str = "bytes, 0 ..= 496";
@@ -387,6 +426,48 @@ mod tests {
             .collect();
         let lookup = move |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
         Config::from_sources(&lookup, tuned).unwrap()
+    }
+
+    #[test]
+    fn the_listed_defaults_are_the_parsers() {
+        let c = Config::default();
+        let listed = |name: &str| {
+            SETTINGS
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("{name} is not listed"))
+                .default
+        };
+        let tuned = |n: usize| format!("what `nf tune` cached, else {n}");
+        for (name, default) in [
+            ("NF_SHM_DIR", c.shm.dir.display().to_string()),
+            ("NF_SHM_RINGS", c.shm.rings.to_string()),
+            ("NF_SHM_FRAMES", c.shm.frames.to_string()),
+            ("NF_SHM_FRAME_SIZE", tuned(c.shm.frame_size)),
+            ("NF_SHM_FAST_LIMIT", tuned(c.shm.fast_limit)),
+            ("NF_RNDV_THRESHOLD", tuned(c.rndv_threshold)),
+            ("NF_MAX_PAYLOAD", c.max_payload.to_string()),
+            ("NF_PARK_US", c.park_after.unwrap().as_micros().to_string()),
+            ("NF_PEER_CHECK_MS", c.peer_check.as_millis().to_string()),
+            ("NF_OFI_PROVIDER", c.ofi_provider.clone()),
+            ("NF_OFI_PACKET", tuned(c.ofi_packet)),
+            ("NF_OFI_RNDV", c.ofi_rndv.to_string()),
+            ("NF_OFI_POLL_EVERY", c.ofi_poll_every.to_string()),
+            ("NF_TCP_LANES", c.tcp_lanes.to_string()),
+            ("NF_TCP_STRIPE", c.tcp_stripe.to_string()),
+        ] {
+            assert_eq!(listed(name), default, "{name}");
+        }
+        assert_eq!(c.wait, WaitMode::Auto);
+        assert_eq!(listed("NF_WAIT"), "auto");
+        let (tcp, ofi) = (
+            nf_transport::tcp::TcpConfig::default().dead_after,
+            nf_transport::ofi::OfiConfig::default().dead_after,
+        );
+        assert_eq!(
+            listed("NF_DEAD_AFTER_MS"),
+            format!("tcp {}, ofi {}", tcp.as_millis(), ofi.as_millis())
+        );
     }
 
     #[test]

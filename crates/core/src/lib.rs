@@ -45,7 +45,7 @@ pub mod world;
 
 pub use am::{Am, HandlerId, Reserved, RESERVED_BASE};
 pub use collectives::{ReduceOp, Reducible};
-pub use config::{Config, WaitMode};
+pub use config::{Config, WaitMode, SETTINGS};
 pub use error::CoreError;
 pub use protocol::MAX_AM_HEADER;
 pub use world::{RndvStats, StripeStats, World};

@@ -42,10 +42,21 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
+use nf_sys::setting::Setting;
+
 /// First line of every entry: the format and its version.
 pub const MAGIC: &str = "nf-mem 1";
 /// The environment variable naming the registry directory.
 pub const ENV: &str = "NF_MEM_REGISTRY";
+
+/// The settings this crate reads, as `nf config` lists them: the registry directory
+/// ([`default_dir`]; `off` is `nf_rma`'s word for publishing nothing).
+pub const SETTINGS: &[Setting] = &[Setting::new(
+    ENV,
+    "memreg",
+    "directory where procs publish their segments and where nf serve's /mem finds them (unless nf serve --mem-registry); off: procs publish nothing",
+    "$XDG_RUNTIME_DIR/ninefold/mem, else /tmp/ninefold-UID/mem",
+)];
 /// Largest entry file read (a larger one is not an entry).
 pub const MAX_ENTRY_BYTES: u64 = 64 * 1024;
 

@@ -50,5 +50,6 @@ pub mod tls;
 pub mod tree;
 pub mod xcpu;
 
+pub use addr::SETTINGS;
 pub use serve::{Daemon, ServeConfig, ServeError};
 pub use tree::{build, NodeConfig, NodeTree};

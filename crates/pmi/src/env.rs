@@ -17,6 +17,8 @@
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
+use nf_sys::setting::Setting;
+
 use crate::addr::PmiAddr;
 use crate::error::PmiError;
 use crate::secret::is_valid_secret;
@@ -42,6 +44,15 @@ pub const PMI_TIMEOUT: &str = "NF_PMI_TIMEOUT";
 
 /// Deadline of a PMI call when `NF_PMI_TIMEOUT` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `NF_PMI_TIMEOUT`, as `nf config` lists it (in [`crate::SETTINGS`]); the rest of
+/// the contract is the launcher's to set, not the user's.
+pub(crate) const TIMEOUT_SETTING: Setting = Setting::new(
+    PMI_TIMEOUT,
+    "pmi",
+    "seconds any call to the launcher (nf run, PMIx, PMI-2) may take; fractions allowed",
+    "60",
+);
 /// Longest job id accepted, in bytes.
 pub const MAX_JOB_ID_LEN: usize = 64;
 

@@ -75,3 +75,9 @@ pub use env::JobEnv;
 pub use error::PmiError;
 pub use protocol::{MAX_HELLO_LEN, MAX_KEY_LEN, MAX_LINE_LEN, MAX_VALUE_LEN};
 pub use server::{Listen, Server, ServerEvent, HELLO_TIMEOUT};
+
+use nf_sys::setting::Setting;
+
+/// The `NF_*` settings users may set for this crate (the launcher sets the others of
+/// [`env`](mod@env)'s contract); `nf config` lists every layer's.
+pub const SETTINGS: &[Setting] = &[env::TIMEOUT_SETTING, pmix::SHIM_SETTING];

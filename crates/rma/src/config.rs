@@ -1,26 +1,50 @@
 //! Every setting of the rma layer, read once from the environment.
 //!
-//! | variable | meaning | default |
-//! |---|---|---|
-//! | `NF_RMA_DIRECT` | `1`: same-host procs map each other's segments and use load / store; `0`: every other proc goes through its service thread (for tests and comparisons) | `1` |
-//! | `NF_RMA_OFI` | put / get to other domains: `auto` uses the ofi transport's native RMA (`fi_write` / `fi_read`) where every end opens an endpoint with `FI_RMA` and a wait fd, else the service thread; `on` fails start-up, naming the proc and why, unless every proc with remote peers can; `off` always uses the service thread | `auto` |
-//! | `NF_OFI_PROVIDER` | the libfabric provider for native RMA (shared with the core) | `tcp` |
-//! | `NF_DEAD_AFTER_MS` | a remote proc whose RMA operations make no progress this long is lost (shared with the core) | `30000` |
-//! | `NF_RMA_BIND` | address the service thread listens on (and the ofi endpoint binds, for IP providers) | `NF_TCP_BIND`, else loopback when every proc is on this host, else the first non-loopback IPv4 |
-//! | `NF_RMA_CHUNK` | largest payload of one service request or reply, bytes | `1048576` |
-//! | `NF_SHM_DIR` | directory (a tmpfs) for segment files (shared with the core) | `/dev/shm` |
-//! | `NF_WAIT` | waiting policy, as for the core: `spin`, `yield`, `auto` | `auto` |
-//! | `NF_PEER_CHECK_MS` | how often a waiter checks that the procs it waits for are alive | `250` |
-//! | `NF_MEM_REGISTRY` | directory where each proc publishes its segments for `nf serve`'s `/mem` (`nf_memreg`); `off`: publish nothing | `$XDG_RUNTIME_DIR/ninefold/mem`, else `/tmp/ninefold-UID/mem` |
-//! | `NF_HOST` | host identity: procs with equal values share memory | host name + boot id (+ network namespace outside `nf run`) |
+//! The layer's own settings, with meaning and default, are [`SETTINGS`] (`nf config`
+//! prints them with every other layer's). It shares others, parsed where they are
+//! declared: the core's ([`nf_core::Config`]) `NF_SHM_DIR` (segment files), `NF_WAIT`,
+//! `NF_JOB_CPUS`, `NF_PEER_CHECK_MS`, `NF_TCP_BIND` (under `NF_RMA_BIND`),
+//! `NF_OFI_PROVIDER` and `NF_DEAD_AFTER_MS` (both for native RMA's ofi endpoint; the
+//! service thread's connections are lost after a fixed 20 s); the memory registry's
+//! `NF_MEM_REGISTRY` ([`nf_memreg::default_dir`]), where `off`, read here, publishes
+//! nothing; and `NF_HOST`, the host identity that decides who shares memory.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use nf_core::WaitMode;
+use nf_sys::setting::Setting;
 
 use crate::error::RmaError;
+
+/// The rma layer's own settings, as `nf config` lists them.
+pub const SETTINGS: &[Setting] = &[
+    Setting::new(
+        "NF_RMA_DIRECT",
+        "rma",
+        "1: same-host procs map each other's segments and use load / store; 0: every other proc goes through its service thread (for tests and comparisons)",
+        "1",
+    ),
+    Setting::new(
+        "NF_RMA_OFI",
+        "rma",
+        "put / get to procs on other hosts: auto uses the ofi transport's native RMA where every end has an endpoint with FI_RMA and a wait fd, else the service thread; on: native RMA or start-up fails, naming the proc and why; off: always the service thread",
+        "auto",
+    ),
+    Setting::new(
+        "NF_RMA_BIND",
+        "rma",
+        "address the rma service thread listens on and native RMA's ofi endpoint binds (IP providers); an interface address, not a wildcard",
+        "NF_TCP_BIND, else loopback when every proc is on this host, else the first non-loopback IPv4",
+    ),
+    Setting::new(
+        "NF_RMA_CHUNK",
+        "rma",
+        "largest payload of one rma service request or reply, bytes, 4096 ..= 67108864",
+        "1048576",
+    ),
+];
 
 /// Whether put / get to other domains use the ofi transport's native RMA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +104,7 @@ impl Default for RmaConfig {
 }
 
 impl RmaConfig {
-    /// Reads the settings from the environment (see the table above).
+    /// Reads the settings from the environment (see the module doc).
     pub fn from_env() -> Result<RmaConfig, RmaError> {
         RmaConfig::from_sources(
             &|name| std::env::var(name).ok(),
@@ -154,5 +178,31 @@ fn bad(var: &'static str, value: String, expected: &'static str) -> RmaError {
         var,
         value,
         expected,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listed_defaults_are_the_parsers() {
+        let c = RmaConfig::from_sources(&|_| None, None).unwrap();
+        let listed = |name: &str| SETTINGS.iter().find(|s| s.name == name).unwrap().default;
+        assert_eq!((listed("NF_RMA_DIRECT"), c.direct), ("1", true));
+        assert_eq!((listed("NF_RMA_OFI"), c.ofi), ("auto", OfiMode::Auto));
+        assert_eq!(listed("NF_RMA_CHUNK"), c.chunk.to_string());
+        // Unset, the service binds as the core's network transports do.
+        assert_eq!(c.bind, None);
+        assert!(listed("NF_RMA_BIND").starts_with("NF_TCP_BIND, else"));
+    }
+
+    #[test]
+    fn off_publishes_no_segments() {
+        let off = |n: &str| (n == nf_memreg::ENV).then(|| "off".to_owned());
+        assert_eq!(
+            RmaConfig::from_sources(&off, None).unwrap().mem_registry,
+            None
+        );
     }
 }

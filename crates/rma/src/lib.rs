@@ -60,7 +60,7 @@ pub mod world;
 pub mod xfer;
 
 pub use array::{Accumulate, GlobalArray, RmwInt};
-pub use config::{OfiMode, RmaConfig};
+pub use config::{OfiMode, RmaConfig, SETTINGS};
 pub use domain::{Domains, Route};
 pub use error::RmaError;
 pub use handle::Handle;

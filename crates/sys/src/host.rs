@@ -10,8 +10,19 @@
 //! stand for hosts in multi-host tests and in containers, and processes in different
 //! ones are not assumed to share `/dev/shm` unless a launcher says so.
 
+use crate::setting::Setting;
+
 /// The environment variable a launcher sets to name the host of a rank.
 pub const HOST_ENV: &str = "NF_HOST";
+
+/// The settings this crate reads: the host identity. `nf run --hosts` sets it for
+/// each rank; anyone may set it to say which processes share memory.
+pub const SETTINGS: &[Setting] = &[Setting::new(
+    HOST_ENV,
+    "sys",
+    "this host's identity: ranks with equal values share memory (nf run --hosts sets it to the host's name)",
+    "host name + boot id + network namespace",
+)];
 
 /// This process's host identity (see the module doc).
 pub fn host_identity() -> String {

@@ -11,6 +11,7 @@
 //! | [`file`](mod@file) | reading the small files settings name, bounded and without blocking |
 //! | [`host`] | who shares memory with whom: this process's host identity |
 //! | [`hash`] | a hash that is equal in every process and every build (names, cookies) |
+//! | [`setting`] | one `NF_*` setting as `nf config` lists it; each crate declares its own |
 //! | [`shim`] | loading a C shim with `dlopen` and checking its interface version |
 //! | [`spawn`] | starting a program as another user, in a session of its own with nothing inherited, with limits |
 
@@ -23,5 +24,8 @@ pub mod fds;
 pub mod file;
 pub mod hash;
 pub mod host;
+pub mod setting;
 pub mod shim;
 pub mod spawn;
+
+pub use host::SETTINGS;

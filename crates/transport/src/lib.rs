@@ -25,6 +25,12 @@ pub mod tcp;
 pub use error::TransportError;
 pub use shm::layout::META_MAX;
 
+use nf_sys::setting::Setting;
+
+/// The `NF_*` settings this crate reads (the core's config parses the transports'
+/// other ones); `nf config` lists every layer's.
+pub const SETTINGS: &[Setting] = &[ofi::SHIM_SETTING];
+
 /// What happened to a packet handed to [`Messaging::try_send`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendStatus {

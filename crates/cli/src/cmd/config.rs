@@ -3,8 +3,29 @@
 
 use clap::Args;
 use nf_core::settings::{self, Resolved, Source};
+use nf_sys::setting::Setting;
 
 use super::run::settings_problem;
+
+/// Every layer's settings, lowest layer first: each crate that reads `NF_*` variables
+/// declares its own beside the code that parses them.
+const LAYERS: &[&[Setting]] = &[
+    nf_sys::SETTINGS,
+    nf_transport::SETTINGS,
+    nf_pmi::SETTINGS,
+    nf_core::SETTINGS,
+    nf_memreg::SETTINGS,
+    nf_rma::SETTINGS,
+    nf_node::SETTINGS,
+    nf_bench::SETTINGS,
+    super::run::SETTINGS,
+];
+
+/// Every setting of every layer, in layer order: what `nf config` shows and the
+/// README's table lists (a test keeps each name to one layer).
+pub fn all_settings() -> Vec<Setting> {
+    LAYERS.iter().flat_map(|l| l.iter().copied()).collect()
+}
 
 /// Arguments of `nf config`.
 #[derive(Args)]
@@ -16,14 +37,23 @@ pub struct ConfigArgs {
 
 /// Runs `nf config`.
 pub fn main(a: ConfigArgs) -> anyhow::Result<i32> {
+    let all = all_settings();
     if a.markdown {
-        print!("{}", settings::markdown());
+        print!("{}", markdown(&all));
         return Ok(0);
     }
-    let rows = settings::resolve_here();
+    let rows = settings::resolve_here(&all);
     let problems = invalid(&rows);
     let width = rows.iter().map(|r| r.setting.name.len()).max().unwrap_or(0);
-    println!("# {:<width$} {:<6} source: value", "variable", "layer");
+    let layer_width = rows
+        .iter()
+        .map(|r| r.setting.layer.len())
+        .max()
+        .unwrap_or(0);
+    println!(
+        "# {:<width$} {:<layer_width$} source: value",
+        "variable", "layer"
+    );
     for r in &rows {
         let value = match r.source {
             Source::Default => default_in_force(r),
@@ -34,7 +64,7 @@ pub fn main(a: ConfigArgs) -> anyhow::Result<i32> {
             None => String::new(),
         };
         println!(
-            "{:<w$} {:<6} {}: {value}{mark}",
+            "{:<w$} {:<layer_width$} {}: {value}{mark}",
             r.setting.name,
             r.setting.layer,
             r.source,
@@ -47,6 +77,21 @@ pub fn main(a: ConfigArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `settings` as a Markdown table (the README's).
+fn markdown(settings: &[Setting]) -> String {
+    let mut out = String::from("| variable | layer | meaning | default |\n|---|---|---|---|\n");
+    for s in settings {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            s.name,
+            s.layer,
+            s.meaning.replace('|', "\\|"),
+            s.default
+        ));
+    }
+    out
+}
+
 /// The value a setting left unset takes here, where this process can know it; the
 /// default's description where it depends on the job (peers, hosts, the command).
 fn default_in_force(r: &Resolved) -> String {
@@ -56,6 +101,7 @@ fn default_in_force(r: &Resolved) -> String {
             |p| p.display().to_string(),
         ),
         "NF_MEM_REGISTRY" => nf_memreg::default_dir().display().to_string(),
+        "NF_HOST" => nf_sys::host::host_identity(),
         "NF_ADDR" => match nf_node::addr::default_address() {
             Ok(a) => a.to_string(),
             Err(e) => e.to_string(),
@@ -80,4 +126,23 @@ fn invalid(rows: &[Resolved]) -> Vec<(&'static str, String)> {
             settings_problem(&alone, None).map(|why| (r.setting.name, why))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_name_is_listed_once_and_nf_prefixed() {
+        let all = all_settings();
+        for (i, s) in all.iter().enumerate() {
+            assert!(s.name.starts_with("NF_"), "{}", s.name);
+            if let Some(twin) = all[i + 1..].iter().find(|t| t.name == s.name) {
+                panic!(
+                    "{} is listed twice, by layers {} and {}",
+                    s.name, s.layer, twin.layer
+                );
+            }
+        }
+    }
 }

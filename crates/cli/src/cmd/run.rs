@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use nf_launch::{Binding, Hosts, LaunchSpec, Outcome, RemoteTemplate};
+use nf_sys::setting::Setting;
 
 /// Arguments of `nf run`.
 #[derive(Args)]
@@ -175,6 +176,14 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
 
 /// Environment variable that lets `nf run` start MPI programs (as `--allow-mpi`).
 pub const ALLOW_MPI: &str = "NF_ALLOW_MPI";
+
+/// The settings the cli itself reads, as `nf config` lists them.
+pub const SETTINGS: &[Setting] = &[Setting::new(
+    ALLOW_MPI,
+    "cli",
+    "if set (not 0), nf run starts programs that link MPI, as --allow-mpi (each rank a 1-rank MPI job)",
+    "unset",
+)];
 
 fn allow_mpi_from_env() -> bool {
     std::env::var_os(ALLOW_MPI).is_some_and(|v| !v.is_empty() && v != "0")

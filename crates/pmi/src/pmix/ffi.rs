@@ -8,6 +8,7 @@
 //! 3. PMIx's client state is the process's; [`super::Client`] exists at most once per
 //!    process at a time and takes `&mut self`, so calls never overlap.
 
+use nf_sys::setting::Setting;
 use nf_sys::shim::ShimSpec;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::sync::OnceLock;
@@ -49,6 +50,14 @@ const SPEC: ShimSpec = ShimSpec {
     abi_symbol: b"nf_pmix_abi\0",
     abi: ABI,
 };
+
+/// `NF_PMIX_SHIM`, as `nf config` lists it (in [`crate::SETTINGS`]).
+pub(crate) const SHIM_SETTING: Setting = Setting::new(
+    SPEC.env,
+    "pmi",
+    "path of the PMIx shim (libnf_pmix_shim.so) to load instead of the one build.rs built",
+    "the shim build.rs built (when libpmix-dev was installed)",
+);
 
 fn load() -> Result<Shim, String> {
     let lib = nf_sys::shim::Shim::load(&SPEC)?;

@@ -30,6 +30,8 @@ use crate::error::PmiError;
 use crate::protocol::check_key;
 use crate::session::Session;
 
+pub(crate) use ffi::SHIM_SETTING;
+
 /// The variable naming the job's PMIx namespace.
 pub const NAMESPACE: &str = "PMIX_NAMESPACE";
 /// The variable holding this process's PMIx rank.

@@ -95,6 +95,8 @@ use order::Order;
 use rx::recv_error;
 pub use rx::OfiPacket;
 use window::Windows;
+
+pub(crate) use ffi::SHIM_SETTING;
 use wire::HEADER_LEN;
 
 /// Settings of the ofi transport (the core fills them from `NF_OFI_*`).

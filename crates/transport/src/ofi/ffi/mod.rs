@@ -27,6 +27,7 @@
 mod endpoint;
 mod memory;
 
+use nf_sys::setting::Setting;
 use nf_sys::shim::ShimSpec;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr::NonNull;
@@ -174,6 +175,14 @@ const SPEC: ShimSpec = ShimSpec {
     abi_symbol: b"nf_ofi_abi\0",
     abi: ABI,
 };
+
+/// `NF_OFI_SHIM`, as `nf config` lists it (in [`crate::SETTINGS`]).
+pub(crate) const SHIM_SETTING: Setting = Setting::new(
+    SPEC.env,
+    "transport",
+    "path of the libfabric shim (libnf_ofi_shim.so) to load instead of the one build.rs built",
+    "the shim build.rs built (when libfabric-dev was installed)",
+);
 
 fn load() -> Result<Shim, String> {
     let lib = nf_sys::shim::Shim::load(&SPEC)?;
