@@ -246,7 +246,7 @@ fn config_shows_the_value_in_force_not_the_defaults_description() {
     // XDG_RUNTIME_DIR unset: the registry is the fallback, not "$XDG_RUNTIME_DIR/…".
     let registry = line_of(&stdout, "NF_MEM_REGISTRY");
     assert!(
-        registry.ends_with(&format!("default: /tmp/ninefold-{uid}/mem")),
+        registry.ends_with(&format!("default: /dev/shm/ninefold-{uid}/mem")),
         "{registry}"
     );
     let tune = line_of(&stdout, "NF_TUNE_FILE");

@@ -55,7 +55,7 @@ pub const SETTINGS: &[Setting] = &[Setting::new(
     ENV,
     "memreg",
     "directory where procs publish their segments and where nf serve's /mem finds them (unless nf serve --mem-registry); off: procs publish nothing",
-    "$XDG_RUNTIME_DIR/ninefold/mem, else /tmp/ninefold-UID/mem",
+    "$XDG_RUNTIME_DIR/ninefold/mem, else /dev/shm/ninefold-UID/mem, else /tmp/ninefold-UID/mem",
 )];
 /// Largest entry file read (a larger one is not an entry).
 pub const MAX_ENTRY_BYTES: u64 = 64 * 1024;
@@ -184,7 +184,12 @@ pub fn process_uid(pid: u32) -> Option<u32> {
 }
 
 /// The registry directory: `NF_MEM_REGISTRY`, else `$XDG_RUNTIME_DIR/ninefold/mem`,
-/// else `/tmp/ninefold-UID/mem`.
+/// else `/dev/shm/ninefold-UID/mem` where `/dev/shm` is a directory, else
+/// `/tmp/ninefold-UID/mem`.
+///
+/// Memory before disk: an entry is rewritten at every allocation and free, and on a
+/// disk `/tmp` under write load a rename over the old entry took milliseconds (ext4
+/// flushes a file renamed over another), CPU and I/O the job's ranks share with it.
 pub fn default_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os(ENV).filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
@@ -193,7 +198,12 @@ pub fn default_dir() -> PathBuf {
         return Path::new(&run).join("ninefold/mem");
     }
     let uid = process_uid(std::process::id()).unwrap_or(0);
-    PathBuf::from(format!("/tmp/ninefold-{uid}/mem"))
+    let base = if Path::new("/dev/shm").is_dir() {
+        "/dev/shm"
+    } else {
+        "/tmp"
+    };
+    PathBuf::from(format!("{base}/ninefold-{uid}/mem"))
 }
 
 /// Reads the entry file at `path` (bounded); `None` if it is missing or malformed.

@@ -164,7 +164,8 @@ pub struct ServeArgs {
     pub pipe_buffer: usize,
     /// The memory registry where procs publish their segments, served as /mem: give
     /// the jobs the same directory in NF_MEM_REGISTRY [default: $NF_MEM_REGISTRY, else
-    /// $XDG_RUNTIME_DIR/ninefold/mem, else /tmp/ninefold-UID/mem].
+    /// $XDG_RUNTIME_DIR/ninefold/mem, else /dev/shm/ninefold-UID/mem, else
+    /// /tmp/ninefold-UID/mem].
     #[arg(long, value_name = "DIR")]
     pub mem_registry: Option<PathBuf>,
     /// Let gateway NAME (its certificate made by `nf cert gateway NAME`) attach for any
