@@ -419,13 +419,20 @@ impl Publisher {
     pub fn flush_to(&self, version: u64) {
         let mut st = lock(&self.shared.state);
         while st.path.is_some() && st.written < version {
+            if self.writer.as_ref().is_none_or(|w| w.is_finished()) {
+                // No writer (it never started, or it died): write here rather than
+                // wait for nobody.
+                st.write_now();
+                return;
+            }
             st.urgent = true;
             self.shared.changed.notify_all();
             st = self
                 .shared
                 .changed
-                .wait(st)
-                .unwrap_or_else(PoisonError::into_inner);
+                .wait_timeout(st, WRITER_CHECK)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 
@@ -467,6 +474,9 @@ fn prepare(dir: &Path, job: &str) -> Option<()> {
 /// the ranks' CPU (a new-size `ARMCI_Malloc` + `ARMCI_Free` 2.7 ms, 1.1 ms without
 /// publishing).
 const BATCH: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// How often a flush looks whether the writer thread still runs.
+const WRITER_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Starts the thread that writes the entry whenever it changed; `None` if it could not
 /// start (the caller then writes itself).
@@ -602,6 +612,22 @@ mod tests {
             "a zombie until reaped"
         );
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_write_that_fails_stops_publishing_and_no_flush_waits_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = dir.path().join("reg");
+        let mut p = Publisher::start(Some(&reg), "jobx", 2);
+        p.add(1, 0x1000, 64);
+        p.flush();
+        assert!(p.published(0x1000).is_some());
+        std::fs::remove_dir_all(&reg).unwrap();
+        let change = p.remove(0x1000);
+        p.add(2, 0x2000, 64);
+        p.flush_to(change);
+        p.flush();
+        assert_eq!(p.published(0x2000), None, "publishing stopped");
     }
 
     #[test]
