@@ -251,13 +251,31 @@ fn prepare_dir(dir: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
-    let meta = std::fs::metadata(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
     let me = process_uid(std::process::id());
-    if Some(meta.uid()) != me || meta.permissions().mode() & 0o022 != 0 {
+    if !meta.is_dir() || Some(meta.uid()) != me || meta.permissions().mode() & 0o022 != 0 {
         return Err(std::io::Error::new(
             ErrorKind::PermissionDenied,
-            "the directory belongs to another user or others may write to it",
+            "the directory is a link, belongs to another user or others may write to it",
         ));
+    }
+    // Whoever may rename entries of the parent may swap the directory for another of
+    // their choosing after this check (`/dev/shm/ninefold-UID` made in advance by
+    // someone else): the parent must be ours or root's, and shared only if sticky.
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let pm = std::fs::metadata(parent)?;
+        let mode = pm.permissions().mode();
+        let owner_ok = pm.uid() == 0 || Some(pm.uid()) == me;
+        let shared = mode & 0o022 != 0 && mode & 0o1000 == 0;
+        if !owner_ok || shared {
+            return Err(std::io::Error::new(
+                ErrorKind::PermissionDenied,
+                format!(
+                    "its parent {} belongs to another user or others may rename entries in it",
+                    parent.display()
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -666,6 +684,22 @@ mod tests {
         std::fs::set_permissions(&reg, std::fs::Permissions::from_mode(0o777)).unwrap();
         let _p = Publisher::start(Some(&reg), "jobx", 0);
         assert!(scan(&reg).is_empty());
+    }
+
+    #[test]
+    fn a_registry_under_a_parent_others_may_rename_in_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("ninefold-x");
+        std::fs::create_dir(&parent).unwrap();
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let reg = parent.join("mem");
+        let p = Publisher::start(Some(&reg), "jobx", 0);
+        assert!(scan(&reg).is_empty());
+        drop(p);
+        // Sticky, as /tmp and /dev/shm are: renaming others' entries is refused there.
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let _p = Publisher::start(Some(&reg), "jobx", 0);
+        assert_eq!(scan(&reg).len(), 1);
     }
 
     #[test]
