@@ -318,9 +318,13 @@ impl<'w> Rma<'w> {
     }
 
     /// Where the node's `/mem` shows our segment at `base` (as [`Rma::malloc`]
-    /// returned it), if it is published there (`NF_MEM_REGISTRY`).
+    /// returned it), if it is published there (`NF_MEM_REGISTRY`). Returns once the
+    /// registry's file lists it (its writer runs behind allocations), so the name can
+    /// be handed to others at once.
     pub fn mem_file(&self, base: u64) -> Option<nf_memreg::MemFile> {
-        self.registry.borrow().published(base)
+        let registry = self.registry.borrow();
+        registry.flush();
+        registry.published(base)
     }
 
     /// The settings in force.
