@@ -44,8 +44,20 @@ fn check_shape(v: &serde_json::Value) {
     assert_eq!(overall[0]["tail"]["n"], 150);
 }
 
+/// Held by every test here that starts ranks: the tests of one binary run in parallel,
+/// and another test's ranks on the same cores would put one of two compared runs in
+/// another scheduling mode.
+static RANKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn ranks_alone() -> std::sync::MutexGuard<'static, ()> {
+    RANKS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn a_watch_keeps_every_repetition_and_compares_with_an_earlier_one() {
+    let _alone = ranks_alone();
     let dir = tempfile::tempdir().unwrap();
     let (first, second, csv, png) = (
         dir.path().join("w1.json"),
@@ -125,6 +137,7 @@ const PAIRS: usize = 4;
 /// default 5 % rightly reports; this checks the statistics, not the machine.
 #[test]
 fn two_runs_of_one_build_back_to_back_are_not_called_different() {
+    let _alone = ranks_alone();
     let dir = tempfile::tempdir().unwrap();
     let (first, second) = (dir.path().join("a.json"), dir.path().join("b.json"));
     let args = [
@@ -231,6 +244,7 @@ fn bad_arguments_and_a_bad_earlier_report_fail_before_measuring() {
 
 #[test]
 fn a_watch_across_two_namespace_hosts_names_the_network_transport() {
+    let _alone = ranks_alone();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("w.json");
     let mut args = vec!["watch", "--json", json.to_str().unwrap()];
@@ -253,6 +267,7 @@ fn a_watch_across_two_namespace_hosts_names_the_network_transport() {
 
 #[test]
 fn a_watch_repeats_one_sided_operations_locally_and_across_hosts() {
+    let _alone = ranks_alone();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("g.json");
     let out = finish(
