@@ -186,7 +186,11 @@ fn bash(dir: &Path, script: &str) -> std::process::Output {
     cmd.args(["-c", script])
         .current_dir(dir)
         .env("PATH", path())
-        .env_remove("NF_ADDR");
+        .env_remove("NF_ADDR")
+        // As a reader's shell runs them: ranks share the launcher's stdout, and an
+        // unbuffered Python writes one print in several pieces, which other ranks' lines
+        // can come between ("114688.0114688.0  0.00.0"); buffered, a line is one write.
+        .env_remove("PYTHONUNBUFFERED");
     nf_testkit::output_within(&mut cmd, BOUND)
 }
 
