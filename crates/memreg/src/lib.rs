@@ -507,12 +507,18 @@ fn spawn_writer(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
             while !st.stop && st.written == st.version {
                 st = sh.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
-            if !st.stop && !st.urgent {
-                // Changes come in bursts (a program allocating and freeing arrays in a
-                // loop): one write for the burst, not one per change.
+            // Changes come in bursts (a program allocating and freeing arrays in a
+            // loop): one write for the burst, not one per change. Every change wakes
+            // this wait, so it waits out the deadline, not the next notification.
+            let deadline = std::time::Instant::now() + BATCH;
+            while !st.stop && !st.urgent {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
                 st = sh
                     .changed
-                    .wait_timeout(st, BATCH)
+                    .wait_timeout(st, left)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
