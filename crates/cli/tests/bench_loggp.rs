@@ -6,22 +6,11 @@
 
 mod bench_support;
 
-use bench_support::{finish, nf, on_two_hosts, report, text};
+use bench_support::{finish, nf, on_two_hosts, ranks_alone, report, text};
 
 const SIZES: &str = "8,4096,65536";
 const QUICK: &[&str] = &["--sizes", SIZES, "--iters", "2000", "--stream", "10"];
 const PARAMS: [&str; 5] = ["l_us", "o_s_us", "o_r_us", "g_us", "big_g_us_per_byte"];
-
-/// Held by every test here that starts ranks: the tests of one binary run in parallel,
-/// and ranks of another test on the same cores put the T comparison in another
-/// scheduling mode for one side of a pair (CI-like run: 4 KiB 0.52 against 0.72 µs).
-static RANKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn ranks_alone() -> std::sync::MutexGuard<'static, ()> {
-    RANKS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 fn check(json: &std::path::Path) -> serde_json::Value {
     let v = report(json);

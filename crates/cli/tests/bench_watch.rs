@@ -5,7 +5,7 @@
 
 mod bench_support;
 
-use bench_support::{finish, nf, on_two_hosts, report, text};
+use bench_support::{finish, nf, on_two_hosts, ranks_alone, report, text};
 
 const QUICK: &[&str] = &[
     "--sizes",
@@ -42,17 +42,6 @@ fn check_shape(v: &serde_json::Value) {
     let overall = v["overall"].as_array().unwrap();
     assert_eq!(overall.len(), 2);
     assert_eq!(overall[0]["tail"]["n"], 150);
-}
-
-/// Held by every test here that starts ranks: the tests of one binary run in parallel,
-/// and another test's ranks on the same cores would put one of two compared runs in
-/// another scheduling mode.
-static RANKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn ranks_alone() -> std::sync::MutexGuard<'static, ()> {
-    RANKS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[test]

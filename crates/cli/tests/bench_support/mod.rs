@@ -64,3 +64,14 @@ pub fn on_two_hosts(per_host: usize, args: &[&str]) -> Output {
 pub fn report(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("the JSON report")).expect("JSON")
 }
+
+/// Held by every test of a binary that starts ranks and compares timings: a binary's
+/// tests run in parallel, and another test's ranks on the same cores put one of two
+/// compared runs in another scheduling mode (a CI-like run: LogGP's T at 4 KiB 0.52
+/// against the ping-pong's 0.72 µs in every pair).
+pub fn ranks_alone() -> std::sync::MutexGuard<'static, ()> {
+    static RANKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    RANKS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
