@@ -8,13 +8,14 @@
 # links against, for libarmci's acceptance tests; a font for plots), what the kernel 9P
 # client test needs (QEMU, a Debian kernel, busybox-static, diod:
 # tests/kernel9p/setup.sh), Go and the pinned module of the third-party 9P client test
-# (tests/p9client), and a Rust toolchain check. Idempotent.
+# (tests/p9client), strace (the tree spawn test counts the client's connections and bytes
+# with it), and a Rust toolchain check. Idempotent.
 set -euo pipefail
 
 need_pkgs=()
 for pkg in openmpi-bin libopenmpi-dev valgrind fonts-dejavu-core iproute2 iputils-ping procps libfabric-dev libfabric-bin \
     libpmix-dev pkg-config mpich libarmci-mpi-dev libglobalarrays-dev libscalapack-openmpi-dev liblapack-dev libblas-dev \
-    iperf3 systemd; do
+    iperf3 systemd strace; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if ((${#need_pkgs[@]})); then

@@ -199,6 +199,117 @@ fn nf_exec_runs_on_eight_hosts_as_the_user_flat_and_through_the_tree() {
     );
 }
 
+/// What a traced `nf exec` did at the client: connections made to the nodes' port,
+/// and bytes written (to every descriptor: sockets, and its own small output).
+struct Traced {
+    connects: usize,
+    written: u64,
+    out: Output,
+}
+
+impl Cluster {
+    /// `nf exec` from host 0 under `strace`, which counts its system calls.
+    fn exec_traced(&self, log: &str, args: &[&str]) -> Traced {
+        let u = &self.user;
+        let out = run(self
+            .net
+            .exec(0, "strace")
+            .args(["-f", "-qq", "-o", log])
+            .args(["-e", "trace=connect,write,writev,sendto,sendmsg"])
+            .args([NF, "exec"])
+            .args(["--cert", &self.file(&format!("{u}.pem"))])
+            .args(["--key", &self.file(&format!("{u}.key"))])
+            .args(["--ca", &self.file("ca.pem")])
+            .args(args)
+            .stdin(Stdio::null()));
+        let trace = std::fs::read_to_string(log).unwrap();
+        let port = format!("htons({PORT})");
+        let connects = trace
+            .lines()
+            .filter(|l| l.contains("connect(") && l.contains(&port))
+            .count();
+        let writes = ["write", "writev", "sendto", "sendmsg"];
+        let written = trace
+            .lines()
+            .filter(|l| {
+                writes.iter().any(|w| {
+                    l.contains(&format!(" {w}(")) || l.contains(&format!("<... {w} resumed>"))
+                })
+            })
+            .filter_map(|l| {
+                l.rsplit_once("= ")?
+                    .1
+                    .split(' ')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum();
+        Traced {
+            connects,
+            written,
+            out,
+        }
+    }
+}
+
+/// The tree's structural promise: however many nodes, the client connects to the first
+/// one only and sends each file's bytes once; output and exits come back up the tree.
+/// Flat (`--fanout 0`) is the control that shows the counting sees every connection
+/// and every copy.
+#[test]
+fn through_the_tree_the_client_connects_once_and_sends_each_byte_once() {
+    let c = Cluster::start(8, &[]);
+    let data = c.file("data.bin");
+    let size = 2u64 << 20;
+    std::fs::write(&data, vec![0x5au8; size as usize]).unwrap();
+    let job = c.script(
+        "size.sh",
+        "echo \"rank $NF_EXEC_RANK of $NF_EXEC_SIZE $(wc -c < data.bin)\"\nexit $((NF_EXEC_RANK % 3))\n",
+    );
+    let args = |fanout: &'static str| vec!["--fanout", fanout, "--file", data.as_str(), "--no-tag"];
+    let nodes = c.nodes();
+    let mut tree_args = args("2");
+    tree_args.extend([nodes.as_str(), "--", job.as_str()]);
+    let tree = c.exec_traced(&c.file("tree.trace"), &tree_args);
+    let stdout = text(&tree.out.stdout);
+    // Rank 1 is the first in rank order to exit non-zero (1 % 3 = 1).
+    assert_eq!(
+        tree.out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&tree.out.stderr)
+    );
+    for rank in 0..8 {
+        let want = format!("rank {rank} of 8 {size}");
+        assert!(
+            stdout.lines().any(|l| l == want),
+            "want {want:?} in\n{stdout}"
+        );
+    }
+    assert_eq!(
+        tree.connects, 1,
+        "the client connects to the first node only"
+    );
+    assert!(
+        tree.written < size + size / 2,
+        "the client sent {} bytes for a {size}-byte file: more than once",
+        tree.written
+    );
+
+    let mut flat_args = args("0");
+    flat_args.extend([nodes.as_str(), "--", job.as_str()]);
+    let flat = c.exec_traced(&c.file("flat.trace"), &flat_args);
+    assert_eq!(
+        flat.out.status.code(),
+        Some(1),
+        "{}",
+        text(&flat.out.stderr)
+    );
+    assert!(flat.connects >= 8, "flat: {} connections", flat.connects);
+    assert!(flat.written >= 8 * size, "flat: {} bytes", flat.written);
+}
+
 #[test]
 fn an_upload_past_the_limit_is_refused_and_nothing_runs() {
     let c = Cluster::start(2, &["--xcpu-upload-limit", "100000"]);

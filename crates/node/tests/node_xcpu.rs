@@ -83,7 +83,7 @@ fn the_session_files_one_by_one() {
         names(&root, &dir),
         [
             "argv", "clones", "ctl", "env", "exec", "fs", "id", "state", "stderr", "stdin",
-            "stdout", "wait"
+            "stdout", "tree", "wait"
         ]
     );
     assert_eq!(read(&root, &format!("{dir}/id")).trim(), id.to_string());

@@ -252,3 +252,152 @@ fn links_planted_in_the_upload_directory_are_not_handed_on() {
     assert!(!child_dir.join("evil").exists());
     assert_eq!(std::fs::read(child_dir.join("fine")).unwrap(), b"data");
 }
+
+/// `tree` records as (node, kind, text), sorted: their order across nodes is free.
+fn records(text: &str) -> Vec<(String, String, String)> {
+    let mut out: Vec<_> = text
+        .lines()
+        .map(|l| {
+            let mut w = l.splitn(3, ' ');
+            let node = w.next().unwrap().to_string();
+            let kind = w.next().unwrap_or_default().to_string();
+            (node, kind, w.next().unwrap_or_default().to_string())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn the_head_s_tree_file_carries_every_node_s_output_rank_and_exit() {
+    let c = Cluster::start(7);
+    let head = c.root(0);
+    let (_hold, id) = clone(&head);
+    let dir = format!("/xcpu/{id}");
+    // The first node's env only: the tree places the others (rank = position).
+    head.write_file(
+        &format!("{dir}/env"),
+        format!(
+            "NF_EXEC_RANK=0\nNF_EXEC_SIZE=7\nNF_EXEC_NODE={}\n",
+            c.addrs[0]
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let rest = c.addrs[1..].join(" ");
+    head.write_file(&format!("{dir}/ctl"), format!("clone 2 {rest}").as_bytes())
+        .unwrap();
+    let script = "echo rank $NF_EXEC_RANK of $NF_EXEC_SIZE on $NF_EXEC_NODE\n\
+                  printf 'to stderr, no newline' >&2\nexit $NF_EXEC_RANK\n";
+    head.write_file(&format!("{dir}/fs/job.sh"), script.as_bytes())
+        .unwrap();
+    head.write_file(&format!("{dir}/argv"), b"/bin/sh job.sh")
+        .unwrap();
+    let listing = read(&head, &format!("{dir}/clones"));
+    assert_eq!(listed(&c, &listing).len(), 6, "{listing}");
+    // Opened before exec: nothing is missed.
+    let mut tree = head
+        .open(&format!("{dir}/tree"), LOpenFlags::RDONLY)
+        .unwrap();
+    head.write_file(&format!("{dir}/ctl"), b"exec").unwrap();
+    // Ends (end of file) once every node has ended.
+    let text = String::from_utf8(tree.read_to_end().unwrap()).unwrap();
+    let got = records(&text);
+    let mut want = Vec::new();
+    for (rank, addr) in c.addrs.iter().enumerate() {
+        let node = if rank == 0 {
+            ".".to_string()
+        } else {
+            addr.clone()
+        };
+        want.push((node.clone(), "err".into(), "to stderr, no newline".into()));
+        want.push((node.clone(), "exit".into(), rank.to_string()));
+        want.push((node, "out".into(), format!("rank {rank} of 7 on {addr}")));
+    }
+    want.sort();
+    assert_eq!(got, want, "{text}");
+}
+
+#[test]
+fn a_node_that_cannot_run_the_job_ends_in_the_tree_with_why() {
+    let mut c = Cluster::start(4);
+    let dead = format!("unix:{}", c.dir.path().join("dead.sock").display());
+    let head = c.root(0);
+    let (_hold, id) = clone(&head);
+    let dir = format!("/xcpu/{id}");
+    // Fan-out 2 over [dead, n1, n2, n3]: dead heads [dead, n1], n2 heads [n2, n3].
+    let line = format!(
+        "clone 2 {dead} {} {} {}",
+        c.addrs[1], c.addrs[2], c.addrs[3]
+    );
+    head.write_file(&format!("{dir}/ctl"), line.as_bytes())
+        .unwrap();
+    head.write_file(&format!("{dir}/argv"), b"/bin/sleep 1")
+        .unwrap();
+    read(&head, &format!("{dir}/clones"));
+    let mut tree = head
+        .open(&format!("{dir}/tree"), LOpenFlags::RDONLY)
+        .unwrap();
+    head.write_file(&format!("{dir}/ctl"), b"exec").unwrap();
+    // n3 (below n2) goes away while the job runs.
+    c.nodes[3].take().unwrap().shutdown(Duration::from_secs(5));
+    let text = String::from_utf8(tree.read_to_end().unwrap()).unwrap();
+    let got = records(&text);
+    let ends: Vec<(&str, &str)> = got
+        .iter()
+        .map(|(n, k, _)| (n.as_str(), k.as_str()))
+        .collect();
+    let mut want = vec![
+        (".", "exit"),
+        (dead.as_str(), "failed"),
+        (c.addrs[1].as_str(), "failed"),
+        (c.addrs[2].as_str(), "exit"),
+        (c.addrs[3].as_str(), "failed"),
+    ];
+    want.sort();
+    assert_eq!(ends, want, "{text}");
+    let why = |n: &str| &got.iter().find(|r| r.0 == n).unwrap().2;
+    assert!(why(&dead).starts_with("connecting"), "{text}");
+    assert_eq!(why(&c.addrs[1]), &format!("not reached ({dead} failed)"));
+}
+
+#[test]
+fn kill_reaches_the_tree_after_the_head_s_own_job_has_ended_and_quiet_jobs_are_not_lost() {
+    let c = Cluster::start(3);
+    let head = c.root(0);
+    let (_hold, id) = clone(&head);
+    let dir = format!("/xcpu/{id}");
+    head.write_file(&format!("{dir}/env"), b"NF_EXEC_RANK=0\n")
+        .unwrap();
+    let rest = c.addrs[1..].join(" ");
+    head.write_file(&format!("{dir}/ctl"), format!("clone 2 {rest}").as_bytes())
+        .unwrap();
+    // The head's job ends at once; the others would run for a minute.
+    head.write_file(
+        &format!("{dir}/argv"),
+        b"/bin/sh -c '[ $NF_EXEC_RANK = 0 ] || exec sleep 60'",
+    )
+    .unwrap();
+    read(&head, &format!("{dir}/clones"));
+    let tree = head
+        .open(&format!("{dir}/tree"), LOpenFlags::RDONLY)
+        .unwrap();
+    head.write_file(&format!("{dir}/ctl"), b"exec").unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(tree));
+    let first = lines.next().unwrap().unwrap();
+    assert_eq!(first, ". exit 0", "the head's job ended first");
+    // Quiet for longer than a node's connect bound (10 s): the relays wait as long as
+    // the jobs run, without calling the children lost.
+    std::thread::sleep(Duration::from_secs(11));
+    // The head's job is gone: the kill is for the tree below.
+    let _ = head.write_file(&format!("{dir}/ctl"), b"kill KILL");
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let mut want = vec![
+        format!("{} signal 9", c.addrs[1]),
+        format!("{} signal 9", c.addrs[2]),
+    ];
+    want.sort();
+    let mut got = rest.clone();
+    got.sort();
+    assert_eq!(got, want, "{rest:?}");
+}

@@ -10,27 +10,37 @@
 //!    checked as the user, and the child's kernel names the user as the peer), never
 //!    the server's; plain `tcp:` only from a server that is not root (a root server
 //!    refuses it at `clone`: the child would take the connection for root's) — makes a
-//!    session there, and replays what the session holds: `argv`, `env`, `exec`, the
-//!    `dir` and `limits` set, and every regular file of `fs/` (read with the user's
+//!    session there and replays what the session held at `clone`: `argv`, `env`
+//!    (placed, rule 6), `exec`, the `dir` and `limits` set; then hands the child its
+//!    part of the tree (`clone COUNT REST`), starts relaying the child's `tree` up
+//!    ([`super::treeout`]), and sends every regular file of `fs/` (read with the user's
 //!    rights, links not followed). From then on every create and
 //!    write in `fs/`, every write of `argv` and `exec` and every `ctl` command (`exec`,
 //!    `kill`, `close`, `wipe`, `dir`, `limits`) is queued to each child in order and
-//!    applied there. `env` travels as it was at `clone` only, so each node's can then
-//!    be set on its own (its rank). Bytes are forwarded as they arrive (a node forwards chunk i while it
+//!    applied there; `kill` goes down even where the job here has ended, and the
+//!    session's end, whatever ends it, wipes the children. `env` travels as it was at
+//!    `clone` only, so each node's can then be set on its own. Bytes are forwarded as
+//!    they arrive (a node forwards chunk i while it
 //!    receives chunk i + 1), so a file streams down the whole tree at once; the
 //!    queues are bounded, which slows the uploader to the slowest branch.
 //! 3. **Who may.** The receiving node checks the forwarding node's certificate (signed
 //!    by the cluster's CA, marked as a node's: [`crate::access`]) and runs the session
 //!    as the user under its own rules (the account must exist there; never root).
 //! 4. **Faults.** A child that cannot be reached or fails a request is marked failed
-//!    with the reason; what was queued for it is dropped, and its whole subtree is
-//!    reported failed. The session here goes on.
+//!    with the reason (also in `tree`, as `ADDR failed WHY`); what was queued for it is
+//!    dropped, its session there is wiped, and its whole subtree is reported failed.
+//!    The session here goes on.
 //! 5. **`clones`.** Reading `/xcpu/N/clones` first waits until everything queued before
 //!    the read has been applied at every node below (a barrier down the tree), then
 //!    lists each node of the subtree: `ADDR SESSION` or `ADDR - failed: WHY`.
+//! 6. **Places.** Where the session's `env` holds `NF_EXEC_RANK=R` (as `nf exec` writes
+//!    it), each node of the tree gets its place in the list the first node was given:
+//!    the child at position `i` of this node's list `NF_EXEC_RANK=R + 1 + i` and
+//!    `NF_EXEC_NODE=ADDR`; so a client sets the first node's `env` only.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
@@ -39,6 +49,7 @@ use nf_ninep_client::File;
 use nf_ninep_server::{Creds, Monitor};
 
 use super::remote::RemoteSession;
+use super::treeout::{Branch as TreeBranch, TreeOut};
 use crate::addr::{parse_addr, Addr};
 use crate::connect::{attach, ConnectError, ConnectOptions};
 use crate::tls::TlsFiles;
@@ -46,6 +57,11 @@ use crate::tls::TlsFiles;
 /// Operations queued per child. A write op carries up to one msize (1 MiB by
 /// default), so this bounds a child's queue to about 16 MiB.
 const QUEUE: usize = 16;
+/// The variable of a session's `env` that places it in a tree (rule 6).
+pub const PLACE_RANK: &str = "NF_EXEC_RANK";
+/// The variable of `env` naming the node, as the list given to `clone` does (rule 6).
+pub const PLACE_NODE: &str = "NF_EXEC_NODE";
+
 /// Bytes per forwarded chunk when replaying a file.
 const CHUNK: usize = 1 << 20;
 
@@ -97,6 +113,8 @@ struct Branch {
 /// The session's children (see the module docs).
 pub struct Fanout {
     branches: Vec<Branch>,
+    /// `wipe` was queued to the children.
+    wiped: AtomicBool,
 }
 
 /// How to reach the children.
@@ -140,8 +158,10 @@ pub fn shape(addrs: &[String], count: usize) -> Vec<(String, Vec<String>)> {
 }
 
 impl Fanout {
-    /// Starts one forwarder per child of `addrs` (rule 2).
-    pub fn start(addrs: &[String], reach: &Reach, replay: &Arc<Replay>) -> Fanout {
+    /// Starts one forwarder per child of `addrs` (rule 2), each relaying its child's
+    /// output and ends into `tree` ([`super::treeout`]).
+    pub fn start(addrs: &[String], reach: &Reach, replay: &Arc<Replay>, tree: &TreeOut) -> Fanout {
+        let mut offset = 0;
         let branches = shape(addrs, reach.count)
             .into_iter()
             .map(|(addr, subtree)| {
@@ -150,12 +170,17 @@ impl Fanout {
                 let job = Forwarder {
                     addr: addr.clone(),
                     subtree: subtree.clone(),
+                    offset,
                     reach: reach.clone(),
                     status: Arc::clone(&status),
                     replay: Arc::clone(replay),
                 };
-                let spawned = super::server_thread(format!("xcpu-fwd-{addr}"), move || job.run(rx));
+                offset += 1 + subtree.len();
+                let part = tree.branch(&addr, &subtree);
+                let spawned =
+                    super::server_thread(format!("xcpu-fwd-{addr}"), move || job.run(rx, part));
                 if let Err(e) = spawned {
+                    // The part went with the closure: its nodes are reported failed.
                     status.update(|s| *s = Status::Failed);
                     tracing::warn!("xcpu: tree spawn: no thread to forward to {addr}: {e}");
                 }
@@ -167,7 +192,10 @@ impl Fanout {
                 }
             })
             .collect();
-        Fanout { branches }
+        Fanout {
+            branches,
+            wiped: AtomicBool::new(false),
+        }
     }
 
     /// Queues `op` to every child that has not failed (`op` is cloned per child).
@@ -176,6 +204,26 @@ impl Fanout {
             if *b.status.lock() != Status::Failed {
                 let _ = b.tx.send(op());
             }
+        }
+    }
+
+    /// Queues `wipe` to every child once: waiting for room in their queues when
+    /// `wait` (a user's command), else only where there is room (the session's end,
+    /// which must not wait; a child left out ends when its connection goes).
+    pub fn wipe(&self, wait: bool) {
+        if self.wiped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for b in &self.branches {
+            if *b.status.lock() == Status::Failed {
+                continue;
+            }
+            let op = Op::Ctl("wipe".into());
+            let _ = if wait {
+                b.tx.send(op).map_err(|_| ())
+            } else {
+                b.tx.try_send(op).map_err(|_| ())
+            };
         }
     }
 
@@ -218,21 +266,29 @@ fn failed_subtree(addr: &str, subtree: &[String], why: &str) -> String {
 struct Forwarder {
     addr: String,
     subtree: Vec<String>,
+    /// The child's place in the list given to `clone` (for its rank, rule 6).
+    offset: usize,
     reach: Reach,
     status: Arc<Monitor<Status>>,
     replay: Arc<Replay>,
 }
 
 impl Forwarder {
-    fn run(self, rx: Receiver<Op>) {
+    fn run(self, rx: Receiver<Op>, part: TreeBranch) {
         let mut open: HashMap<String, File> = HashMap::new();
         let session = match self.connect() {
             Ok(s) => s,
-            Err(why) => return self.fail_and_drain(why, rx),
+            Err(why) => {
+                part.unreached(&why);
+                return self.fail_and_drain(why, rx);
+            }
         };
         let id = session.id();
         self.status.update(|s| *s = Status::Ready);
-        if let Err(why) = self.replay(&session, &mut open) {
+        let failures = part.watcher();
+        if let Err(why) = self.start_child(&session, &mut open, part) {
+            failures.child_failed(&why);
+            let _ = session.ctl("wipe");
             return self.fail_and_drain(why, rx);
         }
         let mut failure: Option<String> = None;
@@ -251,6 +307,7 @@ impl Forwarder {
                     Err(why) => {
                         self.status.update(|s| *s = Status::Failed);
                         let text = failed_subtree(&self.addr, &self.subtree, &why);
+                        failures.child_failed(&why);
                         failure = Some(why);
                         text
                     }
@@ -258,17 +315,41 @@ impl Forwarder {
                 let _ = answer.send(text);
                 continue;
             }
-            // A failed child still gets wipe, so nothing of the job stays there.
-            let wipe = matches!(&op, Op::Ctl(l) if l == "wipe");
-            if failure.is_some() && !wipe {
+            if failure.is_some() {
                 continue;
             }
             if let Err(why) = apply(&session, &mut open, op) {
                 tracing::warn!(child = %self.addr, "xcpu: tree spawn: {why}; its subtree is cut off");
                 self.status.update(|s| *s = Status::Failed);
+                failures.child_failed(&why);
+                // Nothing of the job stays there; its end reaches the relay.
+                let _ = session.ctl("wipe");
                 failure = Some(why);
             }
         }
+    }
+
+    /// Sets the child's session up as this one (rule 2): settings, its own `clone`,
+    /// the relay of its `tree`, then the files.
+    fn start_child(
+        &self,
+        session: &RemoteSession,
+        open: &mut HashMap<String, File>,
+        part: TreeBranch,
+    ) -> Result<(), String> {
+        self.replay_settings(session, open)?;
+        if !self.subtree.is_empty() {
+            let line = format!("clone {} {}", self.reach.count, self.subtree.join(" "));
+            session.ctl(&line).map_err(|e| e.to_string())?;
+        }
+        let tree = session
+            .open_file("tree", LOpenFlags::RDONLY)
+            .map_err(|e| format!("opening its tree output: {e}"))?;
+        super::server_thread(format!("xcpu-relay-{}", self.addr), move || {
+            part.relay(tree)
+        })
+        .map_err(|e| format!("no thread to relay its output: {e}"))?;
+        self.replay_files(session, open)
     }
 
     fn connect(&self) -> Result<RemoteSession, String> {
@@ -276,7 +357,10 @@ impl Forwarder {
         let opts = ConnectOptions {
             user: self.reach.user.clone(),
             tls: self.reach.tls.clone(),
-            timeout: Some(std::time::Duration::from_secs(10)),
+            // Connecting is bounded (10 s), replies are not: the relay's read of `tree`
+            // waits as long as the jobs run, and `clones` as long as the subtree
+            // takes to apply what was queued.
+            timeout: None,
             ..ConnectOptions::default()
         };
         let local = matches!(addr, Addr::Unix(_) | Addr::Shm(_));
@@ -295,41 +379,52 @@ impl Forwarder {
             e if e.names_address() => e.to_string(),
             e => format!("connecting: {e}"),
         })?;
-        let session = RemoteSession::open(root).map_err(|e| e.to_string())?;
-        if !self.subtree.is_empty() {
-            let line = format!("clone {} {}", self.reach.count, self.subtree.join(" "));
-            session.ctl(&line).map_err(|e| e.to_string())?;
-        }
-        Ok(session)
+        RemoteSession::open(root).map_err(|e| e.to_string())
     }
 
-    fn replay(
+    /// The session's settings and `ctl` lines as they were at `clone`; `env` placed
+    /// for the child (rule 6).
+    fn replay_settings(
         &self,
         session: &RemoteSession,
         open: &mut HashMap<String, File>,
     ) -> Result<(), String> {
         for (file, value) in &self.replay.settings {
+            let value = if *file == "env" {
+                placed_env(value, self.offset, &self.addr)
+            } else {
+                value.clone()
+            };
             if !value.is_empty() {
-                apply(session, open, Op::Set(file, value.clone()))?;
+                apply(session, open, Op::Set(file, value))?;
             }
         }
         for line in &self.replay.ctl {
             apply(session, open, Op::Ctl(line.clone()))?;
         }
+        Ok(())
+    }
+
+    /// Every regular file of the upload directory as it is now.
+    fn replay_files(
+        &self,
+        session: &RemoteSession,
+        open: &mut HashMap<String, File>,
+    ) -> Result<(), String> {
         // The directory is the user's: what is in it is read with the user's rights,
         // so nothing linked into it can show this node's files to the user.
         self.replay
             .creds
             .assume()
             .map_err(|e| format!("acting as the user: errno {}", e.ecode))?;
-        let files = self.replay_files(session, open);
+        let files = self.replay_dir(session, open);
         Creds::server()
             .assume()
             .map_err(|e| format!("acting as the server: errno {}", e.ecode))?;
         files
     }
 
-    fn replay_files(
+    fn replay_dir(
         &self,
         session: &RemoteSession,
         open: &mut HashMap<String, File>,
@@ -352,6 +447,32 @@ impl Forwarder {
             }
         }
     }
+}
+
+/// `env` for the child at `offset` of the list given to `clone` (rule 6): where it
+/// holds [`PLACE_RANK`], the child's rank (this node's + 1 + `offset`) and its address
+/// as [`PLACE_NODE`]; else unchanged.
+pub fn placed_env(env: &str, offset: usize, addr: &str) -> String {
+    let rank_of = |line: &str| {
+        line.strip_prefix(PLACE_RANK)?
+            .strip_prefix('=')?
+            .trim()
+            .parse::<usize>()
+            .ok()
+    };
+    let Some(mine) = env.lines().find_map(rank_of) else {
+        return env.to_string();
+    };
+    let placed = |line: &&str| {
+        let name = line.split('=').next().unwrap_or_default();
+        name != PLACE_RANK && name != PLACE_NODE
+    };
+    let mut out: String = env.lines().filter(placed).flat_map(|l| [l, "\n"]).collect();
+    out.push_str(&format!(
+        "{PLACE_RANK}={}\n{PLACE_NODE}={addr}\n",
+        mine + 1 + offset
+    ));
+    out
 }
 
 /// Sends a file of the upload directory as it is now.
@@ -449,6 +570,20 @@ mod tests {
 
     fn names(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("n{i}")).collect()
+    }
+
+    #[test]
+    fn children_are_placed_by_their_position_in_the_list() {
+        let env = "A=1\nNF_EXEC_RANK=4\nNF_EXEC_SIZE=9\nNF_EXEC_NODE=tcp:me:1\n";
+        assert_eq!(
+            placed_env(env, 2, "tcp:c:1"),
+            "A=1\nNF_EXEC_SIZE=9\nNF_EXEC_RANK=7\nNF_EXEC_NODE=tcp:c:1\n"
+        );
+        assert_eq!(
+            placed_env("A=1\n", 2, "tcp:c:1"),
+            "A=1\n",
+            "no rank: unchanged"
+        );
     }
 
     #[test]

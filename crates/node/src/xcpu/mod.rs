@@ -14,6 +14,7 @@
 //! | `/xcpu/N/stdin` | written bytes reach the job; its end of file when the last writer closes |
 //! | `/xcpu/N/stdout`, `stderr` | the job's output; readers follow it ([`output`]) |
 //! | `/xcpu/N/wait` | blocks until the job ends, then `exit CODE` or `signal SIG` |
+//! | `/xcpu/N/tree` | the output and the end of every node of the session's tree, one record per line: `NODE out TEXT`, `NODE exit CODE` … ([`treeout`]); ends once every node has |
 //! | `/xcpu/N/clones` | after `clone`: the nodes it was handed on to, `ADDR SESSION` or `ADDR - failed: WHY` ([`fanout`]) |
 //! | `/xcpu/N/state`, `id` | `new`, `running PID`, `exit CODE`, `signal SIG`, `ended` (+ the last `ctl` error); the id |
 //!
@@ -50,6 +51,7 @@ pub mod files;
 pub mod output;
 pub mod remote;
 pub mod session;
+pub mod treeout;
 pub mod upload;
 
 use std::collections::BTreeMap;
@@ -451,7 +453,12 @@ impl Registry {
             };
             self.tree.add_file(&format!("{root}/{name}"), file)?;
         }
-        for (name, output) in [("stdout", &s.stdout), ("stderr", &s.stderr)] {
+        let streams = [
+            ("stdout", &s.stdout),
+            ("stderr", &s.stderr),
+            ("tree", s.tree.output()),
+        ];
+        for (name, output) in streams {
             let file = OutputFile {
                 output: output.clone(),
                 session: s.clone(),

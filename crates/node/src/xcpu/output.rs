@@ -106,6 +106,11 @@ impl Output {
         self.state.update(|st| st.closed = true);
     }
 
+    /// Whether the stream has ended.
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
     /// Everything kept now (for tests and the session's end-of-job summary).
     pub fn snapshot(&self) -> Vec<u8> {
         self.state.lock().kept.iter().copied().collect()

@@ -38,6 +38,7 @@ use super::ctl::{Command as Ctl, Refusal, Settings};
 use super::escape;
 use super::fanout::{Fanout, Op, Reach, Replay};
 use super::output::Output;
+use super::treeout::TreeOut;
 use super::Registry;
 
 /// Where a session's job is.
@@ -147,6 +148,8 @@ pub struct Session {
     pub stdout: Output,
     /// The job's stderr.
     pub stderr: Output,
+    /// The output and ends of the session's whole tree ([`super::treeout`]).
+    pub tree: TreeOut,
     /// Cancelled when the session ends: wakes everything that waits for it.
     pub ended: Cancel,
     /// Bytes written into `fs/` so far.
@@ -215,6 +218,7 @@ impl Session {
         registry: Weak<Registry>,
     ) -> Session {
         let owner = (creds.uid(), creds.gid());
+        let ended = Cancel::new();
         Session {
             id,
             user,
@@ -236,7 +240,8 @@ impl Session {
             })),
             stdout: Output::new(history, owner),
             stderr: Output::new(history, owner),
-            ended: Cancel::new(),
+            tree: TreeOut::new(history, owner, ended.clone()),
+            ended,
             uploaded: AtomicU64::new(0),
             fanout: OnceLock::new(),
             holds: Mutex::default(),
@@ -333,6 +338,12 @@ impl Session {
     /// Commands that succeed here are handed on to the session's children.
     pub fn control(self: &Arc<Self>, cmd: Ctl, line: &str) -> FsResult<()> {
         let forwards = !matches!(cmd, Ctl::Clone { .. } | Ctl::Wipe);
+        if matches!(cmd, Ctl::Kill(_)) {
+            // A job that ended here may still run below: signals go down regardless.
+            let line = line.trim().to_string();
+            self.forward(|| Op::Ctl(line.clone()));
+        }
+        let forwards = forwards && !matches!(cmd, Ctl::Kill(_));
         let result = match cmd {
             Ctl::Exec => self.exec(),
             Ctl::Kill(sig) => self.kill(sig),
@@ -341,7 +352,9 @@ impl Session {
                 Ok(())
             }
             Ctl::Wipe => {
-                self.forward(|| Op::Ctl("wipe".into()));
+                if let Some(f) = self.fanout.get() {
+                    f.wipe(true);
+                }
                 self.end("wiped");
                 Ok(())
             }
@@ -430,7 +443,9 @@ impl Session {
                 dir: self.dir.clone(),
                 creds: self.creds.clone(),
             });
-            let _ = self.fanout.set(Fanout::start(addrs, &reach, &replay));
+            let _ = self
+                .fanout
+                .set(Fanout::start(addrs, &reach, &replay, &self.tree));
         }
         registry.log(&format!(
             "xcpu: session {} ({}) handed on to {} nodes, fan-out {count}\n",
@@ -538,8 +553,8 @@ impl Session {
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let pumps = [
-            stdout.and_then(|s| self.pump_out(Box::new(s), self.stdout.clone(), "stdout")),
-            stderr.and_then(|s| self.pump_out(Box::new(s), self.stderr.clone(), "stderr")),
+            stdout.and_then(|s| self.pump_out(Box::new(s), self.stdout.clone(), "out")),
+            stderr.and_then(|s| self.pump_out(Box::new(s), self.stderr.clone(), "err")),
         ];
         if let Some(s) = stdin {
             self.pump_in(s);
@@ -552,22 +567,24 @@ impl Session {
         Ok(())
     }
 
-    /// Copies the job's `pipe` into `out` until the pipe ends, then ends `out`.
+    /// Copies the job's `pipe` into `out` and, as `kind` (`out`, `err`) records, the
+    /// session's `tree` until the pipe ends, then ends `out`.
     fn pump_out(
         self: &Arc<Self>,
         mut pipe: Box<dyn std::io::Read + Send>,
         out: Output,
-        name: &str,
+        kind: &'static str,
     ) -> Option<std::thread::JoinHandle<()>> {
         let ended = self.ended.clone();
         let unpumped = out.clone();
-        let spawn = super::server_thread(format!("xcpu-{name}-{}", self.id), move || {
+        let mut lines = self.tree.lines(kind);
+        let spawn = super::server_thread(format!("xcpu-std{kind}-{}", self.id), move || {
             let mut buf = vec![0u8; 64 * 1024];
             loop {
                 match pipe.read(&mut buf) {
                     Ok(0) => break,
                     Ok(n) => {
-                        if !out.push(&buf[..n], &ended) {
+                        if !out.push(&buf[..n], &ended) || !lines.feed(&buf[..n]) {
                             break;
                         }
                     }
@@ -575,6 +592,7 @@ impl Session {
                     Err(_) => break,
                 }
             }
+            lines.finish();
             out.close();
         });
         match spawn {
@@ -583,7 +601,7 @@ impl Session {
                 // Nobody will fill it: end it, so its readers are not left waiting.
                 tracing::warn!(
                     session = self.id,
-                    "xcpu: no thread to copy the job's {name}: {e}"
+                    "xcpu: no thread to copy the job's std{kind}: {e}"
                 );
                 unpumped.close();
                 None
@@ -647,6 +665,11 @@ impl Session {
         for p in pumps.into_iter().flatten() {
             let _ = p.join();
         }
+        let (kind, value) = match exit {
+            Exit::Code(c) => ("exit", c),
+            Exit::Signal(s) => ("signal", s),
+        };
+        self.tree.own_end(kind, &value.to_string());
         let unheld = self.holds().count == 0;
         if unheld && self.job.lock().closing {
             self.end("closed");
@@ -655,7 +678,7 @@ impl Session {
 
     /// Ends the session (rule 4); later calls do nothing.
     pub fn end(&self, why: &str) {
-        let (pid, cgroup) = {
+        let (pid, cgroup, never_ran) = {
             let mut job = self.job.lock();
             if job.phase == Phase::Ended {
                 return;
@@ -664,11 +687,22 @@ impl Session {
                 Phase::Running { pid } => Some(pid),
                 _ => None,
             };
+            let never_ran = job.phase == Phase::New;
             job.phase = Phase::Ended;
-            (pid, job.cgroup.take())
+            (pid, job.cgroup.take(), never_ran)
         };
         self.job.update(|_| ());
+        if never_ran {
+            self.tree
+                .own_end("failed", &format!("the session ended before exec: {why}"));
+        }
+        // What was handed on ends with it, now rather than when the connections go
+        // (never waiting here for a forwarder's full queue).
+        if let Some(f) = self.fanout.get() {
+            f.wipe(false);
+        }
         self.ended.cancel();
+        self.tree.close();
         match (cgroup, pid) {
             (Some(cg), _) => self.kill_cgroup(cg),
             (None, Some(pid)) => {

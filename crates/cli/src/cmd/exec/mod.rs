@@ -15,9 +15,10 @@
 //!    output lines tagged `NODE: ` (`NODE#K: ` with `-n`), and turn Ctrl-C into
 //!    `kill INT` (a second one: `kill KILL`).
 //!
-//! With more nodes than `--fanout` (and one copy per node, one binary), steps 2 and 4
-//! go through a tree instead ([`tree`]): only the first node is uploaded to, and hands
-//! everything on (`ctl clone`); the others are reached only for their output.
+//! With more nodes than `--fanout` (and one copy per node, one binary), steps 2 to 5
+//! go through a tree instead ([`tree`]): only the first node is connected to and
+//! uploaded to; it hands everything on (`ctl clone`), and the output and exits of every
+//! node come back up the same tree.
 //!
 //! 5. Exit with the first non-zero status in rank order, naming its node (signals:
 //!    128 + SIG); 0 when every copy exited 0.
@@ -32,11 +33,13 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nf_ninep::LOpenFlags;
 use nf_node::addr::{parse_addr, Addr};
-use nf_node::connect::{attach, connect, ConnectError};
+use nf_node::connect::{connect, ConnectError};
 use nf_node::xcpu::remote::{RemoteError, RemoteExit, RemoteSession};
 
 use super::files::ConnArgs;
 use super::Usage;
+
+mod tree;
 
 /// Arguments of `nf exec`.
 #[derive(Args, Debug)]
@@ -316,12 +319,16 @@ pub fn main(a: ExecArgs) -> anyhow::Result<i32> {
         .all(|n| node_target(n).is_ok_and(|(_, aname)| aname.is_empty()));
     if a.fanout > 0 && nodes.len() > a.fanout && per_node == 1 && plan.binaries.is_empty() && plain
     {
-        let (copies, head) = tree(&plan, &a.conn, &nodes, a.fanout, a.keep_going)?;
-        let start = Start::Root {
-            head,
+        let tree = tree::TreeRun {
+            plan: &plan,
+            conn: &a.conn,
+            nodes: &nodes,
+            fanout: a.fanout,
             keep_going: a.keep_going,
+            stdin_to,
+            tag: !a.no_tag,
         };
-        return run(copies, start, stdin_to, !a.no_tag);
+        return tree.run();
     }
     let setups = set_up(&plan, &a.conn, &nodes);
     let mut copies = Vec::new();
@@ -351,127 +358,7 @@ pub fn main(a: ExecArgs) -> anyhow::Result<i32> {
         );
     }
     copies.sort_by_key(|c| c.rank);
-    run(copies, Start::Each, stdin_to, !a.no_tag)
-}
-
-/// How the copies are started.
-enum Start {
-    /// `exec` on every copy.
-    Each,
-    /// `exec` on the tree's root copy, which hands it on; then a barrier (`clones`)
-    /// says which nodes failed to start.
-    Root {
-        /// The first node's copy.
-        head: Arc<RemoteSession>,
-        /// Run on the rest when some nodes cannot start.
-        keep_going: bool,
-    },
-}
-
-/// Tree spawn: the first node gets everything and hands it on (`ctl clone`); returns
-/// every node's copy, ready to start through the returned root session.
-fn tree(
-    plan: &Plan,
-    conn: &ConnArgs,
-    nodes: &[String],
-    fanout: usize,
-    keep_going: bool,
-) -> anyhow::Result<(Vec<Copy>, Arc<RemoteSession>)> {
-    let opts = conn.options();
-    let first = &nodes[0];
-    let root = attach(&parse_addr(first)?, &opts).map_err(|e| {
-        let named = e.names_address();
-        let err = anyhow::Error::new(e);
-        if named {
-            err
-        } else {
-            err.context(format!("connecting to {first}"))
-        }
-    })?;
-    let head = RemoteSession::open(root).with_context(|| format!("making a session on {first}"))?;
-    // env travels with clone as it is then; each node's own is written after the
-    // barrier.
-    head.set("env", &plan.env_text(0, first))?;
-    head.ctl(&format!("clone {fanout} {}", nodes[1..].join(" ")))
-        .with_context(|| format!("handing the job on from {first}"))?;
-    plan.stage(&head, None)
-        .with_context(|| format!("uploading to {first}"))?;
-    let head = Arc::new(head);
-    // Everything has reached every node once the barrier answers.
-    let listing = head.read("clones").context("waiting for the tree")?;
-    let (ids, failed) = parse_listing(&listing, nodes)?;
-    for f in &failed {
-        eprintln!("nf exec: {f}");
-    }
-    if !failed.is_empty() && !keep_going {
-        let _ = head.ctl("wipe");
-        bail!(
-            "{} of {} nodes could not get the job (named above); nothing was run (--keep-going runs on the rest)",
-            failed.len(),
-            nodes.len()
-        );
-    }
-    // Each node's own environment (its rank), then its output files, from here.
-    let handles: Vec<_> = ids
-        .into_iter()
-        .map(|(rank, node, id)| {
-            let opts = opts.clone();
-            let env = plan.env_text(rank, &node);
-            let head = Arc::clone(&head);
-            thread::spawn(move || -> Result<Copy, String> {
-                let session = match id {
-                    None => head,
-                    Some(id) => {
-                        let addr = parse_addr(&node).map_err(|e| e.to_string())?;
-                        let root = attach(&addr, &opts)
-                            .map_err(|e| format!("{node}: {}", connecting(e)))?;
-                        let s = RemoteSession::existing(root, id);
-                        s.set("env", &env).map_err(|e| format!("{node}: {e}"))?;
-                        Arc::new(s)
-                    }
-                };
-                Ok(Copy {
-                    rank,
-                    tag: short_name(&node),
-                    session,
-                })
-            })
-        })
-        .collect();
-    let mut copies = Vec::new();
-    for h in handles {
-        let c = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("a connecting thread panicked"))?;
-        copies.push(c.map_err(|e| anyhow::anyhow!(e))?);
-    }
-    Ok((copies, head))
-}
-
-/// Parses a `clones` listing into (rank, node, session) for the head node and every
-/// node listed, and the failures.
-#[allow(clippy::type_complexity)]
-fn parse_listing(
-    listing: &str,
-    nodes: &[String],
-) -> anyhow::Result<(Vec<(usize, String, Option<u64>)>, Vec<String>)> {
-    let mut ids = vec![(0, nodes[0].clone(), None)];
-    let mut failed = Vec::new();
-    for line in listing.lines() {
-        let mut words = line.splitn(3, ' ');
-        let (Some(addr), Some(id)) = (words.next(), words.next()) else {
-            continue;
-        };
-        let Some(rank) = nodes.iter().position(|n| n == addr) else {
-            bail!("the tree listed a node that was not asked for: {line:?}");
-        };
-        match id.parse() {
-            Ok(id) => ids.push((rank, addr.to_string(), Some(id))),
-            Err(_) => failed.push(line.to_string()),
-        }
-    }
-    ids.sort_by_key(|(rank, _, _)| *rank);
-    Ok((ids, failed))
+    run(copies, stdin_to, !a.no_tag)
 }
 
 /// Step 2, every node at once.
@@ -502,7 +389,7 @@ fn set_up(plan: &Arc<Plan>, conn: &ConnArgs, nodes: &[String]) -> Vec<NodeSetup>
 }
 
 /// Steps 4 and 5.
-fn run(copies: Vec<Copy>, start: Start, stdin_to: StdinTo, tag: bool) -> anyhow::Result<i32> {
+fn run(copies: Vec<Copy>, stdin_to: StdinTo, tag: bool) -> anyhow::Result<i32> {
     let out = Arc::new(Mutex::new(()));
     let mut waits = Vec::new();
     let mut pumps = Vec::new();
@@ -531,40 +418,12 @@ fn run(copies: Vec<Copy>, start: Start, stdin_to: StdinTo, tag: bool) -> anyhow:
         waits.push(wait);
     }
     // Watching before anything starts: a Ctrl-C from here on reaches the jobs.
-    let all: Vec<&Copy> = copies.iter().collect();
-    let interrupts = watch_interrupts(&all)?;
-    let mut not_started = Vec::new();
-    match &start {
-        Start::Each => {
-            for c in &copies {
-                c.session
-                    .start()
-                    .with_context(|| format!("starting the job on {}", c.tag))?;
-            }
-        }
-        Start::Root { head, keep_going } => {
-            head.start().context("starting the job on the first node")?;
-            let listing = head
-                .read("clones")
-                .context("waiting for the tree to start")?;
-            for line in listing.lines().filter(|l| l.contains(" - failed")) {
-                eprintln!("nf exec: {line}");
-                if let Some(addr) = line.split(' ').next() {
-                    not_started.push(short_name(addr));
-                }
-            }
-            // Their sessions never started: end them, so nothing waits on them.
-            for c in copies.iter().filter(|c| not_started.contains(&c.tag)) {
-                let _ = c.session.ctl("wipe");
-            }
-            if !not_started.is_empty() && !keep_going {
-                let _ = head.ctl("kill KILL");
-                bail!(
-                    "{} nodes could not start the job (named above); the rest were killed (--keep-going runs on the rest)",
-                    not_started.len()
-                );
-            }
-        }
+    let sessions: Vec<&RemoteSession> = copies.iter().map(|c| &*c.session).collect();
+    let interrupts = watch_interrupts(&sessions)?;
+    for c in &copies {
+        c.session
+            .start()
+            .with_context(|| format!("starting the job on {}", c.tag))?;
     }
     if !stdins.is_empty() {
         thread::spawn(move || forward_stdin(stdins));
@@ -572,9 +431,6 @@ fn run(copies: Vec<Copy>, start: Start, stdin_to: StdinTo, tag: bool) -> anyhow:
     let mut first_failure: Option<(usize, RemoteExit)> = None;
     let mut lost = Vec::new();
     for (c, wait) in copies.iter().zip(waits) {
-        if not_started.contains(&c.tag) {
-            continue;
-        }
         match RemoteSession::read_wait(wait) {
             Ok(RemoteExit::Code(0)) => {}
             Ok(e) => {
@@ -645,14 +501,14 @@ fn forward_stdin(mut to: Vec<nf_ninep_client::File>) {
 
 /// Ctrl-C (SIGINT) and SIGTERM become `kill INT` / `kill TERM` on every copy; a
 /// second one `kill KILL`. Stops watching when dropped.
-fn watch_interrupts(copies: &[&Copy]) -> anyhow::Result<impl Drop> {
+fn watch_interrupts(sessions: &[&RemoteSession]) -> anyhow::Result<impl Drop> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
         .context("catching SIGINT and SIGTERM")?;
     let handle = signals.handle();
-    let ctls: Vec<_> = copies
+    let ctls: Vec<_> = sessions
         .iter()
-        .map(|c| c.session.open_file("ctl", LOpenFlags::WRONLY))
+        .map(|s| s.open_file("ctl", LOpenFlags::WRONLY))
         .collect::<Result<_, RemoteError>>()?;
     let seen = AtomicUsize::new(0);
     thread::spawn(move || {
