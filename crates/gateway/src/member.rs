@@ -1,17 +1,22 @@
-//! Members: the nodes and clusters behind the gateway, one long connection each.
+//! Members: the nodes and clusters behind the gateway, a few long connections each.
 //!
 //! A member's life:
 //!
 //! 1. **Down** until its monitor thread connects (as the gateway: its certificate over
 //!    TLS) and attaches as the probe user; whether the member is a node or another
 //!    gateway is read from its root (a gateway has `status.json`).
-//! 2. **Up**: users' requests are multiplexed over the one connection, each under its
-//!    own tag; each user gets one attach (a root fid) per connection, made the first
+//! 2. **Up** over [`Dial::lanes`] connections (lanes): each client connection of the
+//!    gateway is bound to one lane (by its number), so many clients are spread over
+//!    several member connections — each served by its own threads here and on the
+//!    member — instead of queueing on one, while a client's fids all stay on the lane
+//!    they were made on. Users' requests are multiplexed over a lane, each under its
+//!    own tag; each user gets one attach (a root fid) per lane, made the first
 //!    time they walk into the member, in their own name (the member applies its own
-//!    checks). Every [`PROBE_INTERVAL`] the monitor reads the member's status; a probe
-//!    that fails or takes longer than [`PROBE_TIMEOUT`] (walk, open and reads in all)
-//!    closes the connection, which fails every request in flight at once with
-//!    `EHOSTDOWN` (nothing waits for a member that stopped answering).
+//!    checks). Every [`PROBE_INTERVAL`] the monitor reads the member's status on the
+//!    first lane; a probe that fails or takes longer than [`PROBE_TIMEOUT`] (walk, open
+//!    and reads in all), or any lane lost, closes every lane, which fails every request
+//!    in flight at once with `EHOSTDOWN` (nothing waits for a member that stopped
+//!    answering).
 //! 3. **Down** again: requests on fids of the lost connection answer `EHOSTDOWN` while
 //!    the member is down and `ESTALE` once it is back (the file must be walked to and
 //!    opened again); the monitor reconnects every [`RETRY_INTERVAL`].
@@ -102,7 +107,13 @@ pub struct Dial {
     pub msize: u32,
     /// The account the gateway reads members' status as.
     pub probe_user: String,
+    /// Connections to each member (at least 1); clients are spread over them.
+    pub lanes: usize,
 }
+
+/// [`Dial::lanes`] unless configured: enough that 16 busy clients are not queued on
+/// one connection, few enough that a member's connection limit is not a concern.
+pub const DEFAULT_LANES: usize = 4;
 
 /// One connection to a member.
 pub struct Conn {
@@ -490,7 +501,48 @@ pub enum Link {
         since: Instant,
     },
     /// Connected.
-    Up(Arc<Conn>),
+    Up(Lanes),
+}
+
+/// A member's connections while it is up (rule 2).
+#[derive(Clone, Debug)]
+pub struct Lanes(Arc<[Arc<Conn>]>);
+
+impl Lanes {
+    /// The first lane: the monitor's probes, and what describes the member.
+    pub fn first(&self) -> &Arc<Conn> {
+        &self.0[0]
+    }
+
+    /// The lane client connection `client` uses.
+    pub fn for_client(&self, client: u64) -> &Arc<Conn> {
+        &self.0[(client % self.0.len() as u64) as usize]
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Never: an up member has at least one lane.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether any lane was lost (then all are dropped).
+    pub fn is_closed(&self) -> bool {
+        self.0.iter().any(|c| c.is_closed())
+    }
+
+    fn holds(&self, conn: &Arc<Conn>) -> bool {
+        self.0.iter().any(|c| Arc::ptr_eq(c, conn))
+    }
+
+    fn close(&self) {
+        for c in self.0.iter() {
+            c.client.close();
+        }
+    }
 }
 
 /// A node or cluster behind the gateway.
@@ -566,21 +618,31 @@ impl Member {
         lock(&self.link).clone()
     }
 
-    /// The connection, or `EHOSTDOWN` (`EACCES` if the member refused the gateway).
+    /// The first connection, or `EHOSTDOWN` (`EACCES` if the member refused the
+    /// gateway).
     pub fn conn(&self) -> FsResult<Arc<Conn>> {
+        self.lanes().map(|l| Arc::clone(l.first()))
+    }
+
+    /// The connection the request's client uses (rule 2), or as [`Member::conn`].
+    pub fn conn_for(&self, ctx: &Ctx) -> FsResult<Arc<Conn>> {
+        self.lanes().map(|l| Arc::clone(l.for_client(ctx.conn_id())))
+    }
+
+    fn lanes(&self) -> FsResult<Lanes> {
         match &*lock(&self.link) {
-            Link::Up(c) if !c.is_closed() => Ok(Arc::clone(c)),
+            Link::Up(l) if !l.is_closed() => Ok(l.clone()),
             _ if self.refused.load(Ordering::Relaxed) => Err(FsError::Errno(EACCES)),
             _ => Err(FsError::Errno(EHOSTDOWN)),
         }
     }
 
-    /// `conn` if it is still this member's connection; else `EHOSTDOWN` (down) or
-    /// `ESTALE` (up again on a new connection: walk to the file again).
+    /// `conn` if it is still one of this member's connections; else `EHOSTDOWN`
+    /// (down) or `ESTALE` (up again on new connections: walk to the file again).
     pub fn current(&self, conn: &Arc<Conn>) -> FsResult<()> {
         match &*lock(&self.link) {
-            Link::Up(c) if Arc::ptr_eq(c, conn) && !c.is_closed() => Ok(()),
-            Link::Up(c) if !c.is_closed() => Err(FsError::Errno(ESTALE)),
+            Link::Up(l) if l.holds(conn) && !l.is_closed() => Ok(()),
+            Link::Up(l) if !l.is_closed() => Err(FsError::Errno(ESTALE)),
             _ => Err(FsError::Errno(EHOSTDOWN)),
         }
     }
@@ -601,8 +663,8 @@ impl Member {
 
     fn drop_link(&self, why: &str) {
         let mut link = lock(&self.link);
-        if let Link::Up(c) = &*link {
-            c.client.close();
+        if let Link::Up(lanes) = &*link {
+            lanes.close();
             tracing::warn!(member = %self.name, why, "member down");
             *link = Link::Down {
                 reason: why.to_string(),
@@ -640,16 +702,17 @@ impl Member {
         let mut last_error = String::new();
         while !self.stopped.load(Ordering::SeqCst) {
             match self.link() {
-                Link::Down { .. } => match self.open(dial) {
-                    Ok(conn) => {
-                        let figures = conn.read_status();
+                Link::Down { .. } => match self.open_lanes(dial) {
+                    Ok(lanes) => {
+                        let figures = lanes.first().read_status();
                         let mut link = lock(&self.link);
                         if self.stopped.load(Ordering::SeqCst) {
-                            conn.client.close();
+                            lanes.close();
                             break;
                         }
-                        tracing::info!(member = %self.name, cluster = conn.cluster, "member up");
-                        *link = Link::Up(Arc::new(conn));
+                        let cluster = lanes.first().cluster;
+                        tracing::info!(member = %self.name, cluster, lanes = lanes.len(), "member up");
+                        *link = Link::Up(lanes);
                         drop(link);
                         *lock(&self.figures) = figures.ok();
                         self.refused.store(false, Ordering::Relaxed);
@@ -669,12 +732,12 @@ impl Member {
                         self.pause(RETRY_INTERVAL);
                     }
                 },
-                Link::Up(conn) => {
-                    if conn.is_closed() {
-                        self.drop_link("the connection was lost");
+                Link::Up(lanes) => {
+                    if lanes.is_closed() {
+                        self.drop_link("a connection was lost");
                         continue;
                     }
-                    match conn.read_status() {
+                    match lanes.first().read_status() {
                         Ok(f) => {
                             *lock(&self.figures) = Some(f);
                             self.placed.store(0, Ordering::Relaxed);
@@ -688,6 +751,22 @@ impl Member {
                 }
             }
         }
+    }
+
+    /// Opens [`Dial::lanes`] connections; past the first, one that cannot be made
+    /// leaves the member up on fewer (said once).
+    fn open_lanes(&self, dial: &Dial) -> Result<Lanes, Unreachable> {
+        let mut lanes = vec![Arc::new(self.open(dial)?)];
+        for _ in 1..dial.lanes.max(1) {
+            match self.open(dial) {
+                Ok(c) => lanes.push(Arc::new(c)),
+                Err(e) => {
+                    tracing::warn!(member = %self.name, error = %e.why, lanes = lanes.len(), "member: an extra connection failed; serving on fewer");
+                    break;
+                }
+            }
+        }
+        Ok(Lanes(lanes.into()))
     }
 
     fn open(&self, dial: &Dial) -> Result<Conn, Unreachable> {

@@ -29,7 +29,7 @@ use crate::tree::GatewayTree;
 use crate::view::View;
 
 /// Where the gateway listens and how it reaches members.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct GatewayOptions {
     /// The unix socket to listen on.
     pub unix: Option<PathBuf>,
@@ -39,6 +39,20 @@ pub struct GatewayOptions {
     pub tls: Option<TlsFiles>,
     /// Limits for clients' connections.
     pub limits: ServerConfig,
+    /// Connections to each member ([`crate::member::Dial::lanes`]).
+    pub member_lanes: usize,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            unix: None,
+            tcp: Vec::new(),
+            tls: None,
+            limits: ServerConfig::default(),
+            member_lanes: crate::member::DEFAULT_LANES,
+        }
+    }
 }
 
 /// Why the gateway could not start.
@@ -110,6 +124,7 @@ impl Gateway {
             tls: opts.tls.clone(),
             msize: opts.limits.max_msize,
             probe_user: config.probe_user.clone(),
+            lanes: opts.member_lanes.max(1),
         });
         let tree = GatewayTree::new(
             Arc::clone(&members),

@@ -144,7 +144,8 @@ pub fn summary(members: &[Arc<Member>]) -> Summary {
     let mut up = 0;
     for m in members {
         let entry = match m.link() {
-            Link::Up(conn) => {
+            Link::Up(lanes) => {
+                let conn = lanes.first();
                 up += 1;
                 let figures = m.figures();
                 if let Some(f) = &figures {

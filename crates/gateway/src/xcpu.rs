@@ -173,7 +173,7 @@ fn rank(m: &Member) -> f64 {
 /// Opens `member`'s `/xcpu/clone` as `user`: the connection, the open fid, the
 /// member's session number.
 fn open_clone(ctx: &Ctx, user: &Arc<str>, member: &Member) -> FsResult<(Arc<Conn>, u32, u64)> {
-    let conn = member.conn()?;
+    let conn = member.conn_for(ctx)?;
     let (root, _) = conn.root(ctx, user)?;
     let fid = conn.new_fid();
     let walk = Twalk {

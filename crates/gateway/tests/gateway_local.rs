@@ -334,6 +334,7 @@ fn a_node_may_only_register_its_own_name() {
             tls: None,
             msize: 65536,
             probe_user: "nobody".into(),
+            lanes: 1,
         }),
     );
     let ctx = |user: &str| Ctx::new(Cancel::new(), 65536, 1, 1).with_user(Some(Arc::from(user)));
@@ -490,4 +491,55 @@ fn one_user_cannot_take_a_members_connection_from_the_others() {
     for call in waiting {
         let _ = call.flush_within(Some(BOUND));
     }
+}
+
+/// Connections accepted on a unix socket now: entries of `/proc/net/unix` with its
+/// path, less the listening one.
+fn accepted_on(socket: &Path) -> usize {
+    let table = std::fs::read_to_string("/proc/net/unix").unwrap();
+    let path = socket.to_str().unwrap();
+    let n = table
+        .lines()
+        .filter(|l| l.split_whitespace().nth(7) == Some(path))
+        .count();
+    n.saturating_sub(1)
+}
+
+#[test]
+fn each_member_is_reached_over_several_connections_and_clients_are_spread() {
+    let s = Setup::start();
+    for n in &s.nodes {
+        assert_eq!(
+            accepted_on(&n.socket),
+            nf_gateway::member::DEFAULT_LANES,
+            "the gateway's connections to {}",
+            n.socket.display()
+        );
+    }
+    // Eight clients, each with a read blocked on the member (a pipe with no writer yet),
+    // spread over the lanes by their connection: all are served once the writer comes.
+    let writer = s.root();
+    writer
+        .create("/n/node1/pipe/p", LOpenFlags::RDWR, 0o600)
+        .map(drop)
+        .unwrap();
+    let clients: Vec<Root> = (0..8).map(|_| s.root()).collect();
+    let readers: Vec<_> = clients
+        .iter()
+        .map(|c| c.open("/n/node1/pipe/p", LOpenFlags::RDONLY).unwrap())
+        .collect();
+    // Every client reached the member and reads back what one writer sends.
+    let w = writer.open("/n/node1/pipe/p", LOpenFlags::WRONLY).unwrap();
+    std::thread::scope(|scope| {
+        let got: Vec<_> = readers
+            .iter()
+            .map(|r| scope.spawn(move || r.read_chunk(0, 1).unwrap()))
+            .collect();
+        for _ in 0..8 {
+            w.write_all_at(b"x", 0).unwrap();
+        }
+        for g in got {
+            assert_eq!(g.join().unwrap(), b"x");
+        }
+    });
 }

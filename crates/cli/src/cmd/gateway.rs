@@ -43,6 +43,10 @@ pub struct GatewayArgs {
     /// Most client connections at once.
     #[arg(long, default_value_t = 256)]
     pub max_clients: usize,
+    /// Connections to each member; client connections are spread over them.
+    #[arg(long, default_value_t = nf_gateway::member::DEFAULT_LANES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    pub member_connections: usize,
     /// Stay in the foreground (default: detach once listening).
     #[arg(long, short = 'f')]
     pub foreground: bool,
@@ -69,6 +73,7 @@ pub fn main(a: GatewayArgs) -> anyhow::Result<i32> {
         limits: ServerConfig::default()
             .max_msize(a.msize)
             .max_clients(a.max_clients),
+        member_lanes: a.member_connections,
     };
     if !a.foreground {
         return detach(READY);

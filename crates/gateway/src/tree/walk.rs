@@ -107,7 +107,7 @@ impl GatewayTree {
             tracing::info!(member = %member.name, who = ?who, "member refused: not in its users or groups");
             return Err(FsError::Errno(EACCES));
         }
-        let conn = member.conn()?;
+        let conn = member.conn_for(ctx)?;
         let (fid, qid) = conn.root(ctx, Self::user(who)?)?;
         let pos = Pos::Remote {
             member,
@@ -133,7 +133,7 @@ impl GatewayTree {
         let s = self.sessions.get(id, user).ok_or(FsError::Errno(ENOENT))?;
         // The member's connection now: a session outlives a reconnect (its hold on
         // the lost connection is gone, and it lingers on the member as usual).
-        let conn = s.member.conn()?;
+        let conn = s.member.conn_for(ctx)?;
         let (root, _) = conn.root(ctx, user)?;
         let fid = conn.new_fid();
         let names = ["xcpu".into(), s.remote.to_string()];
