@@ -44,6 +44,8 @@
 #   load  nf bench 9p --clients: N clients at once (each its own TLS connection) read a
 #         64 KiB file whole (walk, open, read, clunk) for --seconds; requests/s and p99
 #         latency per N, gateway against direct.
+# NF_GATEWAY_ARGS (words) are added to nf gateway's command line, e.g.
+# "--member-connections 1" to compare with the gateway's connections to the node.
 # The load average is recorded before and after (and around each part, with the CPU
 # seconds the node and the gateway spent in it). Everything started (servers, sshd,
 # the namespaces) is stopped when the script ends, however it ends. Needs root;
@@ -230,9 +232,10 @@ cat >"$out/gateway.toml" <<EOF
 name = "node"
 addr = "tls:$node_a:$port"
 EOF
+# shellcheck disable=SC2086 # NF_GATEWAY_ARGS is a list of words
 daemon "$gw_h" "$out/logs/nf-gateway.txt" "$nf" gateway -f --config "$out/gateway.toml" \
     --tcp "$gw_a:$port" --tls-cert "$certs/gw.pem" --tls-key "$certs/gw.key" \
-    --tls-client-ca "$certs/ca.pem"
+    --tls-client-ca "$certs/ca.pem" ${NF_GATEWAY_ARGS:-}
 gw_pid=${daemon_pids[-1]}
 wait_listen "$gw_h" "$port" || die "nf gateway did not listen; see $out/logs/nf-gateway.txt"
 gw_fs=tls:$gw_a:$port:/n/node/fs

@@ -151,6 +151,8 @@ fn bench_9p_compares_with_diod_and_writes_json_csv_and_plots() {
         "2",
         "--stream-mib",
         "1",
+        "--depth",
+        "4",
         "--json",
         json.to_str().unwrap(),
         "--csv",
@@ -164,6 +166,7 @@ fn bench_9p_compares_with_diod_and_writes_json_csv_and_plots() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["bench"], "9p");
+    assert_eq!(report["params"]["depth"], 4, "{report}");
     // 2 servers x 2 msizes x 3 tests, each from 2 rounds.
     let cases = report["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 12, "{report}");

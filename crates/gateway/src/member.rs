@@ -626,7 +626,8 @@ impl Member {
 
     /// The connection the request's client uses (rule 2), or as [`Member::conn`].
     pub fn conn_for(&self, ctx: &Ctx) -> FsResult<Arc<Conn>> {
-        self.lanes().map(|l| Arc::clone(l.for_client(ctx.conn_id())))
+        self.lanes()
+            .map(|l| Arc::clone(l.for_client(ctx.conn_id())))
     }
 
     fn lanes(&self) -> FsResult<Lanes> {

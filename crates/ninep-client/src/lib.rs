@@ -36,6 +36,7 @@
 
 #![forbid(unsafe_code)]
 
+mod ahead;
 mod attr;
 mod copy;
 mod dir;
@@ -59,6 +60,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+pub use ahead::DEFAULT_DEPTH as READ_AHEAD;
 pub use attr::Stat;
 pub use copy::{base_name, CopyError};
 pub use dir::DirEntry;

@@ -191,3 +191,32 @@ fn pipelined_reads_fill_a_range_and_a_short_one_is_an_error() {
     drop(f.start_read_into(0, &buf, 100_000).unwrap());
     assert_eq!(root.read_file("/big").unwrap().len(), data.len());
 }
+
+#[test]
+fn reading_ahead_copies_a_file_whole_and_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..(1u32 << 20) + 123).map(|i| (i % 253) as u8).collect();
+    fs::write(dir.path().join("big"), &data).unwrap();
+    fs::write(dir.path().join("empty"), b"").unwrap();
+    let served = serve(
+        PassthroughFs::new(dir.path()).unwrap(),
+        ServerConfig::default(),
+        Via::Tcp,
+    );
+    // Small messages: hundreds of reads, several in flight at every moment.
+    let client = served.client_with(ClientConfig {
+        msize: 4096,
+        ..ClientConfig::default()
+    });
+    let root = client.attach("t", "").unwrap();
+    for depth in [1, 2, nf_ninep_client::READ_AHEAD, 64] {
+        let mut file = root.open("/big", LOpenFlags::RDONLY).unwrap();
+        let mut out = Vec::new();
+        let n = file.copy_to_ahead(&mut out, depth).unwrap();
+        assert_eq!(n, data.len() as u64, "depth {depth}");
+        assert!(out == data, "depth {depth}: the bytes differ");
+        let mut empty = root.open("/empty", LOpenFlags::RDONLY).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(empty.copy_to_ahead(&mut out, depth).unwrap(), 0);
+    }
+}

@@ -189,6 +189,7 @@ impl Comparison {
         params.insert("small_iters".into(), p.small_iters.into());
         params.insert("small_warmup".into(), p.small_warmup.into());
         params.insert("stream_bytes".into(), p.stream_bytes.into());
+        params.insert("depth".into(), p.depth.into());
         params.insert("msizes".into(), p.msizes.clone().into());
         let servers_json: Vec<serde_json::Value> =
             servers.iter().map(|s| s.name.clone().into()).collect();

@@ -87,6 +87,8 @@ pub struct Params {
     pub small_warmup: usize,
     /// Bytes each streaming read and write moves (at least 64 messages' worth).
     pub stream_bytes: u64,
+    /// Reads in flight in the streaming read (1: one after another).
+    pub depth: usize,
     /// Rounds of (server A, server B) per msize.
     pub alternations: usize,
     /// The user to attach as: this process's own account (a local `nf serve` admits a
@@ -147,7 +149,7 @@ fn measure(served: &Served, msize: u32, p: &Params) -> Result<Round, BenchError>
         .map_err(err("walk / open / read 1 B / clunk"))?;
     let min_stream = 64 * u64::from(client.msize());
     let bytes = p.stream_bytes.max(min_stream);
-    let read = ops::stream_read(&root, bytes).map_err(err("streaming read"))?;
+    let read = ops::stream_read(&root, bytes, p.depth).map_err(err("streaming read"))?;
     let name = format!("written-by-{}.bin", served.name);
     let write = ops::stream_write(&root, &name, bytes).map_err(err("streaming write"))?;
     Ok(Round {

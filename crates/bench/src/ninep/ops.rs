@@ -32,29 +32,43 @@ pub fn small_ops(root: &Root, iters: usize, warmup: usize) -> Result<Vec<f64>, C
     Ok(samples)
 }
 
-/// Reads [`STREAM_FILE`] from the start, one full-size `Tread` after another, until
-/// `bytes` were read (wrapping around at end of file); one sample in µs per message.
-/// Returns the samples and the bytes each message carried.
-pub fn stream_read(root: &Root, bytes: u64) -> Result<(Vec<f64>, usize), ClientError> {
+/// Reads [`STREAM_FILE`] from the start, full-size `Tread`s with `depth` of them in
+/// flight (1: one after another), until `bytes` were read (wrapping around at end of
+/// file); one sample in µs per message: from one reply to the next, which with one in
+/// flight is its round trip. Returns the samples and the bytes each message carried.
+pub fn stream_read(
+    root: &Root,
+    bytes: u64,
+    depth: usize,
+) -> Result<(Vec<f64>, usize), ClientError> {
     let file = root.open(STREAM_FILE, LOpenFlags::RDONLY)?;
     let chunk = file.chunk();
+    let size = file.stat()?.size();
+    let whole = size / u64::from(chunk) * u64::from(chunk);
+    if whole == 0 {
+        return Ok((Vec::new(), chunk as usize));
+    }
     let mut samples = Vec::new();
-    let (mut offset, mut done) = (0u64, 0u64);
+    let mut flight = std::collections::VecDeque::new();
+    let (mut next, mut done) = (0u64, 0u64);
+    let mut t = Instant::now();
     while done < bytes {
-        let t = Instant::now();
-        let data = file.read_chunk(offset, chunk)?;
-        let us = us_since(t);
-        if data.len() < chunk as usize {
-            // End of file: a short message is not a full-size sample; start over.
-            offset = 0;
-            if data.is_empty() && done == 0 {
-                return Ok((samples, chunk as usize));
+        while flight.len() < depth.max(1) {
+            // Full-size messages only: wrap before the file's short last one.
+            if next >= whole {
+                next = 0;
             }
-            continue;
+            flight.push_back(file.start_read(next, chunk)?);
+            next += u64::from(chunk);
         }
-        samples.push(us);
-        offset += data.len() as u64;
+        let call = flight.pop_front().expect("a read in flight");
+        let data = file.finish_read(call)?;
+        samples.push(us_since(t));
+        t = Instant::now();
         done += data.len() as u64;
+    }
+    for call in flight {
+        file.finish_read(call)?;
     }
     file.close()?;
     Ok((samples, chunk as usize))

@@ -36,6 +36,11 @@ pub struct NinepArgs {
     /// MiB each streaming read and write moves per round (at least 64 messages' worth).
     #[arg(long, default_value_t = 16)]
     pub stream_mib: u64,
+    /// Reads in flight in the streaming read (1: one after another, each sample its
+    /// round trip; more: each sample the time from one reply to the next).
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    pub depth: usize,
     /// Export directory (default: a fresh one under $TMPDIR, removed afterwards).
     #[arg(long)]
     pub dir: Option<PathBuf>,
@@ -217,6 +222,7 @@ pub fn main(a: NinepArgs) -> anyhow::Result<i32> {
         small_iters: a.small_iters.max(1),
         small_warmup: a.small_warmup,
         stream_bytes: a.stream_mib.max(1) << 20,
+        depth: a.depth,
         alternations: a.alternations.max(1),
         user: a.attach_user(),
     };

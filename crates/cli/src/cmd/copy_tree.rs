@@ -173,9 +173,9 @@ pub fn upload(root: &Root, from: &Path, to: &str) -> anyhow::Result<usize> {
     }))
 }
 
-/// Copies the tree `from` on the server to the local `to` (made if missing); returns
-/// how many files failed.
-pub fn download(root: &Root, from: &str, to: &Path) -> anyhow::Result<usize> {
+/// Copies the tree `from` on the server to the local `to` (made if missing), each file
+/// with `depth` reads in flight; returns how many files failed.
+pub fn download(root: &Root, from: &str, to: &Path, depth: usize) -> anyhow::Result<usize> {
     let entries = list_remote(root, from)?;
     for e in &entries {
         match e {
@@ -197,7 +197,7 @@ pub fn download(root: &Root, from: &str, to: &Path) -> anyhow::Result<usize> {
         let mut file = root.open(&join(from, rel), LOpenFlags::RDONLY)?;
         let path: PathBuf = to.join(rel);
         let mut out = std::fs::File::create(&path)?;
-        file.copy_to(&mut out)?;
+        file.copy_to_ahead(&mut out, depth)?;
         out.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
         Ok(())
     }))

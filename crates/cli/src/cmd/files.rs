@@ -160,6 +160,11 @@ pub struct CpArgs {
     /// No progress bar (one is shown on a terminal for copies of 8 MiB and more).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Reads in flight per file copied from a server (read-ahead, up to the size the
+    /// file had; streams are read one message at a time); 1: one at a time.
+    #[arg(long, default_value_t = nf_ninep_client::READ_AHEAD,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    pub depth: usize,
     #[command(flatten)]
     pub conn: ConnArgs,
 }
@@ -314,7 +319,7 @@ pub fn cat(a: PathsArgs) -> anyhow::Result<i32> {
     for arg in &a.paths {
         let (root, t) = a.conn.open(arg)?;
         let mut file = root.open(&t.path, flags_r())?;
-        file.copy_to(&mut out)?;
+        file.copy_to_ahead(&mut out, nf_ninep_client::READ_AHEAD)?;
     }
     Ok(0)
 }
@@ -359,7 +364,7 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
                 .with_context(|| format!("creating local file {}", to.display()))?;
             let len = file.stat().map_or(0, |st| st.size());
             let bar = copy_bar(&t.path, len, a.quiet);
-            file.copy_to(&mut Counted::new(out, bar))?;
+            file.copy_to_ahead(&mut Counted::new(out, bar), a.depth)?;
         }
         (false, true) => {
             let input = LocalFile::open(&a.from)
@@ -405,7 +410,7 @@ fn cp_tree(a: &CpArgs) -> anyhow::Result<i32> {
             } else {
                 to.to_path_buf()
             };
-            super::copy_tree::download(&root, &t.path, &to)?
+            super::copy_tree::download(&root, &t.path, &to, a.depth)?
         }
         _ => {
             return Err(super::Usage(format!(
