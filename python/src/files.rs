@@ -493,7 +493,8 @@ fn copy(src: &str, dst: &str, opts: &ConnectOptions) -> Result<u64, CopyFail> {
             };
             let mut out = std::fs::File::create(&to)
                 .map_err(|e| Box::new((to.display().to_string(), Fail::Local(to.clone(), e))))?;
-            file.copy_to(&mut out).map_err(copy_err(src, &to))
+            file.copy_to_ahead(&mut out, nf_ninep_client::READ_AHEAD)
+                .map_err(copy_err(src, &to))
         }
         (false, true) => {
             let from = Path::new(src);
