@@ -17,8 +17,9 @@ use std::net::{Shutdown, SocketAddr};
 use std::sync::atomic::Ordering;
 
 use super::handoff::{close, RxState};
-use super::inbox::{lock, Inbox};
+use super::inbox::Inbox;
 use super::rx::Outcome;
+use super::sync::lock;
 use super::tx::{Link, Peer, Tx};
 use super::Shared;
 use crate::error::TransportError;

@@ -16,32 +16,25 @@
 //!    with `SeqCst`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::park::Bell;
 use super::rx::Deposit;
+use super::sync::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use super::TcpPacket;
 use crate::error::TransportError;
 
 /// One arrival: a packet, or the news that a connection broke.
 pub(crate) type Arrival = Result<TcpPacket, TransportError>;
 
-/// Locks a mutex, recovering the data if a thread panicked while holding it (every
-/// critical section here leaves its data consistent between statements).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-#[derive(Default)]
-struct Queue {
-    items: VecDeque<Arrival>,
+struct Queue<A> {
+    items: VecDeque<A>,
     bytes: usize,
 }
 
-/// The arrival queue shared by the progress thread and the poll loop.
-pub(crate) struct Inbox {
-    queue: Mutex<Queue>,
+/// The arrival queue shared by the progress thread and the poll loop (of
+/// [`Arrival`]s; of plain numbers in the loom model, `loom_tests.rs`).
+pub(crate) struct Inbox<A = Arrival> {
+    queue: Mutex<Queue<A>>,
     count: AtomicUsize,
     bytes: AtomicUsize,
     stalled: AtomicBool,
@@ -51,11 +44,14 @@ pub(crate) struct Inbox {
     pub(crate) bell: Bell,
 }
 
-impl Inbox {
+impl<A> Inbox<A> {
     /// An empty inbox.
-    pub(crate) fn new() -> std::io::Result<Inbox> {
+    pub(crate) fn new() -> std::io::Result<Inbox<A>> {
         Ok(Inbox {
-            queue: Mutex::default(),
+            queue: Mutex::new(Queue {
+                items: VecDeque::new(),
+                bytes: 0,
+            }),
             count: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             stalled: AtomicBool::new(false),
@@ -70,7 +66,7 @@ impl Inbox {
     }
 
     /// Appends `batch` (emptying it); `bytes` is the sum of its packets' sizes.
-    pub(crate) fn push(&self, batch: &mut Vec<Arrival>, bytes: usize) {
+    pub(crate) fn push(&self, batch: &mut Vec<A>, bytes: usize) {
         if batch.is_empty() {
             return;
         }
@@ -86,7 +82,7 @@ impl Inbox {
 
     /// Moves every queued arrival to the back of `into`. Returns whether the progress
     /// thread waits to be woken (it stalled on a full inbox).
-    pub(crate) fn take_all(&self, into: &mut VecDeque<Arrival>) -> bool {
+    pub(crate) fn take_all(&self, into: &mut VecDeque<A>) -> bool {
         if self.count.load(Ordering::Acquire) == 0 {
             return false;
         }

@@ -20,9 +20,9 @@
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::sync::{AtomicBool, Ordering};
 use super::TcpTransport;
 use crate::error::TransportError;
 

@@ -27,13 +27,14 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use socket2::SockRef;
 
 use super::faults::{describe, lose};
 use super::handoff::Rx;
-use super::inbox::{lock, Inbox};
+use super::inbox::Inbox;
+use super::sync::{lock, Mutex};
 use super::wire::Header;
 use crate::error::TransportError;
 use crate::SendStatus;
