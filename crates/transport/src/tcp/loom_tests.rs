@@ -1,16 +1,22 @@
-//! Model checks of the read handoff (`handoff.rs`, rules 1–3) and the inbox
-//! (`inbox.rs`, rules 1–3) under loom: the real [`Rx`] and [`Inbox`] (their locks and
-//! atomics are loom's, `sync.rs`), driven by the steps of the progress thread
-//! (`Engine::read`: visit, read under the lock, deposit) and of the owner
-//! (`TcpTransport::poll` and `read_held`: take the inbox; try to own the connection,
-//! take the inbox again, read; give it back), over a stand-in for the kernel: a
-//! socket queue and an edge-triggered epoll registration behind one loom mutex, as
-//! the kernel's own locks order arrivals against `epoll_ctl`.
+//! Model checks of what the owner's thread and the progress thread hand each other
+//! (the locks and atomics are loom's, `sync.rs`), over stand-ins for the kernel: a
+//! socket and an edge-triggered epoll registration behind one loom mutex, as the
+//! kernel's own locks order arrivals and room against `epoll_ctl`.
+//!
+//! - Reading (`handoff.rs` rules 1–3, `inbox.rs` rules 1–3): the real [`Rx`] and
+//!   [`Inbox`], driven by the steps of the progress thread (`Engine::read`: visit,
+//!   read under the lock, deposit) and of the owner (`TcpTransport::poll` and
+//!   `read_held`: take the inbox; try to own the connection, take the inbox again,
+//!   read; give it back).
+//! - Writing (`tx.rs` rules 1–2): the real [`Peer::try_send`] on the owner's side and
+//!   [`Peer::drain`] on the progress thread's writable events.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p nf-transport
 //! --release --lib loom` (scripts/test.sh does). A packet left in the socket while
 //! nobody watches it strands the owner, who polls forever: loom fails the model
-//! ("Model exceeded maximum number of branches").
+//! ("Model exceeded maximum number of branches"). Bytes left queued with no writable
+//! event to come leave the peer and the progress thread asleep: loom reports a
+//! deadlock.
 //!
 //! Checks:
 //! 1. The owner takes the connection (as after a send) while three packets arrive;
@@ -26,9 +32,19 @@
 //!    clearing `app` in `hand_back` after releasing the lock instead of under it
 //!    (the thread, woken by the new registration, still finds the connection lent,
 //!    stops watching it, and then the owner lets go of it).
+//! 2. The owner sends one 20-byte frame through an 8-byte socket buffer while the
+//!    peer reads (each read a writable event for the progress thread): the frame
+//!    arrives whole and in order, whoever wrote each part, and nothing stays queued.
+//!
+//!    Mutation that fails it: in `Peer::try_send`, drop the
+//!    `self.backlog.store(true, Ordering::SeqCst);` before the last write (rule 2:
+//!    the flag is then only set after it). loom: "deadlock; threads = [(Id(0),
+//!    Blocked), (Id(1), Blocked), (Id(2), Terminated)]" (the edge after the last
+//!    write came while the flag was still down; the progress thread skipped it).
 
 use std::collections::VecDeque;
-use std::io;
+use std::io::{self, IoSlice};
+use std::net::Shutdown;
 use std::sync::Arc;
 
 use loom::sync::{Condvar, Mutex};
@@ -36,6 +52,9 @@ use loom::thread;
 
 use super::handoff::{Rx, Visit, Watch};
 use super::inbox::Inbox;
+use super::tx::{Peer, Wire};
+use super::wire::Header;
+use crate::SendStatus;
 
 /// Packets that arrive in each model.
 const PACKETS: u32 = 3;
@@ -203,6 +222,117 @@ fn loom_a_connection_handed_between_owner_and_thread_loses_and_reorders_nothing(
         }
         owner.join().unwrap();
         kernel.stop();
+        progress.join().unwrap();
+    });
+}
+
+/// Bytes the model's socket buffer holds: a frame takes several writes.
+const ROOM: usize = 8;
+
+/// The kernel's side of the sending direction: the socket's send buffer, emptied by
+/// the peer, and the writable events epoll gives the progress thread.
+#[derive(Default)]
+struct Pipe {
+    flow: Mutex<Flow>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Flow {
+    /// Bytes written, not yet read by the peer.
+    buffer: Vec<u8>,
+    /// Bytes the peer read.
+    received: Vec<u8>,
+    /// A writable event is pending for the progress thread (edge-triggered).
+    event: bool,
+    /// The model is over: the progress thread returns.
+    stop: bool,
+}
+
+impl Wire for Pipe {
+    fn send(&self, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut flow = self.flow.lock().unwrap();
+        let room = ROOM - flow.buffer.len();
+        if room == 0 {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let bytes: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+        let n = bytes.len().min(room);
+        flow.buffer.extend_from_slice(&bytes[..n]);
+        self.changed.notify_all();
+        Ok(n)
+    }
+
+    fn shutdown(&self, _: Shutdown) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Pipe {
+    /// The peer reads until `len` bytes came; each read makes room, a writable edge.
+    fn receive(&self, len: usize) -> Vec<u8> {
+        let mut flow = self.flow.lock().unwrap();
+        while flow.received.len() < len {
+            if flow.buffer.is_empty() {
+                flow = self.changed.wait(flow).unwrap();
+                continue;
+            }
+            let bytes = std::mem::take(&mut flow.buffer);
+            flow.received.extend(bytes);
+            flow.event = true;
+            self.changed.notify_all();
+        }
+        std::mem::take(&mut flow.received)
+    }
+
+    /// The progress thread's `epoll_wait`: true for an event, false once stopped.
+    fn wait(&self) -> bool {
+        let mut flow = self.flow.lock().unwrap();
+        while !flow.event && !flow.stop {
+            flow = self.changed.wait(flow).unwrap();
+        }
+        std::mem::take(&mut flow.event)
+    }
+
+    fn stop(&self) {
+        self.flow.lock().unwrap().stop = true;
+        self.changed.notify_all();
+    }
+}
+
+#[test]
+fn loom_bytes_queued_by_a_send_are_written_out_by_the_thread_never_stranded() {
+    // One frame of 8 + 12 bytes through an 8-byte socket buffer.
+    const PAYLOAD: [u8; 12] = [7; 12];
+    loom::model(|| {
+        let pipe = Arc::new(Pipe::default());
+        let peer = Arc::new(Peer::<Pipe>::new(1));
+        assert!(peer.install(Arc::clone(&pipe), "127.0.0.1:1".parse().unwrap()));
+        let inbox = Arc::new(Inbox::new().unwrap());
+        let progress = {
+            let (pipe, peer, inbox) = (Arc::clone(&pipe), Arc::clone(&peer), Arc::clone(&inbox));
+            thread::spawn(move || {
+                while pipe.wait() {
+                    peer.drain(&inbox);
+                }
+            })
+        };
+        let owner = {
+            let (peer, inbox) = (Arc::clone(&peer), Arc::clone(&inbox));
+            thread::spawn(move || {
+                let sent = peer.try_send(&[], &PAYLOAD, 1 << 20, &inbox).unwrap();
+                assert_eq!(sent, SendStatus::Sent);
+            })
+        };
+        let mut frame = Header::data(0, PAYLOAD.len()).encode().to_vec();
+        frame.extend_from_slice(&PAYLOAD);
+        assert_eq!(
+            pipe.receive(frame.len()),
+            frame,
+            "the frame arrives whole, in order"
+        );
+        owner.join().unwrap();
+        pipe.stop();
         progress.join().unwrap();
     });
 }

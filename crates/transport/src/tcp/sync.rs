@@ -1,5 +1,6 @@
 //! The locks of the tcp transport and the atomics of its read handoff (`handoff.rs`),
-//! inbox (`inbox.rs`) and parking bell (`park.rs`): from loom under `cfg(loom)` (as
+//! inbox (`inbox.rs`), queued-bytes flag (`tx.rs`) and parking bell (`park.rs`): from
+//! loom under `cfg(loom)` (as
 //! `shm/sync.rs` does for the rings), from `std` otherwise, so `loom_tests.rs`
 //! model-checks the same handoff code that runs.
 //!
