@@ -10,8 +10,10 @@
 //! 3. The taker takes everything at once (one lock per batch, not per packet).
 //! 4. Memory is bounded: the progress thread stops reading sockets while `bytes`
 //!    exceeds the limit (then TCP's own window stops the sender), after announcing it
-//!    in `stalled`; the taker wakes it after taking. Both sides use `SeqCst` so that
-//!    one of them always sees the other (a stall is never missed).
+//!    in `stalled`; the taker wakes it after taking. Each side puts a `SeqCst` fence
+//!    between its store and its load of the other's word, so one of them always sees
+//!    the other (a stall is never missed; model-checked in `loom_tests.rs`, which
+//!    cannot check `SeqCst` loads and stores alone).
 //! 5. A push rings the bell of a parked taker (`park.rs`), after publishing `count`
 //!    with `SeqCst`.
 
@@ -19,7 +21,7 @@ use std::collections::VecDeque;
 
 use super::park::Bell;
 use super::rx::Deposit;
-use super::sync::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use super::sync::{fence, lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use super::TcpPacket;
 use crate::error::TransportError;
 
@@ -98,7 +100,10 @@ impl<A> Inbox<A> {
             self.bytes
                 .fetch_sub(std::mem::take(&mut q.bytes), Ordering::SeqCst);
         }
-        self.stalled.load(Ordering::SeqCst) && self.stalled.swap(false, Ordering::SeqCst)
+        // Rule 4: the stall announced before the fence in `stall` is seen here, or
+        // our drain is seen there.
+        fence(Ordering::SeqCst);
+        self.stalled.load(Ordering::Relaxed) && self.stalled.swap(false, Ordering::SeqCst)
     }
 
     /// Whether more than `limit` bytes wait to be taken.
@@ -111,7 +116,8 @@ impl<A> Inbox<A> {
     /// between (keep reading), true if the thread must wait to be woken.
     pub(crate) fn stall(&self, limit: usize) -> bool {
         self.stalled.store(true, Ordering::SeqCst);
-        if self.bytes.load(Ordering::SeqCst) > limit {
+        fence(Ordering::SeqCst);
+        if self.bytes.load(Ordering::Relaxed) > limit {
             return true;
         }
         self.stalled.store(false, Ordering::SeqCst);

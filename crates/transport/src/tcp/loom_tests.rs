@@ -10,6 +10,8 @@
 //!   read; give it back).
 //! - Writing (`tx.rs` rules 1–2): the real [`Peer::try_send`] on the owner's side and
 //!   [`Peer::drain`] on the progress thread's writable events.
+//! - The inbox's bound (`inbox.rs` rule 4): the real [`Inbox::stall`] and
+//!   [`Inbox::take_all`], with a loom condvar for the owner's `mio::Waker`.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p nf-transport
 //! --release --lib loom` (scripts/test.sh does). A packet left in the socket while
@@ -41,6 +43,17 @@
 //!    the flag is then only set after it). loom: "deadlock; threads = [(Id(0),
 //!    Blocked), (Id(1), Blocked), (Id(2), Terminated)]" (the edge after the last
 //!    write came while the flag was still down; the progress thread skipped it).
+//! 3. The progress thread deposits three 1-byte arrivals into an inbox bounded at one
+//!    byte, stalling when over it, while the owner takes them: the thread is always
+//!    woken, and everything arrives in order.
+//!
+//!    Mutation that fails it: in `Inbox::stall`, drop the `fence(Ordering::SeqCst)`
+//!    after storing `stalled`. loom: "Model exceeded maximum number of branches" (the
+//!    thread read `bytes` from before the owner's take, the owner `stalled` from
+//!    before the store: the thread waits for a wake-up that never comes, the owner
+//!    polls forever). The code before the fences (`SeqCst` store and load, no fence)
+//!    fails the same way under loom, which treats `SeqCst` loads and stores as
+//!    acquire/release: the fences are what it can check.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -333,6 +346,64 @@ fn loom_bytes_queued_by_a_send_are_written_out_by_the_thread_never_stranded() {
         );
         owner.join().unwrap();
         pipe.stop();
+        progress.join().unwrap();
+    });
+}
+
+/// How the owner wakes the progress thread (its `mio::Waker`).
+#[derive(Default)]
+struct Waker {
+    woken: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Waker {
+    fn wake(&self) {
+        *self.woken.lock().unwrap() = true;
+        self.changed.notify_all();
+    }
+
+    /// The progress thread's `epoll_wait` for the waker alone.
+    fn wait(&self) {
+        let mut woken = self.woken.lock().unwrap();
+        while !*woken {
+            woken = self.changed.wait(woken).unwrap();
+        }
+        *woken = false;
+    }
+}
+
+#[test]
+fn loom_a_progress_thread_stalled_on_a_full_inbox_is_always_woken() {
+    // Three 1-byte arrivals into an inbox that holds 1 byte: the thread stalls after
+    // the second until the owner takes them.
+    const ARRIVALS: u32 = 3;
+    const LIMIT: usize = 1;
+    loom::model(|| {
+        let inbox = Arc::new(Inbox::<u32>::new().unwrap());
+        let waker = Arc::new(Waker::default());
+        let progress = {
+            let (inbox, waker) = (Arc::clone(&inbox), Arc::clone(&waker));
+            thread::spawn(move || {
+                for seq in 0..ARRIVALS {
+                    // `Engine::read`: deposit; over the limit, stall unless drained.
+                    inbox.push(&mut vec![seq], 1);
+                    if inbox.over(LIMIT) && inbox.stall(LIMIT) {
+                        waker.wait();
+                    }
+                }
+            })
+        };
+        let mut taken = VecDeque::new();
+        while taken.len() < ARRIVALS as usize {
+            if inbox.take_all(&mut taken) {
+                waker.wake();
+            }
+            if taken.len() < ARRIVALS as usize {
+                thread::yield_now();
+            }
+        }
+        assert_eq!(taken, (0..ARRIVALS).collect::<VecDeque<_>>());
         progress.join().unwrap();
     });
 }

@@ -10,11 +10,11 @@
 use std::sync::PoisonError;
 
 #[cfg(all(test, loom))]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(all(test, loom)))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
