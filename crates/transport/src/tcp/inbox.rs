@@ -14,8 +14,8 @@
 //!    between its store and its load of the other's word, so one of them always sees
 //!    the other (a stall is never missed; model-checked in `loom_tests.rs`, which
 //!    cannot check `SeqCst` loads and stores alone).
-//! 5. A push rings the bell of a parked taker (`park.rs`), after publishing `count`
-//!    with `SeqCst`.
+//! 5. A push rings the bell of a parked taker (`park.rs`, step 2), after publishing
+//!    `count` and a `SeqCst` fence.
 
 use std::collections::VecDeque;
 

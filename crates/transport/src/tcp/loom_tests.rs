@@ -12,6 +12,8 @@
 //!   [`Peer::drain`] on the progress thread's writable events.
 //! - The inbox's bound (`inbox.rs` rule 4): the real [`Inbox::stall`] and
 //!   [`Inbox::take_all`], with a loom condvar for the owner's `mio::Waker`.
+//! - Parking (`park.rs` step 2): the real [`Bell`](super::park::Bell) and
+//!   [`Inbox::push`], with `TcpTransport::park`'s announce-then-check.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p nf-transport
 //! --release --lib loom` (scripts/test.sh does). A packet left in the socket while
@@ -54,6 +56,13 @@
 //!    polls forever). The code before the fences (`SeqCst` store and load, no fence)
 //!    fails the same way under loom, which treats `SeqCst` loads and stores as
 //!    acquire/release: the fences are what it can check.
+//! 4. An owner parks while the progress thread deposits an arrival: either the owner
+//!    sees the arrival before it would sleep, or its bell rings.
+//!
+//!    Mutation that fails it: in `Bell::ring_if_parked`, drop the
+//!    `fence(Ordering::SeqCst)` before loading `parked`. loom: "the owner would sleep
+//!    through the arrival" (the model's assertion). The code before the fences
+//!    (`SeqCst` store and loads alone) fails the same way under loom.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -405,5 +414,23 @@ fn loom_a_progress_thread_stalled_on_a_full_inbox_is_always_woken() {
         }
         assert_eq!(taken, (0..ARRIVALS).collect::<VecDeque<_>>());
         progress.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_an_arrival_is_seen_by_a_parking_owner_or_rings_its_bell() {
+    loom::model(|| {
+        let inbox = Arc::new(Inbox::<u32>::new().unwrap());
+        let depositor = {
+            let inbox = Arc::clone(&inbox);
+            thread::spawn(move || inbox.push(&mut vec![0], 1))
+        };
+        // `TcpTransport::park`: announce, then check the inbox; sleep only if empty.
+        inbox.bell.announce();
+        let seen = inbox.waiting();
+        // Asleep (or not), the owner is up once the deposit is done.
+        depositor.join().unwrap();
+        let rung = inbox.bell.leave();
+        assert!(seen || rung, "the owner would sleep through the arrival");
     });
 }
