@@ -24,12 +24,17 @@
 //!    Storing `tail` with `Relaxed` instead of `Release` fails it too: "Causality
 //!    violation: Concurrent read and write accesses to `UnsafeCell`" (the receiver
 //!    read bytes whose writing it was not ordered after).
-//! 2. One side sends 10 bytes and closes while the other, never reading, sends 100
-//!    (more than fit) and then reads: the blocked send fails instead of sleeping
-//!    forever, and the reader gets the 10 bytes and then end of file.
+//! 2. One side sends 10 bytes and closes while the other sends 100 (more than fit, and
+//!    nobody reads them) from one thread and receives from another: the blocked send
+//!    fails instead of sleeping forever, and the receiver gets the 10 bytes and then
+//!    end of file, whether it slept before the close or came after it.
 //!
 //!    Mutation that fails it: in `Rings::close`, drop `self.bells.hang_up()`. loom:
-//!    "deadlock" (the sender sleeps for room nobody will make).
+//!    "deadlock; threads = [(Id(0), Blocked), (Id(1), Terminated), (Id(2),
+//!    Blocked)]" (the sender sleeps for room nobody will make, the receiver for
+//!    data). Returning end of file on a hang-up without re-reading `tail` fails it
+//!    too: the model's "what was sent before the close arrives" (a receiver woken by
+//!    the hang-up drops the 10 bytes that came before it).
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::io;
@@ -189,26 +194,38 @@ fn loom_bytes_cross_wrapping_rings_once_in_order_and_no_wake_up_is_lost() {
 }
 
 #[test]
-fn loom_a_close_wakes_a_blocked_sender_and_ends_the_readers_stream() {
+fn loom_a_close_wakes_a_blocked_sender_and_receiver_after_the_last_bytes() {
     loom::model(|| {
         let (server, client) = pair();
+        let server = Arc::new(server);
         let closer = thread::spawn(move || {
             send(&client, 10);
             client.close();
         });
+        // One thread of the server receives while another sends (as the 9P server's
+        // reader and writer do).
+        let reader = {
+            let server = Arc::clone(&server);
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 48];
+                loop {
+                    let n = server.recv(&mut buf).unwrap();
+                    if n == 0 {
+                        return got;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+            })
+        };
         let err = server.send(&[0u8; 100]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe, "{err}");
-        let mut got = Vec::new();
-        let mut buf = [0u8; 48];
-        loop {
-            let n = server.recv(&mut buf).unwrap();
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-        }
         let expected: Vec<u8> = (0..10).map(byte).collect();
-        assert_eq!(got, expected, "what was sent before the close arrives");
+        let got = reader.join().unwrap();
+        assert_eq!(
+            got, expected,
+            "what was sent before the close arrives, then the end"
+        );
         closer.join().unwrap();
     });
 }
