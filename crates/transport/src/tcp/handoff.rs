@@ -36,6 +36,10 @@
 //! 5. The cost: an empty poll while no connection is held by the owner stays one
 //!    atomic load; while some are, one `recv` each.
 //!
+//! Rules 1–3 are model-checked (`loom_tests.rs`): [`Rx`] is generic over its reader
+//! and over what watches the connection ([`Watch`]: epoll's [`Registry`], or the
+//! model's stand-in).
+//!
 //! The owner's half ([`TcpTransport::read_held`] and friends): which connections it
 //! holds, reading them when a poll finds nothing queued, and giving back those that
 //! stayed quiet for `hot_for`.
