@@ -4,7 +4,8 @@
 //!
 //! Memory: one memfd holding two single-producer single-consumer byte rings (layout
 //! and access rules 7–10 in [`super::layout`]; the ring protocol itself, sending,
-//! receiving and when to sleep and wake, is `channel_ring.rs`). Wake-ups: four eventfds, one per
+//! receiving and when to sleep and wake, is `channel_ring.rs`, model-checked by
+//! `loom_channel.rs`). Wake-ups: four eventfds, one per
 //! (ring, reason): a consumer sleeping for data, a producer sleeping for room. Liveness:
 //! the unix stream the channel was set up over stays open; it carries nothing more, so
 //! when it reports hang-up or end of file the peer has closed or died, and sleepers wake.
