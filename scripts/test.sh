@@ -15,7 +15,7 @@ echo "== cargo test"
 cargo test --workspace --no-fail-fast --quiet 2>&1 | tee target/test.log
 echo "== python: pip install ./python, then pytest python/tests (scripts/test-python.sh)"
 scripts/test-python.sh
-echo "== loom: the shared-memory protocol, model-checked (crates/transport/src/shm/loom_tests.rs)"
+echo "== loom: the shm rings and rma's shm locks, model-checked (the loom_*.rs files of crates/transport/src/shm and crates/rma/src/shm)"
 # Its own target dir: --cfg loom rebuilds everything, and the normal cache survives.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
-    cargo test -p nf-transport --release --lib --quiet loom
+    cargo test -p nf-transport -p nf-rma --release --lib --quiet loom

@@ -27,9 +27,9 @@
 
 use std::mem::{align_of, size_of};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::map::Mapping;
+use super::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Identifies an rma control segment ("nf-rmac", then format byte 1).
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"nf-rmac\x01");
@@ -85,9 +85,14 @@ struct Layout {
 /// Bytes of a control segment.
 pub(crate) const SIZE: usize = size_of::<Layout>();
 
+// loom's atomics are larger handles: under `cfg(loom)` the words grow, and every
+// offset follows from the types' sizes.
+#[cfg(not(all(test, loom)))]
 const _: () = assert!(size_of::<Header>() == 64);
 const _: () = assert!(size_of::<Stripe>() == 64);
+#[cfg(not(all(test, loom)))]
 const _: () = assert!(size_of::<MutexWord>() == 16);
+#[cfg(not(all(test, loom)))]
 const _: () = assert!(SIZE == 64 + 64 * NSTRIPES + 16 * MAX_MUTEXES);
 const _: () = assert!(align_of::<Layout>() <= 4096);
 
@@ -158,6 +163,41 @@ impl Control {
     /// The mapping, to unlink its name.
     pub(crate) fn mapping(&self) -> &Mapping {
         &self.map
+    }
+}
+
+/// Model-checking builds: loom's atomics are handles that must be constructed, so a
+/// model's control segment has its atomics written in place before use (a mapped
+/// file's zeros stand for "0" only with std's atomics).
+#[cfg(all(test, loom))]
+impl Control {
+    /// A control segment in private memory whose header, stripes and first `mutexes`
+    /// mutex words are constructed as 0 (a model must use no other mutex: building
+    /// all [`MAX_MUTEXES`] would cost every explored execution thousands of objects).
+    pub(crate) fn model(mutexes: usize) -> Control {
+        assert!(mutexes <= MAX_MUTEXES);
+        let ctl = Control::new(Mapping::model(SIZE));
+        let l = ctl.layout.as_ptr();
+        // SAFETY: `l` points at SIZE bytes of fresh private memory owned by `ctl` that
+        // nobody uses yet; each place is an atomic field inside it, aligned by the
+        // layout, written without reading (or dropping) the old bytes.
+        unsafe {
+            let h = std::ptr::addr_of_mut!((*l).header);
+            std::ptr::addr_of_mut!((*h).magic).write(AtomicU64::new(0));
+            std::ptr::addr_of_mut!((*h).version).write(AtomicU32::new(0));
+            std::ptr::addr_of_mut!((*h).owner_pid).write(AtomicU32::new(0));
+            std::ptr::addr_of_mut!((*h).nmutex).write(AtomicU32::new(0));
+            for s in 0..NSTRIPES {
+                std::ptr::addr_of_mut!((*l).stripes[s].holder).write(AtomicU32::new(0));
+            }
+            for m in 0..mutexes {
+                let w = std::ptr::addr_of_mut!((*l).mutexes[m]);
+                std::ptr::addr_of_mut!((*w).next).write(AtomicU32::new(0));
+                std::ptr::addr_of_mut!((*w).serving).write(AtomicU32::new(0));
+                std::ptr::addr_of_mut!((*w).holder).write(AtomicU32::new(0));
+            }
+        }
+        ctl
     }
 }
 

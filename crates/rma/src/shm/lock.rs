@@ -1,7 +1,6 @@
 //! Taking the control segment's locks (rules 2 and 3 of `control.rs`), and waiting
 //! for them without spinning oversubscribed procs to death or hanging on a dead holder.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,6 +8,7 @@ use nf_core::wait::Waiter;
 use nf_transport::shm::segment::pid_alive;
 
 use super::control::{Control, MutexWord, NSTRIPES};
+use super::sync::{idle, Ordering};
 use crate::error::RmaError;
 
 /// How a proc (or its service thread) waits for a lock held by someone else.
@@ -45,15 +45,15 @@ impl Patience {
         mut attempt: impl FnMut() -> bool,
         holder: impl Fn() -> u32,
     ) -> Result<(), RmaError> {
-        let mut idle = 0u32;
+        let mut turn = 0u32;
         let mut last_check: Option<Instant> = None;
         loop {
             if attempt() {
                 return Ok(());
             }
-            idle = idle.saturating_add(1);
-            self.waiter.idle(idle);
-            if !idle.is_multiple_of(64) {
+            turn = turn.saturating_add(1);
+            idle(&self.waiter, turn);
+            if !turn.is_multiple_of(64) {
                 continue;
             }
             let now = Instant::now();

@@ -69,6 +69,16 @@ impl Mapping {
         })
     }
 
+    /// Zeroed private memory standing in for a segment file in a loom model
+    /// (`loom_tests.rs`): nothing to open or unlink.
+    #[cfg(all(test, loom))]
+    pub(crate) fn model(len: usize) -> Mapping {
+        Mapping {
+            map: MmapRaw::from(anonymous(len).expect("a model's control segment maps")),
+            path: PathBuf::new(),
+        }
+    }
+
     /// First byte of the mapping (page-aligned).
     pub(crate) fn ptr(&self) -> *mut u8 {
         self.map.as_mut_ptr()

@@ -1,5 +1,6 @@
 //! Shared memory of the rma layer: segment files ([`map`]) and the control segment
-//! layout with its locks ([`control`], [`lock`]).
+//! layout with its locks ([`control`], [`lock`]), whose atomics come from `sync.rs`:
+//! std's, or loom's when `loom_tests.rs` model-checks the locks.
 //!
 //! Naming and lifecycle (the same rules as the transport's receive segments, and the
 //! same helpers: `nf_transport::shm::segment`):
@@ -18,5 +19,8 @@
 
 pub(crate) mod control;
 pub(crate) mod lock;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub(crate) mod map;
 pub(crate) mod room;
+mod sync;

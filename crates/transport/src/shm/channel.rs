@@ -3,7 +3,9 @@
 //! copy per message (as CellFS carried 9P over the Cell's on-chip bus).
 //!
 //! Memory: one memfd holding two single-producer single-consumer byte rings (layout
-//! and access rules 7–10 in [`super::layout`]). Wake-ups: four eventfds, one per
+//! and access rules 7–10 in [`super::layout`]; the ring protocol itself, sending,
+//! receiving and when to sleep and wake, is `channel_ring.rs`, model-checked by
+//! `loom_channel.rs`). Wake-ups: four eventfds, one per
 //! (ring, reason): a consumer sleeping for data, a producer sleeping for room. Liveness:
 //! the unix stream the channel was set up over stays open; it carries nothing more, so
 //! when it reports hang-up or end of file the peer has closed or died, and sleepers wake.
@@ -41,7 +43,6 @@ use std::mem::MaybeUninit;
 use std::net::Shutdown;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use memmap2::MmapMut;
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
@@ -51,59 +52,71 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 
+use super::channel_ring::{Doorbells, Rings, DATA, SPACE};
 use super::layout::{ChannelGeometry, ChannelView, CHANNEL_MAGIC, CHANNEL_VERSION};
 
 /// Default bytes per ring: 1 MiB, room for a whole default-msize 9P message.
 pub const DEFAULT_CAPACITY: usize = 1 << 20;
 
-/// Descriptors sent at set-up: memfd, then the eventfds in [`Wakers`] order.
+/// Descriptors sent at set-up: memfd, then the eventfds in `[ring][DATA | SPACE]`
+/// order.
 const FDS: usize = 5;
 
-/// Index of the eventfd a ring's consumer sleeps on (waiting for data).
-const DATA: usize = 0;
-/// Index of the eventfd a ring's producer sleeps on (waiting for room).
-const SPACE: usize = 1;
+/// The four eventfds, `[ring][DATA | SPACE]`, and the unix stream whose hang-up
+/// says the channel is closed: the channel's [`Doorbells`].
+struct Eventfds {
+    wakers: [[OwnedFd; 2]; 2],
+    sock: UnixStream,
+}
 
-/// The four eventfds: `[ring][DATA | SPACE]`.
-type Wakers = [[OwnedFd; 2]; 2];
+impl Doorbells for Eventfds {
+    fn sleep(&self, ring: usize, reason: usize) -> io::Result<bool> {
+        let efd = &self.wakers[ring][reason];
+        let mut fds = [
+            PollFd::new(efd, PollFlags::IN),
+            PollFd::new(&self.sock, PollFlags::IN | PollFlags::RDHUP),
+        ];
+        match poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => return Ok(true),
+            Err(e) => return Err(e.into()),
+        }
+        if !fds[1].revents().is_empty() {
+            return Ok(false);
+        }
+        let mut counter = [0u8; 8];
+        let _ = rustix::io::read(efd, &mut counter);
+        Ok(true)
+    }
+
+    fn ring(&self, ring: usize, reason: usize) {
+        // EAGAIN only if the counter is saturated: the sleeper is awake anyway.
+        let _ = rustix::io::write(&self.wakers[ring][reason], &1u64.to_ne_bytes());
+    }
+
+    fn hang_up(&self) {
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
+}
 
 /// One end of a shared-memory byte channel (see the [module docs](self)).
 pub struct ByteChannel {
-    view: ChannelView,
-    /// Keeps the memory mapped for `view`.
+    rings: Rings<Eventfds>,
+    /// Keeps the memory mapped for the rings' view.
     _map: MmapMut,
-    /// The ring we read, the ring we write.
-    rx: usize,
-    tx: usize,
-    /// Our own counters, kept here and only published in shared memory (the peer
-    /// could overwrite the shared copies): the head of ring `rx`, the tail of `tx`.
-    rx_head: AtomicU64,
-    tx_tail: AtomicU64,
-    wakers: Wakers,
-    sock: UnixStream,
-    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for ByteChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ByteChannel")
-            .field("capacity", &self.view.geometry().capacity)
-            .field("rx", &self.rx)
+            .field("capacity", &self.capacity())
+            .field("rx", &self.rings.rx)
             .finish()
     }
 }
 
 /// The seals that keep the memory's size fixed.
 const SIZE_SEALS: SealFlags = SealFlags::SHRINK.union(SealFlags::GROW);
-
-/// The error for a peer that broke the ring protocol (it wrote our counters' partner
-/// with nonsense).
-fn broken(what: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("byte channel: the peer broke the ring protocol: its counter {what}"),
-    )
-}
 
 fn new_eventfd() -> io::Result<OwnedFd> {
     Ok(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?)
@@ -128,7 +141,7 @@ fn map(file: &File, geo: ChannelGeometry) -> io::Result<(MmapMut, ChannelView)> 
 }
 
 /// Receives the memfd and eventfds of an offer (the first half of step 3).
-fn receive_offer(sock: &UnixStream) -> io::Result<(File, Wakers)> {
+fn receive_offer(sock: &UnixStream) -> io::Result<(File, [[OwnedFd; 2]; 2])> {
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
     let mut byte = [0u8; 1];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
@@ -156,7 +169,7 @@ fn receive_offer(sock: &UnixStream) -> io::Result<(File, Wakers)> {
     let mut fds = fds.into_iter();
     let mut next = || fds.next().expect("FDS descriptors checked above");
     let file = File::from(next());
-    let wakers: Wakers = [[next(), next()], [next(), next()]];
+    let wakers = [[next(), next()], [next(), next()]];
     Ok((file, wakers))
 }
 
@@ -176,7 +189,7 @@ impl ByteChannel {
         fcntl_add_seals(&file, SIZE_SEALS | SealFlags::SEAL)?;
         let (map, view) = map(&file, geo)?;
         view.init_header();
-        let wakers: Wakers = [
+        let wakers = [
             [new_eventfd()?, new_eventfd()?],
             [new_eventfd()?, new_eventfd()?],
         ];
@@ -197,15 +210,8 @@ impl ByteChannel {
             SendFlags::NOSIGNAL,
         )?;
         Ok(ByteChannel {
-            view,
+            rings: Rings::new(view, 0, Eventfds { wakers, sock }),
             _map: map,
-            rx: 0,
-            tx: 1,
-            rx_head: AtomicU64::new(0),
-            tx_tail: AtomicU64::new(0),
-            wakers,
-            sock,
-            closed: AtomicBool::new(false),
         })
     }
 
@@ -236,166 +242,32 @@ impl ByteChannel {
         }
         let (map, view) = map(&file, geo)?;
         Ok(ByteChannel {
-            view,
+            rings: Rings::new(view, 1, Eventfds { wakers, sock }),
             _map: map,
-            rx: 1,
-            tx: 0,
-            rx_head: AtomicU64::new(0),
-            tx_tail: AtomicU64::new(0),
-            wakers,
-            sock,
-            closed: AtomicBool::new(false),
         })
     }
 
     /// Bytes per ring.
     pub fn capacity(&self) -> usize {
-        self.view.geometry().capacity
-    }
-
-    /// What we sleep on for data, and for room; what wakes the peer for each.
-    fn my_data(&self) -> &OwnedFd {
-        &self.wakers[self.rx][DATA]
-    }
-
-    fn my_space(&self) -> &OwnedFd {
-        &self.wakers[self.tx][SPACE]
-    }
-
-    fn peer_data(&self) -> &OwnedFd {
-        &self.wakers[self.tx][DATA]
-    }
-
-    fn peer_space(&self) -> &OwnedFd {
-        &self.wakers[self.rx][SPACE]
-    }
-
-    /// Sleeps until `efd` is signalled (true) or the channel is closed or the peer
-    /// gone (false).
-    fn sleep(&self, efd: &OwnedFd) -> io::Result<bool> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Ok(false);
-        }
-        let mut fds = [
-            PollFd::new(efd, PollFlags::IN),
-            PollFd::new(&self.sock, PollFlags::IN | PollFlags::RDHUP),
-        ];
-        match poll(&mut fds, None) {
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => return Ok(true),
-            Err(e) => return Err(e.into()),
-        }
-        if !fds[1].revents().is_empty() {
-            return Ok(false);
-        }
-        let mut counter = [0u8; 8];
-        let _ = rustix::io::read(efd, &mut counter);
-        Ok(true)
-    }
-
-    fn wake(efd: &OwnedFd) {
-        // EAGAIN only if the counter is saturated: the sleeper is awake anyway.
-        let _ = rustix::io::write(efd, &1u64.to_ne_bytes());
+        self.rings.capacity()
     }
 
     /// Reads some bytes into `buf`, blocking while there are none; `Ok(0)` once the
     /// channel is closed or the peer is gone and everything it sent has been read.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        let idx = self.view.counters(self.rx);
-        let cap = self.capacity() as u64;
-        loop {
-            let head = self.rx_head.load(Ordering::Relaxed);
-            let tail = idx.tail.load(Ordering::Acquire);
-            let avail = tail.wrapping_sub(head);
-            if avail > cap {
-                return Err(broken("claims more bytes than its ring holds"));
-            }
-            if avail != 0 {
-                let n = (avail as usize).min(buf.len());
-                // SAFETY: we are ring rx's consumer and [head, head + n) ⊆ [head, tail)
-                // is published to us (rule 9).
-                unsafe { self.view.read_data(self.rx, head, &mut buf[..n]) };
-                let head = head.wrapping_add(n as u64);
-                self.rx_head.store(head, Ordering::Relaxed);
-                idx.head.store(head, Ordering::SeqCst);
-                if idx.space_waiting.load(Ordering::SeqCst) == 1 {
-                    Self::wake(self.peer_space());
-                }
-                return Ok(n);
-            }
-            // Rule 10: announce the sleep, then look again.
-            idx.data_waiting.store(1, Ordering::SeqCst);
-            if idx.tail.load(Ordering::SeqCst) != head {
-                idx.data_waiting.store(0, Ordering::Relaxed);
-                continue;
-            }
-            let alive = self.sleep(self.my_data())?;
-            idx.data_waiting.store(0, Ordering::Relaxed);
-            if !alive && idx.tail.load(Ordering::Acquire) == head {
-                return Ok(0);
-            }
-        }
+        self.rings.recv(buf)
     }
 
     /// Writes all of `bytes`, blocking while the ring is full; fails once the channel is
     /// closed, or when it must wait for room and the peer is gone (as with a socket,
     /// bytes that fit may still be written after the peer went).
     pub fn send(&self, bytes: &[u8]) -> io::Result<()> {
-        let idx = self.view.counters(self.tx);
-        let cap = self.capacity() as u64;
-        let mut done = 0;
-        while done < bytes.len() {
-            if self.closed.load(Ordering::SeqCst) {
-                return Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "byte channel closed",
-                ));
-            }
-            let tail = self.tx_tail.load(Ordering::Relaxed);
-            let head = idx.head.load(Ordering::Acquire);
-            let used = tail.wrapping_sub(head);
-            if used > cap {
-                return Err(broken("claims to have read bytes never sent"));
-            }
-            let free = cap - used;
-            if free == 0 {
-                idx.space_waiting.store(1, Ordering::SeqCst);
-                if idx.head.load(Ordering::SeqCst) != head {
-                    idx.space_waiting.store(0, Ordering::Relaxed);
-                    continue;
-                }
-                let alive = self.sleep(self.my_space())?;
-                idx.space_waiting.store(0, Ordering::Relaxed);
-                if !alive {
-                    return Err(io::Error::new(
-                        io::ErrorKind::BrokenPipe,
-                        "the byte channel's peer closed it or exited",
-                    ));
-                }
-                continue;
-            }
-            let n = (free as usize).min(bytes.len() - done);
-            // SAFETY: we are ring tx's producer and own [tail, tail + n) because
-            // n ≤ free = head + capacity - tail (rule 9).
-            unsafe { self.view.write_data(self.tx, tail, &bytes[done..done + n]) };
-            let tail = tail.wrapping_add(n as u64);
-            self.tx_tail.store(tail, Ordering::Relaxed);
-            idx.tail.store(tail, Ordering::SeqCst);
-            if idx.data_waiting.load(Ordering::SeqCst) == 1 {
-                Self::wake(self.peer_data());
-            }
-            done += n;
-        }
-        Ok(())
+        self.rings.send(bytes)
     }
 
     /// Closes the channel both ways: blocked calls on both sides return. Idempotent.
     pub fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        let _ = self.sock.shutdown(Shutdown::Both);
+        self.rings.close();
     }
 }
 
@@ -408,6 +280,7 @@ impl Drop for ByteChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
     use std::sync::Arc;
     use std::thread;
 
@@ -497,6 +370,7 @@ mod tests {
         let (server, client) = pair(64);
         // The client is ring 0's producer: it claims far more bytes than the ring holds.
         client
+            .rings
             .view
             .counters(0)
             .tail
@@ -505,6 +379,7 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
         // It is ring 1's consumer: it claims to have read what was never sent.
         client
+            .rings
             .view
             .counters(1)
             .head
@@ -515,6 +390,7 @@ mod tests {
         let (server, client) = pair(64);
         server.send(&[1u8; 64]).unwrap();
         client
+            .rings
             .view
             .counters(1)
             .head

@@ -579,10 +579,11 @@ impl RingSlots {
 // 9. Bytes in `[head, tail)` belong to the consumer, the rest to the producer; the
 //    producer publishes bytes by storing `tail` (Release) after copying them, the
 //    consumer releases them by storing `head` (Release) after copying them out.
-// 10. A side about to sleep sets its waiting flag, then re-reads the other counter
-//    (both SeqCst); the other side stores its counter, then reads the flag (both
-//    SeqCst) and, if set, wakes the sleeper through its eventfd. One of the two always
-//    sees the other, so no wake-up is lost.
+//    The steps are in `channel_ring.rs`, model-checked by `loom_channel.rs`.
+// 10. A side about to sleep sets its waiting flag, then re-reads the other counter;
+//    the other side stores its counter, then reads the flag and, if set, wakes the
+//    sleeper through its eventfd. A SeqCst fence separates each store from the load
+//    after it, so one of the two always sees the other and no wake-up is lost.
 
 /// Identifies a ninefold byte channel ("nf-chan", format byte 1).
 pub const CHANNEL_MAGIC: u64 = u64::from_le_bytes(*b"nf-chan\x01");
@@ -656,6 +657,9 @@ impl ChannelGeometry {
 pub struct ChannelView {
     base: *mut u8,
     geo: ChannelGeometry,
+    /// The model's record of who touched which byte (null outside models).
+    #[cfg(all(test, loom))]
+    shadow: *const ByteShadow,
 }
 
 // SAFETY: a view is a pointer into a shared mapping plus its geometry; everything it
@@ -673,7 +677,12 @@ impl ChannelView {
     /// `geo.total_len()` bytes that stays mapped while this view (or a copy) is used,
     /// and `geo` must have passed [`ChannelGeometry::validate`].
     pub unsafe fn new(base: *mut u8, geo: ChannelGeometry) -> ChannelView {
-        ChannelView { base, geo }
+        ChannelView {
+            base,
+            geo,
+            #[cfg(all(test, loom))]
+            shadow: std::ptr::null(),
+        }
     }
 
     /// The geometry.
@@ -731,6 +740,8 @@ impl ChannelView {
         let cap = self.geo.capacity;
         let start = at as usize & (cap - 1);
         let first = bytes.len().min(cap - start);
+        #[cfg(all(test, loom))]
+        self.touch(ring, at, bytes.len(), true);
         let d = self.data(ring);
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), d.add(start), first);
         std::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), d, bytes.len() - first);
@@ -745,8 +756,78 @@ impl ChannelView {
         let cap = self.geo.capacity;
         let start = at as usize & (cap - 1);
         let first = out.len().min(cap - start);
+        #[cfg(all(test, loom))]
+        self.touch(ring, at, out.len(), false);
         let d = self.data(ring);
         std::ptr::copy_nonoverlapping(d.add(start), out.as_mut_ptr(), first);
         std::ptr::copy_nonoverlapping(d, out.as_mut_ptr().add(first), out.len() - first);
+    }
+}
+
+/// Model-checking builds: loom cannot see plain bytes, so a model's channel keeps one
+/// loom `UnsafeCell` per byte of each ring, touched wherever a byte is written or read
+/// (`write_data`, `read_data`): a byte read before its publication, or overwritten
+/// before it was read, is then two unordered accesses, and loom fails the model.
+#[cfg(all(test, loom))]
+pub(crate) struct ByteShadow {
+    rings: [Vec<loom::cell::UnsafeCell<()>>; 2],
+}
+
+#[cfg(all(test, loom))]
+impl ByteShadow {
+    /// One cell per byte of two rings of `capacity` bytes.
+    pub(crate) fn new(capacity: usize) -> ByteShadow {
+        let ring = || {
+            (0..capacity)
+                .map(|_| loom::cell::UnsafeCell::new(()))
+                .collect()
+        };
+        ByteShadow {
+            rings: [ring(), ring()],
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+impl ChannelView {
+    /// A view of a model's channel memory (see [`ChannelView::new`]) whose byte
+    /// accesses are recorded in `shadow`; its atomics are constructed as 0 and its
+    /// header written.
+    ///
+    /// # Safety
+    /// As for [`ChannelView::new`], and `shadow` (for `geo.capacity`) outlives the view
+    /// and its copies.
+    pub(crate) unsafe fn model(
+        base: *mut u8,
+        geo: ChannelGeometry,
+        shadow: &ByteShadow,
+    ) -> ChannelView {
+        let view = ChannelView { base, geo, shadow };
+        for ring in 0..2 {
+            let idx = base.add(geo.ring_offset(ring)) as *mut RingIndex;
+            std::ptr::addr_of_mut!((*idx).head).write(AtomicU64::new(0));
+            std::ptr::addr_of_mut!((*idx).data_waiting).write(AtomicU32::new(0));
+            std::ptr::addr_of_mut!((*idx).tail).write(AtomicU64::new(0));
+            std::ptr::addr_of_mut!((*idx).space_waiting).write(AtomicU32::new(0));
+        }
+        view.init_header();
+        view
+    }
+
+    /// Records a write (or read) of `len` bytes of ring `ring` at stream position `at`.
+    fn touch(&self, ring: usize, at: u64, len: usize, write: bool) {
+        if self.shadow.is_null() {
+            return;
+        }
+        // SAFETY: a non-null shadow outlives the view (`ChannelView::model`).
+        let cells = unsafe { &(*self.shadow).rings[ring] };
+        for i in 0..len as u64 {
+            let cell = &cells[(at + i) as usize & (self.geo.capacity - 1)];
+            if write {
+                cell.with_mut(|_| ());
+            } else {
+                cell.with(|_| ());
+            }
+        }
     }
 }

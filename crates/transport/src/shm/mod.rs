@@ -28,11 +28,13 @@
 //! | `segment.rs` | segment files: create, open, unlink, reclaim stale ones |
 //! | `fastbox.rs` | in-order release of fast-box slots |
 //! | `copy.rs` | small copies without `memcpy` |
-//! | `sync.rs` | the protocol's atomics: std's, or loom's when model-checking (`loom_tests.rs`) |
+//! | `sync.rs` | the protocol's atomics: std's, or loom's when model-checking (`loom_tests.rs`, `loom_channel.rs`) |
 //! | `cma.rs` | single-copy transfers (`process_vm_readv`) |
-//! | `channel.rs` | [`channel::ByteChannel`], a byte stream over shared memory (9P) |
+//! | `channel.rs` | [`channel::ByteChannel`], a byte stream over shared memory (9P): set-up, eventfds |
+//! | `channel_ring.rs` | the byte channel's ring protocol: sending, receiving, sleeping and waking |
 
 pub mod channel;
+mod channel_ring;
 pub mod cma;
 mod conn;
 mod copy;
@@ -43,6 +45,8 @@ pub mod segment;
 mod sync;
 mod tx;
 
+#[cfg(all(test, loom))]
+mod loom_channel;
 #[cfg(all(test, loom))]
 mod loom_tests;
 

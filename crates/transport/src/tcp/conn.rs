@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{SockRef, TcpKeepalive};
 
-use super::inbox::lock;
+use super::sync::lock;
 use super::wire::{Hello, HELLO_LEN};
 use super::TcpTransport;
 use crate::error::TransportError;

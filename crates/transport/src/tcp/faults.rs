@@ -14,12 +14,12 @@
 
 use std::collections::VecDeque;
 use std::net::{Shutdown, SocketAddr};
-use std::sync::atomic::Ordering;
 
 use super::handoff::{close, RxState};
-use super::inbox::{lock, Inbox};
+use super::inbox::Inbox;
 use super::rx::Outcome;
-use super::tx::{Link, Peer, Tx};
+use super::sync::{lock, Ordering};
+use super::tx::{Link, Peer, Tx, Wire};
 use super::Shared;
 use crate::error::TransportError;
 
@@ -55,9 +55,9 @@ pub(crate) fn settle(sh: &Shared, r: usize, st: &mut RxState, outcome: Outcome) 
     None
 }
 
-impl Peer {
+impl<S: Wire> Peer<S> {
     /// The error for a send to a peer whose link is not up.
-    pub(super) fn unusable(&self, link: &Link) -> TransportError {
+    pub(super) fn unusable(&self, link: &Link<S>) -> TransportError {
         match link {
             Link::Left(why) | Link::Lost(why) => TransportError::PeerLost {
                 peer: self.rank,
@@ -97,7 +97,7 @@ impl Peer {
 }
 
 /// Marks a link lost and posts the error once; a link already gone stays as it is.
-pub(super) fn lose(rank: usize, tx: &mut Tx, why: String, inbox: &Inbox) {
+pub(super) fn lose<S: Wire>(rank: usize, tx: &mut Tx<S>, why: String, inbox: &Inbox) {
     let Link::Up(stream) = &tx.link else {
         return;
     };

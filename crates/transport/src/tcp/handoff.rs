@@ -36,6 +36,10 @@
 //! 5. The cost: an empty poll while no connection is held by the owner stays one
 //!    atomic load; while some are, one `recv` each.
 //!
+//! Rules 1–3 are model-checked (`loom_tests.rs`): [`Rx`] is generic over its reader
+//! and over what watches the connection ([`Watch`]: epoll's [`Registry`], or the
+//! model's stand-in).
+//!
 //! The owner's half ([`TcpTransport::read_held`] and friends): which connections it
 //! holds, reading them when a poll finds nothing queued, and giving back those that
 //! stayed quiet for `hot_for`.
@@ -54,16 +58,15 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::TryLockError;
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
 use super::faults::settle;
-use super::inbox::lock;
 use super::rx::Reader;
+use super::sync::{lock, AtomicBool, Mutex, MutexGuard, Ordering};
 use super::{TcpTransport, TransportError};
 
 /// How often the progress thread checks that an owner holding connections still polls.
@@ -72,35 +75,67 @@ pub(crate) const TICK: Duration = Duration::from_millis(10);
 /// What epoll watches on a connection the thread holds: arrivals and room to write.
 pub(crate) const WATCH: Interest = Interest::READABLE.add(Interest::WRITABLE);
 
+/// What tells the progress thread that a connection read by `R` has something for it:
+/// its epoll ([`Registry`], for a [`Reader`]), or the loom model's stand-in
+/// (`loom_tests.rs`).
+pub(crate) trait Watch<R> {
+    /// Starts watching `reader`'s connection under `token` (the peer's rank); what is
+    /// already there is reported (epoll checks readiness when a file is added).
+    fn watch(&self, reader: &R, token: usize) -> io::Result<()>;
+    /// Stops watching `reader`'s connection.
+    fn unwatch(&self, reader: &R) -> io::Result<()>;
+}
+
+impl Watch<Reader> for Registry {
+    fn watch(&self, reader: &Reader, token: usize) -> io::Result<()> {
+        let fd = reader.stream.as_raw_fd();
+        self.register(&mut SourceFd(&fd), Token(token), WATCH)
+    }
+
+    fn unwatch(&self, reader: &Reader) -> io::Result<()> {
+        self.deregister(&mut SourceFd(&reader.stream.as_raw_fd()))
+    }
+}
+
 /// A connection's read state, under its lock.
-#[derive(Default)]
-pub(crate) struct RxState {
+pub(crate) struct RxState<R = Reader> {
     /// The connection's reader; `None` before it is connected and after it closed.
-    pub(crate) reader: Option<Reader>,
+    pub(crate) reader: Option<R>,
     /// Whether the connection is registered with epoll (rule 3).
     watched: bool,
 }
 
 /// One peer's read side, shared by the progress thread and the owner.
-#[derive(Default)]
-pub(crate) struct Rx {
-    state: Mutex<RxState>,
+pub(crate) struct Rx<R = Reader> {
+    state: Mutex<RxState<R>>,
     /// The owner holds the connection (rule 4).
     app: AtomicBool,
 }
 
+impl<R> Default for Rx<R> {
+    fn default() -> Self {
+        Rx {
+            state: Mutex::new(RxState {
+                reader: None,
+                watched: false,
+            }),
+            app: AtomicBool::new(false),
+        }
+    }
+}
+
 /// What the thread found when it came to read a connection.
-pub(crate) enum Visit<'a> {
+pub(crate) enum Visit<'a, R = Reader> {
     /// The thread holds it: read it.
-    Read(MutexGuard<'a, RxState>),
+    Read(MutexGuard<'a, RxState<R>>),
     /// The owner holds it (no longer watched now, if it still was): leave it.
     Lent,
 }
 
-impl Rx {
+impl<R> Rx<R> {
     /// Starts serving an established connection from the thread (already registered
     /// with [`WATCH`] interest under its peer's rank).
-    pub(crate) fn install(&self, reader: Reader) {
+    pub(crate) fn install(&self, reader: R) {
         let mut st = lock(&self.state);
         st.reader = Some(reader);
         st.watched = true;
@@ -121,14 +156,14 @@ impl Rx {
 
     /// The progress thread's entry (rules 3 and 4): the state to read from, or
     /// `Lent` after making sure epoll no longer wakes it for this connection.
-    pub(crate) fn visit(&self, registry: &Registry) -> io::Result<Visit<'_>> {
+    pub(crate) fn visit(&self, epoll: &impl Watch<R>) -> io::Result<Visit<'_, R>> {
         let mut st = lock(&self.state);
         if !self.app.load(Ordering::Acquire) {
             return Ok(Visit::Read(st));
         }
         if st.watched {
             if let Some(reader) = &st.reader {
-                registry.deregister(&mut SourceFd(&reader.stream.as_raw_fd()))?;
+                epoll.unwatch(reader)?;
             }
             st.watched = false;
         }
@@ -137,7 +172,7 @@ impl Rx {
 
     /// The owner's entry: the state to read from, unless the thread holds the
     /// connection or is busy with it right now.
-    pub(crate) fn try_own(&self) -> Option<MutexGuard<'_, RxState>> {
+    pub(crate) fn try_own(&self) -> Option<MutexGuard<'_, RxState<R>>> {
         if !self.app.load(Ordering::Acquire) {
             return None;
         }
@@ -150,13 +185,12 @@ impl Rx {
 
     /// Gives the connection back to the thread (rule 3); either side may call it.
     /// `token` is the peer's rank.
-    pub(crate) fn hand_back(&self, registry: &Registry, token: usize) -> io::Result<()> {
+    pub(crate) fn hand_back(&self, epoll: &impl Watch<R>, token: usize) -> io::Result<()> {
         let mut st = lock(&self.state);
         self.app.store(false, Ordering::Release);
         if !st.watched {
             if let Some(reader) = &st.reader {
-                let fd = reader.stream.as_raw_fd();
-                registry.register(&mut SourceFd(&fd), Token(token), WATCH)?;
+                epoll.watch(reader, token)?;
             }
             st.watched = true;
         }
@@ -165,16 +199,16 @@ impl Rx {
 
     /// Closes the read side for good: forgets the reader and stops watching its
     /// socket.
-    pub(crate) fn close(&self, registry: &Registry) {
-        close(&mut lock(&self.state), registry);
+    pub(crate) fn close(&self, epoll: &impl Watch<R>) {
+        close(&mut lock(&self.state), epoll);
     }
 }
 
 /// [`Rx::close`] for a caller that already holds the state.
-pub(crate) fn close(st: &mut RxState, registry: &Registry) {
+pub(crate) fn close<R>(st: &mut RxState<R>, epoll: &impl Watch<R>) {
     if let Some(reader) = st.reader.take() {
         if st.watched {
-            let _ = registry.deregister(&mut SourceFd(&reader.stream.as_raw_fd()));
+            let _ = epoll.unwatch(&reader);
         }
     }
     st.watched = false;

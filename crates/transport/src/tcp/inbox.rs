@@ -10,38 +10,33 @@
 //! 3. The taker takes everything at once (one lock per batch, not per packet).
 //! 4. Memory is bounded: the progress thread stops reading sockets while `bytes`
 //!    exceeds the limit (then TCP's own window stops the sender), after announcing it
-//!    in `stalled`; the taker wakes it after taking. Both sides use `SeqCst` so that
-//!    one of them always sees the other (a stall is never missed).
-//! 5. A push rings the bell of a parked taker (`park.rs`), after publishing `count`
-//!    with `SeqCst`.
+//!    in `stalled`; the taker wakes it after taking. Each side puts a `SeqCst` fence
+//!    between its store and its load of the other's word, so one of them always sees
+//!    the other (a stall is never missed; model-checked in `loom_tests.rs`, which
+//!    cannot check `SeqCst` loads and stores alone).
+//! 5. A push rings the bell of a parked taker (`park.rs`, step 2), after publishing
+//!    `count` and a `SeqCst` fence.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::park::Bell;
 use super::rx::Deposit;
+use super::sync::{fence, lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use super::TcpPacket;
 use crate::error::TransportError;
 
 /// One arrival: a packet, or the news that a connection broke.
 pub(crate) type Arrival = Result<TcpPacket, TransportError>;
 
-/// Locks a mutex, recovering the data if a thread panicked while holding it (every
-/// critical section here leaves its data consistent between statements).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-#[derive(Default)]
-struct Queue {
-    items: VecDeque<Arrival>,
+struct Queue<A> {
+    items: VecDeque<A>,
     bytes: usize,
 }
 
-/// The arrival queue shared by the progress thread and the poll loop.
-pub(crate) struct Inbox {
-    queue: Mutex<Queue>,
+/// The arrival queue shared by the progress thread and the poll loop (of
+/// [`Arrival`]s; of plain numbers in the loom model, `loom_tests.rs`).
+pub(crate) struct Inbox<A = Arrival> {
+    queue: Mutex<Queue<A>>,
     count: AtomicUsize,
     bytes: AtomicUsize,
     stalled: AtomicBool,
@@ -51,11 +46,14 @@ pub(crate) struct Inbox {
     pub(crate) bell: Bell,
 }
 
-impl Inbox {
+impl<A> Inbox<A> {
     /// An empty inbox.
-    pub(crate) fn new() -> std::io::Result<Inbox> {
+    pub(crate) fn new() -> std::io::Result<Inbox<A>> {
         Ok(Inbox {
-            queue: Mutex::default(),
+            queue: Mutex::new(Queue {
+                items: VecDeque::new(),
+                bytes: 0,
+            }),
             count: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             stalled: AtomicBool::new(false),
@@ -70,7 +68,7 @@ impl Inbox {
     }
 
     /// Appends `batch` (emptying it); `bytes` is the sum of its packets' sizes.
-    pub(crate) fn push(&self, batch: &mut Vec<Arrival>, bytes: usize) {
+    pub(crate) fn push(&self, batch: &mut Vec<A>, bytes: usize) {
         if batch.is_empty() {
             return;
         }
@@ -86,7 +84,7 @@ impl Inbox {
 
     /// Moves every queued arrival to the back of `into`. Returns whether the progress
     /// thread waits to be woken (it stalled on a full inbox).
-    pub(crate) fn take_all(&self, into: &mut VecDeque<Arrival>) -> bool {
+    pub(crate) fn take_all(&self, into: &mut VecDeque<A>) -> bool {
         if self.count.load(Ordering::Acquire) == 0 {
             return false;
         }
@@ -102,7 +100,10 @@ impl Inbox {
             self.bytes
                 .fetch_sub(std::mem::take(&mut q.bytes), Ordering::SeqCst);
         }
-        self.stalled.load(Ordering::SeqCst) && self.stalled.swap(false, Ordering::SeqCst)
+        // Rule 4: the stall announced before the fence in `stall` is seen here, or
+        // our drain is seen there.
+        fence(Ordering::SeqCst);
+        self.stalled.load(Ordering::Relaxed) && self.stalled.swap(false, Ordering::SeqCst)
     }
 
     /// Whether more than `limit` bytes wait to be taken.
@@ -115,7 +116,8 @@ impl Inbox {
     /// between (keep reading), true if the thread must wait to be woken.
     pub(crate) fn stall(&self, limit: usize) -> bool {
         self.stalled.store(true, Ordering::SeqCst);
-        if self.bytes.load(Ordering::SeqCst) > limit {
+        fence(Ordering::SeqCst);
+        if self.bytes.load(Ordering::Relaxed) > limit {
             return true;
         }
         self.stalled.store(false, Ordering::SeqCst);

@@ -74,6 +74,7 @@
 //! | `handoff.rs` | who reads a connection: the progress thread or the polling owner |
 //! | `inbox.rs` | where the progress thread leaves arrivals for `poll` |
 //! | `park.rs` | sleeping in `poll(2)` until something may have arrived |
+//! | `sync.rs` | the locks and the handoff's atomics: std's, or loom's when model-checking (`loom_tests.rs`) |
 
 mod conn;
 mod faults;
@@ -82,13 +83,17 @@ mod inbox;
 mod park;
 mod progress;
 mod rx;
+mod sync;
 mod tx;
 pub mod wire;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -96,9 +101,10 @@ use crate::error::TransportError;
 use crate::{Messaging, SendStatus};
 pub use conn::tune;
 use handoff::Held;
-use inbox::{lock, Arrival, Inbox};
+use inbox::{Arrival, Inbox};
 use rx::Pool;
 pub use rx::TcpPacket;
+use sync::{lock, Mutex};
 use tx::{Link, Peer};
 use wire::Hello;
 

@@ -8,8 +8,9 @@
 //!    thread reads them into the inbox, and
 //! 2. a deposit in the inbox rings the [`Bell`] if the owner is parked. The owner
 //!    announces `parked` and then checks the inbox; the depositor makes its arrivals
-//!    visible and then checks `parked`; both `SeqCst`, so at least one sees the other
-//!    (an arrival is either seen before sleeping or rings the bell).
+//!    visible and then checks `parked`; each puts a `SeqCst` fence between its store
+//!    and its load, so at least one sees the other (an arrival is either seen before
+//!    sleeping or rings the bell; model-checked in `loom_tests.rs`).
 //! 3. Room to write on a connection with queued bytes (`POLLOUT`): while the owner
 //!    holds a connection only its polls write the queue out.
 //! 4. The timeout: the caller bounds every park.
@@ -20,9 +21,9 @@
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::sync::{fence, AtomicBool, Ordering};
 use super::TcpTransport;
 use crate::error::TransportError;
 
@@ -46,12 +47,32 @@ impl Bell {
         })
     }
 
-    /// Rings if the owner is parked (call after making arrivals visible, `SeqCst`).
+    /// Step 2, the depositor's half: rings if the owner is parked (call after making
+    /// arrivals visible).
     pub(crate) fn ring_if_parked(&self) {
-        if self.parked.load(Ordering::SeqCst) {
+        fence(Ordering::SeqCst);
+        if self.parked.load(Ordering::Relaxed) {
             // A full socket already holds a ring: nothing is lost by dropping this one.
             let _ = self.ring.send(&[1]);
         }
+    }
+
+    /// Step 2, the owner's half: it is about to park (then it checks the inbox).
+    pub(crate) fn announce(&self) {
+        self.parked.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// The owner is awake again: no more rings, and those that came are forgotten.
+    /// Returns whether any came.
+    pub(crate) fn leave(&self) -> bool {
+        self.parked.store(false, Ordering::SeqCst);
+        let mut sink = [0u8; 16];
+        let mut heard = false;
+        while self.hear.recv(&mut sink).is_ok() {
+            heard = true;
+        }
+        heard
     }
 }
 
@@ -68,7 +89,7 @@ impl TcpTransport {
             let out = if *backlog { libc::POLLOUT } else { 0 };
             fds.push(pollfd(stream.as_raw_fd(), libc::POLLIN | out));
         }
-        bell.parked.store(true, Ordering::SeqCst);
+        bell.announce();
         let result = if self.sh.inbox.waiting() || !self.taken.is_empty() {
             0
         } else {
@@ -78,9 +99,7 @@ impl TcpTransport {
             // the bell hold them.
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) }
         };
-        bell.parked.store(false, Ordering::SeqCst);
-        let mut sink = [0u8; 16];
-        while bell.hear.recv(&mut sink).is_ok() {}
+        bell.leave();
         if result < 0 {
             let e = io::Error::last_os_error();
             if e.kind() != io::ErrorKind::Interrupted {

@@ -34,8 +34,8 @@ use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use super::conn::{Pending, Step};
 use super::faults::settle;
 use super::handoff::{Visit, TICK, WATCH};
-use super::inbox::lock;
 use super::rx::{Outcome, Reader};
+use super::sync::lock;
 use super::Shared;
 
 /// Token of the listening socket.

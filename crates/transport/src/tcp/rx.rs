@@ -47,10 +47,11 @@
 use std::io::{self, Read};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::inbox::{lock, Arrival};
+use super::inbox::Arrival;
+use super::sync::{lock, Mutex};
 use super::wire::{Header, Kind, HEADER_LEN};
 use crate::Packet;
 

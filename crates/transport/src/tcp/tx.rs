@@ -20,30 +20,52 @@
 //!    flag could miss an edge that came in between, and the bytes would wait for the
 //!    next send, perhaps forever.)
 //!
+//! Both rules are model-checked (`loom_tests.rs`, over a stand-in socket: [`Wire`]).
+//!
 //! A write error marks the link lost and posts one [`TransportError::PeerLost`] to
 //! the inbox; every later send to that peer fails with the same reason.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use socket2::SockRef;
 
 use super::faults::{describe, lose};
 use super::handoff::Rx;
-use super::inbox::{lock, Inbox};
+use super::inbox::Inbox;
+use super::sync::{lock, AtomicBool, Mutex, Ordering};
 use super::wire::Header;
 use crate::error::TransportError;
 use crate::SendStatus;
 
+/// The sending side of a connection: a [`TcpStream`], or the loom model's stand-in
+/// socket (`loom_tests.rs`).
+pub(crate) trait Wire {
+    /// One vectored non-blocking write (MSG_NOSIGNAL: a closed peer is an error, not
+    /// SIGPIPE): how many bytes the socket took.
+    fn send(&self, parts: &[IoSlice<'_>]) -> io::Result<usize>;
+    /// Shuts the connection down in `how` direction(s).
+    fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+}
+
+impl Wire for TcpStream {
+    fn send(&self, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+        SockRef::from(self).send_vectored_with_flags(parts, libc::MSG_NOSIGNAL)
+    }
+
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        TcpStream::shutdown(self, how)
+    }
+}
+
 /// The state of the link to one peer.
-pub(crate) enum Link {
+pub(crate) enum Link<S = TcpStream> {
     /// Not connected (not yet, or not reachable over tcp).
     Down,
     /// Connected.
-    Up(Arc<TcpStream>),
+    Up(Arc<S>),
     /// The peer said goodbye: it left the job.
     Left(String),
     /// The connection broke; why.
@@ -51,26 +73,26 @@ pub(crate) enum Link {
 }
 
 /// A peer's sending state, under its lock.
-pub(crate) struct Tx {
-    pub(crate) link: Link,
+pub(crate) struct Tx<S = TcpStream> {
+    pub(crate) link: Link<S>,
     pub(super) queue: VecDeque<u8>,
     /// The peer's address, for messages.
     pub(crate) remote: Option<SocketAddr>,
 }
 
 /// One peer as seen by both threads.
-pub(crate) struct Peer {
+pub(crate) struct Peer<S = TcpStream> {
     pub(crate) rank: usize,
-    pub(crate) tx: Mutex<Tx>,
+    pub(crate) tx: Mutex<Tx<S>>,
     /// Whether `tx.queue` holds bytes (read by the progress thread without the lock).
     pub(super) backlog: AtomicBool,
     /// The receiving side: who reads the connection (`handoff.rs`).
     pub(crate) rx: Rx,
 }
 
-impl Peer {
+impl<S: Wire> Peer<S> {
     /// A peer without a connection.
-    pub(crate) fn new(rank: usize) -> Peer {
+    pub(crate) fn new(rank: usize) -> Peer<S> {
         Peer {
             rank,
             tx: Mutex::new(Tx {
@@ -84,7 +106,7 @@ impl Peer {
     }
 
     /// Installs an established connection; false if the peer already had one.
-    pub(crate) fn install(&self, stream: Arc<TcpStream>, remote: SocketAddr) -> bool {
+    pub(crate) fn install(&self, stream: Arc<S>, remote: SocketAddr) -> bool {
         let mut tx = lock(&self.tx);
         if !matches!(tx.link, Link::Down) {
             return false;
@@ -111,13 +133,12 @@ impl Peer {
         let parts = [&header[..], meta, payload];
         let mut guard = lock(&self.tx);
         let tx = &mut *guard;
-        let stream = match &tx.link {
-            Link::Up(s) => s,
+        let sock = match &tx.link {
+            Link::Up(s) => &**s,
             other => return Err(self.unusable(other)),
         };
-        let sock = SockRef::from(&**stream);
         let outcome = (|| {
-            if !tx.queue.is_empty() && !flush(&sock, &mut tx.queue)? {
+            if !tx.queue.is_empty() && !flush(sock, &mut tx.queue)? {
                 let len: usize = parts.iter().map(|p| p.len()).sum();
                 if tx.queue.len() + len > limit {
                     return Ok(SendStatus::NoCredit);
@@ -126,12 +147,12 @@ impl Peer {
                     tx.queue.extend(p);
                 }
             } else {
-                write_frame(&sock, parts, &mut tx.queue)?;
+                write_frame(sock, parts, &mut tx.queue)?;
             }
             if !tx.queue.is_empty() {
                 // Rule 2 of the module docs: flag first, then the last write.
                 self.backlog.store(true, Ordering::SeqCst);
-                flush(&sock, &mut tx.queue)?;
+                flush(sock, &mut tx.queue)?;
             }
             Ok(SendStatus::Sent)
         })();
@@ -161,7 +182,7 @@ impl Peer {
         let Link::Up(stream) = &tx.link else {
             return true;
         };
-        match flush(&SockRef::from(&**stream), &mut tx.queue) {
+        match flush(&**stream, &mut tx.queue) {
             Ok(empty) => {
                 self.backlog.store(!empty, Ordering::SeqCst);
                 empty
@@ -176,7 +197,7 @@ impl Peer {
 
     /// The connection to wait on while parked, and whether bytes are queued for it
     /// (`park.rs`); `None` unless it is up.
-    pub(crate) fn parkable(&self) -> Option<(Arc<TcpStream>, bool)> {
+    pub(crate) fn parkable(&self) -> Option<(Arc<S>, bool)> {
         match &lock(&self.tx).link {
             Link::Up(s) => Some((Arc::clone(s), self.backlog.load(Ordering::SeqCst))),
             _ => None,
@@ -219,9 +240,9 @@ fn transient(e: &io::Error) -> bool {
 
 /// One `sendmsg` of `parts` (MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE);
 /// what did not go out is appended to `queue`.
-fn write_frame(sock: &SockRef<'_>, parts: [&[u8]; 3], queue: &mut VecDeque<u8>) -> io::Result<()> {
+fn write_frame(sock: &impl Wire, parts: [&[u8]; 3], queue: &mut VecDeque<u8>) -> io::Result<()> {
     let slices = parts.map(IoSlice::new);
-    let mut done = match sock.send_vectored_with_flags(&slices, libc::MSG_NOSIGNAL) {
+    let mut done = match sock.send(&slices) {
         Ok(n) => n,
         Err(e) if transient(&e) => 0,
         Err(e) => return Err(e),
@@ -239,11 +260,10 @@ fn write_frame(sock: &SockRef<'_>, parts: [&[u8]; 3], queue: &mut VecDeque<u8>) 
 
 /// Writes from the front of `queue` until it is empty (true) or the socket is full
 /// (false).
-fn flush(sock: &SockRef<'_>, queue: &mut VecDeque<u8>) -> io::Result<bool> {
+fn flush(sock: &impl Wire, queue: &mut VecDeque<u8>) -> io::Result<bool> {
     while !queue.is_empty() {
         let (a, b) = queue.as_slices();
-        match sock.send_vectored_with_flags(&[IoSlice::new(a), IoSlice::new(b)], libc::MSG_NOSIGNAL)
-        {
+        match sock.send(&[IoSlice::new(a), IoSlice::new(b)]) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => {
                 queue.drain(..n);
