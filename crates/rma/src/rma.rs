@@ -21,7 +21,7 @@
 //!
 //! The public operations live in `api/`, one file per family.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -78,6 +78,8 @@ pub struct Rma<'w> {
     pub(crate) pid: u32,
     pub(crate) names: Names,
     pub(crate) patience: Patience,
+    /// The last step number of this node's collectives (`api/coll.rs`).
+    pub(crate) coll_seq: Cell<u64>,
 }
 
 /// What each proc tells the others in step 1.
@@ -299,6 +301,7 @@ impl<'w> Rma<'w> {
             pid,
             names,
             patience,
+            coll_seq: Cell::new(0),
         })
     }
 
