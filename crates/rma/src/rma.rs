@@ -21,7 +21,7 @@
 //!
 //! The public operations live in `api/`, one file per family.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use nf_core::wait::Waiter;
 
+use crate::api::coll::CollState;
 use crate::config::RmaConfig;
 use crate::domain::Domains;
 use crate::error::RmaError;
@@ -78,8 +79,8 @@ pub struct Rma<'w> {
     pub(crate) pid: u32,
     pub(crate) names: Names,
     pub(crate) patience: Patience,
-    /// The last step number of this node's collectives (`api/coll.rs`).
-    pub(crate) coll_seq: Cell<u64>,
+    /// Where this proc is in its node's collectives (`api/coll.rs`).
+    pub(crate) coll: CollState,
 }
 
 /// What each proc tells the others in step 1.
@@ -301,7 +302,7 @@ impl<'w> Rma<'w> {
             pid,
             names,
             patience,
-            coll_seq: Cell::new(0),
+            coll: CollState::default(),
         })
     }
 

@@ -195,6 +195,41 @@ static void test_armci_barrier_completes_puts(void) {
     free_all(ptr);
 }
 
+/* A random run of broadcasts (every root), all-reduces and barriers, each with a
+ * process that comes late or leaves late, so that buffers are reused while a slow
+ * reader may still be behind: every result must still be right. */
+static void test_mixed_sequence_with_late_processes(void) {
+    uint64_t rng = 0x9e3779b97f4a7c15ULL;
+    enum { MOST = 5000 }; /* doubles: one step of 32 KiB and more */
+    double *x = malloc(sizeof(double) * MOST);
+    CHECK(x != NULL, "out of memory");
+    for (int round = 0; round < 400; round++) {
+        int kind = rng_below(&rng, 3), root = rng_below(&rng, nproc);
+        int n = rng_below(&rng, 4) == 0 ? 1 + rng_below(&rng, MOST) : 1 + rng_below(&rng, 16);
+        int late = rng_below(&rng, nproc), when = rng_below(&rng, 2);
+        int pause = 20 + rng_below(&rng, 200);
+        if (me == late && when == 0) usleep((useconds_t)pause);
+        if (kind == 0) {
+            for (int i = 0; i < n; i++) x[i] = me == root ? round * 1000.0 + i : -1.0;
+            armci_msg_bcast(x, (int)sizeof(double) * n, root);
+            for (int i = 0; i < n; i++)
+                CHECK(x[i] == round * 1000.0 + i, "round %d: bcast from %d, %d doubles: "
+                      "element %d is %g", round, root, n, i, x[i]);
+        } else if (kind == 1) {
+            for (int i = 0; i < n; i++) x[i] = (double)(me + 1) * (i % 7 + round);
+            armci_msg_dgop(x, n, "+");
+            double ranks = (double)nproc * (nproc + 1) / 2;
+            for (int i = 0; i < n; i++)
+                CHECK(x[i] == ranks * (i % 7 + round), "round %d: dgop of %d: element %d is %g",
+                      round, n, i, x[i]);
+        } else {
+            armci_msg_barrier();
+        }
+        if (me == late && when == 1) usleep((useconds_t)pause);
+    }
+    free(x);
+}
+
 /* Modes kill / kill-leader: see the top. */
 static void die_in_a_barrier(int victim) {
     armci_msg_barrier();
@@ -222,6 +257,7 @@ int main(int argc, char **argv) {
     RUN(test_gop_scope_node);
 #endif
     RUN(test_bcast_every_root);
+    RUN(test_mixed_sequence_with_late_processes);
     RUN(test_barrier_orders_plain_stores);
     RUN(test_armci_barrier_completes_puts);
     harness_done();

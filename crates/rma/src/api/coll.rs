@@ -3,26 +3,45 @@
 //! hook for the step among the nodes' leaders.
 //!
 //! An operation is a run of steps, each numbered `seq` (the same numbers on every
-//! proc of the node, since every proc makes the same calls). One step:
-//! 1. Every proc writes its part, if it has one, into its buffer `seq % 2`, then
-//!    stores `arrive = seq`.
-//! 2. The leader (the node's lowest proc) waits until every proc of the node has
-//!    arrived, combines (a reduction folds the others' buffers into its own in proc
-//!    order), runs the `across` hook (the same step among the leaders of all nodes,
-//!    e.g. MPI on the leaders' communicator; none with one node), takes its result
-//!    and stores `release = seq`.
-//! 3. The others wait until the leader's `release >= seq`, then copy the result out.
+//! proc of the node, since every proc makes the same calls). Every proc stores
+//! `arrive = seq` on entering a step, after writing its part, if it has one, into its
+//! buffer `seq % 2`. Then, by operation:
+//!
+//! | step | the leader (the node's lowest proc) | the others |
+//! |---|---|---|
+//! | barrier | waits until all arrived, runs `across`, `release = seq` | wait for the leader's release |
+//! | all-reduce | waits until all arrived, folds their buffers into its own in proc order, runs `across`, `release = seq` | wait for the leader's release, copy its buffer |
+//! | broadcast | is the source when the root is on another node: runs `across` into its buffer, `release = seq` | the source (the root, when here) writes its buffer, `release = seq`; the others wait for the source's release and copy its buffer |
+//!
+//! With one node, few procs and short parts, barrier and all-reduce run *flat*
+//! instead: every proc waits for every arrival and folds every buffer itself in proc
+//! order (the same result everywhere, bit for bit), one hop where the leader's way
+//! takes two (arrive, release).
+//!
+//! `across` is the same step among the leaders of all nodes (e.g. MPI on the leaders'
+//! communicator); there is none with one node. A broadcast waits for no one but its
+//! source, and its source for no one (the root's leader reads the root's buffer for
+//! `across` after the root's release).
+//!
+//! Buffer reuse: a proc whose buffer others read at step `t` (the leader's result, a
+//! source's data) rewrites it two steps later, and first sees every other proc's
+//! `arrive >= t + 1`: a reader finishes a step before it enters the next. (Usually
+//! already known: the leader saw every arrival at `t + 1` when that was a barrier or
+//! an all-reduce.) A contribution is read only by the leader within its step, and
+//! its owner waits for that step's release before it moves on.
 //!
 //! Messages longer than a buffer ([`COLL_BYTES`], whole elements) take a step per
 //! piece; every node cuts them the same way, so the leaders' hooks match up. A proc
 //! alone on its node skips the buffers and hands its data to the hook directly.
 //!
-//! Waiting follows the rma layer's policy (`Patience`: spin while every proc of the
-//! node has a CPU, else spin briefly, then yield and nap), and every
+//! Waiting follows the rma layer's policy (`Patience::wait_yielding`: spin while
+//! every proc of the node has a CPU, else yield from the first empty poll, since the
+//! proc waited for needs the CPU, and nap after a long wait), and every
 //! `NF_PEER_CHECK_MS` the waiter checks that the proc it waits for (the first that
-//! has not arrived, or the leader) is alive: a proc that died there is an error
-//! naming it ([`RmaError::PeerLeft`]), never an endless wait.
+//! has not arrived, or the one to release) is alive: a proc that died there is an
+//! error naming it ([`RmaError::PeerLeft`]), never an endless wait.
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 use crate::error::RmaError;
@@ -32,6 +51,32 @@ use crate::shm::control::{Control, COLL_BYTES};
 /// The step among the nodes' leaders: gets the step's data (the leader's combined
 /// buffer, or the broadcast source's) and leaves the job-wide result there.
 pub type Across<'a> = Option<&'a mut dyn FnMut(&mut [u8]) -> Result<(), RmaError>>;
+
+/// Most procs of a node whose steps run flat (`Rma::flat`).
+const FLAT_PROCS: usize = 16;
+/// Most bytes of all parts together of a flat step.
+const FLAT_BYTES: usize = 4096;
+
+/// What a proc puts in its buffer at a step.
+enum Part<'a> {
+    /// Nothing: the buffer stays as it is.
+    Nothing,
+    /// These bytes, copied in on entering.
+    Copy(&'a [u8]),
+    /// Whatever the step writes there later (the leaders' step).
+    Reserve,
+}
+
+/// This proc's bookkeeping of its node's collectives (module docs).
+#[derive(Default)]
+pub(crate) struct CollState {
+    /// The last step entered.
+    seq: Cell<u64>,
+    /// Every other proc of the node has arrived at this step or later.
+    seen: Cell<u64>,
+    /// The last step at which others read our buffer of each parity (0: none).
+    published: [Cell<u64>; 2],
+}
 
 impl Rma<'_> {
     /// The procs of this proc's node (domain), ascending; the first is its leader.
@@ -45,18 +90,21 @@ impl Rma<'_> {
     /// leaders).
     pub fn node_barrier(&self, mut across: Across<'_>) -> Result<(), RmaError> {
         let op = "node barrier";
+        let leader = self.node_procs()[0];
         if self.node_procs().len() == 1 {
             return run_across(&mut across, &mut []);
         }
-        let seq = self.next_coll_step();
-        self.coll_arrive(seq);
-        if self.is_node_leader() {
+        let seq = self.enter_step(Part::Nothing)?;
+        if self.flat(0) {
+            return self.wait_arrivals(op, seq);
+        }
+        if self.rank == leader {
             self.wait_arrivals(op, seq)?;
             run_across(&mut across, &mut [])?;
             self.coll_release(seq);
             Ok(())
         } else {
-            self.wait_release(op, seq)
+            self.wait_release(op, leader, seq)
         }
     }
 
@@ -84,30 +132,42 @@ impl Rma<'_> {
         }
         let piece_len = COLL_BYTES / elem * elem;
         let procs = self.node_procs();
+        let leader = procs[0];
         for piece in data.chunks_mut(piece_len) {
             if procs.len() == 1 {
                 run_across(&mut across, piece)?;
                 continue;
             }
-            let seq = self.next_coll_step();
+            let seq = self.enter_step(Part::Copy(piece))?;
             let parity = (seq % 2) as usize;
-            let own = self.ctl_of(self.rank);
-            let mine = own.coll_data(parity);
-            // SAFETY: rule 4: our buffer `parity` is ours to write until we arrive;
-            // `piece` is at most COLL_BYTES long.
-            unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), mine, piece.len()) };
-            self.coll_arrive(seq);
-            if !self.is_node_leader() {
-                self.wait_release(op, seq)?;
-                // SAFETY: rule 4: the leader released step `seq` and writes its buffer
-                // `parity` again only after we arrive at step seq + 1.
-                unsafe { copy_out(self.ctl_of(procs[0]), parity, piece) };
+            if self.flat(piece.len()) {
+                self.wait_arrivals(op, seq)?;
+                // SAFETY: rule 4: every proc wrote its part before arriving and keeps it
+                // until every other proc has arrived at a later step.
+                unsafe { copy_out(self.ctl_of(leader), parity, piece) };
+                for &p in &procs[1..] {
+                    // SAFETY: as above.
+                    let other = unsafe {
+                        std::slice::from_raw_parts(self.ctl_of(p).coll_data(parity), piece.len())
+                    };
+                    fold(piece, other);
+                }
+                self.coll.published[parity].set(seq);
+                continue;
+            }
+            if self.rank != leader {
+                self.wait_release(op, leader, seq)?;
+                // SAFETY: rule 4: the leader released step `seq` and rewrites its
+                // buffer `parity` only after we arrive at a later step.
+                unsafe { copy_out(self.ctl_of(leader), parity, piece) };
                 continue;
             }
             self.wait_arrivals(op, seq)?;
             // SAFETY: rule 4: every proc arrived at `seq` and none is released, so no
             // one writes any buffer `parity` of the node and only we touch ours.
-            let acc = unsafe { std::slice::from_raw_parts_mut(mine, piece.len()) };
+            let acc = unsafe {
+                std::slice::from_raw_parts_mut(self.ctl_of(leader).coll_data(parity), piece.len())
+            };
             for &p in &procs[1..] {
                 // SAFETY: as above; `p` wrote `piece.len()` bytes there before arriving.
                 let other = unsafe {
@@ -117,15 +177,15 @@ impl Rma<'_> {
             }
             run_across(&mut across, acc)?;
             piece.copy_from_slice(acc);
-            self.coll_release(seq);
+            self.publish(parity, seq);
         }
         Ok(())
     }
 
     /// Broadcast of `data` from proc `root` (anywhere in the job) over the node: the
-    /// root's bytes when it is on this node (then `across` sends them to the other
-    /// leaders), else what `across` (the leaders' broadcast from the root's leader)
-    /// brings to this node's leader.
+    /// root's bytes when it is on this node (then `across` on its leader sends them
+    /// to the other leaders), else what `across` (the leaders' broadcast from the
+    /// root's leader) brings to this node's leader.
     pub fn node_broadcast(
         &self,
         data: &mut [u8],
@@ -135,95 +195,123 @@ impl Rma<'_> {
         let op = "node broadcast";
         self.check_proc(op, root)?;
         let procs = self.node_procs();
-        let source = if self.domains.same(root) {
-            root
-        } else {
-            procs[0]
-        };
+        let leader = procs[0];
+        let root_here = self.domains.same(root);
+        let source = if root_here { root } else { leader };
         for piece in data.chunks_mut(COLL_BYTES) {
             if procs.len() == 1 {
                 run_across(&mut across, piece)?;
                 continue;
             }
-            let seq = self.next_coll_step();
+            let part = if self.rank == root {
+                Part::Copy(piece)
+            } else if self.rank == source {
+                Part::Reserve
+            } else {
+                Part::Nothing
+            };
+            let seq = self.enter_step(part)?;
             let parity = (seq % 2) as usize;
             if self.rank == root {
-                // SAFETY: rule 4: our buffer `parity` is ours until we arrive.
-                unsafe {
-                    let mine = self.ctl_of(root).coll_data(parity);
-                    std::ptr::copy_nonoverlapping(piece.as_ptr(), mine, piece.len());
+                self.publish(parity, seq);
+                if self.rank == leader {
+                    run_across(&mut across, piece)?;
                 }
-            }
-            self.coll_arrive(seq);
-            if self.is_node_leader() {
-                self.wait_arrivals(op, seq)?;
-                // SAFETY: rule 4: every proc arrived and none is released: the source
-                // buffer is written by no one but this hook until we release.
-                let from = unsafe {
+            } else if self.rank == source {
+                // We lead a node without the root: the leaders' step fills our buffer.
+                // SAFETY: rule 4: `enter_step` saw every reader of its last use done.
+                let into = unsafe {
                     std::slice::from_raw_parts_mut(
                         self.ctl_of(source).coll_data(parity),
                         piece.len(),
                     )
                 };
-                run_across(&mut across, from)?;
-                if self.rank != root {
-                    piece.copy_from_slice(from);
-                }
-                self.coll_release(seq);
+                run_across(&mut across, into)?;
+                piece.copy_from_slice(into);
+                self.publish(parity, seq);
             } else {
-                self.wait_release(op, seq)?;
-                if self.rank != root {
-                    // SAFETY: rule 4: released, and rewritten only two steps on.
-                    unsafe { copy_out(self.ctl_of(source), parity, piece) };
+                self.wait_release(op, source, seq)?;
+                // SAFETY: rule 4: the source released step `seq` and rewrites its buffer
+                // `parity` only after we arrive at a later step.
+                unsafe { copy_out(self.ctl_of(source), parity, piece) };
+                if self.rank == leader && root_here {
+                    // The root's bytes to the other nodes' leaders, from our copy.
+                    run_across(&mut across, piece)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// Whether this proc leads its node.
-    fn is_node_leader(&self) -> bool {
-        self.node_procs()[0] == self.rank
+    /// Whether a step with parts of `bytes` runs flat: every proc waits for every
+    /// arrival and reads every part itself, one hop instead of the leader's two. Only
+    /// with one node (no leaders' step), at most [`FLAT_PROCS`] procs, and parts whose
+    /// reading by everyone costs less than that hop ([`FLAT_BYTES`] over the node).
+    fn flat(&self, bytes: usize) -> bool {
+        let k = self.node_procs().len();
+        self.domains.count() == 1 && k <= FLAT_PROCS && bytes * k <= FLAT_BYTES
     }
 
-    /// The next step's number.
-    fn next_coll_step(&self) -> u64 {
-        let seq = self.coll_seq.get() + 1;
-        self.coll_seq.set(seq);
-        seq
-    }
-
-    /// Step 1's end: our part of step `seq` is written.
-    fn coll_arrive(&self, seq: u64) {
+    /// Enters the next step: when we write our buffer of its parity (`part`) and
+    /// others read it last time, waits until all of them are past that (buffer reuse,
+    /// module docs); copies the part in; arrives. Returns the step's number.
+    fn enter_step(&self, part: Part<'_>) -> Result<u64, RmaError> {
+        let st = &self.coll;
+        let seq = st.seq.get() + 1;
+        st.seq.set(seq);
+        let parity = (seq % 2) as usize;
+        if !matches!(part, Part::Nothing) {
+            let read_at = st.published[parity].get();
+            if read_at > 0 && st.seen.get() <= read_at {
+                self.wait_arrivals("node collective", read_at + 1)?;
+            }
+        }
+        if let Part::Copy(bytes) = part {
+            let own = self.ctl_of(self.rank).coll_data(parity);
+            // SAFETY: rule 4: nobody reads our buffer `parity` now (checked just
+            // above); `bytes` is at most COLL_BYTES long.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), own, bytes.len()) };
+        }
         let own = self.ctl_of(self.rank).coll();
         own.arrive.seq.store(seq, Ordering::Release);
+        Ok(seq)
     }
 
-    /// Step 2's end: the node may read the result of step `seq`.
+    /// Ends step `seq` for the others: our buffer `parity` holds its result.
+    fn publish(&self, parity: usize, seq: u64) {
+        self.coll.published[parity].set(seq);
+        self.coll_release(seq);
+    }
+
+    /// The node may go on past step `seq` (and read our result of it).
     fn coll_release(&self, seq: u64) {
         let own = self.ctl_of(self.rank).coll();
         own.release.seq.store(seq, Ordering::Release);
     }
 
-    /// The leader waits until every proc of the node has arrived at step `seq`.
+    /// Waits until every other proc of the node has arrived at step `seq` or later.
     fn wait_arrivals(&self, op: &'static str, seq: u64) -> Result<(), RmaError> {
+        if self.coll.seen.get() >= seq {
+            return Ok(());
+        }
         let procs = self.node_procs();
         // The first proc not seen arrived yet (the one to check on while waiting).
-        let next = std::cell::Cell::new(1);
+        let next = Cell::new(0);
         self.patience
-            .wait(
+            .wait_yielding(
                 op,
                 &|| format!("arriving at step {seq} of its node's collectives"),
                 || {
                     let mut i = next.get();
                     while i < procs.len()
-                        && self
-                            .ctl_of(procs[i])
-                            .coll()
-                            .arrive
-                            .seq
-                            .load(Ordering::Acquire)
-                            >= seq
+                        && (procs[i] == self.rank
+                            || self
+                                .ctl_of(procs[i])
+                                .coll()
+                                .arrive
+                                .seq
+                                .load(Ordering::Acquire)
+                                >= seq)
                     {
                         i += 1;
                     }
@@ -232,19 +320,20 @@ impl Rma<'_> {
                 },
                 || self.patience.pid_of(procs[next.get()]).unwrap_or(0),
             )
-            .map_err(left)
+            .map_err(left)?;
+        self.coll.seen.set(seq);
+        Ok(())
     }
 
-    /// A proc other than the leader waits until the leader released step `seq`.
-    fn wait_release(&self, op: &'static str, seq: u64) -> Result<(), RmaError> {
-        let leader = self.node_procs()[0];
-        let word = &self.ctl_of(leader).coll().release.seq;
+    /// Waits until `from` released step `seq`.
+    fn wait_release(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
+        let word = &self.ctl_of(from).coll().release.seq;
         self.patience
-            .wait(
+            .wait_yielding(
                 op,
-                &|| format!("releasing step {seq} of its node's collectives (it leads the node)"),
+                &|| format!("releasing step {seq} of its node's collectives"),
                 || word.load(Ordering::Acquire) >= seq,
-                || self.patience.pid_of(leader).unwrap_or(0),
+                || self.patience.pid_of(from).unwrap_or(0),
             )
             .map_err(left)
     }

@@ -29,11 +29,12 @@
 //!    `serving` are reset by the owner in `create_mutexes`, under rule 1's barriers.
 //! 4. The collective slot (`api/coll.rs` runs the steps): every step of a node
 //!    collective has a number `seq` (1, 2, ... in call order, the same on every proc of
-//!    the node). Only the owner writes its slot: `data[seq % 2]` (its contribution),
-//!    then `arrive = seq` (Release); the node's leader (its lowest proc), after seeing
-//!    every `arrive >= seq` (Acquire) and combining, writes `release = seq` (Release).
-//!    A buffer is written again two steps later, when every reader of it has arrived
-//!    at the step between, so readers never see it change under them.
+//!    the node). Only the owner writes its slot: its part into `data[seq % 2]`, then
+//!    `arrive = seq` (Release); when it ends a step for the others (the leader, a
+//!    broadcast's source), `release = seq` (Release) after the result is in its
+//!    buffer. Readers load `arrive` / `release` with Acquire before touching a buffer.
+//!    An owner rewrites a buffer others read at step `t` only after seeing every other
+//!    proc's `arrive >= t + 1`, so readers never see it change under them.
 
 use std::cell::UnsafeCell;
 use std::mem::{align_of, size_of};

@@ -11,6 +11,11 @@ use nf_transport::shm::segment::pid_alive;
 use super::control::{Control, MutexWord, NSTRIPES};
 use crate::error::RmaError;
 
+/// Yields of [`Patience::wait_yielding`] before it naps between polls.
+const YIELDS: u32 = 4096;
+/// Its nap.
+const NAP: Duration = Duration::from_micros(20);
+
 /// How a proc (or its service thread) waits for a lock held by someone else.
 #[derive(Clone)]
 pub(crate) struct Patience {
@@ -42,8 +47,43 @@ impl Patience {
         &self,
         op: &'static str,
         what: &dyn Fn() -> String,
+        attempt: impl FnMut() -> bool,
+        holder: impl Fn() -> u32,
+    ) -> Result<(), RmaError> {
+        self.wait_idling(op, what, attempt, holder, |idle| self.waiter.idle(idle))
+    }
+
+    /// [`Patience::wait`] for a proc that waits on one other proc of its domain, which
+    /// must run to end the wait (a node collective): where procs outnumber CPUs it
+    /// yields from the first empty poll (naps after a long wait), since every pause
+    /// spent spinning there is time the awaited proc does not get.
+    pub(crate) fn wait_yielding(
+        &self,
+        op: &'static str,
+        what: &dyn Fn() -> String,
+        attempt: impl FnMut() -> bool,
+        holder: impl Fn() -> u32,
+    ) -> Result<(), RmaError> {
+        let spins = self.waiter.spins();
+        self.wait_idling(op, what, attempt, holder, |idle| {
+            if spins {
+                // Poll again at once, as `Waiter::idle` does.
+            } else if idle < YIELDS {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(NAP);
+            }
+        })
+    }
+
+    /// The loop of both waits, idling with `idle(n)` after the n-th empty poll.
+    fn wait_idling(
+        &self,
+        op: &'static str,
+        what: &dyn Fn() -> String,
         mut attempt: impl FnMut() -> bool,
         holder: impl Fn() -> u32,
+        idle_once: impl Fn(u32),
     ) -> Result<(), RmaError> {
         let mut idle = 0u32;
         let mut last_check: Option<Instant> = None;
@@ -52,7 +92,7 @@ impl Patience {
                 return Ok(());
             }
             idle = idle.saturating_add(1);
-            self.waiter.idle(idle);
+            idle_once(idle);
             if !idle.is_multiple_of(64) {
                 continue;
             }
