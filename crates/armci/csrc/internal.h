@@ -29,7 +29,8 @@ struct nfa_state {
                              and with one node); its rank i leads node i */
     int shm_coll;         /* some node holds 2+ processes: world collectives take the
                              nodes' shared memory (coll.c) */
-    long coll_max;        /* bytes above which they stay on MPI (NF_ARMCI_COLL_MAX) */
+    long reduce_max;      /* all-reduces and broadcasts longer than these many bytes */
+    long bcast_max;       /* stay on MPI (NF_ARMCI_COLL_MAX sets both) */
     int node_count;       /* nodes in the job */
     int *node_of;         /* node of each world rank */
     int *node_first;      /* node_count + 1 offsets into node_members */

@@ -4,6 +4,7 @@
 //! MPI communicator) and offers [`fatal`] to abort the job; everything else C needs
 //! from Rust is an exported `nf_armci_rs_*` function in the other modules.
 
+use std::borrow::Cow;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt::Display;
 
@@ -46,13 +47,11 @@ pub fn fatal(call: &str, msg: impl Display) -> ! {
     unsafe { nfa_fatal_msg(call.as_ptr(), msg.as_ptr()) }
 }
 
-/// The caller's name as C passed it.
-pub(crate) fn call_name(call: *const c_char) -> String {
+/// The caller's name as C passed it (borrowed: no allocation on the fast paths).
+pub(crate) fn call_name(call: *const c_char) -> Cow<'static, str> {
     if call.is_null() {
-        return "ARMCI".into();
+        return Cow::Borrowed("ARMCI");
     }
-    // SAFETY: C passes a string literal.
-    unsafe { CStr::from_ptr(call) }
-        .to_string_lossy()
-        .into_owned()
+    // SAFETY: C passes a string literal, which lives as long as the library.
+    unsafe { CStr::from_ptr(call) }.to_string_lossy()
 }

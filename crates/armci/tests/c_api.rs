@@ -137,13 +137,18 @@ fn collectives_against_plain_computation() {
     run_c("t_coll", &[1, 2, 4], &[]);
 }
 
-/// The same checks where the collectives take MPI: forced by `NF_ARMCI_COLL_MAX=0`,
-/// and with every process a node of its own (`NF_RMA_DIRECT=0`).
+/// The same checks on the other paths: MPI forced by `NF_ARMCI_COLL_MAX=0`, MPI with
+/// every process a node of its own (`NF_RMA_DIRECT=0`), and shared memory at every
+/// length (broadcasts of several 32 KiB steps, which stay on MPI by default).
 #[test]
-fn collectives_on_the_mpi_paths() {
+fn collectives_on_every_path() {
     let (imp, prog) = build("t_coll");
     let names = expected_tests(&source("t_coll"), imp);
-    for env in ["NF_ARMCI_COLL_MAX=0", "NF_RMA_DIRECT=0"] {
+    for env in [
+        "NF_ARMCI_COLL_MAX=0",
+        "NF_RMA_DIRECT=0",
+        "NF_ARMCI_COLL_MAX=1073741824",
+    ] {
         let out = mpirun_with(4, &["-x", env], &prog, &[], LIMIT);
         assert_all_passed(&format!("t_coll -np 4 with {env} ({imp:?})"), &out, &names);
     }

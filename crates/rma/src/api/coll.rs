@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | barrier | waits until all arrived, runs `across`, `release = seq` | wait for the leader's release |
 //! | all-reduce | waits until all arrived, folds their buffers into its own in proc order, runs `across`, `release = seq` | wait for the leader's release, copy its buffer |
-//! | broadcast | is the source when the root is on another node: runs `across` into its buffer, `release = seq` | the source (the root, when here) writes its buffer, `release = seq`; the others wait for the source's release and copy its buffer |
+//! | broadcast | is the source when the root is on another node: runs `across` into its buffer, `release = seq` | the root, when here, is the source: its part is its data, and the others wait for its arrival; else they wait for the leader's release and copy its buffer |
 //!
 //! With one node, few procs and short parts, barrier and all-reduce run *flat*
 //! instead: every proc waits for every arrival and folds every buffer itself in proc
@@ -20,8 +20,9 @@
 //!
 //! `across` is the same step among the leaders of all nodes (e.g. MPI on the leaders'
 //! communicator); there is none with one node. A broadcast waits for no one but its
-//! source, and its source for no one (the root's leader reads the root's buffer for
-//! `across` after the root's release).
+//! source, and its source for no one (the root's leader copies the root's part for
+//! `across`). Parts of at most [`COLL_INLINE`] bytes travel in the line of their
+//! `arrive` word, so reading the word brings them.
 //!
 //! Buffer reuse: a proc whose buffer others read at step `t` (the leader's result, a
 //! source's data) rewrites it two steps later, and first sees every other proc's
@@ -42,11 +43,11 @@
 //! error naming it ([`RmaError::PeerLeft`]), never an endless wait.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::RmaError;
 use crate::rma::Rma;
-use crate::shm::control::{Control, COLL_BYTES};
+use crate::shm::control::{COLL_BYTES, COLL_INLINE};
 
 /// The step among the nodes' leaders: gets the step's data (the leader's combined
 /// buffer, or the broadcast source's) and leaves the job-wide result there.
@@ -142,13 +143,14 @@ impl Rma<'_> {
             let parity = (seq % 2) as usize;
             if self.flat(piece.len()) {
                 self.wait_arrivals(op, seq)?;
+                let len = piece.len();
                 // SAFETY: rule 4: every proc wrote its part before arriving and keeps it
                 // until every other proc has arrived at a later step.
-                unsafe { copy_out(self.ctl_of(leader), parity, piece) };
+                unsafe { copy_out(self.ctl_of(leader).coll_part(parity, len), piece) };
                 for &p in &procs[1..] {
                     // SAFETY: as above.
                     let other = unsafe {
-                        std::slice::from_raw_parts(self.ctl_of(p).coll_data(parity), piece.len())
+                        std::slice::from_raw_parts(self.ctl_of(p).coll_part(parity, len), len)
                     };
                     fold(piece, other);
                 }
@@ -159,19 +161,23 @@ impl Rma<'_> {
                 self.wait_release(op, leader, seq)?;
                 // SAFETY: rule 4: the leader released step `seq` and rewrites its
                 // buffer `parity` only after we arrive at a later step.
-                unsafe { copy_out(self.ctl_of(leader), parity, piece) };
+                unsafe { copy_out(self.ctl_of(leader).coll_data(parity), piece) };
                 continue;
             }
             self.wait_arrivals(op, seq)?;
+            let len = piece.len();
             // SAFETY: rule 4: every proc arrived at `seq` and none is released, so no
             // one writes any buffer `parity` of the node and only we touch ours.
             let acc = unsafe {
-                std::slice::from_raw_parts_mut(self.ctl_of(leader).coll_data(parity), piece.len())
+                std::slice::from_raw_parts_mut(self.ctl_of(leader).coll_data(parity), len)
             };
+            if len <= COLL_INLINE {
+                acc.copy_from_slice(piece); // our part went inline
+            }
             for &p in &procs[1..] {
-                // SAFETY: as above; `p` wrote `piece.len()` bytes there before arriving.
+                // SAFETY: as above; `p` wrote `len` bytes there before arriving.
                 let other = unsafe {
-                    std::slice::from_raw_parts(self.ctl_of(p).coll_data(parity), piece.len())
+                    std::slice::from_raw_parts(self.ctl_of(p).coll_part(parity, len), len)
                 };
                 fold(acc, other);
             }
@@ -229,15 +235,21 @@ impl Rma<'_> {
                 run_across(&mut across, into)?;
                 piece.copy_from_slice(into);
                 self.publish(parity, seq);
+            } else if root_here {
+                // The root's part is complete once it arrived.
+                self.wait_arrival_of(op, root, seq)?;
+                // SAFETY: rule 4: the root rewrites its part `parity` only after we
+                // arrive at a later step.
+                unsafe { copy_out(self.ctl_of(root).coll_part(parity, piece.len()), piece) };
+                if self.rank == leader {
+                    // The root's bytes to the other nodes' leaders, from our copy.
+                    run_across(&mut across, piece)?;
+                }
             } else {
                 self.wait_release(op, source, seq)?;
                 // SAFETY: rule 4: the source released step `seq` and rewrites its buffer
                 // `parity` only after we arrive at a later step.
-                unsafe { copy_out(self.ctl_of(source), parity, piece) };
-                if self.rank == leader && root_here {
-                    // The root's bytes to the other nodes' leaders, from our copy.
-                    run_across(&mut across, piece)?;
-                }
+                unsafe { copy_out(self.ctl_of(source).coll_data(parity), piece) };
             }
         }
         Ok(())
@@ -267,7 +279,7 @@ impl Rma<'_> {
             }
         }
         if let Part::Copy(bytes) = part {
-            let own = self.ctl_of(self.rank).coll_data(parity);
+            let own = self.ctl_of(self.rank).coll_part(parity, bytes.len());
             // SAFETY: rule 4: nobody reads our buffer `parity` now (checked just
             // above); `bytes` is at most COLL_BYTES long.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), own, bytes.len()) };
@@ -328,10 +340,28 @@ impl Rma<'_> {
     /// Waits until `from` released step `seq`.
     fn wait_release(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
         let word = &self.ctl_of(from).coll().release.seq;
+        self.wait_seq(op, from, word, "releasing", seq)
+    }
+
+    /// Waits until `from` arrived at step `seq`.
+    fn wait_arrival_of(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
+        let word = &self.ctl_of(from).coll().arrive.seq;
+        self.wait_seq(op, from, word, "arriving at", seq)
+    }
+
+    /// Waits until `from`'s `word` reaches `seq` (`doing` it, for the error).
+    fn wait_seq(
+        &self,
+        op: &'static str,
+        from: usize,
+        word: &AtomicU64,
+        doing: &str,
+        seq: u64,
+    ) -> Result<(), RmaError> {
         self.patience
             .wait_yielding(
                 op,
-                &|| format!("releasing step {seq} of its node's collectives"),
+                &|| format!("{doing} step {seq} of its node's collectives"),
                 || word.load(Ordering::Acquire) >= seq,
                 || self.patience.pid_of(from).unwrap_or(0),
             )
@@ -347,14 +377,14 @@ fn run_across(across: &mut Across<'_>, data: &mut [u8]) -> Result<(), RmaError> 
     }
 }
 
-/// Copies `out.len()` bytes of `ctl`'s buffer `parity` into `out`.
+/// Copies `out.len()` bytes of a collective part or buffer at `from` into `out`.
 ///
 /// # Safety
-/// Rule 4 of `shm/control.rs` must keep the buffer's owner from writing it meanwhile.
-unsafe fn copy_out(ctl: &Control, parity: usize, out: &mut [u8]) {
-    // SAFETY: the buffer holds COLL_BYTES >= out.len() bytes and, by the caller's
-    // promise, nobody writes them during the copy.
-    unsafe { std::ptr::copy_nonoverlapping(ctl.coll_data(parity), out.as_mut_ptr(), out.len()) }
+/// `from` is a part or buffer of a mapped control segment holding `out.len()` bytes,
+/// and rule 4 of `shm/control.rs` keeps its owner from writing it meanwhile.
+unsafe fn copy_out(from: *const u8, out: &mut [u8]) {
+    // SAFETY: the caller's promise.
+    unsafe { std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), out.len()) }
 }
 
 /// A peer that died while we waited (`Patience` says "holding"; here it is "before").

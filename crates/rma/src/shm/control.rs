@@ -10,7 +10,8 @@
 //!  4160         +------------------------------+
 //!               | MutexWord[4096] (16 B each)  |  next ticket, now serving, holder proc + 1
 //!  69696        +------------------------------+
-//!               | CollSlot                     |  arrive (1 line), release (1 line),
+//!               | CollSlot                     |  arrive + 2 inline parts (1 line),
+//!               |                              |  release (1 line),
 //!               |                              |  data[2][COLL_BYTES]
 //!  135360       +------------------------------+
 //! ```
@@ -29,7 +30,8 @@
 //!    `serving` are reset by the owner in `create_mutexes`, under rule 1's barriers.
 //! 4. The collective slot (`api/coll.rs` runs the steps): every step of a node
 //!    collective has a number `seq` (1, 2, ... in call order, the same on every proc of
-//!    the node). Only the owner writes its slot: its part into `data[seq % 2]`, then
+//!    the node). Only the owner writes its slot: its part into `data[seq % 2]` (a short
+//!    one into the arrive line's `inline[seq % 2]`), then
 //!    `arrive = seq` (Release); when it ends a step for the others (the leader, a
 //!    broadcast's source), `release = seq` (Release) after the result is in its
 //!    buffer. Readers load `arrive` / `release` with Acquire before touching a buffer.
@@ -90,20 +92,26 @@ pub(crate) struct MutexWord {
 /// messages take several steps).
 pub(crate) const COLL_BYTES: usize = 32 * 1024;
 
-/// A sequence word on its own cache line, so the owner's writes never invalidate the
-/// line its neighbours poll.
+/// Bytes of a part short enough to travel inline, in the line of its `arrive` word, so
+/// a reader's one miss on that line brings word and data together.
+pub(crate) const COLL_INLINE: usize = 24;
+
+/// A sequence word and two inline parts (by step parity) on a cache line of their
+/// own, so the owner's writes never invalidate the line its neighbours poll.
 #[repr(C, align(64))]
 pub(crate) struct SeqLine {
     /// The last step number written (rule 4).
     pub seq: AtomicU64,
+    /// Short parts, by step parity (used in `arrive` lines only).
+    inline: UnsafeCell<[[u8; COLL_INLINE]; 2]>,
 }
 
 /// One proc's part of its node's collectives (rule 4).
 #[repr(C, align(64))]
 pub(crate) struct CollSlot {
-    /// The last step this proc arrived at (its data written).
+    /// The last step this proc arrived at (its part written), and short parts.
     pub arrive: SeqLine,
-    /// The last step this proc, as the node's leader, released.
+    /// The last step this proc ended for the others (its result written).
     pub release: SeqLine,
     /// Contributions and results, by step parity; written by one proc while others
     /// may map it, hence behind an `UnsafeCell` and reached through raw pointers.
@@ -125,6 +133,7 @@ pub(crate) const SIZE: usize = size_of::<Layout>();
 const _: () = assert!(size_of::<Header>() == 64);
 const _: () = assert!(size_of::<Stripe>() == 64);
 const _: () = assert!(size_of::<MutexWord>() == 16);
+const _: () = assert!(size_of::<SeqLine>() == 64);
 const _: () = assert!(size_of::<CollSlot>() == 128 + 2 * COLL_BYTES);
 const _: () = assert!(SIZE == 64 + 64 * NSTRIPES + 16 * MAX_MUTEXES + size_of::<CollSlot>());
 const _: () = assert!(align_of::<Layout>() <= 4096);
@@ -208,6 +217,18 @@ impl Control {
         let first = self.layout().coll.data.get().cast::<u8>();
         // SAFETY: both buffers lie inside the one array, so the offset stays in it.
         unsafe { first.add((parity & 1) * COLL_BYTES) }
+    }
+
+    /// Where this proc's part of `len` bytes at parity `parity` lives: inline in its
+    /// `arrive` line when it fits ([`COLL_INLINE`]), else in [`Control::coll_data`].
+    /// Rule 4 orders its use as for the buffers.
+    pub(crate) fn coll_part(&self, parity: usize, len: usize) -> *mut u8 {
+        if len > COLL_INLINE {
+            return self.coll_data(parity);
+        }
+        let first = self.layout().coll.arrive.inline.get().cast::<u8>();
+        // SAFETY: both inline parts lie inside the one array, so the offset stays in it.
+        unsafe { first.add((parity & 1) * COLL_INLINE) }
     }
 
     /// The mapping, to unlink its name.
