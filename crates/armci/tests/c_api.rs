@@ -10,7 +10,10 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{assert_all_passed, compile, expected_tests, mpirun, mpirun_hosts, mpirun_with, Impl};
+use common::{
+    assert_all_passed, compile, expected_tests, mpirun, mpirun_hosts, mpirun_hosts_with,
+    mpirun_with, Impl,
+};
 use nf_testkit::Netns;
 
 /// Generous: a run takes seconds; this only stops a hang.
@@ -154,10 +157,22 @@ fn collectives_on_every_path() {
     }
 }
 
-/// Across two hosts: each node's shared memory, MPI among the leaders.
+/// Across two hosts: each node's shared memory, MPI among the leaders; by default,
+/// and with every length on shared memory (broadcasts of several steps, each with
+/// its leaders' step).
 #[test]
 fn collectives_across_two_hosts() {
     run_c_two_hosts("t_coll", &[]);
+    let (imp, prog) = build("t_coll");
+    let names = expected_tests(&source("t_coll"), imp);
+    let net = Netns::create(2).expect("two namespace hosts");
+    let opts = ["-x", "NF_ARMCI_COLL_MAX=1073741824"];
+    let out = mpirun_hosts_with(&net, 2, &opts, &prog, &[], LIMIT);
+    assert_all_passed(
+        &format!("t_coll on 2 hosts x 2, all on shared memory ({imp:?})"),
+        &out,
+        &names,
+    );
 }
 
 /// A process killed while the others wait in a barrier ends the job, naming it: under

@@ -240,6 +240,19 @@ pub fn mpirun_hosts(
     args: &[&str],
     limit: Duration,
 ) -> RunOutput {
+    mpirun_hosts_with(net, per_host, &[], prog, args, limit)
+}
+
+/// [`mpirun_hosts`] with more `mpirun` options before the program (as
+/// [`mpirun_with`]).
+pub fn mpirun_hosts_with(
+    net: &Netns,
+    per_host: usize,
+    options: &[&str],
+    prog: &Path,
+    args: &[&str],
+    limit: Duration,
+) -> RunOutput {
     let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
     let agent = crate_dir().join("../../tests/netns/mpirun-agent.sh");
     let subnet = match net.addr(0) {
@@ -267,6 +280,7 @@ pub fn mpirun_hosts(
     // ARMCI-MPI's windows need an osc component that works over the tcp btl.
     cmd.args(["--mca", "osc", "pt2pt"]);
     cmd.arg("--host").arg(hosts.join(","));
+    cmd.args(options);
     cmd.arg("-np").arg((per_host * net.len()).to_string());
     cmd.arg(prog).args(args);
     run_bounded(cmd, limit)
