@@ -59,7 +59,8 @@ unsafe fn with_across<R>(across: *const NfaAcross, f: impl FnOnce(Across<'_>) ->
 /// its fence).
 ///
 /// # Safety
-/// `call` is NULL or a C string; `across` as for [`with_across`].
+/// `call` is NULL or a C string; `across` is NULL or describes a leaders' step whose
+/// `ctx` is valid for its `step` during the call.
 #[no_mangle]
 pub unsafe extern "C" fn nf_armci_rs_barrier(
     call: *const c_char,
