@@ -17,11 +17,13 @@
  *   dgop-<n>            armci_msg_dgop of n doubles, "+"
  *   igop-1              armci_msg_igop of 1 int, "max"
  *   brdcst-<n>          armci_msg_brdcst of n bytes from rank 0
+ *   with --large, also dgop of 4 Ki .. 256 Ki doubles and brdcst of 4 KiB .. 16 MiB
+ *   (where a library's collectives change path; libarmci's NF_ARMCI_COLL_MAX)
  *
  * Output: one line per call on rank 0, "call median_us min_us max_us", and with
  * --json F the same as a JSON object {"ranks": P, "calls": {name: {median_us, ...}}}.
  *
- * Usage: mpirun -np P ./armci_calls [--iters N] [--warmup W] [--json F]
+ * Usage: mpirun -np P ./armci_calls [--iters N] [--warmup W] [--json F] [--large]
  * Build: mpicc -O2 -o armci_calls bench/mpi/armci_calls.c -larmci-openmpi
  */
 #define _POSIX_C_SOURCE 200809L
@@ -33,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int iters = 200, warmup = 20;
+static int iters = 200, warmup = 20, large = 0;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -121,6 +123,8 @@ int main(int argc, char **argv)
             iters = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--warmup") && a + 1 < argc)
             warmup = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--large"))
+            large = 1;
         else if (!strcmp(argv[a], "--json") && a + 1 < argc) {
             ++a;
             if (rank == 0 && !(json = fopen(argv[a], "w"))) {
@@ -129,7 +133,7 @@ int main(int argc, char **argv)
             }
         } else {
             if (rank == 0)
-                fprintf(stderr, "usage: mpirun -np P armci_calls [--iters N] [--warmup W] [--json F]\n");
+                fprintf(stderr, "usage: mpirun -np P armci_calls [--iters N] [--warmup W] [--json F] [--large]\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -190,6 +194,26 @@ int main(int argc, char **argv)
     memset(buf, rank, sizeof buf);
     TIME_ROUNDS("brdcst-8", armci_msg_brdcst(buf, 8, 0));
     TIME_ROUNDS("brdcst-65536", armci_msg_brdcst(buf, 65536, 0));
+    if (large) {
+        long most = 1L << 24;
+        char *big = malloc((size_t)most);
+        if (big == NULL) {
+            fprintf(stderr, "armci_calls: out of memory for --large\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        memset(big, 0, (size_t)most);
+        for (int n = 4096; n <= (1 << 18); n *= 4) {
+            char name[32];
+            snprintf(name, sizeof name, "dgop-%d", n);
+            TIME_ROUNDS(name, armci_msg_dgop((double *)big, n, "+"));
+        }
+        for (int n = 4096; n <= (1 << 24); n *= 4) {
+            char name[32];
+            snprintf(name, sizeof name, "brdcst-%d", n);
+            TIME_ROUNDS(name, armci_msg_brdcst(big, n, 0));
+        }
+        free(big);
+    }
 
     if (rank == 0 && json) {
         fprintf(json, "\n  }}\n");

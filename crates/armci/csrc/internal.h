@@ -25,6 +25,12 @@
 struct nfa_state {
     int init_count;       /* ARMCI_Init calls not yet matched by ARMCI_Finalize */
     MPI_Comm node_comm;   /* the world's processes on this node */
+    MPI_Comm leaders_comm;/* the lowest world rank of each node (MPI_COMM_NULL elsewhere,
+                             and with one node); its rank i leads node i */
+    int shm_coll;         /* some node holds 2+ processes: world collectives take the
+                             nodes' shared memory (coll.c) */
+    long reduce_max;      /* all-reduces and broadcasts longer than these many bytes */
+    long bcast_max;       /* stay on MPI (NF_ARMCI_COLL_MAX sets both) */
     int node_count;       /* nodes in the job */
     int *node_of;         /* node of each world rank */
     int *node_first;      /* node_count + 1 offsets into node_members */
@@ -71,6 +77,24 @@ MPI_Comm nfa_scope_comm(const char *call, int scope, const ARMCI_Group *group,
 void nfa_allreduce(const char *call, void *x, int n, const char *op, int type,
                    MPI_Comm comm);
 
+/* The armci_msg_*gop operators (msg_reduce.c parses their names; src/reduce.rs
+ * mirrors this order). */
+enum nfa_gop { GOP_SUM, GOP_PROD, GOP_MAX, GOP_MIN, GOP_ABSMAX, GOP_ABSMIN, GOP_LAND,
+               GOP_LOR, GOP_BAND, GOP_BOR };
+
+/* Collectives over a communicator, on the node's shared memory where coll.c's rules
+ * allow, else MPI (collective over comm; `call` names the caller for errors). */
+void nfa_coll_init(void);
+void nfa_coll_free(void);
+void nfa_barrier(const char *call, MPI_Comm comm);
+/* Broadcast from `root`, a world rank, whose rank in comm is `comm_root`. */
+void nfa_bcast(const char *call, void *buf, int len, int root, int comm_root,
+               MPI_Comm comm);
+/* All-reduce of a checked vector over comm on shared memory; 0 when that path does not
+ * apply (the caller uses MPI with dt and mop). */
+int nfa_allreduce_shm(const char *call, void *x, int n, int type, enum nfa_gop op,
+                      MPI_Datatype dt, MPI_Op mop, MPI_Comm comm);
+
 /* The user reduction operations, under ARMCI-MPI's exported names (msg_reduce.c). */
 extern MPI_Op ARMCI_MPI_ABSMAX_OP, ARMCI_MPI_ABSMIN_OP, ARMCI_MPI_SELMAX_OP,
     ARMCI_MPI_SELMIN_OP;
@@ -116,6 +140,22 @@ void *nf_armci_rs_malloc_local(long bytes);
 int nf_armci_rs_free_local(const char *call, void *ptr);
 /* Rust: the cap of ARMCI_Set_shm_limit (0: none). */
 void nf_armci_rs_set_limit(unsigned long long bytes);
+
+/* The step among the nodes' leaders of a shared-memory collective (src/coll.rs): runs
+ * in place on `bytes` bytes at buf; 0, or an MPI error code. NULL step: none. */
+struct nfa_across {
+    void *ctx;
+    int (*step)(void *ctx, void *buf, size_t bytes);
+};
+
+/* Rust: the node's barrier around `across` (NULL: this node only). */
+int nf_armci_rs_barrier(const char *call, const struct nfa_across *across);
+/* Rust: all-reduce of n elements of ARMCI type `type` with operator `op` in place. */
+int nf_armci_rs_allreduce(const char *call, void *x, int n, int type, int op,
+                          const struct nfa_across *across);
+/* Rust: broadcast of len bytes from world rank root. */
+int nf_armci_rs_bcast(const char *call, void *buf, int len, int root,
+                      const struct nfa_across *across);
 
 /* Rust calls this to abort: like nfa_fatal with a ready message. */
 _Noreturn void nfa_fatal_msg(const char *call, const char *msg);

@@ -1,7 +1,8 @@
 /*
  * ninefold libarmci: armci_msg_* point-to-point messages, barriers, broadcasts
  * and the binary tree, over the world group's communicator (a duplicate of
- * MPI_COMM_WORLD, so these never match the program's own MPI messages).
+ * MPI_COMM_WORLD, so these never match the program's own MPI messages); barriers
+ * and broadcasts of the world take the nodes' shared memory where coll.c says.
  */
 #include "internal.h"
 
@@ -70,12 +71,12 @@ int armci_msg_rcvany(int tag, void *buffer, int buflen, int *msglen) {
 
 void parmci_msg_barrier(void) {
     nfa_require_init("armci_msg_barrier");
-    MPI_Barrier(ARMCI_GROUP_WORLD.comm);
+    nfa_barrier("armci_msg_barrier", ARMCI_GROUP_WORLD.comm);
 }
 
 void parmci_msg_group_barrier(ARMCI_Group *group) {
     nfa_group_check("armci_msg_group_barrier", group);
-    MPI_Barrier(group->comm);
+    nfa_barrier("armci_msg_group_barrier", group->comm);
 }
 
 void armci_msg_bintree(int scope, int *Root, int *Up, int *Left, int *Right) {
@@ -129,7 +130,7 @@ void armci_msg_group_bcast_scope(int scope, void *buffer, int len, int root,
         nfa_fatal(call, "argument 'root' is process %d, which is not in the broadcast's "
                         "group and scope (%d)",
                   root, scope);
-    MPI_Bcast(buffer, len, MPI_BYTE, scope_root, comm);
+    nfa_bcast(call, buffer, len, root, scope_root, comm);
     if (must_free) MPI_Comm_free(&comm);
 }
 
@@ -146,8 +147,10 @@ void armci_msg_brdcst(void *buffer, int len, int root) {
     armci_msg_bcast_scope(SCOPE_ALL, buffer, len, root);
 }
 
+/* ARMCI's definition: every one-sided operation of every process is complete (each
+ * fences its own), then a barrier. */
 void PARMCI_Barrier(void) {
     nfa_require_init("ARMCI_Barrier");
     PARMCI_AllFence();
-    MPI_Barrier(ARMCI_GROUP_WORLD.comm);
+    nfa_barrier("ARMCI_Barrier", ARMCI_GROUP_WORLD.comm);
 }

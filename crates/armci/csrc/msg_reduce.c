@@ -1,6 +1,7 @@
 /*
  * ninefold libarmci: armci_msg_* reductions (the gop family, reduce) and the
- * selection collective armci_msg_sel, over MPI.
+ * selection collective armci_msg_sel, over MPI, or for all-reduces of the world the
+ * nodes' shared memory (coll.c; the same operators, folded in src/reduce.rs).
  *
  * Operator names are ARMCI-MPI's, matched as it matches them: trailing blanks
  * (Fortran) dropped, then the first entry of `op_names` the name starts with, so
@@ -94,13 +95,10 @@ static MPI_Op user_op(MPI_Op *slot, MPI_User_function *fn) {
     return *slot;
 }
 
-enum gop { GOP_SUM, GOP_PROD, GOP_MAX, GOP_MIN, GOP_ABSMAX, GOP_ABSMIN, GOP_LAND, GOP_LOR,
-           GOP_BAND, GOP_BOR };
-
 /* Operator names in matching order (a name matches the first entry it starts with). */
 static const struct {
     const char *name;
-    enum gop op;
+    enum nfa_gop op;
 } op_names[] = {
     {"+", GOP_SUM},       {"*", GOP_PROD},      {"max", GOP_MAX},   {"min", GOP_MIN},
     {"or", GOP_BOR},      {"absmax", GOP_ABSMAX}, {"absmin", GOP_ABSMIN},
@@ -127,14 +125,14 @@ static void op_name(const char *call, const char *op, size_t oplen, char out[OP_
 }
 
 /* The operator `name` stands for; an unknown name aborts naming `call`. */
-static enum gop gop_of(const char *call, const char *name) {
+static enum nfa_gop gop_of(const char *call, const char *name) {
     for (size_t i = 0; i < sizeof op_names / sizeof op_names[0]; i++)
         if (!strncmp(name, op_names[i].name, strlen(op_names[i].name)))
             return op_names[i].op;
     nfa_fatal(call, "argument 'op' is \"%s\"; use " OP_LIST, name);
 }
 
-static MPI_Op mpi_op_of(const char *call, enum gop op, const char *name, int type) {
+static MPI_Op mpi_op_of(const char *call, enum nfa_gop op, const char *name, int type) {
     int integer = type == ARMCI_INT || type == ARMCI_LONG || type == ARMCI_LONG_LONG;
     switch (op) {
     case GOP_SUM: return MPI_SUM;
@@ -167,7 +165,7 @@ static void reduce(const char *call, void *x, int n, const char *op, int type,
     check_vector(call, x, n);
     MPI_Datatype dt = mpi_type_of(call, type);
     op_name(call, op, OP_MAX, name);
-    enum gop gop = gop_of(call, name);
+    enum nfa_gop gop = gop_of(call, name);
     MPI_Op mop = mpi_op_of(call, gop, name, type);
     int me = root;
     if (root >= 0) MPI_Comm_rank(comm, &me);
@@ -176,6 +174,7 @@ static void reduce(const char *call, void *x, int n, const char *op, int type,
      * and with more the operation folds absolute values anyway. */
     if ((gop == GOP_ABSMAX || gop == GOP_ABSMIN) && me == root)
         abs_fold(x, x, &n, &dt, gop == GOP_ABSMAX);
+    if (root < 0 && nfa_allreduce_shm(call, x, n, type, gop, dt, mop, comm)) return;
     if (root < 0) MPI_Allreduce(MPI_IN_PLACE, x, n, dt, mop, comm);
     else if (me == root) MPI_Reduce(MPI_IN_PLACE, x, n, dt, mop, root, comm);
     else MPI_Reduce(x, NULL, n, dt, mop, root, comm);

@@ -20,7 +20,7 @@
 
 #include "internal.h"
 
-struct nfa_state nfa = {.node_comm = MPI_COMM_NULL};
+struct nfa_state nfa = {.node_comm = MPI_COMM_NULL, .leaders_comm = MPI_COMM_NULL};
 
 ARMCI_Group ARMCI_GROUP_WORLD = {
     .comm = MPI_COMM_NULL, .noncoll_pgroup_comm = MPI_COMM_NULL, .rank = -1};

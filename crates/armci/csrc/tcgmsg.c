@@ -157,7 +157,7 @@ void armci_tcgmsg_brdcst(long *type, void *buf, long *lenbuf, long *originator) 
     const char *call = "armci_tcgmsg_brdcst";
     check_message(call, type, buf, lenbuf);
     int root = check_node(call, "originator", originator, 0);
-    MPI_Bcast(buf, (int)*lenbuf, MPI_BYTE, root, ARMCI_GROUP_WORLD.comm);
+    nfa_bcast(call, buf, (int)*lenbuf, root, root, ARMCI_GROUP_WORLD.comm);
 }
 
 static int count_of(const char *call, const long *n) {
@@ -190,7 +190,7 @@ void armci_tcgmsg_igop(long *type, long *x, long *n, char *op, long oplen) {
 void armci_tcgmsg_synch(long *type) {
     (void)type;
     nfa_require_init("armci_tcgmsg_synch");
-    MPI_Barrier(ARMCI_GROUP_WORLD.comm);
+    nfa_barrier("armci_tcgmsg_synch", ARMCI_GROUP_WORLD.comm);
 }
 
 long armci_tcgmsg_nxtval(long *mproc) {

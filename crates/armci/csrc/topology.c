@@ -8,7 +8,8 @@
  * 1. ask the Rust side for every world rank's domain;
  * 2. renumber nodes by their lowest world rank and list members by world rank (a
  *    counting sort);
- * 3. split the world communicator by node, for SCOPE_NODE collectives.
+ * 3. split the world communicator by node, for SCOPE_NODE collectives;
+ * 4. choose the collectives' paths and make the leaders' communicator (coll.c).
  */
 #include <stdlib.h>
 
@@ -49,9 +50,11 @@ void nfa_topology_init(void) {
     free(fill);
     free(renum);
     free(domain);
+    nfa_coll_init(); /* 4 */
 }
 
 void nfa_topology_free(void) {
+    nfa_coll_free();
     if (nfa.node_comm != MPI_COMM_NULL) MPI_Comm_free(&nfa.node_comm);
     free(nfa.node_of);
     free(nfa.node_first);

@@ -4,7 +4,8 @@
 //! MPI communicator) and offers [`fatal`] to abort the job; everything else C needs
 //! from Rust is an exported `nf_armci_rs_*` function in the other modules.
 
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::borrow::Cow;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt::Display;
 
 /// `struct nfa_wireup`: one group's collectives, as C provides them.
@@ -44,4 +45,13 @@ pub fn fatal(call: &str, msg: impl Display) -> ! {
     // SAFETY: both are valid NUL-terminated strings; the function never returns, so
     // their lifetime does not matter after the call.
     unsafe { nfa_fatal_msg(call.as_ptr(), msg.as_ptr()) }
+}
+
+/// The caller's name as C passed it (borrowed: no allocation on the fast paths).
+pub(crate) fn call_name(call: *const c_char) -> Cow<'static, str> {
+    if call.is_null() {
+        return Cow::Borrowed("ARMCI");
+    }
+    // SAFETY: C passes a string literal, which lives as long as the library.
+    unsafe { CStr::from_ptr(call) }.to_string_lossy()
 }

@@ -19,17 +19,22 @@
 //!   communicator made by the C side ([`wireup`]).
 //! - **state**: the process's `Rma` and handle table, between `ARMCI_Init` and
 //!   `ARMCI_Finalize` ([`state`]).
+//! - **node collectives**: barriers, all-reduces and broadcasts of the world through
+//!   the node's shared memory, MPI only among the nodes' leaders ([`coll`], the
+//!   operators in [`reduce`]; `csrc/coll.c` chooses the path).
 //!
 //! Every failure of an ARMCI call is fatal, as in ARMCI: the message names the call
 //! and the argument, and the job is aborted with a non-zero code ([`ffi::fatal`]).
 //! The public headers are in `include/` (one per capability, `armci.h` gathers them).
 
 pub mod args;
+pub mod coll;
 pub mod contig;
 pub mod ffi;
 pub mod issue;
 pub mod memory;
 pub mod nonblocking;
+pub mod reduce;
 pub mod state;
 pub mod strided;
 pub mod sync;

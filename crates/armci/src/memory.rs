@@ -6,24 +6,13 @@
 //! refused before the collective starts, so a bad call aborts instead of leaving
 //! the other members waiting.
 
-use std::ffi::{c_char, c_int, c_long, c_void, CStr};
+use std::ffi::{c_char, c_int, c_long, c_void};
 use std::sync::atomic::{fence, Ordering};
 
 use crate::args::describe;
-use crate::ffi::{fatal, NfaWireup};
+use crate::ffi::{call_name, fatal, NfaWireup};
 use crate::state::{limit, with};
 use crate::wireup::CTeam;
-
-/// The caller's name as C passed it.
-fn call_name(call: *const c_char) -> String {
-    if call.is_null() {
-        return "ARMCI".into();
-    }
-    // SAFETY: C passes a string literal.
-    unsafe { CStr::from_ptr(call) }
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// The team C passed, or an abort naming `call`.
 fn team(call: &str, wu: *const NfaWireup) -> CTeam {

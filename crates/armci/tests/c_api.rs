@@ -10,7 +10,10 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{assert_all_passed, compile, expected_tests, mpirun, mpirun_hosts, Impl};
+use common::{
+    assert_all_passed, compile, expected_tests, mpirun, mpirun_hosts, mpirun_hosts_with,
+    mpirun_with, Impl,
+};
 use nf_testkit::Netns;
 
 /// Generous: a run takes seconds; this only stops a hang.
@@ -128,6 +131,82 @@ fn tcgmsg_under_ga_names() {
 #[test]
 fn topology_one_host() {
     run_c("t_topology", &[2, 4], &["1"]);
+}
+
+/// Barrier, every gop type x operator, broadcast from every root, at lengths of one
+/// shared-memory step and of several; ordering of stores and puts by the barriers.
+#[test]
+fn collectives_against_plain_computation() {
+    run_c("t_coll", &[1, 2, 4], &[]);
+}
+
+/// The same checks on the other paths: MPI forced by `NF_ARMCI_COLL_MAX=0`, MPI with
+/// every process a node of its own (`NF_RMA_DIRECT=0`), and shared memory at every
+/// length (broadcasts of several 32 KiB steps, which stay on MPI by default).
+#[test]
+fn collectives_on_every_path() {
+    let (imp, prog) = build("t_coll");
+    let names = expected_tests(&source("t_coll"), imp);
+    for env in [
+        "NF_ARMCI_COLL_MAX=0",
+        "NF_RMA_DIRECT=0",
+        "NF_ARMCI_COLL_MAX=1073741824",
+    ] {
+        let out = mpirun_with(4, &["-x", env], &prog, &[], LIMIT);
+        assert_all_passed(&format!("t_coll -np 4 with {env} ({imp:?})"), &out, &names);
+    }
+}
+
+/// Across two hosts: each node's shared memory, MPI among the leaders; by default,
+/// and with every length on shared memory (broadcasts of several steps, each with
+/// its leaders' step).
+#[test]
+fn collectives_across_two_hosts() {
+    run_c_two_hosts("t_coll", &[]);
+    let (imp, prog) = build("t_coll");
+    let names = expected_tests(&source("t_coll"), imp);
+    let net = Netns::create(2).expect("two namespace hosts");
+    let opts = ["-x", "NF_ARMCI_COLL_MAX=1073741824"];
+    let out = mpirun_hosts_with(&net, 2, &opts, &prog, &[], LIMIT);
+    assert_all_passed(
+        &format!("t_coll on 2 hosts x 2, all on shared memory ({imp:?})"),
+        &out,
+        &names,
+    );
+}
+
+/// A process killed while the others wait in a barrier ends the job, naming it: under
+/// plain `mpirun` (which ends a job whose process died), and when `mpirun` keeps the
+/// job going after a death (`orte_enable_recovery`; it then exits 0 whatever the
+/// processes did), where the waiting processes notice the death themselves, leader or
+/// not, and abort with a message naming it.
+#[test]
+fn a_process_killed_in_a_barrier_ends_the_job() {
+    let (imp, prog) = build("t_coll");
+    for (mode, victim) in [("kill", 3), ("kill-leader", 0)] {
+        let out = mpirun(4, &prog, &[mode], BAD_LIMIT);
+        assert!(!out.timed_out, "{mode}: the others hung\n{}", out.both());
+        assert_ne!(
+            out.code,
+            Some(0),
+            "{mode}: the job succeeded\n{}",
+            out.both()
+        );
+        assert!(!out.stdout.contains("passed a barrier"), "{}", out.both());
+        if imp == Impl::ArmciMpi {
+            continue; // its MPI barrier waits for the dead process forever under recovery
+        }
+        let opts = ["--mca", "orte_enable_recovery", "1"];
+        let out = mpirun_with(4, &opts, &prog, &[mode], BAD_LIMIT);
+        assert!(!out.timed_out, "{mode}: the others hung\n{}", out.both());
+        assert!(!out.stdout.contains("passed a barrier"), "{}", out.both());
+        let says = format!("armci_msg_barrier: node barrier: proc {victim} ");
+        assert!(
+            out.stderr.contains(&says) && out.stderr.contains("died"),
+            "{mode}: no process says {says:?}...died\n{}",
+            out.both()
+        );
+    }
 }
 
 #[test]

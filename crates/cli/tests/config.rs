@@ -93,6 +93,14 @@ const NOT_SETTINGS: &[(&str, &str)] = &[
         "set by nf serve's /xcpu for the program a session starts (its number); never read",
     ),
     (
+        "NF_EXEC_RANK",
+        "set by nf exec for the program it starts (by a tree's nodes for those below them): its rank",
+    ),
+    (
+        "NF_EXEC_NODE",
+        "set by nf exec for the program it starts (by a tree's nodes for those below them): its node",
+    ),
+    (
         "NF_SERVE_DETACHED",
         "set by nf serve for the copy of itself it detaches (quiet once ready)",
     ),

@@ -20,6 +20,14 @@ use crate::error::RmaError;
 
 /// The rma layer's own settings, as `nf config` lists them.
 pub const SETTINGS: &[Setting] = &[
+    // Read by libarmci's C side (`crates/armci/csrc/coll.c`), which runs its node
+    // collectives on this layer: listed here, since `nf` does not link libarmci.
+    Setting::new(
+        "NF_ARMCI_COLL_MAX",
+        "armci",
+        "largest armci_msg reduction or broadcast (bytes) that runs through the node's shared memory; larger ones, and all with 0, use MPI",
+        "131072 for reductions, 16384 for broadcasts",
+    ),
     Setting::new(
         "NF_RMA_DIRECT",
         "rma",

@@ -210,6 +210,18 @@ pub enum RmaError {
         /// What it held.
         what: String,
     },
+    /// A proc of our node died while we waited for it in a node collective.
+    #[error("{op}: proc {proc} (pid {pid}) died before {what}; the job cannot continue")]
+    PeerLeft {
+        /// The collective that was waiting.
+        op: &'static str,
+        /// The dead proc.
+        proc: usize,
+        /// Its pid.
+        pid: u32,
+        /// What it did not do.
+        what: String,
+    },
     /// A peer sent bytes that break the rma protocol; they were dropped.
     #[error("rma protocol violation by proc {proc}: {why}")]
     Protocol {

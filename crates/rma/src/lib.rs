@@ -59,6 +59,7 @@ pub mod wireup;
 pub mod world;
 pub mod xfer;
 
+pub use api::coll::Across;
 pub use array::{Accumulate, GlobalArray, RmwInt};
 pub use config::{OfiMode, RmaConfig, SETTINGS};
 pub use domain::{Domains, Route};

@@ -1,8 +1,10 @@
 //! [`Rma`]: one process's handle on the job's global memory.
 //!
 //! Start-up (collective over the world, in order):
-//! 1. Read settings; allgather every proc's host identity and pid, with rank 0's
-//!    job id (if the wire-up has none) and connection cookie.
+//! 1. Read settings; allgather every proc's host identity, pid and affinity mask
+//!    (the domain's procs' masks together say how many CPUs they share, for the
+//!    waiting policy of locks and node collectives), with rank 0's job id (if the
+//!    wire-up has none) and connection cookie.
 //! 2. Group procs into domains (same host identity, unless `NF_RMA_DIRECT=0`).
 //! 3. The lowest proc of each domain reclaims segment files of dead jobs, and their
 //!    memory-registry entries (`nf-memreg`).
@@ -31,6 +33,7 @@ use std::time::Duration;
 
 use nf_core::wait::Waiter;
 
+use crate::api::coll::CollState;
 use crate::config::RmaConfig;
 use crate::domain::Domains;
 use crate::error::RmaError;
@@ -44,6 +47,7 @@ use crate::shm::map::Mapping;
 use crate::table::Seg;
 use crate::wireup::{Team, Wireup};
 use nf_memreg::Publisher;
+use nf_sys::cpus::CPU_WORDS;
 use nf_sys::hash::fnv1a;
 
 /// Files of a dead job older than this are reclaimed (step 3).
@@ -78,6 +82,8 @@ pub struct Rma<'w> {
     pub(crate) pid: u32,
     pub(crate) names: Names,
     pub(crate) patience: Patience,
+    /// Where this proc is in its node's collectives (`api/coll.rs`).
+    pub(crate) coll: CollState,
 }
 
 /// What each proc tells the others in step 1.
@@ -85,6 +91,8 @@ struct Intro {
     pid: u32,
     cookie: u64,
     job: String,
+    /// Its affinity mask (`nf_sys::cpus::affinity_mask`; all ones when unknown).
+    cpus: Vec<u64>,
     host: String,
 }
 
@@ -95,6 +103,9 @@ impl Intro {
         b.extend_from_slice(&self.cookie.to_le_bytes());
         b.extend_from_slice(&(self.job.len() as u32).to_le_bytes());
         b.extend_from_slice(self.job.as_bytes());
+        for w in &self.cpus {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
         b.extend_from_slice(self.host.as_bytes());
         b
     }
@@ -104,14 +115,37 @@ impl Intro {
         let cookie = u64::from_le_bytes(b.get(4..12)?.try_into().ok()?);
         let jl = u32::from_le_bytes(b.get(12..16)?.try_into().ok()?) as usize;
         let job = String::from_utf8(b.get(16..16 + jl)?.to_vec()).ok()?;
-        let host = String::from_utf8(b.get(16 + jl..)?.to_vec()).ok()?;
+        let mask_at = 16 + jl;
+        let host_at = mask_at + 8 * CPU_WORDS;
+        let cpus = b
+            .get(mask_at..host_at)?
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            .collect();
+        let host = String::from_utf8(b.get(host_at..)?.to_vec()).ok()?;
         Some(Intro {
             pid,
             cookie,
             job,
+            cpus,
             host,
         })
     }
+}
+
+/// The CPUs the procs of a domain (`mine`) may use together, unless `NF_JOB_CPUS`
+/// says: the union of their affinity masks, so ranks pinned one per core count as
+/// having a CPU each (each alone sees one).
+fn domain_cpus(cfg: &RmaConfig, intros: &[Intro], mine: &[usize]) -> usize {
+    cfg.job_cpus.unwrap_or_else(|| {
+        let mut together = vec![0u64; CPU_WORDS];
+        for &p in mine {
+            for (t, w) in together.iter_mut().zip(&intros[p].cpus) {
+                *t |= w;
+            }
+        }
+        nf_sys::cpus::usable_by(&together)
+    })
 }
 
 /// A fresh random number (the std hasher's per-process random keys).
@@ -163,6 +197,7 @@ impl<'w> Rma<'w> {
             job: wire
                 .job_id()
                 .unwrap_or_else(|| format!("rma{:x}", random_u64() as u32)),
+            cpus: nf_sys::cpus::affinity_mask().unwrap_or_else(|| vec![u64::MAX; CPU_WORDS]),
             host: wire.host_identity(),
         };
         let intros = wire
@@ -197,8 +232,9 @@ impl<'w> Rma<'w> {
         let pids: Vec<u32> = (0..size)
             .map(|p| if mine.contains(&p) { intros[p].pid } else { 0 })
             .collect();
+        let cpus = domain_cpus(&cfg, &intros, &mine);
         let patience = Patience::new(
-            Waiter::new(cfg.wait, mine.len(), cfg.job_cpus, None),
+            Waiter::new(cfg.wait, mine.len(), Some(cpus), None),
             cfg.peer_check,
             Arc::new(pids),
         );
@@ -299,6 +335,7 @@ impl<'w> Rma<'w> {
             pid,
             names,
             patience,
+            coll: CollState::default(),
         })
     }
 

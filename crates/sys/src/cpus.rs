@@ -13,12 +13,27 @@ use std::path::Path;
 
 /// The CPUs this process may run on (at least 1).
 pub fn usable() -> usize {
-    let mut n = online().min(affinity().unwrap_or(usize::MAX));
+    match affinity_mask() {
+        Some(mask) => usable_by(&mask),
+        None => usable_by(&[u64::MAX; CPU_WORDS]),
+    }
+}
+
+/// The CPUs processes of this host whose affinity masks together are `mask` (as
+/// [`affinity_mask`] gives them, or-ed) may run on, under this process's quota (at
+/// least 1): ranks pinned one per core (`mpirun --bind-to core`) each see one CPU,
+/// but together they have a CPU each.
+pub fn usable_by(mask: &[u64]) -> usize {
+    let in_mask = mask.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+    let mut n = online().min(in_mask);
     if let Some(quota) = crate::cgroup::own_dir().and_then(|d| quota_above(&d)) {
         n = n.min(quota);
     }
     n.max(1)
 }
+
+/// Words of an affinity mask ([`affinity_mask`]): `CPU_SETSIZE` bits.
+pub const CPU_WORDS: usize = libc::CPU_SETSIZE as usize / 64;
 
 /// Online CPUs of this host.
 pub fn online() -> usize {
@@ -27,15 +42,25 @@ pub fn online() -> usize {
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
 }
 
-/// CPUs in this process's affinity mask.
-fn affinity() -> Option<usize> {
+/// This process's affinity mask: CPU `c` is bit `c % 64` of word `c / 64`
+/// ([`CPU_WORDS`] words); `None` if the kernel will not say.
+pub fn affinity_mask() -> Option<Vec<u64>> {
     // SAFETY: all zeroes is a valid empty cpu_set_t; sched_getaffinity writes at most
     // the size passed into it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a live cpu_set_t of the size passed.
     let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    // SAFETY: CPU_COUNT only reads the set it is given.
-    (r == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as usize)
+    if r != 0 {
+        return None;
+    }
+    let mut words = vec![0u64; CPU_WORDS];
+    for c in 0..libc::CPU_SETSIZE as usize {
+        // SAFETY: CPU_ISSET only reads the set, for a CPU below CPU_SETSIZE.
+        if unsafe { libc::CPU_ISSET(c, &set) } {
+            words[c / 64] |= 1 << (c % 64);
+        }
+    }
+    Some(words)
 }
 
 /// The tightest `cpu.max` quota from `dir` up to the cgroup2 mount, in whole CPUs.
@@ -85,8 +110,18 @@ mod tests {
             libc::CPU_SET(first, &mut one);
             assert_eq!(libc::sched_setaffinity(0, size, &one), 0);
             let confined = usable();
+            let mask = affinity_mask().unwrap();
             assert_eq!(libc::sched_setaffinity(0, size, &old), 0);
             assert_eq!(confined, 1);
+            // Two procs each pinned to one CPU have two together (where there are two).
+            let mut both = mask.clone();
+            let other =
+                (0..libc::CPU_SETSIZE as usize).find(|&c| c != first && libc::CPU_ISSET(c, &old));
+            if let Some(c) = other {
+                both[c / 64] |= 1 << (c % 64);
+                assert_eq!(usable_by(&mask), 1);
+                assert_eq!(usable_by(&both), 2.min(usable()));
+            }
         }
     }
 }

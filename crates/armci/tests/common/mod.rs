@@ -12,6 +12,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -72,13 +73,18 @@ pub fn compile(imp: Impl, name: &str, sources: &[PathBuf], pre_libs: &[&str]) ->
         .join(imp.dir_name());
     std::fs::create_dir_all(&out_dir).expect("create the C build folder");
     let out = out_dir.join(name);
+    // Written under a name of its own, then renamed: tests that build the same program
+    // at once must never run one another's half-written file.
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, Ordering::Relaxed);
+    let part = out_dir.join(format!("{name}.part{n}"));
     let mut cmd = Command::new("mpicc");
     cmd.args(["-std=gnu11", "-O2", "-g", "-Wall", "-Wno-unused-function"]);
     if imp == Impl::Ninefold {
         cmd.arg("-I").arg(crate_dir().join("include"));
     }
     cmd.arg("-I").arg(crate_dir().join("tests/c"));
-    cmd.args(sources).arg("-o").arg(&out).args(pre_libs);
+    cmd.args(sources).arg("-o").arg(&part).args(pre_libs);
     match imp {
         Impl::Ninefold => {
             // By path, not -larmci: Debian's ARMCI-MPI also installs a libarmci.a, in
@@ -102,6 +108,7 @@ pub fn compile(imp: Impl, name: &str, sources: &[PathBuf], pre_libs: &[&str]) ->
         res.stdout,
         res.stderr
     );
+    std::fs::rename(&part, &out).expect("move the program into place");
     out
 }
 
@@ -196,6 +203,22 @@ pub fn mpirun(np: usize, prog: &Path, args: &[&str], limit: Duration) -> RunOutp
     run_bounded(cmd, limit)
 }
 
+/// [`mpirun`] with more `mpirun` options before the program (`-x NAME=VALUE` to set
+/// the ranks' environment, `--mca NAME VALUE`).
+pub fn mpirun_with(
+    np: usize,
+    options: &[&str],
+    prog: &Path,
+    args: &[&str],
+    limit: Duration,
+) -> RunOutput {
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cmd = mpirun_base();
+    cmd.args(options);
+    cmd.arg("-np").arg(np.to_string()).arg(prog).args(args);
+    run_bounded(cmd, limit)
+}
+
 /// [`mpirun`] without `LD_LIBRARY_PATH` (cargo points it at the build tree), so the
 /// program finds its libraries as it would outside the tests.
 pub fn mpirun_own_paths(np: usize, prog: &Path, limit: Duration) -> RunOutput {
@@ -213,6 +236,19 @@ pub fn mpirun_own_paths(np: usize, prog: &Path, limit: Duration) -> RunOutput {
 pub fn mpirun_hosts(
     net: &Netns,
     per_host: usize,
+    prog: &Path,
+    args: &[&str],
+    limit: Duration,
+) -> RunOutput {
+    mpirun_hosts_with(net, per_host, &[], prog, args, limit)
+}
+
+/// [`mpirun_hosts`] with more `mpirun` options before the program (as
+/// [`mpirun_with`]).
+pub fn mpirun_hosts_with(
+    net: &Netns,
+    per_host: usize,
+    options: &[&str],
     prog: &Path,
     args: &[&str],
     limit: Duration,
@@ -244,6 +280,7 @@ pub fn mpirun_hosts(
     // ARMCI-MPI's windows need an osc component that works over the tcp btl.
     cmd.args(["--mca", "osc", "pt2pt"]);
     cmd.arg("--host").arg(hosts.join(","));
+    cmd.args(options);
     cmd.arg("-np").arg((per_host * net.len()).to_string());
     cmd.arg(prog).args(args);
     run_bounded(cmd, limit)

@@ -3,6 +3,7 @@
 mod alloc;
 mod atomic;
 mod cache;
+pub(crate) mod coll;
 mod domain;
 mod mutex;
 mod sync;

@@ -1,6 +1,6 @@
 //! The control segment: one per proc, mapped by its domain and used by its service
 //! thread, holding the words that make accumulate, rmw and mutexes atomic whichever
-//! path an operation takes.
+//! path an operation takes, and the proc's slot of its node's collectives.
 //!
 //! ```text
 //!  offset 0     +------------------------------+
@@ -10,6 +10,10 @@
 //!  4160         +------------------------------+
 //!               | MutexWord[4096] (16 B each)  |  next ticket, now serving, holder proc + 1
 //!  69696        +------------------------------+
+//!               | CollSlot                     |  arrive + 2 inline parts (1 line),
+//!               |                              |  release (1 line),
+//!               |                              |  data[2][COLL_BYTES]
+//!  135360       +------------------------------+
 //! ```
 //!
 //! Access rules:
@@ -24,7 +28,17 @@
 //!    `serving` equals its ticket, then stores `holder` (proc + 1, for diagnostics).
 //!    Releasing stores `holder = 0`, then increments `serving` (Release). `next` and
 //!    `serving` are reset by the owner in `create_mutexes`, under rule 1's barriers.
+//! 4. The collective slot (`api/coll.rs` runs the steps): every step of a node
+//!    collective has a number `seq` (1, 2, ... in call order, the same on every proc of
+//!    the node). Only the owner writes its slot: its part into `data[seq % 2]` (a short
+//!    one into the arrive line's `inline[seq % 2]`), then
+//!    `arrive = seq` (Release); when it ends a step for the others (the leader, a
+//!    broadcast's source), `release = seq` (Release) after the result is in its
+//!    buffer. Readers load `arrive` / `release` with Acquire before touching a buffer.
+//!    An owner rewrites a buffer others read at step `t` only after seeing every other
+//!    proc's `arrive >= t + 1`, so readers never see it change under them.
 
+use std::cell::UnsafeCell;
 use std::mem::{align_of, size_of};
 use std::ptr::NonNull;
 
@@ -34,7 +48,7 @@ use super::sync::{AtomicU32, AtomicU64, Ordering};
 /// Identifies an rma control segment ("nf-rmac", then format byte 1).
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"nf-rmac\x01");
 /// Layout version; bump on any change below.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 /// Stripe locks per proc (one bit each in a `u64` mask).
 pub(crate) const NSTRIPES: usize = 64;
 /// Bytes of owner memory per stripe step.
@@ -74,12 +88,43 @@ pub(crate) struct MutexWord {
     _pad: u32,
 }
 
+/// Bytes of one collective buffer: a step moves at most this much per proc (longer
+/// messages take several steps).
+pub(crate) const COLL_BYTES: usize = 32 * 1024;
+
+/// Bytes of a part short enough to travel inline, in the line of its `arrive` word, so
+/// a reader's one miss on that line brings word and data together.
+pub(crate) const COLL_INLINE: usize = 24;
+
+/// A sequence word and two inline parts (by step parity) on a cache line of their
+/// own, so the owner's writes never invalidate the line its neighbours poll.
+#[repr(C, align(64))]
+pub(crate) struct SeqLine {
+    /// The last step number written (rule 4).
+    pub seq: AtomicU64,
+    /// Short parts, by step parity (used in `arrive` lines only).
+    inline: UnsafeCell<[[u8; COLL_INLINE]; 2]>,
+}
+
+/// One proc's part of its node's collectives (rule 4).
+#[repr(C, align(64))]
+pub(crate) struct CollSlot {
+    /// The last step this proc arrived at (its part written), and short parts.
+    pub arrive: SeqLine,
+    /// The last step this proc ended for the others (its result written).
+    pub release: SeqLine,
+    /// Contributions and results, by step parity; written by one proc while others
+    /// may map it, hence behind an `UnsafeCell` and reached through raw pointers.
+    data: UnsafeCell<[[u8; COLL_BYTES]; 2]>,
+}
+
 /// The whole control segment.
 #[repr(C)]
 struct Layout {
     header: Header,
     stripes: [Stripe; NSTRIPES],
     mutexes: [MutexWord; MAX_MUTEXES],
+    coll: CollSlot,
 }
 
 /// Bytes of a control segment.
@@ -93,7 +138,11 @@ const _: () = assert!(size_of::<Stripe>() == 64);
 #[cfg(not(all(test, loom)))]
 const _: () = assert!(size_of::<MutexWord>() == 16);
 #[cfg(not(all(test, loom)))]
-const _: () = assert!(SIZE == 64 + 64 * NSTRIPES + 16 * MAX_MUTEXES);
+const _: () = assert!(size_of::<SeqLine>() == 64);
+#[cfg(not(all(test, loom)))]
+const _: () = assert!(size_of::<CollSlot>() == 128 + 2 * COLL_BYTES);
+#[cfg(not(all(test, loom)))]
+const _: () = assert!(SIZE == 64 + 64 * NSTRIPES + 16 * MAX_MUTEXES + size_of::<CollSlot>());
 const _: () = assert!(align_of::<Layout>() <= 4096);
 
 /// A mapped control segment (ours or a domain peer's).
@@ -103,9 +152,11 @@ pub(crate) struct Control {
 }
 
 // SAFETY: the mapping is only ever accessed through atomics (rules above), which are
-// safe to share between threads; the Mapping itself is just an address range.
+// safe to share between threads, or through the collective buffers' raw pointers,
+// whose use rule 4 orders; the Mapping itself is just an address range.
 unsafe impl Send for Control {}
-// SAFETY: as above: every access through `&Control` is an atomic operation.
+// SAFETY: as above: every access through `&Control` is an atomic operation, or a raw
+// pointer into an `UnsafeCell` used under rule 4.
 unsafe impl Sync for Control {}
 
 impl Control {
@@ -118,7 +169,8 @@ impl Control {
 
     fn layout(&self) -> &Layout {
         // SAFETY: `layout` points at SIZE mapped bytes owned by `self.map`, aligned (page
-        // alignment ≥ 64); every field is an atomic or padding, valid for any bytes.
+        // alignment ≥ 64); every field is an atomic, padding or bytes in an
+        // `UnsafeCell`, valid for any bytes and for writes by others.
         unsafe { self.layout.as_ref() }
     }
 
@@ -158,6 +210,32 @@ impl Control {
     /// Mutex `m` (< [`MAX_MUTEXES`]).
     pub(crate) fn mutex(&self, m: usize) -> &MutexWord {
         &self.layout().mutexes[m]
+    }
+
+    /// The collective slot (rule 4).
+    pub(crate) fn coll(&self) -> &CollSlot {
+        &self.layout().coll
+    }
+
+    /// Buffer `parity` (0 or 1) of the collective slot: [`COLL_BYTES`] bytes that
+    /// other procs of the domain read and (the owner) write concurrently only as rule 4
+    /// allows, so it is handed out as a raw pointer, not a slice.
+    pub(crate) fn coll_data(&self, parity: usize) -> *mut u8 {
+        let first = self.layout().coll.data.get().cast::<u8>();
+        // SAFETY: both buffers lie inside the one array, so the offset stays in it.
+        unsafe { first.add((parity & 1) * COLL_BYTES) }
+    }
+
+    /// Where this proc's part of `len` bytes at parity `parity` lives: inline in its
+    /// `arrive` line when it fits ([`COLL_INLINE`]), else in [`Control::coll_data`].
+    /// Rule 4 orders its use as for the buffers.
+    pub(crate) fn coll_part(&self, parity: usize, len: usize) -> *mut u8 {
+        if len > COLL_INLINE {
+            return self.coll_data(parity);
+        }
+        let first = self.layout().coll.arrive.inline.get().cast::<u8>();
+        // SAFETY: both inline parts lie inside the one array, so the offset stays in it.
+        unsafe { first.add((parity & 1) * COLL_INLINE) }
     }
 
     /// The mapping, to unlink its name.

@@ -11,6 +11,11 @@ use super::control::{Control, MutexWord, NSTRIPES};
 use super::sync::{idle, Ordering};
 use crate::error::RmaError;
 
+/// Yields of [`Patience::wait_yielding`] before it naps between polls.
+const YIELDS: u32 = 4096;
+/// Its nap.
+const NAP: Duration = Duration::from_micros(20);
+
 /// How a proc (or its service thread) waits for a lock held by someone else.
 #[derive(Clone)]
 pub(crate) struct Patience {
@@ -42,8 +47,50 @@ impl Patience {
         &self,
         op: &'static str,
         what: &dyn Fn() -> String,
+        attempt: impl FnMut() -> bool,
+        holder: impl Fn() -> u32,
+    ) -> Result<(), RmaError> {
+        self.wait_idling(op, what, attempt, holder, 64, |turn| {
+            idle(&self.waiter, turn)
+        })
+    }
+
+    /// [`Patience::wait`] for a proc that waits on one other proc of its domain, which
+    /// must run to end the wait (a node collective): where procs outnumber CPUs it
+    /// yields from the first empty poll (naps after a long wait), since every pause
+    /// spent spinning there is time the awaited proc does not get.
+    pub(crate) fn wait_yielding(
+        &self,
+        op: &'static str,
+        what: &dyn Fn() -> String,
+        attempt: impl FnMut() -> bool,
+        holder: impl Fn() -> u32,
+    ) -> Result<(), RmaError> {
+        let spins = self.waiter.spins();
+        // A spinning poll takes nanoseconds: read the clock for the liveness check
+        // less often than after every 64th, as a yield's microseconds allow.
+        let clock_every = if spins { 4096 } else { 64 };
+        self.wait_idling(op, what, attempt, holder, clock_every, |idle| {
+            if spins {
+                // Poll again at once, as `Waiter::idle` does.
+            } else if idle < YIELDS {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(NAP);
+            }
+        })
+    }
+
+    /// The loop of both waits, idling with `idle_once(n)` after the n-th empty poll and
+    /// reading the clock (for the liveness check) after every `clock_every`-th.
+    fn wait_idling(
+        &self,
+        op: &'static str,
+        what: &dyn Fn() -> String,
         mut attempt: impl FnMut() -> bool,
         holder: impl Fn() -> u32,
+        clock_every: u32,
+        idle_once: impl Fn(u32),
     ) -> Result<(), RmaError> {
         let mut turn = 0u32;
         let mut last_check: Option<Instant> = None;
@@ -52,8 +99,8 @@ impl Patience {
                 return Ok(());
             }
             turn = turn.saturating_add(1);
-            idle(&self.waiter, turn);
-            if !turn.is_multiple_of(64) {
+            idle_once(turn);
+            if !turn.is_multiple_of(clock_every) {
                 continue;
             }
             let now = Instant::now();

@@ -23,4 +23,4 @@ pub(crate) mod lock;
 mod loom_tests;
 pub(crate) mod map;
 pub(crate) mod room;
-mod sync;
+pub(crate) mod sync;

@@ -1,0 +1,406 @@
+//! Collectives among the procs of this proc's node (its domain), through the
+//! collective slots of their control segments (rule 4 of `shm/control.rs`), with a
+//! hook for the step among the nodes' leaders.
+//!
+//! An operation is a run of steps, each numbered `seq` (the same numbers on every
+//! proc of the node, since every proc makes the same calls). Every proc stores
+//! `arrive = seq` on entering a step, after writing its part, if it has one, into its
+//! buffer `seq % 2`. Then, by operation:
+//!
+//! | step | the leader (the node's lowest proc) | the others |
+//! |---|---|---|
+//! | barrier | waits until all arrived, runs `across`, `release = seq` | wait for the leader's release |
+//! | all-reduce | waits until all arrived, folds their buffers into its own in proc order, runs `across`, `release = seq` | wait for the leader's release, copy its buffer |
+//! | broadcast | is the source when the root is on another node: runs `across` into its buffer, `release = seq` | the root, when here, is the source: its part is its data, and the others wait for its arrival; else they wait for the leader's release and copy its buffer |
+//!
+//! With one node, few procs and short parts, barrier and all-reduce run *flat*
+//! instead: every proc waits for every arrival and folds every buffer itself in proc
+//! order (the same result everywhere, bit for bit), one hop where the leader's way
+//! takes two (arrive, release).
+//!
+//! `across` is the same step among the leaders of all nodes (e.g. MPI on the leaders'
+//! communicator); there is none with one node. A broadcast waits for no one but its
+//! source, and its source for no one (the root's leader copies the root's part for
+//! `across`). Parts of at most [`COLL_INLINE`] bytes travel in the line of their
+//! `arrive` word, so reading the word brings them.
+//!
+//! Buffer reuse: a proc whose buffer others read at step `t` (the leader's result, a
+//! source's data) rewrites it two steps later, and first sees every other proc's
+//! `arrive >= t + 1`: a reader finishes a step before it enters the next. (Usually
+//! already known: the leader saw every arrival at `t + 1` when that was a barrier or
+//! an all-reduce.) A contribution is read only by the leader within its step, and
+//! its owner waits for that step's release before it moves on.
+//!
+//! Messages longer than a buffer ([`COLL_BYTES`], whole elements) take a step per
+//! piece; every node cuts them the same way, so the leaders' hooks match up. A proc
+//! alone on its node skips the buffers and hands its data to the hook directly.
+//!
+//! Waiting follows the rma layer's policy (`Patience::wait_yielding`: spin while
+//! every proc of the node has a CPU, else yield from the first empty poll, since the
+//! proc waited for needs the CPU, and nap after a long wait), and every
+//! `NF_PEER_CHECK_MS` the waiter checks that the proc it waits for (the first that
+//! has not arrived, or the one to release) is alive: a proc that died there is an
+//! error naming it ([`RmaError::PeerLeft`]), never an endless wait.
+
+use crate::shm::sync::{AtomicU64, Ordering};
+use std::cell::Cell;
+
+use crate::error::RmaError;
+use crate::rma::Rma;
+use crate::shm::control::{COLL_BYTES, COLL_INLINE};
+
+/// The step among the nodes' leaders: gets the step's data (the leader's combined
+/// buffer, or the broadcast source's) and leaves the job-wide result there.
+pub type Across<'a> = Option<&'a mut dyn FnMut(&mut [u8]) -> Result<(), RmaError>>;
+
+/// Most procs of a node whose steps run flat (`Rma::flat`).
+const FLAT_PROCS: usize = 16;
+/// Most bytes of all parts together of a flat step.
+const FLAT_BYTES: usize = 4096;
+
+/// What a proc puts in its buffer at a step.
+enum Part<'a> {
+    /// Nothing: the buffer stays as it is.
+    Nothing,
+    /// These bytes, copied in on entering.
+    Copy(&'a [u8]),
+    /// Whatever the step writes there later (the leaders' step).
+    Reserve,
+}
+
+/// This proc's bookkeeping of its node's collectives (module docs).
+#[derive(Default)]
+pub(crate) struct CollState {
+    /// The last step entered.
+    seq: Cell<u64>,
+    /// Every other proc of the node has arrived at this step or later.
+    seen: Cell<u64>,
+    /// The last step at which others read our buffer of each parity (0: none).
+    published: [Cell<u64>; 2],
+}
+
+impl Rma<'_> {
+    /// The procs of this proc's node (domain), ascending; the first is its leader.
+    pub fn node_procs(&self) -> &[usize] {
+        self.domains.procs(self.domains.my_id())
+    }
+
+    /// Barrier of this proc's node, with `across` (the leaders' barrier) between the
+    /// arrivals and the release. Orders memory: what a proc wrote before it is seen
+    /// by every proc of the node after it (and of the job, if `across` orders the
+    /// leaders).
+    pub fn node_barrier(&self, mut across: Across<'_>) -> Result<(), RmaError> {
+        let op = "node barrier";
+        let leader = self.node_procs()[0];
+        if self.node_procs().len() == 1 {
+            return run_across(&mut across, &mut []);
+        }
+        let seq = self.enter_step(Part::Nothing)?;
+        if self.flat(0) {
+            return self.wait_arrivals(op, seq);
+        }
+        if self.rank == leader {
+            self.wait_arrivals(op, seq)?;
+            run_across(&mut across, &mut [])?;
+            self.coll_release(seq);
+            Ok(())
+        } else {
+            self.wait_release(op, leader, seq)
+        }
+    }
+
+    /// Element-wise reduction of `data` (elements of `elem` bytes) over the node, the
+    /// leader applying `fold(acc, other)` for each other proc in proc order, then
+    /// `across` (the leaders' all-reduce); every proc gets the result in `data`.
+    /// `fold` must accept any whole number of elements.
+    pub fn node_allreduce(
+        &self,
+        data: &mut [u8],
+        elem: usize,
+        fold: &mut dyn FnMut(&mut [u8], &[u8]),
+        mut across: Across<'_>,
+    ) -> Result<(), RmaError> {
+        let op = "node allreduce";
+        if elem == 0 || elem > COLL_BYTES || !data.len().is_multiple_of(elem) {
+            return Err(RmaError::Collective {
+                op,
+                why: format!(
+                    "{} B is not a whole number of {elem}-byte elements (at most {COLL_BYTES} B \
+                     each)",
+                    data.len()
+                ),
+            });
+        }
+        let piece_len = COLL_BYTES / elem * elem;
+        let procs = self.node_procs();
+        let leader = procs[0];
+        for piece in data.chunks_mut(piece_len) {
+            if procs.len() == 1 {
+                run_across(&mut across, piece)?;
+                continue;
+            }
+            let seq = self.enter_step(Part::Copy(piece))?;
+            let parity = (seq % 2) as usize;
+            if self.flat(piece.len()) {
+                self.wait_arrivals(op, seq)?;
+                let len = piece.len();
+                // SAFETY: rule 4: every proc wrote its part before arriving and keeps it
+                // until every other proc has arrived at a later step.
+                unsafe { copy_out(self.ctl_of(leader).coll_part(parity, len), piece) };
+                for &p in &procs[1..] {
+                    // SAFETY: as above.
+                    let other = unsafe {
+                        std::slice::from_raw_parts(self.ctl_of(p).coll_part(parity, len), len)
+                    };
+                    fold(piece, other);
+                }
+                self.coll.published[parity].set(seq);
+                continue;
+            }
+            if self.rank != leader {
+                self.wait_release(op, leader, seq)?;
+                // SAFETY: rule 4: the leader released step `seq` and rewrites its
+                // buffer `parity` only after we arrive at a later step.
+                unsafe { copy_out(self.ctl_of(leader).coll_data(parity), piece) };
+                continue;
+            }
+            self.wait_arrivals(op, seq)?;
+            let len = piece.len();
+            // SAFETY: rule 4: every proc arrived at `seq` and none is released, so no
+            // one writes any buffer `parity` of the node and only we touch ours.
+            let acc = unsafe {
+                std::slice::from_raw_parts_mut(self.ctl_of(leader).coll_data(parity), len)
+            };
+            if len <= COLL_INLINE {
+                acc.copy_from_slice(piece); // our part went inline
+            }
+            for &p in &procs[1..] {
+                // SAFETY: as above; `p` wrote `len` bytes there before arriving.
+                let other = unsafe {
+                    std::slice::from_raw_parts(self.ctl_of(p).coll_part(parity, len), len)
+                };
+                fold(acc, other);
+            }
+            run_across(&mut across, acc)?;
+            piece.copy_from_slice(acc);
+            self.publish(parity, seq);
+        }
+        Ok(())
+    }
+
+    /// Broadcast of `data` from proc `root` (anywhere in the job) over the node: the
+    /// root's bytes when it is on this node (then `across` on its leader sends them
+    /// to the other leaders), else what `across` (the leaders' broadcast from the
+    /// root's leader) brings to this node's leader.
+    pub fn node_broadcast(
+        &self,
+        data: &mut [u8],
+        root: usize,
+        mut across: Across<'_>,
+    ) -> Result<(), RmaError> {
+        let op = "node broadcast";
+        self.check_proc(op, root)?;
+        let procs = self.node_procs();
+        let leader = procs[0];
+        let root_here = self.domains.same(root);
+        let source = if root_here { root } else { leader };
+        for piece in data.chunks_mut(COLL_BYTES) {
+            if procs.len() == 1 {
+                run_across(&mut across, piece)?;
+                continue;
+            }
+            let part = if self.rank == root {
+                Part::Copy(piece)
+            } else if self.rank == source {
+                Part::Reserve
+            } else {
+                Part::Nothing
+            };
+            let seq = self.enter_step(part)?;
+            let parity = (seq % 2) as usize;
+            if self.rank == root {
+                self.publish(parity, seq);
+                if self.rank == leader {
+                    run_across(&mut across, piece)?;
+                }
+            } else if self.rank == source {
+                // We lead a node without the root: the leaders' step fills our buffer.
+                // SAFETY: rule 4: `enter_step` saw every reader of its last use done.
+                let into = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        self.ctl_of(source).coll_data(parity),
+                        piece.len(),
+                    )
+                };
+                run_across(&mut across, into)?;
+                piece.copy_from_slice(into);
+                self.publish(parity, seq);
+            } else if root_here {
+                // The root's part is complete once it arrived.
+                self.wait_arrival_of(op, root, seq)?;
+                // SAFETY: rule 4: the root rewrites its part `parity` only after we
+                // arrive at a later step.
+                unsafe { copy_out(self.ctl_of(root).coll_part(parity, piece.len()), piece) };
+                if self.rank == leader {
+                    // The root's bytes to the other nodes' leaders, from our copy.
+                    run_across(&mut across, piece)?;
+                }
+            } else {
+                self.wait_release(op, source, seq)?;
+                // SAFETY: rule 4: the source released step `seq` and rewrites its buffer
+                // `parity` only after we arrive at a later step.
+                unsafe { copy_out(self.ctl_of(source).coll_data(parity), piece) };
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a step with parts of `bytes` runs flat: every proc waits for every
+    /// arrival and reads every part itself, one hop instead of the leader's two. Only
+    /// with one node (no leaders' step), at most [`FLAT_PROCS`] procs, and parts whose
+    /// reading by everyone costs less than that hop ([`FLAT_BYTES`] over the node).
+    fn flat(&self, bytes: usize) -> bool {
+        let k = self.node_procs().len();
+        self.domains.count() == 1 && k <= FLAT_PROCS && bytes * k <= FLAT_BYTES
+    }
+
+    /// Enters the next step: when we write our buffer of its parity (`part`) and
+    /// others read it last time, waits until all of them are past that (buffer reuse,
+    /// module docs); copies the part in; arrives. Returns the step's number.
+    fn enter_step(&self, part: Part<'_>) -> Result<u64, RmaError> {
+        let st = &self.coll;
+        let seq = st.seq.get() + 1;
+        st.seq.set(seq);
+        let parity = (seq % 2) as usize;
+        if !matches!(part, Part::Nothing) {
+            let read_at = st.published[parity].get();
+            if read_at > 0 && st.seen.get() <= read_at {
+                self.wait_arrivals("node collective", read_at + 1)?;
+            }
+        }
+        if let Part::Copy(bytes) = part {
+            let own = self.ctl_of(self.rank).coll_part(parity, bytes.len());
+            // SAFETY: rule 4: nobody reads our buffer `parity` now (checked just
+            // above); `bytes` is at most COLL_BYTES long.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), own, bytes.len()) };
+        }
+        let own = self.ctl_of(self.rank).coll();
+        own.arrive.seq.store(seq, Ordering::Release);
+        Ok(seq)
+    }
+
+    /// Ends step `seq` for the others: our buffer `parity` holds its result.
+    fn publish(&self, parity: usize, seq: u64) {
+        self.coll.published[parity].set(seq);
+        self.coll_release(seq);
+    }
+
+    /// The node may go on past step `seq` (and read our result of it).
+    fn coll_release(&self, seq: u64) {
+        let own = self.ctl_of(self.rank).coll();
+        own.release.seq.store(seq, Ordering::Release);
+    }
+
+    /// Waits until every other proc of the node has arrived at step `seq` or later.
+    fn wait_arrivals(&self, op: &'static str, seq: u64) -> Result<(), RmaError> {
+        if self.coll.seen.get() >= seq {
+            return Ok(());
+        }
+        let procs = self.node_procs();
+        // The first proc not seen arrived yet (the one to check on while waiting).
+        let next = Cell::new(0);
+        self.patience
+            .wait_yielding(
+                op,
+                &|| format!("arriving at step {seq} of its node's collectives"),
+                || {
+                    let mut i = next.get();
+                    while i < procs.len()
+                        && (procs[i] == self.rank
+                            || self
+                                .ctl_of(procs[i])
+                                .coll()
+                                .arrive
+                                .seq
+                                .load(Ordering::Acquire)
+                                >= seq)
+                    {
+                        i += 1;
+                    }
+                    next.set(i);
+                    i == procs.len()
+                },
+                || self.patience.pid_of(procs[next.get()]).unwrap_or(0),
+            )
+            .map_err(left)?;
+        self.coll.seen.set(seq);
+        Ok(())
+    }
+
+    /// Waits until `from` released step `seq`.
+    fn wait_release(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
+        let word = &self.ctl_of(from).coll().release.seq;
+        self.wait_seq(op, from, word, "releasing", seq)
+    }
+
+    /// Waits until `from` arrived at step `seq`.
+    fn wait_arrival_of(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
+        let word = &self.ctl_of(from).coll().arrive.seq;
+        self.wait_seq(op, from, word, "arriving at", seq)
+    }
+
+    /// Waits until `from`'s `word` reaches `seq` (`doing` it, for the error).
+    fn wait_seq(
+        &self,
+        op: &'static str,
+        from: usize,
+        word: &AtomicU64,
+        doing: &str,
+        seq: u64,
+    ) -> Result<(), RmaError> {
+        self.patience
+            .wait_yielding(
+                op,
+                &|| format!("{doing} step {seq} of its node's collectives"),
+                || word.load(Ordering::Acquire) >= seq,
+                || self.patience.pid_of(from).unwrap_or(0),
+            )
+            .map_err(left)
+    }
+}
+
+/// Runs the leaders' step, if there is one.
+fn run_across(across: &mut Across<'_>, data: &mut [u8]) -> Result<(), RmaError> {
+    match across {
+        Some(step) => step(data),
+        None => Ok(()),
+    }
+}
+
+/// Copies `out.len()` bytes of a collective part or buffer at `from` into `out`.
+///
+/// # Safety
+/// `from` is a part or buffer of a mapped control segment holding `out.len()` bytes,
+/// and rule 4 of `shm/control.rs` keeps its owner from writing it meanwhile.
+unsafe fn copy_out(from: *const u8, out: &mut [u8]) {
+    // SAFETY: the caller's promise.
+    unsafe { std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), out.len()) }
+}
+
+/// A peer that died while we waited (`Patience` says "holding"; here it is "before").
+fn left(e: RmaError) -> RmaError {
+    match e {
+        RmaError::PeerDied {
+            op,
+            proc,
+            pid,
+            what,
+        } => RmaError::PeerLeft {
+            op,
+            proc,
+            pid,
+            what,
+        },
+        other => other,
+    }
+}
