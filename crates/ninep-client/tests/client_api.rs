@@ -67,11 +67,15 @@ fn many_threads_share_one_connection() {
     assert_eq!(served.server.stats().clients, 1);
 }
 
-#[test]
-fn std_io_copy_through_small_messages() {
-    let dir = tempfile::tempdir().unwrap();
+/// `dir` served over tcp, and a root attached with 4 KiB messages.
+fn small_messages(
+    dir: &std::path::Path,
+) -> (
+    nf_testkit::ninep::Served<PassthroughFs>,
+    nf_ninep_client::Root,
+) {
     let served = serve(
-        PassthroughFs::new(dir.path()).unwrap(),
+        PassthroughFs::new(dir).unwrap(),
         ServerConfig::default(),
         Via::Tcp,
     );
@@ -80,6 +84,13 @@ fn std_io_copy_through_small_messages() {
         ..ClientConfig::default()
     });
     let root = client.attach("t", "").unwrap();
+    (served, root)
+}
+
+#[test]
+fn std_io_copy_through_small_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_served, root) = small_messages(dir.path());
     let data: Vec<u8> = (0..50_000u32).map(|i| (i * 7) as u8).collect();
     let mut out = root.create("/copy", LOpenFlags::WRONLY, 0o644).unwrap();
     std::io::copy(&mut &data[..], &mut out).unwrap();
@@ -198,17 +209,8 @@ fn reading_ahead_copies_a_file_whole_and_in_order() {
     let data: Vec<u8> = (0..(1u32 << 20) + 123).map(|i| (i % 253) as u8).collect();
     fs::write(dir.path().join("big"), &data).unwrap();
     fs::write(dir.path().join("empty"), b"").unwrap();
-    let served = serve(
-        PassthroughFs::new(dir.path()).unwrap(),
-        ServerConfig::default(),
-        Via::Tcp,
-    );
     // Small messages: hundreds of reads, several in flight at every moment.
-    let client = served.client_with(ClientConfig {
-        msize: 4096,
-        ..ClientConfig::default()
-    });
-    let root = client.attach("t", "").unwrap();
+    let (_served, root) = small_messages(dir.path());
     for depth in [1, 2, nf_ninep_client::READ_AHEAD, 64] {
         let mut file = root.open("/big", LOpenFlags::RDONLY).unwrap();
         let mut out = Vec::new();

@@ -197,10 +197,7 @@ fn mpirun_base() -> Command {
 
 /// `mpirun -np NP PROG ARGS` on this host, bounded by `limit`.
 pub fn mpirun(np: usize, prog: &Path, args: &[&str], limit: Duration) -> RunOutput {
-    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
-    let mut cmd = mpirun_base();
-    cmd.arg("-np").arg(np.to_string()).arg(prog).args(args);
-    run_bounded(cmd, limit)
+    mpirun_with(np, &[], prog, args, limit)
 }
 
 /// [`mpirun`] with more `mpirun` options before the program (`-x NAME=VALUE` to set
