@@ -12,14 +12,14 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use nf_ninep::errno::{EACCES, EISDIR};
 use nf_ninep::{LOpenFlags, QidType};
 use nf_ninep_client::{base_name, ClientError, CopyError, File, Root, Stat};
 use nf_node::addr::{is_remote, parse_target, AddrError, Target};
-use nf_node::connect::{attach, ConnectError, ConnectOptions};
+use nf_node::connect::{ConnectError, ConnectOptions};
 use nf_node::tls::TlsFiles;
 use pyo3::exceptions::{
     PyConnectionError, PyConnectionRefusedError, PyOSError, PyTimeoutError, PyValueError,
@@ -175,10 +175,11 @@ fn options(
     Ok(ConnectOptions::new(user, tls, timeout))
 }
 
-/// Parses `target` and attaches to its server.
-fn open_root(target: &str, opts: &ConnectOptions) -> Result<(Root, Target), Fail> {
+/// Parses `target` and attaches to its server (a connection kept from an earlier
+/// call where there is one: [`crate::conns`]).
+fn open_root(target: &str, opts: &ConnectOptions) -> Result<(Arc<Root>, Target), Fail> {
     let t = parse_target(target).map_err(Fail::Addr)?;
-    let root = attach(&t.addr, opts).map_err(|err| Fail::Connect {
+    let root = crate::conns::attach_kept(&t.addr, opts).map_err(|err| Fail::Connect {
         addr: t.addr.to_string(),
         user: opts.user.clone(),
         err: Box::new(err),

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 
 mod array;
 mod buffers;
+mod conns;
 mod errors;
 mod files;
 mod mpi_boot;

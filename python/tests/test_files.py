@@ -459,3 +459,53 @@ def test_threads_share_files_and_connections(node):
     assert sum(got) == 8 * 50 * 100
     assert raw.tell() == 8 * 50 * 100
     raw.close()
+
+
+def _server_connections(node) -> int:
+    """Connections the node's server holds on its unix socket (less its listener)."""
+    with open("/proc/net/unix") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return sum(1 for r in rows if len(r) > 7 and r[7] == str(node.socket)) - 1
+
+
+def test_calls_reuse_one_connection_per_identity(node):
+    """A loop of calls pays one connect and attach, and keeps it for the next call."""
+    (node.export / "reuse.txt").write_text("again\n")
+    # A timeout no other test uses: a connection of its own (the options are the key).
+    opts = {"timeout": 29.5}
+    before = _server_connections(node)
+    for _ in range(30):
+        assert nf.files.stat(node.at("reuse.txt"), **opts).size == 6
+        with nf.files.open(node.at("reuse.txt"), "r", **opts) as f:
+            assert f.read() == "again\n"
+    assert _server_connections(node) == before + 1
+
+
+def test_a_forked_child_makes_its_own_connection(node):
+    """After fork the parent's kept connection has no reader thread in the child."""
+    import warnings
+
+    (node.export / "forked.txt").write_text("child\n")
+    opts = {"timeout": 28.5}
+    assert nf.files.stat(node.at("forked.txt"), **opts).size == 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        try:
+            with nf.files.open(node.at("forked.txt"), "r", **opts) as f:
+                ok = f.read() == "child\n"
+        except BaseException:  # noqa: BLE001 - the exit status says it
+            ok = False
+        os._exit(0 if ok else 1)
+    deadline = time.monotonic() + BOUND
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the parent's connection")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
