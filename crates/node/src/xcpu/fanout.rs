@@ -108,6 +108,22 @@ struct Branch {
     subtree: Vec<String>,
     tx: SyncSender<Op>,
     status: Arc<Monitor<Status>>,
+    /// The connection to the child, once made (closed when the fan-out goes).
+    link: Link,
+}
+
+/// A forwarder's connection, shared with the [`Fanout`] that closes it.
+type Link = Arc<std::sync::Mutex<Option<nf_ninep_client::Client>>>;
+
+/// Closes the connection in `link`, if one was made: every request waiting on it
+/// (a relay's read, a forwarder's request to a child that stopped answering) ends.
+fn close_link(link: &Link) {
+    let held = link
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(c) = held.as_ref() {
+        c.close();
+    }
 }
 
 /// The session's children (see the module docs).
@@ -167,6 +183,7 @@ impl Fanout {
             .map(|(addr, subtree)| {
                 let (tx, rx) = sync_channel(QUEUE);
                 let status = Arc::new(Monitor::new(Status::Connecting));
+                let link = Link::default();
                 let job = Forwarder {
                     addr: addr.clone(),
                     subtree: subtree.clone(),
@@ -174,6 +191,7 @@ impl Fanout {
                     reach: reach.clone(),
                     status: Arc::clone(&status),
                     replay: Arc::clone(replay),
+                    link: Arc::clone(&link),
                 };
                 offset += 1 + subtree.len();
                 let part = tree.branch(&addr, &subtree);
@@ -189,6 +207,7 @@ impl Fanout {
                     subtree,
                     tx,
                     status,
+                    link,
                 }
             })
             .collect();
@@ -249,6 +268,17 @@ impl Fanout {
     }
 }
 
+/// The session is gone: its children's connections close, which ends their relays and
+/// any request a forwarder waits on (a child that stopped answering cannot hold a
+/// thread here for ever); each child's session then ends as any unheld one does.
+impl Drop for Fanout {
+    fn drop(&mut self) {
+        for b in &self.branches {
+            close_link(&b.link);
+        }
+    }
+}
+
 /// `ADDR - failed: WHY` for a child and its whole subtree.
 fn failed_lines(b: &Branch, why: &str) -> String {
     failed_subtree(&b.addr, &b.subtree, why)
@@ -271,11 +301,11 @@ struct Forwarder {
     reach: Reach,
     status: Arc<Monitor<Status>>,
     replay: Arc<Replay>,
+    link: Link,
 }
 
 impl Forwarder {
     fn run(self, rx: Receiver<Op>, part: TreeBranch) {
-        let mut open: HashMap<String, File> = HashMap::new();
         let session = match self.connect() {
             Ok(s) => s,
             Err(why) => {
@@ -283,10 +313,18 @@ impl Forwarder {
                 return self.fail_and_drain(why, rx);
             }
         };
+        self.forward(&session, rx, part);
+        // The fan-out is gone (its queue closed): so is the connection, and with it
+        // the relay's read.
+        close_link(&self.link);
+    }
+
+    fn forward(&self, session: &RemoteSession, rx: Receiver<Op>, part: TreeBranch) {
+        let mut open: HashMap<String, File> = HashMap::new();
         let id = session.id();
         self.status.update(|s| *s = Status::Ready);
         let failures = part.watcher();
-        if let Err(why) = self.start_child(&session, &mut open, part) {
+        if let Err(why) = self.start_child(session, &mut open, part) {
             failures.child_failed(&why);
             let _ = session.ctl("wipe");
             return self.fail_and_drain(why, rx);
@@ -318,7 +356,7 @@ impl Forwarder {
             if failure.is_some() {
                 continue;
             }
-            if let Err(why) = apply(&session, &mut open, op) {
+            if let Err(why) = apply(session, &mut open, op) {
                 tracing::warn!(child = %self.addr, "xcpu: tree spawn: {why}; its subtree is cut off");
                 self.status.update(|s| *s = Status::Failed);
                 failures.child_failed(&why);
@@ -379,6 +417,10 @@ impl Forwarder {
             e if e.names_address() => e.to_string(),
             e => format!("connecting: {e}"),
         })?;
+        *self
+            .link
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(root.client().clone());
         RemoteSession::open(root).map_err(|e| e.to_string())
     }
 
