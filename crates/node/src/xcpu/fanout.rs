@@ -17,9 +17,10 @@
 //!    rights, links not followed). From then on every create and
 //!    write in `fs/`, every write of `argv` and `exec` and every `ctl` command (`exec`,
 //!    `kill`, `close`, `wipe`, `dir`, `limits`) is queued to each child in order and
-//!    applied there; `kill` goes down even where the job here has ended, and the
-//!    session's end, whatever ends it, wipes the children, and once the session is gone its
-//!    connections to them close (a child that stopped answering holds no thread here). `env` travels as it was at
+//!    applied there; `kill` goes down even where the job here has ended, the
+//!    session's end, whatever ends it, wipes the children, and once the session is
+//!    gone its connections to them close (a child that stopped answering holds no
+//!    thread here). `env` travels as it was at
 //!    `clone` only, so each node's can then be set on its own. Bytes are forwarded as
 //!    they arrive (a node forwards chunk i while it
 //!    receives chunk i + 1), so a file streams down the whole tree at once; the
