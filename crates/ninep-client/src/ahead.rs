@@ -36,11 +36,19 @@ impl File {
             what: "writing the output",
             source,
         };
-        let size = if depth > 1 { self.stat()?.size() } else { 0 };
+        if depth <= 1 {
+            return self.copy_to(out);
+        }
         let chunk = u64::from(self.chunk().max(1));
         let mut total = 0;
         let mut next = self.position();
         let mut flight: VecDeque<(PendingCall, u64)> = VecDeque::new();
+        // The first read goes out before the size is asked, so a file of one message
+        // costs one round trip, as without read-ahead (one read in flight is in order
+        // on a stream too).
+        flight.push_back((self.start_read(next, chunk as u32)?, chunk));
+        next += chunk;
+        let size = self.stat()?.size();
         loop {
             while flight.len() < depth && next < size {
                 let count = chunk.min(size - next);
