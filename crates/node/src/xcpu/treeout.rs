@@ -297,10 +297,7 @@ impl Branch {
 
     /// Records `node`'s end; false if it had ended already.
     fn mark_ended(&self, node: &str) -> bool {
-        self.ended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(node.to_string())
+        mark_ended(&self.ended, node)
     }
 
     /// Every node of the subtree without an end gets `failed WHY`; the part is done.
@@ -357,15 +354,18 @@ pub struct BranchFailures {
 impl BranchFailures {
     /// The child failed a request (`failed WHY`), unless it ended already.
     pub fn child_failed(&self, why: &str) {
-        let first = self
-            .ended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(self.addr.clone());
-        if first {
+        if mark_ended(&self.ended, &self.addr) {
             self.tree.record(&self.addr, "failed", why.as_bytes());
         }
     }
+}
+
+/// Records `node`'s end in `ended` (rule 2); false if it had ended already.
+fn mark_ended(ended: &Mutex<HashSet<String>>, node: &str) -> bool {
+    ended
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(node.to_string())
 }
 
 #[cfg(test)]
