@@ -3,7 +3,7 @@
 # This is the README's test command; .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh tests
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
