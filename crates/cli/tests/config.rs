@@ -127,6 +127,10 @@ const NOT_SETTINGS: &[(&str, &str)] = &[
         "check program: a test's expectation",
     ),
     (
+        "NF_CHECK_RANK1_MAX_PAYLOAD",
+        "check program: a test's peer with a lower payload limit",
+    ),
+    (
         "NF_CHECK_SAY_SOURCE",
         "check program: a test asks where a setting came from",
     ),

@@ -25,6 +25,9 @@ pub enum Reserved {
     RmaTeams,
     /// Tagged point-to-point messages of the language bindings (ninefold for Python).
     Messages,
+    /// The start-up measurement of the single-copy threshold (`calibrate.rs`); runs
+    /// at any depth, as the collectives' mailbox.
+    Calibrate,
 }
 
 impl Reserved {
@@ -36,6 +39,9 @@ impl Reserved {
 
 /// The collectives' mailbox handler.
 pub(crate) const COLL_HANDLER: HandlerId = Reserved::Collectives.id();
+
+/// The single-copy measurement's handler.
+pub(crate) const CALIBRATE_HANDLER: HandlerId = Reserved::Calibrate.id();
 
 /// One delivered active message. The slices are valid only during the handler call.
 #[derive(Debug, Clone, Copy)]

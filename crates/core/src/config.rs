@@ -40,7 +40,8 @@ pub const SETTINGS: &[Setting] = &[
     s("NF_SHM_FRAMES", "frames per ring, a power of two up to 2^20", "128"),
     s("NF_SHM_FRAME_SIZE", "bytes per frame including its 64 B header: the eager and fragment size (equal on every rank of a host)", "what `nf tune` cached, else 16384"),
     s("NF_SHM_FAST_LIMIT", "largest packet (metadata + payload) a rank sends through a fast box, 0 ..= 496; 0: fast boxes off", "what `nf tune` cached, else 496"),
-    s("NF_RNDV_THRESHOLD", "payloads of at least this many bytes go single-copy after a handshake", "what `nf tune` cached, else 4194304"),
+    s("NF_RNDV_THRESHOLD", "payloads of at least this many bytes go single-copy after a handshake", "what `nf tune` cached, else what the host's first job measured (NF_RNDV_CALIBRATE), else 4194304"),
+    s("NF_RNDV_CALIBRATE", "when neither NF_RNDV_THRESHOLD nor `nf tune` gives the single-copy threshold, the first job on a host measures it between two of its ranks within this many ms and caches it per host (a week; an inconclusive run is retried after an hour); off: keep the default", "400"),
     s("NF_TUNE_FILE", "where `nf tune` caches its measurements", "$XDG_CACHE_HOME/ninefold/tune.json or ~/.cache/ninefold/tune.json"),
     s("NF_MAX_PAYLOAD", "largest active-message payload accepted, sent or received", "1073741824"),
     s("NF_WAIT", "spin, yield (spin, then yield, then nap) or auto (spin unless this host's ranks outnumber NF_JOB_CPUS)", "auto"),
@@ -91,6 +92,12 @@ pub struct Config {
     pub shm: ShmConfig,
     /// Payload size from which messages go single-copy (rendezvous).
     pub rndv_threshold: usize,
+    /// `rndv_threshold` came from the environment or `nf tune`, not the default: the
+    /// start-up measurement (`calibrate.rs`) leaves it alone.
+    pub rndv_given: bool,
+    /// Time budget of the start-up measurement of the single-copy threshold
+    /// (`NF_RNDV_CALIBRATE`); `None`: off.
+    pub rndv_calibrate: Option<Duration>,
     /// Largest payload accepted.
     pub max_payload: usize,
     /// Waiting policy.
@@ -166,6 +173,8 @@ impl Default for Config {
         Config {
             shm: ShmConfig::default(),
             rndv_threshold: DEFAULT_RNDV_THRESHOLD,
+            rndv_given: false,
+            rndv_calibrate: Some(DEFAULT_RNDV_CALIBRATE),
             max_payload: 1 << 30,
             wait: WaitMode::Auto,
             park_after: Some(Duration::from_micros(50)),
@@ -187,6 +196,24 @@ impl Default for Config {
             tcp_lanes: 1,
             tcp_stripe: DEFAULT_TCP_STRIPE,
         }
+    }
+}
+
+/// Default `NF_RNDV_CALIBRATE`: a quiet 2-core VM measures in about 100 ms; a busy
+/// one runs out of time and keeps the default rather than delay every start.
+pub const DEFAULT_RNDV_CALIBRATE: Duration = Duration::from_millis(400);
+
+/// A measurement budget in milliseconds, or `off`.
+struct Calibrate(Option<Duration>);
+
+impl FromStr for Calibrate {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "off" {
+            return Ok(Calibrate(None));
+        }
+        Ok(Calibrate(Some(Duration::from_millis(s.parse()?))))
     }
 }
 
@@ -303,8 +330,13 @@ impl Config {
             });
         }
         c.rndv_threshold = tuned.rndv_threshold.unwrap_or(c.rndv_threshold);
+        c.rndv_given = tuned.rndv_threshold.is_some();
         if let Some(v) = var(env, "NF_RNDV_THRESHOLD", "a byte count")? {
             c.rndv_threshold = v;
+            c.rndv_given = true;
+        }
+        if let Some(v) = var::<Calibrate>(env, "NF_RNDV_CALIBRATE", "milliseconds, or `off`")? {
+            c.rndv_calibrate = v.0;
         }
         if let Some(v) = var(env, "NF_MAX_PAYLOAD", "a byte count")? {
             c.max_payload = v;
@@ -445,7 +477,18 @@ mod tests {
             ("NF_SHM_FRAMES", c.shm.frames.to_string()),
             ("NF_SHM_FRAME_SIZE", tuned(c.shm.frame_size)),
             ("NF_SHM_FAST_LIMIT", tuned(c.shm.fast_limit)),
-            ("NF_RNDV_THRESHOLD", tuned(c.rndv_threshold)),
+            (
+                "NF_RNDV_THRESHOLD",
+                format!(
+                    "what `nf tune` cached, else what the host's first job measured \
+                     (NF_RNDV_CALIBRATE), else {}",
+                    c.rndv_threshold
+                ),
+            ),
+            (
+                "NF_RNDV_CALIBRATE",
+                c.rndv_calibrate.unwrap().as_millis().to_string(),
+            ),
             ("NF_MAX_PAYLOAD", c.max_payload.to_string()),
             ("NF_PARK_US", c.park_after.unwrap().as_micros().to_string()),
             ("NF_PEER_CHECK_MS", c.peer_check.as_millis().to_string()),
@@ -548,6 +591,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("NF_OFI_PACKET"), "{e}");
+    }
+
+    #[test]
+    fn the_start_up_measurement_runs_only_where_nothing_gives_the_threshold() {
+        let from = |env: &[(&str, &str)], tuned: Option<&Tuned>| {
+            let env: Vec<(String, String)> = env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Config::from_sources(
+                &|n| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()),
+                tuned,
+            )
+        };
+        let c = from(&[], None).unwrap();
+        assert!(!c.rndv_given);
+        assert_eq!(c.rndv_calibrate, Some(DEFAULT_RNDV_CALIBRATE));
+        assert!(
+            from(&[("NF_RNDV_THRESHOLD", "8")], None)
+                .unwrap()
+                .rndv_given
+        );
+        let tuned = Tuned {
+            rndv_threshold: Some(65536),
+            ..Tuned::default()
+        };
+        assert!(from(&[], Some(&tuned)).unwrap().rndv_given);
+        let off = from(&[("NF_RNDV_CALIBRATE", "off")], None).unwrap();
+        assert_eq!(off.rndv_calibrate, None);
+        let ms = from(&[("NF_RNDV_CALIBRATE", "25")], None).unwrap();
+        assert_eq!(ms.rndv_calibrate, Some(Duration::from_millis(25)));
+        let e = from(&[("NF_RNDV_CALIBRATE", "soon")], None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("NF_RNDV_CALIBRATE") && e.contains("off"), "{e}");
     }
 
     #[test]

@@ -24,6 +24,7 @@
 pub mod am;
 pub mod bootstrap;
 mod buf;
+pub mod calibrate;
 pub mod collectives;
 pub mod config;
 pub mod error;
@@ -44,6 +45,7 @@ mod wireup;
 pub mod world;
 
 pub use am::{Am, HandlerId, Reserved, RESERVED_BASE};
+pub use calibrate::RndvSource;
 pub use collectives::{ReduceOp, Reducible};
 pub use config::{Config, WaitMode, SETTINGS};
 pub use error::CoreError;

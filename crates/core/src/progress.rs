@@ -53,7 +53,7 @@ use nf_transport::rma::{NativeRma, RemoteRegion, RemoteSpan};
 use nf_transport::shm::cma;
 use nf_transport::{Packet, SendStatus};
 
-use crate::am::{Am, OwnedAm, COLL_HANDLER};
+use crate::am::{Am, OwnedAm, CALIBRATE_HANDLER, COLL_HANDLER};
 use crate::buf::RecvBuf;
 use crate::error::CoreError;
 use crate::protocol::{Meta, MAX_AM_HEADER};
@@ -757,10 +757,12 @@ impl World {
     }
 
     /// Whether a message for `handler` may run now: at top level with nothing queued
-    /// ahead of it (per-pair order), or the collectives' mailbox, which only stores.
+    /// ahead of it (per-pair order), or the collectives' mailbox, which only stores,
+    /// or the start-up measurement's (`calibrate.rs`), which runs inside `init`.
     #[inline]
     fn runs_now(&self, handler: u16) -> bool {
         handler == COLL_HANDLER
+            || handler == CALIBRATE_HANDLER
             || (self.depth.get() == 0 && self.state.borrow().deferred.is_empty())
     }
 

@@ -18,6 +18,9 @@ pub enum Source {
     Env,
     /// `nf tune`'s cache file.
     TuneCache(PathBuf),
+    /// Measured at start-up by an earlier job on this host, kept in the tune cache
+    /// (`crate::calibrate`).
+    Measured(PathBuf),
 }
 
 impl std::fmt::Display for Source {
@@ -26,6 +29,7 @@ impl std::fmt::Display for Source {
             Source::Default => f.write_str("default"),
             Source::Env => f.write_str("env"),
             Source::TuneCache(p) => write!(f, "tune cache {}", p.display()),
+            Source::Measured(p) => write!(f, "measured on this host, tune cache {}", p.display()),
         }
     }
 }
@@ -69,10 +73,28 @@ pub fn resolve(
         .collect()
 }
 
-/// [`resolve`] for this process: its environment and this user's tune cache.
+/// [`resolve`] for this process: its environment and this user's tune cache, with the
+/// single-copy threshold an earlier job measured on this host where nothing else
+/// gives it.
 pub fn resolve_here(settings: &[Setting]) -> Vec<Resolved> {
     let tuned = crate::tune::cached().zip(crate::tune::cache_path());
-    resolve(settings, |n| std::env::var(n).ok(), tuned)
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let measured = tuned.as_ref().and_then(|(t, path)| {
+        let host = nf_sys::host::host_identity();
+        Some((crate::calibrate::cached_for(t, &host, now)??, path.clone()))
+    });
+    let mut all = resolve(settings, |n| std::env::var(n).ok(), tuned);
+    if let Some((threshold, path)) = measured {
+        for r in &mut all {
+            if r.setting.name == "NF_RNDV_THRESHOLD" && r.source == Source::Default {
+                r.value = threshold.to_string();
+                r.source = Source::Measured(path.clone());
+            }
+        }
+    }
+    all
 }
 
 #[cfg(test)]

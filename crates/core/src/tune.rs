@@ -35,6 +35,21 @@ pub struct Tuned {
     /// boot id).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub net_route: BTreeMap<String, String>,
+    /// The single-copy threshold a job measured at start-up (`calibrate.rs`), keyed by
+    /// the identity of the host it ran on (host name and boot id unless `NF_HOST`), so
+    /// a home shared by many hosts keeps each one's, and a reboot measures again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rndv_measured: BTreeMap<String, Measured>,
+}
+
+/// One host's start-up measurement of the single-copy threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The threshold chosen; `None`: the measurement was inconclusive (out of time, or
+    /// the peer refused single copy), so the default stands until it is retried.
+    pub threshold: Option<usize>,
+    /// When it was measured, seconds since the Unix epoch.
+    pub at: u64,
 }
 
 impl Tuned {
@@ -65,6 +80,11 @@ impl Tuned {
             net_route: {
                 let mut m = self.net_route;
                 m.extend(newer.net_route.clone());
+                m
+            },
+            rndv_measured: {
+                let mut m = self.rndv_measured;
+                m.extend(newer.rndv_measured.clone());
                 m
             },
         }
@@ -101,17 +121,21 @@ pub fn cached() -> Option<Tuned> {
     serde_json::from_str(&text).ok()
 }
 
-/// Writes the cache, creating its directory.
+/// Writes the cache, creating its directory. The file is replaced in one step (a
+/// new file renamed over it): jobs starting beside each other read it while one of
+/// them writes.
 pub fn store(t: &Tuned) -> std::io::Result<PathBuf> {
     let path = cache_path()
         .ok_or_else(|| std::io::Error::other("no HOME, XDG_CACHE_HOME or NF_TUNE_FILE"))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(t).map_err(std::io::Error::other)? + "\n",
-    )?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let text = serde_json::to_string_pretty(t).map_err(std::io::Error::other)? + "\n";
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.persist(&path).map_err(|e| e.error)?;
     Ok(path)
 }
 
@@ -127,6 +151,13 @@ mod tests {
             tcp_hot_us: Some(100),
             ofi_packet: Some(4096),
             net_route: BTreeMap::from([("h1".to_owned(), "tcp/ofi@65536".to_owned())]),
+            rndv_measured: BTreeMap::from([(
+                "h1".to_owned(),
+                Measured {
+                    threshold: Some(262144),
+                    at: 1,
+                },
+            )]),
         }
     }
 

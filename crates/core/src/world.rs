@@ -6,6 +6,8 @@
 //! 2. Connect the transports (the steps are in `wireup.rs`): shm to the ranks of this
 //!    host, ofi or tcp to the others.
 //! 3. Enable single-copy reads if the kernel allows them.
+//! 4. Measure the single-copy threshold where it is neither given nor known for this
+//!    host (`calibrate.rs`).
 //!
 //! Sending picks one of three protocols by payload size (eager, fragmented, rendezvous):
 //! one packet when it fits a frame; a single-copy read by the receiver (rendezvous)
@@ -27,6 +29,7 @@ use nf_transport::{Packet, SendStatus};
 use crate::am::{Am, HandlerId, OwnedAm, Registry, Reserved, COLL_HANDLER, RESERVED_BASE};
 use crate::bootstrap::{self, Bootstrap};
 use crate::buf::RecvBuf;
+use crate::calibrate::RndvSource;
 use crate::config::Config;
 use crate::error::CoreError;
 use crate::net::Net;
@@ -201,6 +204,8 @@ pub struct World {
 
     /// Payload size from which sends go single-copy; starts at the configured value.
     rndv_threshold: Cell<usize>,
+    /// Where `rndv_threshold` came from (`calibrate.rs` may measure it in `init`).
+    rndv_source: Cell<RndvSource>,
     /// The ofi transport exists and its provider granted RMA.
     ofi_rma: bool,
     /// Some `net_read` is in flight or some `held` queue is not empty: packets are
@@ -269,6 +274,7 @@ impl World {
                 cfg.park_after,
             ),
             rndv_threshold: Cell::new(cfg.rndv_threshold),
+            rndv_source: Cell::new(RndvSource::Default),
             max_packet,
             routes: net.peers.routes.clone(),
             stripe_from,
@@ -296,6 +302,9 @@ impl World {
             .handlers
             .borrow_mut()
             .insert(COLL_HANDLER, Rc::new(crate::collectives::mailbox_handler))?;
+        let local = world.net.borrow().peers.local.clone();
+        let source = crate::calibrate::at_start(&world, &local)?;
+        world.rndv_source.set(source);
         Ok(world)
     }
 
@@ -338,6 +347,12 @@ impl World {
     /// Payload size from which this rank's sends go single-copy.
     pub fn rndv_threshold(&self) -> usize {
         self.rndv_threshold.get()
+    }
+
+    /// Where the single-copy threshold this rank started with came from: given,
+    /// measured at start-up, cached from an earlier job's measurement, or the default.
+    pub fn rndv_source(&self) -> RndvSource {
+        self.rndv_source.get()
     }
 
     /// How many large messages went by rendezvous so far (shm or ofi).

@@ -31,10 +31,16 @@
 //!   quietly (`_exit(0)`) a few milliseconds after its second delivery, while the
 //!   next ones are being read; rank 0 passes only if a send fails with an error
 //!   naming rank 1 after at least two went by the ofi rendezvous.
+//! - `rndvsource SOURCE [THRESHOLD]`: every rank's single-copy threshold came from
+//!   SOURCE (given, measured, cached, default: the start-up measurement), every rank
+//!   of the job has the same one, and it is THRESHOLD when given.
 //!
 //! With `NF_CHECK_EXPECT_STRIPED=1`, `integrity` also checks that this rank sent and
 //! received messages striped across tcp lanes (`NF_TCP_LANES`); with `0`, that it
 //! striped none.
+//!
+//! With `NF_CHECK_RANK1_MAX_PAYLOAD=N`, rank 1 (by `NF_RANK`) accepts payloads of at
+//! most N bytes, in any mode.
 //!
 //! With `NF_CHECK_SAY_SOURCE` set, each rank first prints `rank R of N via SOURCE`
 //! (its wire-up source: nf run, PMIx, PMI-2, singleton).
@@ -68,8 +74,10 @@ modes:
   stream MAXSECS MAXSIZE DIR     the fault-test workload
   netrndv ROUNDS                 mixed sizes every pair; checks the ofi rendezvous counters
   netrndvvanish SIZE             rank 1 exits while rank 0's large sends are being read
+  rndvsource SOURCE [THRESHOLD]  where every rank's single-copy threshold came from
 NF_CHECK_SAY_SOURCE=1 makes each rank print its wire-up source first.
 NF_CHECK_EXPECT_STRIPED=1 (0) makes integrity check that messages were (not) striped.
+NF_CHECK_RANK1_MAX_PAYLOAD=N makes rank 1 (under nf run) accept payloads up to N bytes.
 ";
 
 fn main() {
@@ -101,6 +109,14 @@ fn run(args: &[String]) -> Check {
     if mode == "peerlimit" && std::env::var("NF_RANK").as_deref() == Ok("1") {
         cfg.max_payload = num(args, 1)? as usize;
     }
+    if let (Ok(limit), Ok("1")) = (
+        std::env::var("NF_CHECK_RANK1_MAX_PAYLOAD"),
+        std::env::var("NF_RANK").as_deref(),
+    ) {
+        cfg.max_payload = limit
+            .parse()
+            .map_err(|e| format!("NF_CHECK_RANK1_MAX_PAYLOAD: {e}"))?;
+    }
     let world = World::init_with(cfg).map_err(|e| e.to_string())?;
     if std::env::var_os("NF_CHECK_SAY_SOURCE").is_some() {
         println!(
@@ -130,6 +146,11 @@ fn run(args: &[String]) -> Check {
         )?,
 
         "netrndv" => net_rndv(&world, num(args, 1)?)?,
+        "rndvsource" => rndv_source(
+            &world,
+            args.get(1).ok_or("missing source")?,
+            args.get(2).map(|_| num(args, 2)).transpose()?,
+        )?,
         "netrndvvanish" => return net_rndv_vanish(&world, num(args, 1)? as usize),
         "vanish" => return vanish(&world, num(args, 1)? as usize),
         "idle" => {
@@ -575,6 +596,33 @@ fn routes(world: &World, hosts: &str, net: &str) -> Check {
         }
     }
     println!("rank {me}: routes as expected for hosts {hosts:?}");
+    Ok(())
+}
+
+/// `rndvsource`: where the threshold came from, and that every rank has the same.
+fn rndv_source(world: &World, source: &str, threshold: Option<u64>) -> Check {
+    let t = world.rndv_threshold() as u64;
+    let got = world.rndv_source().name();
+    println!("rank {}: single-copy threshold {t} ({got})", world.rank());
+    if got != source {
+        return Err(format!("the threshold's source is {got}, not {source}"));
+    }
+    if threshold.is_some_and(|want| want != t) {
+        return Err(format!("the threshold is {t}, not {threshold:?}"));
+    }
+    let (mut lo, mut hi) = ([t], [t]);
+    world
+        .allreduce(&mut lo, ReduceOp::Min)
+        .map_err(|e| e.to_string())?;
+    world
+        .allreduce(&mut hi, ReduceOp::Max)
+        .map_err(|e| e.to_string())?;
+    if lo != hi {
+        return Err(format!(
+            "the ranks' thresholds differ: {} to {}",
+            lo[0], hi[0]
+        ));
+    }
     Ok(())
 }
 
