@@ -46,7 +46,7 @@ pub fn hosts(
                 ranks: 1,
             })
             .to_vec(),
-        remote: RemoteTemplate::parse(remote)?,
+        remote: std::sync::Arc::new(RemoteTemplate::parse(remote)?),
         pmi_bind,
     })
 }
