@@ -1,5 +1,5 @@
 //! Benchmark support for ninefold: sample statistics, JSON / CSV / table reports and
-//! PNG plots. The measuring code lives next to these modules; the reports share one
+//! PNG plots, and tuning ([`tune`]: measuring and choosing this host's settings). The measuring code lives next to these modules; the reports share one
 //! JSON shape with the C MPI ping-pong in `bench/mpi/` so runs can be compared.
 
 pub mod app;
@@ -16,6 +16,7 @@ pub mod rings;
 pub mod rma;
 mod rng;
 pub mod stats;
+pub mod tune;
 pub mod variability;
 pub mod watch;
 

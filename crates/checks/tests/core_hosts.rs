@@ -97,7 +97,7 @@ impl Cluster {
                     ranks,
                 })
                 .collect(),
-            remote: RemoteTemplate::parse("ip netns exec {host}").unwrap(),
+            remote: std::sync::Arc::new(RemoteTemplate::parse("ip netns exec {host}").unwrap()),
             pmi_bind: Some(SocketAddr::new(self.net.addr(0), 0)),
         }
     }

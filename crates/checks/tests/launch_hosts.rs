@@ -11,6 +11,7 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
 use std::process::{Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nf_launch::{Cause, HostSlots, Hosts, LaunchError, LaunchSpec, Outcome, RemoteTemplate};
@@ -102,7 +103,7 @@ fn bad_host_setups_are_refused_before_anything_starts() {
 #[test]
 fn a_template_that_cannot_start_names_rank_and_host() {
     let mut hosts = Hosts::new(slots(&[("localhost", 1), ("far", 1)]));
-    hosts.remote = RemoteTemplate::parse("/nonexistent/nf-rsh {host}").unwrap();
+    hosts.remote = Arc::new(RemoteTemplate::parse("/nonexistent/nf-rsh {host}").unwrap());
     hosts.pmi_bind = Some("127.0.0.1:0".parse().unwrap());
     let mut hooked = false;
     let err =
@@ -125,7 +126,7 @@ fn words_for_ssh_are_quoted_for_the_remote_shell() {
     std::fs::write(&ssh, "#!/bin/sh\nshift\nexec sh -c \"$*\"\n").unwrap();
     std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut hosts = Hosts::new(slots(&[("far", 2)]));
-    hosts.remote = RemoteTemplate::parse(&format!("{} {{host}}", ssh.display())).unwrap();
+    hosts.remote = Arc::new(RemoteTemplate::parse(&format!("{} {{host}}", ssh.display())).unwrap());
     hosts.pmi_bind = Some("127.0.0.1:0".parse().unwrap());
     let mut s = spec(2, &[]);
     s.program = "sh".into();
@@ -148,7 +149,7 @@ fn words_for_ssh_are_quoted_for_the_remote_shell() {
 fn two_by_two(net: &Netns) -> Hosts {
     Hosts {
         hosts: slots(&[(net.host(0), 2), (net.host(1), 2)]),
-        remote: RemoteTemplate::parse(NETNS_TEMPLATE).unwrap(),
+        remote: Arc::new(RemoteTemplate::parse(NETNS_TEMPLATE).unwrap()),
         pmi_bind: Some(SocketAddr::new(net.addr(0), 0)),
     }
 }
@@ -275,7 +276,7 @@ fn a_remote_template_gets_the_environment_on_its_command_line() {
     // `env -i` wipes the inherited environment: only the command line's variables remain.
     let net = netns(2);
     let mut hosts = two_by_two(&net);
-    hosts.remote = RemoteTemplate::parse("ip netns exec {host} env -i").unwrap();
+    hosts.remote = Arc::new(RemoteTemplate::parse("ip netns exec {host} env -i").unwrap());
     let mut s = spec(4, &["wireup", "1"]);
     s.env = vec![("NF_TEST_EXTRA".into(), "it's here".into())];
     s.program = "/bin/sh".into();

@@ -275,7 +275,7 @@ impl TwoHosts {
                     ranks: per_host[i],
                 })
                 .collect(),
-            remote: RemoteTemplate::parse("ip netns exec {host}").unwrap(),
+            remote: std::sync::Arc::new(RemoteTemplate::parse("ip netns exec {host}").unwrap()),
             pmi_bind: Some(SocketAddr::new(self.net.addr(0), 0)),
         };
         let spec = self.job.spec(per_host.iter().sum(), args, self.path, false);

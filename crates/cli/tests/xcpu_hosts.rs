@@ -395,6 +395,63 @@ fn nf_run_starts_ranks_through_the_hosts_xcpu_and_they_pass_the_collectives() {
     );
 }
 
+/// `nf run --hosts` starts its ranks in `/xcpu` sessions itself (`nf_launch::XcpuStart`),
+/// not by re-running `nf exec` through a whitespace-split template: certificate paths
+/// holding a space reach the hosts (the template refused them), the ranks' output
+/// comes back tagged with rank and host, and a rank's failure stops the rest through
+/// their sessions' `ctl` and names the rank and its host.
+#[test]
+fn nf_run_through_xcpu_takes_spaced_paths_forwards_output_and_stops_the_rest() {
+    let c = Cluster::start(2, &[]);
+    let u = &c.user;
+    let spaced = c.dir.path().join("tls files");
+    std::fs::create_dir(&spaced).unwrap();
+    let names = [format!("{u}.pem"), format!("{u}.key"), "ca.pem".into()];
+    for f in &names {
+        std::fs::copy(c.file(f), spaced.join(f)).unwrap();
+    }
+    let at = |f: &str| spaced.join(f).to_str().unwrap().to_string();
+    // Rank 1 fails at once; rank 0 would sleep 30 s unless the launcher's kill reaches it.
+    let prog = c.script(
+        "rank.sh",
+        "echo \"hello from $NF_RANK of $NF_SIZE on $NF_HOST\"\n\
+         [ \"$NF_RANK\" = 1 ] && exit 3\n\
+         exec sleep 30\n",
+    );
+    let (h0, h1) = (c.net.addr(0).to_string(), c.net.addr(1).to_string());
+    let started = Instant::now();
+    let out = run(nf_in(&c.net, 0)
+        .args(["run", "--tag-output", "--hosts", &format!("{h0}:1,{h1}:1")])
+        .args(["--pmi-bind", &h0])
+        .args(["--cert", &at(&names[0])])
+        .args(["--key", &at(&names[1])])
+        .args(["--ca", &at(&names[2])])
+        .args(["--", &prog]));
+    let took = started.elapsed();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for (r, h) in [(0, &h0), (1, &h1)] {
+        let want = format!("[{r}@{h}] hello from {r} of 2 on {h}");
+        assert!(
+            stdout.contains(&want),
+            "want {want:?} in\n{stdout}\n{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("rank 1") && stderr.contains(&h1),
+        "the failure names rank 1 and its host:\n{stderr}"
+    );
+    // Generous (the sleep is 30 s): only a kill through the session ends rank 0 sooner.
+    assert!(
+        took < Duration::from_secs(25),
+        "rank 0 was not stopped: {took:?}"
+    );
+}
+
 /// Heterogeneous nodes (faked with `--xcpu-arch`, since this machine has one): each
 /// gets the binary for its architecture, and a node with none is named.
 #[test]

@@ -302,7 +302,8 @@ fn measure(
         .collect())
 }
 
-fn median(xs: &[f64]) -> f64 {
+/// The median of `xs` (the mean of the middle two for an even count); NaN if empty.
+pub fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     match v.len() {
@@ -368,6 +369,13 @@ mod tests {
         // Frames win everywhere: the largest size measured.
         assert_eq!(choose(&[(16, 1.0, 9.0), (32, 1.0, 9.0)]), Some(32));
         assert_eq!(choose(&[]), None);
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
     }
 
     #[test]

@@ -118,16 +118,16 @@ pub enum LaunchError {
     },
     /// A rank could not be started on another host.
     #[error(
-        "cannot start rank {rank} on host {host} through {template:?}: {source}; check the \
-         remote template (--remote); ranks started before it were stopped"
+        "cannot start rank {rank} on host {host} through {how}: {source}; check it (--remote, \
+         or --xcpu and the host's nf serve); ranks started before it were stopped"
     )]
     SpawnRemote {
         /// The rank.
         rank: usize,
         /// Its host.
         host: String,
-        /// The remote template.
-        template: String,
+        /// How it was started ([`crate::remote::RemoteStart::describe`]).
+        how: String,
         /// Why.
         #[source]
         source: io::Error,

@@ -10,9 +10,11 @@
 //! # Starting a rank
 //!
 //! A host named `localhost` is this machine: its ranks are started directly, as in a
-//! single-host job. A rank on any other host runs as the remote template with `{host}`
-//! replaced, followed by `env NAME=VALUE … PROG ARGS` — the environment travels on the
-//! command line because `ssh` does not forward it. The template is split at whitespace
+//! single-host job. A rank on any other host is started by [`Hosts::remote`], a
+//! [`RemoteStart`] ([`crate::remote`]): a remote template, below, or a session on the
+//! host's `/xcpu` ([`crate::XcpuStart`]). Through a template it runs as the template
+//! with `{host}` replaced, followed by `env NAME=VALUE … PROG ARGS` — the environment
+//! travels on the command line because `ssh` does not forward it. The template is split at whitespace
 //! (a word cannot contain spaces); default `ssh {host}`; tests use `ip netns exec {host}`.
 //! When the template's program is `ssh` or `rsh`, which hand the remote shell one
 //! string, every appended word is shell-quoted; other templates (`ip netns exec`,
@@ -45,8 +47,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 
 use crate::error::LaunchError;
+use crate::remote::RemoteStart;
 
 /// The host name that means "this machine, start the ranks directly".
 pub const LOCALHOST: &str = "localhost";
@@ -128,12 +132,12 @@ impl Default for RemoteTemplate {
 }
 
 /// Where the ranks of a multi-host job run, and how they are reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Hosts {
     /// The hosts in rank order.
     pub hosts: Vec<HostSlots>,
     /// How ranks are started on hosts other than `localhost`.
-    pub remote: RemoteTemplate,
+    pub remote: Arc<dyn RemoteStart>,
     /// The address of this machine on which the PMI server listens (port 0: any free
     /// port); `None`: 127.0.0.1 if every host is `localhost`, else an error.
     pub pmi_bind: Option<SocketAddr>,
@@ -144,7 +148,7 @@ impl Hosts {
     pub fn new(hosts: Vec<HostSlots>) -> Hosts {
         Hosts {
             hosts,
-            remote: RemoteTemplate::default(),
+            remote: Arc::new(RemoteTemplate::default()),
             pmi_bind: None,
         }
     }

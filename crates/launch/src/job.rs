@@ -6,8 +6,9 @@
 //!    started yet.
 //! 2. Catch SIGINT / SIGTERM, make a job id, start the PMI server: a unix socket for a
 //!    single-host job; TCP with a fresh secret for a multi-host one.
-//! 3. Start the ranks in rank order, directly or through the remote template (and their
-//!    output forwarders with `tag_output`); if one cannot be started, stop those
+//! 3. Start the ranks in rank order, directly or through the hosts' remote start
+//!    ([`crate::remote`]), and their output forwarders (with `tag_output`, or for ranks
+//!    that do not write to the launcher's own streams); if one cannot be started, stop those
 //!    already running.
 //! 4. Supervise until the job ends ([`crate::supervise`]).
 //! 5. Stop the PMI server (removing a unix socket and its directory), drain output,
@@ -168,7 +169,8 @@ fn launch(
                 host = plan.host(rank),
                 "rank started"
             );
-            let forwarded = output.add(&plan.label(rank), child.stdout.take(), child.stderr.take());
+            let (out, err) = child.take_output();
+            let forwarded = output.add(&plan.label(rank), spec.tag_output, out, err);
             ranks.push(RankProc {
                 rank,
                 host: plan.host(rank).map(str::to_owned),
@@ -195,7 +197,7 @@ fn spawn_error(plan: &Plan<'_>, rank: usize, source: std::io::Error) -> LaunchEr
         (Some((hosts, _)), Some(host)) if plan.is_remote(rank) => LaunchError::SpawnRemote {
             rank,
             host: host.to_owned(),
-            template: hosts.remote.as_str().to_owned(),
+            how: hosts.remote.describe(),
             source,
         },
         _ => LaunchError::Spawn {

@@ -2,7 +2,9 @@
 //! and, across hosts, `nf run --hosts h1:2,h2:2 [--remote TEMPLATE] [--pmi-bind IP] -- PROG ARGS…`.
 //!
 //! [`run`] starts `nprocs` copies of a program on this machine, [`run_on_hosts`] places
-//! them on several hosts ([`hosts`]); both serve the ranks' wire-up ([`nf_pmi`]) and
+//! them on several hosts ([`hosts`]), starting those on other hosts through a
+//! [`RemoteStart`] ([`remote`]: a command prefix such as `ssh {host}`, or `/xcpu`
+//! sessions); both serve the ranks' wire-up ([`nf_pmi`]) and
 //! supervise them:
 //!
 //! - every rank gets the environment contract of [`nf_pmi::env`] (`NF_RANK`, `NF_SIZE`,
@@ -27,13 +29,16 @@ pub mod hosts;
 mod job;
 mod outcome;
 pub mod output;
+pub mod remote;
 mod signals;
 mod spawn;
 mod spec;
 mod supervise;
+mod xcpu;
 
 pub use error::LaunchError;
 pub use hosts::{HostSlots, Hosts, RemoteTemplate};
 pub use job::{run, run_on_hosts, run_with};
 pub use outcome::{signal_name, Cause, JobReport, Outcome};
+pub use remote::{RemoteStart, XcpuStart};
 pub use spec::{resolve_program, Binding, LaunchSpec};

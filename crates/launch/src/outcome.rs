@@ -21,8 +21,9 @@ pub enum Outcome {
     RankFailed {
         /// The rank.
         rank: usize,
-        /// Its process id (for a rank on another host, the local template process's).
-        pid: u32,
+        /// Its process id (for a rank on another host, the local template process's);
+        /// `None` for a rank with no process here (an `/xcpu` session).
+        pid: Option<u32>,
         /// How it ended.
         cause: Cause,
         /// Its host, in a multi-host job.
@@ -96,6 +97,11 @@ impl Outcome {
     }
 }
 
+/// ` (pid N)` when the rank has a process here, else nothing.
+fn pid_note(pid: Option<u32>) -> String {
+    pid.map_or_else(String::new, |p| format!(" (pid {p})"))
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -108,7 +114,8 @@ impl fmt::Display for Outcome {
             } => {
                 write!(
                     f,
-                    "rank {rank} (pid {pid}) {cause}; the other ranks were stopped"
+                    "rank {rank}{} {cause}; the other ranks were stopped",
+                    pid_note(*pid)
                 )
             }
             Outcome::RankFailed {
@@ -119,7 +126,8 @@ impl fmt::Display for Outcome {
             } => {
                 write!(
                     f,
-                    "rank {rank} on host {host} {cause} (pid {pid}); the other ranks were stopped"
+                    "rank {rank} on host {host} {cause}{}; the other ranks were stopped",
+                    pid_note(*pid)
                 )
             }
             Outcome::HostLost { host, ranks } => {
@@ -260,7 +268,7 @@ mod tests {
     fn display_names_rank_and_cause() {
         let o = Outcome::RankFailed {
             rank: 2,
-            pid: 77,
+            pid: Some(77),
             cause: Cause::Signal(9),
             host: None,
         };
@@ -270,14 +278,14 @@ mod tests {
         );
         let o = Outcome::RankFailed {
             rank: 1,
-            pid: 5,
+            pid: Some(5),
             cause: Cause::Exit(3),
             host: None,
         };
         assert!(o.to_string().contains("rank 1 (pid 5) exited with code 3"));
         let o = Outcome::RankFailed {
             rank: 2,
-            pid: 8,
+            pid: Some(8),
             cause: Cause::Signal(9),
             host: Some("h2".into()),
         };
@@ -320,7 +328,7 @@ mod tests {
         assert_eq!(
             Outcome::RankFailed {
                 rank: 0,
-                pid: 1,
+                pid: Some(1),
                 cause: Cause::Exit(3),
                 host: None,
             }
@@ -330,7 +338,7 @@ mod tests {
         assert_eq!(
             Outcome::RankFailed {
                 rank: 0,
-                pid: 1,
+                pid: Some(1),
                 cause: Cause::Signal(9),
                 host: None,
             }

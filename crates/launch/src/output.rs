@@ -70,14 +70,20 @@ impl Forwarders {
     }
 
     /// Forwards the `stdout` of the rank labelled `label` (`3`, or `3@h2`) to the
-    /// launcher's stdout and its `stderr` to the launcher's stderr.
+    /// launcher's stdout and its `stderr` to the launcher's stderr, each line behind
+    /// `[label] ` when `tagged`.
     pub(crate) fn add(
         &mut self,
         label: &str,
+        tagged: bool,
         stdout: Option<impl Read + Send + 'static>,
         stderr: Option<impl Read + Send + 'static>,
     ) -> io::Result<()> {
-        let prefix = format!("[{label}] ").into_bytes();
+        let prefix = if tagged {
+            format!("[{label}] ").into_bytes()
+        } else {
+            Vec::new()
+        };
         if let Some(out) = stdout {
             let prefix = prefix.clone();
             self.spawn(format!("nf-out-{label}"), move || {

@@ -1,9 +1,8 @@
 //! Starting one rank: its command line, environment, stdio, process group and CPU.
 //!
 //! A rank on this machine runs the program directly with the contract in its
-//! environment. A rank on another host runs as the remote template followed by
-//! `env NAME=VALUE … PROG ARGS` ([`crate::hosts`]); the template's process stands for
-//! the rank.
+//! environment. A rank on another host is started by the hosts' [`RemoteStart`]
+//! ([`crate::remote`]): a template's process, or an `/xcpu` session, stands for it.
 //!
 //! Each started process runs in its own process group (so teardown reaches anything it
 //! started) and gets SIGKILL if the launcher thread that started it dies
@@ -21,7 +20,8 @@ use std::os::unix::process::CommandExt;
 
 use nf_pmi::{JobEnv, PmiAddr};
 
-use crate::hosts::{assignment, is_local, is_portable_env_name, shell_quote, Hosts, Place};
+use crate::hosts::{is_local, is_portable_env_name, Hosts, Place};
+use crate::remote::{ChildRank, RankProcess, RemoteRank};
 use crate::spec::LaunchSpec;
 
 /// The CPUs this job's ranks on a host share, for their waiting policy.
@@ -90,41 +90,56 @@ impl Plan<'_> {
 }
 
 /// Starts rank `rank` of the plan.
-pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Child> {
+pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Box<dyn RankProcess>> {
     let spec = plan.spec;
     let contract = plan.contract(rank);
-    let mut cmd = match (&plan.hosts, plan.host(rank)) {
-        (Some((hosts, _)), Some(host)) if !is_local(host) => {
-            remote_command(plan, hosts, host, &contract)
+    if let (Some((hosts, _)), Some(host)) = (&plan.hosts, plan.host(rank)) {
+        if !is_local(host) {
+            let env = remote_env(spec, &contract);
+            return hosts.remote.start(&RemoteRank {
+                host,
+                rank,
+                program: plan.program,
+                args: &spec.args,
+                env: &env,
+                tag_output: spec.tag_output,
+            });
         }
-        _ => {
-            let mut cmd = Command::new(plan.program);
-            cmd.arg0(&spec.program).args(&spec.args);
-            // Counted before any rank is pinned (see nf_core's waiting policy); one the
-            // user set wins.
-            if let Some(n) = plan.job_cpus {
-                cmd.env(JOB_CPUS, n.to_string());
-            }
-            for (k, v) in &spec.env {
-                cmd.env(k, v);
-            }
-            for (k, v) in contract.vars() {
-                cmd.env(k, v);
-            }
-            cmd
-        }
+    }
+    let mut cmd = Command::new(plan.program);
+    cmd.arg0(&spec.program).args(&spec.args);
+    // Counted before any rank is pinned (see nf_core's waiting policy); one the
+    // user set wins.
+    if let Some(n) = plan.job_cpus {
+        cmd.env(JOB_CPUS, n.to_string());
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    for (k, v) in contract.vars() {
+        cmd.env(k, v);
+    }
+    let cpu_set = match plan.cpus {
+        Some(cpus) if !cpus.is_empty() => Some(cpu_set_of(cpus[contract.local_rank % cpus.len()])),
+        _ => None,
     };
+    let child = spawn_process(cmd, spec.tag_output, cpu_set)?;
+    Ok(Box::new(ChildRank(child)))
+}
+
+/// Starts `cmd` as a rank's process: stdin from /dev/null, stdout and stderr piped
+/// when `piped` (else the launcher's), a process group of its own, SIGKILL when the
+/// launcher thread dies, pinned to `cpu_set` if given.
+pub(crate) fn spawn_process(
+    mut cmd: Command,
+    piped: bool,
+    cpu_set: Option<libc::cpu_set_t>,
+) -> io::Result<Child> {
     cmd.stdin(Stdio::null());
-    if spec.tag_output {
+    if piped {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
     cmd.process_group(0);
-    let cpu_set = match plan.cpus {
-        Some(cpus) if !cpus.is_empty() && !plan.is_remote(rank) => {
-            Some(cpu_set_of(cpus[contract.local_rank % cpus.len()]))
-        }
-        _ => None,
-    };
     let parent = std::process::id();
     // SAFETY: the closure runs in the child between fork and exec; it only makes system
     // calls (prctl, getppid, sched_setaffinity) on values prepared before the fork and
@@ -133,24 +148,6 @@ pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Child> {
         cmd.pre_exec(move || child_setup(parent, cpu_set.as_ref()));
     }
     cmd.spawn()
-}
-
-/// `TEMPLATE(host) env NAME=VALUE … PROG ARGS`, the words quoted for `ssh`.
-fn remote_command(plan: &Plan<'_>, hosts: &Hosts, host: &str, contract: &JobEnv) -> Command {
-    let mut cmd = hosts.remote.command(host);
-    let mut words: Vec<OsString> = vec!["env".into()];
-    words.extend(
-        remote_env(plan.spec, contract)
-            .iter()
-            .map(|(k, v)| assignment(k, v)),
-    );
-    words.push(plan.program.as_os_str().to_owned());
-    words.extend(plan.spec.args.iter().cloned());
-    let quote = hosts.remote.quotes();
-    for w in words {
-        cmd.arg(if quote { shell_quote(&w) } else { w });
-    }
-    cmd
 }
 
 /// The environment a remote rank gets on its command line, later sources winning: the

@@ -19,8 +19,6 @@
 //! SIGKILL; ranks still not reaped [`KILL_WAIT`] later are left behind with a warning.
 //! Every wait is bounded, so the supervisor always returns.
 
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,6 +27,7 @@ use nf_pmi::ServerEvent;
 use tracing::{debug, info, warn};
 
 use crate::outcome::{Cause, Outcome, SignalName};
+use crate::remote::RankProcess;
 use crate::signals::SignalWatch;
 
 /// Longest pause between two looks at the ranks.
@@ -48,8 +47,8 @@ pub(crate) struct RankProc {
     pub(crate) rank: usize,
     /// Its host, in a multi-host job.
     pub(crate) host: Option<String>,
-    /// Its process.
-    pub(crate) child: Child,
+    /// Its process (or session, [`crate::remote`]).
+    pub(crate) child: Box<dyn RankProcess>,
     /// How it ended, once reaped.
     pub(crate) exit: Option<Cause>,
 }
@@ -66,7 +65,7 @@ impl RankProc {
         }
         let cause = match self.child.try_wait() {
             Ok(None) => return None,
-            Ok(Some(status)) => cause_of(status),
+            Ok(Some(cause)) => cause,
             Err(e) => {
                 warn!(
                     rank = self.rank,
@@ -82,24 +81,8 @@ impl RankProc {
     }
 
     fn signal(&self, sig: i32) {
-        // Only unreaped ranks are signalled, so the pid (and group id) is still ours.
-        let Ok(pid) = libc::pid_t::try_from(self.child.id()) else {
-            return;
-        };
-        // SAFETY: kill has no memory preconditions; a failure (the group or process is
-        // already gone) is harmless and ignored.
-        unsafe {
-            libc::kill(-pid, sig);
-            libc::kill(pid, sig);
-        }
-    }
-}
-
-fn cause_of(status: ExitStatus) -> Cause {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => Cause::Exit(code),
-        (None, Some(sig)) => Cause::Signal(sig),
-        (None, None) => Cause::Exit(-1),
+        // Only unreaped ranks are signalled (see `stop_all`), so the process is ours.
+        self.child.signal(sig);
     }
 }
 

@@ -53,7 +53,7 @@ fn main() {
     let report = match hosts.as_mut() {
         Some(hosts) => {
             if let Some(r) = remote {
-                hosts.remote = r;
+                hosts.remote = std::sync::Arc::new(r);
             }
             hosts.pmi_bind = pmi_bind;
             if spec.nprocs == 0 {

@@ -3,11 +3,14 @@
 use std::ffi::OsString;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use nf_launch::{Binding, Hosts, LaunchSpec, Outcome, RemoteTemplate};
+use nf_launch::{Binding, Hosts, LaunchSpec, Outcome, RemoteStart, RemoteTemplate, XcpuStart};
+use nf_node::connect::ConnectOptions;
+use nf_node::tls::TlsFiles;
 use nf_sys::setting::Setting;
 
 /// Arguments of `nf run`.
@@ -85,43 +88,30 @@ pub enum Bind {
     Core,
 }
 
-/// The remote template: `--remote`, else `nf exec` through each host's `/xcpu`.
-fn remote_template(a: &RunArgs) -> anyhow::Result<String> {
+/// How ranks start on other hosts: the `--remote` template, else a session on each
+/// host's `/xcpu` (through the exec library, [`nf_launch::XcpuStart`]).
+fn remote_start(a: &RunArgs) -> anyhow::Result<Arc<dyn RemoteStart>> {
     if let Some(r) = &a.remote {
-        return Ok(r.clone());
+        return Ok(Arc::new(RemoteTemplate::parse(r)?));
     }
-    if a.xcpu.starts_with("tls:") && a.cert.is_none() {
+    let tls = match (&a.cert, &a.key, &a.ca) {
+        (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            ca: ca.clone(),
+        }),
+        _ => None,
+    };
+    if a.xcpu.starts_with("tls:") && tls.is_none() {
         return Err(super::Usage(format!(
-            "--xcpu {}: starting ranks through the hosts' nf serve over TLS needs --cert,              --key and --ca (or give --remote 'ssh {{host}}')",
+            "--xcpu {}: starting ranks through the hosts' nf serve over TLS needs --cert, \
+             --key and --ca (or give --remote 'ssh {{host}}')",
             a.xcpu
         ))
         .into());
     }
-    let exe = std::env::current_exe().context("finding this nf binary for the remote template")?;
-    let mut words = vec![
-        exe.display().to_string(),
-        "exec".into(),
-        "--fanout".into(),
-        "0".into(),
-        "--no-tag".into(),
-        "--stdin".into(),
-        "all".into(),
-    ];
-    for (flag, file) in [("--cert", &a.cert), ("--key", &a.key), ("--ca", &a.ca)] {
-        if let Some(f) = file {
-            words.push(flag.into());
-            words.push(f.display().to_string());
-        }
-    }
-    words.push(a.xcpu.clone());
-    words.push("--".into());
-    if let Some(w) = words.iter().find(|w| w.contains(char::is_whitespace)) {
-        return Err(super::Usage(format!(
-            "{w:?} holds a space; the remote template cannot carry it"
-        ))
-        .into());
-    }
-    Ok(words.join(" "))
+    let conn = ConnectOptions::new(None, tls, None);
+    Ok(Arc::new(XcpuStart::new(&a.xcpu, conn)?))
 }
 
 /// Runs a job and returns the exit code `nf run` should exit with.
@@ -143,7 +133,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
     let hosts = match &a.hosts {
         Some(list) => Some(Hosts {
             hosts: Hosts::parse_list(list)?,
-            remote: RemoteTemplate::parse(&remote_template(&a)?)?,
+            remote: remote_start(&a)?,
             pmi_bind: a.pmi_bind,
         }),
         None => None,

@@ -1,30 +1,11 @@
-//! `nf tune`: measures this host's best values of five settings and caches them.
-//!
-//! | knob | setting | measured by |
-//! |---|---|---|
-//! | `frame` | `NF_SHM_FRAME_SIZE` | shm ping-pong, 1 KiB … 512 KiB |
-//! | `fast` | `NF_SHM_FAST_LIMIT` | shm ping-pong, 8 … 400 B |
-//! | `rndv` | `NF_RNDV_THRESHOLD` | frames against single copy in one job, 16 KiB … 32 MiB |
-//! | `tcp-hold` | `NF_TCP_HOT_US` | tcp ping-pong on loopback, 8 B … 64 KiB |
-//! | `ofi-packet` | `NF_OFI_PACKET` | ofi ping-pong on loopback, 1 KiB … 1 MiB |
-//!
-//! `nf tune --route HOST0,HOST1 --remote TEMPLATE` measures instead which network
-//! transport should carry which message sizes between two hosts (`NF_NET_ROUTE`),
-//! and caches it for the other host (`route.rs`).
-//!
-//! Each value is a child job of 2 ranks (`jobs.rs`); the choice rules are in
-//! `pick.rs`, the knobs' values and sizes in `knobs.rs`. A value other than the
-//! default is kept only if it wins again in new jobs against the default alone (the
-//! confirmation, `--check`'s comparison): on a shared or virtual machine one trial can
-//! be a different regime from the next. `--check` runs the defaults
-//! against the cached values (`check.rs`). Under a launcher (`mpirun nf tune`) the
-//! job is already there and only the single-copy threshold can be measured.
+//! `nf tune`: the command line of [`nf_bench::tune`], which measures this host's best
+//! values of five settings (or, with `--route HOST0,HOST1`, the network route to
+//! another host) and chooses; this module parses the arguments, starts the measuring
+//! jobs through `nf run`'s launcher, prints the tables and caches the choices.
+//! `--check` prints the defaults against the cached values (`check.rs`), `--route`
+//! the route's tables (`route.rs`).
 
 mod check;
-mod jobs;
-mod knobs;
-mod pick;
-mod probe;
 mod route;
 
 use std::net::SocketAddr;
@@ -32,13 +13,26 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
+use nf_bench::tune::jobs::{Env, Jobs};
+use nf_bench::tune::knobs::{Knob, ORDER};
+use nf_bench::tune::probe::{self, Probe};
+use nf_bench::tune::{self as lib, KnobTrial, CONFIRM};
 use nf_core::tune::Tuned;
 use nf_core::World;
 
-use jobs::{Env, Jobs, Trial};
-use knobs::{Knob, ORDER};
-use probe::Probe;
+/// `--knobs`: a knob's name.
+fn knob_parser() -> impl TypedValueParser<Value = Knob> {
+    PossibleValuesParser::new(ORDER.map(Knob::name))
+        .try_map(|s| Knob::from_name(&s).ok_or("not a knob"))
+}
+
+/// `--probe`: a probe's name.
+fn probe_parser() -> impl TypedValueParser<Value = Probe> {
+    PossibleValuesParser::new([Probe::Pingpong.name(), Probe::Rndv.name()])
+        .try_map(|s| Probe::from_name(&s).ok_or("not a probe"))
+}
 
 /// Arguments of `nf tune`.
 #[derive(Args)]
@@ -46,7 +40,7 @@ pub struct TuneArgs {
     /// Knobs to tune (or check), comma-separated.
     #[arg(
         long,
-        value_enum,
+        value_parser = knob_parser(),
         value_delimiter = ',',
         default_value = "rndv,frame,fast,tcp-hold,ofi-packet"
     )]
@@ -91,7 +85,7 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub job_timeout: u64,
     /// (internal) What a child job measures.
-    #[arg(long, value_enum, hide = true)]
+    #[arg(long, value_parser = probe_parser(), hide = true)]
     pub probe: Option<Probe>,
     /// (internal) A child job's message sizes.
     #[arg(long, value_delimiter = ',', hide = true)]
@@ -118,8 +112,18 @@ impl TuneArgs {
         self.rounds as usize
     }
 
+    /// Measuring jobs of this `nf`, started as `nf run` starts jobs.
     fn jobs(&self) -> anyhow::Result<Jobs> {
-        Jobs::new(self.iters(), Duration::from_secs(self.job_timeout))
+        let exe = std::env::current_exe().context("cannot find the nf executable to start jobs")?;
+        let launch = Box::new(|spec: &_, hosts: Option<&_>, who: &str| {
+            super::run::launch_on(spec, hosts, who).map_err(Into::into)
+        });
+        Ok(Jobs::new(
+            exe,
+            launch,
+            self.iters(),
+            Duration::from_secs(self.job_timeout),
+        )?)
     }
 }
 
@@ -127,7 +131,8 @@ impl TuneArgs {
 pub fn main(a: TuneArgs) -> anyhow::Result<i32> {
     if let Some(p) = a.probe {
         let out = a.out.as_deref().context("--probe needs --out")?;
-        return probe::main(p, &a.sizes, a.iters(), a.rounds(), out);
+        probe::main(p, &a.sizes, a.iters(), a.rounds(), out)?;
+        return Ok(0);
     }
     if super::run::under_launcher()? {
         return in_job(&a);
@@ -136,23 +141,13 @@ pub fn main(a: TuneArgs) -> anyhow::Result<i32> {
         return check::main(&a);
     }
     if !a.route.is_empty() {
-        let hosts = route::hosts(&a.route, &a.remote, a.pmi_bind)?;
+        let hosts = lib::route::hosts(&a.route, &a.remote, a.pmi_bind).map_err(|e| match e {
+            lib::TuneError::RouteHosts => super::Usage(e.to_string()).into(),
+            e => anyhow::Error::new(e),
+        })?;
         return route::tune(&a, &mut a.jobs()?.on_hosts(hosts));
     }
     tune(&a)
-}
-
-/// Why a knob cannot be measured here, if it cannot (ofi without libfabric).
-fn unavailable(knob: Knob) -> Option<String> {
-    let ofi = knob.spec().is_some_and(|s| s.transport == "ofi");
-    ofi.then(nf_transport::ofi::available)
-        .and_then(Result::err)
-        .map(|e| {
-            format!(
-                "{}: skipped, the ofi transport is unavailable here ({e}); not measured",
-                knob.name()
-            )
-        })
 }
 
 /// Measures every selected knob in child jobs, prints the choices and caches them.
@@ -162,29 +157,15 @@ fn tune(a: &TuneArgs) -> anyhow::Result<i32> {
     // Values chosen so far, so later knobs are measured with them.
     let mut env: Env = Vec::new();
     for knob in a.selected() {
-        if let Some(why) = unavailable(knob) {
+        if let Some(why) = lib::unavailable(knob) {
             println!("{why}");
             continue;
         }
-        let chosen = match knob.spec() {
+        let chosen = match lib::trial(&mut jobs, knob, a.rounds(), &env)? {
             None => tune_rndv(a, &mut jobs, &env)?,
-            Some(spec) => {
-                let trial = Trial {
-                    knob,
-                    transport: spec.transport,
-                    sizes: spec.sizes,
-                    values: spec.candidates,
-                };
-                let reports = jobs.trial(&trial, a.rounds(), &env)?;
-                let times: Vec<Vec<f64>> = reports
-                    .iter()
-                    .map(|r| jobs::medians(r, spec.sizes))
-                    .collect();
-                let scores: Vec<f64> = times.iter().map(|t| pick::score(t)).collect();
-                let default = spec.candidates.iter().position(|&v| v == spec.default);
-                let i = pick::pick(&scores, default.unwrap_or_default());
-                print_trial(&trial, &times, &scores);
-                Some(spec.candidates[i])
+            Some(t) => {
+                print_trial(&t);
+                Some(t.picked)
             }
         };
         // A value that won its trial must win again, in new jobs against the
@@ -192,9 +173,9 @@ fn tune(a: &TuneArgs) -> anyhow::Result<i32> {
         // machine whose cores moved) must not make a setting worse.
         let chosen = match chosen {
             Some(v) if v != knob.default_value() => {
-                let vs = check::versus(&mut jobs, knob, v, a.rounds(), &env)?;
-                let r = vs.score_ratio();
-                if r <= CONFIRM {
+                let c = lib::confirm(&mut jobs, knob, v, a.rounds(), &env)?;
+                let r = c.ratio;
+                if c.kept {
                     println!(
                         "confirmed: {}={v} at {r:.3}× the default's time",
                         knob.var()
@@ -228,13 +209,9 @@ fn tune(a: &TuneArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Most a value's time may be of the default's, in the confirmation, to be kept.
-const CONFIRM: f64 = 0.97;
-
 /// Caches `found`, keeping values cached earlier for the knobs it lacks.
 fn cache(found: &Tuned) -> anyhow::Result<()> {
-    let all = nf_core::tune::cached().unwrap_or_default().updated(found);
-    let path = nf_core::tune::store(&all).context("writing the tune cache")?;
+    let path = lib::cache(found)?;
     println!("cached in {}", path.display());
     Ok(())
 }
@@ -242,17 +219,19 @@ fn cache(found: &Tuned) -> anyhow::Result<()> {
 /// The single-copy threshold, from one child job (`None`: single copy is not
 /// permitted here, with the reason printed).
 fn tune_rndv(a: &TuneArgs, jobs: &mut Jobs, env: &Env) -> anyhow::Result<Option<usize>> {
-    let report = jobs.run(Probe::Rndv, &[], a.rounds(), env, "rndv")?;
+    let report = lib::rndv_report(jobs, a.rounds(), env)?;
     Ok(rndv_choice(&report))
 }
 
 /// Prints a single-copy report's table and returns its threshold.
 fn rndv_choice(report: &nf_bench::report::Report) -> Option<usize> {
-    if let Some(why) = report.params.get("skipped").and_then(|v| v.as_str()) {
-        println!("rndv: {why}");
-        return None;
-    }
-    let rows = probe::rndv_rows(report);
+    let (rows, threshold) = match lib::rndv_choice(report) {
+        Ok(c) => c,
+        Err(why) => {
+            println!("rndv: {why}");
+            return None;
+        }
+    };
     println!("rndv (NF_RNDV_THRESHOLD), median half round trip µs:");
     println!(
         "{:>10} {:>14} {:>14}",
@@ -261,11 +240,11 @@ fn rndv_choice(report: &nf_bench::report::Report) -> Option<usize> {
     for (size, frames, single) in &rows {
         println!("{size:>10} {frames:>14.2} {single:>14.2}");
     }
-    pick::rndv_threshold(&rows)
+    threshold
 }
 
 /// Prints one knob's medians per value and size, and each value's score.
-fn print_trial(t: &Trial, times: &[Vec<f64>], scores: &[f64]) {
+fn print_trial(t: &KnobTrial) {
     println!(
         "{} ({}), median half round trip µs over {}:",
         t.knob.name(),
@@ -277,7 +256,7 @@ fn print_trial(t: &Trial, times: &[Vec<f64>], scores: &[f64]) {
         head.push_str(&format!(" {:>9}", format!("{s} B")));
     }
     println!("{head} {:>9}", "score");
-    for ((v, row), score) in t.values.iter().zip(times).zip(scores) {
+    for ((v, row), score) in t.values.iter().zip(&t.times).zip(&t.scores) {
         let mut line = format!("{v:>10}");
         for x in row {
             line.push_str(&format!(" {x:>9.2}"));

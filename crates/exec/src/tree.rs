@@ -1,4 +1,4 @@
-//! `nf exec` through a tree: the client talks to the first node only.
+//! A job through a tree: the client talks to the first node only.
 //!
 //! 1. Connect to the first node, make a session, write its `env` (rank 0: the nodes
 //!    below get their places from the tree), `clone K REST`, upload, then wait at the
@@ -19,42 +19,35 @@ use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::thread;
 
-use anyhow::{bail, Context};
 use nf_ninep::LOpenFlags;
 use nf_node::addr::parse_addr;
 use nf_node::connect::attach;
 use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
 use nf_node::xcpu::treeout::parse_record;
 
-use super::{connecting, forward_stdin, short_name, watch_interrupts, Plan, StdinTo};
-use crate::cmd::files::ConnArgs;
+use crate::io::{forward_stdin, watch_interrupts};
+use crate::nodes::{connecting, short_name};
+use crate::{ExecError, Plan, Run};
 
-/// How a tree job is asked to run.
-pub(super) struct TreeRun<'a> {
+/// A tree job.
+pub(crate) struct TreeRun<'a> {
     /// The job.
-    pub plan: &'a Plan,
-    /// How to reach the nodes.
-    pub conn: &'a ConnArgs,
-    /// Every node, the first one first.
-    pub nodes: &'a [String],
-    /// Children per node.
-    pub fanout: usize,
-    /// Run on the rest when some nodes cannot start.
-    pub keep_going: bool,
-    /// Who gets this process's stdin.
-    pub stdin_to: StdinTo,
-    /// Tag lines with their node.
-    pub tag: bool,
+    pub(crate) plan: &'a Plan,
+    /// How it runs.
+    pub(crate) how: &'a Run<'a>,
 }
 
 impl TreeRun<'_> {
     /// Runs the job (the module's steps); the exit status as `nf exec` reports it.
-    pub fn run(&self) -> anyhow::Result<i32> {
+    pub(crate) fn run(&self) -> Result<i32, ExecError> {
         let (head, ids) = self.hand_on()?;
-        let tree = head.open_file("tree", LOpenFlags::RDONLY)?;
+        let tree = head
+            .open_file("tree", LOpenFlags::RDONLY)
+            .map_err(ExecError::remote("opening the first node's tree"))?;
         let stdins = self.stdins(&head, &ids)?;
         let interrupts = watch_interrupts(&[&head])?;
-        head.start().context("starting the job on the first node")?;
+        head.start()
+            .map_err(ExecError::remote("starting the job on the first node"))?;
         let not_started = self.not_started(&head)?;
         if !stdins.is_empty() {
             thread::spawn(move || forward_stdin(stdins));
@@ -66,39 +59,49 @@ impl TreeRun<'_> {
 
     /// Step 1: the first node's session, and the session of every node the tree
     /// reached, by rank.
-    fn hand_on(&self) -> anyhow::Result<(Arc<RemoteSession>, Vec<Reached>)> {
-        let nodes = self.nodes;
+    fn hand_on(&self) -> Result<(Arc<RemoteSession>, Vec<Reached>), ExecError> {
+        let nodes = self.how.nodes;
         let first = &nodes[0];
-        let root = attach(&parse_addr(first)?, &self.conn.options()).map_err(|e| {
-            let named = e.names_address();
-            let err = anyhow::Error::new(e);
-            if named {
-                err
+        let addr = parse_addr(first).map_err(|e| ExecError::Usage(format!("{first}: {e}")))?;
+        let root = attach(&addr, self.how.conn).map_err(|e| {
+            if e.names_address() {
+                ExecError::Connect(e.to_string())
             } else {
-                err.context(format!("connecting to {first}"))
+                ExecError::Connect(format!("connecting to {first}: {e}"))
             }
         })?;
-        let head =
-            RemoteSession::open(root).with_context(|| format!("making a session on {first}"))?;
+        let head = RemoteSession::open(root)
+            .map_err(ExecError::remote(format!("making a session on {first}")))?;
         // Travels with clone, and places every node below (its rank, its name).
-        head.set("env", &self.plan.env_text(0, first))?;
-        head.ctl(&format!("clone {} {}", self.fanout, nodes[1..].join(" ")))
-            .with_context(|| format!("handing the job on from {first}"))?;
+        head.set("env", &self.plan.env_text(0, first))
+            .map_err(ExecError::remote(format!("writing the env on {first}")))?;
+        head.ctl(&format!(
+            "clone {} {}",
+            self.how.fanout,
+            nodes[1..].join(" ")
+        ))
+        .map_err(ExecError::remote(format!(
+            "handing the job on from {first}"
+        )))?;
         self.plan
             .stage(&head, None)
-            .with_context(|| format!("uploading to {first}"))?;
-        let listing = head.read("clones").context("waiting for the tree")?;
+            .map_err(ExecError::remote(format!("uploading to {first}")))?;
+        let listing = head
+            .read("clones")
+            .map_err(ExecError::remote("waiting for the tree"))?;
         let (ids, failed) = parse_listing(&listing, nodes)?;
         for f in &failed {
             eprintln!("nf exec: {f}");
         }
-        if !failed.is_empty() && !self.keep_going {
+        if !failed.is_empty() && !self.how.keep_going {
             let _ = head.ctl("wipe");
-            bail!(
-                "{} of {} nodes could not get the job (named above); nothing was run (--keep-going runs on the rest)",
-                failed.len(),
-                nodes.len()
-            );
+            return Err(ExecError::NodesFailed {
+                failed: failed.len(),
+                total: nodes.len(),
+                what: "get the job",
+                done: "nothing was run",
+                keep_going: false,
+            });
         }
         Ok((Arc::new(head), ids))
     }
@@ -109,12 +112,8 @@ impl TreeRun<'_> {
         &self,
         head: &RemoteSession,
         ids: &[Reached],
-    ) -> anyhow::Result<Vec<nf_ninep_client::File>> {
-        let wanted = |rank: usize| match self.stdin_to {
-            StdinTo::All => true,
-            StdinTo::None => false,
-            StdinTo::Rank(r) => r == rank,
-        };
+    ) -> Result<Vec<nf_ninep_client::File>, ExecError> {
+        let wanted = |rank: usize| self.how.stdin_to.includes(rank);
         let mut files = Vec::new();
         for Reached {
             rank,
@@ -123,13 +122,17 @@ impl TreeRun<'_> {
         } in ids.iter().filter(|r| wanted(r.rank))
         {
             let file = match session {
-                None => head.open_file("stdin", LOpenFlags::WRONLY)?,
+                None => head
+                    .open_file("stdin", LOpenFlags::WRONLY)
+                    .map_err(ExecError::remote("opening the first node's stdin"))?,
                 Some(id) => {
-                    let root = attach(&parse_addr(node)?, &self.conn.options())
-                        .map_err(|e| anyhow::anyhow!("{node}: {}", connecting(e)))?;
+                    let addr =
+                        parse_addr(node).map_err(|e| ExecError::Usage(format!("{node}: {e}")))?;
+                    let root = attach(&addr, self.how.conn)
+                        .map_err(|e| ExecError::Connect(format!("{node}: {}", connecting(e))))?;
                     RemoteSession::existing(root, *id)
                         .open_file("stdin", LOpenFlags::WRONLY)
-                        .with_context(|| format!("rank {rank}'s stdin"))?
+                        .map_err(ExecError::remote(format!("rank {rank}'s stdin")))?
                 }
             };
             files.push(file);
@@ -139,10 +142,10 @@ impl TreeRun<'_> {
 
     /// After `exec`: the nodes that could not start (named), or an error when that
     /// stops the job.
-    fn not_started(&self, head: &RemoteSession) -> anyhow::Result<Vec<String>> {
+    fn not_started(&self, head: &RemoteSession) -> Result<Vec<String>, ExecError> {
         let listing = head
             .read("clones")
-            .context("waiting for the tree to start")?;
+            .map_err(ExecError::remote("waiting for the tree to start"))?;
         let mut not_started = Vec::new();
         for line in listing.lines().filter(|l| l.contains(" - failed")) {
             eprintln!("nf exec: {line}");
@@ -150,22 +153,25 @@ impl TreeRun<'_> {
                 not_started.push(addr.to_string());
             }
         }
-        if !not_started.is_empty() && !self.keep_going {
+        if !not_started.is_empty() && !self.how.keep_going {
             let _ = head.ctl("kill KILL");
-            bail!(
-                "{} nodes could not start the job (named above); the rest were killed (--keep-going runs on the rest)",
-                not_started.len()
-            );
+            return Err(ExecError::NodesFailed {
+                failed: not_started.len(),
+                total: self.how.nodes.len(),
+                what: "start the job",
+                done: "the rest were killed",
+                keep_going: false,
+            });
         }
         Ok(not_started)
     }
 
     /// Step 3: prints the records until the tree's stream ends; each rank's end.
     fn print(&self, tree: nf_ninep_client::File, not_started: &[String]) -> Vec<Option<End>> {
-        let mut ends: Vec<Option<End>> = vec![None; self.nodes.len()];
+        let mut ends: Vec<Option<End>> = vec![None; self.how.nodes.len()];
         let mut reader = std::io::BufReader::new(tree);
         let mut line = Vec::new();
-        let tags: Vec<String> = self.nodes.iter().map(|n| short_name(n)).collect();
+        let tags: Vec<String> = self.how.nodes.iter().map(|n| short_name(n)).collect();
         loop {
             line.clear();
             match reader.read_until(b'\n', &mut line) {
@@ -174,7 +180,7 @@ impl TreeRun<'_> {
                 Err(e) => {
                     eprintln!(
                         "nf exec: reading the tree's output from {}: {e}",
-                        self.nodes[0]
+                        self.how.nodes[0]
                     );
                     break;
                 }
@@ -186,17 +192,17 @@ impl TreeRun<'_> {
                 continue;
             };
             let node = if r.node == "." {
-                &self.nodes[0]
+                &self.how.nodes[0]
             } else {
                 r.node
             };
-            let Some(rank) = self.nodes.iter().position(|n| n == node) else {
+            let Some(rank) = self.how.nodes.iter().position(|n| n == node) else {
                 continue;
             };
             match r.kind {
                 "out" | "err" => {
                     let mut text = Vec::with_capacity(r.text.len() + 32);
-                    if self.tag {
+                    if self.how.tag {
                         text.extend_from_slice(tags[rank].as_bytes());
                         text.extend_from_slice(b": ");
                     }
@@ -227,11 +233,11 @@ impl TreeRun<'_> {
 
     /// The first non-zero status in rank order; an error when a started node ended
     /// without one.
-    fn status(&self, ends: Vec<Option<End>>, not_started: &[String]) -> anyhow::Result<i32> {
+    fn status(&self, ends: Vec<Option<End>>, not_started: &[String]) -> Result<i32, ExecError> {
         let mut first_failure = None;
         let mut lost = Vec::new();
         for (rank, end) in ends.into_iter().enumerate() {
-            let node = &self.nodes[rank];
+            let node = &self.how.nodes[rank];
             match end {
                 Some(End::Exit(RemoteExit::Code(0))) => {}
                 Some(End::Exit(e)) => {
@@ -243,11 +249,7 @@ impl TreeRun<'_> {
             }
         }
         if !lost.is_empty() {
-            bail!(
-                "{} nodes ended without an exit status: {}",
-                lost.len(),
-                lost.join(", ")
-            );
+            return Err(ExecError::Lost(lost));
         }
         Ok(first_failure.map_or(0, RemoteExit::status))
     }
@@ -270,7 +272,10 @@ struct Reached {
 
 /// Parses a `clones` listing into the nodes reached (the first node too), by rank,
 /// and the failures.
-fn parse_listing(listing: &str, nodes: &[String]) -> anyhow::Result<(Vec<Reached>, Vec<String>)> {
+fn parse_listing(
+    listing: &str,
+    nodes: &[String],
+) -> Result<(Vec<Reached>, Vec<String>), ExecError> {
     let mut ids = vec![Reached {
         rank: 0,
         node: nodes[0].clone(),
@@ -283,7 +288,7 @@ fn parse_listing(listing: &str, nodes: &[String]) -> anyhow::Result<(Vec<Reached
             continue;
         };
         let Some(rank) = nodes.iter().position(|n| n == addr) else {
-            bail!("the tree listed a node that was not asked for: {line:?}");
+            return Err(ExecError::StrayNode(line.into()));
         };
         match id.parse() {
             Ok(id) => ids.push(Reached {

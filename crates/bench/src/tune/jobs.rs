@@ -1,29 +1,38 @@
-//! The orchestrating side of `nf tune`: child jobs, one per knob value and round.
+//! The orchestrating side of tuning: child jobs, one per knob value and round.
 //!
 //! Settings such as the frame size are fixed when a rank joins its job, so each value
-//! is measured by a 2-rank job of its own (`nf tune --probe …`, hidden) with the
-//! setting in its environment. Every job is bounded by `--job-timeout`; one that
+//! is measured by a 2-rank job of its own (`EXE tune --probe …`, which must run
+//! [`super::probe::main`]) with the setting in its environment, started by the
+//! caller's [`Launcher`]. Every job is bounded by `--job-timeout`; one that
 //! fails or runs over is an error naming the knob and value. Jobs start from the
-//! defaults, not from an earlier cache (`NF_TUNE_FILE` points at no file), plus the
+//! defaults, not from an earlier cache (`NF_TUNE_FILE` points at no file, and
+//! `NF_RNDV_CALIBRATE=off`), plus the
 //! values this run already chose.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
-use nf_bench::report::{Report, SizeResult};
 use nf_launch::{Binding, Hosts, LaunchSpec};
 
+use super::error::LaunchFailure;
 use super::knobs::Knob;
 use super::pick::median;
 use super::probe::Probe;
+use super::TuneError;
+use crate::report::{Report, SizeResult};
 
 /// Settings for a job's environment: (variable, value).
 pub type Env = Vec<(String, String)>;
 
+/// Starts one job (the spec, its hosts if any, and what it measures for messages) and
+/// returns its exit status: `nf tune` passes `nf run`'s, which checks the settings
+/// first and removes the job's shared-memory segments after.
+pub type Launcher = Box<dyn FnMut(&LaunchSpec, Option<&Hosts>, &str) -> Result<i32, LaunchFailure>>;
+
 /// Starts child jobs and collects their reports (in a directory removed on drop).
 pub struct Jobs {
     exe: PathBuf,
+    launch: Launcher,
     dir: PathBuf,
     iters: usize,
     timeout: Duration,
@@ -45,13 +54,22 @@ pub struct Trial<'a> {
 }
 
 impl Jobs {
-    /// Ready to run jobs of `iters` round trips per size, each within `timeout`.
-    pub fn new(iters: usize, timeout: Duration) -> anyhow::Result<Jobs> {
-        let exe = std::env::current_exe().context("cannot find the nf executable to start jobs")?;
+    /// Ready to run jobs of `exe` (the `nf` binary) through `launch`, of `iters` round
+    /// trips per size, each within `timeout`.
+    pub fn new(
+        exe: PathBuf,
+        launch: Launcher,
+        iters: usize,
+        timeout: Duration,
+    ) -> Result<Jobs, TuneError> {
         let dir = std::env::temp_dir().join(format!("nf-tune-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|source| TuneError::Io {
+            what: format!("creating {}", dir.display()),
+            source,
+        })?;
         Ok(Jobs {
             exe,
+            launch,
             dir,
             iters,
             timeout,
@@ -75,13 +93,13 @@ impl Jobs {
         rounds: usize,
         env: &Env,
         what: &str,
-    ) -> anyhow::Result<Report> {
+    ) -> Result<Report, TuneError> {
         self.started += 1;
         let out = self.dir.join(format!("job-{}.json", self.started));
         let mut args: Vec<String> = vec![
             "tune".into(),
             "--probe".into(),
-            format!("{probe:?}").to_lowercase(),
+            probe.name().into(),
             "--iters".into(),
             self.iters.to_string(),
             "--rounds".into(),
@@ -99,10 +117,15 @@ impl Jobs {
                     .join(","),
             );
         }
-        let mut job_env: Env = vec![(
-            "NF_TUNE_FILE".into(),
-            self.dir.join("no-cache.json").display().to_string(),
-        )];
+        // From the defaults: no cache, and no start-up measurement of the single-copy
+        // threshold (it would cache one and move the later jobs off the default).
+        let mut job_env: Env = vec![
+            (
+                "NF_TUNE_FILE".into(),
+                self.dir.join("no-cache.json").display().to_string(),
+            ),
+            ("NF_RNDV_CALIBRATE".into(), "off".into()),
+        ];
         job_env.extend(env.iter().cloned());
         let spec = LaunchSpec {
             nprocs: 2,
@@ -116,14 +139,21 @@ impl Jobs {
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
         };
-        let code =
-            super::super::run::launch_on(&spec, self.hosts.as_ref(), &format!("nf tune ({what})"))?;
+        let code = (self.launch)(&spec, self.hosts.as_ref(), &format!("nf tune ({what})"))
+            .map_err(|source| TuneError::Launch {
+                what: what.into(),
+                source,
+            })?;
         if code != 0 {
-            anyhow::bail!(
-                "nf tune: the job measuring {what} failed (exit status {code}, its output is above)"
-            );
+            return Err(TuneError::JobFailed {
+                what: what.into(),
+                code,
+            });
         }
-        Report::read_json(&out).with_context(|| format!("reading the report of {what}"))
+        Report::read_json(&out).map_err(|source| TuneError::Report {
+            what: what.into(),
+            source,
+        })
     }
 
     /// Runs `t`: per round every value once, in reverse order every other round;
@@ -133,7 +163,7 @@ impl Jobs {
         t: &Trial,
         rounds: usize,
         env: &Env,
-    ) -> anyhow::Result<Vec<Vec<Report>>> {
+    ) -> Result<Vec<Vec<Report>>, TuneError> {
         let var = t.knob.var();
         let cases: Vec<(String, Env)> = t
             .values
@@ -147,11 +177,11 @@ impl Jobs {
             .collect();
         self.alternate(&cases, t.sizes, rounds, |_, what, r| {
             if r.transport != t.transport {
-                anyhow::bail!(
-                    "nf tune: {what} was measured over {}, not {}",
-                    r.transport,
-                    t.transport
-                );
+                return Err(TuneError::WrongTransport {
+                    what: what.into(),
+                    got: r.transport.clone(),
+                    want: t.transport.into(),
+                });
             }
             Ok(())
         })
@@ -167,8 +197,8 @@ impl Jobs {
         cases: &[(String, Env)],
         sizes: &[usize],
         rounds: usize,
-        check: impl Fn(usize, &str, &Report) -> anyhow::Result<()>,
-    ) -> anyhow::Result<Vec<Vec<Report>>> {
+        check: impl Fn(usize, &str, &Report) -> Result<(), TuneError>,
+    ) -> Result<Vec<Vec<Report>>, TuneError> {
         let mut reports = vec![Vec::new(); cases.len()];
         for round in 0..rounds {
             let mut order: Vec<usize> = (0..cases.len()).collect();

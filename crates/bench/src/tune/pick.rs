@@ -7,27 +7,14 @@
 //! magnitude. The lowest score wins, unless the default scores within [`TIE`] of it:
 //! a change must pay for itself clearly, as the default is known to work.
 //!
-//! The single-copy threshold keeps its own rule ([`rndv_threshold`]): the smallest
-//! size from which single copy is never more than [`RNDV_TOLERANCE`] slower.
+//! The single-copy threshold keeps its own rule, the one jobs use when they measure
+//! it at start-up ([`nf_core::calibrate::choose`]): the smallest size from which
+//! single copy is never more than [`nf_core::calibrate::TOLERANCE`] slower.
 
 /// How much slower than the best the default may score and still be kept.
 pub const TIE: f64 = 1.05;
 
-/// How much slower single copy may measure and still be chosen: near-ties go to
-/// single copy on purpose, as it moves each byte once where frames move it twice,
-/// which matters to the other cores of a busy node, not to the ping-pong.
-pub const RNDV_TOLERANCE: f64 = 1.10;
-
-/// The median of `xs` (the mean of the middle two for an even count); NaN if empty.
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
+pub use nf_core::calibrate::median;
 
 /// A value's score: the geometric mean of its per-size times; infinite (never
 /// chosen) if a time is missing or not positive.
@@ -53,27 +40,9 @@ pub fn pick(scores: &[f64], default: usize) -> usize {
     }
 }
 
-/// The single-copy threshold of rows `(size, frames µs, single copy µs)` in
-/// increasing size: the smallest size from which single copy is never more than
-/// [`RNDV_TOLERANCE`] slower, at that size or any larger; the largest size if none.
-pub fn rndv_threshold(rows: &[(usize, f64, f64)]) -> Option<usize> {
-    let fits = |r: &(usize, f64, f64)| r.2 <= r.1 * RNDV_TOLERANCE;
-    (0..rows.len())
-        .find(|&i| rows[i..].iter().all(fits))
-        .or(rows.len().checked_sub(1))
-        .map(|i| rows[i].0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn medians_of_odd_and_even_counts() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&[]).is_nan());
-    }
 
     #[test]
     fn scores_weigh_every_size_alike_and_missing_times_lose() {
@@ -95,20 +64,5 @@ mod tests {
         assert_eq!(pick(&[1.0, 2.0, f64::INFINITY], 2), 0);
         // Nothing measured: the default.
         assert_eq!(pick(&[f64::INFINITY, f64::INFINITY], 1), 1);
-    }
-
-    #[test]
-    fn the_threshold_is_where_single_copy_stops_losing() {
-        let rows = [
-            (16, 1.0, 2.0),
-            (32, 1.0, 1.05), // within tolerance, but a larger size loses again
-            (64, 1.0, 1.5),
-            (128, 2.0, 2.1),
-            (256, 4.0, 3.0),
-        ];
-        assert_eq!(rndv_threshold(&rows), Some(128));
-        // Single copy never wins: the largest size measured.
-        assert_eq!(rndv_threshold(&[(16, 1.0, 9.0), (32, 1.0, 9.0)]), Some(32));
-        assert_eq!(rndv_threshold(&[]), None);
     }
 }

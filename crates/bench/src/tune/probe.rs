@@ -1,22 +1,39 @@
-//! The measuring side of `nf tune`: what runs inside a 2-rank job. `nf tune` started
-//! by hand runs these as child jobs (`--probe`, hidden) and reads the report rank 0
-//! writes; under a launcher it runs the single-copy measurement itself.
+//! The measuring side of tuning: what runs inside a 2-rank job. `nf tune` started
+//! by hand runs these as child jobs (`nf tune --probe`, hidden) and reads the report
+//! rank 0 writes; under a launcher it runs the single-copy measurement itself.
 
 use std::path::Path;
 
-use anyhow::Context;
-use clap::ValueEnum;
-use nf_bench::pingpong::{iters_for, PingPong};
-use nf_bench::report::{Report, SizeResult};
+use crate::pingpong::{iters_for, PingPong};
+use crate::report::{Report, SizeResult};
 use nf_core::World;
 
+use super::TuneError;
+
 /// What a child job measures.
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Probe {
     /// A ping-pong over the given sizes with the job's settings.
     Pingpong,
     /// Copying through frames against single copy, in one job (`set_rndv_threshold`).
     Rndv,
+}
+
+impl Probe {
+    /// Its name on the command line (`--probe`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Probe::Pingpong => "pingpong",
+            Probe::Rndv => "rndv",
+        }
+    }
+
+    /// The probe named `name`.
+    pub fn from_name(name: &str) -> Option<Probe> {
+        [Probe::Pingpong, Probe::Rndv]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
 }
 
 /// Sizes of the single-copy measurement: from one default frame up to 32 MiB.
@@ -47,17 +64,20 @@ pub fn main(
     iters: usize,
     rounds: usize,
     out: &Path,
-) -> anyhow::Result<i32> {
-    let world = World::init().context("joining the job")?;
+) -> Result<(), TuneError> {
+    let world = World::init()?;
     let report = match probe {
         Probe::Pingpong => pingpong(&world, sizes, iters)?,
         Probe::Rndv => rndv(&world, iters, rounds)?,
     };
     if let Some(r) = report {
-        r.write_json(out)?;
+        r.write_json(out).map_err(|source| TuneError::Report {
+            what: format!("the {} probe", probe.name()),
+            source,
+        })?;
     }
     world.finalize()?;
-    Ok(0)
+    Ok(())
 }
 
 /// Untimed round trips before each size: a tenth of the timed ones.
@@ -85,7 +105,7 @@ pub const ROUTE: &str = "route";
 pub const PEER_HOST: &str = "peer_host";
 
 /// A ping-pong over `sizes` (fewer round trips for large ones, as `nf bench pingpong`).
-fn pingpong(world: &World, sizes: &[usize], iters: usize) -> anyhow::Result<Option<Report>> {
+fn pingpong(world: &World, sizes: &[usize], iters: usize) -> Result<Option<Report>, TuneError> {
     let pp = PingPong::new(world)?;
     let mut rows = Vec::new();
     for &size in sizes {
@@ -101,7 +121,7 @@ fn pingpong(world: &World, sizes: &[usize], iters: usize) -> anyhow::Result<Opti
 /// within each size and their order between rounds; rows are tagged [`FRAMES`] or
 /// [`SINGLE_COPY`]. Without single copy (`process_vm_readv` not permitted) the
 /// report has no rows and says why in `params.skipped`.
-pub fn rndv(world: &World, iters: usize, rounds: usize) -> anyhow::Result<Option<Report>> {
+pub fn rndv(world: &World, iters: usize, rounds: usize) -> Result<Option<Report>, TuneError> {
     if !world.single_copy() {
         let r = report(world, Vec::new()).map(|mut r| {
             r.params.insert(

@@ -1,13 +1,12 @@
 //! What `nf tune` can tune: each knob's setting, the transport its jobs are forced
 //! onto, the values tried and the message sizes it affects.
 
-use clap::ValueEnum;
 use nf_core::config::DEFAULT_RNDV_THRESHOLD;
 use nf_core::tune::Tuned;
 use nf_transport::shm::layout::FAST_DATA;
 
 /// One tunable setting (`--knobs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Knob {
     /// Single-copy (rendezvous) threshold, `NF_RNDV_THRESHOLD`.
     Rndv,
@@ -39,13 +38,18 @@ pub struct Spec {
     pub transport: &'static str,
     /// The values tried.
     pub candidates: &'static [usize],
-    /// The value when nothing is tuned (wins ties, see `pick.rs`).
+    /// The value when nothing is tuned (wins ties, see [`super::pick`]).
     pub default: usize,
     /// Message sizes it affects, bytes.
     pub sizes: &'static [usize],
 }
 
 impl Knob {
+    /// The knob named `name` on the command line.
+    pub fn from_name(name: &str) -> Option<Knob> {
+        ORDER.into_iter().find(|k| k.name() == name)
+    }
+
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -66,7 +70,7 @@ impl Knob {
     }
 
     /// Its ping-pong measurement; `None` for the single-copy threshold, measured
-    /// inside one job (see `probe.rs`).
+    /// inside one job (see [`super::probe`]).
     pub fn spec(self) -> Option<Spec> {
         let spec = match self {
             Knob::Rndv => return None,
@@ -148,6 +152,7 @@ mod tests {
             k.set(&mut t, 4096);
             assert_eq!(k.get(&t), Some(4096));
             assert_eq!(t.settings(), [(k.var(), 4096)], "{}", k.name());
+            assert_eq!(Knob::from_name(k.name()), Some(k));
             if let Some(s) = k.spec() {
                 assert!(s.candidates.contains(&s.default), "{}", k.name());
             }
