@@ -6,8 +6,7 @@
 //! caller's [`Launcher`]. Every job is bounded by `--job-timeout`; one that
 //! fails or runs over is an error naming the knob and value. Jobs start from the
 //! defaults, not from an earlier cache (`NF_TUNE_FILE` points at no file, and
-//! `NF_RNDV_CALIBRATE=off`), plus the
-//! values this run already chose.
+//! `NF_RNDV_CALIBRATE=off`), plus the values this run already chose.
 
 use std::path::PathBuf;
 use std::time::Duration;
