@@ -31,9 +31,9 @@ use std::thread;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use nf_link::addr::{parse_addr, Addr};
 use nf_ninep::LOpenFlags;
-use nf_node::addr::{parse_addr, Addr};
-use nf_node::connect::{connect, ConnectError};
+use nf_ninep_client::connect::{connect, ConnectError};
 use nf_node::xcpu::remote::{RemoteError, RemoteExit, RemoteSession};
 
 use super::files::ConnArgs;
@@ -129,8 +129,8 @@ fn parse_nodes(spec: &str) -> anyhow::Result<Vec<String>> {
 /// A node's address and the tree to attach to there: `ADDR` (the root) or
 /// `ADDR:/path` — a gateway's scope, such as `gw:/views/gpu` or `gw:/n/node3`, whose
 /// `xcpu/clone` places the job.
-fn node_target(spec: &str) -> Result<(Addr, String), nf_node::addr::AddrError> {
-    match nf_node::addr::parse_target(spec) {
+fn node_target(spec: &str) -> Result<(Addr, String), nf_link::addr::AddrError> {
+    match nf_link::addr::parse_target(spec) {
         Ok(t) if !spec.starts_with([':', '/']) => Ok((t.addr, t.path)),
         _ => parse_addr(spec).map(|addr| (addr, String::new())),
     }

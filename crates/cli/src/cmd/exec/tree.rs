@@ -20,9 +20,9 @@ use std::sync::Arc;
 use std::thread;
 
 use anyhow::{bail, Context};
+use nf_link::addr::parse_addr;
 use nf_ninep::LOpenFlags;
-use nf_node::addr::parse_addr;
-use nf_node::connect::attach;
+use nf_ninep_client::connect::attach;
 use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
 use nf_node::xcpu::treeout::parse_record;
 
