@@ -8,8 +8,8 @@
 //! | module | job |
 //! |---|---|
 //! | this one | [`Listeners`]: the unix and tcp / TLS listeners of one server, [`check_plan`] |
-//! | [`tls`] | [`TlsListener`]: the TLS accept loop, handshakes on their own threads |
-//! | [`shm`] | [`ShmListener`]: the shared-memory channel socket |
+//! | `tls` | [`TlsListener`]: the TLS accept loop, handshakes on their own threads |
+//! | `shm` | [`ShmListener`]: the shared-memory channel socket |
 
 mod shm;
 mod tls;
