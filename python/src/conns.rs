@@ -15,9 +15,9 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use nf_link::addr::Addr;
+use nf_ninep_client::connect::{attach, ConnectError, ConnectOptions};
 use nf_ninep_client::Root;
-use nf_node::addr::Addr;
-use nf_node::connect::{attach, ConnectError, ConnectOptions};
 
 /// Connections kept (rule 4).
 pub(crate) const MAX_KEPT: usize = 16;

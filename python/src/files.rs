@@ -1,7 +1,7 @@
 //! Node files over the project's 9P client: the native half of `ninefold.files`.
 //!
-//! Every call names its file as `ADDR:/path` ([`nf_node::addr`]), attaches with
-//! [`nf_node::connect::attach`] and uses the [`nf_ninep_client`] calls the `nf` file
+//! Every call names its file as `ADDR:/path` ([`nf_link::addr`]), attaches with
+//! [`nf_ninep_client::connect::attach`] and uses the [`nf_ninep_client`] calls the `nf` file
 //! commands use. Blocking 9P traffic runs with the GIL released. The Python module
 //! (`ninefold/files.py`) wraps [`RemoteFile`] in the `io` classes.
 //!
@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use nf_link::addr::{is_remote, parse_target, AddrError, Target};
+use nf_link::tls::TlsFiles;
 use nf_ninep::errno::{EACCES, EISDIR};
 use nf_ninep::{LOpenFlags, QidType};
+use nf_ninep_client::connect::{ConnectError, ConnectOptions};
 use nf_ninep_client::{base_name, ClientError, CopyError, File, Root, Stat};
-use nf_node::addr::{is_remote, parse_target, AddrError, Target};
-use nf_node::connect::{ConnectError, ConnectOptions};
-use nf_node::tls::TlsFiles;
 use pyo3::exceptions::{
     PyConnectionError, PyConnectionRefusedError, PyOSError, PyTimeoutError, PyValueError,
 };

@@ -39,7 +39,7 @@ fn exit_code(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
         if cause.is::<cmd::Usage>()
             || cause.is::<nf_bench::params::ParamError>()
-            || cause.is::<nf_node::addr::AddrError>()
+            || cause.is::<nf_link::addr::AddrError>()
             || cause
                 .downcast_ref::<nf_launch::LaunchError>()
                 .is_some_and(nf_launch::LaunchError::is_usage)
@@ -51,8 +51,8 @@ fn exit_code(err: &anyhow::Error) -> i32 {
         let client = cause
             .downcast_ref::<nf_ninep_client::ClientError>()
             .or(
-                match cause.downcast_ref::<nf_node::connect::ConnectError>() {
-                    Some(nf_node::connect::ConnectError::Client(c)) => Some(c),
+                match cause.downcast_ref::<nf_ninep_client::connect::ConnectError>() {
+                    Some(nf_ninep_client::connect::ConnectError::Client(c)) => Some(c),
                     _ => None,
                 },
             )

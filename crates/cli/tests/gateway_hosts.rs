@@ -609,7 +609,7 @@ fn a_forged_delegated_attach_is_refused() {
     for target in [h.addr(1), gw.clone()] {
         let r = h.attach_with(0, &target, "rogue", &user, "");
         match r {
-            Err(nf_node::connect::ConnectError::Client(e)) => {
+            Err(nf_ninep_client::connect::ConnectError::Client(e)) => {
                 assert_eq!(e.errno(), Some(EACCES), "{target}: {e}")
             }
             Err(e) => panic!("{target}: {e}"),
@@ -620,7 +620,9 @@ fn a_forged_delegated_attach_is_refused() {
     let as_gw1 = h.attach_with(0, &h.addr(1), "gw1", &user, "").unwrap();
     as_gw1.read_file("/status").unwrap();
     match h.attach_with(0, &h.addr(1), "gw1", "root", "") {
-        Err(nf_node::connect::ConnectError::Client(e)) => assert_eq!(e.errno(), Some(EACCES)),
+        Err(nf_ninep_client::connect::ConnectError::Client(e)) => {
+            assert_eq!(e.errno(), Some(EACCES))
+        }
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("gw1 attached as root"),
     }

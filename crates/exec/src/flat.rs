@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use nf_ninep::LOpenFlags;
-use nf_node::connect::ConnectOptions;
+use nf_ninep_client::connect::ConnectOptions;
 use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
 
 use crate::io::{copy_lines, forward_stdin, watch_interrupts};

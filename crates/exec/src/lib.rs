@@ -36,7 +36,7 @@ mod tree;
 
 use std::sync::Arc;
 
-use nf_node::connect::ConnectOptions;
+use nf_ninep_client::connect::ConnectOptions;
 
 pub use error::ExecError;
 pub use plan::{Job, Plan};

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use nf_node::addr::{parse_addr, Addr, AddrError};
+use nf_link::addr::{parse_addr, Addr, AddrError};
 
 use crate::ExecError;
 
@@ -36,7 +36,7 @@ pub fn parse_list(spec: &str) -> Result<Vec<String>, ExecError> {
 /// `ADDR:/path` — a gateway's scope, such as `gw:/views/gpu` or `gw:/n/node3`, whose
 /// `xcpu/clone` places the job.
 pub fn target(spec: &str) -> Result<(Addr, String), AddrError> {
-    match nf_node::addr::parse_target(spec) {
+    match nf_link::addr::parse_target(spec) {
         Ok(t) if !spec.starts_with([':', '/']) => Ok((t.addr, t.path)),
         _ => parse_addr(spec).map(|addr| (addr, String::new())),
     }
@@ -54,7 +54,7 @@ pub fn short_name(node: &str) -> String {
 
 /// A connection's failure as a node's line: the error alone where it names the address
 /// and cause already, else prefixed with what failed.
-pub(crate) fn connecting(e: nf_node::connect::ConnectError) -> String {
+pub(crate) fn connecting(e: nf_ninep_client::connect::ConnectError) -> String {
     if e.names_address() {
         e.to_string()
     } else {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use nf_node::connect::{connect, ConnectOptions};
+use nf_ninep_client::connect::{connect, ConnectOptions};
 use nf_node::xcpu::remote::{RemoteError, RemoteSession};
 
 use crate::nodes::{connecting, short_name, target};

@@ -3,10 +3,10 @@
 //! and `env` are written, `stdout`, `stderr` and `wait` opened before the start so no
 //! output is missed, and stdin is closed once it has started (ranks read none).
 
+use nf_link::addr::parse_addr;
 use nf_ninep::LOpenFlags;
+use nf_ninep_client::connect::{attach, ConnectOptions};
 use nf_ninep_client::File;
-use nf_node::addr::parse_addr;
-use nf_node::connect::{attach, ConnectOptions};
 use nf_node::xcpu::remote::{RemoteError, RemoteExit, RemoteSession};
 
 use crate::nodes::connecting;

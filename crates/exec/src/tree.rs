@@ -19,9 +19,9 @@ use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::thread;
 
+use nf_link::addr::parse_addr;
 use nf_ninep::LOpenFlags;
-use nf_node::addr::parse_addr;
-use nf_node::connect::attach;
+use nf_ninep_client::connect::attach;
 use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
 use nf_node::xcpu::treeout::parse_record;
 

@@ -17,11 +17,11 @@
 
 use std::sync::Arc;
 
+use nf_link::tls::{GATEWAY_PREFIX, NODE_PREFIX};
 use nf_ninep::errno::EACCES;
 use nf_ninep::{Tattach, NONUNAME};
 use nf_ninep_server::{Ctx, FsError, FsResult};
 use nf_node::access::{Accounts, SystemAccounts};
-use nf_node::tls::{GATEWAY_PREFIX, NODE_PREFIX};
 
 /// Who a gateway attach is for.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -28,7 +28,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use nf_node::addr::{parse_addr, Addr};
+use nf_link::addr::{parse_addr, Addr};
 use serde::Deserialize;
 
 /// Names the gateway uses itself in a scope's directory.

@@ -31,15 +31,15 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use nf_link::addr::Addr;
+use nf_link::tls::TlsFiles;
 use nf_ninep::errno::{EACCES, EAGAIN, EHOSTDOWN, EINTR, EIO, EMFILE, ESTALE};
 use nf_ninep::message::*;
 use nf_ninep::types::{LOpenFlags, Qid, NOFID};
 use nf_ninep::NONUNAME;
+use nf_ninep_client::connect::{connect, ConnectError, ConnectOptions};
 use nf_ninep_client::{Client, ClientError, Root};
 use nf_ninep_server::{Ctx, FsError, FsResult, Monitor, Tally};
-use nf_node::addr::Addr;
-use nf_node::connect::{connect, ConnectError, ConnectOptions};
-use nf_node::tls::TlsFiles;
 
 use crate::config::Allow;
 use crate::status::Figures;

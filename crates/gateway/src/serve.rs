@@ -18,9 +18,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use nf_link::tls::TlsFiles;
 use nf_ninep_server::{Server, ServerConfig};
 use nf_node::listen::{check_plan, Listeners};
-use nf_node::tls::TlsFiles;
 use nf_node::ServeError;
 
 use crate::config::{member_addr, GatewayConfig};

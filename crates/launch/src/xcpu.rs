@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 
 use nf_exec::RankSession;
-use nf_node::connect::ConnectOptions;
+use nf_ninep_client::connect::ConnectOptions;
 use nf_node::xcpu::remote::RemoteExit;
 use tracing::warn;
 

@@ -1,5 +1,5 @@
 //! A blocking 9P2000.L client, after diod's libnpclient: one file per operation family.
-//! It needs only the codec and the byte transports of `nf-ninep`.
+//! It needs only the codec (`nf-ninep`) and the byte transports of `nf-link`.
 //!
 //! ```no_run
 //! use nf_ninep_client::Client;
@@ -18,6 +18,7 @@
 //!
 //! | file | operations |
 //! |---|---|
+//! | [`connect`] | an address (`unix:`, `tcp:`, `tls:`, `shm:`) → a [`Client`] or an attached [`Root`] |
 //! | `session` | version (on connect), attach → [`Root`] |
 //! | `fid` | [`Fid`]: a handle that clunks itself when dropped |
 //! | `walk` | walking paths (any length, 16 names per message) |
@@ -38,6 +39,7 @@
 
 mod ahead;
 mod attr;
+pub mod connect;
 mod copy;
 mod dir;
 mod error;
@@ -71,8 +73,8 @@ pub use read::PendingReads;
 pub use rpc::PendingCall;
 pub use session::Root;
 
+use nf_link::Transport;
 use nf_ninep::message::{Message, Rlerror, Rmessage, Tmessage};
-use nf_ninep::transport::Transport;
 use nf_ninep::types::NOFID;
 use nf_ninep::version::DEFAULT_MAX_MSIZE;
 use rpc::Rpc;

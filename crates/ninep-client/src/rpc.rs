@@ -25,9 +25,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use crate::error::ClientError;
+use nf_link::Transport;
 use nf_ninep::frame::{encode_frame, FrameDecoder, HEADER_SIZE};
 use nf_ninep::message::*;
-use nf_ninep::transport::Transport;
 use nf_ninep::types::NOTAG;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -5,9 +5,9 @@ use std::ops::Deref;
 use crate::error::ClientError;
 use crate::fid::Fid;
 use crate::Client;
+use nf_link::Transport;
 use nf_ninep::frame::{encode_frame, FrameDecoder};
 use nf_ninep::message::*;
-use nf_ninep::transport::Transport;
 use nf_ninep::types::{NOFID, NONUNAME, NOTAG};
 use nf_ninep::version::{MIN_MSIZE, VERSION};
 

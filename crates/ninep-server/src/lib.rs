@@ -2,10 +2,10 @@
 //!
 //! A tree implements [`Filesystem`] (one method per request, each with a default
 //! answer); a [`Server`] serves it over any byte
-//! [`Transport`](nf_ninep::transport::Transport) — TCP and unix sockets are built in
+//! [`Transport`](nf_link::Transport) — TCP and unix sockets are built in
 //! ([`Server::listen_tcp`], [`Server::listen_unix`]). This crate holds no tree: the
 //! ready-made ones (#U, #R, synthetic, the mount table) are in `nf-ninep-trees`; the
-//! codec and the transports are `nf-ninep`'s.
+//! codec is `nf-ninep`'s, the transports `nf-link`'s.
 //!
 //! | module | job |
 //! |---|---|

@@ -98,7 +98,7 @@ impl Drop for Listener {
 }
 
 /// A stream the accept loop can serve: a transport whose read timeout can be set.
-trait Accepted: nf_ninep::transport::Transport + Sized {
+trait Accepted: nf_link::Transport + Sized {
     fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
     /// Socket options set before serving.
     fn prepare(&self) {}

@@ -20,10 +20,10 @@ use crate::pool::{Pool, Shares};
 use crate::slots::{plan, Limits, Owner, Slot};
 use crate::tally::Tallies;
 use crate::watch::{self, Clock};
+use nf_link::Transport;
 use nf_ninep::errno::EAGAIN;
 use nf_ninep::frame::{encode_frame, FrameDecoder};
 use nf_ninep::message::{Rlerror, Rmessage};
-use nf_ninep::transport::Transport;
 
 /// What a server holds, shared by its handles, listeners and connections.
 pub(crate) struct Shared<F: Filesystem> {

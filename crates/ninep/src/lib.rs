@@ -1,12 +1,12 @@
-//! 9P2000.L, the Linux dialect of the Plan 9 file protocol: the sans-IO codec and the
-//! byte transport under it (diod's libnpfs marshalling and `Nptrans`).
+//! 9P2000.L, the Linux dialect of the Plan 9 file protocol: the sans-IO codec (diod's
+//! libnpfs marshalling).
 //!
 //! ninefold nodes export their resources as 9P2000.L file trees. The codec turns
 //! bytes into typed messages and back and does no I/O, so the same code serves tcp,
-//! unix sockets and the shared-memory transport; the server (`nf-ninep-server`) and the
-//! client (`nf-ninep-client`) sit above it and a three-method byte
-//! [`transport::Transport`]. The wire layout of every message, and the server's
-//! semantics, are written out in `docs/protocol.md`.
+//! unix sockets, TLS and the shared-memory transport; the server (`nf-ninep-server`) and
+//! the client (`nf-ninep-client`) sit above it and above the byte transports of
+//! `nf-link` (its three-method `Transport`). The wire layout of every message, and the
+//! server's semantics, are written out in `docs/protocol.md`.
 //!
 //! # Glossary
 //!
@@ -38,7 +38,6 @@
 //! | [`version`] | msize and version negotiation |
 //! | [`errno`] | Linux errno values for [`Rlerror`] |
 //! | [`error`] | [`DecodeError`] and [`EncodeError`], naming field, offset and limit |
-//! | [`transport`] | the byte [`transport::Transport`] under client and server (tcp, unix sockets) |
 //!
 //! # Example
 //!
@@ -63,7 +62,6 @@ pub mod error;
 pub mod frame;
 pub mod message;
 pub mod readdir;
-pub mod transport;
 pub mod types;
 pub mod version;
 pub mod wire;

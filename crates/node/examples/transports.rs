@@ -10,9 +10,9 @@
 
 use std::time::{Duration, Instant};
 
+use nf_link::addr::Addr;
+use nf_ninep_client::connect::{attach, ConnectOptions};
 use nf_ninep_client::Root;
-use nf_node::addr::Addr;
-use nf_node::connect::{attach, ConnectOptions};
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 
 fn rate(root: &Root, ops: usize) -> f64 {
@@ -92,7 +92,7 @@ fn main() {
 }
 
 /// A CA, a server certificate for 127.0.0.1 and a client certificate for root.
-fn make_certs(dir: &std::path::Path) -> (nf_node::tls::TlsFiles, nf_node::tls::TlsFiles) {
+fn make_certs(dir: &std::path::Path) -> (nf_link::tls::TlsFiles, nf_link::tls::TlsFiles) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -106,7 +106,7 @@ fn make_certs(dir: &std::path::Path) -> (nf_node::tls::TlsFiles, nf_node::tls::T
         p.distinguished_name.push(DnType::CommonName, cn);
         let key = KeyPair::generate().unwrap();
         let cert = p.signed_by(&key, &ca_cert, &ca_key).unwrap();
-        let files = nf_node::tls::TlsFiles {
+        let files = nf_link::tls::TlsFiles {
             cert: dir.join(format!("{name}.pem")),
             key: dir.join(format!("{name}.key")),
             ca: ca_file.clone(),

@@ -7,11 +7,11 @@
 //!    common name) may attach only as `U`: `uname` must be `U` or empty, and
 //!    `n_uname`, when given, must be `U`'s uid.
 //! 2. A peer that authenticated as a *node* of the cluster (a node certificate,
-//!    `node:HOST`, [`crate::tls::NODE_PREFIX`]) hands sessions on for users (tree
+//!    `node:HOST`, [`nf_link::tls::NODE_PREFIX`]) hands sessions on for users (tree
 //!    spawn): it may attach as any user with an account here (`uname`, or `n_uname`;
 //!    both given must name the same account), except root.
 //! 3. A peer that authenticated as a *gateway* (a gateway certificate, `gateway:NAME`,
-//!    [`crate::tls::GATEWAY_PREFIX`]) serves users in front of many nodes: if this
+//!    [`nf_link::tls::GATEWAY_PREFIX`]) serves users in front of many nodes: if this
 //!    node trusts it (`NAME` is in [`AttachPolicy::trusted_gateways`], `nf serve
 //!    --trust-gateway NAME`) it may attach for users exactly as a node may (rule 2);
 //!    a gateway that is not trusted is refused, whatever it asks.
@@ -153,10 +153,10 @@ impl AttachPolicy {
         req: &Tattach,
         user: &str,
     ) -> FsResult<Account> {
-        if user.starts_with(crate::tls::NODE_PREFIX) {
+        if user.starts_with(nf_link::tls::NODE_PREFIX) {
             return for_users(accounts, ctx, req, user);
         }
-        if let Some(gateway) = user.strip_prefix(crate::tls::GATEWAY_PREFIX) {
+        if let Some(gateway) = user.strip_prefix(nf_link::tls::GATEWAY_PREFIX) {
             if !self.trusted_gateways.iter().any(|t| t == gateway) {
                 refused(ctx, req, &format!("this node does not trust gateway {gateway:?} (to let it attach for users, start nf serve with --trust-gateway {gateway})"));
                 return Err(FsError::Errno(EACCES));

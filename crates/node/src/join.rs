@@ -3,7 +3,7 @@
 //!
 //! Start-up ([`JoinPlan::new`], before the node listens): the gateway must be a
 //! `tls:` address and the node must have its TLS files, with a certificate that names
-//! a node (OU [`crate::tls::NODE_UNIT`], made by `nf cert node HOST`), since the node
+//! a node (OU [`nf_link::tls::NODE_UNIT`], made by `nf cert node HOST`), since the node
 //! registers as itself; without `--join-as` it must have a TLS listener (`--tcp`),
 //! whose port the default address names. Then ([`JoinPlan::start`], once it listens)
 //! the address to announce is settled — `--join-as`, else `tls:CN:PORT` with the
@@ -29,9 +29,9 @@ use std::time::Duration;
 
 use nf_ninep::LOpenFlags;
 
-use crate::addr::Addr;
-use crate::connect::{attach, ConnectError, ConnectOptions};
-use crate::tls::{file_identity, TlsError, TlsFiles, NODE_PREFIX};
+use nf_link::addr::Addr;
+use nf_link::tls::{file_identity, TlsError, TlsFiles, NODE_PREFIX};
+use nf_ninep_client::connect::{attach, ConnectError, ConnectOptions};
 
 /// The gateway's file a node writes its address to.
 pub const JOIN_FILE: &str = "/join";

@@ -23,19 +23,16 @@
 //! | `refusals` | refused attaches counted, one summary line per 10 s instead of a line each |
 //! | [`xcpu`] | `/xcpu`: jobs as files (sessions, uploads, output, exit) |
 //! | [`serve`] | the daemon: listeners, limits, shutdown |
-//! | [`listen`] | unix and tcp / TLS listeners, socket modes, and the refusal of unsafe plans |
+//! | [`listen`] | unix, tcp / TLS and shared-memory listeners, and the refusal of unsafe plans |
 //! | [`join`] | registering with a gateway (`nf serve --join`) |
-//! | [`tls`] | TLS with client certificates for remote connections |
-//! | [`shm`] | 9P over a shared-memory byte channel |
 //! | [`state`] | the server's state directory (`/run/ninefold`, `--state-dir`): never a guessable path in `/tmp` |
-//! | [`addr`] | `ADDR:/path` arguments and the default socket |
-//! | [`connect`] | connecting and attaching as a client |
+//!
+//! The byte transports (tcp, unix, TLS, shared memory), addresses and socket modes are
+//! `nf-link`'s; connecting to an address is `nf_ninep_client::connect`.
 
 #![forbid(unsafe_code)]
 
 pub mod access;
-pub mod addr;
-pub mod connect;
 pub mod join;
 pub mod listen;
 pub mod log;
@@ -43,13 +40,10 @@ pub mod mem;
 pub mod pipe;
 mod refusals;
 pub mod serve;
-pub mod shm;
 pub mod state;
 pub mod status;
-pub mod tls;
 pub mod tree;
 pub mod xcpu;
 
-pub use addr::SETTINGS;
 pub use serve::{Daemon, ServeConfig, ServeError};
 pub use tree::{build, NodeConfig, NodeTree};

@@ -6,10 +6,10 @@
 //! 1. Check the listening plan: tcp on an address that is not loopback is remote, and
 //!    is refused unless authentication is configured ([`ServeError::RemoteWithoutAuth`]).
 //!    With TLS configured every tcp listener speaks TLS and requires client
-//!    certificates ([`crate::tls`]), loopback included.
+//!    certificates ([`nf_link::tls`]), loopback included.
 //! 2. Build the node tree ([`crate::tree::build`]).
 //! 3. Create the unix socket's directory (mode 0700) if it is missing, then listen on
-//!    the socket, the shm socket (shared-memory channels, [`crate::shm`]) and every tcp
+//!    the socket, the shm socket (shared-memory channels, [`nf_link::shm`]) and every tcp
 //!    address.
 //! 4. With a gateway to join, start registering with it ([`crate::join`]); its
 //!    requirements (a `tls:` gateway, a node certificate) are checked before step 2.
@@ -29,11 +29,11 @@ use nf_ninep_trees::synthetic::Stream;
 use nf_ninep_trees::MountTable;
 
 use crate::join::{JoinConfig, JoinError, JoinPlan, Joiner};
-use crate::listen::Listeners;
-use crate::shm::{ShmListener, DEFAULT_CAPACITY as SHM_CAPACITY};
-use crate::tls::{TlsError, TlsFiles};
+use crate::listen::{Listeners, ShmListener};
 use crate::tree::{build, NodeConfig, TreeBuildError};
 use crate::xcpu::Xcpu;
+use nf_link::shm::DEFAULT_CAPACITY as SHM_CAPACITY;
+use nf_link::tls::{TlsError, TlsFiles};
 
 /// What `nf serve` serves, and where.
 #[derive(Clone, Debug, Default)]

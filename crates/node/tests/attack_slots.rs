@@ -17,12 +17,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use nf_link::tls::{client_config, TlsFiles, TlsTransport};
 use nf_ninep::errno::EAGAIN;
 use nf_ninep::message::Tread;
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::{Client, ClientConfig, Fid, File, PendingCall, Root};
 use nf_ninep_server::ServerConfig;
-use nf_node::tls::{client_config, TlsFiles, TlsTransport};
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 use nf_testkit::users::{as_user, second_test_account, test_account, Account};
 use support::certs::Ca;
@@ -224,7 +224,7 @@ fn one_user_over_tls_unix_and_shm_is_one_user_and_cannot_fill_the_server() {
         .map(|i| {
             as_user(&user, || {
                 let client = if i == 0 {
-                    nf_node::shm::connect(&t.shm, Default::default())
+                    nf_ninep_client::Client::connect_shm_with(&t.shm, Default::default())
                 } else {
                     Client::connect_unix(&t.socket)
                 };

@@ -53,7 +53,10 @@ fn another_user_reaches_a_root_server_and_attaches_only_as_themselves() {
     assert!(me.read_file("/status").is_ok());
 
     let shm = as_user(&user, || {
-        nf_node::shm::connect(&sock.with_extension("sock.shm"), Default::default())
+        nf_ninep_client::Client::connect_shm_with(
+            sock.with_extension("sock.shm"),
+            Default::default(),
+        )
     })
     .expect("another user may set up a shared-memory channel");
     assert_eq!(

@@ -12,14 +12,15 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use nf_link::addr::Addr;
+use nf_link::tls::{server_config, TlsFiles, GATEWAY_UNIT, NODE_UNIT};
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::Client;
 use nf_ninep_server::{Ctx, FsResult, Server};
 use nf_ninep_trees::synthetic::{FileNode, OpenFile};
 use nf_ninep_trees::SyntheticTree;
-use nf_node::addr::Addr;
 use nf_node::join::{JoinConfig, JoinError};
-use nf_node::tls::{server_config, TlsFiles, TlsListener, GATEWAY_UNIT, NODE_UNIT};
+use nf_node::listen::TlsListener;
 use nf_node::{Daemon, ServeConfig, ServeError};
 use support::certs::Ca;
 

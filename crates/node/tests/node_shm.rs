@@ -7,12 +7,11 @@ mod support;
 use std::time::Duration;
 
 use nf_ninep::{LOpenFlags, Rmessage, Tread};
-use nf_ninep_client::ClientConfig;
-use nf_node::shm;
+use nf_ninep_client::{Client, ClientConfig};
 use support::Node;
 
 fn shm_root(node: &Node) -> nf_ninep_client::Root {
-    shm::connect(&node.shm_socket(), ClientConfig::default())
+    Client::connect_shm_with(node.shm_socket(), ClientConfig::default())
         .expect("shm connect")
         .attach("root", "")
         .expect("attach")

@@ -9,10 +9,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
+use nf_link::tls::{client_config, TlsFiles, TlsTransport, GATEWAY_UNIT};
 use nf_ninep::errno::EACCES;
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::{Client, ClientConfig};
-use nf_node::tls::{client_config, TlsFiles, TlsTransport, GATEWAY_UNIT};
 use nf_node::{Daemon, NodeConfig, ServeConfig, ServeError};
 use support::certs::Ca;
 

@@ -189,7 +189,7 @@ fn a_shared_memory_client_that_breaks_its_channel_loses_only_its_own() {
     // ... and serves everyone else, over shm too.
     let root = node.root();
     assert!(root.stat("/status").is_ok());
-    let shm = nf_node::shm::connect(&node.shm_socket(), Default::default())
+    let shm = nf_ninep_client::Client::connect_shm_with(node.shm_socket(), Default::default())
         .unwrap()
         .attach("root", "")
         .unwrap();

@@ -11,9 +11,9 @@ use nf_bench::ninep::load::{run_load, LoadParams};
 use nf_bench::ninep::{self, servers, Params, Served, Test};
 use nf_bench::params::{check_writable, ParamError};
 use nf_bench::plot::{plot_reports, PlotText};
-use nf_node::addr::parse_addr;
-use nf_node::connect::{connect, ConnectOptions};
-use nf_node::tls::TlsFiles;
+use nf_link::addr::parse_addr;
+use nf_link::tls::TlsFiles;
+use nf_ninep_client::connect::{connect, ConnectOptions};
 
 use super::progress::{Mode, Progress};
 
@@ -148,7 +148,7 @@ impl NinepArgs {
         match (&self.user, &self.cert) {
             (Some(u), _) => u.clone(),
             (None, Some(_)) => String::new(),
-            (None, None) => nf_node::connect::default_user(),
+            (None, None) => nf_ninep_client::connect::default_user(),
         }
     }
 

@@ -7,8 +7,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use nf_bench::app::{self, Params, Via};
 use nf_core::World;
-use nf_node::addr::{default_socket, parse_addr, Addr};
-use nf_node::connect::{attach, ConnectOptions};
+use nf_link::addr::{default_socket, parse_addr, Addr};
+use nf_ninep_client::connect::{attach, ConnectOptions};
 use nf_rma::{Rma, WorldWireup};
 
 use super::progress::{Mode, Progress};

@@ -86,7 +86,7 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
             ("ca".to_owned(), ca_params()?.self_signed(&key)?, key)
         }
         CertCommand::Node { host } => {
-            let p = service(host, std::slice::from_ref(host), nf_node::tls::NODE_UNIT)?;
+            let p = service(host, std::slice::from_ref(host), nf_link::tls::NODE_UNIT)?;
             signed(host, p, &a.dir)?
         }
         CertCommand::Gateway { name, hosts } => {
@@ -94,7 +94,7 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
                 [] => std::slice::from_ref(name),
                 some => some,
             };
-            let p = service(name, hosts, nf_node::tls::GATEWAY_UNIT)?;
+            let p = service(name, hosts, nf_link::tls::GATEWAY_UNIT)?;
             signed(name, p, &a.dir)?
         }
         CertCommand::User { name, force } => {
@@ -127,7 +127,7 @@ pub fn main(a: CertArgs) -> anyhow::Result<i32> {
 /// Why a user certificate named `name` is dangerous or useless (`root_name`: uid 0's
 /// account name here, if it has one), or `None` for an ordinary name.
 fn reserved_user(name: &str, root_name: Option<String>) -> Option<String> {
-    use nf_node::tls::{GATEWAY_PREFIX, NODE_PREFIX};
+    use nf_link::tls::{GATEWAY_PREFIX, NODE_PREFIX};
     if name == "root" || root_name.as_deref() == Some(name) {
         return Some(format!(
             "it would let whoever holds its key attach as {name} (uid 0) to every node \

@@ -16,7 +16,7 @@ const LAYERS: &[&[Setting]] = &[
     nf_core::SETTINGS,
     nf_memreg::SETTINGS,
     nf_rma::SETTINGS,
-    nf_node::SETTINGS,
+    nf_link::SETTINGS,
     nf_bench::SETTINGS,
     super::run::SETTINGS,
 ];
@@ -102,7 +102,7 @@ fn default_in_force(r: &Resolved) -> String {
         ),
         "NF_MEM_REGISTRY" => nf_memreg::default_dir().display().to_string(),
         "NF_HOST" => nf_sys::host::host_identity(),
-        "NF_ADDR" => match nf_node::addr::default_address() {
+        "NF_ADDR" => match nf_link::addr::default_address() {
             Ok(a) => a.to_string(),
             Err(e) => e.to_string(),
         },

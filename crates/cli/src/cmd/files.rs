@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use nf_link::addr::{is_remote, parse_target, Target};
+use nf_link::tls::TlsFiles;
 use nf_ninep::errno::{EACCES, EAGAIN};
 use nf_ninep::{LOpenFlags, Message, Rmessage, Tread};
+use nf_ninep_client::connect::{attach, ConnectError, ConnectOptions};
 use nf_ninep_client::{base_name, ClientError, Root};
-use nf_node::addr::{is_remote, parse_target, Target};
-use nf_node::connect::{attach, ConnectError, ConnectOptions};
-use nf_node::tls::TlsFiles;
 
 use super::progress::{copy_bar, Counted};
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use nf_launch::{Binding, Hosts, LaunchSpec, Outcome, RemoteStart, RemoteTemplate, XcpuStart};
-use nf_node::connect::ConnectOptions;
-use nf_node::tls::TlsFiles;
+use nf_link::tls::TlsFiles;
+use nf_ninep_client::connect::ConnectOptions;
 use nf_sys::setting::Setting;
 
 /// Arguments of `nf run`.

@@ -18,13 +18,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use nf_link::addr::{default_socket, parse_addr, Addr};
+use nf_link::tls::TlsFiles;
 use nf_ninep_server::ServerConfig;
 use nf_ninep_trees::synthetic::Stream;
-use nf_node::addr::{default_socket, parse_addr, Addr};
 use nf_node::join::JoinConfig;
 use nf_node::pipe::PipeLimits;
 use nf_node::status::{check_label, check_labels};
-use nf_node::tls::TlsFiles;
 use nf_node::xcpu::XcpuConfig;
 use nf_node::{Daemon, NodeConfig, ServeConfig};
 use nf_sys::spawn::Rlimit;

@@ -18,10 +18,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use nf_link::addr::parse_addr;
+use nf_link::tls::TlsFiles;
+use nf_ninep_client::connect::{connect, ConnectError, ConnectOptions};
 use nf_ninep_client::Root;
-use nf_node::addr::parse_addr;
-use nf_node::connect::{connect, ConnectError, ConnectOptions};
-use nf_node::tls::TlsFiles;
 use nf_testkit::users::{test_account, Account};
 use nf_testkit::Netns;
 

@@ -230,7 +230,7 @@ impl GatewayTree {
             FsError::Errno(EINVAL)
         })?;
         let host_ok = match &addr {
-            nf_node::addr::Addr::Tls(hp) => {
+            nf_link::addr::Addr::Tls(hp) => {
                 let host = hp.rsplit_once(':').map_or(hp.as_str(), |(h, _)| h);
                 host.trim_start_matches('[').trim_end_matches(']') == node
             }

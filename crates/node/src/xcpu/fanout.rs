@@ -52,9 +52,9 @@ use nf_ninep_server::{Creds, Monitor};
 
 use super::remote::RemoteSession;
 use super::treeout::{Branch as TreeBranch, TreeOut};
-use crate::addr::{parse_addr, Addr};
-use crate::connect::{attach, ConnectError, ConnectOptions};
-use crate::tls::TlsFiles;
+use nf_link::addr::{parse_addr, Addr};
+use nf_link::tls::TlsFiles;
+use nf_ninep_client::connect::{attach, ConnectError, ConnectOptions};
 
 /// Operations queued per child. A write op carries up to one msize (1 MiB by
 /// default), so this bounds a child's queue to about 16 MiB.

@@ -103,7 +103,7 @@ pub struct XcpuConfig {
     pub env: String,
     /// This node's certificate, to hand sessions on to `tls:` nodes (tree spawn);
     /// `nf serve` uses its own `--tls-cert`.
-    pub forward_tls: Option<crate::tls::TlsFiles>,
+    pub forward_tls: Option<nf_link::tls::TlsFiles>,
 }
 
 impl Default for XcpuConfig {

@@ -404,9 +404,9 @@ impl Session {
             ));
         }
         for a in addrs {
-            let addr = crate::addr::parse_addr(a)
+            let addr = nf_link::addr::parse_addr(a)
                 .map_err(|e| Refusal::new(EINVAL, format!("clone: {a:?}: {e}")))?;
-            if registry.run_as && matches!(addr, crate::addr::Addr::Tcp(_)) {
+            if registry.run_as && matches!(addr, nf_link::addr::Addr::Tcp(_)) {
                 return Err(Refusal::new(
                     EPERM,
                     format!("clone: {a:?}: this server runs as root, and a node reached over plain tcp would take the connection for root's; hand sessions on over tls:HOST:PORT (this node's certificate), or unix:PATH / shm:PATH (reached with your rights)"),

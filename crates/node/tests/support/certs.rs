@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use nf_node::tls::TlsFiles;
+use nf_link::tls::TlsFiles;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
 /// A CA that writes PEM files into a directory.

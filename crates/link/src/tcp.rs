@@ -3,7 +3,8 @@
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
 
-use super::{loopback_peer_uid, recv_polling, Transport};
+use crate::sockdiag::loopback_peer_uid;
+use crate::transport::{recv_polling, Transport};
 
 impl Transport for TcpStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {

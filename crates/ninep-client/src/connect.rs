@@ -1,9 +1,13 @@
-//! Reaching a node server as a client: an [`Addr`] and the user to attach as.
+//! Reaching a server by its address: an [`Addr`] (`unix:`, `tcp:`, `tls:`, `shm:`; see
+//! [`nf_link::addr`]), the byte transport it names, and the user to attach as.
 
-use nf_ninep_client::{connect_tcp_stream, Client, ClientConfig, ClientError, Root};
+use std::io;
+use std::path::Path;
 
-use crate::addr::Addr;
-use crate::tls::{client_config, TlsError, TlsFiles, TlsTransport};
+use nf_link::addr::Addr;
+use nf_link::tls::{client_config, TlsError, TlsFiles, TlsTransport};
+
+use crate::{connect_tcp_stream, Client, ClientConfig, ClientError, Root};
 
 /// How the `nf` file commands connect.
 #[derive(Clone, Debug)]
@@ -87,11 +91,15 @@ impl ConnectOptions {
     }
 }
 
-/// The user running this process: the account of its uid in `/etc/passwd` (what a
-/// local server checks, [`crate::access`]), else `$USER` (or `$LOGNAME`), else `nobody`.
+/// The user running this process: the account of its uid in the system's user database
+/// (what a local server checks, `nf_node::access`), else `$USER` (or `$LOGNAME`), else
+/// `nobody`.
 pub fn default_user() -> String {
-    let uid = rustix::process::getuid().as_raw();
-    crate::access::account_name(uid)
+    let uid = nix::unistd::Uid::from_raw(rustix::process::getuid().as_raw());
+    nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
         .or_else(|| {
             ["USER", "LOGNAME"]
                 .iter()
@@ -113,7 +121,7 @@ pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectErro
     Ok(match addr {
         Addr::Unix(path) => Client::connect_unix_with(path, config)?,
         Addr::Tcp(hostport) => Client::connect_tcp_with(hostport.as_str(), config)?,
-        Addr::Shm(path) => crate::shm::connect(path, config)?,
+        Addr::Shm(path) => Client::connect_shm_with(path, config)?,
         Addr::Tls(hostport) => {
             let files = opts
                 .tls
@@ -131,6 +139,35 @@ pub fn connect(addr: &Addr, opts: &ConnectOptions) -> Result<Client, ConnectErro
             Client::with_transport(tls, config)?
         }
     })
+}
+
+impl Client {
+    /// Connects over the shared-memory channel set up through the shm socket at `path`
+    /// ([`nf_link::shm`]) with `config`; a socket that offers no channel within
+    /// `config.connect_timeout` (a plain 9P socket) is [`ClientError::TimedOut`].
+    pub fn connect_shm_with(
+        path: impl AsRef<Path>,
+        config: ClientConfig,
+    ) -> Result<Client, ClientError> {
+        let path = path.as_ref();
+        let shm = nf_link::shm::join(path, config.connect_timeout).map_err(|error| {
+            if matches!(
+                error.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) {
+                ClientError::TimedOut {
+                    what: "shared-memory channel offer",
+                    after: config.connect_timeout,
+                }
+            } else {
+                ClientError::Connect {
+                    addr: format!("shm:{}", path.display()),
+                    error,
+                }
+            }
+        })?;
+        Client::with_transport(shm, config)
+    }
 }
 
 /// Connects to `addr` and attaches to its root as `opts.user`.

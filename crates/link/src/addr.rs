@@ -22,7 +22,7 @@ pub const ADDR_ENV: &str = "NF_ADDR";
 /// The settings this crate reads, as `nf config` lists them: the default server.
 pub const SETTINGS: &[Setting] = &[Setting::new(
     ADDR_ENV,
-    "node",
+    "link",
     "the server :/path means in the nf file commands: unix:PATH, shm:PATH, tcp:HOST:PORT or tls:HOST:PORT",
     "your own nf serve's socket ($XDG_RUNTIME_DIR/ninefold/nf.sock) when it is there, else the system server's (/run/ninefold/nf.sock)",
 )];

@@ -6,14 +6,9 @@
 //! client each hold a lock around it). [`Transport::close`] may come from any thread and
 //! must make a blocked `recv` return.
 //!
-//! Implemented here for TCP and unix-socket streams; the runtime's shared-memory
-//! transport can implement the same trait later.
-
-mod sockdiag;
-mod tcp;
-mod unix;
-
-pub use sockdiag::loopback_peer_uid;
+//! Implemented in this crate for tcp and unix-socket streams ([`crate::tcp`],
+//! [`crate::unix`]), TLS over tcp ([`crate::tls`]) and the shared-memory byte channel
+//! ([`crate::shm`]).
 
 use std::io::{self, Read};
 use std::os::fd::AsFd;
@@ -31,7 +26,7 @@ const POLL_FOR: Duration = Duration::from_micros(40);
 
 /// Reads some bytes from a stream socket: polls without blocking for [`POLL_FOR`], then
 /// blocks. `Ok(0)` means the peer closed the stream.
-fn recv_polling<S: AsFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize>
+pub(crate) fn recv_polling<S: AsFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize>
 where
     for<'a> &'a S: Read,
 {

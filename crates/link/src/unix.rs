@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 
-use super::{recv_polling, unix_peer, Transport};
+use crate::transport::{recv_polling, unix_peer, Transport};
 
 impl Transport for UnixStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {

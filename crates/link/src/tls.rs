@@ -2,8 +2,8 @@
 //!
 //! Both sides present a certificate signed by a CA the other trusts: the server's
 //! names its host (checked by the client), the client's common name (CN) is the user
-//! it authenticated as, handed to the tree as [`nf_ninep_server::Ctx::user`] and
-//! checked at attach ([`crate::access`]).
+//! it authenticated as ([`Transport::authenticated_user`]), handed to the tree as
+//! `nf_ninep_server::Ctx::user` and checked at attach (`nf_node::access`).
 //!
 //! Connection steps:
 //!
@@ -14,8 +14,9 @@
 //! 3. Read the client certificate's CN (a certificate without one is refused); a
 //!    node's certificate (OU [`NODE_UNIT`]) is told apart as `node:CN`, a gateway's
 //!    (OU [`GATEWAY_UNIT`]) as `gateway:CN`.
-//! 4. Serve 9P over the TLS stream until it closes ([`nf_ninep_server::Server::serve`],
-//!    which also applies `max_clients`).
+//! 4. Serve 9P over the TLS stream until it closes (`nf_ninep_server::Server::serve`,
+//!    which also applies `max_clients`). The accept loop that does steps 1 and 4 is the
+//!    node's (`nf_node::listen::TlsListener`): it serves a `Server`, above this crate.
 //!
 //! The stream is used by one receiving thread and serialised senders (the
 //! [`Transport`] contract). Lock order: `rx`, then `conn`; `tx`, then `conn`; socket
@@ -23,19 +24,17 @@
 //! receiving, and the other way round.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
-
-use nf_ninep::transport::Transport;
-use nf_ninep_server::{Filesystem, Server};
-use nf_sys::accept::{thread_per_connection, Acceptor};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConnection, Connection, RootCertStore, ServerConnection};
+
+use crate::transport::Transport;
 
 /// How long a peer may take to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -304,14 +303,14 @@ impl TlsTransport {
 }
 
 /// The organizational unit `nf cert node` gives node certificates: a peer presenting
-/// one is a node of the cluster (it may hand sessions on for users, [`crate::access`]).
+/// one is a node of the cluster (it may hand sessions on for users, `nf_node::access`).
 pub const NODE_UNIT: &str = "ninefold node";
 /// How a node's identity is told to the tree: `node:` and its common name. No user
 /// name can hold a `:`, and a user certificate whose name starts so is refused.
 pub const NODE_PREFIX: &str = "node:";
 /// The organizational unit `nf cert gateway` gives gateway certificates: a peer
 /// presenting one is a gateway (it may attach for users where it is trusted,
-/// [`crate::access`]).
+/// `nf_node::access`).
 pub const GATEWAY_UNIT: &str = "ninefold gateway";
 /// How a gateway's identity is told to the tree: `gateway:` and its common name; a
 /// user certificate whose name starts so is refused, as for [`NODE_PREFIX`].
@@ -409,97 +408,6 @@ impl Transport for TlsTransport {
 
     fn authenticated_user(&self) -> Option<String> {
         self.user.clone()
-    }
-}
-
-/// What peers caused a TLS listener to refuse, by kind.
-#[derive(Default)]
-struct Refusals {
-    /// The peer hung up or the socket failed during the handshake (port probes).
-    dropped: nf_ninep_server::Tally,
-    /// The peer's certificate was refused or names nobody.
-    certificate: nf_ninep_server::Tally,
-    /// Anything else: a protocol error in the handshake, a refused session.
-    other: nf_ninep_server::Tally,
-}
-
-impl Refusals {
-    /// The tally a failed handshake counts in.
-    fn of(&self, e: &TlsError) -> &nf_ninep_server::Tally {
-        let about_certificate = |e: &rustls::Error| {
-            matches!(
-                e,
-                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-            )
-        };
-        match e {
-            // rustls hands its verdicts back inside the io::Error.
-            TlsError::Io { source, .. } => match source
-                .get_ref()
-                .and_then(|e| e.downcast_ref::<rustls::Error>())
-            {
-                None => &self.dropped,
-                Some(r) if about_certificate(r) => &self.certificate,
-                Some(_) => &self.other,
-            },
-            TlsError::PeerCertVersion { .. } | TlsError::NoCommonName => &self.certificate,
-            TlsError::Rustls { source, .. } if about_certificate(source) => &self.certificate,
-            _ => &self.other,
-        }
-    }
-}
-
-/// A tcp listener whose connections are served over TLS (steps in the module docs).
-/// Dropping it (or [`TlsListener::stop`]) stops accepting.
-#[derive(Debug)]
-pub struct TlsListener {
-    addr: SocketAddr,
-    acceptor: Acceptor,
-}
-
-impl TlsListener {
-    /// Listens on `addr` and serves each connection of `server` over TLS.
-    pub fn start<F: Filesystem>(
-        server: Server<F>,
-        addr: SocketAddr,
-        config: Arc<rustls::ServerConfig>,
-    ) -> io::Result<TlsListener> {
-        let socket = TcpListener::bind(addr)?;
-        let addr = socket.local_addr()?;
-        // Anyone who can reach the port can fail a handshake at will: counted, a line
-        // per 10 s at most for each kind, what the peer sent escaped. One tally per
-        // kind, so that port probes that hang up cannot hide a bad certificate.
-        let refused = Arc::new(Refusals::default());
-        let serve = move |sock| match TlsTransport::accept(sock, Arc::clone(&config)) {
-            Ok(t) => {
-                tracing::info!(peer = %t.peer, user = ?t.user.as_deref().unwrap_or(""), "TLS client authenticated");
-                if let Err(e) = server.serve(t) {
-                    refused
-                        .other
-                        .hit(|| format!("TLS connection refused: {:?}", e.to_string()));
-                }
-            }
-            Err(e) => refused
-                .of(&e)
-                .hit(|| format!("TLS connection refused: {:?}", e.to_string())),
-        };
-        let acceptor = Acceptor::start(
-            "9p-tls-accept",
-            socket,
-            thread_per_connection("9p-tls-conn", serve),
-        )?;
-        tracing::info!(%addr, "9P server listening (TLS, client certificates required)");
-        Ok(TlsListener { addr, acceptor })
-    }
-
-    /// The address listened on (the real port when 0 was asked for).
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops accepting and waits for the accept thread.
-    pub fn stop(self) {
-        self.acceptor.stop();
     }
 }
 
