@@ -227,7 +227,7 @@ mod tests {
             .into_iter()
             .flat_map(|b| [b.saturating_sub(1), b, b.saturating_add(1)])
             .collect();
-        v.extend((0..64).map(|i| 1usize << (i % 40) | i * 977));
+        v.extend((0..64).map(|i| (1usize << (i % 40)) | (i * 977)));
         v
     }
 
