@@ -125,6 +125,9 @@ struct Shared {
     plan: Cell<Option<(Option<usize>, RndvSource)>>,
     /// This rank's threshold is the default, so a PLAN replaces it.
     adopt: Cell<bool>,
+    /// The threshold this rank had before answering PINGs changed it (restored
+    /// when the PLAN comes, unless the PLAN replaces it).
+    saved: Cell<Option<usize>>,
 }
 
 /// The single-copy threshold for a protocol a PING asks for.
@@ -317,12 +320,16 @@ pub fn median(xs: &[f64]) -> f64 {
 fn handle(world: &World, shared: &Shared, am: &crate::am::Am<'_>) {
     match am.header.first() {
         Some(&PING) => {
-            let protocol = am.header.get(1).copied().unwrap_or(FRAMES);
-            let keep = world.rndv_threshold();
-            world.set_rndv_threshold(threshold_for(protocol));
-            let r = world.send_reserved(am.src, Reserved::Calibrate, &[PONG], am.payload);
-            world.set_rndv_threshold(keep);
-            if let Err(e) = r {
+            // Changing the threshold rebuilds every peer's plan: only when it differs.
+            let want = threshold_for(am.header.get(1).copied().unwrap_or(FRAMES));
+            let had = world.rndv_threshold();
+            if had != want {
+                if shared.saved.get().is_none() {
+                    shared.saved.set(Some(had));
+                }
+                world.set_rndv_threshold(want);
+            }
+            if let Err(e) = world.send_reserved(am.src, Reserved::Calibrate, &[PONG], am.payload) {
                 tracing::warn!(error = %e, "answering the single-copy measurement");
             }
         }
@@ -334,8 +341,10 @@ fn handle(world: &World, shared: &Shared, am: &crate::am::Am<'_>) {
             v.copy_from_slice(&am.header[2..]);
             let t = u64::from_le_bytes(v);
             let t = (t != NO_PLAN).then_some(t as usize);
-            if let (Some(t), true) = (t, shared.adopt.get()) {
-                world.set_rndv_threshold(t);
+            match (t, shared.adopt.get(), shared.saved.take()) {
+                (Some(t), true, _) => world.set_rndv_threshold(t),
+                (_, _, Some(before)) => world.set_rndv_threshold(before),
+                _ => {}
             }
             let source = if am.header[1] == 1 {
                 RndvSource::Cached

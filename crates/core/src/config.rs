@@ -140,7 +140,7 @@ pub struct Config {
     pub net_route_tuned: BTreeMap<String, NetRoute>,
     /// tcp connections per pair of ranks on different hosts (`NF_TCP_LANES`): 1 is
     /// the transport's own; each further one is a lane that large messages are
-    /// striped across (`stripe.rs`).
+    /// striped across (`proto/stripe.rs`).
     pub tcp_lanes: usize,
     /// Payload size from which messages over tcp are striped across the lanes
     /// (`NF_TCP_STRIPE`; only with more than one lane).

@@ -31,12 +31,13 @@ use nf_transport::shm::{ShmPacket, ShmTransport};
 use nf_transport::tcp::{PeerState, TcpPacket, TcpTransport};
 use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 
+use crate::lanes::Lanes;
 use crate::liveness::{Beat, Heartbeat};
 use crate::netroute::Wire;
 use crate::order::{Gates, Sent, Verdict};
 use crate::peers::{Peers, Route};
+use crate::proto::plan::{Capabilities, WireCaps};
 use crate::protocol::Meta;
-use crate::stripe::Lanes;
 
 /// Passes after ofi activity during which its queue is read on every pass.
 const OFI_HOT_PASSES: u32 = 256;
@@ -171,7 +172,7 @@ pub(crate) struct Net {
     pub ofi: Option<OfiPoller>,
     pub tcp: Option<TcpTransport>,
     /// Extra tcp connections that large tcp messages are striped across
-    /// (`stripe.rs`; `None` with `NF_TCP_LANES` = 1). Read only for a lead's parts.
+    /// (`lanes.rs`; `None` with `NF_TCP_LANES` = 1). Read only for a lead's parts.
     pub lanes: Option<Lanes>,
     /// Some peer's route splits by size: sends count, polls keep order (`order.rs`).
     split: bool,
@@ -418,20 +419,28 @@ impl Net {
         out
     }
 
-    /// Largest payload a message to `dest` may have and still go as one packet (for
-    /// a split route: on its small transport, and below the split size).
-    pub fn max_payload(&self, dest: usize) -> usize {
-        let max = self.max_payload_on(self.peers.routes[dest]);
+    /// What the transports can do for messages to `dest` (`proto/plan.rs`): the
+    /// one place where a route becomes capabilities. `cma`: same-host peers can
+    /// read each other's memory (the kernel allows `process_vm_readv`).
+    pub fn capabilities(&self, dest: usize, cma: bool) -> Capabilities {
+        let wire = |route: Route| WireCaps {
+            max_payload: self.max_payload_on(route),
+            cma_read: cma && matches!(route, Route::Shm(_)),
+            rma_read: route == Route::Ofi
+                && self.ofi.as_ref().is_some_and(|o| o.ofi.rma_supported()),
+            lanes: match &self.lanes {
+                Some(l) if route == Route::Tcp && l.reaches(dest) => l.count(),
+                _ => 0,
+            },
+        };
         match &self.peers.net[dest] {
-            Some(n) if n.is_split() => max.min(n.from - 1),
-            _ => max,
+            Some(n) if n.is_split() => Capabilities {
+                small: wire(n.small.route()),
+                large: wire(n.large.route()),
+                split: n.from,
+            },
+            _ => Capabilities::single(wire(self.peers.routes[dest])),
         }
-    }
-
-    /// Largest payload of one packet on the transport that carries messages of `len`
-    /// bytes to `dest`: the fragment size of such a message.
-    pub fn max_payload_for(&self, dest: usize, len: usize) -> usize {
-        self.max_payload_on(self.peers.route_for(dest, len))
     }
 
     fn max_payload_on(&self, route: Route) -> usize {

@@ -70,7 +70,7 @@ pub(crate) fn tcp(cfg: &Config, job: &str, remote_hosts: bool, shares_memory: bo
     t
 }
 
-/// The settings of tcp lane `lane` (1 ..< `NF_TCP_LANES`, `stripe.rs`): the main
+/// The settings of tcp lane `lane` (1 ..< `NF_TCP_LANES`, `lanes.rs`): the main
 /// transport's, but read by its progress thread alone (its polls would only add
 /// `recv`s to the owner's loop while the point is copies on other threads), with a
 /// cookie of its own so a lane and the main connection can never be confused.

@@ -16,7 +16,7 @@
 //! | `PROBE` | — | are you there? (liveness over connectionless transports); answered with `PROBE_ACK` |
 //! | `PROBE_ACK` | — | yes |
 //! | `SWITCH` | after u64 | I now send over this transport; take `after` packets from me over the other one first (`order.rs`) |
-//! | `LEAD` | hlen u8, handler u16, id u32, total u64, parts u16, header | a striped message (`stripe.rs`): `parts` pieces of stripe `id` went ahead on the tcp lanes; the packet's payload is the last piece |
+//! | `LEAD` | hlen u8, handler u16, id u32, total u64, parts u16, header | a striped message (`proto/stripe.rs`): `parts` pieces of stripe `id` went ahead on the tcp lanes; the packet's payload is the last piece |
 //! | `PART` | id u32, offset u64 | a piece of stripe `id`, at `offset` in its message (on a tcp lane only) |
 //!
 //! `RTS_NET` carries its header as the packet's payload: with the region's base and
@@ -93,7 +93,7 @@ pub enum Meta<'a> {
     /// first (consumed by `net.rs`, never seen by handlers).
     Switch { after: u64 },
     /// A striped message of `total` bytes: `parts` pieces of stripe `id` went ahead
-    /// on the tcp lanes; the packet's payload is the last piece (`stripe.rs`).
+    /// on the tcp lanes; the packet's payload is the last piece (`proto/stripe.rs`).
     Lead {
         handler: u16,
         id: u32,

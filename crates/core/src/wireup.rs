@@ -7,7 +7,7 @@
 //!    our memory, create our shm receive segment. If we need the network: open an
 //!    ofi endpoint (`NF_OFI_PROVIDER`) and publish its address, or why it failed;
 //!    start the tcp listener and publish its address, and as many more as
-//!    `NF_TCP_LANES` asks for lanes (`stripe.rs`), each under its own key. Fence.
+//!    `NF_TCP_LANES` asks for lanes (`lanes.rs`), each under its own key. Fence.
 //!    Rank 0 also publishes the job's network route (`netroute.rs`: which transport
 //!    carries which sizes between hosts), so every rank follows one choice.
 //! 3. Read the ofi status of the networked ranks and build the peer table
@@ -30,11 +30,11 @@ use nf_transport::tcp::TcpTransport;
 use crate::bootstrap::Bootstrap;
 use crate::config::Config;
 use crate::error::CoreError;
+use crate::lanes::Lanes;
 use crate::net::{Net, OfiPoller};
 use crate::netconf;
 use crate::netroute::{NetRoute, Wire};
 use crate::peers::{Peers, Route};
-use crate::stripe::Lanes;
 use nf_sys::hash::fnv1a;
 use nf_sys::host::host_identity;
 

@@ -1,5 +1,5 @@
-//! Striping: large messages over tcp cut across several connections per pair of
-//! ranks ("lanes"), as Open MPI's `btl_tcp_links` and UCX's multi-lane do.
+//! Lanes: the extra tcp connections per pair of ranks that large messages are
+//! striped across (`proto/stripe.rs`).
 //!
 //! With `NF_TCP_LANES` = L > 1, wire-up opens L − 1 tcp transports besides the main
 //! one: the lanes, each with its own listener, progress thread and one connection
@@ -8,33 +8,14 @@
 //! reads its stream: L kernel copies can run on L threads at once. Lanes carry
 //! nothing but pieces of striped messages; liveness is the main connection's job.
 //!
-//! Sending a message whose route is tcp and whose payload is at least
-//! `NF_TCP_STRIPE` bytes (`World::send_striped`):
-//! 1. [`cut`] the payload into near-equal pieces: L of them, fewer where a piece
-//!    would be under [`MIN_PIECE`], more where one would exceed a tcp frame; with
-//!    fewer than two the message goes the usual way.
-//! 2. Send every piece but the last first, piece k as a `PART` (stripe id, offset)
-//!    on lane k mod (L − 1). The stripe id counts this pair's striped messages.
-//! 3. Then send the last piece as a `LEAD` (handler, header, total, stripe id,
-//!    number of parts) on the main transport through `Net::try_send`, so that the
-//!    order gates of a split route (`order.rs`) count it like any tcp packet.
+//! The striping protocol — how a message is cut, its `PART`s and `LEAD`, and the
+//! order argument — is `proto/stripe.rs`; this file is the lanes it runs on.
 //!
 //! Receiving: lanes are read only when `Net::poll` delivers a lead ([`Lanes::assemble`]).
 //! For parts k = 0 … parts − 1 in turn, take the next part of the sender from lane
 //! k mod (L − 1): from the stash, else by polling that lane, stashing what other
-//! senders' parts come first (per lane and sender, in arrival order). Each part
-//! must carry the lead's stripe id and the offset where the previous one ended
-//! ([`Assembly`]); they are copied into one receive buffer, then the lead's own
-//! piece, and the message is delivered as one.
-//!
-//! Order: a pair's messages reach the handler in send order because every message —
-//! striped or not — is delivered when its own packet (the lead, for a striped one)
-//! comes out of the main connection, which keeps the pair's order (and a split
-//! route's gates keep it across transports). The parts need no order of their own
-//! against other messages: each lane is one FIFO stream per pair and the sender
-//! puts a message's parts on the lanes in message order, so the next part of a
-//! sender on a lane belongs to the oldest of its striped messages not yet
-//! assembled, which is the lead being assembled (the stripe id checks it).
+//! senders' parts come first (per lane and sender, in arrival order), and add it to
+//! the message's `Assembly` (which checks its stripe id and offset).
 //!
 //! Deadlock: a receiver waiting for parts polls the lanes only, and runs no handler.
 //! The parts it waits for were handed to the sender's lane transports before the
@@ -43,8 +24,8 @@
 //! wait drains — nobody's owner has to act, so the wait ends whatever the sender
 //! does meanwhile. A part that does not come within the dead-peer time, or a lane
 //! that reports its connection to the sender lost, is the sender's loss: an error
-//! naming it, never a hang. With one lane (the default) none of this exists: the
-//! send path's only cost is a size compared with `usize::MAX`.
+//! naming it, never a hang. With one lane (the default) none of this exists: no
+//! plan chooses striping (`proto/plan.rs`), and polls do nothing new.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -55,26 +36,10 @@ use nf_transport::{Messaging, Packet, SendStatus, TransportError};
 
 use crate::buf::RecvBuf;
 use crate::error::CoreError;
-use crate::protocol::Meta;
-
-/// Smallest piece worth a frame of its own on a lane.
-pub(crate) const MIN_PIECE: usize = 32 << 10;
+use crate::proto::stripe::Assembly;
 
 /// How long a wait for a part sleeps at most between looks at the lane.
 const PART_PARK: Duration = Duration::from_millis(1);
-
-/// Where the pieces of a `len`-byte payload start and end over `ways` connections:
-/// `n + 1` offsets from 0 to `len` for `n` near-equal pieces (sizes differ by at
-/// most a byte). `n` is `ways`, or fewer so that no piece is under [`MIN_PIECE`] (at
-/// least one), or more so that none exceeds `max_piece`.
-pub(crate) fn cut(len: usize, ways: usize, max_piece: usize) -> Vec<usize> {
-    let n = (len / MIN_PIECE)
-        .clamp(1, ways.max(1))
-        .max(len.div_ceil(max_piece.max(1)));
-    (0..=n)
-        .map(|i| (i as u128 * len as u128 / n as u128) as usize)
-        .collect()
-}
 
 /// Parts read from the lanes before their lead asked for them: per lane and sender,
 /// in arrival order (each a FIFO, as each lane's connection to a sender is).
@@ -100,76 +65,6 @@ impl<P: Packet> Stash<P> {
     /// The oldest part from `src` kept for `lane`.
     pub(crate) fn take(&mut self, lane: usize, src: usize) -> Option<P> {
         self.by_lane[lane][src].pop_front()
-    }
-}
-
-/// One striped message being put together from its parts and its lead's piece.
-pub(crate) struct Assembly {
-    id: u32,
-    total: usize,
-    parts: usize,
-    taken: usize,
-    buf: RecvBuf,
-}
-
-impl Assembly {
-    /// Stripe `id` of `total` bytes with `parts` parts on the lanes, into `buf`
-    /// (room for `total` bytes).
-    pub(crate) fn new(id: u32, total: usize, parts: usize, buf: RecvBuf) -> Assembly {
-        Assembly {
-            id,
-            total,
-            parts,
-            taken: 0,
-            buf,
-        }
-    }
-
-    /// The lane of the next part of `lanes` (`None`: every part is in).
-    pub(crate) fn next_lane(&self, lanes: usize) -> Option<usize> {
-        (self.taken < self.parts).then(|| self.taken % lanes)
-    }
-
-    /// Adds the next part; what is wrong with it otherwise.
-    pub(crate) fn add(&mut self, meta: &[u8], payload: &[u8]) -> Result<(), String> {
-        let (id, offset) = match Meta::decode(meta)? {
-            Meta::Part { id, offset } => (id, offset),
-            other => return Err(format!("a {other:?} packet on a tcp lane")),
-        };
-        if id != self.id {
-            return Err(format!(
-                "part of stripe {id} on a tcp lane where stripe {} was due",
-                self.id
-            ));
-        }
-        let at = self.buf.filled().len();
-        if offset != at as u64 {
-            return Err(format!(
-                "part {} of stripe {id} at offset {offset} where {at} was due",
-                self.taken
-            ));
-        }
-        if at + payload.len() > self.total || !self.buf.push(payload) {
-            return Err(format!("parts of stripe {id} exceed its {} B", self.total));
-        }
-        self.taken += 1;
-        Ok(())
-    }
-
-    /// Adds the lead's own piece, the last one: the whole message.
-    pub(crate) fn finish(mut self, last: &[u8]) -> Result<RecvBuf, String> {
-        let at = self.buf.filled().len();
-        if self.taken != self.parts || at + last.len() != self.total || !self.buf.push(last) {
-            return Err(format!(
-                "stripe {} has {at} B in {} of {} parts and {} B in its lead, not {} B",
-                self.id,
-                self.taken,
-                self.parts,
-                last.len(),
-                self.total
-            ));
-        }
-        Ok(self.buf)
     }
 }
 
@@ -324,54 +219,11 @@ impl Lanes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::stripe::{cut, MIN_PIECE};
+    use crate::protocol::Meta;
 
     /// A packet as a lane delivers it (the world's owned copy of one will do).
-    type Pkt = crate::world::HeldPacket;
-
-    fn sizes(c: &[usize]) -> Vec<usize> {
-        c.windows(2).map(|w| w[1] - w[0]).collect()
-    }
-
-    #[test]
-    fn pieces_are_near_equal_cover_the_payload_and_respect_both_bounds() {
-        let max = 16 << 20;
-        for len in [
-            0,
-            1,
-            MIN_PIECE - 1,
-            MIN_PIECE,
-            2 * MIN_PIECE + 5,
-            1 << 20,
-            (3 << 20) + 7,
-            100 << 20,
-        ] {
-            for ways in 1..=16 {
-                let c = cut(len, ways, max);
-                let s = sizes(&c);
-                assert_eq!((c[0], *c.last().unwrap()), (0, len), "{len} over {ways}");
-                let (lo, hi) = (*s.iter().min().unwrap(), *s.iter().max().unwrap());
-                assert!(hi - lo <= 1, "{len} over {ways}: {s:?}");
-                assert!(hi <= max, "{len} over {ways}: a piece above a frame");
-                assert!(
-                    s.len() <= ways || len > ways * max,
-                    "{len} over {ways}: {s:?}"
-                );
-                if s.len() > 1 {
-                    assert!(
-                        lo >= MIN_PIECE || len > ways * max,
-                        "{len} over {ways}: {s:?}"
-                    );
-                }
-            }
-        }
-        assert_eq!(sizes(&cut(1 << 20, 4, max)), [1 << 18; 4]);
-        assert_eq!(cut(MIN_PIECE * 3 / 2, 4, max).len(), 2, "too small to cut");
-        assert_eq!(
-            sizes(&cut(64 << 20, 2, max)),
-            [16 << 20; 4],
-            "frames bound pieces"
-        );
-    }
+    type Pkt = crate::proto::HeldPacket;
 
     fn part(src: usize, id: u32, offset: usize, bytes: &[u8]) -> Pkt {
         Pkt {
