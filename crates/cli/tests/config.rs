@@ -315,3 +315,38 @@ fn config_flags_each_invalid_value_with_its_parsers_message() {
         );
     }
 }
+
+#[test]
+fn config_shows_a_threshold_measured_on_this_host_and_where_it_is_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let cache = home.path().join("tune.json");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let host = nf_sys::host::host_identity();
+    std::fs::write(
+        &cache,
+        format!(
+            r#"{{"rndv_measured": {{"{host}": {{"threshold": 262144, "at": {now}}},
+               "another host": {{"threshold": 65536, "at": {now}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let out = config_in(home.path(), &[("NF_TUNE_FILE", cache.to_str().unwrap())]);
+    let rndv = line_of(&String::from_utf8_lossy(&out.stdout), "NF_RNDV_THRESHOLD");
+    assert!(
+        rndv.contains("measured on this host") && rndv.ends_with(": 262144"),
+        "{rndv}"
+    );
+    // A value given in the environment wins over the measurement.
+    let out = config_in(
+        home.path(),
+        &[
+            ("NF_TUNE_FILE", cache.to_str().unwrap()),
+            ("NF_RNDV_THRESHOLD", "4096"),
+        ],
+    );
+    let rndv = line_of(&String::from_utf8_lossy(&out.stdout), "NF_RNDV_THRESHOLD");
+    assert!(rndv.contains("env") && rndv.ends_with(": 4096"), "{rndv}");
+}

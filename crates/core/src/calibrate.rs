@@ -15,8 +15,9 @@
 //!    reversed every other round), and times the `PONG`s the *follower* returns by the
 //!    same protocol; [`ROUNDS`] rounds, each time the median. The driver stops when
 //!    its budget (`NF_RNDV_CALIBRATE`, ms) runs out, also while it waits for a PONG
-//!    (a follower that refuses the payload never answers): without one whole round,
-//!    or if the follower refused single copy, the result is inconclusive.
+//!    (a follower that refuses the payload never answers): unless every round
+//!    finished (a quiet 2-core VM needs about 120 ms for all three), or if the
+//!    follower refused single copy, the result is inconclusive.
 //! 3. The choice is [`choose`]'s: the smallest size from which single copy is never
 //!    more than [`TOLERANCE`] slower; inconclusive keeps the default.
 //! 4. The driver sends the choice (`PLAN`) to every other rank of the host; those
@@ -244,7 +245,7 @@ fn drive(
 }
 
 /// Ping-pongs with `peer` by both protocols within `budget`; the rows for [`choose`]
-/// (empty unless one whole round finished).
+/// (empty unless every round finished).
 fn measure(
     world: &World,
     shared: &Shared,
@@ -295,7 +296,9 @@ fn measure(
         }
         rounds += 1;
     }
-    if rounds == 0 {
+    // A busy host that cannot finish every round in time measures its load, not its
+    // copies: inconclusive.
+    if rounds < ROUNDS {
         return Ok(Vec::new());
     }
     Ok(sizes

@@ -199,7 +199,7 @@ impl Default for Config {
     }
 }
 
-/// Default `NF_RNDV_CALIBRATE`: a quiet 2-core VM measures in about 100 ms; a busy
+/// Default `NF_RNDV_CALIBRATE`: a quiet 2-core VM measures in about 120 ms; a busy
 /// one runs out of time and keeps the default rather than delay every start.
 pub const DEFAULT_RNDV_CALIBRATE: Duration = Duration::from_millis(400);
 
