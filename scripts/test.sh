@@ -14,7 +14,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== cargo test"
 # The jobs the tests start measure the single-copy threshold as any first job on a host
 # does; they cache it here, not in the user's tune file, where a measurement taken under
-# the suite's load would stay for a week.
+# the suite's load would stay for a day.
 export NF_TUNE_FILE="$PWD/target/test-tune.json"
 rm -f "$NF_TUNE_FILE"
 cargo test --workspace --no-fail-fast --quiet 2>&1 | tee target/test.log

@@ -59,7 +59,7 @@ pub const ROUNDS: usize = 3;
 pub const TOLERANCE: f64 = 1.10;
 
 /// How long a host's measurement is used before it is taken again.
-pub const FRESH: Duration = Duration::from_secs(7 * 24 * 3600);
+pub const FRESH: Duration = Duration::from_secs(24 * 3600);
 
 /// How long an inconclusive measurement stands before it is tried again.
 pub const RETRY: Duration = Duration::from_secs(3600);

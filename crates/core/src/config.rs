@@ -41,7 +41,7 @@ pub const SETTINGS: &[Setting] = &[
     s("NF_SHM_FRAME_SIZE", "bytes per frame including its 64 B header: the eager and fragment size (equal on every rank of a host)", "what `nf tune` cached, else 16384"),
     s("NF_SHM_FAST_LIMIT", "largest packet (metadata + payload) a rank sends through a fast box, 0 ..= 496; 0: fast boxes off", "what `nf tune` cached, else 496"),
     s("NF_RNDV_THRESHOLD", "payloads of at least this many bytes go single-copy after a handshake", "what `nf tune` cached, else what the host's first job measured (NF_RNDV_CALIBRATE), else 4194304"),
-    s("NF_RNDV_CALIBRATE", "when neither NF_RNDV_THRESHOLD nor `nf tune` gives the single-copy threshold, the first job on a host measures it between two of its ranks within this many ms and caches it per host (a week; an inconclusive run is retried after an hour); off: keep the default", "400"),
+    s("NF_RNDV_CALIBRATE", "when neither NF_RNDV_THRESHOLD nor `nf tune` gives the single-copy threshold, the first job on a host measures it between two of its ranks within this many ms and caches it per host (a day, so a choice a busy moment skewed does not last; an inconclusive run is retried after an hour); off: keep the default", "400"),
     s("NF_TUNE_FILE", "where `nf tune` caches its measurements", "$XDG_CACHE_HOME/ninefold/tune.json or ~/.cache/ninefold/tune.json"),
     s("NF_MAX_PAYLOAD", "largest active-message payload accepted, sent or received", "1073741824"),
     s("NF_WAIT", "spin, yield (spin, then yield, then nap) or auto (spin unless this host's ranks outnumber NF_JOB_CPUS)", "auto"),
