@@ -20,6 +20,11 @@
 //! world.finalize()?;
 //! # Ok::<(), nf_core::CoreError>(())
 //! ```
+//!
+//! Tests: unit tests sit beside the code (`cargo test -p nf-core`); the tests that run
+//! real jobs are `crates/checks/tests/core_*.rs` (world, hosts, bootstrap, calibrate),
+//! because the ranks they start are `nf-core-check`, a program that links this crate
+//! and `nf-launch` above it.
 
 pub mod am;
 pub mod bootstrap;

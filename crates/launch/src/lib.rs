@@ -22,6 +22,10 @@
 //! Launch errors ([`LaunchError`]: no ranks, program not found, hosts that do not add up…)
 //! are reported before anything is started. Logs go through `tracing`; the only output of
 //! its own is the tagged forwarding of rank output (`[rank] `, or `[rank@host] `).
+//!
+//! Tests: unit tests sit beside the code (`cargo test -p nf-launch`); the tests that
+//! launch real ranks are `crates/checks/tests/launch.rs` and `launch_hosts.rs`, whose
+//! ranks are the check programs of `crates/checks`.
 
 pub mod elf;
 mod error;

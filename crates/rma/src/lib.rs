@@ -37,6 +37,10 @@
 //! a.free()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Tests: unit tests and the loom models sit beside the code (`cargo test -p nf-rma`);
+//! the tests that run real jobs are `crates/checks/tests/rma.rs`, whose ranks are
+//! `nf-rma-check`, a program that links this crate and `nf-launch`.
 
 mod api;
 mod apply;
