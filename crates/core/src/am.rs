@@ -40,8 +40,13 @@ impl Reserved {
 /// The collectives' mailbox handler.
 pub(crate) const COLL_HANDLER: HandlerId = Reserved::Collectives.id();
 
-/// The single-copy measurement's handler.
-pub(crate) const CALIBRATE_HANDLER: HandlerId = Reserved::Calibrate.id();
+/// Whether a message for `id` runs even while a handler runs or a send waits: the
+/// runtime's handlers that only store (the collectives' mailbox) or that `init`
+/// waits on (the single-copy measurement), never a user's, which are queued then.
+#[inline]
+pub(crate) fn runs_at_any_depth(id: HandlerId) -> bool {
+    id == COLL_HANDLER || id == Reserved::Calibrate.id()
+}
 
 /// One delivered active message. The slices are valid only during the handler call.
 #[derive(Debug, Clone, Copy)]

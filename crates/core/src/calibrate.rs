@@ -320,17 +320,6 @@ fn fastest(xs: &[f64]) -> f64 {
     xs.iter().copied().reduce(f64::min).unwrap_or(f64::NAN)
 }
 
-/// The median of `xs` (the mean of the middle two for an even count); NaN if empty.
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// The reserved handler: answer PINGs by the protocol asked, count PONGs, take PLANs.
 fn handle(world: &World, shared: &Shared, am: &crate::am::Am<'_>) {
     match am.header.first() {
@@ -393,13 +382,6 @@ mod tests {
         // Frames win everywhere: the largest size measured.
         assert_eq!(choose(&[(16, 1.0, 9.0), (32, 1.0, 9.0)]), Some(32));
         assert_eq!(choose(&[]), None);
-    }
-
-    #[test]
-    fn medians_of_odd_and_even_counts() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&[]).is_nan());
     }
 
     #[test]

@@ -38,7 +38,7 @@
 use nf_transport::rma::RemoteRegion;
 use nf_transport::{Packet, SendStatus};
 
-use crate::am::{Am, OwnedAm, CALIBRATE_HANDLER, COLL_HANDLER};
+use crate::am::{runs_at_any_depth, Am, OwnedAm};
 use crate::error::CoreError;
 use crate::proto::Rndv;
 use crate::protocol::Meta;
@@ -293,8 +293,7 @@ impl World {
     /// or the start-up measurement's (`calibrate.rs`), which runs inside `init`.
     #[inline]
     pub(crate) fn runs_now(&self, handler: u16) -> bool {
-        handler == COLL_HANDLER
-            || handler == CALIBRATE_HANDLER
+        runs_at_any_depth(handler)
             || (self.depth.get() == 0 && self.state.borrow().deferred.is_empty())
     }
 

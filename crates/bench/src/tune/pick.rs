@@ -14,7 +14,16 @@
 /// How much slower than the best the default may score and still be kept.
 pub const TIE: f64 = 1.05;
 
-pub use nf_core::calibrate::median;
+/// The median of `xs` (the mean of the middle two for an even count); NaN if empty.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
 
 /// A value's score: the geometric mean of its per-size times; infinite (never
 /// chosen) if a time is missing or not positive.
@@ -43,6 +52,13 @@ pub fn pick(scores: &[f64], default: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
 
     #[test]
     fn scores_weigh_every_size_alike_and_missing_times_lose() {
