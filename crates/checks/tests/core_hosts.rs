@@ -159,16 +159,11 @@ impl Cluster {
     }
 }
 
-/// Waits (bounded) until `dir` holds `addr-R` for every rank `0..n`.
-fn wait_for_addresses(dir: &Path, n: usize) {
-    let start = Instant::now();
-    loop {
-        if (0..n).all(|r| dir.join(format!("addr-{r}")).exists()) {
-            return;
-        }
-        assert!(start.elapsed() < BOUND, "the job never started streaming");
-        thread::sleep(Duration::from_millis(50));
-    }
+/// Waits (bounded) until `dir` holds `NAME-R` for every rank `0..n`.
+fn wait_for_reports(dir: &Path, name: &str, n: usize) {
+    nf_testkit::eventually(&format!("every rank's {name}- report"), BOUND, || {
+        (0..n).all(|r| dir.join(format!("{name}-{r}")).exists())
+    });
 }
 
 fn require_ofi() {
@@ -266,8 +261,7 @@ fn stream_of_and(
     thread::scope(|s| {
         let job = s.spawn(|| c.run(per_host, &["stream", "60", &max, c.dir()], env));
         let stop = StopOnDrop(c.dir.path());
-        wait_for_addresses(c.dir.path(), per_host.iter().sum());
-        thread::sleep(Duration::from_millis(300));
+        wait_for_reports(c.dir.path(), "streaming", per_host.iter().sum());
         meddle();
         drop(stop);
         job.join().expect("job thread")
@@ -500,7 +494,7 @@ fn link_cut_while_waiting(transports: Via) {
     let env = with(transports, &[("NF_DEAD_AFTER_MS", DEAD_AFTER_MS)]);
     let outcome = thread::scope(|s| {
         let job = s.spawn(|| c.run(&[1, 1], &["idle", c.dir()], &env));
-        wait_for_addresses(c.dir.path(), 2);
+        wait_for_reports(c.dir.path(), "addr", 2);
         c.net.link_down(1).expect("take host 1's link down");
         job.join().expect("job thread")
     });

@@ -253,11 +253,31 @@ fn bind_to_core_pins_each_rank_to_one_cpu() {
     }
 }
 
+/// How many children of process `parent` run the program at `exe` (from `/proc`).
+fn children_running(parent: u32, exe: &str) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.filter_map(|e| Some(e.ok()?.path()))
+        .filter(|proc| {
+            let stat = std::fs::read_to_string(proc.join("stat")).unwrap_or_default();
+            // `PID (COMM) STATE PPID …`; COMM may hold spaces, so split after its `)`.
+            let ppid = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<u32>().ok());
+            ppid == Some(parent)
+                && std::fs::read_link(proc.join("exe")).is_ok_and(|p| p.as_os_str() == exe)
+        })
+        .count()
+}
+
 #[test]
 fn sigint_to_the_launcher_is_passed_on_and_reported() {
     let child = launcher(&["-n", "3"], &["sleep", "60"]);
-    // Let the ranks start; a signal before that is handled the same way.
-    thread::sleep(Duration::from_millis(300));
+    // The signal reaches a running job: its three ranks are the launcher's children.
+    nf_testkit::eventually("the launcher's three ranks", BOUND, || {
+        children_running(child.id(), env!("CARGO_BIN_EXE_nf-launch-testprog")) == 3
+    });
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     // SAFETY: plain kill of our own child process.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);

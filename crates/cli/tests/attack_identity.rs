@@ -107,6 +107,24 @@ fn attempt(addr: SocketAddr, frames: &[u8]) {
     }
 }
 
+/// Waits until no client socket towards `addr` still waits for its FIN to be
+/// acknowledged (`FIN-WAIT-1` in `/proc/net/tcp`).
+fn fins_acknowledged(addr: SocketAddr) {
+    const FIN_WAIT1: &str = "04";
+    let remote = format!(":{:04X}", addr.port());
+    nf_testkit::eventually(
+        "the clients' FINs acknowledged",
+        Duration::from_secs(20),
+        || {
+            let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+            !table.lines().skip(1).any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 3 && f[2].ends_with(&remote) && f[3] == FIN_WAIT1
+            })
+        },
+    );
+}
+
 /// Files the attempts made (`pwned-*`) in the export.
 fn planted(s: &Served) -> Vec<String> {
     std::fs::read_dir(&s.export)
@@ -171,9 +189,9 @@ fn a_user_who_closes_while_the_server_is_stopped_is_never_served_as_root() {
             attempt(addr, &create_as_root(&["fs"], &format!("pwned-paused-{i}")));
         }
     });
-    // Give the clients' FINs time to arrive: their sockets are in FIN-WAIT-2 when the
-    // server looks.
-    std::thread::sleep(Duration::from_millis(200));
+    // The clients' FINs have arrived (the kernel acknowledges them while the server is
+    // stopped): their sockets are in FIN-WAIT-2 when the server looks.
+    fins_acknowledged(addr);
     signal(s.child.id(), "CONT");
     settle(&s);
     assert_eq!(planted(&s), Vec::<String>::new(), "served as root");
@@ -279,7 +297,7 @@ fn a_user_who_closes_at_once_is_never_root_through_the_gateway() {
             attempt(addr, &session_as_root());
         }
     });
-    std::thread::sleep(Duration::from_millis(200));
+    fins_acknowledged(addr);
     signal(gw.child.id(), "CONT");
     settle(&node);
     // The gateway's own queue: a client after the attackers is answered once they are

@@ -162,7 +162,10 @@ fn a_node_server_that_dies_mid_run_is_an_error_not_a_hang() {
     .stderr(std::process::Stdio::piped())
     .spawn()
     .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // The run is under way once both ranks are in the node's memory registry.
+    nf_testkit::eventually("both ranks in the registry", bench_support::BOUND, || {
+        std::fs::read_dir(registry.path()).map_or(0, Iterator::count) >= 2
+    });
     served.child.kill().unwrap();
     let out = nf_testkit::finish_within(child, bench_support::BOUND, "nf bench app");
     assert!(!out.status.success());

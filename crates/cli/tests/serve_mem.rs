@@ -7,7 +7,7 @@ mod serve_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nf_ninep::errno::{EFBIG, ENOENT, ESRCH};
 use nf_ninep::LOpenFlags;
@@ -17,13 +17,9 @@ use serve_support::{run_bounded, signal, text, wait_bounded, Served};
 /// `nf-mem-check`'s segment length (`LEN` there).
 const LEN: usize = 3 * 4096 + 100;
 
-/// Polls `cond` every 10 ms for up to 20 s (a deadline against hangs only).
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// Waits for `what` (a deadline against hangs only).
+fn eventually(what: &str, cond: impl FnMut() -> bool) {
+    nf_testkit::eventually(what, Duration::from_secs(20), cond);
 }
 
 /// A job of `nf-mem-check` ranks, with its server and shared directories.

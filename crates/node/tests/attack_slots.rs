@@ -323,13 +323,12 @@ fn a_full_server_keeps_a_reserve_and_takes_from_the_heaviest_users_idle_connecti
 
 /// Waits (up to 10 s, against hangs) until the server has `n` connections.
 fn eventually_clients(target: &Target, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while target.clients() != n {
-        assert!(
-            Instant::now() < deadline,
-            "{} connections, not {n}",
-            target.clients()
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
+    nf_testkit::wait_for("the server's connections", Duration::from_secs(10), || {
+        let now = target.clients();
+        if now == n {
+            Ok(())
+        } else {
+            Err(format!("{now} connections, not {n}"))
+        }
+    });
 }

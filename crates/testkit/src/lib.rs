@@ -6,6 +6,8 @@
 //! - [`output_within`]: run a command to completion, or fail the test after a deadline.
 //! - [`exited_within`]: wait for a process that is not a child (a detached server) to
 //!   exit, with a deadline.
+//! - [`wait_for`], [`eventually`]: wait for something a test can observe (a readiness
+//!   signal), with a deadline that only catches a hang.
 //! - [`users`]: unprivileged accounts besides root, and acting as one on one thread.
 //! - `ninep` (features `ninep-codec`, `ninep`): sample 9P messages, a frame mutator, a
 //!   tree served on a fresh socket and a raw-frame connection to it.
@@ -17,7 +19,9 @@ mod bounded;
 mod netns;
 #[cfg(feature = "ninep-codec")]
 pub mod ninep;
+mod ready;
 pub mod users;
 
 pub use bounded::{exited_within, finish_within, output_within};
 pub use netns::{listed, Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};
+pub use ready::{eventually, wait_for};

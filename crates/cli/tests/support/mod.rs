@@ -43,20 +43,7 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Calls `probe` every 50 ms until it gives a value, for at most `bound`; panics
-/// naming `what` (and the last thing `probe` said) when time runs out.
-pub fn wait_for<T>(what: &str, bound: Duration, mut probe: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + bound;
-    loop {
-        match probe() {
-            Ok(v) => return v,
-            Err(last) if Instant::now() >= deadline => {
-                panic!("{what}: not within {bound:?}; last: {last}")
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-}
+pub use nf_testkit::wait_for;
 
 /// A pseudo-random byte string of `len` bytes from `seed` (xorshift: cheap, and
 /// distinct seeds give distinct contents).

@@ -7,7 +7,7 @@ pub mod certs;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nf_ninep_client::{Client, Root};
 use nf_ninep_server::ServerConfig;
@@ -133,13 +133,9 @@ impl Drop for Node {
     }
 }
 
-/// Polls `cond` every 5 ms for up to 10 s (a deadline against hangs, not a timing claim).
-pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+/// Waits for `what` for up to 10 s (a deadline against hangs, not a timing claim).
+pub fn eventually(what: &str, cond: impl FnMut() -> bool) {
+    nf_testkit::eventually(what, Duration::from_secs(10), cond);
 }
 
 /// The text of `path`, or the test fails naming it.

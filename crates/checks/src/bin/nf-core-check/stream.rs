@@ -5,7 +5,9 @@
 //!
 //! Files in DIR (written whole, then renamed, so a reader never sees half of one):
 //! - `addr-R`: rank R's network addresses, one `transport address` per line, written
-//!   once the stream starts (a test waits for them before it meddles);
+//!   once the stream starts;
+//! - `streaming-R`: written once rank R has received from every peer (a test waits for
+//!   every rank's before it meddles, so that data is flowing both ways by then);
 //! - `done-R`: `rank R: stream ok, S sent, V received, B bad packets absorbed`;
 //! - `error-R`: `rank R: ERROR` when rank R failed (a lost peer, corrupt data), and
 //!   on a second line how many messages it striped across tcp lanes each way.
@@ -94,6 +96,7 @@ fn run(world: &World, max_time: Duration, max: usize, dir: &Path) -> Check {
     let (start, stop) = (Instant::now(), dir.join("stop"));
     let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (me as u64 + 1);
     let (mut rounds, mut absorbed, mut buf) = (0u64, 0u64, Vec::new());
+    let mut streaming = false;
     loop {
         for k in 1..n {
             let dst = (me + k) % n;
@@ -113,6 +116,10 @@ fn run(world: &World, max_time: Duration, max: usize, dir: &Path) -> Check {
         // messages too, so that on a busy machine a slow survivor has streamed (and
         // striped) to this host before it disappears.
         let heard = |after| (0..n).all(|s| s == me || inbox.borrow().next[s] >= after);
+        if !streaming && heard(1) {
+            write(dir, &format!("streaming-{me}"), "streaming\n");
+            streaming = true;
+        }
         if vanish.is_some_and(|after| rounds >= after && heard(after)) {
             // SAFETY: _exit ends the process at once; nothing runs after it.
             unsafe { libc::_exit(0) }
