@@ -7,7 +7,7 @@
 #                                 [--clients LIST] [--seconds S] [--timeout S]
 #                                 [--out DIR]
 #
-#   --parts LIST    any of 9p,copy,load (default all three)
+#   --parts LIST    any of 9p,copy,load,hops (default all four)
 #   --repeats R     samples per side of every copy, default 3; nf bench 9p and the load
 #                   test run 2R rounds (the order of the sides flips every round)
 #   --quick         a short run: --repeats 1, --msizes 65536, --files 100,
@@ -44,6 +44,14 @@
 #   load  nf bench 9p --clients: N clients at once (each its own TLS connection) read a
 #         64 KiB file whole (walk, open, read, clunk) for --seconds; requests/s and p99
 #         latency per N, gateway against direct.
+#   hops  where one request's cost goes: one client reads the 64 KiB file whole over
+#         and over for --seconds, directly and through the gateway, with perf stat
+#         counting every process on the path (client, gateway, node): CPU time,
+#         context switches (wake-ups), system calls, and the bytes on its host's
+#         interfaces (each process has a host of its own); per request, per process, and the gateway
+#         path / direct path ratios (bench/gateway_hops.py; hops/hops.json). Needs perf
+#         (linux-perf, installed if missing). NF_HOPS_PROFILE=1 also samples the servers
+#         (perf record) and writes hops/SIDE-PROCESS-profile.txt, their hottest symbols.
 # NF_GATEWAY_ARGS (words) are added to nf gateway's command line, e.g.
 # "--member-connections 1" to compare with the gateway's connections to the node.
 # The load average is recorded before and after (and around each part, with the CPU
@@ -65,7 +73,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$repo/bench/lib.sh"
-parts=9p,copy,load
+parts=9p,copy,load,hops
 repeats="" msizes="" files="" big_mib="" clients="" seconds="" quick=0
 timeout=900
 out=""
@@ -76,7 +84,7 @@ if ((quick)); then
 fi
 : "${repeats:=3}" "${msizes:=8192,65536,1048576}" "${files:=1000}" "${big_mib:=256}"
 : "${clients:=1,4,16,64}" "${seconds:=5}"
-check_words --parts "$parts" 9p copy load
+check_words --parts "$parts" 9p copy load hops
 check_int --repeats "$repeats"
 check_sizes "$msizes"
 check_int --files "$files"
@@ -92,6 +100,7 @@ want() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
 want ip iproute2
 want nsenter util-linux
 want ss iproute2
+has_part hops && want perf linux-perf
 if has_part copy; then
     want ssh-keygen openssh-client
     want scp openssh-client
@@ -419,6 +428,62 @@ if has_part load; then
         note failed_load "nf bench 9p --clients failed; see logs/bench-load.txt: $(tail -1 "$out/logs/bench-load.txt")"
     cat "$out/load/load.txt" >&2
     part_end load
+fi
+
+# ---------------------------------------------------------------------------------
+# hops: one request's cost per process on each path.
+# wire_of HOST: bytes received + sent on HOST's interfaces but loopback (every byte a
+# process of that host put on or took off the wire: its hops' bytes).
+wire_of() {
+    ip -n "$1" -s -j link show | python3 -c 'import json, sys
+print(sum(l["stats64"]["rx"]["bytes"] + l["stats64"]["tx"]["bytes"]
+          for l in json.load(sys.stdin) if l["ifname"] != "lo"))'
+}
+if has_part hops; then
+    part_start hops
+    mkdir -p "$out/hops"
+    events=task-clock,context-switches,raw_syscalls:sys_enter
+    for side in direct gateway; do
+        echo "compare-gateway: hops, $side, $seconds s ..." >&2
+        if [[ $side == direct ]]; then
+            servers=("node:$node_pid") addr=tls:$node_a:$port aname=/fs
+        else
+            servers=("gateway:$gw_pid" "node:$node_pid") addr=tls:$gw_a:$port aname=/n/node/fs
+        fi
+        declare -A host_of=([client]=$client_h [gateway]=$gw_h [node]=$node_h)
+        for p in client "${servers[@]%%:*}"; do
+            wire_of "${host_of[$p]}" >"$out/hops/$side-$p.wire"
+        done
+        perf_pids=()
+        for s in "${servers[@]}"; do
+            perf stat -x, -e "$events" -p "${s#*:}" -o "$out/hops/$side-${s%%:*}.perf" &
+            perf_pids+=($!)
+            if [[ -n ${NF_HOPS_PROFILE:-} ]]; then
+                perf record -q --call-graph dwarf,16384 -F 499 -p "${s#*:}" -o "$out/hops/$side-${s%%:*}.data" &
+                perf_pids+=($!)
+            fi
+        done
+        run "${bound[@]}" "${in_client[@]}" perf stat -x, -e "$events" \
+            -o "$out/hops/$side-client.perf" -- "$nf" bench 9p --no-diod --dir "$export_dir" \
+            --names "$side,none" "${tls[@]}" --ours-addr "$addr" --ours-aname "$aname" \
+            --clients 1 --seconds "$seconds" --alternations 1 \
+            --json "$out/hops/$side.json" >"$out/hops/$side.txt" 2>"$out/logs/bench-hops-$side.txt" ||
+            note failed_hops "nf bench 9p --clients 1 ($side) failed; see logs/bench-hops-$side.txt"
+        kill -INT "${perf_pids[@]}" 2>/dev/null || true
+        wait "${perf_pids[@]}" 2>/dev/null || true
+        for p in client "${servers[@]%%:*}"; do
+            wire_of "${host_of[$p]}" >>"$out/hops/$side-$p.wire"
+        done
+        for s in "${servers[@]}"; do
+            data=$out/hops/$side-${s%%:*}.data
+            [[ -f $data ]] || continue
+            perf report -q -i "$data" --stdio --no-children --sort dso,symbol 2>/dev/null |
+                head -40 >"$out/hops/$side-${s%%:*}-profile.txt" || true
+        done
+    done
+    python3 "$repo/bench/gateway_hops.py" --dir "$out" | tee "$out/hops/hops.txt" >&2 ||
+        note failed_hops "bench/gateway_hops.py failed"
+    part_end hops
 fi
 
 note load_end "$(loadavg)"
