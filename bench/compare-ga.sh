@@ -22,7 +22,10 @@
 #   --programs LIST   the built-in programs, default all of: ga (bench/mpi/ga.c, small
 #                     sizes), pack, temps, sync (bench/mpi/ga_kernels.c), and
 #                     ga_arrays, ga_algebra, ga_sync, ga_groups, ga_patch_ops
-#                     (crates/armci/tests/ga/); "none" for only --program ones
+#                     (crates/armci/tests/ga/; written for 2-4 ranks: at 16,
+#                     ga_arrays' irregular map is refused by GA on both libraries and
+#                     ga_patch_ops' "sel" aborts ARMCI-MPI); "none" for only
+#                     --program ones
 #   --program FILE.c  a GA program of yours (repeatable): built both ways like the
 #                     others (Debian's ga.h; its own directory on the include path),
 #                     run without arguments
