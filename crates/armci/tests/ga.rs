@@ -190,3 +190,76 @@ fn ga_programs_link_libarmci_not_armci_mpi() {
         ours.display()
     );
 }
+
+/// The wrappers of `bench/mpi/armci_prof_calls.h` without a `PARMCI_` twin, as the
+/// linker flags that route calls to them (`bench/compare-ga.sh` reads the same lines).
+fn profiler_wraps(table: &str) -> Vec<String> {
+    table
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("WV(").or_else(|| {
+                // W(ret, name, ...): the name is the second field.
+                l.strip_prefix("W(")
+                    .and_then(|r| r.split_once(',').map(|(_, n)| n))
+            })?;
+            let name = rest.split(',').next()?.trim();
+            Some(format!("-Wl,--wrap={name}"))
+        })
+        .collect()
+}
+
+/// `(calls, bytes)` of `call` in one rank's profile (armci_prof.c's JSON, rule 3).
+fn profiled(json: &str, call: &str) -> Option<(u64, u64)> {
+    let at = json.find(&format!("\"{call}\": {{"))?;
+    let entry = &json[at..at + json[at..].find('}')?];
+    let field = |name: &str| -> Option<u64> {
+        let v = &entry[entry.find(&format!("\"{name}\": "))? + name.len() + 4..];
+        v.split([',', '}']).next()?.trim().parse().ok()
+    };
+    Some((field("calls")?, field("bytes")?))
+}
+
+/// The ARMCI call profiler of `bench/compare-ga.sh`, linked first into a GA program
+/// over libarmci and over ARMCI-MPI: each rank writes its profile at
+/// `ARMCI_Finalize`, with the same counts and bytes of the one-sided calls the program
+/// makes on both (ten rounds of one 4-byte put, each between two `GA_Sync`s), and
+/// the collectives it reaches only through the link-time wrappers (`armci_msg_*`).
+#[test]
+fn armci_profiler_counts_the_same_calls_over_both_libraries() {
+    let bench = common::crate_dir().join("../../bench/mpi");
+    let table = std::fs::read_to_string(bench.join("armci_prof_calls.h")).expect("the table");
+    let wraps = profiler_wraps(&table);
+    assert!(wraps.iter().any(|w| w == "-Wl,--wrap=armci_msg_barrier"));
+    let mut counts = Vec::new();
+    for imp in [Impl::Ninefold, Impl::ArmciMpi] {
+        let mut pre: Vec<String> = wraps.clone();
+        pre.extend(ga_libs());
+        let pre: Vec<&str> = pre.iter().map(String::as_str).collect();
+        let sources = [bench.join("ga_kernels.c"), bench.join("armci_prof.c")];
+        let prog = compile(imp, "ga_kernels_prof", &sources, &pre);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("armci-prof-{imp:?}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the profile folder");
+        let env = format!("ARMCI_PROF_DIR={}", dir.display());
+        let args = ["--kernel", "sync", "--rounds", "10"];
+        let out = common::mpirun_with(2, &["-x", &env], &prog, &args, LIMIT);
+        assert_eq!(out.code, Some(0), "({imp:?}):\n{}", out.both());
+        for rank in 0..2 {
+            let path = dir.join(format!("prof-{rank}.json"));
+            let json = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("({imp:?}) {}: {e}\n{}", path.display(), out.both()));
+            let puts = profiled(&json, "ARMCI_PutS").expect("ARMCI_PutS in the profile");
+            let (barriers, _) =
+                profiled(&json, "armci_msg_barrier").expect("armci_msg_barrier in the profile");
+            assert_eq!(puts, (10, 40), "({imp:?}) rank {rank}:\n{json}");
+            assert!(barriers >= 20, "({imp:?}) rank {rank}:\n{json}");
+            assert_eq!(profiled(&json, "ARMCI_Finalize").map(|c| c.0), Some(1));
+            counts.push((puts, profiled(&json, "ARMCI_Malloc").map(|c| c.0)));
+        }
+    }
+    assert_eq!(
+        counts[..2],
+        counts[2..],
+        "libarmci's counts, then ARMCI-MPI's"
+    );
+}

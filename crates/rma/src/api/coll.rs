@@ -37,7 +37,8 @@
 //!
 //! Waiting follows the rma layer's policy (`Patience::wait_yielding`: spin while
 //! every proc of the node has a CPU, else yield from the first empty poll, since the
-//! proc waited for needs the CPU, and nap after a long wait), and every
+//! proc waited for needs the CPU, and nap after a few yields, which takes the waiter
+//! off the run queue: with 16 procs on 2 CPUs that made barriers 2-10x faster), and every
 //! `NF_PEER_CHECK_MS` the waiter checks that the proc it waits for (the first that
 //! has not arrived, or the one to release) is alive: a proc that died there is an
 //! error naming it ([`RmaError::PeerLeft`]), never an endless wait.
