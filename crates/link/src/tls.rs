@@ -198,6 +198,60 @@ pub fn client_config(files: &TlsFiles) -> Result<Arc<rustls::ClientConfig>, TlsE
     Ok(Arc::new(config))
 }
 
+/// How much ciphertext one socket read may take: a 64 KiB reply's TLS records in one
+/// or two reads, where 16 KiB took five.
+const RX_BUFFER: usize = 64 * 1024 + 1024;
+
+/// Received ciphertext not yet handed to rustls: `buf[start..end]`. The socket reads
+/// into the whole buffer once rustls has taken everything (it takes up to a record at
+/// a time, from the front), so received bytes are copied once, into rustls.
+struct Ciphertext {
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+impl Default for Ciphertext {
+    fn default() -> Self {
+        Ciphertext {
+            buf: vec![0; RX_BUFFER].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
+    }
+}
+
+impl Ciphertext {
+    fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Hands what it holds to `conn`; returns how much rustls took.
+    fn give(&mut self, conn: &mut Connection) -> io::Result<usize> {
+        let used = conn.read_tls(&mut &self.buf[self.start..self.end])?;
+        self.start += used;
+        if self.is_empty() {
+            (self.start, self.end) = (0, 0);
+        }
+        Ok(used)
+    }
+
+    /// Reads from `sock` into the buffer, which rustls has emptied; 0 at end of stream.
+    fn fill(&mut self, mut sock: &TcpStream) -> io::Result<usize> {
+        debug_assert!(self.is_empty(), "filled before rustls took everything");
+        loop {
+            match sock.read(&mut self.buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+                Ok(n) => {
+                    (self.start, self.end) = (0, n);
+                    return Ok(n);
+                }
+            }
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -207,7 +261,7 @@ pub struct TlsTransport {
     sock: TcpStream,
     conn: Mutex<Connection>,
     /// Ciphertext received and not yet given to rustls (the receiving thread's).
-    rx: Mutex<Vec<u8>>,
+    rx: Mutex<Ciphertext>,
     /// Ciphertext to send (the senders' scratch; also their lock).
     tx: Mutex<Vec<u8>>,
     peer: String,
@@ -249,7 +303,7 @@ impl TlsTransport {
         Ok(TlsTransport {
             sock,
             conn: Mutex::new(conn),
-            rx: Mutex::new(Vec::new()),
+            rx: Mutex::new(Ciphertext::default()),
             tx: Mutex::new(Vec::new()),
             peer: format!("tls {peer}"),
             user: None,
@@ -366,8 +420,7 @@ impl Transport for TlsTransport {
                     Err(e) => return Err(e),
                 }
                 if !rx.is_empty() {
-                    let used = conn.read_tls(&mut rx.as_slice())?;
-                    rx.drain(..used);
+                    rx.give(&mut conn)?;
                     conn.process_new_packets()
                         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                     continue;
@@ -378,17 +431,9 @@ impl Transport for TlsTransport {
             if let Ok(mut out) = self.tx.try_lock() {
                 self.flush(&mut out)?;
             }
-            let mut chunk = [0u8; 16 * 1024];
-            let n = loop {
-                match (&self.sock).read(&mut chunk) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    other => break other?,
-                }
-            };
-            if n == 0 {
+            if rx.fill(&self.sock)? == 0 {
                 return Ok(0);
             }
-            rx.extend_from_slice(&chunk[..n]);
         }
     }
 
