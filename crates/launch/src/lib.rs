@@ -29,6 +29,7 @@
 
 pub mod elf;
 mod error;
+pub mod host_ranks;
 pub mod hosts;
 mod job;
 mod outcome;
@@ -39,10 +40,11 @@ mod spawn;
 mod spec;
 mod supervise;
 mod xcpu;
+mod xcpu_tree;
 
 pub use error::LaunchError;
 pub use hosts::{HostSlots, Hosts, RemoteTemplate};
 pub use job::{run, run_on_hosts, run_with};
 pub use outcome::{signal_name, Cause, JobReport, Outcome};
-pub use remote::{RemoteStart, XcpuStart};
+pub use remote::{RemoteStart, Started, XcpuStart};
 pub use spec::{resolve_program, Binding, LaunchSpec};
