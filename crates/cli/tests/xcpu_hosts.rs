@@ -799,8 +799,10 @@ fn nf_run_through_the_tree_stops_every_host_and_names_failures() {
                 .trim()
                 .parse()
                 .unwrap();
+            // The starter reaps a rank before it reports its end, and nf run returns
+            // once every rank's end is in: a rank still there was not stopped.
             assert!(
-                nf_testkit::exited_within(pid, BOUND),
+                !Path::new(&format!("/proc/{pid}")).exists(),
                 "{what}: rank {r} (pid {pid}) is left"
             );
         }
