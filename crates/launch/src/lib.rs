@@ -4,7 +4,8 @@
 //! [`run`] starts `nprocs` copies of a program on this machine, [`run_on_hosts`] places
 //! them on several hosts ([`hosts`]), starting those on other hosts through a
 //! [`RemoteStart`] ([`remote`]: a command prefix such as `ssh {host}`, or `/xcpu`
-//! sessions); both serve the ranks' wire-up ([`nf_pmi`]) and
+//! sessions — one per host down the tree, each running the host's starter
+//! [`host_ranks`], or one per rank); both serve the ranks' wire-up ([`nf_pmi`]) and
 //! supervise them:
 //!
 //! - every rank gets the environment contract of [`nf_pmi::env`] (`NF_RANK`, `NF_SIZE`,
