@@ -75,6 +75,7 @@ id -u nf-bench >/dev/null 2>&1 ||
 "$nf" cert user nf-bench --dir "$certs" >/dev/null
 for ((i = 0; i < max_hosts; i++)); do
     "$nf" cert node "${A[i]}" --dir "$certs" >/dev/null
+    mkdir -p "$out/n$i"
     ip netns exec "${H[i]}" "$nf" serve -f --tcp "${A[i]}:$port" \
         --tls-cert "$certs/${A[i]}.pem" --tls-key "$certs/${A[i]}.key" \
         --tls-client-ca "$certs/ca.pem" --unix "$out/n$i/nf.sock" \
