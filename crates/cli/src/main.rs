@@ -120,6 +120,9 @@ enum Command {
     ///
     /// Example: nf run -n 4 --tag-output -- ./my_prog arg
     Run(cmd::run::RunArgs),
+    /// Run this host's ranks of a job nf run started down the /xcpu tree (nf run starts it).
+    #[command(name = "host-ranks", hide = true)]
+    HostRanks(cmd::run::HostRanksArgs),
     /// Demo job: ranks exchange active messages, run collectives, then ping-pong.
     ///
     /// Run by hand it starts its own N-rank job; under nf run, mpirun, hydra or srun it
@@ -216,6 +219,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Run(a) => cmd::run::main(a),
+        Command::HostRanks(a) => cmd::run::host_ranks(a),
         Command::Demo(a) => cmd::demo::main(a),
         Command::Bench(b) => cmd::bench::main(b),
         Command::Tune(a) => cmd::tune::main(a),

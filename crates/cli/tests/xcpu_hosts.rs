@@ -641,3 +641,233 @@ fn ctrl_c_on_nf_exec_kills_the_remote_job() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+impl Cluster {
+    /// `nf run --hosts` from host 0 with the user's certificate, the PMI server on
+    /// host 0's address; `strace_log` traces its connections when given.
+    fn nf_run(&self, strace_log: Option<&str>, hosts: &str, args: &[&str]) -> Command {
+        let u = &self.user;
+        let mut cmd = match strace_log {
+            Some(log) => {
+                let mut c = self.net.exec(0, "strace");
+                c.args(["-f", "-qq", "-o", log, "-e", "trace=connect", NF]);
+                c
+            }
+            None => nf_in(&self.net, 0),
+        };
+        cmd.args(["run", "--hosts", hosts])
+            .args(["--pmi-bind", &self.net.addr(0).to_string()])
+            .args(["--cert", &self.file(&format!("{u}.pem"))])
+            .args(["--key", &self.file(&format!("{u}.key"))])
+            .args(["--ca", &self.file("ca.pem")])
+            .args(args)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `h0:per,h1:per,…` for every host.
+    fn host_list(&self, per: usize) -> String {
+        (0..self.net.len())
+            .map(|i| format!("{}:{per}", self.net.addr(i)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Connections to the nodes' port in an strace log of `connect` calls.
+fn node_connects(log: &str) -> usize {
+    let port = format!("htons({PORT})");
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("connect(") && l.contains(&port))
+        .count()
+}
+
+/// `nf run --hosts` down the tree (issue 29): a 12-rank job on 6 hosts runs a
+/// collective that needs the PMI wire-up; every rank runs on its own host (its network
+/// namespace) with the right rank, size, local rank and host; the launcher connects to
+/// the first host only (≤ K + 1) and each host runs its ranks in one session. One
+/// session per rank (`--fanout 0`, the way before) is the control that shows the
+/// counting sees every connection and every session.
+#[test]
+fn nf_run_through_the_tree_connects_once_and_holds_one_session_per_host() {
+    let c = Cluster::start(6, &[]);
+    let check = PathBuf::from(NF).with_file_name("nf-core-check");
+    assert!(
+        check.exists(),
+        "{} is missing: cargo build -p nf-checks",
+        check.display()
+    );
+    let prog = c.file("nf-core-check");
+    std::fs::copy(&check, &prog).unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hosts = c.host_list(2);
+    let log = c.file("run.trace");
+    let out = run(c
+        .nf_run(Some(&log), &hosts, &["--fanout", "2", "--timeout", "50"])
+        .args(["--", &prog, "collectives"]));
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        text(&out.stderr)
+    );
+    for r in 0..12 {
+        let want = format!("rank {r}: collectives ok on 12 ranks");
+        assert!(
+            stdout.lines().any(|l| l.contains(&want)),
+            "want {want:?} in\n{stdout}"
+        );
+    }
+    let connects = node_connects(&log);
+    assert!(
+        connects <= 3,
+        "the launcher made {connects} connections to nodes, more than K + 1 = 3"
+    );
+
+    let who = c.script(
+        "who.sh",
+        "echo \"$NF_RANK $NF_SIZE $NF_LOCAL_RANK $NF_LOCAL_SIZE $NF_HOST $NF_XCPU_SESSION $(readlink /proc/self/ns/net) ${NF_EXEC_RANK:-none}\"\n",
+    );
+    // Each host's ranks: (rank, its line's words), and the sessions they ran in.
+    let places = |fanout: &str, log: &str| -> (Vec<Vec<String>>, usize) {
+        let out = run(&mut c.nf_run(Some(log), &hosts, &["--fanout", fanout, "--", &who]));
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success(),
+            "--fanout {fanout}:\n{stdout}\n{}",
+            text(&out.stderr)
+        );
+        let mut lines: Vec<Vec<String>> = stdout
+            .lines()
+            .map(|l| l.split(' ').map(str::to_string).collect())
+            .collect();
+        lines.sort_by_key(|w| w[0].parse::<usize>().unwrap());
+        assert_eq!(lines.len(), 12, "{stdout}");
+        (lines, node_connects(log))
+    };
+    let (lines, connects) = places("2", &c.file("who.trace"));
+    for (r, w) in lines.iter().enumerate() {
+        let host = r / 2;
+        let want = [
+            r.to_string(),
+            "12".into(),
+            (r % 2).to_string(),
+            "2".into(),
+            c.net.addr(host).to_string(),
+        ];
+        assert_eq!(w[..5], want, "rank {r}: {w:?}");
+        assert_eq!(w[6], ns_of(&c.net, host), "rank {r} runs on host {host}");
+        assert_eq!(w[7], "none", "the tree's variables do not reach the ranks");
+    }
+    assert!(connects <= 3, "{connects} connections");
+    for h in 0..6 {
+        assert_eq!(
+            lines[2 * h][5],
+            lines[2 * h + 1][5],
+            "host {h}'s ranks share one session"
+        );
+    }
+
+    let (flat, flat_connects) = places("0", &c.file("flat.trace"));
+    assert!(flat_connects >= 12, "per rank: {flat_connects} connections");
+    assert_ne!(flat[0][5], flat[1][5], "per rank: a session each");
+}
+
+/// A rank on a far host (two hops down a fan-out-2 tree) that fails ends the job with
+/// its rank and host named, and every other rank on every host is stopped; SIGTERM to
+/// nf run stops every rank on every host; an unreachable host is named.
+#[test]
+fn nf_run_through_the_tree_stops_every_host_and_names_failures() {
+    let mut c = Cluster::start(5, &[]);
+    let pids = c.file("pids");
+    std::fs::create_dir(&pids).unwrap();
+    std::fs::set_permissions(&pids, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let prog = c.script(
+        "rank.sh",
+        &format!(
+            "echo $$ > {pids}/$NF_RANK.tmp && mv {pids}/$NF_RANK.tmp {pids}/$NF_RANK\n\
+             [ \"$NF_RANK\" = \"$NF_FAIL\" ] && {{ while [ $(ls {pids} | wc -l) -lt $NF_SIZE ]; do sleep 0.05; done; exit 3; }}\n\
+             exec sleep 30\n"
+        ),
+    );
+    let all_gone = |what: &str| {
+        for r in 0..10 {
+            let pid: u32 = std::fs::read_to_string(format!("{pids}/{r}"))
+                .unwrap_or_else(|e| panic!("{what}: rank {r} never started: {e}"))
+                .trim()
+                .parse()
+                .unwrap();
+            // The starter reaps a rank before it reports its end, and nf run returns
+            // once every rank's end is in: a rank still there was not stopped.
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "{what}: rank {r} (pid {pid}) is left"
+            );
+        }
+        for e in std::fs::read_dir(&pids).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+    };
+    let hosts = c.host_list(2);
+    // Rank 8 is on host 4: host 0 hands on to 1 and 3, host 3 to 4.
+    let started = Instant::now();
+    let out = run(c
+        .nf_run(None, &hosts, &["--fanout", "2", "--", &prog])
+        .env("NF_FAIL", "8"));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("rank 8") && stderr.contains(&c.net.addr(4).to_string()),
+        "the failure names rank 8 and its host:\n{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the others were not stopped"
+    );
+    all_gone("after rank 8 failed");
+
+    let job = c
+        .nf_run(None, &hosts, &["--fanout", "2", "--", &prog])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + BOUND;
+    while std::fs::read_dir(&pids)
+        .unwrap()
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count()
+        < 10
+    {
+        assert!(Instant::now() < deadline, "the ranks never all started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &job.id().to_string()])
+        .status();
+    let out = nf_testkit::finish_within(job, BOUND, "nf run after SIGTERM");
+    assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out.stderr));
+    all_gone("after SIGTERM");
+
+    let _ = c.servers[3].kill();
+    let _ = c.servers[3].wait();
+    let out = run(&mut c.nf_run(None, &hosts, &["--fanout", "2", "--", &prog]));
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&c.net.addr(3).to_string()),
+        "the unreachable host is named:\n{stderr}"
+    );
+    assert!(
+        std::fs::read_dir(&pids).unwrap().next().is_none(),
+        "nothing ran:\n{stderr}"
+    );
+}

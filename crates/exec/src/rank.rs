@@ -37,22 +37,11 @@ impl RankSession {
         let Some(program) = argv.first() else {
             return Err(ExecError::Usage("no program to start".into()));
         };
-        let mut env_text = String::new();
-        for (k, v) in env {
-            if k.is_empty() || k.contains(['=', '\n']) || v.contains('\n') {
-                return Err(ExecError::Usage(format!(
-                    "{k}={v:?}: a session's environment takes NAME=VALUE on one line"
-                )));
-            }
-            env_text.push_str(&format!("{k}={v}\n"));
-        }
-        let addr = parse_addr(node).map_err(|e| ExecError::Usage(format!("{node}: {e}")))?;
-        let root = attach(&addr, conn)
-            .map_err(|e| ExecError::Connect(format!("{node}: {}", connecting(e))))?;
+        let env_text = env_text(env)?;
+        let session = open_session(node, conn)?;
         let step = |what: &str| ExecError::remote(format!("{what} on {node}"));
-        let session = RemoteSession::open(root).map_err(step("making a session"))?;
         session
-            .set("argv", &shell_words::join(argv))
+            .set("argv", &argv_text(argv))
             .map_err(step("writing argv"))?;
         session.set("exec", program).map_err(step("writing exec"))?;
         session.set("env", &env_text).map_err(step("writing env"))?;
@@ -94,4 +83,32 @@ impl RankSession {
     pub fn wait(wait: File) -> Result<RemoteExit, ExecError> {
         RemoteSession::read_wait(wait).map_err(ExecError::remote("waiting for a rank"))
     }
+}
+
+/// `argv` as a session's `argv` file holds it: the words shell-quoted.
+pub fn argv_text(argv: &[String]) -> String {
+    shell_words::join(argv)
+}
+
+/// `env` as a session's `env` file holds it: `NAME=VALUE` lines; refused when a name
+/// is empty or holds `=` or a newline, or a value holds a newline.
+pub fn env_text(env: &[(String, String)]) -> Result<String, ExecError> {
+    let mut text = String::new();
+    for (k, v) in env {
+        if k.is_empty() || k.contains(['=', '\n']) || v.contains('\n') {
+            return Err(ExecError::Usage(format!(
+                "{k}={v:?}: a session's environment takes NAME=VALUE on one line"
+            )));
+        }
+        text.push_str(&format!("{k}={v}\n"));
+    }
+    Ok(text)
+}
+
+/// Connects to `node` (an address such as `tls:h2:564`) and makes a session there.
+pub fn open_session(node: &str, conn: &ConnectOptions) -> Result<RemoteSession, ExecError> {
+    let addr = parse_addr(node).map_err(|e| ExecError::Usage(format!("{node}: {e}")))?;
+    let root = attach(&addr, conn)
+        .map_err(|e| ExecError::Connect(format!("{node}: {}", connecting(e))))?;
+    RemoteSession::open(root).map_err(ExecError::remote(format!("making a session on {node}")))
 }

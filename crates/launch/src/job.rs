@@ -6,10 +6,10 @@
 //!    started yet.
 //! 2. Catch SIGINT / SIGTERM, make a job id, start the PMI server: a unix socket for a
 //!    single-host job; TCP with a fresh secret for a multi-host one.
-//! 3. Start the ranks in rank order, directly or through the hosts' remote start
-//!    ([`crate::remote`]), and their output forwarders (with `tag_output`, or for ranks
-//!    that do not write to the launcher's own streams); if one cannot be started, stop those
-//!    already running.
+//! 3. Start the ranks of this machine in rank order, then those of the other hosts
+//!    together through the hosts' remote start ([`crate::remote`], rule 4), and their
+//!    output forwarders (with `tag_output`, or for ranks that do not write to the
+//!    launcher's own streams); if one cannot be started, stop those already running.
 //! 4. Supervise until the job ends ([`crate::supervise`]).
 //! 5. Stop the PMI server (removing a unix socket and its directory), drain output,
 //!    call the caller's cleanup hook with the job id — whatever the outcome.
@@ -29,8 +29,9 @@ use crate::error::LaunchError;
 use crate::hosts::{is_local, is_portable_env_name, Hosts};
 use crate::outcome::{JobReport, Outcome};
 use crate::output::Forwarders;
+use crate::remote::RankProcess;
 use crate::signals::SignalWatch;
-use crate::spawn::{allowed_cpus, spawn_rank, Plan};
+use crate::spawn::{allowed_cpus, remote_rank, spawn_local, Plan};
 use crate::spec::{Binding, LaunchSpec};
 use crate::supervise::{stop_all, supervise, RankProc};
 
@@ -161,35 +162,82 @@ fn launch(
     debug!(addr = %server.addr(), "PMI server listening");
     let mut ranks = Vec::with_capacity(spec.nprocs);
     let mut output = Forwarders::new();
+    let mut remote = Vec::new();
+    let mut failed = None;
     for rank in 0..spec.nprocs {
-        let started = spawn_rank(&plan, rank).and_then(|mut child| {
-            debug!(
-                rank,
-                pid = child.id(),
-                host = plan.host(rank),
-                "rank started"
-            );
-            let (out, err) = child.take_output();
-            let forwarded = output.add(&plan.label(rank), spec.tag_output, out, err);
-            ranks.push(RankProc {
-                rank,
-                host: plan.host(rank).map(str::to_owned),
-                child,
-                exit: None,
-            });
-            forwarded
-        });
-        if let Err(source) = started {
-            stop_all(&mut ranks, libc::SIGTERM, signals);
-            server.stop();
-            output.finish(OUTPUT_DRAIN);
-            return Err(spawn_error(&plan, rank, source));
+        if plan.is_remote(rank) {
+            remote.push(rank);
+            continue;
         }
+        if let Err(source) =
+            spawn_local(&plan, rank).and_then(|c| keep(&plan, rank, c, &mut ranks, &mut output))
+        {
+            failed = Some((rank, source));
+            break;
+        }
+    }
+    if failed.is_none() && !remote.is_empty() {
+        failed = start_remote(&plan, &remote, &mut ranks, &mut output);
+    }
+    if let Some((rank, source)) = failed {
+        stop_all(&mut ranks, libc::SIGTERM, signals);
+        server.stop();
+        output.finish(OUTPUT_DRAIN);
+        return Err(spawn_error(&plan, rank, source));
     }
     let outcome = supervise(&mut ranks, &events, signals, spec.timeout);
     server.stop();
     output.finish(OUTPUT_DRAIN);
     Ok(outcome)
+}
+
+/// Step 3 for the ranks on other hosts: all at once through the hosts' remote start
+/// ([`crate::remote`], rule 4); the rank that could not start, if any.
+fn start_remote(
+    plan: &Plan<'_>,
+    remote: &[usize],
+    ranks: &mut Vec<RankProc>,
+    output: &mut Forwarders,
+) -> Option<(usize, std::io::Error)> {
+    let (hosts, _) = plan.hosts.as_ref()?;
+    let envs: Vec<_> = remote.iter().map(|&r| plan.remote_env(r)).collect();
+    let asked: Vec<_> = remote
+        .iter()
+        .zip(&envs)
+        .filter_map(|(&r, env)| remote_rank(plan, r, env))
+        .collect();
+    let started = hosts.remote.start_all(&asked);
+    for (child, &rank) in started.procs.into_iter().zip(remote) {
+        if let Err(e) = keep(plan, rank, child, ranks, output) {
+            return Some((rank, e));
+        }
+    }
+    started.error
+}
+
+/// Keeps a started rank for supervision, and forwards its output.
+fn keep(
+    plan: &Plan<'_>,
+    rank: usize,
+    mut child: Box<dyn RankProcess>,
+    ranks: &mut Vec<RankProc>,
+    output: &mut Forwarders,
+) -> std::io::Result<()> {
+    debug!(
+        rank,
+        pid = child.id(),
+        host = plan.host(rank),
+        "rank started"
+    );
+    let (out, err) = child.take_output();
+    let forwarded = output.add(&plan.label(rank), plan.spec.tag_output, out, err);
+    ranks.push(RankProc {
+        rank,
+        host: plan.host(rank).map(str::to_owned),
+        child,
+        exit: None,
+    });
+    forwarded
 }
 
 fn spawn_error(plan: &Plan<'_>, rank: usize, source: std::io::Error) -> LaunchError {

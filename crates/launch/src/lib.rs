@@ -4,7 +4,8 @@
 //! [`run`] starts `nprocs` copies of a program on this machine, [`run_on_hosts`] places
 //! them on several hosts ([`hosts`]), starting those on other hosts through a
 //! [`RemoteStart`] ([`remote`]: a command prefix such as `ssh {host}`, or `/xcpu`
-//! sessions); both serve the ranks' wire-up ([`nf_pmi`]) and
+//! sessions — one per host down the tree, each running the host's starter
+//! [`host_ranks`], or one per rank); both serve the ranks' wire-up ([`nf_pmi`]) and
 //! supervise them:
 //!
 //! - every rank gets the environment contract of [`nf_pmi::env`] (`NF_RANK`, `NF_SIZE`,
@@ -29,6 +30,7 @@
 
 pub mod elf;
 mod error;
+pub mod host_ranks;
 pub mod hosts;
 mod job;
 mod outcome;
@@ -39,10 +41,11 @@ mod spawn;
 mod spec;
 mod supervise;
 mod xcpu;
+mod xcpu_tree;
 
 pub use error::LaunchError;
 pub use hosts::{HostSlots, Hosts, RemoteTemplate};
 pub use job::{run, run_on_hosts, run_with};
 pub use outcome::{signal_name, Cause, JobReport, Outcome};
-pub use remote::{RemoteStart, XcpuStart};
+pub use remote::{RemoteStart, Started, XcpuStart};
 pub use spec::{resolve_program, Binding, LaunchSpec};

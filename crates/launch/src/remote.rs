@@ -5,7 +5,8 @@
 //! | implementation | how a rank starts | what stands for it here |
 //! |---|---|---|
 //! | [`RemoteTemplate`] (`--remote 'ssh {host}'`, `ip netns exec {host}`) | the command prefix, then `env NAME=VALUE … PROG ARGS` | the prefix's process (`ssh`) |
-//! | [`XcpuStart`] (`nf run --hosts` without `--remote`) | a session on the host's `/xcpu` ([`nf_exec::RankSession`]): `argv`, `exec`, `env` written, no upload | the session: its `wait`, `stdout`, `stderr`, and `kill` on its `ctl` |
+//! | [`XcpuStart`] (`nf run --hosts` without `--remote`), through the tree (`--fanout K`, the default) | one session per host, started down the `/xcpu` tree from the first host: it runs the host's starter ([`crate::host_ranks`]), which starts the host's ranks | a rank's slot in the head's `tree` stream: its end, its output, and `kill` on the head's `ctl` (goes down the tree) |
+//! | [`XcpuStart`] with `--fanout 0` | a session per rank on its host's `/xcpu` ([`nf_exec::RankSession`]): `argv`, `exec`, `env` written, no upload | the session: its `wait`, `stdout`, `stderr`, and `kill` on its `ctl` |
 //!
 //! Rules:
 //!
@@ -16,6 +17,9 @@
 //!    (an `/xcpu` session) gives its streams back whether or not output is tagged;
 //!    the launcher forwards them, tagged or not.
 //! 3. Signals: a process group gets `kill(2)`; a session gets `kill SIG` on its `ctl`.
+//! 4. The launcher starts every remote rank of a job with one [`RemoteStart::start_all`]:
+//!    one rank at a time by default (a template's processes, `--fanout 0`'s sessions),
+//!    all hosts at once through the tree for [`XcpuStart`] ([`crate::xcpu_tree`]).
 
 use std::ffi::OsString;
 use std::fmt::Debug;
@@ -64,12 +68,45 @@ pub struct RemoteRank<'a> {
     pub tag_output: bool,
 }
 
+/// What [`RemoteStart::start_all`] started: the ranks of `procs` are the first
+/// `procs.len()` of those asked for; `error` names the rank that could not start, and
+/// why (nothing after it was started).
+#[derive(Default)]
+pub struct Started {
+    /// The started ranks, in the order asked for.
+    pub procs: Vec<Box<dyn RankProcess>>,
+    /// The rank that could not be started, and why.
+    pub error: Option<(usize, io::Error)>,
+}
+
 /// How ranks are started on hosts other than `localhost`.
 pub trait RemoteStart: Debug + Send + Sync {
     /// Starts `rank` on its host.
     fn start(&self, rank: &RemoteRank<'_>) -> io::Result<Box<dyn RankProcess>>;
+    /// Starts every rank of `ranks` (rank order, hosts other than `localhost`); by
+    /// default each with [`RemoteStart::start`], stopping at the first that fails
+    /// (rule 4).
+    fn start_all(&self, ranks: &[RemoteRank<'_>]) -> Started {
+        start_each(self, ranks)
+    }
     /// What it is, for errors: `the remote template "ssh {host}"`.
     fn describe(&self) -> String;
+}
+
+/// Starts `ranks` one by one with `how`'s [`RemoteStart::start`], stopping at the
+/// first that fails: [`RemoteStart::start_all`]'s default.
+pub fn start_each<S: RemoteStart + ?Sized>(how: &S, ranks: &[RemoteRank<'_>]) -> Started {
+    let mut started = Started::default();
+    for r in ranks {
+        match how.start(r) {
+            Ok(p) => started.procs.push(p),
+            Err(e) => {
+                started.error = Some((r.rank, e));
+                break;
+            }
+        }
+    }
+    started
 }
 
 /// A rank that is a process of this machine (started directly, or a template's).
@@ -131,7 +168,7 @@ impl RemoteStart for RemoteTemplate {
         for w in words {
             cmd.arg(if quote { shell_quote(&w) } else { w });
         }
-        let child = spawn_process(cmd, r.tag_output, None)?;
+        let child = spawn_process(cmd, r.tag_output, None, true)?;
         Ok(Box::new(ChildRank(child)))
     }
 

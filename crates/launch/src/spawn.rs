@@ -89,23 +89,35 @@ impl Plan<'_> {
     }
 }
 
-/// Starts rank `rank` of the plan.
-pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Box<dyn RankProcess>> {
+/// The rank on another host that `rank` is, with its environment (`env`, from
+/// [`Plan::remote_env`]); `None` for a rank started directly.
+pub(crate) fn remote_rank<'a>(
+    plan: &'a Plan<'_>,
+    rank: usize,
+    env: &'a [(OsString, OsString)],
+) -> Option<RemoteRank<'a>> {
+    let host = plan.host(rank).filter(|h| !is_local(h))?;
+    Some(RemoteRank {
+        host,
+        rank,
+        program: plan.program,
+        args: &plan.spec.args,
+        env,
+        tag_output: plan.spec.tag_output,
+    })
+}
+
+impl Plan<'_> {
+    /// The environment of `rank` when it runs on another host.
+    pub(crate) fn remote_env(&self, rank: usize) -> Vec<(OsString, OsString)> {
+        remote_env(self.spec, &self.contract(rank))
+    }
+}
+
+/// Starts rank `rank` of the plan on this machine.
+pub(crate) fn spawn_local(plan: &Plan<'_>, rank: usize) -> io::Result<Box<dyn RankProcess>> {
     let spec = plan.spec;
     let contract = plan.contract(rank);
-    if let (Some((hosts, _)), Some(host)) = (&plan.hosts, plan.host(rank)) {
-        if !is_local(host) {
-            let env = remote_env(spec, &contract);
-            return hosts.remote.start(&RemoteRank {
-                host,
-                rank,
-                program: plan.program,
-                args: &spec.args,
-                env: &env,
-                tag_output: spec.tag_output,
-            });
-        }
-    }
     let mut cmd = Command::new(plan.program);
     cmd.arg0(&spec.program).args(&spec.args);
     // Counted before any rank is pinned (see nf_core's waiting policy); one the
@@ -123,23 +135,26 @@ pub(crate) fn spawn_rank(plan: &Plan<'_>, rank: usize) -> io::Result<Box<dyn Ran
         Some(cpus) if !cpus.is_empty() => Some(cpu_set_of(cpus[contract.local_rank % cpus.len()])),
         _ => None,
     };
-    let child = spawn_process(cmd, spec.tag_output, cpu_set)?;
+    let child = spawn_process(cmd, spec.tag_output, cpu_set, true)?;
     Ok(Box::new(ChildRank(child)))
 }
 
 /// Starts `cmd` as a rank's process: stdin from /dev/null, stdout and stderr piped
-/// when `piped` (else the launcher's), a process group of its own, SIGKILL when the
-/// launcher thread dies, pinned to `cpu_set` if given.
+/// when `piped` (else the launcher's), a process group of its own when `own_group`,
+/// SIGKILL when the launcher thread dies, pinned to `cpu_set` if given.
 pub(crate) fn spawn_process(
     mut cmd: Command,
     piped: bool,
     cpu_set: Option<libc::cpu_set_t>,
+    own_group: bool,
 ) -> io::Result<Child> {
     cmd.stdin(Stdio::null());
     if piped {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
-    cmd.process_group(0);
+    if own_group {
+        cmd.process_group(0);
+    }
     let parent = std::process::id();
     // SAFETY: the closure runs in the child between fork and exec; it only makes system
     // calls (prctl, getppid, sched_setaffinity) on values prepared before the fork and

@@ -1,12 +1,16 @@
-//! [`XcpuStart`]: ranks started in sessions of each host's `/xcpu` through the exec
-//! library ([`nf_exec::RankSession`]), one session per rank; the program must be at the
-//! same path on every host (nothing is uploaded).
+//! [`XcpuStart`]: ranks started in sessions of each host's `/xcpu`; the program must be
+//! at the same path on every host (nothing is uploaded). Two ways:
 //!
-//! A thread per rank blocks on its session's `wait` and leaves the end where
-//! [`RankProcess::try_wait`] finds it; a session whose connection is lost ends as
-//! `Exit(-1)`, as a process that cannot be waited for does.
+//! - down the tree ([`XcpuStart::through_tree`], `nf run --fanout K`, the default): one
+//!   session per host, each running the host's starter ([`crate::host_ranks`]), the
+//!   launcher connected to the first host only ([`crate::xcpu_tree`]);
+//! - one session per rank, each from here on its own connection through the exec
+//!   library ([`nf_exec::RankSession`]; `--fanout 0`). A thread per rank blocks on its
+//!   session's `wait` and leaves the end where [`RankProcess::try_wait`] finds it; a
+//!   session whose connection is lost ends as `Exit(-1)`, as a process that cannot be
+//!   waited for does.
 
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -18,7 +22,8 @@ use tracing::warn;
 
 use crate::error::LaunchError;
 use crate::outcome::Cause;
-use crate::remote::{RankProcess, RemoteRank, RemoteStart, Streams};
+use crate::remote::{start_each, RankProcess, RemoteRank, RemoteStart, Started, Streams};
+use crate::xcpu_tree::{self, Tree};
 
 /// What an address's `{host}` is replaced with.
 const HOST_PLACEHOLDER: &str = "{host}";
@@ -28,7 +33,8 @@ const HOST_PLACEHOLDER: &str = "{host}";
 #[derive(Debug, Clone)]
 pub struct XcpuStart {
     addr: String,
-    conn: ConnectOptions,
+    pub(crate) conn: ConnectOptions,
+    tree: Option<Tree>,
 }
 
 impl XcpuStart {
@@ -44,12 +50,27 @@ impl XcpuStart {
         Ok(XcpuStart {
             addr: addr.to_owned(),
             conn,
+            tree: None,
         })
+    }
+
+    /// Starts the ranks down the `/xcpu` tree with `fanout` children per host (0: one
+    /// session per rank, from here), one session per host running `starter` (the
+    /// argv of `nf host-ranks`, its first word an absolute path valid on every host),
+    /// which is followed by `-- PROG ARGS…`.
+    pub fn through_tree(mut self, starter: Vec<String>, fanout: usize) -> XcpuStart {
+        self.tree = (fanout > 0 && !starter.is_empty()).then_some(Tree { starter, fanout });
+        self
+    }
+
+    /// The address of `host`'s node.
+    pub(crate) fn node(&self, host: &str) -> String {
+        self.addr.replace(HOST_PLACEHOLDER, host)
     }
 }
 
 /// `s` as UTF-8, which a session's files hold.
-fn text(s: &OsString) -> io::Result<String> {
+pub(crate) fn text(s: &OsStr) -> io::Result<String> {
     s.to_str().map(str::to_owned).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -60,7 +81,7 @@ fn text(s: &OsString) -> io::Result<String> {
 
 impl RemoteStart for XcpuStart {
     fn start(&self, r: &RemoteRank<'_>) -> io::Result<Box<dyn RankProcess>> {
-        let mut argv = vec![text(&r.program.as_os_str().to_owned())?];
+        let mut argv = vec![text(r.program.as_os_str())?];
         for a in r.args {
             argv.push(text(a)?);
         }
@@ -69,7 +90,7 @@ impl RemoteStart for XcpuStart {
             .iter()
             .map(|(k, v)| Ok((text(k)?, text(v)?)))
             .collect::<io::Result<Vec<_>>>()?;
-        let node = self.addr.replace(HOST_PLACEHOLDER, r.host);
+        let node = self.node(r.host);
         let mut session =
             RankSession::start(&node, &self.conn, &argv, &env).map_err(io::Error::other)?;
         let ended = Arc::new(Mutex::new(None));
@@ -93,8 +114,24 @@ impl RemoteStart for XcpuStart {
         Ok(Box::new(XcpuRank { session, ended }))
     }
 
+    fn start_all(&self, ranks: &[RemoteRank<'_>]) -> Started {
+        match &self.tree {
+            Some(tree) => xcpu_tree::start_all(self, tree, ranks),
+            None => start_each(self, ranks),
+        }
+    }
+
     fn describe(&self) -> String {
-        format!("/xcpu at {} (--xcpu)", self.addr)
+        match &self.tree {
+            Some(t) => format!(
+                "/xcpu at {} down the tree (--xcpu, --fanout {})",
+                self.addr, t.fanout
+            ),
+            None => format!(
+                "/xcpu at {}, a session per rank (--xcpu, --fanout 0)",
+                self.addr
+            ),
+        }
     }
 }
 

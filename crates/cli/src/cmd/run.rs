@@ -38,6 +38,17 @@ pub struct RunArgs {
         conflicts_with = "remote"
     )]
     pub xcpu: String,
+    /// Through /xcpu (no --remote): start one session per host down a tree in which
+    /// each host hands the job on to K more, so nf run connects to the first host
+    /// only (as nf exec --fanout); 0 starts one session per rank, each from here.
+    #[arg(
+        long,
+        value_name = "K",
+        default_value_t = 4,
+        requires = "hosts",
+        conflicts_with = "remote"
+    )]
+    pub fanout: usize,
     /// Client certificate (PEM) for tls: --xcpu addresses; its common name is the user.
     #[arg(long, value_name = "PEM", requires_all = ["key", "ca", "hosts"])]
     pub cert: Option<PathBuf>,
@@ -111,7 +122,38 @@ fn remote_start(a: &RunArgs) -> anyhow::Result<Arc<dyn RemoteStart>> {
         .into());
     }
     let conn = ConnectOptions::new(None, tls, None);
-    Ok(Arc::new(XcpuStart::new(&a.xcpu, conn)?))
+    let xcpu = XcpuStart::new(&a.xcpu, conn)?;
+    if a.fanout == 0 {
+        return Ok(Arc::new(xcpu));
+    }
+    // Each host's session runs this very nf as the host's starter: it must be at the
+    // same path there, as the ranks' program must.
+    let exe =
+        std::env::current_exe().context("cannot find the nf executable to start on the hosts")?;
+    let exe = exe
+        .to_str()
+        .with_context(|| format!("{}: the nf executable's path is not UTF-8", exe.display()))?;
+    Ok(Arc::new(xcpu.through_tree(
+        vec![exe.to_owned(), HOST_RANKS.to_owned()],
+        a.fanout,
+    )))
+}
+
+/// The hidden subcommand each host's session runs in a job started down the `/xcpu`
+/// tree ([`nf_launch::host_ranks`]).
+pub const HOST_RANKS: &str = "host-ranks";
+
+/// Arguments of `nf host-ranks` (hidden: `nf run` starts it on each host).
+#[derive(Args)]
+pub struct HostRanksArgs {
+    /// The ranks' program and its arguments.
+    #[arg(trailing_var_arg = true, required = true, num_args = 1.., value_name = "PROG ARGS")]
+    pub command: Vec<OsString>,
+}
+
+/// `nf host-ranks -- PROG ARGS…`: runs this host's ranks of a job.
+pub fn host_ranks(a: HostRanksArgs) -> anyhow::Result<i32> {
+    Ok(nf_launch::host_ranks::main(&a.command))
 }
 
 /// Runs a job and returns the exit code `nf run` should exit with.
