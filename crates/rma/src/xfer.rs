@@ -131,14 +131,51 @@ pub enum RmwOp {
     SwapInt(i32),
     /// Store into a 64-bit integer; returns the old value (`ARMCI_SWAP_LONG`).
     SwapLong(i64),
+    /// Store `value` into a 32-bit integer if it equals `cond`; returns the old value
+    /// (OpenSHMEM's `compare_swap`).
+    CompareSwapInt {
+        /// The value the integer must hold for the store to happen.
+        cond: i32,
+        /// The value stored.
+        value: i32,
+    },
+    /// [`RmwOp::CompareSwapInt`] on a 64-bit integer.
+    CompareSwapLong {
+        /// The value the integer must hold for the store to happen.
+        cond: i64,
+        /// The value stored.
+        value: i64,
+    },
+    /// Bitwise and into a 32-bit integer; returns the old value.
+    AndInt(i32),
+    /// Bitwise and into a 64-bit integer; returns the old value.
+    AndLong(i64),
+    /// Bitwise or into a 32-bit integer; returns the old value.
+    OrInt(i32),
+    /// Bitwise or into a 64-bit integer; returns the old value.
+    OrLong(i64),
+    /// Bitwise exclusive or into a 32-bit integer; returns the old value.
+    XorInt(i32),
+    /// Bitwise exclusive or into a 64-bit integer; returns the old value.
+    XorLong(i64),
 }
 
 impl RmwOp {
     /// Operand size in bytes (also the alignment the remote address needs).
     pub fn size(&self) -> usize {
         match self {
-            RmwOp::FetchAddInt(_) | RmwOp::SwapInt(_) => 4,
-            RmwOp::FetchAddLong(_) | RmwOp::SwapLong(_) => 8,
+            RmwOp::FetchAddInt(_)
+            | RmwOp::SwapInt(_)
+            | RmwOp::CompareSwapInt { .. }
+            | RmwOp::AndInt(_)
+            | RmwOp::OrInt(_)
+            | RmwOp::XorInt(_) => 4,
+            RmwOp::FetchAddLong(_)
+            | RmwOp::SwapLong(_)
+            | RmwOp::CompareSwapLong { .. }
+            | RmwOp::AndLong(_)
+            | RmwOp::OrLong(_)
+            | RmwOp::XorLong(_) => 8,
         }
     }
 }
