@@ -21,7 +21,9 @@ pub fn fatal(call: &str, msg: impl Display) -> ! {
     } else {
         format!("PE {pe}")
     };
-    eprintln!("libshmem: {who}: {call}: {msg}");
+    // One write, so the lines of PEs failing together do not interleave.
+    let line = format!("libshmem: {who}: {call}: {msg}\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     exit(1)
 }
 
