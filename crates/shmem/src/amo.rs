@@ -24,7 +24,10 @@ pub fn rmw_op(op: c_int, size: usize, v: i64, c: i64) -> Option<RmwOp> {
         (0, 8) => RmwOp::FetchAddLong(0),
         (1 | 2, 4) => RmwOp::SwapInt(vi),
         (1 | 2, 8) => RmwOp::SwapLong(v),
-        (3, 4) => RmwOp::CompareSwapInt { cond: ci, value: vi },
+        (3, 4) => RmwOp::CompareSwapInt {
+            cond: ci,
+            value: vi,
+        },
         (3, 8) => RmwOp::CompareSwapLong { cond: c, value: v },
         (4, 4) => RmwOp::FetchAddInt(vi),
         (4, 8) => RmwOp::FetchAddLong(v),
@@ -57,7 +60,10 @@ pub unsafe extern "C" fn nf_shmem_amo(
         let call = call_name(call);
         let (remote, proc) = st.remote(&call, "dest", dest as usize, size, pe);
         let Some(rmw) = rmw_op(op, size, value, cond) else {
-            fatal(&call, format!("no atomic operation {op} on {size}-byte integers"));
+            fatal(
+                &call,
+                format!("no atomic operation {op} on {size}-byte integers"),
+            );
         };
         st.rma
             .rmw(rmw, remote, proc)

@@ -35,7 +35,7 @@ pub fn exit(status: i32) -> ! {
 }
 
 /// The call name the C side passed (a string literal).
-pub fn call_name(call: *const c_char) -> String {
+pub(crate) fn call_name(call: *const c_char) -> String {
     if call.is_null() {
         return "shmem".to_owned();
     }

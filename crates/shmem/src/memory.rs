@@ -73,7 +73,11 @@ fn carve(st: &State, call: &str, bytes: usize, align: usize) -> *mut c_void {
 /// `malloc` with an alignment: the common path of the allocating calls.
 fn alloc(call: &str, bytes: usize, align: usize, zero: bool) -> *mut c_void {
     with(call, |st| {
-        agree(st, call, &[("size", bytes as u64), ("alignment", align as u64)]);
+        agree(
+            st,
+            call,
+            &[("size", bytes as u64), ("alignment", align as u64)],
+        );
         if !align.is_power_of_two() {
             fatal(call, format!("alignment {align} is not a power of two"));
         }
@@ -140,7 +144,10 @@ pub extern "C" fn shmem_free(ptr: *mut c_void) {
         st.rma.all_fence().unwrap_or_else(|e| fatal(call, e));
         let off = block_of(st, call, ptr);
         agree(st, call, &[("ptr offset", off as u64)]);
-        st.heap.borrow_mut().free(off).unwrap_or_else(|e| fatal(call, e));
+        st.heap
+            .borrow_mut()
+            .free(off)
+            .unwrap_or_else(|e| fatal(call, e));
         barrier(st, call);
     })
 }
@@ -160,13 +167,22 @@ pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     with(call, |st| {
         st.rma.all_fence().unwrap_or_else(|e| fatal(call, e));
         let off = block_of(st, call, ptr);
-        agree(st, call, &[("ptr offset", off as u64), ("size", size as u64)]);
+        agree(
+            st,
+            call,
+            &[("ptr offset", off as u64), ("size", size as u64)],
+        );
         let old_len = st.heap.borrow().len_of(off).unwrap_or(0);
         let p = carve(st, call, size, 1);
         // SAFETY: both blocks lie in our heap part and do not overlap (the old one is
         // still allocated while the new one is carved).
-        unsafe { std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), p.cast::<u8>(), old_len.min(size)) };
-        st.heap.borrow_mut().free(off).unwrap_or_else(|e| fatal(call, e));
+        unsafe {
+            std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), p.cast::<u8>(), old_len.min(size))
+        };
+        st.heap
+            .borrow_mut()
+            .free(off)
+            .unwrap_or_else(|e| fatal(call, e));
         barrier(st, call);
         p
     })

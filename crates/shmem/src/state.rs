@@ -12,7 +12,9 @@
 //!    symmetric addresses ([`State::remote`]).
 //!
 //! Shutdown (`shmem_finalize`, collective): quiet, barrier, free the heap, finish the
-//! rma layer (its service thread stops), leave the world.
+//! rma layer (its service thread stops), then finalize and drop the world, which
+//! says goodbye to every peer (a PE that simply exited would look lost to the others
+//! still finalizing on other hosts).
 
 use std::cell::RefCell;
 use std::ffi::c_int;
@@ -25,8 +27,9 @@ use crate::heap::Heap;
 
 /// Everything between `shmem_init` and `shmem_finalize`.
 pub struct State {
-    /// The job's world (kept for the life of the process: the rma layer borrows it).
-    pub world: &'static World,
+    /// The job's world, owned here (`Box::into_raw`): the rma layer borrows it, so it
+    /// is given back and dropped only in [`finalize`], after the rma layer.
+    world: *mut World,
     /// The rma layer over the world.
     pub rma: Rma<'static>,
     /// This PE.
@@ -71,15 +74,16 @@ pub fn running() -> bool {
 /// Start-up steps 1 and 2 (see the module docs); ends the process on failure.
 pub fn init(thread: c_int) {
     let call = "shmem_init";
-    let world = World::init()
-        .unwrap_or_else(|e| fatal(call, format!("cannot join the job: {e}")));
+    let world = World::init().unwrap_or_else(|e| fatal(call, format!("cannot join the job: {e}")));
     set_pe(world.rank());
-    // The rma layer borrows the world for as long as the process may use it.
-    let world: &'static World = Box::leak(Box::new(world));
+    let owned = Box::into_raw(Box::new(world));
+    // SAFETY: `owned` stays valid until `finalize` turns it back into a box, which it
+    // does only after dropping the rma layer, the one borrower (the state keeps both).
+    let world: &'static World = unsafe { &*owned };
     let wire = WorldWireup::new(world)
         .unwrap_or_else(|e| fatal(call, format!("cannot wire up the rma layer: {e}")));
-    let rma = Rma::new(wire)
-        .unwrap_or_else(|e| fatal(call, format!("cannot start the rma layer: {e}")));
+    let rma =
+        Rma::new(wire).unwrap_or_else(|e| fatal(call, format!("cannot start the rma layer: {e}")));
     let size = crate::size::from_env().unwrap_or_else(|e| fatal(call, e));
     let bases = rma.malloc(size).unwrap_or_else(|e| {
         fatal(
@@ -88,7 +92,7 @@ pub fn init(thread: c_int) {
         )
     });
     let st = State {
-        world,
+        world: owned,
         me: rma.rank(),
         npes: rma.size(),
         rma,
@@ -111,11 +115,20 @@ pub fn finalize() {
     let Some(st) = st else {
         fatal(call, "OpenSHMEM is not initialised on this thread");
     };
-    let fail = |e: &dyn std::fmt::Display| fatal(call, e);
-    st.rma.barrier().unwrap_or_else(|e| fail(&e));
-    st.rma.free(st.bases[st.me]).unwrap_or_else(|e| fail(&e));
-    st.rma.finalize().unwrap_or_else(|e| fail(&e));
-    st.world.leave().unwrap_or_else(|e| fail(&e));
+    let fail = |step: &str, e: &dyn std::fmt::Display| fatal(call, format!("{step}: {e}"));
+    st.rma.barrier().unwrap_or_else(|e| fail("barrier", &e));
+    st.rma
+        .free(st.bases[st.me])
+        .unwrap_or_else(|e| fail("freeing the symmetric heap", &e));
+    let State { world, rma, .. } = st;
+    rma.finalize()
+        .unwrap_or_else(|e| fail("finishing the rma layer", &e));
+    // SAFETY: `world` came from `Box::into_raw` in `init`, and its only borrower, the
+    // rma layer, was consumed just above.
+    let world = unsafe { Box::from_raw(world) };
+    world
+        .finalize()
+        .unwrap_or_else(|e| fail("leaving the job", &e));
 }
 
 impl State {
@@ -149,7 +162,14 @@ impl State {
     /// Translates `len` bytes at symmetric address `addr` to the address the rma
     /// layer expects for `pe` (checked first), naming `call` and the argument `arg`
     /// when they are not in the symmetric heap.
-    pub fn remote(&self, call: &str, arg: &str, addr: usize, len: usize, pe: c_int) -> (u64, usize) {
+    pub fn remote(
+        &self,
+        call: &str,
+        arg: &str,
+        addr: usize,
+        len: usize,
+        pe: c_int,
+    ) -> (u64, usize) {
         let p = self.check_pe(call, pe);
         let Some(off) = self.offset(addr, len) else {
             fatal(

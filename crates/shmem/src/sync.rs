@@ -38,7 +38,9 @@ pub extern "C" fn shmem_fence() {
 #[no_mangle]
 pub extern "C" fn shmem_barrier_all() {
     let call = "shmem_barrier_all";
-    with(call, |st| st.rma.barrier().unwrap_or_else(|e| fatal(call, e)));
+    with(call, |st| {
+        st.rma.barrier().unwrap_or_else(|e| fatal(call, e))
+    });
 }
 
 /// `shmem_sync_all`: wait for every PE (no completion of puts).
@@ -46,10 +48,7 @@ pub extern "C" fn shmem_barrier_all() {
 pub extern "C" fn shmem_sync_all() {
     let call = "shmem_sync_all";
     with(call, |st| {
-        st.rma
-            .wireup()
-            .barrier()
-            .unwrap_or_else(|e| fatal(call, e))
+        st.rma.wireup().barrier().unwrap_or_else(|e| fatal(call, e))
     });
 }
 
@@ -127,7 +126,10 @@ fn pause(round: &mut u32) {
 #[no_mangle]
 pub unsafe extern "C" fn nf_shmem_pause(call: *const c_char, round: *mut u32) {
     if !crate::state::running() {
-        fatal(&call_name(call), "OpenSHMEM is not initialised on this thread");
+        fatal(
+            &call_name(call),
+            "OpenSHMEM is not initialised on this thread",
+        );
     }
     // SAFETY: the C side passes its loop's counter.
     pause(unsafe { &mut *round });
@@ -144,4 +146,3 @@ pub unsafe extern "C" fn nf_shmem_bad_cmp(call: *const c_char, cmp: c_int) {
         format!("cmp = {cmp} is not one of SHMEM_CMP_EQ, _NE, _GT, _GE, _LT, _LE"),
     );
 }
-

@@ -44,7 +44,17 @@ pub unsafe extern "C" fn nf_shmem_put(
             bytes,
         };
         // SAFETY: the caller vouches for `src`; a put only reads it.
-        unsafe { run(st, &call, &Xfer { kind: Kind::Put, proc, shape }) }
+        unsafe {
+            run(
+                st,
+                &call,
+                &Xfer {
+                    kind: Kind::Put,
+                    proc,
+                    shape,
+                },
+            )
+        }
     })
 }
 
@@ -72,7 +82,17 @@ pub unsafe extern "C" fn nf_shmem_get(
             bytes,
         };
         // SAFETY: the caller vouches for `dest`.
-        unsafe { run(st, &call, &Xfer { kind: Kind::Get, proc, shape }) }
+        unsafe {
+            run(
+                st,
+                &call,
+                &Xfer {
+                    kind: Kind::Get,
+                    proc,
+                    shape,
+                },
+            )
+        }
     })
 }
 
@@ -99,12 +119,22 @@ unsafe fn strided(
         };
         for (arg, s) in [(sym_arg, sym_stride), (local_arg, local_stride)] {
             if s < 1 {
-                fatal(&call, format!("stride {arg} = {s}; strides must be at least 1"));
+                fatal(
+                    &call,
+                    format!("stride {arg} = {s}; strides must be at least 1"),
+                );
             }
         }
         let (sym_step, local_step) = (sym_stride as usize * elem, local_stride as usize * elem);
-        let extent = nelems.saturating_sub(1).saturating_mul(sym_step).saturating_add(elem);
-        let arg = if matches!(kind, Kind::Put) { "dest" } else { "source" };
+        let extent = nelems
+            .saturating_sub(1)
+            .saturating_mul(sym_step)
+            .saturating_add(elem);
+        let arg = if matches!(kind, Kind::Put) {
+            "dest"
+        } else {
+            "source"
+        };
         let (remote, proc) = st.remote(&call, arg, sym, extent, pe);
         if nelems == 0 || elem == 0 {
             return;
@@ -140,7 +170,19 @@ pub unsafe extern "C" fn nf_shmem_iput(
     pe: c_int,
 ) {
     // SAFETY: forwarded from the caller.
-    unsafe { strided(call, Kind::Put, dest as usize, dst, src as *mut u8, sst, elem, nelems, pe) }
+    unsafe {
+        strided(
+            call,
+            Kind::Put,
+            dest as usize,
+            dst,
+            src as *mut u8,
+            sst,
+            elem,
+            nelems,
+            pe,
+        )
+    }
 }
 
 /// `iget`: element `i` of symmetric `src` (stride `sst`) on `pe` to element `i` of
@@ -161,5 +203,17 @@ pub unsafe extern "C" fn nf_shmem_iget(
     pe: c_int,
 ) {
     // SAFETY: forwarded from the caller.
-    unsafe { strided(call, Kind::Get, src as usize, sst, dest.cast(), dst, elem, nelems, pe) }
+    unsafe {
+        strided(
+            call,
+            Kind::Get,
+            src as usize,
+            sst,
+            dest.cast(),
+            dst,
+            elem,
+            nelems,
+            pe,
+        )
+    }
 }

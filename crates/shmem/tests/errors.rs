@@ -31,7 +31,10 @@ fn a_pe_that_does_not_exist() {
 fn an_address_outside_the_symmetric_heap() {
     fails_with(
         "outside_heap",
-        &["libshmem: PE 0: shmem_int_p: dest = 0x", "is not in the symmetric heap"],
+        &[
+            "libshmem: PE 0: shmem_int_p: dest = 0x",
+            "is not in the symmetric heap",
+        ],
     );
 }
 
@@ -39,7 +42,10 @@ fn an_address_outside_the_symmetric_heap() {
 fn an_oversize_allocation() {
     fails_with(
         "oversize",
-        &["shmem_malloc: cannot allocate 1099511627776 B", "SHMEM_SYMMETRIC_SIZE"],
+        &[
+            "shmem_malloc: cannot allocate 1099511627776 B",
+            "SHMEM_SYMMETRIC_SIZE",
+        ],
     );
 }
 
@@ -57,8 +63,14 @@ fn a_collective_with_inconsistent_arguments() {
 
 #[test]
 fn a_call_before_shmem_init_and_a_bad_comparison() {
-    fails_with("before_init", &["shmem_my_pe: OpenSHMEM is not initialised"]);
-    fails_with("bad_cmp", &["libshmem: PE 0: shmem_int_wait_until: cmp = 42"]);
+    fails_with(
+        "before_init",
+        &["shmem_my_pe: OpenSHMEM is not initialised"],
+    );
+    fails_with(
+        "bad_cmp",
+        &["libshmem: PE 0: shmem_int_wait_until: cmp = 42"],
+    );
 }
 
 #[test]

@@ -49,7 +49,15 @@ pub fn nf() -> PathBuf {
                 None => "dev".to_owned(),
             };
             let status = Command::new(env!("CARGO"))
-                .args(["build", "-p", "nf-cli", "--bin", "nf", "--profile", &profile])
+                .args([
+                    "build",
+                    "-p",
+                    "nf-cli",
+                    "--bin",
+                    "nf",
+                    "--profile",
+                    &profile,
+                ])
                 .current_dir(crate_dir())
                 .status()
                 .expect("run cargo build -p nf-cli");
@@ -67,7 +75,10 @@ pub fn compile(name: &str) -> PathBuf {
     // Built under a name of its own, then renamed: tests that build the same program
     // at once must never run one another's half-written file.
     static BUILDS: AtomicUsize = AtomicUsize::new(0);
-    let part = out_dir.join(format!("{name}.part{}", BUILDS.fetch_add(1, Ordering::Relaxed)));
+    let part = out_dir.join(format!(
+        "{name}.part{}",
+        BUILDS.fetch_add(1, Ordering::Relaxed)
+    ));
     let lib = lib_dir();
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = output_within(
@@ -130,10 +141,15 @@ pub fn nf_run(n: usize, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Run
 pub fn mpirun(n: usize, prog: &Path, args: &[&str]) -> Run {
     let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
     let mut cmd = Command::new("mpirun");
-    cmd.args(["--allow-run-as-root", "--oversubscribe", "--bind-to", "none"])
-        .args(["-np", &n.to_string()])
-        .arg(prog)
-        .args(args);
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+    ])
+    .args(["-np", &n.to_string()])
+    .arg(prog)
+    .args(args);
     finish(output_within(&mut cmd, LIMIT))
 }
 
