@@ -89,6 +89,13 @@ _NF_SHMEM_EXT_AMO_TYPES(EXT)
         CHECK((before & mine) == mine, #NAME " fetch_and saw my bit cleared early");  \
         shmem_barrier_all();                                                          \
         CHECK(shmem_##NAME##_g(w + 1, 0) == 0, #NAME " and");                         \
+        /* The same bits from every PE, twice: xor cancels, or would not. */         \
+        shmem_##NAME##_atomic_xor(w + 2, (T)0x5a, 0);                                 \
+        shmem_##NAME##_atomic_xor(w + 2, (T)0x5a, 0);                                 \
+        shmem_barrier_all();                                                          \
+        if (npes <= 8 * (int)sizeof(T))                                               \
+            CHECK(shmem_##NAME##_g(w + 2, 0) == all, #NAME " xor twice");             \
+        shmem_barrier_all();                                                          \
         T f;                                                                          \
         shmem_##NAME##_atomic_fetch_xor_nbi(&f, w + 1, (T)0, 0);                      \
         shmem_##NAME##_atomic_fetch_and_nbi(&f, w + 1, (T)0, 0);                      \

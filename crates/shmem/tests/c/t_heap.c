@@ -39,6 +39,16 @@ int main(void) {
     shmem_free(y);
     char *xy = shmem_malloc(8192);
     CHECK(xy == x, "merged range not reused: %p, wanted %p", (void *)xy, (void *)x);
+    /* The same, freed in the other order (the range merges with its successor). */
+    char *u = shmem_malloc(4096);
+    char *v = shmem_malloc(4096);
+    char *w = shmem_malloc(64);
+    shmem_free(v);
+    shmem_free(u);
+    char *uv = shmem_malloc(8192);
+    CHECK(uv == u, "range merged with its successor not reused: %p, wanted %p", (void *)uv,
+          (void *)u);
+    shmem_free(w);
     PASS("freed_ranges_are_reused");
 
     /* realloc keeps the bytes, and the new block is remotely usable. */
