@@ -364,12 +364,37 @@ _NF_SHMEM_P2P_TYPES(_NF_SHMEM_DECL_P2P)
 
 #endif /* C11 */
 
+/* ---- Deprecated names (OpenSHMEM 1.4 and before), kept for old programs ---- */
+void start_pes(int npes);
+int _my_pe(void);
+int _num_pes(void);
+void *shmalloc(size_t size);
+void shfree(void *ptr);
+void *shrealloc(void *ptr, size_t size);
+void *shmemalign(size_t alignment, size_t size);
+
+/* The 1.4 atomic names on the types 1.4 had them for. */
+#define _NF_SHMEM_OLD_AMO_TYPES(X) X(int, int) X(long, long) X(long long, longlong)
+#define _NF_SHMEM_OLD_EXT_AMO_TYPES(X) _NF_SHMEM_OLD_AMO_TYPES(X) X(float, float) X(double, double)
+#define _NF_SHMEM_DECL_OLD_AMO(T, N)                                                  \
+    T shmem_##N##_finc(T *dest, int pe);                                              \
+    void shmem_##N##_inc(T *dest, int pe);                                            \
+    T shmem_##N##_fadd(T *dest, T value, int pe);                                     \
+    void shmem_##N##_add(T *dest, T value, int pe);                                   \
+    T shmem_##N##_cswap(T *dest, T cond, T value, int pe);
+_NF_SHMEM_OLD_AMO_TYPES(_NF_SHMEM_DECL_OLD_AMO)
+#define _NF_SHMEM_DECL_OLD_EXT_AMO(T, N)                                              \
+    T shmem_##N##_swap(T *dest, T value, int pe);                                     \
+    T shmem_##N##_fetch(const T *source, int pe);                                     \
+    void shmem_##N##_set(T *dest, T value, int pe);
+_NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
+
 /* Not provided in this version (neither declared nor defined, so a program that
- * uses them fails to build, naming them): collectives and reductions, teams other
- * than the predefined handles above, contexts (shmem_ctx_*), put-with-signal and
- * signal_fetch / signal_wait_until, the deprecated 1.4 names (start_pes, _my_pe,
- * shmalloc, shmem_barrier with pSync, ...), and remote access to global and static
- * data (only the symmetric heap is remotely accessible). */
+ * uses them fails to build, naming them): collectives and reductions (and the 1.4
+ * active-set ones with pSync, shmem_barrier among them), teams other than the
+ * predefined handles above, contexts (shmem_ctx_*), put-with-signal and
+ * signal_fetch / signal_wait_until, and remote access to global and static data
+ * (only the symmetric heap is remotely accessible). */
 
 #ifdef __cplusplus
 }

@@ -43,8 +43,10 @@
 //!
 //! Not provided in this version (absent from the header and the library, so a
 //! program using them fails to build naming them): collectives and reductions,
-//! teams beyond the predefined handles, contexts, put-with-signal, the deprecated
-//! 1.4 names, and remote access to global and static data.
+//! teams beyond the predefined handles, contexts, put-with-signal, the 1.4
+//! active-set collectives, and remote access to global and static data. The other
+//! deprecated 1.4 names (`start_pes`, `shmalloc`, `shmem_long_finc`, …) are in
+//! `csrc/compat.c`.
 
 pub mod amo;
 pub mod error;

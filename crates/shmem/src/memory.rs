@@ -1,7 +1,7 @@
 //! The symmetric heap calls: `shmem_malloc`, `shmem_calloc`, `shmem_align`,
 //! `shmem_realloc`, `shmem_free`, `shmem_malloc_with_hints`.
 //!
-//! Each is collective (lib.rs rule 5): [`agree`] allgathers its arguments and ends the
+//! Each is collective (lib.rs rule 5): `agree` allgathers its arguments and ends the
 //! process naming the PEs whose differ; the allocator ([`crate::heap`]) then runs
 //! alike on every PE, and a barrier ends the call.
 

@@ -71,3 +71,8 @@ fn two_namespace_hosts_two_pes_each() {
         }
     }
 }
+
+#[test]
+fn deprecated_1_4_names() {
+    run_c("t_compat", &[1, 2, 4], &[]);
+}
