@@ -364,6 +364,65 @@ _NF_SHMEM_P2P_TYPES(_NF_SHMEM_DECL_P2P)
 
 #endif /* C11 */
 
+/* ---- Teams and collectives (SHMEM_TEAM_WORLD only in this version: any other
+ * team is an error naming the call) ---- */
+int shmem_team_my_pe(shmem_team_t team);
+int shmem_team_n_pes(shmem_team_t team);
+int shmem_sync(shmem_team_t team);
+
+#define _NF_SHMEM_DECL_COLL(T, N)                                                     \
+    int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source,            \
+                              size_t nelems, int PE_root);                            \
+    int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source,              \
+                            size_t nelems);                                           \
+    int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source,             \
+                             size_t nelems);                                          \
+    int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source,             \
+                             size_t nelems);                                          \
+    int shmem_##N##_alltoalls(shmem_team_t team, T *dest, const T *source,            \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+_NF_SHMEM_RMA_TYPES(_NF_SHMEM_DECL_COLL)
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems,
+                       int PE_root);
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+
+/* Reduction types: bitwise (and, or, xor), ordered (max, min), arithmetic (sum, prod). */
+#define _NF_SHMEM_BITWISE_REDUCE_TYPES(X)                                             \
+    X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)           \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8)          \
+    X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8)           \
+    X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)
+#define _NF_SHMEM_ORDERED_REDUCE_TYPES(X)                                             \
+    X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long)     \
+    X(long long, longlong) X(ptrdiff_t, ptrdiff) X(unsigned char, uchar)              \
+    X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong)           \
+    X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16)                \
+    X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16)         \
+    X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) X(float, float)           \
+    X(double, double) X(long double, longdouble)
+#ifndef __cplusplus
+#define _NF_SHMEM_ARITH_REDUCE_TYPES(X)                                               \
+    _NF_SHMEM_ORDERED_REDUCE_TYPES(X) X(double _Complex, complexd) X(float _Complex, complexf)
+#else
+#define _NF_SHMEM_ARITH_REDUCE_TYPES(X) _NF_SHMEM_ORDERED_REDUCE_TYPES(X)
+#endif
+
+#define _NF_SHMEM_DECL_REDUCE(T, N, OP)                                               \
+    int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source,        \
+                                  size_t nreduce);
+#define _NF_SHMEM_DECL_BITWISE_REDUCE(T, N)                                           \
+    _NF_SHMEM_DECL_REDUCE(T, N, and) _NF_SHMEM_DECL_REDUCE(T, N, or)                  \
+    _NF_SHMEM_DECL_REDUCE(T, N, xor)
+#define _NF_SHMEM_DECL_ORDERED_REDUCE(T, N)                                           \
+    _NF_SHMEM_DECL_REDUCE(T, N, max) _NF_SHMEM_DECL_REDUCE(T, N, min)
+#define _NF_SHMEM_DECL_ARITH_REDUCE(T, N)                                             \
+    _NF_SHMEM_DECL_REDUCE(T, N, sum) _NF_SHMEM_DECL_REDUCE(T, N, prod)
+_NF_SHMEM_BITWISE_REDUCE_TYPES(_NF_SHMEM_DECL_BITWISE_REDUCE)
+_NF_SHMEM_ORDERED_REDUCE_TYPES(_NF_SHMEM_DECL_ORDERED_REDUCE)
+_NF_SHMEM_ARITH_REDUCE_TYPES(_NF_SHMEM_DECL_ARITH_REDUCE)
+
 /* ---- Deprecated names (OpenSHMEM 1.4 and before), kept for old programs ---- */
 void start_pes(int npes);
 int _my_pe(void);
@@ -390,9 +449,9 @@ _NF_SHMEM_OLD_AMO_TYPES(_NF_SHMEM_DECL_OLD_AMO)
 _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
 
 /* Not provided in this version (neither declared nor defined, so a program that
- * uses them fails to build, naming them): collectives and reductions (and the 1.4
- * active-set ones with pSync, shmem_barrier among them), teams other than the
- * predefined handles above, contexts (shmem_ctx_*), put-with-signal and
+ * uses them fails to build, naming them): the 1.4 active-set collectives with
+ * pSync (shmem_barrier among them), the team calls other than the three above
+ * (split, translate, destroy, get_config), the C11 generic collectives, contexts (shmem_ctx_*), put-with-signal and
  * signal_fetch / signal_wait_until, and remote access to global and static data
  * (only the symmetric heap is remotely accessible). */
 

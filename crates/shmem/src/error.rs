@@ -44,3 +44,20 @@ pub(crate) fn call_name(call: *const c_char) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// [`fatal`] for the C side (`csrc/coll.c`).
+///
+/// # Safety
+/// `call` and `msg` are NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn nf_shmem_fatal(call: *const c_char, msg: *const c_char) {
+    let msg = if msg.is_null() {
+        String::new()
+    } else {
+        // SAFETY: the C side passes a NUL-terminated string.
+        unsafe { CStr::from_ptr(msg) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    fatal(&call_name(call), msg)
+}

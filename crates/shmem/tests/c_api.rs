@@ -63,7 +63,7 @@ fn under_open_mpi_mpirun() {
 fn two_namespace_hosts_two_pes_each() {
     let net = Netns::create(2)
         .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
-    for name in ["t_heap", "t_amo", "t_sync"] {
+    for name in ["t_heap", "t_amo", "t_sync", "t_coll"] {
         let prog = compile(name);
         for env in [&[][..], &[("NF_RMA_OFI", "off")][..]] {
             let run = nf_run_hosts(&net, 2, &prog, env);
@@ -75,4 +75,9 @@ fn two_namespace_hosts_two_pes_each() {
 #[test]
 fn deprecated_1_4_names() {
     run_c("t_compat", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn collectives_and_every_reduction_on_the_world_team() {
+    run_c("t_coll", &[1, 2, 4], &[]);
 }

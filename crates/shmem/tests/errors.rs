@@ -74,6 +74,14 @@ fn a_call_before_shmem_init_and_a_bad_comparison() {
 }
 
 #[test]
+fn a_team_other_than_the_world() {
+    fails_with(
+        "bad_team",
+        &["libshmem: PE 0: shmem_sync: only SHMEM_TEAM_WORLD is provided in this version"],
+    );
+}
+
+#[test]
 fn a_pe_killed_mid_job_is_named_and_nothing_hangs() {
     fails_with("killed", &["rank 1", "SIGKILL"]);
 }
