@@ -4,8 +4,6 @@
 //! in the target's service thread, so both paths take the same locks (`control.rs`
 //! rule 2) and their accumulates and rmw are atomic with respect to each other.
 
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
-
 use crate::error::RmaError;
 use crate::shm::control::{stripes_of, Control};
 use crate::shm::lock::{lock_stripes, Patience};
@@ -68,31 +66,7 @@ pub(crate) unsafe fn rmw(t: &Target<'_>, who: &Applier<'_>, op: RmwOp) -> Result
     )?;
     // SAFETY: the caller promises validity and alignment; other processes touch these
     // bytes only atomically or under the same stripe.
-    let old = unsafe {
-        let int = || AtomicI32::from_ptr(t.local.cast());
-        let long = || AtomicI64::from_ptr(t.local.cast());
-        let ord = Ordering::AcqRel;
-        match op {
-            RmwOp::FetchAddInt(v) => i64::from(int().fetch_add(v, ord)),
-            RmwOp::SwapInt(v) => i64::from(int().swap(v, ord)),
-            RmwOp::AndInt(v) => i64::from(int().fetch_and(v, ord)),
-            RmwOp::OrInt(v) => i64::from(int().fetch_or(v, ord)),
-            RmwOp::XorInt(v) => i64::from(int().fetch_xor(v, ord)),
-            RmwOp::CompareSwapInt { cond, value } => i64::from(
-                int()
-                    .compare_exchange(cond, value, ord, Ordering::Acquire)
-                    .unwrap_or_else(|old| old),
-            ),
-            RmwOp::FetchAddLong(v) => long().fetch_add(v, ord),
-            RmwOp::SwapLong(v) => long().swap(v, ord),
-            RmwOp::AndLong(v) => long().fetch_and(v, ord),
-            RmwOp::OrLong(v) => long().fetch_or(v, ord),
-            RmwOp::XorLong(v) => long().fetch_xor(v, ord),
-            RmwOp::CompareSwapLong { cond, value } => long()
-                .compare_exchange(cond, value, ord, Ordering::Acquire)
-                .unwrap_or_else(|old| old),
-        }
-    };
+    let old = unsafe { op.apply(t.local) };
     Ok(old)
 }
 

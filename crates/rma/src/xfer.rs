@@ -161,6 +161,45 @@ pub enum RmwOp {
 }
 
 impl RmwOp {
+    /// Applies the operation to the integer at `p` with one hardware atomic and
+    /// returns its old value (4-byte values sign-extended). The rma layer calls it
+    /// under the target's stripes (so it is atomic with respect to accumulates too);
+    /// a caller that never accumulates on these bytes may call it directly on a
+    /// mapping, as libshmem's same-host path does.
+    ///
+    /// # Safety
+    /// `p` must be valid for reads and writes of `self.size()` bytes and aligned to
+    /// that size, and every other access to those bytes must be atomic.
+    pub unsafe fn apply(&self, p: *mut u8) -> i64 {
+        use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+        // SAFETY: the caller promises validity and alignment (from_ptr's
+        // contract), and that other accesses are atomic.
+        let int = || unsafe { AtomicI32::from_ptr(p.cast()) };
+        // SAFETY: as above.
+        let long = || unsafe { AtomicI64::from_ptr(p.cast()) };
+        let ord = Ordering::AcqRel;
+        match *self {
+            RmwOp::FetchAddInt(v) => i64::from(int().fetch_add(v, ord)),
+            RmwOp::SwapInt(v) => i64::from(int().swap(v, ord)),
+            RmwOp::AndInt(v) => i64::from(int().fetch_and(v, ord)),
+            RmwOp::OrInt(v) => i64::from(int().fetch_or(v, ord)),
+            RmwOp::XorInt(v) => i64::from(int().fetch_xor(v, ord)),
+            RmwOp::CompareSwapInt { cond, value } => i64::from(
+                int()
+                    .compare_exchange(cond, value, ord, Ordering::Acquire)
+                    .unwrap_or_else(|old| old),
+            ),
+            RmwOp::FetchAddLong(v) => long().fetch_add(v, ord),
+            RmwOp::SwapLong(v) => long().swap(v, ord),
+            RmwOp::AndLong(v) => long().fetch_and(v, ord),
+            RmwOp::OrLong(v) => long().fetch_or(v, ord),
+            RmwOp::XorLong(v) => long().fetch_xor(v, ord),
+            RmwOp::CompareSwapLong { cond, value } => long()
+                .compare_exchange(cond, value, ord, Ordering::Acquire)
+                .unwrap_or_else(|old| old),
+        }
+    }
+
     /// Operand size in bytes (also the alignment the remote address needs).
     pub fn size(&self) -> usize {
         match self {

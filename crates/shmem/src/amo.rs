@@ -1,5 +1,7 @@
 //! The one untyped atomic every typed atomic of the C side ends in (`csrc/amo.c`):
-//! an rma read-modify-write on a 4- or 8-byte integer (lib.rs rule 3).
+//! a read-modify-write on a 4- or 8-byte integer (lib.rs rule 3): on a same-host
+//! PE's heap one hardware atomic on the mapping (`RmwOp::apply`), else `Rma::rmw`
+//! (whose service thread applies the same hardware atomic, so both mix safely).
 //!
 //! | C operation (`enum nf_amo`) | rma op, 4 B / 8 B |
 //! |---|---|

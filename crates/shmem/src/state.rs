@@ -38,6 +38,9 @@ pub struct State {
     pub npes: usize,
     /// Base of every PE's part of the heap, in that PE's own address space.
     pub bases: Vec<u64>,
+    /// Where every same-host PE's part of the heap is mapped here (`None` for PEs
+    /// reached through the rma routes): the fast path of put, get and atomics.
+    pub mapped: Vec<Option<usize>>,
     /// The heap's allocator (the same on every PE).
     pub heap: RefCell<Heap>,
     /// The thread level granted.
@@ -91,8 +94,17 @@ pub fn init(thread: c_int) {
             format!("cannot allocate the symmetric heap of {size} bytes per PE: {e}"),
         )
     });
+    let mapped = (0..rma.size())
+        .map(|p| {
+            rma.local_ptr(p, bases[p], size)
+                .ok()
+                .flatten()
+                .map(|ptr| ptr as usize)
+        })
+        .collect();
     let st = State {
         world: owned,
+        mapped,
         me: rma.rank(),
         npes: rma.size(),
         rma,
@@ -157,6 +169,20 @@ impl State {
     pub fn offset(&self, addr: usize, len: usize) -> Option<usize> {
         let off = addr.checked_sub(self.my_base())?;
         (off.checked_add(len)? <= self.heap.borrow().size()).then_some(off)
+    }
+
+    /// Where `len` bytes at symmetric address `addr` of `pe` are mapped here, when
+    /// `pe` shares this host (checked as [`State::remote`] checks).
+    pub fn mapped_at(
+        &self,
+        call: &str,
+        arg: &str,
+        addr: usize,
+        len: usize,
+        pe: c_int,
+    ) -> Option<*mut u8> {
+        let (remote, p) = self.remote(call, arg, addr, len, pe);
+        self.mapped[p].map(|base| (base + (remote - self.bases[p]) as usize) as *mut u8)
     }
 
     /// Translates `len` bytes at symmetric address `addr` to the address the rma

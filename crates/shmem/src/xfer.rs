@@ -1,5 +1,7 @@
 //! The untyped RMA every typed, sized and `mem` put / get of the C side ends in
-//! (`csrc/rma.c`): translate the symmetric address, then one rma transfer.
+//! (`csrc/rma.c`): translate the symmetric address, then a memcpy on the mapping of a
+//! same-host PE's heap (the rma layer's direct path without its per-call lookups),
+//! or one rma transfer.
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -34,6 +36,12 @@ pub unsafe extern "C" fn nf_shmem_put(
 ) {
     with("shmem_put", |st| {
         let call = call_name(call);
+        if let Some(at) = st.mapped_at(&call, "dest", dest as usize, bytes, pe) {
+            // SAFETY: the caller vouches for `src`; `at` lies in the peer's live heap
+            // mapping (checked); `copy` tolerates overlap (a PE putting to itself).
+            unsafe { std::ptr::copy(src.cast::<u8>(), at, bytes) };
+            return;
+        }
         let (remote, proc) = st.remote(&call, "dest", dest as usize, bytes, pe);
         if bytes == 0 {
             return;
@@ -72,6 +80,11 @@ pub unsafe extern "C" fn nf_shmem_get(
 ) {
     with("shmem_get", |st| {
         let call = call_name(call);
+        if let Some(at) = st.mapped_at(&call, "source", src as usize, bytes, pe) {
+            // SAFETY: as for put, in the other direction.
+            unsafe { std::ptr::copy(at, dest.cast::<u8>(), bytes) };
+            return;
+        }
         let (remote, proc) = st.remote(&call, "source", src as usize, bytes, pe);
         if bytes == 0 {
             return;
