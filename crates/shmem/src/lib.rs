@@ -20,9 +20,9 @@
 //! 1. The job is joined with `nf_core::World::init` (`nf run`, PMIx under `mpirun` /
 //!    `oshrun`, PMI-2 under hydra / `srun`), and the rma layer over it
 //!    (`nf_rma::WorldWireup`); no MPI.
-//! 2. Same host: put, get and atomics go straight to the peer's mapping (the rma
-//!    layer's direct path: memcpy, CPU atomics); `shmem_ptr` returns a pointer into
-//!    it. Other hosts: the rma routes (ofi native RMA, the service thread), whose
+//! 2. Same host: put, get and atomics go straight to the peer's heap mapping,
+//!    found once at `shmem_init` with `Rma::local_ptr` (memcpy, and one hardware
+//!    atomic, `RmwOp::apply`); `shmem_ptr` returns a pointer into it. Other hosts: the rma routes (ofi native RMA, the service thread), whose
 //!    service thread applies requests without the target's help, so a PE blocked in
 //!    `shmem_wait_until` never stalls others' atomics on its memory.
 //! 3. Every atomic is one rma read-modify-write on a 4- or 8-byte integer
