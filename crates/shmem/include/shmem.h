@@ -423,6 +423,61 @@ _NF_SHMEM_BITWISE_REDUCE_TYPES(_NF_SHMEM_DECL_BITWISE_REDUCE)
 _NF_SHMEM_ORDERED_REDUCE_TYPES(_NF_SHMEM_DECL_ORDERED_REDUCE)
 _NF_SHMEM_ARITH_REDUCE_TYPES(_NF_SHMEM_DECL_ARITH_REDUCE)
 
+/* ---- Contexts: every context shares the default's path; shmem_ctx_quiet and
+ * shmem_ctx_fence complete all of this PE's operations (at least what the context
+ * issued, as the specification asks). ---- */
+int shmem_ctx_create(long options, shmem_ctx_t *ctx);
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+void shmem_ctx_quiet(shmem_ctx_t ctx);
+void shmem_ctx_fence(shmem_ctx_t ctx);
+
+#define _NF_SHMEM_DECL_CTX_RMA(T, N)                                                  \
+    void shmem_ctx_##N##_put(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, \
+                             int pe);                                                 \
+    void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, \
+                             int pe);                                                 \
+    void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source,           \
+                                 size_t nelems, int pe);                              \
+    void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source,           \
+                                 size_t nelems, int pe);                              \
+    void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe);                \
+    T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe);                    \
+    void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, \
+                              ptrdiff_t sst, size_t nelems, int pe);                  \
+    void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, \
+                              ptrdiff_t sst, size_t nelems, int pe);
+_NF_SHMEM_RMA_TYPES(_NF_SHMEM_DECL_CTX_RMA)
+void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                      int pe);
+void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                      int pe);
+void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe);
+void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe);
+
+#define _NF_SHMEM_DECL_CTX_EXT_AMO(T, N)                                              \
+    T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe);         \
+    void shmem_ctx_##N##_atomic_set(shmem_ctx_t ctx, T *dest, T value, int pe);       \
+    T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T *dest, T value, int pe);
+_NF_SHMEM_EXT_AMO_TYPES(_NF_SHMEM_DECL_CTX_EXT_AMO)
+#define _NF_SHMEM_DECL_CTX_AMO(T, N)                                                  \
+    T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t ctx, T *dest, T cond, T value,  \
+                                          int pe);                                    \
+    T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe);             \
+    void shmem_ctx_##N##_atomic_inc(shmem_ctx_t ctx, T *dest, int pe);                \
+    T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t ctx, T *dest, T value, int pe);    \
+    void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T *dest, T value, int pe);
+_NF_SHMEM_AMO_TYPES(_NF_SHMEM_DECL_CTX_AMO)
+#define _NF_SHMEM_DECL_CTX_BITWISE_AMO(T, N)                                          \
+    T shmem_ctx_##N##_atomic_fetch_and(shmem_ctx_t ctx, T *dest, T value, int pe);    \
+    void shmem_ctx_##N##_atomic_and(shmem_ctx_t ctx, T *dest, T value, int pe);       \
+    T shmem_ctx_##N##_atomic_fetch_or(shmem_ctx_t ctx, T *dest, T value, int pe);     \
+    void shmem_ctx_##N##_atomic_or(shmem_ctx_t ctx, T *dest, T value, int pe);        \
+    T shmem_ctx_##N##_atomic_fetch_xor(shmem_ctx_t ctx, T *dest, T value, int pe);    \
+    void shmem_ctx_##N##_atomic_xor(shmem_ctx_t ctx, T *dest, T value, int pe);
+_NF_SHMEM_BITWISE_AMO_TYPES(_NF_SHMEM_DECL_CTX_BITWISE_AMO)
+
 /* ---- Deprecated names (OpenSHMEM 1.4 and before), kept for old programs ---- */
 void start_pes(int npes);
 int _my_pe(void);
@@ -451,9 +506,10 @@ _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
 /* Not provided in this version (neither declared nor defined, so a program that
  * uses them fails to build, naming them): the 1.4 active-set collectives with
  * pSync (shmem_barrier among them), the team calls other than the three above
- * (split, translate, destroy, get_config), the C11 generic collectives, contexts (shmem_ctx_*), put-with-signal and
- * signal_fetch / signal_wait_until, and remote access to global and static data
- * (only the symmetric heap is remotely accessible). */
+ * (split, translate, destroy, get_config, shmem_team_create_ctx), the C11
+ * generic collectives and context forms, the fetching _nbi atomics on contexts,
+ * put-with-signal and signal_fetch / signal_wait_until, and remote access to
+ * global and static data (only the symmetric heap is remotely accessible). */
 
 #ifdef __cplusplus
 }

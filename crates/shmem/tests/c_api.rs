@@ -81,3 +81,8 @@ fn deprecated_1_4_names() {
 fn collectives_and_every_reduction_on_the_world_team() {
     run_c("t_coll", &[1, 2, 4], &[]);
 }
+
+#[test]
+fn contexts_share_the_default_path() {
+    run_c("t_ctx", &[1, 2, 4], &[]);
+}

@@ -84,6 +84,14 @@ fn a_team_other_than_the_world() {
 }
 
 #[test]
+fn an_invalid_context() {
+    fails_with(
+        "bad_ctx",
+        &["libshmem: PE 0: shmem_ctx_quiet: ctx is SHMEM_CTX_INVALID"],
+    );
+}
+
+#[test]
 fn a_pe_killed_mid_job_is_named_and_nothing_hangs() {
     fails_with("killed", &["rank 1", "SIGKILL"]);
 }
