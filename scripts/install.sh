@@ -4,27 +4,33 @@
 #   PREFIX/lib/libarmci.so              -> libarmci.so.0, for -larmci
 #   PREFIX/include/armci.h, armcix.h, message.h and the headers they include
 #   PREFIX/lib/pkgconfig/armci.pc       for `pkg-config --cflags --libs armci`
+#   PREFIX/lib/libshmem.so              OpenSHMEM 1.5 (nf-shmem; soname libshmem.so)
+#   PREFIX/include/ninefold-shmem/shmem.h
+#   PREFIX/lib/pkgconfig/ninefold-shmem.pc  for `pkg-config --cflags --libs ninefold-shmem`
+#   PREFIX/bin/nfshcc                   cc with those flags (not Open MPI's oshcc)
 # with --nf PATH or --service also
 #   PREFIX/bin/nf                       the command line and the node server
 # and with --service the node server as a system service:
 #   /etc/systemd/system/nf-serve.service, nf-serve.socket   (packaging/systemd)
 #   /etc/ninefold/serve.toml            its options (kept if it exists)
 #
-# usage: scripts/install.sh [--lib PATH | --no-lib] [--nf PATH] [--service]
-#                           [--root DIR] [PREFIX]
-#   PREFIX defaults to /usr/local. Without --lib it builds the release library
-#   (cargo build --release) and installs it; --lib installs an already built one,
-#   --no-lib none. --service without --nf builds the release nf the same way.
+# usage: scripts/install.sh [--lib PATH] [--shmem-lib PATH] [--no-lib] [--nf PATH]
+#                           [--service] [--root DIR] [PREFIX]
+#   PREFIX defaults to /usr/local. Without --lib and --shmem-lib it builds both
+#   release libraries (cargo build --release) and installs them; --lib installs an
+#   already built libarmci, --shmem-lib an already built libshmem (only those
+#   given), --no-lib none. --service without --nf builds the release nf the same way.
 #   --root DIR stages everything under DIR (as a package build does) and touches
 #   nothing of this machine; without it, --service reloads systemd (when it runs) and
 #   says how to start the service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-lib="" nf="" no_lib=0 service=0 root=""
+lib="" shmem_lib="" nf="" no_lib=0 service=0 root=""
 while (($#)); do
     case "$1" in
     --lib) lib="${2:?--lib needs the path of a libarmci.so}"; shift 2 ;;
+    --shmem-lib) shmem_lib="${2:?--shmem-lib needs the path of a libshmem.so}"; shift 2 ;;
     --no-lib) no_lib=1; shift ;;
     --nf) nf="${2:?--nf needs the path of an nf binary}"; shift 2 ;;
     --service) service=1; shift ;;
@@ -37,15 +43,23 @@ done
 prefix="${1:-/usr/local}"
 dest="$root$prefix"
 
-if [[ $no_lib -eq 0 && -z "$lib" ]]; then cargo build --release -p nf-armci; fi
+armci=1 shmem=1
+if [[ $no_lib -eq 1 ]]; then
+    armci=0 shmem=0
+elif [[ -z "$lib" && -z "$shmem_lib" ]]; then
+    cargo build --release -p nf-armci -p nf-shmem
+    lib=target/release/libarmci.so shmem_lib=target/release/libshmem.so
+else
+    [[ -n "$lib" ]] || armci=0
+    [[ -n "$shmem_lib" ]] || shmem=0
+fi
 if [[ $service -eq 1 && -z "$nf" ]]; then
     cargo build --release -p nf-cli --bin nf
     nf=target/release/nf
 fi
-[[ -n "$lib" ]] || lib=target/release/libarmci.so
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 
-if [[ $no_lib -eq 0 ]]; then
+if [[ $armci -eq 1 ]]; then
     [[ -f "$lib" ]] || { echo "install.sh: no library at $lib" >&2; exit 1; }
     install -d "$dest/lib/pkgconfig" "$dest/include"
     install -m 0755 "$lib" "$dest/lib/libarmci.so.0"
@@ -63,6 +77,39 @@ Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -larmci
 PC
     echo "installed libarmci $version under $dest"
+fi
+
+if [[ $shmem -eq 1 ]]; then
+    [[ -f "$shmem_lib" ]] || { echo "install.sh: no library at $shmem_lib" >&2; exit 1; }
+    inc="$prefix/include/ninefold-shmem"
+    install -d "$dest/lib/pkgconfig" "$root$inc" "$dest/bin"
+    install -m 0755 "$shmem_lib" "$dest/lib/libshmem.so"
+    install -m 0644 crates/shmem/include/shmem.h "$root$inc/"
+    cat >"$dest/lib/pkgconfig/ninefold-shmem.pc" <<PC
+prefix=$prefix
+libdir=\${prefix}/lib
+includedir=\${prefix}/include/ninefold-shmem
+
+Name: ninefold-shmem
+Description: ninefold libshmem: OpenSHMEM 1.5 over ninefold's rma layer; run with nf run, mpirun or srun
+Version: $version
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lshmem
+PC
+    # The wrapper carries the flags itself (no pkg-config needed at build time); the
+    # link flags are left out when the compiler does not link.
+    cat >"$dest/bin/nfshcc" <<SH
+#!/bin/sh
+# nfshcc: the C compiler (\$NFSHCC_CC, else \$CC, else cc) with ninefold libshmem's
+# flags; installed by ninefold's scripts/install.sh.
+link="-L$prefix/lib -Wl,-rpath,$prefix/lib -lshmem"
+for a in "\$@"; do
+    case "\$a" in -c | -S | -E | -M | -MM) link="" ;; esac
+done
+exec \${NFSHCC_CC:-\${CC:-cc}} -I$inc "\$@" \$link
+SH
+    chmod 0755 "$dest/bin/nfshcc"
+    echo "installed libshmem $version under $dest (compile with $prefix/bin/nfshcc)"
 fi
 
 if [[ -n "$nf" ]]; then

@@ -4,8 +4,6 @@
 //! in the target's service thread, so both paths take the same locks (`control.rs`
 //! rule 2) and their accumulates and rmw are atomic with respect to each other.
 
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
-
 use crate::error::RmaError;
 use crate::shm::control::{stripes_of, Control};
 use crate::shm::lock::{lock_stripes, Patience};
@@ -68,20 +66,7 @@ pub(crate) unsafe fn rmw(t: &Target<'_>, who: &Applier<'_>, op: RmwOp) -> Result
     )?;
     // SAFETY: the caller promises validity and alignment; other processes touch these
     // bytes only atomically or under the same stripe.
-    let old = unsafe {
-        match op {
-            RmwOp::FetchAddInt(v) => {
-                i64::from(AtomicI32::from_ptr(t.local.cast()).fetch_add(v, Ordering::AcqRel))
-            }
-            RmwOp::SwapInt(v) => {
-                i64::from(AtomicI32::from_ptr(t.local.cast()).swap(v, Ordering::AcqRel))
-            }
-            RmwOp::FetchAddLong(v) => {
-                AtomicI64::from_ptr(t.local.cast()).fetch_add(v, Ordering::AcqRel)
-            }
-            RmwOp::SwapLong(v) => AtomicI64::from_ptr(t.local.cast()).swap(v, Ordering::AcqRel),
-        }
-    };
+    let old = unsafe { op.apply(t.local) };
     Ok(old)
 }
 
@@ -154,6 +139,56 @@ unsafe fn each<T: bytemuck::Pod>(dst: *mut u8, src: *const u8, len: usize, f: im
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shm::control::{self, Control};
+    use crate::shm::map::Mapping;
+    use nf_core::config::WaitMode;
+    use nf_core::wait::Waiter;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// Every rmw kind on a real control segment: the old value comes back and the
+    /// integer holds the result (what OpenSHMEM's atomics rely on).
+    #[test]
+    fn every_rmw_kind_returns_the_old_value_and_stores_the_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctl = Control::new(Mapping::create(&dir.path().join("ctl"), control::SIZE).unwrap());
+        ctl.init(std::process::id());
+        let patience = Patience::new(
+            Waiter::new(WaitMode::Yield, 1, None, None),
+            Duration::from_millis(50),
+            Arc::new(vec![0]),
+        );
+        let who = Applier {
+            pid: std::process::id(),
+            patience: &patience,
+        };
+        let mut words = [0i64; 2];
+        let mut apply = |op: RmwOp, start: i64| -> (i64, i64) {
+            words[0] = start;
+            let t = Target {
+                ctl: &ctl,
+                owner_addr: words.as_ptr() as u64,
+                local: words.as_mut_ptr().cast(),
+            };
+            // SAFETY: an aligned i64 we own (its low half is the i32 on little-endian).
+            let old = unsafe { rmw(&t, &who, op) }.unwrap();
+            (old, words[0])
+        };
+        let c = |cond, value| RmwOp::CompareSwapLong { cond, value };
+        assert_eq!(apply(c(5, 9), 5), (5, 9));
+        assert_eq!(apply(c(4, 9), 5), (5, 5));
+        let ci = |cond, value| RmwOp::CompareSwapInt { cond, value };
+        assert_eq!(apply(ci(-1, 3), 0xffff_ffff), (-1, 3));
+        assert_eq!(apply(ci(2, 3), 1), (1, 1));
+        assert_eq!(apply(RmwOp::AndLong(0b1100), 0b1010), (0b1010, 0b1000));
+        assert_eq!(apply(RmwOp::OrLong(0b0101), 0b1010), (0b1010, 0b1111));
+        assert_eq!(apply(RmwOp::XorLong(-1), 0), (0, -1));
+        assert_eq!(apply(RmwOp::AndInt(6), 3), (3, 2));
+        assert_eq!(apply(RmwOp::OrInt(4), 3), (3, 7));
+        assert_eq!(apply(RmwOp::XorInt(1), 3), (3, 2));
+        assert_eq!(apply(RmwOp::FetchAddLong(-1), 0), (0, -1));
+        assert_eq!(apply(RmwOp::SwapInt(8), 2), (2, 8));
+    }
 
     fn run<T: bytemuck::Pod>(scale: Scale, dst: &mut [T], src: &[T]) {
         let len = std::mem::size_of_val(src);

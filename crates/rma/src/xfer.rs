@@ -131,14 +131,90 @@ pub enum RmwOp {
     SwapInt(i32),
     /// Store into a 64-bit integer; returns the old value (`ARMCI_SWAP_LONG`).
     SwapLong(i64),
+    /// Store `value` into a 32-bit integer if it equals `cond`; returns the old value
+    /// (OpenSHMEM's `compare_swap`).
+    CompareSwapInt {
+        /// The value the integer must hold for the store to happen.
+        cond: i32,
+        /// The value stored.
+        value: i32,
+    },
+    /// [`RmwOp::CompareSwapInt`] on a 64-bit integer.
+    CompareSwapLong {
+        /// The value the integer must hold for the store to happen.
+        cond: i64,
+        /// The value stored.
+        value: i64,
+    },
+    /// Bitwise and into a 32-bit integer; returns the old value.
+    AndInt(i32),
+    /// Bitwise and into a 64-bit integer; returns the old value.
+    AndLong(i64),
+    /// Bitwise or into a 32-bit integer; returns the old value.
+    OrInt(i32),
+    /// Bitwise or into a 64-bit integer; returns the old value.
+    OrLong(i64),
+    /// Bitwise exclusive or into a 32-bit integer; returns the old value.
+    XorInt(i32),
+    /// Bitwise exclusive or into a 64-bit integer; returns the old value.
+    XorLong(i64),
 }
 
 impl RmwOp {
+    /// Applies the operation to the integer at `p` with one hardware atomic and
+    /// returns its old value (4-byte values sign-extended). The rma layer calls it
+    /// under the target's stripes (so it is atomic with respect to accumulates too);
+    /// a caller that never accumulates on these bytes may call it directly on a
+    /// mapping, as libshmem's same-host path does.
+    ///
+    /// # Safety
+    /// `p` must be valid for reads and writes of `self.size()` bytes and aligned to
+    /// that size, and every other access to those bytes must be atomic.
+    pub unsafe fn apply(&self, p: *mut u8) -> i64 {
+        use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+        // SAFETY: the caller promises validity and alignment (from_ptr's
+        // contract), and that other accesses are atomic.
+        let int = || unsafe { AtomicI32::from_ptr(p.cast()) };
+        // SAFETY: as above.
+        let long = || unsafe { AtomicI64::from_ptr(p.cast()) };
+        let ord = Ordering::AcqRel;
+        match *self {
+            RmwOp::FetchAddInt(v) => i64::from(int().fetch_add(v, ord)),
+            RmwOp::SwapInt(v) => i64::from(int().swap(v, ord)),
+            RmwOp::AndInt(v) => i64::from(int().fetch_and(v, ord)),
+            RmwOp::OrInt(v) => i64::from(int().fetch_or(v, ord)),
+            RmwOp::XorInt(v) => i64::from(int().fetch_xor(v, ord)),
+            RmwOp::CompareSwapInt { cond, value } => i64::from(
+                int()
+                    .compare_exchange(cond, value, ord, Ordering::Acquire)
+                    .unwrap_or_else(|old| old),
+            ),
+            RmwOp::FetchAddLong(v) => long().fetch_add(v, ord),
+            RmwOp::SwapLong(v) => long().swap(v, ord),
+            RmwOp::AndLong(v) => long().fetch_and(v, ord),
+            RmwOp::OrLong(v) => long().fetch_or(v, ord),
+            RmwOp::XorLong(v) => long().fetch_xor(v, ord),
+            RmwOp::CompareSwapLong { cond, value } => long()
+                .compare_exchange(cond, value, ord, Ordering::Acquire)
+                .unwrap_or_else(|old| old),
+        }
+    }
+
     /// Operand size in bytes (also the alignment the remote address needs).
     pub fn size(&self) -> usize {
         match self {
-            RmwOp::FetchAddInt(_) | RmwOp::SwapInt(_) => 4,
-            RmwOp::FetchAddLong(_) | RmwOp::SwapLong(_) => 8,
+            RmwOp::FetchAddInt(_)
+            | RmwOp::SwapInt(_)
+            | RmwOp::CompareSwapInt { .. }
+            | RmwOp::AndInt(_)
+            | RmwOp::OrInt(_)
+            | RmwOp::XorInt(_) => 4,
+            RmwOp::FetchAddLong(_)
+            | RmwOp::SwapLong(_)
+            | RmwOp::CompareSwapLong { .. }
+            | RmwOp::AndLong(_)
+            | RmwOp::OrLong(_)
+            | RmwOp::XorLong(_) => 8,
         }
     }
 }

@@ -20,7 +20,7 @@
 //! | PUT | ≥ 1 | — | only if refused |
 //! | GET | ≥ 1 | — | always |
 //! | ACC | ≥ 1 | etype = element type, arg = scale (re, im) | only if refused |
-//! | RMW | 1, of the operand's size | etype = rmw kind, arg[0..8] = operand | always |
+//! | RMW | 1, of the operand's size | etype = rmw kind, arg[0..8] = operand, arg[8..16] = compare-swap condition | always |
 //! | FENCE | 0 | — | always, after every earlier request is applied |
 //! | LOCK | 0 | arg[0..8] = mutex | when granted |
 //! | UNLOCK | 0 | arg[0..8] = mutex | only if refused |
@@ -298,27 +298,49 @@ pub(crate) fn decode_scale(etype: u8, a: &[u8; 16]) -> Option<Scale> {
     })
 }
 
-/// An rmw as (etype, arg).
+/// An rmw as (etype, arg): the operand in `arg[0..8]`, a compare-swap's condition in
+/// `arg[8..16]`.
 pub(crate) fn encode_rmw(op: RmwOp) -> (u8, [u8; 16]) {
-    let (t, v) = match op {
-        RmwOp::FetchAddInt(v) => (1, i64::from(v)),
-        RmwOp::FetchAddLong(v) => (2, v),
-        RmwOp::SwapInt(v) => (3, i64::from(v)),
-        RmwOp::SwapLong(v) => (4, v),
+    let (t, v, c) = match op {
+        RmwOp::FetchAddInt(v) => (1, i64::from(v), 0),
+        RmwOp::FetchAddLong(v) => (2, v, 0),
+        RmwOp::SwapInt(v) => (3, i64::from(v), 0),
+        RmwOp::SwapLong(v) => (4, v, 0),
+        RmwOp::CompareSwapInt { cond, value } => (5, i64::from(value), i64::from(cond)),
+        RmwOp::CompareSwapLong { cond, value } => (6, value, cond),
+        RmwOp::AndInt(v) => (7, i64::from(v), 0),
+        RmwOp::AndLong(v) => (8, v, 0),
+        RmwOp::OrInt(v) => (9, i64::from(v), 0),
+        RmwOp::OrLong(v) => (10, v, 0),
+        RmwOp::XorInt(v) => (11, i64::from(v), 0),
+        RmwOp::XorLong(v) => (12, v, 0),
     };
     let mut a = [0u8; 16];
     a[..8].copy_from_slice(&v.to_le_bytes());
+    a[8..].copy_from_slice(&c.to_le_bytes());
     (t, a)
 }
 
 /// The inverse of [`encode_rmw`].
 pub(crate) fn decode_rmw(etype: u8, a: &[u8; 16]) -> Option<RmwOp> {
     let v = u64_at(a, 0) as i64;
+    let c = u64_at(a, 8) as i64;
     Some(match etype {
         1 => RmwOp::FetchAddInt(v as i32),
         2 => RmwOp::FetchAddLong(v),
         3 => RmwOp::SwapInt(v as i32),
         4 => RmwOp::SwapLong(v),
+        5 => RmwOp::CompareSwapInt {
+            cond: c as i32,
+            value: v as i32,
+        },
+        6 => RmwOp::CompareSwapLong { cond: c, value: v },
+        7 => RmwOp::AndInt(v as i32),
+        8 => RmwOp::AndLong(v),
+        9 => RmwOp::OrInt(v as i32),
+        10 => RmwOp::OrLong(v),
+        11 => RmwOp::XorInt(v as i32),
+        12 => RmwOp::XorLong(v),
         _ => return None,
     })
 }
@@ -365,7 +387,21 @@ mod tests {
             decode_scale(back.etype, &back.arg),
             Some(Scale::ComplexDouble([1.5, -2.0]))
         );
-        for op in [RmwOp::FetchAddInt(-3), RmwOp::SwapLong(i64::MIN)] {
+        for op in [
+            RmwOp::FetchAddInt(-3),
+            RmwOp::SwapLong(i64::MIN),
+            RmwOp::CompareSwapInt { cond: -1, value: 7 },
+            RmwOp::CompareSwapLong {
+                cond: i64::MAX,
+                value: i64::MIN,
+            },
+            RmwOp::AndInt(0x0f0f),
+            RmwOp::OrLong(-2),
+            RmwOp::XorInt(i32::MIN),
+            RmwOp::AndLong(3),
+            RmwOp::OrInt(8),
+            RmwOp::XorLong(5),
+        ] {
             let (t, a) = encode_rmw(op);
             assert_eq!(decode_rmw(t, &a), Some(op));
         }

@@ -1,0 +1,160 @@
+/* Contexts. Every context shares the default's path (the library orders and
+ * completes all of a PE's operations together), so a context is a checked handle
+ * and each _ctx_ call is its context-free twin; shmem_ctx_quiet completes every
+ * operation of this PE, which includes the context's, as the specification asks. */
+#include <shmem.h>
+#include <stdlib.h>
+
+void nf_shmem_fatal(const char *call, const char *msg);
+
+/* What a created context points at (a distinct address per context). */
+struct nf_shmem_ctx {
+    long options;
+};
+
+static void nf_ctx(const char *call, shmem_ctx_t ctx) {
+    if (ctx == SHMEM_CTX_INVALID) nf_shmem_fatal(call, "ctx is SHMEM_CTX_INVALID");
+}
+
+int shmem_ctx_create(long options, shmem_ctx_t *ctx) {
+    struct nf_shmem_ctx *c = malloc(sizeof *c);
+    if (!c) {
+        *ctx = SHMEM_CTX_INVALID;
+        return 1;
+    }
+    c->options = options;
+    *ctx = c;
+    return 0;
+}
+
+void shmem_ctx_destroy(shmem_ctx_t ctx) {
+    nf_ctx("shmem_ctx_destroy", ctx);
+    if (ctx == SHMEM_CTX_DEFAULT) nf_shmem_fatal("shmem_ctx_destroy", "ctx is SHMEM_CTX_DEFAULT");
+    shmem_quiet();
+    free(ctx);
+}
+
+void shmem_ctx_quiet(shmem_ctx_t ctx) {
+    nf_ctx("shmem_ctx_quiet", ctx);
+    shmem_quiet();
+}
+
+void shmem_ctx_fence(shmem_ctx_t ctx) {
+    nf_ctx("shmem_ctx_fence", ctx);
+    shmem_fence();
+}
+
+#define NF_CTX_RMA(T, N)                                                             \
+    void shmem_ctx_##N##_put(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, \
+                             int pe) {                                               \
+        nf_ctx("shmem_ctx_" #N "_put", ctx);                                         \
+        shmem_##N##_put(dest, source, nelems, pe);                                   \
+    }                                                                                \
+    void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, \
+                             int pe) {                                               \
+        nf_ctx("shmem_ctx_" #N "_get", ctx);                                         \
+        shmem_##N##_get(dest, source, nelems, pe);                                   \
+    }                                                                                \
+    void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source,          \
+                                 size_t nelems, int pe) {                            \
+        nf_ctx("shmem_ctx_" #N "_put_nbi", ctx);                                     \
+        shmem_##N##_put_nbi(dest, source, nelems, pe);                               \
+    }                                                                                \
+    void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source,          \
+                                 size_t nelems, int pe) {                            \
+        nf_ctx("shmem_ctx_" #N "_get_nbi", ctx);                                     \
+        shmem_##N##_get_nbi(dest, source, nelems, pe);                               \
+    }                                                                                \
+    void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe) {              \
+        nf_ctx("shmem_ctx_" #N "_p", ctx);                                           \
+        shmem_##N##_p(dest, value, pe);                                              \
+    }                                                                                \
+    T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe) {                  \
+        nf_ctx("shmem_ctx_" #N "_g", ctx);                                           \
+        return shmem_##N##_g(source, pe);                                            \
+    }                                                                                \
+    void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source,             \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { \
+        nf_ctx("shmem_ctx_" #N "_iput", ctx);                                        \
+        shmem_##N##_iput(dest, source, dst, sst, nelems, pe);                        \
+    }                                                                                \
+    void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T *dest, const T *source,             \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { \
+        nf_ctx("shmem_ctx_" #N "_iget", ctx);                                        \
+        shmem_##N##_iget(dest, source, dst, sst, nelems, pe);                        \
+    }
+_NF_SHMEM_RMA_TYPES(NF_CTX_RMA)
+
+void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                      int pe) {
+    nf_ctx("shmem_ctx_putmem", ctx);
+    shmem_putmem(dest, source, nelems, pe);
+}
+void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                      int pe) {
+    nf_ctx("shmem_ctx_getmem", ctx);
+    shmem_getmem(dest, source, nelems, pe);
+}
+void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe) {
+    nf_ctx("shmem_ctx_putmem_nbi", ctx);
+    shmem_putmem_nbi(dest, source, nelems, pe);
+}
+void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe) {
+    nf_ctx("shmem_ctx_getmem_nbi", ctx);
+    shmem_getmem_nbi(dest, source, nelems, pe);
+}
+
+#define NF_CTX_EXT_AMO(T, N)                                                         \
+    T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe) {       \
+        nf_ctx("shmem_ctx_" #N "_atomic_fetch", ctx);                                \
+        return shmem_##N##_atomic_fetch(source, pe);                                 \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_set(shmem_ctx_t ctx, T *dest, T value, int pe) {     \
+        nf_ctx("shmem_ctx_" #N "_atomic_set", ctx);                                  \
+        shmem_##N##_atomic_set(dest, value, pe);                                     \
+    }                                                                                \
+    T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T *dest, T value, int pe) {       \
+        nf_ctx("shmem_ctx_" #N "_atomic_swap", ctx);                                 \
+        return shmem_##N##_atomic_swap(dest, value, pe);                             \
+    }
+_NF_SHMEM_EXT_AMO_TYPES(NF_CTX_EXT_AMO)
+
+#define NF_CTX_AMO(T, N)                                                             \
+    T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t ctx, T *dest, T cond, T value, \
+                                          int pe) {                                  \
+        nf_ctx("shmem_ctx_" #N "_atomic_compare_swap", ctx);                         \
+        return shmem_##N##_atomic_compare_swap(dest, cond, value, pe);               \
+    }                                                                                \
+    T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe) {           \
+        nf_ctx("shmem_ctx_" #N "_atomic_fetch_inc", ctx);                            \
+        return shmem_##N##_atomic_fetch_inc(dest, pe);                               \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_inc(shmem_ctx_t ctx, T *dest, int pe) {              \
+        nf_ctx("shmem_ctx_" #N "_atomic_inc", ctx);                                  \
+        shmem_##N##_atomic_inc(dest, pe);                                            \
+    }                                                                                \
+    T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t ctx, T *dest, T value, int pe) {  \
+        nf_ctx("shmem_ctx_" #N "_atomic_fetch_add", ctx);                            \
+        return shmem_##N##_atomic_fetch_add(dest, value, pe);                        \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T *dest, T value, int pe) {     \
+        nf_ctx("shmem_ctx_" #N "_atomic_add", ctx);                                  \
+        shmem_##N##_atomic_add(dest, value, pe);                                     \
+    }
+_NF_SHMEM_AMO_TYPES(NF_CTX_AMO)
+
+#define NF_CTX_BITWISE_ONE(T, N, OP)                                                 \
+    T shmem_ctx_##N##_atomic_fetch_##OP(shmem_ctx_t ctx, T *dest, T value, int pe) { \
+        nf_ctx("shmem_ctx_" #N "_atomic_fetch_" #OP, ctx);                           \
+        return shmem_##N##_atomic_fetch_##OP(dest, value, pe);                       \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx, T *dest, T value, int pe) {    \
+        nf_ctx("shmem_ctx_" #N "_atomic_" #OP, ctx);                                 \
+        shmem_##N##_atomic_##OP(dest, value, pe);                                    \
+    }
+#define NF_CTX_BITWISE_AMO(T, N)                                                     \
+    NF_CTX_BITWISE_ONE(T, N, and) NF_CTX_BITWISE_ONE(T, N, or)                       \
+    NF_CTX_BITWISE_ONE(T, N, xor)
+_NF_SHMEM_BITWISE_AMO_TYPES(NF_CTX_BITWISE_AMO)

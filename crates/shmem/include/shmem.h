@@ -1,0 +1,518 @@
+/* shmem.h: the OpenSHMEM 1.5 C interface of ninefold's libshmem.
+ *
+ * Written for ninefold from the OpenSHMEM 1.5 specification. What this version
+ * provides is declared here; what it does not (see "Not provided" at the end) is not
+ * declared, so a program using it fails to compile or link with the name in the
+ * message, never at run time in silence.
+ *
+ * The typed families are generated from the type tables below (_NF_SHMEM_*_TYPES),
+ * which the library's C side (csrc/typed.c) uses to define them: one table, one
+ * declaration and one definition per family. */
+#ifndef NF_SHMEM_H
+#define NF_SHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Library constants ---- */
+#define SHMEM_MAJOR_VERSION 1
+#define SHMEM_MINOR_VERSION 5
+#define SHMEM_MAX_NAME_LEN 256
+#define SHMEM_VENDOR_STRING "ninefold libshmem"
+
+/* Deprecated spellings of the above (OpenSHMEM 1.4). */
+#define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
+#define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
+#define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN
+#define _SHMEM_VENDOR_STRING SHMEM_VENDOR_STRING
+
+/* Thread levels (shmem_init_thread, shmem_query_thread). */
+#define SHMEM_THREAD_SINGLE 0
+#define SHMEM_THREAD_FUNNELED 1
+#define SHMEM_THREAD_SERIALIZED 2
+#define SHMEM_THREAD_MULTIPLE 3
+
+/* Point-to-point comparison operators (wait_until, test). */
+#define SHMEM_CMP_EQ 0
+#define SHMEM_CMP_NE 1
+#define SHMEM_CMP_GT 2
+#define SHMEM_CMP_GE 3
+#define SHMEM_CMP_LT 4
+#define SHMEM_CMP_LE 5
+#define _SHMEM_CMP_EQ SHMEM_CMP_EQ
+#define _SHMEM_CMP_NE SHMEM_CMP_NE
+#define _SHMEM_CMP_GT SHMEM_CMP_GT
+#define _SHMEM_CMP_GE SHMEM_CMP_GE
+#define _SHMEM_CMP_LT SHMEM_CMP_LT
+#define _SHMEM_CMP_LE SHMEM_CMP_LE
+
+/* Signal operators (put-with-signal). */
+#define SHMEM_SIGNAL_SET 0
+#define SHMEM_SIGNAL_ADD 1
+
+/* Memory hints (shmem_malloc_with_hints): accepted, none changes placement. */
+#define SHMEM_MALLOC_ATOMICS_REMOTE (1L << 0)
+#define SHMEM_MALLOC_SIGNAL_REMOTE (1L << 1)
+
+/* Sizes and initial value of the work arrays of the 1.4 active-set collectives. */
+#define SHMEM_SYNC_VALUE (-1L)
+#define SHMEM_BCAST_SYNC_SIZE 2
+#define SHMEM_REDUCE_SYNC_SIZE 2
+#define SHMEM_BARRIER_SYNC_SIZE 2
+#define SHMEM_COLLECT_SYNC_SIZE 2
+#define SHMEM_ALLTOALL_SYNC_SIZE 2
+#define SHMEM_ALLTOALLS_SYNC_SIZE 2
+#define SHMEM_SYNC_SIZE 2
+#define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
+#define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
+#define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
+#define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
+#define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
+#define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
+
+/* ---- Teams and contexts: handles ---- */
+typedef struct nf_shmem_team *shmem_team_t;
+typedef struct nf_shmem_ctx *shmem_ctx_t;
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+#define SHMEM_TEAM_WORLD ((shmem_team_t)1)
+#define SHMEM_TEAM_SHARED ((shmem_team_t)2)
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+#define SHMEM_CTX_DEFAULT ((shmem_ctx_t)1)
+#define SHMEM_CTX_SERIALIZED (1L << 0)
+#define SHMEM_CTX_PRIVATE (1L << 1)
+#define SHMEM_CTX_NOSTORE (1L << 2)
+
+/* ---- Setup, exit and query ---- */
+void shmem_init(void);
+int shmem_init_thread(int requested, int *provided);
+void shmem_query_thread(int *provided);
+void shmem_finalize(void);
+void shmem_global_exit(int status);
+int shmem_my_pe(void);
+int shmem_n_pes(void);
+int shmem_pe_accessible(int pe);
+int shmem_addr_accessible(const void *addr, int pe);
+void *shmem_ptr(const void *dest, int pe);
+void shmem_info_get_version(int *major, int *minor);
+void shmem_info_get_name(char *name);
+
+/* ---- Symmetric heap ---- */
+void *shmem_malloc(size_t size);
+void *shmem_calloc(size_t count, size_t size);
+void *shmem_align(size_t alignment, size_t size);
+void *shmem_realloc(void *ptr, size_t size);
+void shmem_free(void *ptr);
+void *shmem_malloc_with_hints(size_t size, long hints);
+
+/* ---- Ordering, barriers, locks ---- */
+void shmem_fence(void);
+void shmem_quiet(void);
+void shmem_barrier_all(void);
+void shmem_sync_all(void);
+void shmem_set_lock(long *lock);
+void shmem_clear_lock(long *lock);
+int shmem_test_lock(long *lock);
+
+/* ---- Type tables ----
+ * X(TYPE, TYPENAME) for every type of a family, as the specification's tables name
+ * them. Implementation names (leading underscore and a capital): not for programs. */
+
+/* Standard RMA types (put, get, p, g, iput, iget, nbi). */
+#define _NF_SHMEM_RMA_TYPES(X)                                                        \
+    X(float, float) X(double, double) X(long double, longdouble) X(char, char)        \
+    X(signed char, schar) X(short, short) X(int, int) X(long, long)                   \
+    X(long long, longlong) X(unsigned char, uchar) X(unsigned short, ushort)          \
+    X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong)    \
+    X(int8_t, int8) X(int16_t, int16) X(int32_t, int32) X(int64_t, int64)             \
+    X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64)     \
+    X(size_t, size) X(ptrdiff_t, ptrdiff)
+
+/* Sized RMA: X(BITS, BYTES). */
+#define _NF_SHMEM_SIZES(X) X(8, 1) X(16, 2) X(32, 4) X(64, 8) X(128, 16)
+
+/* Standard AMO types (inc, add, compare_swap and their fetching forms). */
+#define _NF_SHMEM_AMO_TYPES(X)                                                        \
+    X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint)            \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32)        \
+    X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)         \
+    X(ptrdiff_t, ptrdiff)
+
+/* Extended AMO types (fetch, set, swap): the standard ones and the floating point. */
+#define _NF_SHMEM_EXT_AMO_TYPES(X) _NF_SHMEM_AMO_TYPES(X) X(float, float) X(double, double)
+
+/* Bitwise AMO types (and, or, xor and their fetching forms). */
+#define _NF_SHMEM_BITWISE_AMO_TYPES(X)                                                \
+    X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong)    \
+    X(int32_t, int32) X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64)
+
+/* Point-to-point synchronization types (wait_until, test; short and ushort are the
+ * deprecated 1.4 ones). */
+#define _NF_SHMEM_P2P_TYPES(X) _NF_SHMEM_AMO_TYPES(X) X(short, short) X(unsigned short, ushort)
+
+/* ---- RMA ---- */
+#define _NF_SHMEM_DECL_RMA(T, N)                                                      \
+    void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe);            \
+    void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe);            \
+    void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe);        \
+    void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe);        \
+    void shmem_##N##_p(T *dest, T value, int pe);                                     \
+    T shmem_##N##_g(const T *source, int pe);                                         \
+    void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst,     \
+                          size_t nelems, int pe);                                     \
+    void shmem_##N##_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst,     \
+                          size_t nelems, int pe);
+_NF_SHMEM_RMA_TYPES(_NF_SHMEM_DECL_RMA)
+
+#define _NF_SHMEM_DECL_SIZED(BITS, BYTES)                                             \
+    void shmem_put##BITS(void *dest, const void *source, size_t nelems, int pe);      \
+    void shmem_get##BITS(void *dest, const void *source, size_t nelems, int pe);      \
+    void shmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems, int pe);\
+    void shmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems, int pe);\
+    void shmem_iput##BITS(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,\
+                          size_t nelems, int pe);                                     \
+    void shmem_iget##BITS(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,\
+                          size_t nelems, int pe);
+_NF_SHMEM_SIZES(_NF_SHMEM_DECL_SIZED)
+
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+
+/* ---- Atomic memory operations ---- */
+#define _NF_SHMEM_DECL_EXT_AMO(T, N)                                                  \
+    T shmem_##N##_atomic_fetch(const T *source, int pe);                              \
+    void shmem_##N##_atomic_set(T *dest, T value, int pe);                            \
+    T shmem_##N##_atomic_swap(T *dest, T value, int pe);                              \
+    void shmem_##N##_atomic_fetch_nbi(T *fetch, const T *source, int pe);             \
+    void shmem_##N##_atomic_swap_nbi(T *fetch, T *dest, T value, int pe);
+_NF_SHMEM_EXT_AMO_TYPES(_NF_SHMEM_DECL_EXT_AMO)
+
+#define _NF_SHMEM_DECL_AMO(T, N)                                                      \
+    T shmem_##N##_atomic_compare_swap(T *dest, T cond, T value, int pe);              \
+    T shmem_##N##_atomic_fetch_inc(T *dest, int pe);                                  \
+    void shmem_##N##_atomic_inc(T *dest, int pe);                                     \
+    T shmem_##N##_atomic_fetch_add(T *dest, T value, int pe);                         \
+    void shmem_##N##_atomic_add(T *dest, T value, int pe);                            \
+    void shmem_##N##_atomic_compare_swap_nbi(T *fetch, T *dest, T cond, T value,      \
+                                             int pe);                                 \
+    void shmem_##N##_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe);                 \
+    void shmem_##N##_atomic_fetch_add_nbi(T *fetch, T *dest, T value, int pe);
+_NF_SHMEM_AMO_TYPES(_NF_SHMEM_DECL_AMO)
+
+#define _NF_SHMEM_DECL_BITWISE_AMO(T, N)                                              \
+    T shmem_##N##_atomic_fetch_and(T *dest, T value, int pe);                         \
+    void shmem_##N##_atomic_and(T *dest, T value, int pe);                            \
+    T shmem_##N##_atomic_fetch_or(T *dest, T value, int pe);                          \
+    void shmem_##N##_atomic_or(T *dest, T value, int pe);                             \
+    T shmem_##N##_atomic_fetch_xor(T *dest, T value, int pe);                         \
+    void shmem_##N##_atomic_xor(T *dest, T value, int pe);                            \
+    void shmem_##N##_atomic_fetch_and_nbi(T *fetch, T *dest, T value, int pe);        \
+    void shmem_##N##_atomic_fetch_or_nbi(T *fetch, T *dest, T value, int pe);         \
+    void shmem_##N##_atomic_fetch_xor_nbi(T *fetch, T *dest, T value, int pe);
+_NF_SHMEM_BITWISE_AMO_TYPES(_NF_SHMEM_DECL_BITWISE_AMO)
+
+/* ---- Point-to-point synchronization ---- */
+#define _NF_SHMEM_DECL_P2P(T, N)                                                      \
+    void shmem_##N##_wait_until(T *ivar, int cmp, T cmp_value);                       \
+    void shmem_##N##_wait_until_all(T *ivars, size_t nelems, const int *status,       \
+                                    int cmp, T cmp_value);                            \
+    size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems, const int *status,     \
+                                      int cmp, T cmp_value);                          \
+    size_t shmem_##N##_wait_until_some(T *ivars, size_t nelems, size_t *indices,      \
+                                       const int *status, int cmp, T cmp_value);      \
+    void shmem_##N##_wait_until_all_vector(T *ivars, size_t nelems,                   \
+                                           const int *status, int cmp,                \
+                                           const T *cmp_values);                      \
+    size_t shmem_##N##_wait_until_any_vector(T *ivars, size_t nelems,                 \
+                                             const int *status, int cmp,              \
+                                             const T *cmp_values);                    \
+    size_t shmem_##N##_wait_until_some_vector(T *ivars, size_t nelems,                \
+                                              size_t *indices, const int *status,     \
+                                              int cmp, const T *cmp_values);          \
+    int shmem_##N##_test(T *ivar, int cmp, T cmp_value);                              \
+    int shmem_##N##_test_all(T *ivars, size_t nelems, const int *status, int cmp,     \
+                             T cmp_value);                                            \
+    size_t shmem_##N##_test_any(T *ivars, size_t nelems, const int *status, int cmp,  \
+                                T cmp_value);                                         \
+    size_t shmem_##N##_test_some(T *ivars, size_t nelems, size_t *indices,            \
+                                 const int *status, int cmp, T cmp_value);            \
+    int shmem_##N##_test_all_vector(T *ivars, size_t nelems, const int *status,       \
+                                    int cmp, const T *cmp_values);                    \
+    size_t shmem_##N##_test_any_vector(T *ivars, size_t nelems, const int *status,    \
+                                       int cmp, const T *cmp_values);                 \
+    size_t shmem_##N##_test_some_vector(T *ivars, size_t nelems, size_t *indices,     \
+                                        const int *status, int cmp,                   \
+                                        const T *cmp_values);                         \
+    void shmem_##N##_wait(T *ivar, T cmp_value);
+_NF_SHMEM_P2P_TYPES(_NF_SHMEM_DECL_P2P)
+
+/* ---- C11 generic forms ----
+ * Selected on the type of the object the first pointer points to (lvalue
+ * conversion drops its qualifiers); only the basic C types are listed, as the
+ * fixed-width and size types are typedefs of them. */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+
+#define _NF_SHMEM_GENERIC_RMA(obj, OP)                                                \
+    _Generic(*(obj), float: shmem_float_##OP, double: shmem_double_##OP,              \
+             long double: shmem_longdouble_##OP, char: shmem_char_##OP,               \
+             signed char: shmem_schar_##OP, short: shmem_short_##OP,                  \
+             int: shmem_int_##OP, long: shmem_long_##OP,                              \
+             long long: shmem_longlong_##OP, unsigned char: shmem_uchar_##OP,         \
+             unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP,        \
+             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP)
+
+#define _NF_SHMEM_GENERIC_AMO(obj, OP)                                                \
+    _Generic(*(obj), int: shmem_int_##OP, long: shmem_long_##OP,                      \
+             long long: shmem_longlong_##OP, unsigned int: shmem_uint_##OP,           \
+             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP)
+
+#define _NF_SHMEM_GENERIC_EXT_AMO(obj, OP)                                            \
+    _Generic(*(obj), float: shmem_float_##OP, double: shmem_double_##OP,              \
+             int: shmem_int_##OP, long: shmem_long_##OP,                              \
+             long long: shmem_longlong_##OP, unsigned int: shmem_uint_##OP,           \
+             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP)
+
+#define _NF_SHMEM_GENERIC_BITWISE(obj, OP)                                            \
+    _Generic(*(obj), unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,  \
+             unsigned long long: shmem_ulonglong_##OP, int: shmem_int32_##OP,         \
+             long: shmem_int64_##OP)
+
+#define _NF_SHMEM_GENERIC_P2P(obj, OP)                                                \
+    _Generic(*(obj), short: shmem_short_##OP, int: shmem_int_##OP,                    \
+             long: shmem_long_##OP, long long: shmem_longlong_##OP,                   \
+             unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP,        \
+             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP)
+
+#define shmem_put(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, put)(dest, __VA_ARGS__)
+#define shmem_get(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, get)(dest, __VA_ARGS__)
+#define shmem_put_nbi(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, put_nbi)(dest, __VA_ARGS__)
+#define shmem_get_nbi(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, get_nbi)(dest, __VA_ARGS__)
+#define shmem_p(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, p)(dest, __VA_ARGS__)
+#define shmem_g(src, ...) _NF_SHMEM_GENERIC_RMA(src, g)(src, __VA_ARGS__)
+#define shmem_iput(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, iput)(dest, __VA_ARGS__)
+#define shmem_iget(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, iget)(dest, __VA_ARGS__)
+
+#define shmem_atomic_fetch(src, ...)                                                  \
+    _NF_SHMEM_GENERIC_EXT_AMO(src, atomic_fetch)(src, __VA_ARGS__)
+#define shmem_atomic_set(dest, ...)                                                   \
+    _NF_SHMEM_GENERIC_EXT_AMO(dest, atomic_set)(dest, __VA_ARGS__)
+#define shmem_atomic_swap(dest, ...)                                                  \
+    _NF_SHMEM_GENERIC_EXT_AMO(dest, atomic_swap)(dest, __VA_ARGS__)
+#define shmem_atomic_fetch_nbi(fetch, ...)                                            \
+    _NF_SHMEM_GENERIC_EXT_AMO(fetch, atomic_fetch_nbi)(fetch, __VA_ARGS__)
+#define shmem_atomic_swap_nbi(fetch, ...)                                             \
+    _NF_SHMEM_GENERIC_EXT_AMO(fetch, atomic_swap_nbi)(fetch, __VA_ARGS__)
+#define shmem_atomic_compare_swap(dest, ...)                                          \
+    _NF_SHMEM_GENERIC_AMO(dest, atomic_compare_swap)(dest, __VA_ARGS__)
+#define shmem_atomic_fetch_inc(dest, ...)                                             \
+    _NF_SHMEM_GENERIC_AMO(dest, atomic_fetch_inc)(dest, __VA_ARGS__)
+#define shmem_atomic_inc(dest, ...)                                                   \
+    _NF_SHMEM_GENERIC_AMO(dest, atomic_inc)(dest, __VA_ARGS__)
+#define shmem_atomic_fetch_add(dest, ...)                                             \
+    _NF_SHMEM_GENERIC_AMO(dest, atomic_fetch_add)(dest, __VA_ARGS__)
+#define shmem_atomic_add(dest, ...)                                                   \
+    _NF_SHMEM_GENERIC_AMO(dest, atomic_add)(dest, __VA_ARGS__)
+#define shmem_atomic_compare_swap_nbi(fetch, ...)                                     \
+    _NF_SHMEM_GENERIC_AMO(fetch, atomic_compare_swap_nbi)(fetch, __VA_ARGS__)
+#define shmem_atomic_fetch_inc_nbi(fetch, ...)                                        \
+    _NF_SHMEM_GENERIC_AMO(fetch, atomic_fetch_inc_nbi)(fetch, __VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(fetch, ...)                                        \
+    _NF_SHMEM_GENERIC_AMO(fetch, atomic_fetch_add_nbi)(fetch, __VA_ARGS__)
+#define shmem_atomic_fetch_and(dest, ...)                                             \
+    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_fetch_and)(dest, __VA_ARGS__)
+#define shmem_atomic_and(dest, ...)                                                   \
+    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_and)(dest, __VA_ARGS__)
+#define shmem_atomic_fetch_or(dest, ...)                                              \
+    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_fetch_or)(dest, __VA_ARGS__)
+#define shmem_atomic_or(dest, ...)                                                    \
+    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_or)(dest, __VA_ARGS__)
+#define shmem_atomic_fetch_xor(dest, ...)                                             \
+    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_fetch_xor)(dest, __VA_ARGS__)
+#define shmem_atomic_xor(dest, ...)                                                   \
+    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_xor)(dest, __VA_ARGS__)
+
+#define shmem_wait_until(ivar, ...) _NF_SHMEM_GENERIC_P2P(ivar, wait_until)(ivar, __VA_ARGS__)
+#define shmem_wait_until_all(ivars, ...)                                              \
+    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_all)(ivars, __VA_ARGS__)
+#define shmem_wait_until_any(ivars, ...)                                              \
+    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_any)(ivars, __VA_ARGS__)
+#define shmem_wait_until_some(ivars, ...)                                             \
+    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_some)(ivars, __VA_ARGS__)
+#define shmem_wait_until_all_vector(ivars, ...)                                       \
+    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_all_vector)(ivars, __VA_ARGS__)
+#define shmem_wait_until_any_vector(ivars, ...)                                       \
+    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_any_vector)(ivars, __VA_ARGS__)
+#define shmem_wait_until_some_vector(ivars, ...)                                      \
+    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_some_vector)(ivars, __VA_ARGS__)
+#define shmem_test(ivar, ...) _NF_SHMEM_GENERIC_P2P(ivar, test)(ivar, __VA_ARGS__)
+#define shmem_test_all(ivars, ...) _NF_SHMEM_GENERIC_P2P(ivars, test_all)(ivars, __VA_ARGS__)
+#define shmem_test_any(ivars, ...) _NF_SHMEM_GENERIC_P2P(ivars, test_any)(ivars, __VA_ARGS__)
+#define shmem_test_some(ivars, ...)                                                   \
+    _NF_SHMEM_GENERIC_P2P(ivars, test_some)(ivars, __VA_ARGS__)
+#define shmem_test_all_vector(ivars, ...)                                             \
+    _NF_SHMEM_GENERIC_P2P(ivars, test_all_vector)(ivars, __VA_ARGS__)
+#define shmem_test_any_vector(ivars, ...)                                             \
+    _NF_SHMEM_GENERIC_P2P(ivars, test_any_vector)(ivars, __VA_ARGS__)
+#define shmem_test_some_vector(ivars, ...)                                            \
+    _NF_SHMEM_GENERIC_P2P(ivars, test_some_vector)(ivars, __VA_ARGS__)
+
+#endif /* C11 */
+
+/* ---- Teams and collectives (SHMEM_TEAM_WORLD only in this version: any other
+ * team is an error naming the call) ---- */
+int shmem_team_my_pe(shmem_team_t team);
+int shmem_team_n_pes(shmem_team_t team);
+int shmem_sync(shmem_team_t team);
+
+#define _NF_SHMEM_DECL_COLL(T, N)                                                     \
+    int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source,            \
+                              size_t nelems, int PE_root);                            \
+    int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source,              \
+                            size_t nelems);                                           \
+    int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source,             \
+                             size_t nelems);                                          \
+    int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source,             \
+                             size_t nelems);                                          \
+    int shmem_##N##_alltoalls(shmem_team_t team, T *dest, const T *source,            \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+_NF_SHMEM_RMA_TYPES(_NF_SHMEM_DECL_COLL)
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems,
+                       int PE_root);
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+
+/* Reduction types: bitwise (and, or, xor), ordered (max, min), arithmetic (sum, prod). */
+#define _NF_SHMEM_BITWISE_REDUCE_TYPES(X)                                             \
+    X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)           \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8)          \
+    X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8)           \
+    X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)
+#define _NF_SHMEM_ORDERED_REDUCE_TYPES(X)                                             \
+    X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long)     \
+    X(long long, longlong) X(ptrdiff_t, ptrdiff) X(unsigned char, uchar)              \
+    X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong)           \
+    X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16)                \
+    X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16)         \
+    X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) X(float, float)           \
+    X(double, double) X(long double, longdouble)
+#ifndef __cplusplus
+#define _NF_SHMEM_ARITH_REDUCE_TYPES(X)                                               \
+    _NF_SHMEM_ORDERED_REDUCE_TYPES(X) X(double _Complex, complexd) X(float _Complex, complexf)
+#else
+#define _NF_SHMEM_ARITH_REDUCE_TYPES(X) _NF_SHMEM_ORDERED_REDUCE_TYPES(X)
+#endif
+
+#define _NF_SHMEM_DECL_REDUCE(T, N, OP)                                               \
+    int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source,        \
+                                  size_t nreduce);
+#define _NF_SHMEM_DECL_BITWISE_REDUCE(T, N)                                           \
+    _NF_SHMEM_DECL_REDUCE(T, N, and) _NF_SHMEM_DECL_REDUCE(T, N, or)                  \
+    _NF_SHMEM_DECL_REDUCE(T, N, xor)
+#define _NF_SHMEM_DECL_ORDERED_REDUCE(T, N)                                           \
+    _NF_SHMEM_DECL_REDUCE(T, N, max) _NF_SHMEM_DECL_REDUCE(T, N, min)
+#define _NF_SHMEM_DECL_ARITH_REDUCE(T, N)                                             \
+    _NF_SHMEM_DECL_REDUCE(T, N, sum) _NF_SHMEM_DECL_REDUCE(T, N, prod)
+_NF_SHMEM_BITWISE_REDUCE_TYPES(_NF_SHMEM_DECL_BITWISE_REDUCE)
+_NF_SHMEM_ORDERED_REDUCE_TYPES(_NF_SHMEM_DECL_ORDERED_REDUCE)
+_NF_SHMEM_ARITH_REDUCE_TYPES(_NF_SHMEM_DECL_ARITH_REDUCE)
+
+/* ---- Contexts: every context shares the default's path; shmem_ctx_quiet and
+ * shmem_ctx_fence complete all of this PE's operations (at least what the context
+ * issued, as the specification asks). ---- */
+int shmem_ctx_create(long options, shmem_ctx_t *ctx);
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+void shmem_ctx_quiet(shmem_ctx_t ctx);
+void shmem_ctx_fence(shmem_ctx_t ctx);
+
+#define _NF_SHMEM_DECL_CTX_RMA(T, N)                                                  \
+    void shmem_ctx_##N##_put(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, \
+                             int pe);                                                 \
+    void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, \
+                             int pe);                                                 \
+    void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source,           \
+                                 size_t nelems, int pe);                              \
+    void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source,           \
+                                 size_t nelems, int pe);                              \
+    void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe);                \
+    T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe);                    \
+    void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, \
+                              ptrdiff_t sst, size_t nelems, int pe);                  \
+    void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, \
+                              ptrdiff_t sst, size_t nelems, int pe);
+_NF_SHMEM_RMA_TYPES(_NF_SHMEM_DECL_CTX_RMA)
+void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                      int pe);
+void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                      int pe);
+void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe);
+void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe);
+
+#define _NF_SHMEM_DECL_CTX_EXT_AMO(T, N)                                              \
+    T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe);         \
+    void shmem_ctx_##N##_atomic_set(shmem_ctx_t ctx, T *dest, T value, int pe);       \
+    T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T *dest, T value, int pe);
+_NF_SHMEM_EXT_AMO_TYPES(_NF_SHMEM_DECL_CTX_EXT_AMO)
+#define _NF_SHMEM_DECL_CTX_AMO(T, N)                                                  \
+    T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t ctx, T *dest, T cond, T value,  \
+                                          int pe);                                    \
+    T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe);             \
+    void shmem_ctx_##N##_atomic_inc(shmem_ctx_t ctx, T *dest, int pe);                \
+    T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t ctx, T *dest, T value, int pe);    \
+    void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T *dest, T value, int pe);
+_NF_SHMEM_AMO_TYPES(_NF_SHMEM_DECL_CTX_AMO)
+#define _NF_SHMEM_DECL_CTX_BITWISE_AMO(T, N)                                          \
+    T shmem_ctx_##N##_atomic_fetch_and(shmem_ctx_t ctx, T *dest, T value, int pe);    \
+    void shmem_ctx_##N##_atomic_and(shmem_ctx_t ctx, T *dest, T value, int pe);       \
+    T shmem_ctx_##N##_atomic_fetch_or(shmem_ctx_t ctx, T *dest, T value, int pe);     \
+    void shmem_ctx_##N##_atomic_or(shmem_ctx_t ctx, T *dest, T value, int pe);        \
+    T shmem_ctx_##N##_atomic_fetch_xor(shmem_ctx_t ctx, T *dest, T value, int pe);    \
+    void shmem_ctx_##N##_atomic_xor(shmem_ctx_t ctx, T *dest, T value, int pe);
+_NF_SHMEM_BITWISE_AMO_TYPES(_NF_SHMEM_DECL_CTX_BITWISE_AMO)
+
+/* ---- Deprecated names (OpenSHMEM 1.4 and before), kept for old programs ---- */
+void start_pes(int npes);
+int _my_pe(void);
+int _num_pes(void);
+void *shmalloc(size_t size);
+void shfree(void *ptr);
+void *shrealloc(void *ptr, size_t size);
+void *shmemalign(size_t alignment, size_t size);
+
+/* The 1.4 atomic names on the types 1.4 had them for. */
+#define _NF_SHMEM_OLD_AMO_TYPES(X) X(int, int) X(long, long) X(long long, longlong)
+#define _NF_SHMEM_OLD_EXT_AMO_TYPES(X) _NF_SHMEM_OLD_AMO_TYPES(X) X(float, float) X(double, double)
+#define _NF_SHMEM_DECL_OLD_AMO(T, N)                                                  \
+    T shmem_##N##_finc(T *dest, int pe);                                              \
+    void shmem_##N##_inc(T *dest, int pe);                                            \
+    T shmem_##N##_fadd(T *dest, T value, int pe);                                     \
+    void shmem_##N##_add(T *dest, T value, int pe);                                   \
+    T shmem_##N##_cswap(T *dest, T cond, T value, int pe);
+_NF_SHMEM_OLD_AMO_TYPES(_NF_SHMEM_DECL_OLD_AMO)
+#define _NF_SHMEM_DECL_OLD_EXT_AMO(T, N)                                              \
+    T shmem_##N##_swap(T *dest, T value, int pe);                                     \
+    T shmem_##N##_fetch(const T *source, int pe);                                     \
+    void shmem_##N##_set(T *dest, T value, int pe);
+_NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
+
+/* Not provided in this version (neither declared nor defined, so a program that
+ * uses them fails to build, naming them): the 1.4 active-set collectives with
+ * pSync (shmem_barrier among them), the team calls other than the three above
+ * (split, translate, destroy, get_config, shmem_team_create_ctx), the C11
+ * generic collectives and context forms, the fetching _nbi atomics on contexts,
+ * put-with-signal and signal_fetch / signal_wait_until, and remote access to
+ * global and static data (only the symmetric heap is remotely accessible). */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NF_SHMEM_H */

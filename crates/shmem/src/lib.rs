@@ -1,0 +1,60 @@
+//! libshmem: OpenSHMEM 1.5 for C programs over ninefold's rma layer (`nf-rma`).
+//!
+//! Glossary:
+//! - **PE**: processing element, one process of the job; PE numbers are world ranks.
+//! - **symmetric heap**: memory every PE has at the same offsets. At `shmem_init`
+//!   each PE joins one collective allocation of `SHMEM_SYMMETRIC_SIZE` bytes
+//!   ([`size`]) through `Rma::malloc`; `shmem_malloc` and friends carve it with a
+//!   deterministic allocator ([`heap`]), so the same calls in the same order give the
+//!   same offset on every PE.
+//! - **symmetric address**: an address in the caller's own part of the heap. For PE
+//!   `p` it becomes `base[p] + (addr - base[me])`, the address in `p`'s space the rma
+//!   layer expects ([`state::State::remote`]).
+//! - **C side** (`csrc/`, built by `build.rs` with the system C compiler, no MPI):
+//!   the typed families (`shmem_int_put`, `shmem_long_atomic_fetch_add`,
+//!   `shmem_uint64_wait_until_any`, …), each one macro over a type table of
+//!   `include/shmem.h`, ending in a few untyped Rust functions ([`xfer`], [`amo`],
+//!   [`sync`]).
+//!
+//! Design rules:
+//! 1. The job is joined with `nf_core::World::init` (`nf run`, PMIx under `mpirun` /
+//!    `oshrun`, PMI-2 under hydra / `srun`), and the rma layer over it
+//!    (`nf_rma::WorldWireup`); no MPI.
+//! 2. Same host: put, get and atomics go straight to the peer's heap mapping,
+//!    found once at `shmem_init` with `Rma::local_ptr` (memcpy, and one hardware
+//!    atomic, `RmwOp::apply`); `shmem_ptr` returns a pointer into it. Other hosts: the rma routes (ofi native RMA, the service thread), whose
+//!    service thread applies requests without the target's help, so a PE blocked in
+//!    `shmem_wait_until` never stalls others' atomics on its memory.
+//! 3. Every atomic is one rma read-modify-write on a 4- or 8-byte integer
+//!    (`nf_rma::RmwOp`), whatever the C type: the same hardware atomics on both paths.
+//! 4. Blocking puts return once the source may be reused; `shmem_quiet` and
+//!    `shmem_fence` make them remotely complete (`Rma::all_fence`); `_nbi` calls
+//!    complete before they return, which the specification allows.
+//! 5. Heap calls are collective: their arguments are allgathered first (any
+//!    difference is an error naming the PEs and the values), and they end in a
+//!    barrier, so no PE writes into a block another PE is still zeroing or copying.
+//! 6. Errors (a PE that does not exist, an address outside the symmetric heap, an
+//!    allocation larger than what is left, a collective with inconsistent arguments,
+//!    a call before `shmem_init`) print `libshmem: PE <me>: <call>: <what>` on stderr
+//!    and end the process with status 1; the launcher then stops the job naming that
+//!    PE ([`error::fatal`]). OpenSHMEM has no error returns to recover with.
+//! 7. The state lives in a thread-local of the thread that called `shmem_init`
+//!    (`Rma` is single-threaded): the library provides `SHMEM_THREAD_FUNNELED`.
+//!
+//! Collectives and reductions run on `SHMEM_TEAM_WORLD` only, in C over the
+//! library's gets and barriers (`csrc/coll.c`); contexts share the default's path
+//! (`csrc/ctx.c`). Not provided in this version (absent
+//! from the header and the library, so a program using them fails to build naming
+//! them): team splits, put-with-signal, the 1.4 active-set collectives, and
+//! remote access to global and static data. The other deprecated 1.4 names
+//! (`start_pes`, `shmalloc`, `shmem_long_finc`, …) are in `csrc/compat.c`.
+
+pub mod amo;
+pub mod error;
+pub mod heap;
+pub mod memory;
+pub mod setup;
+pub mod size;
+pub mod state;
+pub mod sync;
+pub mod xfer;

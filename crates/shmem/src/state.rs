@@ -1,0 +1,214 @@
+//! The process's OpenSHMEM state between `shmem_init` and `shmem_finalize`: the
+//! world, the rma layer over it, and the symmetric heap.
+//!
+//! OpenSHMEM has no handle to pass around, so the state is process-wide; `Rma` is
+//! used from one thread, so it lives in a thread-local of the thread that called
+//! `shmem_init` (a call from another thread is told so and ends the process).
+//!
+//! Start-up (`shmem_init`, collective), in order:
+//! 1. Join the job (`World::init`) and the rma layer over it (`WorldWireup`).
+//! 2. Read `SHMEM_SYMMETRIC_SIZE` and allocate the heap: one `Rma::malloc` of that
+//!    size on every PE; its bases, one per PE in that PE's own space, translate
+//!    symmetric addresses ([`State::remote`]).
+//!
+//! Shutdown (`shmem_finalize`, collective): quiet, barrier, free the heap, finish the
+//! rma layer (its service thread stops), then finalize and drop the world, which
+//! says goodbye to every peer (a PE that simply exited would look lost to the others
+//! still finalizing on other hosts).
+
+use std::cell::RefCell;
+use std::ffi::c_int;
+
+use nf_core::World;
+use nf_rma::{Rma, WorldWireup};
+
+use crate::error::{fatal, set_pe};
+use crate::heap::Heap;
+
+/// Everything between `shmem_init` and `shmem_finalize`.
+pub struct State {
+    /// The job's world, owned here (`Box::into_raw`): the rma layer borrows it, so it
+    /// is given back and dropped only in [`finalize`], after the rma layer.
+    world: *mut World,
+    /// The rma layer over the world.
+    pub rma: Rma<'static>,
+    /// This PE.
+    pub me: usize,
+    /// PEs in the job.
+    pub npes: usize,
+    /// Base of every PE's part of the heap, in that PE's own address space.
+    pub bases: Vec<u64>,
+    /// Where every same-host PE's part of the heap is mapped here (`None` for PEs
+    /// reached through the rma routes): the fast path of put, get and atomics.
+    pub mapped: Vec<Option<usize>>,
+    /// The heap's allocator (the same on every PE).
+    pub heap: RefCell<Heap>,
+    /// The thread level granted.
+    pub thread: c_int,
+}
+
+thread_local! {
+    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on the state, or ends the process naming `call` when OpenSHMEM is not
+/// running on this thread.
+pub fn with<R>(call: &str, f: impl FnOnce(&State) -> R) -> R {
+    STATE.with(|s| {
+        let Ok(s) = s.try_borrow() else {
+            fatal(call, "called while shmem_init or shmem_finalize is running");
+        };
+        match s.as_ref() {
+            Some(st) => f(st),
+            None => fatal(
+                call,
+                "OpenSHMEM is not initialised on this thread; call shmem_init first, and \
+                 make OpenSHMEM calls from the thread that did",
+            ),
+        }
+    })
+}
+
+/// Whether `shmem_init` has run (and `shmem_finalize` not) on this thread.
+pub fn running() -> bool {
+    STATE.with(|s| s.try_borrow().map(|s| s.is_some()).unwrap_or(true))
+}
+
+/// Start-up steps 1 and 2 (see the module docs); ends the process on failure.
+pub fn init(thread: c_int) {
+    let call = "shmem_init";
+    let world = World::init().unwrap_or_else(|e| fatal(call, format!("cannot join the job: {e}")));
+    set_pe(world.rank());
+    let owned = Box::into_raw(Box::new(world));
+    // SAFETY: `owned` stays valid until `finalize` turns it back into a box, which it
+    // does only after dropping the rma layer, the one borrower (the state keeps both).
+    let world: &'static World = unsafe { &*owned };
+    let wire = WorldWireup::new(world)
+        .unwrap_or_else(|e| fatal(call, format!("cannot wire up the rma layer: {e}")));
+    let rma =
+        Rma::new(wire).unwrap_or_else(|e| fatal(call, format!("cannot start the rma layer: {e}")));
+    let size = crate::size::from_env().unwrap_or_else(|e| fatal(call, e));
+    let bases = rma.malloc(size).unwrap_or_else(|e| {
+        fatal(
+            call,
+            format!("cannot allocate the symmetric heap of {size} bytes per PE: {e}"),
+        )
+    });
+    let mapped = (0..rma.size())
+        .map(|p| {
+            rma.local_ptr(p, bases[p], size)
+                .ok()
+                .flatten()
+                .map(|ptr| ptr as usize)
+        })
+        .collect();
+    let st = State {
+        world: owned,
+        mapped,
+        me: rma.rank(),
+        npes: rma.size(),
+        rma,
+        bases,
+        heap: RefCell::new(Heap::new(size)),
+        thread,
+    };
+    STATE.with(|s| *s.borrow_mut() = Some(st));
+}
+
+/// Shutdown (see the module docs); ends the process on failure.
+pub fn finalize() {
+    let call = "shmem_finalize";
+    let st = STATE.with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else {
+            fatal(call, "called from inside another OpenSHMEM call");
+        };
+        s.take()
+    });
+    let Some(st) = st else {
+        fatal(call, "OpenSHMEM is not initialised on this thread");
+    };
+    let fail = |step: &str, e: &dyn std::fmt::Display| fatal(call, format!("{step}: {e}"));
+    st.rma.barrier().unwrap_or_else(|e| fail("barrier", &e));
+    st.rma
+        .free(st.bases[st.me])
+        .unwrap_or_else(|e| fail("freeing the symmetric heap", &e));
+    let State { world, rma, .. } = st;
+    rma.finalize()
+        .unwrap_or_else(|e| fail("finishing the rma layer", &e));
+    // SAFETY: `world` came from `Box::into_raw` in `init`, and its only borrower, the
+    // rma layer, was consumed just above.
+    let world = unsafe { Box::from_raw(world) };
+    world
+        .finalize()
+        .unwrap_or_else(|e| fail("leaving the job", &e));
+}
+
+impl State {
+    /// This PE's heap base as a pointer.
+    pub fn my_base(&self) -> usize {
+        self.bases[self.me] as usize
+    }
+
+    /// Checks `pe`, naming `call`.
+    pub fn check_pe(&self, call: &str, pe: c_int) -> usize {
+        match usize::try_from(pe) {
+            Ok(p) if p < self.npes => p,
+            _ => fatal(
+                call,
+                format!(
+                    "PE {pe} does not exist: the job has {} PEs (0 ..= {})",
+                    self.npes,
+                    self.npes - 1
+                ),
+            ),
+        }
+    }
+
+    /// The heap offset of `len` bytes at symmetric address `addr`, if they lie in
+    /// the heap.
+    pub fn offset(&self, addr: usize, len: usize) -> Option<usize> {
+        let off = addr.checked_sub(self.my_base())?;
+        (off.checked_add(len)? <= self.heap.borrow().size()).then_some(off)
+    }
+
+    /// Where `len` bytes at symmetric address `addr` of `pe` are mapped here, when
+    /// `pe` shares this host (checked as [`State::remote`] checks).
+    pub fn mapped_at(
+        &self,
+        call: &str,
+        arg: &str,
+        addr: usize,
+        len: usize,
+        pe: c_int,
+    ) -> Option<*mut u8> {
+        let (remote, p) = self.remote(call, arg, addr, len, pe);
+        self.mapped[p].map(|base| (base + (remote - self.bases[p]) as usize) as *mut u8)
+    }
+
+    /// Translates `len` bytes at symmetric address `addr` to the address the rma
+    /// layer expects for `pe` (checked first), naming `call` and the argument `arg`
+    /// when they are not in the symmetric heap.
+    pub fn remote(
+        &self,
+        call: &str,
+        arg: &str,
+        addr: usize,
+        len: usize,
+        pe: c_int,
+    ) -> (u64, usize) {
+        let p = self.check_pe(call, pe);
+        let Some(off) = self.offset(addr, len) else {
+            fatal(
+                call,
+                format!(
+                    "{arg} = {addr:#x} (+{len} B, for PE {pe}) is not in the symmetric heap \
+                     ({:#x} + {} B on this PE); only shmem_malloc'd memory is remotely \
+                     accessible in this version (not global or static data)",
+                    self.my_base(),
+                    self.heap.borrow().size()
+                ),
+            );
+        };
+        (self.bases[p] + off as u64, p)
+    }
+}

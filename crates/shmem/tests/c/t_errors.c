@@ -1,0 +1,29 @@
+/* Each error class, chosen by argv[1]: the PE must end with a message naming the
+ * call and itself (the Rust driver checks the message and that nothing hangs). */
+#include <shmem.h>
+#include <signal.h>
+#include <string.h>
+
+#include "check.h"
+
+static int not_symmetric;
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "before_init") == 0) return shmem_my_pe();
+    shmem_init();
+    int me = shmem_my_pe(), npes = shmem_n_pes();
+    int *x = shmem_malloc(sizeof(int));
+    if (strcmp(mode, "bad_pe") == 0 && me == 0) shmem_int_p(x, 1, npes);
+    if (strcmp(mode, "outside_heap") == 0 && me == 0) shmem_int_p(&not_symmetric, 1, 0);
+    if (strcmp(mode, "oversize") == 0) shmem_malloc((size_t)1 << 40);
+    if (strcmp(mode, "inconsistent") == 0) shmem_malloc(me == 0 ? 100 : 200);
+    if (strcmp(mode, "bad_cmp") == 0 && me == 0) shmem_int_wait_until(x, 42, 0);
+    if (strcmp(mode, "bad_team") == 0 && me == 0) shmem_sync(SHMEM_TEAM_SHARED);
+    if (strcmp(mode, "bad_ctx") == 0 && me == 0) shmem_ctx_quiet(SHMEM_CTX_INVALID);
+    if (strcmp(mode, "killed") == 0 && me == npes - 1) raise(SIGKILL);
+    /* Everyone else waits here for the PE that failed: the launcher must end them. */
+    shmem_int_wait_until(x, SHMEM_CMP_EQ, 12345);
+    shmem_finalize();
+    return 0;
+}

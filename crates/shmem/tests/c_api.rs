@@ -1,0 +1,88 @@
+//! The OpenSHMEM C API as a C program uses it: each program in tests/c/ is built
+//! against libshmem and `shmem.h` and run by `nf run` with 1, 2 and 4 PEs on this
+//! host (direct load / store), with every PE its own domain (the rma service
+//! threads), under Open MPI's `mpirun` (PMIx), and on two namespace hosts.
+
+mod common;
+
+use common::{assert_all_passed, compile, mpirun, nf_run, nf_run_hosts};
+use nf_testkit::Netns;
+
+/// Every PE its own domain: everything goes through the service threads.
+const SERVICE: &[(&str, &str)] = &[("NF_RMA_DIRECT", "0"), ("NF_RMA_OFI", "off")];
+
+/// Runs program `name` under `nf run` with each PE count and `env`.
+fn run_c(name: &str, nps: &[usize], env: &[(&str, &str)]) {
+    let prog = compile(name);
+    for &n in nps {
+        let run = nf_run(n, &prog, &[], env);
+        assert_all_passed(&format!("{name} -n {n} {env:?}"), name, &run);
+    }
+}
+
+#[test]
+fn setup_query_and_every_typed_put_get() {
+    run_c("t_rma", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn heap_offsets_reuse_calloc_align_realloc() {
+    run_c("t_heap", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn atomics_on_every_type_from_every_pe() {
+    run_c("t_amo", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn atomics_through_the_service_threads() {
+    run_c("t_amo", &[2, 4], SERVICE);
+}
+
+#[test]
+fn wait_until_progress_and_locks() {
+    run_c("t_sync", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn wait_until_progress_and_locks_through_the_service_threads() {
+    run_c("t_sync", &[2, 4], SERVICE);
+}
+
+#[test]
+fn under_open_mpi_mpirun() {
+    for name in ["t_rma", "t_sync"] {
+        let prog = compile(name);
+        let run = mpirun(2, &prog, &[]);
+        assert_all_passed(&format!("{name} under mpirun -np 2"), name, &run);
+    }
+}
+
+#[test]
+fn two_namespace_hosts_two_pes_each() {
+    let net = Netns::create(2)
+        .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
+    for name in ["t_heap", "t_amo", "t_sync", "t_coll"] {
+        let prog = compile(name);
+        for env in [&[][..], &[("NF_RMA_OFI", "off")][..]] {
+            let run = nf_run_hosts(&net, 2, &prog, env);
+            assert_all_passed(&format!("{name} on 2 hosts x 2 {env:?}"), name, &run);
+        }
+    }
+}
+
+#[test]
+fn deprecated_1_4_names() {
+    run_c("t_compat", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn collectives_and_every_reduction_on_the_world_team() {
+    run_c("t_coll", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn contexts_share_the_default_path() {
+    run_c("t_ctx", &[1, 2, 4], &[]);
+}

@@ -1,0 +1,188 @@
+//! Shared by the C-level tests: building the programs of `tests/c` against this
+//! crate's `libshmem.so` and `include/shmem.h` with the system C compiler, and running
+//! them under `nf run` (this host, or two namespace hosts) or Open MPI's `mpirun`,
+//! always bounded by a deadline.
+
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use nf_testkit::output_within;
+use nf_testkit::Netns;
+
+/// One job at a time: the machine may have two cores, and jobs of several PEs each
+/// run side by side only slowly.
+static JOBS: Mutex<()> = Mutex::new(());
+
+/// This crate's folder.
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The folder holding the freshly built `libshmem.so` (the test binary's own).
+pub fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().expect("test binary folder").to_path_buf();
+    assert!(
+        dir.join("libshmem.so").exists(),
+        "no libshmem.so next to the test binary in {}; build with `cargo test -p nf-shmem`",
+        dir.display()
+    );
+    dir
+}
+
+/// The `nf` launcher of this build profile (`target/<profile>/nf`), built first if a
+/// `cargo test -p nf-shmem` alone has not built it.
+pub fn nf() -> PathBuf {
+    static NF: OnceLock<PathBuf> = OnceLock::new();
+    NF.get_or_init(|| {
+        let profile_dir = lib_dir().parent().expect("target/<profile>").to_path_buf();
+        let nf = profile_dir.join("nf");
+        if !nf.exists() {
+            let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") => "dev".to_owned(),
+                Some(p) => p.to_owned(),
+                None => "dev".to_owned(),
+            };
+            let status = Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "-p",
+                    "nf-cli",
+                    "--bin",
+                    "nf",
+                    "--profile",
+                    &profile,
+                ])
+                .current_dir(crate_dir())
+                .status()
+                .expect("run cargo build -p nf-cli");
+            assert!(status.success(), "cargo build -p nf-cli failed");
+        }
+        nf
+    })
+    .clone()
+}
+
+/// Compiles `tests/c/<name>.c` against libshmem; returns the program.
+pub fn compile(name: &str) -> PathBuf {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
+    std::fs::create_dir_all(&out_dir).expect("create the C build folder");
+    // Built under a name of its own, then renamed: tests that build the same program
+    // at once must never run one another's half-written file.
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let part = out_dir.join(format!(
+        "{name}.part{}",
+        BUILDS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let lib = lib_dir();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = output_within(
+        Command::new(&cc)
+            .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1"])
+            .arg("-I")
+            .arg(crate_dir().join("include"))
+            .arg(crate_dir().join("tests/c").join(format!("{name}.c")))
+            .arg("-o")
+            .arg(&part)
+            .arg(format!("-L{}", lib.display()))
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .arg("-lshmem"),
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{cc} {name}.c failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prog = out_dir.join(name);
+    std::fs::rename(&part, &prog).expect("rename the program into place");
+    prog
+}
+
+/// What a job printed and how it ended.
+pub struct Run {
+    /// stdout then stderr, as text.
+    pub text: String,
+    /// The launcher's exit status.
+    pub ok: bool,
+}
+
+fn finish(out: Output) -> Run {
+    Run {
+        text: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        ok: out.status.success(),
+    }
+}
+
+/// Generous: a job takes seconds; this only stops a hang.
+pub const LIMIT: Duration = Duration::from_secs(180);
+
+/// `nf run -n N PROG ARGS` on this host, with `env` set for the PEs.
+pub fn nf_run(n: usize, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cmd = Command::new(nf());
+    cmd.args(["run", "--timeout", "150", "-n", &n.to_string()])
+        .arg(prog)
+        .args(args);
+    cmd.envs(env.iter().copied());
+    finish(output_within(&mut cmd, LIMIT))
+}
+
+/// `mpirun -np N PROG ARGS` (Open MPI; the PEs join through PMIx).
+pub fn mpirun(n: usize, prog: &Path, args: &[&str]) -> Run {
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+    ])
+    .args(["-np", &n.to_string()])
+    .arg(prog)
+    .args(args);
+    finish(output_within(&mut cmd, LIMIT))
+}
+
+/// `nf run` across the two hosts of `net`, `per_host` PEs each, started inside host
+/// 0; ranks reach host 1 with `ip netns exec`.
+pub fn nf_run_hosts(net: &Netns, per_host: usize, prog: &Path, env: &[(&str, &str)]) -> Run {
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let hosts = format!("{}:{per_host},{}:{per_host}", net.host(0), net.host(1));
+    let mut cmd = net.exec(0, nf());
+    cmd.args(["run", "--timeout", "150", "--hosts", &hosts])
+        .args(["--remote", "ip netns exec {host}"])
+        .arg("--pmi-bind")
+        .arg(net.addr(0).to_string())
+        .arg(prog);
+    cmd.envs(env.iter().copied());
+    finish(output_within(&mut cmd, LIMIT))
+}
+
+/// The names of the tests a program reports (`PASS("name")` in its source).
+pub fn expected_tests(name: &str) -> Vec<String> {
+    let src = std::fs::read_to_string(crate_dir().join("tests/c").join(format!("{name}.c")))
+        .expect("read the C source");
+    src.split("PASS(\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next().map(str::to_owned))
+        .collect()
+}
+
+/// Checks the job succeeded and PE 0 reported every test of `name` once.
+pub fn assert_all_passed(what: &str, name: &str, run: &Run) {
+    assert!(run.ok, "{what}: the job failed:\n{}", run.text);
+    for t in expected_tests(name) {
+        let n = run.text.lines().filter(|l| *l == format!("ok {t}")).count();
+        assert_eq!(n, 1, "{what}: test {t} reported {n} times:\n{}", run.text);
+    }
+}
