@@ -1,6 +1,6 @@
 /*
- * Global Arrays kernels of the kind issue 32 found slow on libarmci, one per run:
- * the GA programs of bench/compare-ga.sh besides bench/mpi/ga.c. Debian's ga.h only;
+ * Global Arrays kernels of the kinds that ran slow on libarmci on a 16-core machine
+ * (packing, temporaries, GA_Sync), one per run: the GA programs of bench/compare-ga.sh besides bench/mpi/ga.c. Debian's ga.h only;
  * link as `ga-config --libs` says, with ARMCI-MPI or with libarmci in its place.
  *
  *   pack   --rounds R rounds over 1-D int arrays of --n N elements: GA_Patch_enum

@@ -15,6 +15,13 @@ pub fn set_pe(pe: usize) {
 
 /// Prints `libshmem: PE <me>: <call>: <msg>` and ends the process with status 1.
 pub fn fatal(call: &str, msg: impl Display) -> ! {
+    say(call, msg);
+    exit(1)
+}
+
+/// Prints `libshmem: PE <me>: <call>: <msg>` on stderr, for a failure the call
+/// reports to the program (a NULL from `shmem_malloc`) rather than ending it.
+pub fn say(call: &str, msg: impl Display) {
     let pe = MY_PE.load(Ordering::Relaxed);
     let who = if pe < 0 {
         "PE ?".to_owned()
@@ -24,7 +31,6 @@ pub fn fatal(call: &str, msg: impl Display) -> ! {
     // One write, so the lines of PEs failing together do not interleave.
     let line = format!("libshmem: {who}: {call}: {msg}\n");
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
-    exit(1)
 }
 
 /// Ends the process with `status` through C's `exit`, so the program's buffered

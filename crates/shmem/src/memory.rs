@@ -7,7 +7,7 @@
 
 use std::ffi::{c_long, c_void};
 
-use crate::error::fatal;
+use crate::error::{fatal, say};
 use crate::state::{with, State};
 
 /// Checks that every PE passed the same `(name, value)` arguments to `call`.
@@ -50,22 +50,24 @@ fn barrier(st: &State, call: &str) {
 }
 
 /// A new block of `bytes` aligned to `align` (agreed and checked by the caller);
-/// NULL for 0 bytes.
+/// NULL for 0 bytes, and NULL with a message when the heap has no room (the spec's
+/// answer, which every PE gives alike since their heaps are alike).
 fn carve(st: &State, call: &str, bytes: usize, align: usize) -> *mut c_void {
     if bytes == 0 {
         return std::ptr::null_mut();
     }
     let mut heap = st.heap.borrow_mut();
     let Some(off) = heap.alloc(bytes, align) else {
-        fatal(
+        say(
             call,
             format!(
                 "cannot allocate {bytes} B: the symmetric heap's largest free range is {} B \
-                 of {} B per PE; set SHMEM_SYMMETRIC_SIZE larger (e.g. 1G)",
+                 of {} B per PE; returning NULL (set SHMEM_SYMMETRIC_SIZE larger, e.g. 1G)",
                 heap.largest_free(),
                 heap.size()
             ),
         );
+        return std::ptr::null_mut();
     };
     (st.my_base() + off) as *mut c_void
 }

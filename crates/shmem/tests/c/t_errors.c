@@ -16,7 +16,15 @@ int main(int argc, char **argv) {
     int *x = shmem_malloc(sizeof(int));
     if (strcmp(mode, "bad_pe") == 0 && me == 0) shmem_int_p(x, 1, npes);
     if (strcmp(mode, "outside_heap") == 0 && me == 0) shmem_int_p(&not_symmetric, 1, 0);
-    if (strcmp(mode, "oversize") == 0) shmem_malloc((size_t)1 << 40);
+    if (strcmp(mode, "oversize") == 0) {
+        /* The spec's answer is NULL (with libshmem's message); the heap stays usable. */
+        if (shmem_malloc((size_t)1 << 40) != NULL) return 3;
+        int *y = shmem_malloc(sizeof(int));
+        if (y == NULL) return 4;
+        shmem_free(y);
+        shmem_finalize();
+        return 0;
+    }
     if (strcmp(mode, "inconsistent") == 0) shmem_malloc(me == 0 ? 100 : 200);
     if (strcmp(mode, "bad_cmp") == 0 && me == 0) shmem_int_wait_until(x, 42, 0);
     if (strcmp(mode, "bad_team") == 0 && me == 0) shmem_sync(SHMEM_TEAM_SHARED);
