@@ -101,6 +101,14 @@ const NOT_SETTINGS: &[(&str, &str)] = &[
         "set by nf exec for the program it starts (by a tree's nodes for those below them): its node",
     ),
     (
+        "NF_EXEC_SIZE",
+        "set by nf exec (and nf run through the tree) for the program it starts: how many nodes",
+    ),
+    (
+        "NF_RUN_HOSTS",
+        "set by nf run through the /xcpu tree for its per-host starter: each host's first rank and count",
+    ),
+    (
         "NF_SERVE_DETACHED",
         "set by nf serve for the copy of itself it detaches (quiet once ready)",
     ),

@@ -28,6 +28,14 @@ pub const SETTINGS: &[Setting] = &[
         "largest armci_msg reduction or broadcast (bytes) that runs through the node's shared memory; larger ones, and all with 0, use MPI",
         "131072 for reductions, 16384 for broadcasts",
     ),
+    // Read by libshmem (`crates/shmem/src/size.rs`), whose heap is one allocation of
+    // this layer: listed here for the same reason. The name is the specification's.
+    Setting::new(
+        "SHMEM_SYMMETRIC_SIZE",
+        "shmem",
+        "bytes of each PE's symmetric heap (shmem_malloc and friends carve it): a count, or with K, M, G, T (powers of 1024; 1.5G)",
+        "256M",
+    ),
     Setting::new(
         "NF_RMA_DIRECT",
         "rma",
