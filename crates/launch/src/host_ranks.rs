@@ -1,7 +1,7 @@
 //! The per-host starter of a job started down the `/xcpu` tree (`nf host-ranks -- PROG
 //! ARGS…`, a hidden subcommand of `nf`): each host's one session of the job runs it,
 //! and it runs that host's ranks (PRRTE's per-host daemon, in small). The launcher's
-//! side is [`crate::xcpu_tree`].
+//! side is `crate::xcpu_tree`.
 //!
 //! Rules:
 //!
@@ -20,7 +20,7 @@
 //!    `RANK err TEXT` (a rank's lines; a longer one is cut into [`CHUNK`]-byte records,
 //!    so the node never cuts a record), then exactly one `RANK exit CODE` or `RANK
 //!    signal SIG` per rank, after its output (a rank's stream still open
-//!    [`OUTPUT_DRAIN`] after it exited, held by a child it left, is not waited for).
+//!    `OUTPUT_DRAIN` after it exited, held by a child it left, is not waited for).
 //!    A rank that cannot be started is said on stderr and ends as `exit 127`. The
 //!    starter's own trouble goes to its stderr; it exits 0 once every rank has ended.
 //! 4. **Signals.** The node's `kill SIG` (the launcher's, handed down the tree) reaches

@@ -19,7 +19,7 @@
 //! 3. Signals: a process group gets `kill(2)`; a session gets `kill SIG` on its `ctl`.
 //! 4. The launcher starts every remote rank of a job with one [`RemoteStart::start_all`]:
 //!    one rank at a time by default (a template's processes, `--fanout 0`'s sessions),
-//!    all hosts at once through the tree for [`XcpuStart`] ([`crate::xcpu_tree`]).
+//!    all hosts at once through the tree for [`XcpuStart`] (`crate::xcpu_tree`).
 
 use std::ffi::OsString;
 use std::fmt::Debug;
