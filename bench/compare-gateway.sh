@@ -458,11 +458,13 @@ if has_part hops; then
         for s in "${servers[@]}"; do
             perf stat -x, -e "$events" -p "${s#*:}" -o "$out/hops/$side-${s%%:*}.perf" &
             perf_pids+=($!)
-            if [[ -n ${NF_HOPS_PROFILE:-} ]]; then
-                perf record -q --call-graph dwarf,16384 -F 499 -p "${s#*:}" -o "$out/hops/$side-${s%%:*}.data" &
-                perf_pids+=($!)
-            fi
         done
+        if [[ -n ${NF_HOPS_PROFILE:-} ]]; then
+            # System-wide, then split by process: `-p` misses threads made after it
+            # attached (a server's connection threads).
+            perf record -q -a --call-graph dwarf,16384 -F 499 -o "$out/hops/$side.data" &
+            perf_pids+=($!)
+        fi
         run "${bound[@]}" "${in_client[@]}" perf stat -x, -e "$events" \
             -o "$out/hops/$side-client.perf" -- "$nf" bench 9p --no-diod --dir "$export_dir" \
             --names "$side,none" "${tls[@]}" --ours-addr "$addr" --ours-aname "$aname" \
@@ -475,9 +477,9 @@ if has_part hops; then
             wire_of "${host_of[$p]}" >>"$out/hops/$side-$p.wire"
         done
         for s in "${servers[@]}"; do
-            data=$out/hops/$side-${s%%:*}.data
-            [[ -f $data ]] || continue
-            perf report -q -i "$data" --stdio --no-children --sort dso,symbol 2>/dev/null |
+            [[ -f $out/hops/$side.data ]] || continue
+            perf report -q -i "$out/hops/$side.data" --pid "${s#*:}" --stdio --no-children \
+                -g none --sort comm,dso,symbol 2>/dev/null |
                 head -40 >"$out/hops/$side-${s%%:*}-profile.txt" || true
         done
     done
