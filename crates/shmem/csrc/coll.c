@@ -17,7 +17,6 @@
 #include "internal.h"
 
 /* Ends the process with `msg`, naming `call` (src/error.rs). */
-void nf_shmem_fatal(const char *call, const char *msg);
 
 static void nf_team(const char *call, shmem_team_t team) {
     if (team != SHMEM_TEAM_WORLD)

@@ -5,7 +5,8 @@
 #include <shmem.h>
 #include <stdlib.h>
 
-void nf_shmem_fatal(const char *call, const char *msg);
+#include "internal.h"
+
 
 /* What a created context points at (a distinct address per context). */
 struct nf_shmem_ctx {

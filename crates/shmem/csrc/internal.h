@@ -31,6 +31,12 @@ enum nf_amo {
 int64_t nf_shmem_amo(const char *call, int op, void *dest, int64_t value, int64_t cond,
                      size_t size, int pe);
 
+/* Orders this PE's puts to `pe` before what it sends `pe` next (src/sync.rs). */
+void nf_shmem_order(const char *call, int pe);
+
+/* Ends the job with `libshmem: PE me: call: msg` (src/error.rs). */
+void nf_shmem_fatal(const char *call, const char *msg);
+
 /* One step of a wait loop: spin, then yield, as the waiting policy says; checks
  * that the library is running (naming `call` otherwise). `*round` counts steps. */
 void nf_shmem_pause(const char *call, unsigned *round);

@@ -169,3 +169,22 @@ void nf_shmem_bad_cmp(const char *call, int cmp);
                              indices, status, cmp, 0, cmp_values, 1);                \
     }
 _NF_SHMEM_P2P_TYPES(NF_P2P)
+
+/* The signal word of put-with-signal is this PE's own uint64_t: fetching it is an
+ * acquire load, waiting on it is the wait loop above on one word, returning the value
+ * that satisfied the comparison. */
+uint64_t shmem_signal_fetch(const uint64_t *sig_addr) {
+    return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}
+
+uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value) {
+    const char *call = "shmem_signal_wait_until";
+    unsigned round = 0;
+    for (;;) {
+        uint64_t now = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+        int ok;
+        NF_CMP(now, cmp, cmp_value, ok)
+        if (ok) return now;
+        nf_shmem_pause(call, &round);
+    }
+}

@@ -184,6 +184,30 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
 void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
 void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
 
+/* ---- Put with signal ---- */
+#define _NF_SHMEM_DECL_PUT_SIGNAL(T, N)                                               \
+    void shmem_##N##_put_signal(T *dest, const T *source, size_t nelems,              \
+                                uint64_t *sig_addr, uint64_t signal, int sig_op,      \
+                                int pe);                                              \
+    void shmem_##N##_put_signal_nbi(T *dest, const T *source, size_t nelems,          \
+                                    uint64_t *sig_addr, uint64_t signal, int sig_op,  \
+                                    int pe);
+_NF_SHMEM_RMA_TYPES(_NF_SHMEM_DECL_PUT_SIGNAL)
+#define _NF_SHMEM_DECL_SIZED_PUT_SIGNAL(BITS, BYTES)                                  \
+    void shmem_put##BITS##_signal(void *dest, const void *source, size_t nelems,      \
+                                  uint64_t *sig_addr, uint64_t signal, int sig_op,    \
+                                  int pe);                                            \
+    void shmem_put##BITS##_signal_nbi(void *dest, const void *source, size_t nelems,  \
+                                      uint64_t *sig_addr, uint64_t signal,            \
+                                      int sig_op, int pe);
+_NF_SHMEM_SIZES(_NF_SHMEM_DECL_SIZED_PUT_SIGNAL)
+void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr,
+                         uint64_t signal, int sig_op, int pe);
+void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems,
+                             uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
+uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
+
 /* ---- Atomic memory operations ---- */
 #define _NF_SHMEM_DECL_EXT_AMO(T, N)                                                  \
     T shmem_##N##_atomic_fetch(const T *source, int pe);                              \
@@ -507,9 +531,10 @@ _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
  * uses them fails to build, naming them): the 1.4 active-set collectives with
  * pSync (shmem_barrier among them), the team calls other than the three above
  * (split, translate, destroy, get_config, shmem_team_create_ctx), the C11
- * generic collectives and context forms, the fetching _nbi atomics on contexts,
- * put-with-signal and signal_fetch / signal_wait_until, and remote access to
- * global and static data (only the symmetric heap is remotely accessible). */
+ * generic collectives and context forms (shmem_put_signal's generic among them),
+ * the fetching _nbi atomics on contexts, the context forms of put-with-signal, and
+ * remote access to global and static data (only the symmetric heap is remotely
+ * accessible). */
 
 #ifdef __cplusplus
 }

@@ -45,7 +45,7 @@
 //! library's gets and barriers (`csrc/coll.c`); contexts share the default's path
 //! (`csrc/ctx.c`). Not provided in this version (absent
 //! from the header and the library, so a program using them fails to build naming
-//! them): team splits, put-with-signal, the 1.4 active-set collectives, and
+//! them): team splits, the 1.4 active-set collectives, and
 //! remote access to global and static data. The other deprecated 1.4 names
 //! (`start_pes`, `shmalloc`, `shmem_long_finc`, …) are in `csrc/compat.c`.
 

@@ -34,6 +34,17 @@ pub extern "C" fn shmem_fence() {
     with("shmem_fence", |st| quiet(st, "shmem_fence"));
 }
 
+/// Orders what this PE put to `pe` before what it sends `pe` next (the C side's
+/// put-with-signal: the data, this, then the signal).
+#[no_mangle]
+pub extern "C" fn nf_shmem_order(call: *const c_char, pe: c_int) {
+    let call = call_name(call);
+    with(&call, |st| {
+        let proc = st.check_pe(&call, pe);
+        st.rma.fence(proc).unwrap_or_else(|e| fatal(&call, e));
+    });
+}
+
 /// `shmem_barrier_all`: quiet, then wait for every PE.
 #[no_mangle]
 pub extern "C" fn shmem_barrier_all() {

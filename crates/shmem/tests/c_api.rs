@@ -26,6 +26,12 @@ fn setup_query_and_every_typed_put_get() {
 }
 
 #[test]
+fn put_with_signal_orders_the_data_before_the_signal() {
+    run_c("t_signal", &[1, 2, 4], &[]);
+    run_c("t_signal", &[2, 4], SERVICE);
+}
+
+#[test]
 fn heap_offsets_reuse_calloc_align_realloc() {
     run_c("t_heap", &[1, 2, 4], &[]);
 }
@@ -63,7 +69,7 @@ fn under_open_mpi_mpirun() {
 fn two_namespace_hosts_two_pes_each() {
     let net = Netns::create(2)
         .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
-    for name in ["t_heap", "t_amo", "t_sync", "t_coll"] {
+    for name in ["t_heap", "t_amo", "t_sync", "t_coll", "t_signal"] {
         let prog = compile(name);
         for env in [&[][..], &[("NF_RMA_OFI", "off")][..]] {
             let run = nf_run_hosts(&net, 2, &prog, env);

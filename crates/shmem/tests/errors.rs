@@ -99,6 +99,14 @@ fn an_invalid_context() {
 }
 
 #[test]
+fn a_signal_operator_that_does_not_exist() {
+    fails_with(
+        "bad_sig_op",
+        &["libshmem: PE 0: shmem_putmem_signal: sig_op 7 is neither SHMEM_SIGNAL_SET (0) nor SHMEM_SIGNAL_ADD (1)"],
+    );
+}
+
+#[test]
 fn a_pe_killed_mid_job_is_named_and_nothing_hangs() {
     fails_with("killed", &["rank 1", "SIGKILL"]);
 }

@@ -29,6 +29,9 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "bad_cmp") == 0 && me == 0) shmem_int_wait_until(x, 42, 0);
     if (strcmp(mode, "bad_team") == 0 && me == 0) shmem_sync(SHMEM_TEAM_SHARED);
     if (strcmp(mode, "bad_ctx") == 0 && me == 0) shmem_ctx_quiet(SHMEM_CTX_INVALID);
+    /* The operator is checked before anything moves (x stands in for the signal). */
+    if (strcmp(mode, "bad_sig_op") == 0 && me == 0)
+        shmem_putmem_signal(x, x, sizeof *x, (uint64_t *)(void *)x, 1, 7, 1);
     if (strcmp(mode, "killed") == 0 && me == npes - 1) raise(SIGKILL);
     /* Everyone else waits here for the PE that failed: the launcher must end them. */
     shmem_int_wait_until(x, SHMEM_CMP_EQ, 12345);
