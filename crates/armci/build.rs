@@ -26,9 +26,6 @@ use std::process::Command;
 
 fn main() {
     let dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    println!("cargo:rerun-if-changed=csrc");
-    println!("cargo:rerun-if-changed=include");
-    println!("cargo:rerun-if-changed=exports.map");
     println!("cargo:rerun-if-env-changed=MPICC");
 
     let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".into()); // 1
@@ -40,28 +37,8 @@ fn main() {
         );
     }
 
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(dir.join("csrc")) // 2
-        .expect("read csrc/")
-        .map(|e| e.expect("csrc entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "c"))
-        .collect();
-    sources.sort();
-    cc::Build::new()
-        .compiler(&mpicc)
-        .files(&sources)
-        .include(dir.join("include"))
-        .include(dir.join("csrc"))
-        .flag("-std=gnu11")
-        .flag("-fvisibility=default")
-        .warnings(true)
-        .extra_warnings(true)
-        .warnings_into_errors(true)
-        .cargo_metadata(false)
-        .compile("nfarmci_c");
-    let out = env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    println!("cargo:rustc-link-search=native={out}");
-    println!("cargo:rustc-link-lib=static:+whole-archive=nfarmci_c");
-
+    // 2, 4, 5 (the soname; its link below)
+    let out = nf_buildkit::link_c_side(Some(&mpicc), "nfarmci_c", SONAME);
     for word in mpi_link_words(&mpicc) {
         // 3
         if let Some(path) = word.strip_prefix("-L") {
@@ -73,12 +50,6 @@ fn main() {
         }
     }
 
-    println!(
-        // 4
-        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
-        dir.join("exports.map").display()
-    );
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}"); // 5
     soname_links(&out);
     for (alias, imp) in profiled_names(&dir.join("include")) {
         // 6
