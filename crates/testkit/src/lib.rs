@@ -8,6 +8,7 @@
 //!   exit, with a deadline.
 //! - [`wait_for`], [`eventually`]: wait for something a test can observe (a readiness
 //!   signal), with a deadline that only catches a hang.
+//! - [`cdylib_dir`]: where a crate's freshly built C library is, for its C tests.
 //! - [`users`]: unprivileged accounts besides root, and acting as one on one thread.
 //! - `ninep` (features `ninep-codec`, `ninep`): sample 9P messages, a frame mutator, a
 //!   tree served on a fresh socket and a raw-frame connection to it.
@@ -16,6 +17,7 @@
 //! `tests/netns/cleanup.sh` at the repository root.
 
 mod bounded;
+mod cdylib;
 mod netns;
 #[cfg(feature = "ninep-codec")]
 pub mod ninep;
@@ -23,5 +25,6 @@ mod ready;
 pub mod users;
 
 pub use bounded::{exited_within, finish_within, output_within};
+pub use cdylib::cdylib_dir;
 pub use netns::{listed, Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};
 pub use ready::{eventually, wait_for};

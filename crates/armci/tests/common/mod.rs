@@ -51,17 +51,9 @@ pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The folder holding the freshly built `libarmci.so`: the test binary's own
-/// (`target/<profile>/deps`), where cargo puts the library's cdylib for tests.
+/// The folder holding the freshly built `libarmci.so`.
 pub fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().expect("test binary folder").to_path_buf();
-    assert!(
-        dir.join("libarmci.so").exists(),
-        "no libarmci.so next to the test binary in {}; build with `cargo test -p nf-armci`",
-        dir.display()
-    );
-    dir
+    nf_testkit::cdylib_dir("libarmci.so", "nf-armci")
 }
 
 /// Compiles C `sources` into program `name` for `imp`; `libs` come after the ARMCI

@@ -23,16 +23,9 @@ pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The folder holding the freshly built `libshmem.so` (the test binary's own).
+/// The folder holding the freshly built `libshmem.so`.
 pub fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().expect("test binary folder").to_path_buf();
-    assert!(
-        dir.join("libshmem.so").exists(),
-        "no libshmem.so next to the test binary in {}; build with `cargo test -p nf-shmem`",
-        dir.display()
-    );
-    dir
+    nf_testkit::cdylib_dir("libshmem.so", "nf-shmem")
 }
 
 /// The `nf` launcher of this build profile (`target/<profile>/nf`), built first if a
