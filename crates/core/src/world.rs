@@ -431,7 +431,15 @@ impl World {
                 break;
             }
         }
-        self.boot.borrow_mut().finalize()?;
+        // The allreduce ends at different times on different ranks (a tree: the root
+        // is done while the leaves still wait for its result through others), and a
+        // waiting rank counts a peer that has left as dead. So no rank leaves until
+        // every rank is done: a fence of the launcher's, which waits without watching
+        // peers (a fresh clone's run under load saw rank 7 of 8 fail its finalize with
+        // "rank 0 died" after rank 0 had cleanly left).
+        let mut boot = self.boot.borrow_mut();
+        boot.fence()?;
+        boot.finalize()?;
         Ok(())
     }
 }
