@@ -22,6 +22,43 @@ unsafe fn run(st: &State, call: &str, x: &Xfer<'_>) {
     }
 }
 
+/// A contiguous transfer of `bytes`: symmetric `sym` on `pe` (put: the destination,
+/// named `dest`; get: the source, named `source`), `local` here; a memcpy where `pe`
+/// shares this host, else one rma transfer.
+///
+/// # Safety
+/// `local` is valid for `bytes` bytes (read for a put, written for a get).
+unsafe fn contig(call: &str, kind: Kind, sym: usize, local: *mut u8, bytes: usize, pe: c_int) {
+    with(call, |st| {
+        let arg = if matches!(kind, Kind::Put) {
+            "dest"
+        } else {
+            "source"
+        };
+        if let Some(at) = st.mapped_at(call, arg, sym, bytes, pe) {
+            let (from, to) = match kind {
+                Kind::Put => (local.cast_const(), at),
+                _ => (at.cast_const(), local),
+            };
+            // SAFETY: the caller vouches for `local`; `at` lies in the peer's live heap
+            // mapping (checked); `copy` tolerates overlap (a PE putting to itself).
+            unsafe { std::ptr::copy(from, to, bytes) };
+            return;
+        }
+        let (remote, proc) = st.remote(call, arg, sym, bytes, pe);
+        if bytes == 0 {
+            return;
+        }
+        let shape = Shape::Contig {
+            local,
+            remote,
+            bytes,
+        };
+        // SAFETY: the caller vouches for `local`.
+        unsafe { run(st, call, &Xfer { kind, proc, shape }) }
+    })
+}
+
 /// Contiguous put of `bytes` from local `src` to symmetric `dest` on `pe`.
 ///
 /// # Safety
@@ -34,36 +71,17 @@ pub unsafe extern "C" fn nf_shmem_put(
     bytes: usize,
     pe: c_int,
 ) {
-    with("shmem_put", |st| {
-        let call = call_name(call);
-        if let Some(at) = st.mapped_at(&call, "dest", dest as usize, bytes, pe) {
-            // SAFETY: the caller vouches for `src`; `at` lies in the peer's live heap
-            // mapping (checked); `copy` tolerates overlap (a PE putting to itself).
-            unsafe { std::ptr::copy(src.cast::<u8>(), at, bytes) };
-            return;
-        }
-        let (remote, proc) = st.remote(&call, "dest", dest as usize, bytes, pe);
-        if bytes == 0 {
-            return;
-        }
-        let shape = Shape::Contig {
-            local: src as *mut u8,
-            remote,
+    // SAFETY: forwarded from the caller; a put only reads `src`.
+    unsafe {
+        contig(
+            &call_name(call),
+            Kind::Put,
+            dest as usize,
+            src as *mut u8,
             bytes,
-        };
-        // SAFETY: the caller vouches for `src`; a put only reads it.
-        unsafe {
-            run(
-                st,
-                &call,
-                &Xfer {
-                    kind: Kind::Put,
-                    proc,
-                    shape,
-                },
-            )
-        }
-    })
+            pe,
+        )
+    }
 }
 
 /// Contiguous get of `bytes` from symmetric `src` on `pe` into local `dest`.
@@ -78,35 +96,17 @@ pub unsafe extern "C" fn nf_shmem_get(
     bytes: usize,
     pe: c_int,
 ) {
-    with("shmem_get", |st| {
-        let call = call_name(call);
-        if let Some(at) = st.mapped_at(&call, "source", src as usize, bytes, pe) {
-            // SAFETY: as for put, in the other direction.
-            unsafe { std::ptr::copy(at, dest.cast::<u8>(), bytes) };
-            return;
-        }
-        let (remote, proc) = st.remote(&call, "source", src as usize, bytes, pe);
-        if bytes == 0 {
-            return;
-        }
-        let shape = Shape::Contig {
-            local: dest.cast(),
-            remote,
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        contig(
+            &call_name(call),
+            Kind::Get,
+            src as usize,
+            dest.cast(),
             bytes,
-        };
-        // SAFETY: the caller vouches for `dest`.
-        unsafe {
-            run(
-                st,
-                &call,
-                &Xfer {
-                    kind: Kind::Get,
-                    proc,
-                    shape,
-                },
-            )
-        }
-    })
+            pe,
+        )
+    }
 }
 
 /// A strided transfer: `nelems` elements of `elem` bytes, the symmetric side
@@ -124,8 +124,8 @@ unsafe fn strided(
     nelems: usize,
     pe: c_int,
 ) {
-    with("shmem_iput", |st| {
-        let call = call_name(call);
+    let call = call_name(call);
+    with(&call, |st| {
         let (sym_arg, local_arg) = match kind {
             Kind::Put => ("dst", "sst"),
             _ => ("sst", "dst"),
@@ -138,7 +138,17 @@ unsafe fn strided(
                 );
             }
         }
-        let (sym_step, local_step) = (sym_stride as usize * elem, local_stride as usize * elem);
+        // A stride whose bytes overflow cannot be in the heap: refused, not wrapped.
+        let step = |s: isize| (s as usize).checked_mul(elem);
+        let (Some(sym_step), Some(local_step)) = (step(sym_stride), step(local_stride)) else {
+            fatal(
+                &call,
+                format!(
+                    "strides {sym_arg} = {sym_stride}, {local_arg} = {local_stride} of \
+                     {elem}-byte elements overflow the address space"
+                ),
+            );
+        };
         let extent = nelems
             .saturating_sub(1)
             .saturating_mul(sym_step)

@@ -98,6 +98,15 @@ fn an_invalid_context() {
     );
 }
 
+/// A stride whose byte count overflows is refused, not wrapped into the heap.
+#[test]
+fn a_stride_that_overflows() {
+    fails_with(
+        "huge_stride",
+        &["libshmem: PE 0: shmem_int_iput: strides dst = 9223372036854775807, sst = 1 of 4-byte elements overflow the address space"],
+    );
+}
+
 #[test]
 fn a_signal_operator_that_does_not_exist() {
     fails_with(

@@ -1,6 +1,7 @@
 /* Each error class, chosen by argv[1]: the PE must end with a message naming the
  * call and itself (the Rust driver checks the message and that nothing hangs). */
 #include <shmem.h>
+#include <stdint.h>
 #include <signal.h>
 #include <string.h>
 
@@ -29,6 +30,8 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "bad_cmp") == 0 && me == 0) shmem_int_wait_until(x, 42, 0);
     if (strcmp(mode, "bad_team") == 0 && me == 0) shmem_sync(SHMEM_TEAM_SHARED);
     if (strcmp(mode, "bad_ctx") == 0 && me == 0) shmem_ctx_quiet(SHMEM_CTX_INVALID);
+    if (strcmp(mode, "huge_stride") == 0 && me == 0)
+        shmem_int_iput(x, x, PTRDIFF_MAX, 1, 2, 1);
     /* The operator is checked before anything moves (x stands in for the signal). */
     if (strcmp(mode, "bad_sig_op") == 0 && me == 0)
         shmem_putmem_signal(x, x, sizeof *x, (uint64_t *)(void *)x, 1, 7, 1);
