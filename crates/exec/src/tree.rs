@@ -15,7 +15,7 @@
 //! exception: those nodes are connected to for their `stdin` (nothing carries stdin
 //! down the tree).
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::Arc;
 use std::thread;
 
@@ -23,7 +23,7 @@ use nf_link::addr::parse_addr;
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::connect::attach;
 use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
-use nf_node::xcpu::treeout::parse_record;
+use nf_node::xcpu::treeout::{parse_record, read_record};
 
 use crate::io::{forward_stdin, watch_interrupts};
 use crate::nodes::{connecting, short_name};
@@ -173,10 +173,9 @@ impl TreeRun<'_> {
         let mut line = Vec::new();
         let tags: Vec<String> = self.how.nodes.iter().map(|n| short_name(n)).collect();
         loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) => break,
-                Ok(_) => {}
+            match read_record(&mut reader, &mut line) {
+                Ok(false) => break,
+                Ok(true) => {}
                 Err(e) => {
                     eprintln!(
                         "nf exec: reading the tree's output from {}: {e}",
@@ -184,9 +183,6 @@ impl TreeRun<'_> {
                     );
                     break;
                 }
-            }
-            if line.last() == Some(&b'\n') {
-                line.pop();
             }
             let Some(r) = parse_record(&line) else {
                 continue;

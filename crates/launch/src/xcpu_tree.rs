@@ -27,7 +27,7 @@
 //! whatever the number of hosts and ranks; the hosts hold one session each.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -36,7 +36,7 @@ use nf_exec::rank::{argv_text, env_text, open_session};
 use nf_ninep::LOpenFlags;
 use nf_node::xcpu::fanout::{PLACE_NODE, PLACE_RANK};
 use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
-use nf_node::xcpu::treeout::parse_record;
+use nf_node::xcpu::treeout::{parse_record, read_record};
 use tracing::{debug, warn};
 
 use crate::host_ranks::{layout_text, HostRanks, LAYOUT, TREE_VARS};
@@ -299,14 +299,10 @@ fn read_tree(
     let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
     let why = loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) => break "the tree's stream ended".to_string(),
-            Ok(_) => {}
+        match read_record(&mut reader, &mut line) {
+            Ok(false) => break "the tree's stream ended".to_string(),
+            Ok(true) => {}
             Err(e) => break format!("reading the tree's stream: {e}"),
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
         }
         let Some(r) = parse_record(&line) else {
             continue;

@@ -59,6 +59,21 @@ impl Record<'_> {
     }
 }
 
+/// Reads the next line of a `tree` stream into `line` (without its newline), at most
+/// a record's length: a longer one comes back in pieces, which are not records, so a
+/// stream that never ends a line costs its reader no more than that. False at the
+/// end of the stream.
+pub fn read_record(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<bool> {
+    line.clear();
+    if reader.take(MAX_RECORD as u64).read_until(b'\n', line)? == 0 {
+        return Ok(false);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Ok(true)
+}
+
 /// Parses one line of a `tree` stream (without its newline); `None` if it is not a
 /// record.
 pub fn parse_record(line: &[u8]) -> Option<Record<'_>> {
@@ -251,17 +266,10 @@ impl Branch {
         let mut dropped = 0u64;
         let why = loop {
             line.clear();
-            match reader
-                .by_ref()
-                .take(MAX_RECORD as u64)
-                .read_until(b'\n', &mut line)
-            {
-                Ok(0) => break "its stream ended early".to_string(),
-                Ok(_) => {}
+            match read_record(&mut reader, &mut line) {
+                Ok(false) => break "its stream ended early".to_string(),
+                Ok(true) => {}
                 Err(e) => break format!("reading its stream: {e}"),
-            }
-            if line.last() == Some(&b'\n') {
-                line.pop();
             }
             if !self.pass(&line) {
                 dropped += 1;
@@ -371,6 +379,20 @@ fn mark_ended(ended: &Mutex<HashSet<String>>, node: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_that_never_ends_is_read_a_record_length_at_a_time() {
+        let mut input = vec![b'x'; 3 * MAX_RECORD];
+        input.extend_from_slice(b"\n. exit 0\n");
+        let mut reader = std::io::BufReader::new(&input[..]);
+        let mut line = Vec::new();
+        let mut lens = Vec::new();
+        while read_record(&mut reader, &mut line).unwrap() {
+            lens.push(line.len());
+        }
+        assert_eq!(lens, [MAX_RECORD, MAX_RECORD, MAX_RECORD, 0, 8]);
+        assert!(parse_record(b". exit 0").is_some());
+    }
 
     fn tree() -> TreeOut {
         TreeOut::new(1 << 20, (0, 0), Cancel::new())
