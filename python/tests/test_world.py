@@ -35,6 +35,22 @@ def test_an_exception_in_one_rank_ends_the_job_naming_it(job, launcher):
     assert "unreachable" not in p.stdout + p.stderr
 
 
+def _where(pid):
+    """What a stuck process is doing: its signal masks and each thread's state and wait channel."""
+    out = []
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            out += [ln.strip() for ln in f if ln.startswith(("State", "Sig", "Shd"))]
+        for t in sorted(os.listdir(f"/proc/{pid}/task")):
+            base = f"/proc/{pid}/task/{t}"
+            with open(f"{base}/comm") as c, open(f"{base}/wchan") as w, open(f"{base}/stat") as st:
+                state = st.read().rsplit(")", 1)[1].split()[0]
+                out.append(f"thread {t} {c.read().strip()} {state} wchan={w.read().strip() or '-'}")
+    except OSError as e:
+        out.append(f"(could not read /proc/{pid}: {e})")
+    return "; ".join(out)
+
+
 def test_ctrl_c_ends_a_blocked_receive():
     p = subprocess.Popen(
         [sys.executable, str(PROGS / "interrupt.py")],
@@ -47,7 +63,10 @@ def test_ctrl_c_ends_a_blocked_receive():
     try:
         assert p.stdout.readline() == "waiting\n"
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=30)
+        try:
+            _, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"no exit within 30 s of SIGINT; the process then: {_where(p.pid)}")
     finally:
         p.kill()
     assert p.returncode == 130, err
