@@ -4,7 +4,9 @@
 //! (8 ranks on a 2-core CI machine) a spinning rank steals the core of the rank it
 //! waits for, so [`WaitMode::Yield`] escalates: spin a little, then `sched_yield`,
 //! then nap for a few microseconds, resetting whenever progress was made (no naps
-//! while an ofi rendezvous is in flight: see `LAST_YIELD`).
+//! while an ofi rendezvous is in flight: see `Waiter::last_yield`). When every rank
+//! of the host shares one CPU the spin is skipped: no peer can run while we spin, so
+//! each pause only delays the yield that lets the peer answer.
 //!
 //! "Cores" are the CPUs the job may use on this host, not those the host has: two
 //! ranks confined to one CPU (`taskset -c 1`, a Slurm or container cpuset, a cgroup
@@ -41,20 +43,19 @@ use crate::world::World;
 /// Longest single park; waits re-check their condition and peers between parks.
 pub const PARK_MAX: Duration = Duration::from_millis(10);
 
+/// Empty polls that spin (`pause`) before the first yield, where a peer may be
+/// running on another CPU.
 const SPINS: u32 = 256;
 /// Empty polls between clock reads (for the liveness check) in a wait.
 const CHECK_EVERY: u32 = 64;
 const YIELDS: u32 = 2048;
 const NAP: Duration = Duration::from_micros(20);
-/// The last idle count that yields rather than naps: a wait with an ofi rendezvous
-/// in flight stays there, since under manual progress the read moves only while
-/// both ends poll (a nap of the memory's owner stalls the reader).
-const LAST_YIELD: u32 = SPINS + YIELDS - 1;
-
 /// The resolved policy of this rank.
 #[derive(Debug, Clone, Copy)]
 pub struct Waiter {
     spin_only: bool,
+    /// Empty polls spent spinning before yielding: `SPINS`, or 0 on one CPU.
+    spins: u32,
     /// Spin before parking; `None`: never.
     park_after: Option<Duration>,
 }
@@ -69,13 +70,19 @@ impl Waiter {
         job_cpus: Option<usize>,
         park_after: Option<Duration>,
     ) -> Waiter {
+        let cpus = job_cpus.unwrap_or_else(nf_sys::cpus::usable);
         let spin_only = match mode {
             WaitMode::Spin => true,
             WaitMode::Yield => false,
-            WaitMode::Auto => local_ranks <= job_cpus.unwrap_or_else(nf_sys::cpus::usable),
+            WaitMode::Auto => local_ranks <= cpus,
         };
         Waiter {
             spin_only,
+            spins: if cpus <= 1 && local_ranks > 1 {
+                0
+            } else {
+                SPINS
+            },
             park_after: park_after.filter(|_| !spin_only),
         }
     }
@@ -83,6 +90,13 @@ impl Waiter {
     /// How long a wait spins before it may park (`None`: never).
     pub fn park_after(&self) -> Option<Duration> {
         self.park_after
+    }
+
+    /// The last idle count that yields rather than naps: a wait with an ofi
+    /// rendezvous in flight stays there, since under manual progress the read moves
+    /// only while both ends poll (a nap of the memory's owner stalls the reader).
+    pub(crate) fn last_yield(&self) -> u32 {
+        self.spins + YIELDS - 1
     }
 
     /// Whether this rank busy-polls.
@@ -94,9 +108,9 @@ impl Waiter {
     pub fn idle(&self, idle: u32) {
         if self.spin_only {
             // Poll again at once (see the module doc).
-        } else if idle < SPINS {
+        } else if idle < self.spins {
             std::hint::spin_loop();
-        } else if idle < SPINS + YIELDS {
+        } else if idle < self.spins + YIELDS {
             std::thread::yield_now();
         } else {
             std::thread::sleep(NAP);
@@ -146,7 +160,7 @@ impl<'a> Backoff<'a> {
     fn idle_once(&mut self) -> bool {
         self.idle = self.idle.saturating_add(1);
         let idle = if self.world.ofi_rndv_active.get() > 0 {
-            self.idle.min(LAST_YIELD)
+            self.idle.min(self.world.waiter.last_yield())
         } else {
             self.idle
         };
@@ -179,5 +193,31 @@ impl<'a> Backoff<'a> {
             return world.dead_peer();
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_sharing_one_cpu_yield_without_spinning_first() {
+        let one = Waiter::new(WaitMode::Auto, 2, Some(1), None);
+        assert!(!one.spins());
+        assert_eq!(
+            one.spins, 0,
+            "no peer can run while a rank on the only CPU spins"
+        );
+        assert_eq!(one.last_yield(), YIELDS - 1);
+        let two = Waiter::new(WaitMode::Auto, 4, Some(2), None);
+        assert_eq!(
+            two.spins, SPINS,
+            "with a second CPU the awaited peer may be running"
+        );
+        let alone = Waiter::new(WaitMode::Yield, 1, Some(1), None);
+        assert_eq!(
+            alone.spins, SPINS,
+            "a lone rank waits for the network, not a local peer"
+        );
     }
 }
