@@ -22,9 +22,10 @@
 //! ```
 //!
 //! Tests: unit tests sit beside the code (`cargo test -p nf-core`); the tests that run
-//! real jobs are `crates/checks/tests/core_*.rs` (world, hosts, bootstrap, calibrate),
-//! because the ranks they start are `nf-core-check`, a program that links this crate
-//! and `nf-launch` above it.
+//! real jobs are in `tests/jobs/` (world, hosts, bootstrap, calibrate), built and run
+//! as tests of `nf-checks` (`cargo test -p nf-checks`), because the ranks they start
+//! are `nf-core-check`, a program of that package that links this crate and
+//! `nf-launch` above it.
 
 pub mod am;
 pub mod bootstrap;

@@ -25,8 +25,9 @@
 //! its own is the tagged forwarding of rank output (`[rank] `, or `[rank@host] `).
 //!
 //! Tests: unit tests sit beside the code (`cargo test -p nf-launch`); the tests that
-//! launch real ranks are `crates/checks/tests/launch.rs` and `launch_hosts.rs`, whose
-//! ranks are the check programs of `crates/checks`.
+//! launch real ranks are `tests/jobs/launch.rs` and `tests/jobs/hosts.rs`, built and
+//! run as tests of `nf-checks` (`cargo test -p nf-checks --test launch`), whose ranks
+//! are the check programs of `crates/checks`.
 
 pub mod elf;
 mod error;

@@ -39,8 +39,9 @@
 //! ```
 //!
 //! Tests: unit tests and the loom models sit beside the code (`cargo test -p nf-rma`);
-//! the tests that run real jobs are `crates/checks/tests/rma.rs`, whose ranks are
-//! `nf-rma-check`, a program that links this crate and `nf-launch`.
+//! the tests that run real jobs are `tests/jobs/rma.rs`, built and run as a test of
+//! `nf-checks` (`cargo test -p nf-checks --test rma`), whose ranks are `nf-rma-check`,
+//! a program of that package that links this crate and `nf-launch`.
 
 mod api;
 mod apply;

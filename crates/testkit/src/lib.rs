@@ -9,6 +9,7 @@
 //! - [`wait_for`], [`eventually`]: wait for something a test can observe (a readiness
 //!   signal), with a deadline that only catches a hang.
 //! - [`cdylib_dir`]: where a crate's freshly built C library is, for its C tests.
+//! - [`leftovers_are_gone`]: a job's scratch folder is empty once it is over.
 //! - [`users`]: unprivileged accounts besides root, and acting as one on one thread.
 //! - `ninep` (features `ninep-codec`, `ninep`): sample 9P messages, a frame mutator, a
 //!   tree served on a fresh socket and a raw-frame connection to it.
@@ -18,6 +19,7 @@
 
 mod bounded;
 mod cdylib;
+mod leftovers;
 mod netns;
 #[cfg(feature = "ninep-codec")]
 pub mod ninep;
@@ -26,5 +28,6 @@ pub mod users;
 
 pub use bounded::{exited_within, finish_within, output_within};
 pub use cdylib::cdylib_dir;
+pub use leftovers::leftovers_are_gone;
 pub use netns::{listed, Netns, NetnsError, MAX_HOSTS, NAME_PREFIX};
 pub use ready::{eventually, wait_for};

@@ -2,6 +2,9 @@
 //! hydra (`mpiexec.hydra`, the PMI-2 wire protocol) start `nf-core-check` directly, and
 //! every rank must say it joined through that launcher as rank r of 4 and pass its
 //! data checks. Half-set launcher environments must fail naming the variable.
+//!
+//! Run as a test of the `nf-checks` package (`crates/checks/Cargo.toml`: `cargo test -p
+//! nf-checks --test core_bootstrap`), which builds the programs it starts.
 
 use std::process::{Command, Output};
 use std::time::Duration;

@@ -2,6 +2,9 @@
 //! processes started by the real launcher: the first job on a host measures it and
 //! caches it, the next one uses the cache, and a threshold given by a setting, a
 //! measurement switched off or one that runs out of time keep what they must.
+//!
+//! Run as a test of the `nf-checks` package (`crates/checks/Cargo.toml`: `cargo test -p
+//! nf-checks --test core_calibrate`), which builds the programs it starts.
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -1,4 +1,7 @@
 //! `nf-core-check` as a user meets it: `--help` prints usage, not a complaint.
+//!
+//! Run as a test of the `nf-checks` package (`crates/checks/Cargo.toml`: `cargo test -p
+//! nf-checks --test core_check_cli`), which builds the programs it starts.
 
 use std::process::Command;
 

@@ -21,6 +21,9 @@
 //!
 //! Every job is bounded by [`BOUND`]; faults use `NF_DEAD_AFTER_MS` so that a silent
 //! peer is lost in seconds.
+//!
+//! Run as a test of the `nf-checks` package (`crates/checks/Cargo.toml`: `cargo test -p
+//! nf-checks --test core_hosts`), which builds the programs it starts.
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -1,16 +1,18 @@
 //! The core over real processes and real shared memory, started by the real launcher.
 //!
-//! Each test runs `nf-core-check MODE …` (src/bin) as an N-rank job with segments in a
-//! private directory under /dev/shm, and checks the job's outcome and that no segment
-//! outlives it.
+//! Each test runs `nf-core-check MODE …` (`crates/checks/src/bin`) as an N-rank job
+//! with segments in a private directory under /dev/shm, and checks the job's outcome
+//! and that no segment outlives it.
+//!
+//! Run as a test of the `nf-checks` package (`crates/checks/Cargo.toml`: `cargo test -p
+//! nf-checks --test core_world`), which builds the programs it starts.
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use nf_launch::{Binding, Cause, LaunchSpec, Outcome};
 
-mod support;
-use support::leftovers_are_gone;
+use nf_testkit::leftovers_are_gone;
 
 struct Job {
     shm: tempfile::TempDir,

@@ -6,6 +6,9 @@
 //! network, so the launcher itself runs inside host 0: in-process on a thread that
 //! entered it (`Netns::within`), or as `nf-launch-testrun` under `ip netns exec`.
 //! The tests at the top need neither root nor namespaces.
+//!
+//! Run as a test of the `nf-checks` package (`crates/checks/Cargo.toml`: `cargo test -p
+//! nf-checks --test launch_hosts`), which builds the programs it starts.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;

@@ -1,6 +1,9 @@
 //! The launcher with real processes: `nf-launch-testprog` ranks, started through the
 //! library API or through `nf-launch-testrun` when the test must watch the launcher
 //! from outside (its output, its exit code, signals sent to it).
+//!
+//! Run as a test of the `nf-checks` package (`crates/checks/Cargo.toml`: `cargo test -p
+//! nf-checks --test launch`), which builds the programs it starts.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

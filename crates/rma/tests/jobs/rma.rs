@@ -5,18 +5,18 @@
 //! through the service threads. Every job on a path other than direct checks that
 //! each proc really reaches the others that way (`NF_RMA_CHECK_ROUTE`).
 //!
-//! Each test runs `nf-rma-check MODE …` (src/bin) and checks the job's outcome and
-//! that no segment file (nor memory-registry entry) outlives it.
+//! Each test runs `nf-rma-check MODE …` (`crates/checks/src/bin`) and checks the job's
+//! outcome and that no segment file (nor memory-registry entry) outlives it.
+//!
+//! Run as a test of the `nf-checks` package (`crates/checks/Cargo.toml`: `cargo test -p
+//! nf-checks --test rma`), which builds the programs it starts.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use nf_launch::{HostSlots, Hosts, LaunchSpec, Outcome, RemoteTemplate};
-use nf_testkit::Netns;
-
-mod support;
-use support::leftovers_are_gone;
+use nf_testkit::{leftovers_are_gone, Netns};
 
 /// A safety net only: every job here ends in well under a minute.
 const BOUND: Duration = Duration::from_secs(180);
