@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use nf_node::xcpu::remote::RemoteError;
+use nf_xcpu_client::session::RemoteError;
 
 /// An `nf exec` job could not be set up, started or followed to its end.
 #[derive(Debug, thiserror::Error)]

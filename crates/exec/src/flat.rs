@@ -6,7 +6,7 @@ use std::thread;
 
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::connect::ConnectOptions;
-use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
+use nf_xcpu_client::session::{RemoteExit, RemoteSession};
 
 use crate::io::{copy_lines, forward_stdin, watch_interrupts};
 use crate::plan::{Copy, Plan};

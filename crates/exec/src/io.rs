@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::thread;
 
 use nf_ninep::LOpenFlags;
-use nf_node::xcpu::remote::RemoteSession;
+use nf_xcpu_client::session::RemoteSession;
 
 use crate::ExecError;
 

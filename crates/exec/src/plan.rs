@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nf_ninep_client::connect::{connect, ConnectOptions};
-use nf_node::xcpu::remote::{RemoteError, RemoteSession};
+use nf_xcpu_client::session::{RemoteError, RemoteSession};
 
 use crate::nodes::{connecting, short_name, target};
 use crate::ExecError;

@@ -7,7 +7,7 @@ use nf_link::addr::parse_addr;
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::connect::{attach, ConnectOptions};
 use nf_ninep_client::File;
-use nf_node::xcpu::remote::{RemoteError, RemoteExit, RemoteSession};
+use nf_xcpu_client::session::{RemoteError, RemoteExit, RemoteSession};
 
 use crate::nodes::connecting;
 use crate::ExecError;

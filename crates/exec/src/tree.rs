@@ -5,7 +5,7 @@
 //!    `clones` barrier: everything has reached every node, or the listing names those
 //!    it could not reach.
 //! 2. Open the first node's `tree` (the output and ends of every node,
-//!    [`nf_node::xcpu::treeout`]) before `exec`, so nothing is missed; start there
+//!    `nf_node::xcpu::treeout`) before `exec`, so nothing is missed; start there
 //!    (`exec` goes down the tree); a Ctrl-C is `kill` there, which goes down too.
 //! 3. Print each `out`/`err` record tagged with its node; each node's `exit`/`signal`
 //!    is its status, `failed` says why it did not run to its end.
@@ -22,8 +22,8 @@ use std::thread;
 use nf_link::addr::parse_addr;
 use nf_ninep::LOpenFlags;
 use nf_ninep_client::connect::attach;
-use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
-use nf_node::xcpu::treeout::{parse_record, read_record};
+use nf_xcpu_client::records::{parse_record, read_record};
+use nf_xcpu_client::session::{RemoteExit, RemoteSession};
 
 use crate::io::{forward_stdin, watch_interrupts};
 use crate::nodes::{connecting, short_name};

@@ -8,7 +8,7 @@
 //! 1. **Which ranks.** The session's `env` holds the launcher's layout,
 //!    `NF_RUN_HOSTS=NAME:FIRST:COUNT,…` (one entry per host of the tree, in the order
 //!    the launcher gave the hosts to `clone`), and the host's place in the tree,
-//!    `NF_EXEC_RANK=I` ([`nf_node::xcpu::fanout`], rule 6): the starter runs ranks
+//!    `NF_EXEC_RANK=I` (`nf_node::xcpu::fanout`, rule 6): the starter runs ranks
 //!    `FIRST .. FIRST + COUNT` of entry `I`, with `NF_HOST=NAME`.
 //! 2. **Their environment.** The starter's own, less the tree's variables
 //!    (`NF_EXEC_*`, `NF_RUN_HOSTS`), with each rank's contract ([`nf_pmi::env`]) over
@@ -16,7 +16,7 @@
 //!    secret included); the starter changes only `NF_RANK`, `NF_LOCAL_RANK`,
 //!    `NF_LOCAL_SIZE` and `NF_HOST`, so ranks wire up as ranks started one by one do.
 //! 3. **What it says.** On its stdout, one record per line, in the shape of a `tree`
-//!    stream ([`nf_node::xcpu::treeout`]) with ranks for nodes: `RANK out TEXT` and
+//!    stream (`nf_node::xcpu::treeout`) with ranks for nodes: `RANK out TEXT` and
 //!    `RANK err TEXT` (a rank's lines; a longer one is cut into [`CHUNK`]-byte records,
 //!    so the node never cuts a record), then exactly one `RANK exit CODE` or `RANK
 //!    signal SIG` per rank, after its output (a rank's stream still open
@@ -38,9 +38,9 @@ use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use nf_node::xcpu::fanout::{PLACE_NODE, PLACE_RANK};
-use nf_node::xcpu::treeout::MAX_TEXT;
 use nf_pmi::JobEnv;
+use nf_xcpu_client::records::MAX_TEXT;
+use nf_xcpu_client::{PLACE_NODE, PLACE_RANK};
 
 use crate::signals::SignalWatch;
 use crate::spawn::spawn_process;

@@ -17,7 +17,7 @@ use std::thread;
 
 use nf_exec::RankSession;
 use nf_ninep_client::connect::ConnectOptions;
-use nf_node::xcpu::remote::RemoteExit;
+use nf_xcpu_client::session::RemoteExit;
 use tracing::warn;
 
 use crate::error::LaunchError;

@@ -7,7 +7,7 @@
 //!    host (`NF_EXEC_RANK=0`); then `clone K HOST…` for the other hosts, and wait at the
 //!    `clones` barrier. A host the tree did not reach is a start error naming it (its
 //!    first rank, its name, why); the session is wiped, nothing ran.
-//! 2. **Start.** Open the first host's `tree` ([`nf_node::xcpu::treeout`]) before `exec`,
+//! 2. **Start.** Open the first host's `tree` (`nf_node::xcpu::treeout`) before `exec`,
 //!    so nothing is missed; `exec` goes down the tree. A host whose session could not
 //!    start (the starter missing there) is a start error as in step 1, the rest killed.
 //! 3. **Follow.** One thread reads `tree`: a host's `out` records are its starter's
@@ -34,9 +34,9 @@ use std::thread;
 
 use nf_exec::rank::{argv_text, env_text, open_session};
 use nf_ninep::LOpenFlags;
-use nf_node::xcpu::fanout::{PLACE_NODE, PLACE_RANK};
-use nf_node::xcpu::remote::{RemoteExit, RemoteSession};
-use nf_node::xcpu::treeout::{parse_record, read_record};
+use nf_xcpu_client::records::{parse_record, read_record};
+use nf_xcpu_client::session::{RemoteExit, RemoteSession};
+use nf_xcpu_client::{PLACE_NODE, PLACE_RANK};
 use tracing::{debug, warn};
 
 use crate::host_ranks::{layout_text, HostRanks, LAYOUT, TREE_VARS};
@@ -131,7 +131,7 @@ fn start(
     let head = open_session(&hosts[0].addr, &x.conn).map_err(at_head)?;
     let step = |what: &str| {
         let what = format!("{what} on {}", hosts[0].addr);
-        move |e: nf_node::xcpu::remote::RemoteError| (0, io::Error::other(format!("{what}: {e}")))
+        move |e: nf_xcpu_client::session::RemoteError| (0, io::Error::other(format!("{what}: {e}")))
     };
     let wiped = |e: StartError| {
         let _ = head.ctl("wipe");

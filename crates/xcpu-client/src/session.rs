@@ -1,5 +1,5 @@
-//! The client side of a session: what `nf exec` (and a node forwarding a session)
-//! does through a node's `/xcpu`, file by file.
+//! A session driven from outside: what `nf exec`, `nf run --hosts` and a node
+//! forwarding a session down its tree do through a node's `/xcpu`, file by file.
 //!
 //! Steps: [`RemoteSession::open`] opens `/xcpu/clone` and keeps it open (the hold
 //! that keeps the session alive until this handle drops), [`RemoteSession::upload`]

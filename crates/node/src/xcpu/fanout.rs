@@ -50,19 +50,16 @@ use nf_ninep::LOpenFlags;
 use nf_ninep_client::File;
 use nf_ninep_server::{Creds, Monitor};
 
-use super::remote::RemoteSession;
 use super::treeout::{Branch as TreeBranch, TreeOut};
 use nf_link::addr::{parse_addr, Addr};
 use nf_link::tls::TlsFiles;
 use nf_ninep_client::connect::{attach, ConnectError, ConnectOptions};
+use nf_xcpu_client::session::RemoteSession;
+use nf_xcpu_client::{PLACE_NODE, PLACE_RANK};
 
 /// Operations queued per child. A write op carries up to one msize (1 MiB by
 /// default), so this bounds a child's queue to about 16 MiB.
 const QUEUE: usize = 16;
-/// The variable of a session's `env` that places it in a tree (rule 6).
-pub const PLACE_RANK: &str = "NF_EXEC_RANK";
-/// The variable of `env` naming the node, as the list given to `clone` does (rule 6).
-pub const PLACE_NODE: &str = "NF_EXEC_NODE";
 
 /// Bytes per forwarded chunk when replaying a file.
 const CHUNK: usize = 1 << 20;

@@ -42,14 +42,13 @@
 //! `/tmp` another user could take first.
 //!
 //! When sessions end, and what ending does: [`session`]. Driving a session from a
-//! client: [`remote`].
+//! client (as `nf exec`, `nf run --hosts` and [`fanout`] do): `nf_xcpu_client`.
 
 pub mod ctl;
 pub mod escape;
 pub mod fanout;
 pub mod files;
 pub mod output;
-pub mod remote;
 pub mod session;
 pub mod treeout;
 pub mod upload;
