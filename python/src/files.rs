@@ -505,7 +505,9 @@ fn copy(src: &str, dst: &str, opts: &ConnectOptions) -> Result<u64, CopyFail> {
             let remote = |e: ClientError| Box::new((dst.to_string(), Fail::Client(e)));
             let to = root.copy_destination(&t.path, src).map_err(remote)?;
             let mut file = root.open_for_write(&to, false).map_err(remote)?;
-            let n = file.copy_from(&mut input).map_err(copy_err(dst, from))?;
+            let n = file
+                .copy_from_behind(&mut input, nf_ninep_client::WRITE_BEHIND)
+                .map_err(copy_err(dst, from))?;
             file.close().map_err(remote)?;
             Ok(n)
         }

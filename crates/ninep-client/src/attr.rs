@@ -28,6 +28,11 @@ impl Stat {
         self.qid.ty.contains(QidType::SYMLINK)
     }
 
+    /// True for a regular file (not a pipe, device or socket), by the mode's type bits.
+    pub fn is_regular(&self) -> bool {
+        self.attr.mode & 0o170000 == 0o100000
+    }
+
     /// Size in bytes.
     pub fn size(&self) -> u64 {
         self.attr.size

@@ -39,6 +39,7 @@
 
 mod ahead;
 mod attr;
+mod behind;
 pub mod connect;
 mod copy;
 mod dir;
@@ -64,6 +65,7 @@ use std::time::Duration;
 
 pub use ahead::DEFAULT_DEPTH as READ_AHEAD;
 pub use attr::Stat;
+pub use behind::DEFAULT_DEPTH as WRITE_BEHIND;
 pub use copy::{base_name, CopyError};
 pub use dir::DirEntry;
 pub use error::ClientError;

@@ -17,6 +17,8 @@ pub struct File {
     fid: Fid,
     iounit: u32,
     pos: u64,
+    /// Opened with `APPEND`: the server writes at the end, whatever the offset.
+    append: bool,
 }
 
 impl Deref for File {
@@ -28,12 +30,18 @@ impl Deref for File {
 }
 
 impl File {
-    fn new(fid: Fid, iounit: u32) -> File {
+    fn new(fid: Fid, iounit: u32, flags: LOpenFlags) -> File {
         File {
             fid,
             iounit,
             pos: 0,
+            append: flags.contains(LOpenFlags::APPEND),
         }
+    }
+
+    /// Whether it was opened to append (`LOpenFlags::APPEND`).
+    pub fn appends(&self) -> bool {
+        self.append
     }
 
     /// The iounit the server gave (0: msize − 24).
@@ -92,7 +100,7 @@ impl Fid {
             )
             .map_err(|e| e.at(self.path()))?;
         self.set_qid(r.qid);
-        Ok(File::new(self, r.iounit))
+        Ok(File::new(self, r.iounit, flags))
     }
 
     /// Creates and opens `name` in this directory (`Tlcreate`); the fid becomes the
@@ -119,7 +127,7 @@ impl Fid {
             })
             .map_err(|e| e.at(&shown))?;
         self.set_qid(r.qid);
-        Ok(File::new(self, r.iounit))
+        Ok(File::new(self, r.iounit, flags))
     }
 }
 

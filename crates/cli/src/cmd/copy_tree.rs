@@ -140,9 +140,9 @@ fn copy_files(entries: &[Entry], copy: impl Fn(&str, u32) -> anyhow::Result<()> 
     failed.into_inner().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Copies the local tree `from` to `to` on the server (made if missing); returns how
-/// many files failed.
-pub fn upload(root: &Root, from: &Path, to: &str) -> anyhow::Result<usize> {
+/// Copies the local tree `from` to `to` on the server (made if missing), each file
+/// with up to `depth` writes in flight; returns how many files failed.
+pub fn upload(root: &Root, from: &Path, to: &str, depth: usize) -> anyhow::Result<usize> {
     let entries = list_local(from)?;
     for e in &entries {
         match e {
@@ -167,7 +167,7 @@ pub fn upload(root: &Root, from: &Path, to: &str) -> anyhow::Result<usize> {
             Err(e) if e.errno() == Some(EEXIST) => root.open(&path, flags)?,
             other => other?,
         };
-        file.copy_from(&mut input)?;
+        file.copy_from_behind(&mut input, depth)?;
         file.close()?;
         Ok(())
     }))

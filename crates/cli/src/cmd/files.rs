@@ -160,8 +160,9 @@ pub struct CpArgs {
     /// No progress bar (one is shown on a terminal for copies of 8 MiB and more).
     #[arg(short, long)]
     pub quiet: bool,
-    /// Reads in flight per file copied from a server (read-ahead, up to the size the
-    /// file had; streams are read one message at a time); 1: one at a time.
+    /// Messages in flight per file copied: reads from a server (read-ahead, up to the
+    /// size the file had) and writes to one (write-behind, to regular files whose
+    /// writes land at their offset); streams go one message at a time; 1: always.
     #[arg(long, default_value_t = nf_ninep_client::READ_AHEAD,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
     pub depth: usize,
@@ -374,7 +375,7 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
             let mut file = root.open_for_write(&to, false)?;
             let len = input.metadata().map_or(0, |m| m.len());
             let bar = copy_bar(&a.from, len, a.quiet);
-            file.copy_from(&mut Counted::new(input, bar))?;
+            file.copy_from_behind(&mut Counted::new(input, bar), a.depth)?;
             file.close()?;
         }
         (true, true) => {
@@ -400,7 +401,7 @@ fn cp_tree(a: &CpArgs) -> anyhow::Result<i32> {
             }
             let (root, t) = a.conn.open(&a.to)?;
             let to = root.copy_destination(&t.path, a.from.trim_end_matches('/'))?;
-            super::copy_tree::upload(&root, from, &to)?
+            super::copy_tree::upload(&root, from, &to, a.depth)?
         }
         (true, false) => {
             let (root, t) = a.conn.open(&a.from)?;

@@ -52,7 +52,8 @@ impl Local {
             ty: if self.is_dir() {
                 QidType::DIR
             } else {
-                QidType::FILE
+                // Synthetic: writes are taken in order, their offset ignored.
+                QidType::APPEND
             },
             version: 0,
             path: 1 + u64::from(view::number(scope)) * 16 + slot,

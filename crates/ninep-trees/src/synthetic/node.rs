@@ -40,6 +40,14 @@ pub trait FileNode: Send + Sync + 'static {
         0
     }
 
+    /// True if a write lands at its offset whatever order writes arrive in (a file on
+    /// disk), so a client may keep several in flight. Default false: writes are taken
+    /// in arrival order and their offset is ignored (streams, pipes, control files),
+    /// which the file's qid says with `QTAPPEND`.
+    fn positional(&self) -> bool {
+        false
+    }
+
     /// Opens the file with `flags` (access mode in the low two bits).
     fn open(&self, ctx: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>>;
 }
@@ -152,7 +160,9 @@ impl Node {
         Qid {
             ty: match self.kind {
                 NodeKind::Dir(_) => QidType::DIR,
-                NodeKind::File(_) => QidType::FILE,
+                NodeKind::File(ref f) if f.positional() => QidType::FILE,
+                // Writes ignore their offset: a client must not reorder them.
+                NodeKind::File(_) => QidType::APPEND,
             },
             version: self.version.load(Ordering::Relaxed),
             path: self.id,

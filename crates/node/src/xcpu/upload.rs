@@ -125,6 +125,10 @@ impl FileNode for HostFile {
         std::fs::symlink_metadata(&self.path).map_or(0, |m| m.len())
     }
 
+    fn positional(&self) -> bool {
+        true
+    }
+
     fn open(&self, _: &Ctx, flags: LOpenFlags) -> FsResult<Box<dyn OpenFile>> {
         let mode = flags.access_mode();
         let file = OpenOptions::new()

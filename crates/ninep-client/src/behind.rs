@@ -1,0 +1,197 @@
+//! Writing behind: several `Twrite`s of one transfer in flight at once, so a copy to a
+//! server over a link with latency (a gateway hop, a wide-area link) is not one round
+//! trip per message — the write counterpart of reading ahead.
+//!
+//! Rules:
+//!
+//! 1. Only where a write lands at its offset whatever order the server takes it in:
+//!    the file is regular (getattr), was not opened to append, and its qid lacks
+//!    `QTAPPEND`, which a ninefold server sets on every file whose writes ignore their
+//!    offset (pipes, job input, control files, synthetic files). Anything else is
+//!    written one message at a time, in order, as before: a server may serve one
+//!    connection's requests concurrently, so two writes in flight on a stream could
+//!    land out of order.
+//! 2. Replies are taken in the order the writes were sent. A reply that took less
+//!    than its message (a full disk, a quota) ends the writing behind: the writes
+//!    still in flight are collected, and everything from the first byte not known
+//!    written is written again one message at a time — positional writes may be
+//!    repeated, so nothing is lost or left as a hole — until the server takes none,
+//!    which is [`ClientError::ShortWrite`] naming what was written.
+//! 3. An error reply ends the copy with that error once the writes in flight are
+//!    collected; the position stays after the last byte known written.
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+
+use nf_ninep::message::*;
+use nf_ninep::types::QidType;
+
+use crate::copy::CopyError;
+use crate::error::ClientError;
+use crate::open::File;
+use crate::rpc::PendingCall;
+
+/// Writes in flight unless the caller says otherwise.
+pub const DEFAULT_DEPTH: usize = 4;
+
+/// One write sent and not yet answered: its offset and its bytes (kept for rule 2).
+struct Sent {
+    call: PendingCall,
+    offset: u64,
+    data: Vec<u8>,
+}
+
+impl File {
+    /// Whether writes to this file may be kept in flight (rule 1); asks the server
+    /// for the file's type unless its qid or open flags already say no.
+    pub fn writes_positional(&self) -> Result<bool, ClientError> {
+        if self.appends() || self.qid().ty.contains(QidType::APPEND) {
+            return Ok(false);
+        }
+        Ok(self.stat()?.is_regular())
+    }
+
+    /// [`File::copy_from`] with up to `depth` writes in flight where the file allows
+    /// it (see the module rules); `depth` 1 is `copy_from`. Returns the bytes copied.
+    ///
+    /// The first write goes out before the file's type is asked, and the question
+    /// travels beside it, so a file of one message costs what it costs without
+    /// writing behind.
+    pub fn copy_from_behind(
+        &mut self,
+        input: &mut dyn Read,
+        depth: usize,
+    ) -> Result<u64, CopyError> {
+        if depth <= 1 {
+            return self.copy_from(input);
+        }
+        let chunk = self.chunk() as usize;
+        let mut flight: VecDeque<Sent> = VecDeque::new();
+        // Rule 1, asked once a second message is to be sent.
+        let mut positional = None;
+        let mut next = self.position();
+        let mut total = 0;
+        let mut ended = false;
+        loop {
+            while !ended && flight.len() < depth {
+                if !flight.is_empty() && positional.is_none() {
+                    match self.writes_positional() {
+                        Ok(p) => positional = Some(p),
+                        Err(e) => {
+                            self.collect(flight);
+                            return Err(e.into());
+                        }
+                    }
+                }
+                if positional == Some(false) && !flight.is_empty() {
+                    break;
+                }
+                let data = match read_some(input, chunk) {
+                    Ok(data) => data,
+                    Err(e) => {
+                        self.collect(flight);
+                        return Err(e);
+                    }
+                };
+                if data.is_empty() {
+                    ended = true;
+                    break;
+                }
+                let call = match self.start_write(next, &data) {
+                    Ok(call) => call,
+                    Err(e) => {
+                        self.collect(flight);
+                        return Err(e.into());
+                    }
+                };
+                next += data.len() as u64;
+                flight.push_back(Sent {
+                    call,
+                    offset: next - data.len() as u64,
+                    data,
+                });
+            }
+            let Some(sent) = flight.pop_front() else {
+                return Ok(total);
+            };
+            let took = match self.finish_write(sent.call) {
+                Ok(n) => n.min(sent.data.len()),
+                Err(e) => {
+                    self.collect(flight);
+                    return Err(e.into());
+                }
+            };
+            self.advance(took as u64);
+            total += took as u64;
+            if took < sent.data.len() {
+                // Rule 2: the rest of this message and every later one, in order.
+                let mut rest = sent.data[took..].to_vec();
+                for later in flight.drain(..) {
+                    let _ = self.finish_write(later.call);
+                    rest.extend_from_slice(&later.data);
+                }
+                debug_assert_eq!(sent.offset + took as u64, self.position());
+                self.write_all(&rest)?;
+                total += rest.len() as u64;
+                return Ok(total + self.copy_from(input)?);
+            }
+        }
+    }
+
+    /// Sends one `Twrite` of `data` (at most [`File::chunk`] bytes) at `offset` without
+    /// waiting; [`File::finish_write`] takes the count the server wrote.
+    pub fn start_write(&self, offset: u64, data: &[u8]) -> Result<PendingCall, ClientError> {
+        let n = data.len().min(self.chunk() as usize);
+        let msg = Twrite {
+            fid: self.number(),
+            offset,
+            data: data[..n].into(),
+        };
+        self.client().start(msg).map_err(|e| e.at(self.path()))
+    }
+
+    /// Waits for a write [`File::start_write`] sent; the bytes the server took.
+    pub fn finish_write(&self, call: PendingCall) -> Result<usize, ClientError> {
+        let client = self.client();
+        client
+            .finish(
+                "write",
+                call,
+                |r| match r {
+                    Rmessage::Rwrite(r) => Some(r.count as usize),
+                    _ => None,
+                },
+                client.reply_timeout(),
+            )
+            .map_err(|e| e.at(self.path()))
+    }
+
+    /// Waits out the writes still in flight, dropping their results (an earlier one
+    /// already decided the copy's outcome).
+    fn collect(&self, flight: VecDeque<Sent>) {
+        for sent in flight {
+            let _ = self.finish_write(sent.call);
+        }
+    }
+}
+
+/// One read of at most `max` bytes from `input` (retried when interrupted); empty at
+/// its end.
+fn read_some(input: &mut dyn Read, max: usize) -> Result<Vec<u8>, CopyError> {
+    let mut buf = vec![0u8; max];
+    loop {
+        match input.read(&mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(CopyError::Local {
+                    what: "reading the input",
+                    source,
+                })
+            }
+        }
+    }
+}
