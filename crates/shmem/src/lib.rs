@@ -57,4 +57,5 @@ pub mod setup;
 pub mod size;
 pub mod state;
 pub mod sync;
+pub mod team;
 pub mod xfer;
