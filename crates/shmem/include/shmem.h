@@ -6,7 +6,7 @@
  * message, never at run time in silence.
  *
  * The typed families are generated from the type tables below (_NF_SHMEM_*_TYPES),
- * which the library's C side (csrc/typed.c) uses to define them: one table, one
+ * which the library's C side (the files of csrc/) uses to define them: one table, one
  * declaration and one definition per family. */
 #ifndef NF_SHMEM_H
 #define NF_SHMEM_H
