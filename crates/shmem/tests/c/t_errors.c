@@ -33,6 +33,9 @@ int main(int argc, char **argv) {
         shmem_team_t t;
         shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
         shmem_team_destroy(t);
+        /* The next split takes the same slot: only the handle's generation tells. */
+        shmem_team_t u;
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &u);
         if (me == 0) shmem_int_sum_reduce(t, x, x, 1);
     }
     if (strcmp(mode, "split_stride0") == 0) {
