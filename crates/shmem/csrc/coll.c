@@ -1,173 +1,178 @@
-/* Collectives on SHMEM_TEAM_WORLD, every typed family one macro over a type table
- * of shmem.h, built on the library's own gets and barriers:
+/* Collectives on any team (OpenSHMEM 1.5 section 9.9), every typed family one
+ * macro over a type table of shmem.h, and the cores they share with the 1.4
+ * active-set forms (csrc/activeset.c). A core runs on a group (csrc/team.h): PE
+ * numbers are member numbers, and only members synchronise.
  *
- * 1. A barrier first: every PE has entered, so every source is ready.
- * 2. Each PE gets what it needs from the others' symmetric sources (no PE writes
- *    another's memory), into its dest or, for reductions, a private buffer that it
- *    combines in PE order, so every PE computes the same result bit for bit.
- * 3. A barrier: nobody reads a source any more, so sources may change and a
- *    reduction may write its dest (which may be its source).
- * 4. Reductions copy the result into dest, then a last barrier.
- *
- * Any other team ends the process naming the call (teams are not provided yet). */
+ * 1. A group barrier first: every member has entered, so every source is ready.
+ * 2. Each member gets what it needs from the others' symmetric sources (no member
+ *    writes another's memory), starting at the member after itself so that not
+ *    everyone reads member 0 at once.
+ * 3. A group barrier: nobody reads a source any more, so sources may change.
+ * 4. Reductions are a reduce-scatter then an allgather by puts: member m combines
+ *    the m-th chunk of the elements, getting that chunk from every member and
+ *    combining in member order (so every PE ends with the same bits), then, after
+ *    a barrier (nobody reads a source: dest may be a source), puts its chunk into
+ *    every member's dest, then a barrier. Each member moves about 2 x the data
+ *    once, instead of getting every member's whole source. */
 #include <shmem.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "team.h"
 
-/* Ends the process with `msg`, naming `call` (src/error.rs). */
-
-static void nf_team(const char *call, shmem_team_t team) {
-    if (team != SHMEM_TEAM_WORLD)
-        nf_shmem_fatal(call, "only SHMEM_TEAM_WORLD is provided in this version");
+void nf_coll_broadcast(const char *call, const struct nf_group *g, void *dest,
+                       const void *source, size_t bytes, int root, int root_gets) {
+    if (root < 0 || root >= g->size)
+        nf_fatalf(call, "PE_root = %d is not a PE of the team (0 ..= %d)", root, g->size - 1);
+    nf_group_barrier(call, g);
+    if (g->me != root || root_gets) nf_shmem_get(call, dest, source, bytes, nf_group_pe(g, root));
+    nf_group_sync(call, g);
 }
 
-int shmem_team_my_pe(shmem_team_t team) {
-    nf_team("shmem_team_my_pe", team);
-    return shmem_my_pe();
-}
-
-int shmem_team_n_pes(shmem_team_t team) {
-    nf_team("shmem_team_n_pes", team);
-    return shmem_n_pes();
-}
-
-int shmem_sync(shmem_team_t team) {
-    nf_team("shmem_sync", team);
-    shmem_sync_all();
-    return 0;
-}
-
-static int nf_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
-                        size_t bytes, int root) {
-    nf_team(call, team);
-    if (root < 0 || root >= shmem_n_pes()) nf_shmem_fatal(call, "PE_root is not a PE of the team");
-    shmem_barrier_all();
-    nf_shmem_get(call, dest, source, bytes, root);
-    shmem_barrier_all();
-    return 0;
-}
-
-static int nf_fcollect(const char *call, shmem_team_t team, void *dest, const void *source,
-                       size_t bytes) {
-    nf_team(call, team);
-    shmem_barrier_all();
-    for (int pe = 0; pe < shmem_n_pes(); pe++)
-        nf_shmem_get(call, (char *)dest + (size_t)pe * bytes, source, bytes, pe);
-    shmem_barrier_all();
-    return 0;
-}
-
-/* Sizes differ between PEs: each publishes its count in a symmetric word first. */
-static int nf_collect(const char *call, shmem_team_t team, void *dest, const void *source,
-                      size_t bytes) {
-    nf_team(call, team);
-    size_t *count = shmem_malloc(sizeof(size_t));
-    *count = bytes;
-    shmem_barrier_all();
-    size_t at = 0;
-    for (int pe = 0; pe < shmem_n_pes(); pe++) {
-        size_t theirs;
-        nf_shmem_get(call, &theirs, count, sizeof theirs, pe);
-        nf_shmem_get(call, (char *)dest + at, source, theirs, pe);
-        at += theirs;
+void nf_coll_fcollect(const char *call, const struct nf_group *g, void *dest,
+                      const void *source, size_t bytes) {
+    nf_group_barrier(call, g);
+    for (int k = 0; k < g->size; k++) {
+        int i = (g->me + k) % g->size;
+        nf_shmem_get(call, (char *)dest + (size_t)i * bytes, source, bytes, nf_group_pe(g, i));
     }
-    shmem_free(count);
-    return 0;
+    nf_group_sync(call, g);
 }
 
-static int nf_alltoall(const char *call, shmem_team_t team, void *dest, const void *source,
-                       size_t bytes) {
-    nf_team(call, team);
-    int me = shmem_my_pe();
-    shmem_barrier_all();
-    for (int pe = 0; pe < shmem_n_pes(); pe++)
-        nf_shmem_get(call, (char *)dest + (size_t)pe * bytes,
-                     (const char *)source + (size_t)me * bytes, bytes, pe);
-    shmem_barrier_all();
-    return 0;
+/* Sizes differ between members: each publishes its count in the group's word. */
+void nf_coll_collect(const char *call, const struct nf_group *g, void *dest,
+                     const void *source, size_t bytes) {
+    *g->count = (long)bytes;
+    nf_group_barrier(call, g);
+    size_t at = 0;
+    for (int i = 0; i < g->size; i++) {
+        long theirs = (long)bytes;
+        if (i != g->me) nf_shmem_get(call, &theirs, g->count, sizeof theirs, nf_group_pe(g, i));
+        nf_shmem_get(call, (char *)dest + at, source, (size_t)theirs, nf_group_pe(g, i));
+        at += (size_t)theirs;
+    }
+    nf_group_sync(call, g);
 }
 
-static int nf_alltoalls(const char *call, shmem_team_t team, void *dest, const void *source,
-                        ptrdiff_t dst, ptrdiff_t sst, size_t elem, size_t nelems) {
-    nf_team(call, team);
-    int me = shmem_my_pe();
-    shmem_barrier_all();
-    for (int pe = 0; pe < shmem_n_pes(); pe++)
-        nf_shmem_iget(call, (char *)dest + (size_t)pe * nelems * (size_t)dst * elem,
-                      (const char *)source + (size_t)me * nelems * (size_t)sst * elem, dst,
-                      sst, elem, nelems, pe);
-    shmem_barrier_all();
-    return 0;
+void nf_coll_alltoall(const char *call, const struct nf_group *g, void *dest,
+                      const void *source, size_t bytes) {
+    nf_group_barrier(call, g);
+    for (int k = 0; k < g->size; k++) {
+        int i = (g->me + k) % g->size;
+        nf_shmem_get(call, (char *)dest + (size_t)i * bytes,
+                     (const char *)source + (size_t)g->me * bytes, bytes, nf_group_pe(g, i));
+    }
+    nf_group_sync(call, g);
 }
+
+void nf_coll_alltoalls(const char *call, const struct nf_group *g, void *dest,
+                       const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t elem,
+                       size_t nelems) {
+    nf_group_barrier(call, g);
+    for (int k = 0; k < g->size; k++) {
+        int i = (g->me + k) % g->size;
+        nf_shmem_iget(call, (char *)dest + (size_t)i * nelems * (size_t)dst * elem,
+                      (const char *)source + (size_t)g->me * nelems * (size_t)sst * elem, dst,
+                      sst, elem, nelems, nf_group_pe(g, i));
+    }
+    nf_group_sync(call, g);
+}
+
+void nf_coll_reduce(const char *call, const struct nf_group *g, void *dest,
+                    const void *source, size_t nreduce, size_t elem, nf_combine_fn combine) {
+    size_t chunk = (nreduce + (size_t)g->size - 1) / (size_t)g->size;
+    size_t lo = (size_t)g->me * chunk < nreduce ? (size_t)g->me * chunk : nreduce;
+    size_t n = nreduce - lo < chunk ? nreduce - lo : chunk;
+    size_t off = lo * elem, bytes = n * elem;
+    char *acc = malloc(bytes + 1), *got = malloc(bytes + 1);
+    if (!acc || !got) nf_shmem_fatal(call, "out of local memory for the result");
+    nf_group_barrier(call, g);
+    if (n) {
+        nf_shmem_get(call, acc, (const char *)source + off, bytes, nf_group_pe(g, 0));
+        for (int i = 1; i < g->size; i++) {
+            nf_shmem_get(call, got, (const char *)source + off, bytes, nf_group_pe(g, i));
+            combine(acc, got, n);
+        }
+    }
+    nf_group_sync(call, g);
+    for (int k = 0; n && k < g->size; k++) {
+        int i = (g->me + k) % g->size;
+        nf_shmem_put(call, (char *)dest + off, acc, bytes, nf_group_pe(g, i));
+    }
+    nf_group_barrier(call, g);
+    free(acc);
+    free(got);
+}
+
+/* ---- The 1.5 forms: a team's group, then the core ---- */
+
+#define NF_ON_TEAM(call, team, CORE)                                                 \
+    do {                                                                             \
+        struct nf_group g;                                                           \
+        nf_team_group(call, team, &g);                                               \
+        CORE;                                                                        \
+        return 0;                                                                    \
+    } while (0)
 
 #define NF_COLL(T, N)                                                                \
     int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source,           \
                               size_t nelems, int PE_root) {                          \
-        return nf_broadcast("shmem_" #N "_broadcast", team, dest, source,            \
-                            nelems * sizeof(T), PE_root);                            \
+        const char *call = "shmem_" #N "_broadcast";                                 \
+        NF_ON_TEAM(call, team,                                                       \
+                   nf_coll_broadcast(call, &g, dest, source, nelems * sizeof(T),     \
+                                     PE_root, 1));                                   \
     }                                                                                \
     int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source,             \
                             size_t nelems) {                                         \
-        return nf_collect("shmem_" #N "_collect", team, dest, source,                \
-                          nelems * sizeof(T));                                       \
+        const char *call = "shmem_" #N "_collect";                                   \
+        NF_ON_TEAM(call, team, nf_coll_collect(call, &g, dest, source, nelems * sizeof(T))); \
     }                                                                                \
     int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source,            \
                              size_t nelems) {                                        \
-        return nf_fcollect("shmem_" #N "_fcollect", team, dest, source,              \
-                           nelems * sizeof(T));                                      \
+        const char *call = "shmem_" #N "_fcollect";                                  \
+        NF_ON_TEAM(call, team, nf_coll_fcollect(call, &g, dest, source, nelems * sizeof(T))); \
     }                                                                                \
     int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source,            \
                              size_t nelems) {                                        \
-        return nf_alltoall("shmem_" #N "_alltoall", team, dest, source,              \
-                           nelems * sizeof(T));                                      \
+        const char *call = "shmem_" #N "_alltoall";                                  \
+        NF_ON_TEAM(call, team, nf_coll_alltoall(call, &g, dest, source, nelems * sizeof(T))); \
     }                                                                                \
     int shmem_##N##_alltoalls(shmem_team_t team, T *dest, const T *source,           \
                               ptrdiff_t dst, ptrdiff_t sst, size_t nelems) {         \
-        return nf_alltoalls("shmem_" #N "_alltoalls", team, dest, source, dst, sst,  \
-                            sizeof(T), nelems);                                      \
+        const char *call = "shmem_" #N "_alltoalls";                                 \
+        NF_ON_TEAM(call, team,                                                       \
+                   nf_coll_alltoalls(call, &g, dest, source, dst, sst, sizeof(T), nelems)); \
     }
 _NF_SHMEM_RMA_TYPES(NF_COLL)
 
 int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems,
                        int PE_root) {
-    return nf_broadcast("shmem_broadcastmem", team, dest, source, nelems, PE_root);
+    const char *call = "shmem_broadcastmem";
+    NF_ON_TEAM(call, team, nf_coll_broadcast(call, &g, dest, source, nelems, PE_root, 1));
 }
 int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems) {
-    return nf_collect("shmem_collectmem", team, dest, source, nelems);
+    const char *call = "shmem_collectmem";
+    NF_ON_TEAM(call, team, nf_coll_collect(call, &g, dest, source, nelems));
 }
 int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems) {
-    return nf_fcollect("shmem_fcollectmem", team, dest, source, nelems);
+    const char *call = "shmem_fcollectmem";
+    NF_ON_TEAM(call, team, nf_coll_fcollect(call, &g, dest, source, nelems));
 }
 int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems) {
-    return nf_alltoall("shmem_alltoallmem", team, dest, source, nelems);
+    const char *call = "shmem_alltoallmem";
+    NF_ON_TEAM(call, team, nf_coll_alltoall(call, &g, dest, source, nelems));
 }
 
 /* One reduction: COMBINE(a, b) is the new value of a. */
 #define NF_REDUCE(T, N, OP, COMBINE)                                                 \
+    NF_COMBINE(T, N##_##OP, COMBINE)                                                 \
     int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source,       \
                                   size_t nreduce) {                                  \
         const char *call = "shmem_" #N "_" #OP "_reduce";                            \
-        nf_team(call, team);                                                         \
-        size_t bytes = nreduce * sizeof(T);                                          \
-        T *acc = malloc(bytes + 1), *got = malloc(bytes + 1);                        \
-        if (!acc || !got) nf_shmem_fatal(call, "out of local memory for the result"); \
-        shmem_barrier_all();                                                         \
-        nf_shmem_get(call, acc, source, bytes, 0);                                   \
-        for (int pe = 1; pe < shmem_n_pes(); pe++) {                                 \
-            nf_shmem_get(call, got, source, bytes, pe);                              \
-            for (size_t i = 0; i < nreduce; i++) {                                   \
-                T a = acc[i], b = got[i];                                            \
-                acc[i] = (T)(COMBINE);                                               \
-            }                                                                        \
-        }                                                                            \
-        shmem_barrier_all();                                                         \
-        if (bytes) memcpy(dest, acc, bytes);                                         \
-        free(acc);                                                                   \
-        free(got);                                                                   \
-        shmem_barrier_all();                                                         \
-        return 0;                                                                    \
+        NF_ON_TEAM(call, team,                                                       \
+                   nf_coll_reduce(call, &g, dest, source, nreduce, sizeof(T),        \
+                                  nf_combine_##N##_##OP));                           \
     }
 #define NF_BITWISE_REDUCE(T, N)                                                      \
     NF_REDUCE(T, N, and, a & b) NF_REDUCE(T, N, or, a | b) NF_REDUCE(T, N, xor, a ^ b)

@@ -35,10 +35,18 @@ int64_t nf_shmem_amo(const char *call, int op, void *dest, int64_t value, int64_
 void nf_shmem_order(const char *call, int pe);
 
 /* Ends the job with `libshmem: PE me: call: msg` (src/error.rs). */
-void nf_shmem_fatal(const char *call, const char *msg);
+void nf_shmem_fatal(const char *call, const char *msg) __attribute__((noreturn));
 
 /* One step of a wait loop: spin, then yield, as the waiting policy says; checks
  * that the library is running (naming `call` otherwise). `*round` counts steps. */
 void nf_shmem_pause(const char *call, unsigned *round);
+
+/* The team area (src/team.rs): this PE's symmetric words of the team table;
+ * `*bytes` receives its size. */
+void *nf_shmem_team_area(const char *call, size_t *bytes);
+/* Writes the PEs of SHMEM_TEAM_SHARED (room for every PE); returns how many. */
+int nf_shmem_team_shared(int *out);
+/* Prints `libshmem: PE me: call: msg` without ending the job. */
+void nf_shmem_say(const char *call, const char *msg);
 
 #endif

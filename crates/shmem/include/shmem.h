@@ -6,7 +6,7 @@
  * message, never at run time in silence.
  *
  * The typed families are generated from the type tables below (_NF_SHMEM_*_TYPES),
- * which the library's C side (csrc/typed.c) uses to define them: one table, one
+ * which the library's C side (the files of csrc/) uses to define them: one table, one
  * declaration and one definition per family. */
 #ifndef NF_SHMEM_H
 #define NF_SHMEM_H
@@ -63,16 +63,19 @@ extern "C" {
 #define SHMEM_BCAST_SYNC_SIZE 2
 #define SHMEM_REDUCE_SYNC_SIZE 2
 #define SHMEM_BARRIER_SYNC_SIZE 2
-#define SHMEM_COLLECT_SYNC_SIZE 2
+#define SHMEM_COLLECT_SYNC_SIZE 3
 #define SHMEM_ALLTOALL_SYNC_SIZE 2
 #define SHMEM_ALLTOALLS_SYNC_SIZE 2
-#define SHMEM_SYNC_SIZE 2
+#define SHMEM_SYNC_SIZE 3
 #define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
 #define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
 #define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
 #define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
 #define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
 #define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_SYNC_SIZE SHMEM_SYNC_SIZE
+#define _SHMEM_ALLTOALL_SYNC_SIZE SHMEM_ALLTOALL_SYNC_SIZE
+#define _SHMEM_ALLTOALLS_SYNC_SIZE SHMEM_ALLTOALLS_SYNC_SIZE
 #define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
 
 /* ---- Teams and contexts: handles ---- */
@@ -86,6 +89,13 @@ typedef struct nf_shmem_ctx *shmem_ctx_t;
 #define SHMEM_CTX_SERIALIZED (1L << 0)
 #define SHMEM_CTX_PRIVATE (1L << 1)
 #define SHMEM_CTX_NOSTORE (1L << 2)
+
+/* Team configuration (shmem_team_split_*, shmem_team_get_config): the fields a
+ * config_mask selects; a field not selected takes its default (0). */
+typedef struct {
+    int num_contexts;
+} shmem_team_config_t;
+#define SHMEM_TEAM_NUM_CONTEXTS (1L << 0)
 
 /* ---- Setup, exit and query ---- */
 void shmem_init(void);
@@ -388,11 +398,30 @@ _NF_SHMEM_P2P_TYPES(_NF_SHMEM_DECL_P2P)
 
 #endif /* C11 */
 
-/* ---- Teams and collectives (SHMEM_TEAM_WORLD only in this version: any other
- * team is an error naming the call) ---- */
+/* ---- Teams (OpenSHMEM 1.5 section 9.4) ----
+ * A team is an ordered list of PEs; team PE numbers (a root, the order of a collect,
+ * a context's PEs) count in it. Splits are collective over the parent team; a PE
+ * outside a new team gets SHMEM_TEAM_INVALID. At most 62 teams besides the two
+ * predefined ones are live at once (a split beyond that prints why and returns
+ * nonzero); using a destroyed team ends the job naming the call. */
 int shmem_team_my_pe(shmem_team_t team);
 int shmem_team_n_pes(shmem_team_t team);
+int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config);
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team);
+int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size,
+                             const shmem_team_config_t *config, long config_mask,
+                             shmem_team_t *new_team);
+int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
+                        const shmem_team_config_t *xaxis_config, long xaxis_mask,
+                        shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config,
+                        long yaxis_mask, shmem_team_t *yaxis_team);
+void shmem_team_destroy(shmem_team_t team);
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
+
+/* ---- Collectives on teams: every member calls; only members take part ---- */
 int shmem_sync(shmem_team_t team);
+int shmem_team_sync(shmem_team_t team); /* shmem_sync's other name */
 
 #define _NF_SHMEM_DECL_COLL(T, N)                                                     \
     int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source,            \
@@ -447,9 +476,114 @@ _NF_SHMEM_BITWISE_REDUCE_TYPES(_NF_SHMEM_DECL_BITWISE_REDUCE)
 _NF_SHMEM_ORDERED_REDUCE_TYPES(_NF_SHMEM_DECL_ORDERED_REDUCE)
 _NF_SHMEM_ARITH_REDUCE_TYPES(_NF_SHMEM_DECL_ARITH_REDUCE)
 
+/* ---- Active-set collectives (OpenSHMEM 1.4, deprecated) ----
+ * The active set is the PEs PE_start + i * 2^logPE_stride, i < PE_size; PE_root
+ * counts in it. pSync is a symmetric array of the _SYNC_SIZE longs, every element
+ * SHMEM_SYNC_VALUE before the first call and again on return; pWrk is accepted and
+ * unused. */
+void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+#define _NF_SHMEM_DECL_ACTIVE_SET(BITS)                                               \
+    void shmem_broadcast##BITS(void *dest, const void *source, size_t nelems,         \
+                               int PE_root, int PE_start, int logPE_stride,           \
+                               int PE_size, long *pSync);                             \
+    void shmem_collect##BITS(void *dest, const void *source, size_t nelems,           \
+                             int PE_start, int logPE_stride, int PE_size, long *pSync); \
+    void shmem_fcollect##BITS(void *dest, const void *source, size_t nelems,          \
+                              int PE_start, int logPE_stride, int PE_size, long *pSync); \
+    void shmem_alltoall##BITS(void *dest, const void *source, size_t nelems,          \
+                              int PE_start, int logPE_stride, int PE_size, long *pSync); \
+    void shmem_alltoalls##BITS(void *dest, const void *source, ptrdiff_t dst,         \
+                               ptrdiff_t sst, size_t nelems, int PE_start,            \
+                               int logPE_stride, int PE_size, long *pSync);
+_NF_SHMEM_DECL_ACTIVE_SET(32)
+_NF_SHMEM_DECL_ACTIVE_SET(64)
+
+/* The 1.4 reduction types: bitwise, ordered (max, min), arithmetic (sum, prod). */
+#define _NF_SHMEM_OLD_BITWISE_TYPES(X)                                                \
+    X(short, short) X(int, int) X(long, long) X(long long, longlong)
+#define _NF_SHMEM_OLD_ORDERED_TYPES(X)                                                \
+    _NF_SHMEM_OLD_BITWISE_TYPES(X) X(float, float) X(double, double)                  \
+    X(long double, longdouble)
+#ifndef __cplusplus
+#define _NF_SHMEM_OLD_ARITH_TYPES(X)                                                  \
+    _NF_SHMEM_OLD_ORDERED_TYPES(X) X(float _Complex, complexf) X(double _Complex, complexd)
+#else
+#define _NF_SHMEM_OLD_ARITH_TYPES(X) _NF_SHMEM_OLD_ORDERED_TYPES(X)
+#endif
+#define _NF_SHMEM_DECL_TO_ALL(T, N, OP)                                               \
+    void shmem_##N##_##OP##_to_all(T *dest, const T *source, int nreduce,             \
+                                   int PE_start, int logPE_stride, int PE_size,       \
+                                   T *pWrk, long *pSync);
+#define _NF_SHMEM_DECL_OLD_BITWISE(T, N)                                              \
+    _NF_SHMEM_DECL_TO_ALL(T, N, and) _NF_SHMEM_DECL_TO_ALL(T, N, or)                  \
+    _NF_SHMEM_DECL_TO_ALL(T, N, xor)
+#define _NF_SHMEM_DECL_OLD_ORDERED(T, N)                                              \
+    _NF_SHMEM_DECL_TO_ALL(T, N, max) _NF_SHMEM_DECL_TO_ALL(T, N, min)
+#define _NF_SHMEM_DECL_OLD_ARITH(T, N)                                                \
+    _NF_SHMEM_DECL_TO_ALL(T, N, sum) _NF_SHMEM_DECL_TO_ALL(T, N, prod)
+_NF_SHMEM_OLD_BITWISE_TYPES(_NF_SHMEM_DECL_OLD_BITWISE)
+_NF_SHMEM_OLD_ORDERED_TYPES(_NF_SHMEM_DECL_OLD_ORDERED)
+_NF_SHMEM_OLD_ARITH_TYPES(_NF_SHMEM_DECL_OLD_ARITH)
+
+/* ---- C11 generic collectives: selected on the type dest points to ---- */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+
+#define _NF_SHMEM_GENERIC_BITWISE_REDUCE(obj, OP)                                     \
+    _Generic(*(obj), unsigned char: shmem_uchar_##OP, unsigned short: shmem_ushort_##OP, \
+             unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,          \
+             unsigned long long: shmem_ulonglong_##OP, signed char: shmem_int8_##OP,  \
+             short: shmem_int16_##OP, int: shmem_int32_##OP, long: shmem_int64_##OP)
+
+#define _NF_SHMEM_GENERIC_ORDERED_REDUCE(obj, OP)                                     \
+    _Generic(*(obj), char: shmem_char_##OP, signed char: shmem_schar_##OP,            \
+             short: shmem_short_##OP, int: shmem_int_##OP, long: shmem_long_##OP,     \
+             long long: shmem_longlong_##OP, unsigned char: shmem_uchar_##OP,         \
+             unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP,        \
+             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP, \
+             float: shmem_float_##OP, double: shmem_double_##OP,                      \
+             long double: shmem_longdouble_##OP)
+
+#define _NF_SHMEM_GENERIC_ARITH_REDUCE(obj, OP)                                       \
+    _Generic(*(obj), char: shmem_char_##OP, signed char: shmem_schar_##OP,            \
+             short: shmem_short_##OP, int: shmem_int_##OP, long: shmem_long_##OP,     \
+             long long: shmem_longlong_##OP, unsigned char: shmem_uchar_##OP,         \
+             unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP,        \
+             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP, \
+             float: shmem_float_##OP, double: shmem_double_##OP,                      \
+             long double: shmem_longdouble_##OP,                                      \
+             float _Complex: shmem_complexf_##OP, double _Complex: shmem_complexd_##OP)
+
+#define shmem_broadcast(team, dest, ...)                                              \
+    _NF_SHMEM_GENERIC_RMA(dest, broadcast)(team, dest, __VA_ARGS__)
+#define shmem_collect(team, dest, ...)                                                \
+    _NF_SHMEM_GENERIC_RMA(dest, collect)(team, dest, __VA_ARGS__)
+#define shmem_fcollect(team, dest, ...)                                               \
+    _NF_SHMEM_GENERIC_RMA(dest, fcollect)(team, dest, __VA_ARGS__)
+#define shmem_alltoall(team, dest, ...)                                               \
+    _NF_SHMEM_GENERIC_RMA(dest, alltoall)(team, dest, __VA_ARGS__)
+#define shmem_alltoalls(team, dest, ...)                                              \
+    _NF_SHMEM_GENERIC_RMA(dest, alltoalls)(team, dest, __VA_ARGS__)
+#define shmem_and_reduce(team, dest, ...)                                             \
+    _NF_SHMEM_GENERIC_BITWISE_REDUCE(dest, and_reduce)(team, dest, __VA_ARGS__)
+#define shmem_or_reduce(team, dest, ...)                                              \
+    _NF_SHMEM_GENERIC_BITWISE_REDUCE(dest, or_reduce)(team, dest, __VA_ARGS__)
+#define shmem_xor_reduce(team, dest, ...)                                             \
+    _NF_SHMEM_GENERIC_BITWISE_REDUCE(dest, xor_reduce)(team, dest, __VA_ARGS__)
+#define shmem_max_reduce(team, dest, ...)                                             \
+    _NF_SHMEM_GENERIC_ORDERED_REDUCE(dest, max_reduce)(team, dest, __VA_ARGS__)
+#define shmem_min_reduce(team, dest, ...)                                             \
+    _NF_SHMEM_GENERIC_ORDERED_REDUCE(dest, min_reduce)(team, dest, __VA_ARGS__)
+#define shmem_sum_reduce(team, dest, ...)                                             \
+    _NF_SHMEM_GENERIC_ARITH_REDUCE(dest, sum_reduce)(team, dest, __VA_ARGS__)
+#define shmem_prod_reduce(team, dest, ...)                                            \
+    _NF_SHMEM_GENERIC_ARITH_REDUCE(dest, prod_reduce)(team, dest, __VA_ARGS__)
+
+#endif /* C11 */
+
 /* ---- Contexts: every context shares the default's path; shmem_ctx_quiet and
  * shmem_ctx_fence complete all of this PE's operations (at least what the context
- * issued, as the specification asks). ---- */
+ * issued, as the specification asks). The PEs a context made by
+ * shmem_team_create_ctx names are its team's PE numbers. ---- */
 int shmem_ctx_create(long options, shmem_ctx_t *ctx);
 void shmem_ctx_destroy(shmem_ctx_t ctx);
 void shmem_ctx_quiet(shmem_ctx_t ctx);
@@ -528,13 +662,10 @@ _NF_SHMEM_OLD_AMO_TYPES(_NF_SHMEM_DECL_OLD_AMO)
 _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
 
 /* Not provided in this version (neither declared nor defined, so a program that
- * uses them fails to build, naming them): the 1.4 active-set collectives with
- * pSync (shmem_barrier among them), the team calls other than the three above
- * (split, translate, destroy, get_config, shmem_team_create_ctx), the C11
- * generic collectives and context forms (shmem_put_signal's generic among them),
- * the fetching _nbi atomics on contexts, the context forms of put-with-signal, and
- * remote access to global and static data (only the symmetric heap is remotely
- * accessible). */
+ * uses them fails to build, naming them): the C11 generic context forms
+ * (shmem_put_signal's generic among them), the fetching _nbi atomics on contexts,
+ * the context forms of put-with-signal, and remote access to global and static
+ * data (only the symmetric heap is remotely accessible). */
 
 #ifdef __cplusplus
 }

@@ -41,12 +41,13 @@
 //! 7. The state lives in a thread-local of the thread that called `shmem_init`
 //!    (`Rma` is single-threaded): the library provides `SHMEM_THREAD_FUNNELED`.
 //!
-//! Collectives and reductions run on `SHMEM_TEAM_WORLD` only, in C over the
-//! library's gets and barriers (`csrc/coll.c`); contexts share the default's path
-//! (`csrc/ctx.c`). Not provided in this version (absent
-//! from the header and the library, so a program using them fails to build naming
-//! them): team splits, the 1.4 active-set collectives, and
-//! remote access to global and static data. The other deprecated 1.4 names
+//! Teams (`csrc/team.c`: splits, a bounded table, a members-only barrier on
+//! symmetric words reserved at start-up, [`team`]) and collectives on any team
+//! (`csrc/coll.c`, which the 1.4 active-set forms of `csrc/activeset.c` share) are
+//! in C over the library's gets, puts and atomics; contexts share the default's
+//! path (`csrc/ctx.c`). Not provided in this version (absent from the header and
+//! the library, so a program using them fails to build naming them): remote access
+//! to global and static data. The other deprecated 1.4 names
 //! (`start_pes`, `shmalloc`, `shmem_long_finc`, …) are in `csrc/compat.c`.
 
 pub mod amo;
@@ -57,4 +58,5 @@ pub mod setup;
 pub mod size;
 pub mod state;
 pub mod sync;
+pub mod team;
 pub mod xfer;

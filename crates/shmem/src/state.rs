@@ -45,6 +45,8 @@ pub struct State {
     pub heap: RefCell<Heap>,
     /// The thread level granted.
     pub thread: c_int,
+    /// Heap offset of the team area (`team.rs`).
+    pub team_area: usize,
 }
 
 thread_local! {
@@ -102,6 +104,8 @@ pub fn init(thread: c_int) {
                 .map(|ptr| ptr as usize)
         })
         .collect();
+    let mut heap = Heap::new(size);
+    let team_area = crate::team::reserve(&mut heap).unwrap_or_else(|| crate::team::too_small(size));
     let st = State {
         world: owned,
         mapped,
@@ -109,8 +113,9 @@ pub fn init(thread: c_int) {
         npes: rma.size(),
         rma,
         bases,
-        heap: RefCell::new(Heap::new(size)),
+        heap: RefCell::new(heap),
         thread,
+        team_area,
     };
     STATE.with(|s| *s.borrow_mut() = Some(st));
 }

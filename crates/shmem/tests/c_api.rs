@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_all_passed, compile, mpirun, nf_run, nf_run_hosts};
+use common::{assert_all_passed, compile, compile_std, mpirun, nf_run, nf_run_hosts};
 use nf_testkit::Netns;
 
 /// Every PE its own domain: everything goes through the service threads.
@@ -13,9 +13,13 @@ const SERVICE: &[(&str, &str)] = &[("NF_RMA_DIRECT", "0"), ("NF_RMA_OFI", "off")
 
 /// Runs program `name` under `nf run` with each PE count and `env`.
 fn run_c(name: &str, nps: &[usize], env: &[(&str, &str)]) {
-    let prog = compile(name);
+    run_prog(name, &compile(name), nps, env);
+}
+
+/// Runs the built program `prog` of source `name` as [`run_c`] does.
+fn run_prog(name: &str, prog: &std::path::Path, nps: &[usize], env: &[(&str, &str)]) {
     for &n in nps {
-        let run = nf_run(n, &prog, &[], env);
+        let run = nf_run(n, prog, &[], env);
         assert_all_passed(&format!("{name} -n {n} {env:?}"), name, &run);
     }
 }
@@ -69,7 +73,15 @@ fn under_open_mpi_mpirun() {
 fn two_namespace_hosts_two_pes_each() {
     let net = Netns::create(2)
         .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
-    for name in ["t_heap", "t_amo", "t_sync", "t_coll", "t_signal"] {
+    for name in [
+        "t_heap",
+        "t_amo",
+        "t_sync",
+        "t_coll",
+        "t_signal",
+        "t_team",
+        "t_activeset",
+    ] {
         let prog = compile(name);
         for env in [&[][..], &[("NF_RMA_OFI", "off")][..]] {
             let run = nf_run_hosts(&net, 2, &prog, env);
@@ -91,4 +103,26 @@ fn collectives_and_every_reduction_on_the_world_team() {
 #[test]
 fn contexts_share_the_default_path() {
     run_c("t_ctx", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn teams_splits_and_every_collective_on_a_team() {
+    run_c("t_team", &[1, 2, 4], &[]);
+}
+
+#[test]
+fn teams_through_the_service_threads() {
+    run_c("t_team", &[2, 4], SERVICE);
+}
+
+#[test]
+fn active_set_collectives_of_1_4() {
+    run_c("t_activeset", &[1, 2, 4], &[]);
+    run_c("t_activeset", &[2, 4], SERVICE);
+}
+
+#[test]
+fn c11_generic_collectives() {
+    let prog = compile_std("t_generic_coll", "c11");
+    run_prog("t_generic_coll", &prog, &[1, 2, 4], &[]);
 }

@@ -83,10 +83,53 @@ fn a_call_before_shmem_init_and_a_bad_comparison() {
 }
 
 #[test]
-fn a_team_other_than_the_world() {
+fn an_invalid_team() {
     fails_with(
         "bad_team",
-        &["libshmem: PE 0: shmem_sync: only SHMEM_TEAM_WORLD is provided in this version"],
+        &["libshmem: PE 0: shmem_sync: team is SHMEM_TEAM_INVALID"],
+    );
+}
+
+#[test]
+fn a_destroyed_team() {
+    fails_with(
+        "destroyed_team",
+        &[
+            "libshmem: PE 0: shmem_int_sum_reduce: team 0x",
+            "is not a live team: it was destroyed",
+        ],
+    );
+}
+
+#[test]
+fn a_split_with_stride_0_and_more_than_one_pe() {
+    fails_with(
+        "split_stride0",
+        &["shmem_team_split_strided: stride = 0 with size = 2 would list one PE 2 times"],
+    );
+}
+
+#[test]
+fn a_split_outside_the_parent() {
+    fails_with(
+        "split_range",
+        &["shmem_team_split_strided: start = 1, stride = 1, size = 2 reach parent PEs 1 ..= 2, outside the parent team of 2 PEs (0 ..= 1)"],
+    );
+}
+
+#[test]
+fn a_split_with_different_arguments_on_different_pes() {
+    fails_with(
+        "split_inconsistent",
+        &["libshmem: PE 1: shmem_team_split_strided: the parent team's PEs passed different arguments: this PE start = 1, parent PE 0 (world PE 0) start = 0"],
+    );
+}
+
+#[test]
+fn a_root_outside_the_team() {
+    fails_with(
+        "bad_root",
+        &["shmem_int_broadcast: PE_root = 2 is not a PE of the team (0 ..= 1)"],
     );
 }
 

@@ -28,7 +28,29 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "inconsistent") == 0) shmem_malloc(me == 0 ? 100 : 200);
     if (strcmp(mode, "bad_cmp") == 0 && me == 0) shmem_int_wait_until(x, 42, 0);
-    if (strcmp(mode, "bad_team") == 0 && me == 0) shmem_sync(SHMEM_TEAM_SHARED);
+    if (strcmp(mode, "bad_team") == 0 && me == 0) shmem_sync(SHMEM_TEAM_INVALID);
+    if (strcmp(mode, "destroyed_team") == 0) {
+        shmem_team_t t;
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
+        shmem_team_destroy(t);
+        /* The next split takes the same slot: only the handle's generation tells. */
+        shmem_team_t u;
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &u);
+        if (me == 0) shmem_int_sum_reduce(t, x, x, 1);
+    }
+    if (strcmp(mode, "split_stride0") == 0) {
+        shmem_team_t t;
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 0, 2, NULL, 0, &t);
+    }
+    if (strcmp(mode, "split_range") == 0) {
+        shmem_team_t t;
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, npes, NULL, 0, &t);
+    }
+    if (strcmp(mode, "split_inconsistent") == 0) {
+        shmem_team_t t;
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, me, 1, 1, NULL, 0, &t);
+    }
+    if (strcmp(mode, "bad_root") == 0) shmem_int_broadcast(SHMEM_TEAM_WORLD, x, x, 1, npes);
     if (strcmp(mode, "bad_ctx") == 0 && me == 0) shmem_ctx_quiet(SHMEM_CTX_INVALID);
     if (strcmp(mode, "huge_stride") == 0 && me == 0)
         shmem_int_iput(x, x, PTRDIFF_MAX, 1, 2, 1);

@@ -63,6 +63,11 @@ pub fn nf() -> PathBuf {
 
 /// Compiles `tests/c/<name>.c` against libshmem; returns the program.
 pub fn compile(name: &str) -> PathBuf {
+    compile_std(name, "gnu11")
+}
+
+/// [`compile`] under the C standard `std` (`c11`: no GNU extensions).
+pub fn compile_std(name: &str, std: &str) -> PathBuf {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
     std::fs::create_dir_all(&out_dir).expect("create the C build folder");
     // Built under a name of its own, then renamed: tests that build the same program
@@ -76,7 +81,8 @@ pub fn compile(name: &str) -> PathBuf {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = output_within(
         Command::new(&cc)
-            .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1"])
+            .arg(format!("-std={std}"))
+            .args(["-Wall", "-Wextra", "-Werror", "-O1"])
             .arg("-I")
             .arg(crate_dir().join("include"))
             .arg(crate_dir().join("tests/c").join(format!("{name}.c")))
