@@ -250,7 +250,11 @@ impl State {
         fatal(
             call,
             format!(
-                "{arg} = {addr:#x} (+{len} B, for PE {pe}) is not symmetric: it is neither                  in the symmetric heap ({:#x} + {} B on this PE) nor in the executable's                  global and static data ({}); only shmem_malloc'd memory and global or                  static variables are remotely accessible (not the stack, malloc or                  shared libraries' data)",
+                "{arg} = {addr:#x} (+{len} B, for PE {pe}) is not symmetric: it is neither \
+                 in the symmetric heap ({:#x} + {} B on this PE) nor in the executable's \
+                 global and static data ({}); only shmem_malloc'd memory and global or \
+                 static variables are remotely accessible (not the stack, malloc or \
+                 shared libraries' data)",
                 self.my_base(),
                 self.heap.borrow().size(),
                 if statics.is_empty() {
