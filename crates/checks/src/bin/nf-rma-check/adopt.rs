@@ -64,19 +64,15 @@ pub fn adopt(rma: &Rma<'_>) -> Check {
     rma.barrier().map_err(|e| e.to_string())?;
     let out: Vec<u8> = (0..LEN).map(|i| pattern(me, 2, i)).collect();
     // SAFETY: `out` is LEN readable bytes.
-    ctx(
-        unsafe { rma.put(out.as_ptr(), bases[right], LEN, right) },
-        "put",
-    )?;
+    let put = unsafe { rma.put(out.as_ptr(), bases[right], LEN, right) };
+    ctx(put, "put")?;
     rma.barrier().map_err(|e| e.to_string())?;
     ctx(rma.rmw(RmwOp::FetchAddLong(1), bases[0], 0), "rmw")?;
     rma.barrier().map_err(|e| e.to_string())?;
     let mut got = vec![0u8; LEN];
     // SAFETY: `got` is LEN writable bytes.
-    ctx(
-        unsafe { rma.get(bases[right], got.as_mut_ptr(), LEN, right) },
-        "get",
-    )?;
+    let get = unsafe { rma.get(bases[right], got.as_mut_ptr(), LEN, right) };
+    ctx(get, "get")?;
     if let Some(i) = (0..LEN).find(|&i| got[i] != pattern(me, 2, i)) {
         return Err(format!("get from proc {right}: byte {i} differs"));
     }
