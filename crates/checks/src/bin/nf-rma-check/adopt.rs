@@ -67,8 +67,6 @@ pub fn adopt(rma: &Rma<'_>) -> Check {
     let put = unsafe { rma.put(out.as_ptr(), bases[right], LEN, right) };
     ctx(put, "put")?;
     rma.barrier().map_err(|e| e.to_string())?;
-    ctx(rma.rmw(RmwOp::FetchAddLong(1), bases[0], 0), "rmw")?;
-    rma.barrier().map_err(|e| e.to_string())?;
     let mut got = vec![0u8; LEN];
     // SAFETY: `got` is LEN writable bytes.
     let get = unsafe { rma.get(bases[right], got.as_mut_ptr(), LEN, right) };
@@ -76,6 +74,9 @@ pub fn adopt(rma: &Rma<'_>) -> Check {
     if let Some(i) = (0..LEN).find(|&i| got[i] != pattern(me, 2, i)) {
         return Err(format!("get from proc {right}: byte {i} differs"));
     }
+    rma.barrier().map_err(|e| e.to_string())?;
+    ctx(rma.rmw(RmwOp::FetchAddLong(1), bases[0], 0), "rmw")?;
+    rma.barrier().map_err(|e| e.to_string())?;
     let first = u64::from_le_bytes(mem[..8].try_into().expect("8 bytes"));
     let put_first = u64::from_le_bytes(
         (0..8)
