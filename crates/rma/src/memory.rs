@@ -31,6 +31,8 @@ pub(crate) struct Alloc {
     /// The memory registry's change that took our segment off its list, once freed
     /// (the segment may be unmapped once the registry's file holds it).
     pub unlisted: u64,
+    /// Made by `Rma::adopt`: never kept for reuse (`cache.rs`, rule 3).
+    pub adopted: bool,
 }
 
 impl Alloc {

@@ -663,9 +663,15 @@ _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
 
 /* Not provided in this version (neither declared nor defined, so a program that
  * uses them fails to build, naming them): the C11 generic context forms
- * (shmem_put_signal's generic among them), the fetching _nbi atomics on contexts,
- * the context forms of put-with-signal, and remote access to global and static
- * data (only the symmetric heap is remotely accessible). */
+ * (shmem_put_signal's generic among them), the fetching _nbi atomics on contexts
+ * and the context forms of put-with-signal.
+ *
+ * Symmetric data objects are the symmetric heap and the executable's global and
+ * static variables (data and bss, initialised or not, file- or function-static);
+ * both are remotely accessible. Variables of shared libraries, the stack and
+ * malloc'd memory are not. Between shmem_init and shmem_finalize the executable's
+ * data is shared memory: a child fork()ed meanwhile shares it with its parent
+ * instead of getting a copy. */
 
 #ifdef __cplusplus
 }

@@ -7,9 +7,11 @@
 //!   ([`size`]) through `Rma::malloc`; `shmem_malloc` and friends carve it with a
 //!   deterministic allocator ([`heap`]), so the same calls in the same order give the
 //!   same offset on every PE.
-//! - **symmetric address**: an address in the caller's own part of the heap. For PE
-//!   `p` it becomes `base[p] + (addr - base[me])`, the address in `p`'s space the rma
-//!   layer expects ([`state::State::remote`]).
+//! - **symmetric static data**: the executable's global and static variables (data
+//!   and bss), made an rma segment in place at `shmem_init` ([`statics`]).
+//! - **symmetric address**: an address in the caller's own part of the heap or of
+//!   the static data. For PE `p` it becomes `base[p] + (addr - base[me])`, the
+//!   address in `p`'s space the rma layer expects ([`state::State::remote`]).
 //! - **C side** (`csrc/`, built by `build.rs` with the system C compiler, no MPI):
 //!   the typed families (`shmem_int_put`, `shmem_long_atomic_fetch_add`,
 //!   `shmem_uint64_wait_until_any`, …), each one macro over a type table of
@@ -33,22 +35,24 @@
 //! 5. Heap calls are collective: their arguments are allgathered first (any
 //!    difference is an error naming the PEs and the values), and they end in a
 //!    barrier, so no PE writes into a block another PE is still zeroing or copying.
-//! 6. Errors (a PE that does not exist, an address outside the symmetric heap, an
-//!    allocation larger than what is left, a collective with inconsistent arguments,
-//!    a call before `shmem_init`) print `libshmem: PE <me>: <call>: <what>` on stderr
+//! 6. Errors (a PE that does not exist, an address neither in the symmetric heap nor
+//!    in the static data, an allocation larger than what is left, a collective with
+//!    inconsistent arguments, executables of different static data sizes in one
+//!    job, a call before `shmem_init`) print `libshmem: PE <me>: <call>: <what>` on stderr
 //!    and end the process with status 1; the launcher then stops the job naming that
 //!    PE ([`error::fatal`]). OpenSHMEM has no error returns to recover with.
 //! 7. The state lives in a thread-local of the thread that called `shmem_init`
 //!    (`Rma` is single-threaded): the library provides `SHMEM_THREAD_FUNNELED`.
+//! 8. Static data is an ordinary rma segment (`Rma::adopt` maps it in place), so
+//!    every path reaches it as it reaches the heap; translation looks at the heap
+//!    first, so heap addresses cost what they did before static data existed.
 //!
 //! Teams (`csrc/team.c`: splits, a bounded table, a members-only barrier on
 //! symmetric words reserved at start-up, [`team`]) and collectives on any team
 //! (`csrc/coll.c`, which the 1.4 active-set forms of `csrc/activeset.c` share) are
 //! in C over the library's gets, puts and atomics; contexts share the default's
-//! path (`csrc/ctx.c`). Not provided in this version (absent from the header and
-//! the library, so a program using them fails to build naming them): remote access
-//! to global and static data. The other deprecated 1.4 names
-//! (`start_pes`, `shmalloc`, `shmem_long_finc`, …) are in `csrc/compat.c`.
+//! path (`csrc/ctx.c`). The other deprecated 1.4 names (`start_pes`, `shmalloc`,
+//! `shmem_long_finc`, …) are in `csrc/compat.c`.
 
 pub mod amo;
 pub mod error;
@@ -57,6 +61,7 @@ pub mod memory;
 pub mod setup;
 pub mod size;
 pub mod state;
+pub mod statics;
 pub mod sync;
 pub mod team;
 pub mod xfer;

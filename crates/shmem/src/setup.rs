@@ -12,7 +12,8 @@ const MAX_NAME_LEN: usize = 256;
 /// `SHMEM_VENDOR_STRING`.
 const VENDOR: &str = "ninefold libshmem";
 
-/// `shmem_init`: joins the job and allocates the symmetric heap (collective). A
+/// `shmem_init`: joins the job, allocates the symmetric heap and makes the
+/// executable's static data symmetric (collective). A
 /// second call while running does nothing.
 #[no_mangle]
 pub extern "C" fn shmem_init() {
@@ -84,12 +85,14 @@ pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
     })
 }
 
-/// `shmem_addr_accessible`: 1 when `addr` is in the symmetric heap and `pe` exists.
+/// `shmem_addr_accessible`: 1 when `addr` is symmetric (in the heap, or a global or
+/// static variable of the executable) and `pe` exists.
 #[no_mangle]
 pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
     with("shmem_addr_accessible", |st| {
         let pe_ok = usize::try_from(pe).is_ok_and(|p| p < st.npes);
-        c_int::from(pe_ok && st.offset(addr as usize, 1).is_some())
+        let sym = st.offset(addr as usize, 1).is_some() || st.static_at(addr as usize, 1).is_some();
+        c_int::from(pe_ok && sym)
     })
 }
 

@@ -1,5 +1,5 @@
 //! The process's OpenSHMEM state between `shmem_init` and `shmem_finalize`: the
-//! world, the rma layer over it, and the symmetric heap.
+//! world, the rma layer over it, the symmetric heap and the symmetric static data.
 //!
 //! OpenSHMEM has no handle to pass around, so the state is process-wide; `Rma` is
 //! used from one thread, so it lives in a thread-local of the thread that called
@@ -10,8 +10,10 @@
 //! 2. Read `SHMEM_SYMMETRIC_SIZE` and allocate the heap: one `Rma::malloc` of that
 //!    size on every PE; its bases, one per PE in that PE's own space, translate
 //!    symmetric addresses ([`State::remote`]).
+//! 3. Make the executable's data and bss symmetric ([`crate::statics`]).
 //!
-//! Shutdown (`shmem_finalize`, collective): quiet, barrier, free the heap, finish the
+//! Shutdown (`shmem_finalize`, collective): quiet, barrier, free the heap and the
+//! static data (back on private memory, bytes kept), finish the
 //! rma layer (its service thread stops), then finalize and drop the world, which
 //! says goodbye to every peer (a PE that simply exited would look lost to the others
 //! still finalizing on other hosts).
@@ -24,6 +26,7 @@ use nf_rma::{Rma, WorldWireup};
 
 use crate::error::{fatal, set_pe};
 use crate::heap::Heap;
+use crate::statics::{self, Region};
 
 /// Everything between `shmem_init` and `shmem_finalize`.
 pub struct State {
@@ -41,6 +44,8 @@ pub struct State {
     /// Where every same-host PE's part of the heap is mapped here (`None` for PEs
     /// reached through the rma routes): the fast path of put, get and atomics.
     pub mapped: Vec<Option<usize>>,
+    /// The executable's static data, adopted as rma segments (`statics.rs`).
+    pub statics: Vec<Region>,
     /// The heap's allocator (the same on every PE).
     pub heap: RefCell<Heap>,
     /// The thread level granted.
@@ -76,7 +81,7 @@ pub fn running() -> bool {
     STATE.with(|s| s.try_borrow().map(|s| s.is_some()).unwrap_or(true))
 }
 
-/// Start-up steps 1 and 2 (see the module docs); ends the process on failure.
+/// Start-up steps 1 to 3 (see the module docs); ends the process on failure.
 pub fn init(thread: c_int) {
     let call = "shmem_init";
     let world = World::init().unwrap_or_else(|e| fatal(call, format!("cannot join the job: {e}")));
@@ -106,6 +111,7 @@ pub fn init(thread: c_int) {
         .collect();
     let mut heap = Heap::new(size);
     let team_area = crate::team::reserve(&mut heap).unwrap_or_else(|| crate::team::too_small(size));
+    let statics = statics::adopt(&rma);
     let st = State {
         world: owned,
         mapped,
@@ -113,6 +119,7 @@ pub fn init(thread: c_int) {
         npes: rma.size(),
         rma,
         bases,
+        statics,
         heap: RefCell::new(heap),
         thread,
         team_area,
@@ -137,6 +144,11 @@ pub fn finalize() {
     st.rma
         .free(st.bases[st.me])
         .unwrap_or_else(|e| fail("freeing the symmetric heap", &e));
+    for r in &st.statics {
+        st.rma
+            .free(r.start as u64)
+            .unwrap_or_else(|e| fail("giving back the static data", &e));
+    }
     let State { world, rma, .. } = st;
     rma.finalize()
         .unwrap_or_else(|e| fail("finishing the rma layer", &e));
@@ -176,6 +188,13 @@ impl State {
         (off.checked_add(len)? <= self.heap.borrow().size()).then_some(off)
     }
 
+    /// The static data range holding `len` bytes at `addr`, and their offset in it.
+    pub fn static_at(&self, addr: usize, len: usize) -> Option<(&Region, usize)> {
+        self.statics
+            .iter()
+            .find_map(|r| r.offset(addr, len).map(|off| (r, off)))
+    }
+
     /// Where `len` bytes at symmetric address `addr` of `pe` are mapped here, when
     /// `pe` shares this host (checked as [`State::remote`] checks).
     pub fn mapped_at(
@@ -186,13 +205,17 @@ impl State {
         len: usize,
         pe: c_int,
     ) -> Option<*mut u8> {
-        let (remote, p) = self.remote(call, arg, addr, len, pe);
-        self.mapped[p].map(|base| (base + (remote - self.bases[p]) as usize) as *mut u8)
+        let (off, p, r) = self.locate(call, arg, addr, len, pe);
+        let base = match r {
+            None => self.mapped[p]?,
+            Some(r) => r.mapped[p]?,
+        };
+        Some((base + off) as *mut u8)
     }
 
     /// Translates `len` bytes at symmetric address `addr` to the address the rma
     /// layer expects for `pe` (checked first), naming `call` and the argument `arg`
-    /// when they are not in the symmetric heap.
+    /// when they are neither in the symmetric heap nor in the static data.
     pub fn remote(
         &self,
         call: &str,
@@ -201,19 +224,50 @@ impl State {
         len: usize,
         pe: c_int,
     ) -> (u64, usize) {
+        let (off, p, r) = self.locate(call, arg, addr, len, pe);
+        let base = r.map_or(self.bases[p], |r| r.bases[p]);
+        (base + off as u64, p)
+    }
+
+    /// The one translation: `(offset, pe, None)` in the heap (looked at first, so a
+    /// heap address costs what it did before static data), `(offset, pe, Some(range))`
+    /// in the static data, else the error naming `call`, `arg` and `pe`.
+    fn locate(
+        &self,
+        call: &str,
+        arg: &str,
+        addr: usize,
+        len: usize,
+        pe: c_int,
+    ) -> (usize, usize, Option<&Region>) {
         let p = self.check_pe(call, pe);
-        let Some(off) = self.offset(addr, len) else {
-            fatal(
-                call,
-                format!(
-                    "{arg} = {addr:#x} (+{len} B, for PE {pe}) is not in the symmetric heap \
-                     ({:#x} + {} B on this PE); only shmem_malloc'd memory is remotely \
-                     accessible in this version (not global or static data)",
-                    self.my_base(),
-                    self.heap.borrow().size()
-                ),
-            );
-        };
-        (self.bases[p] + off as u64, p)
+        if let Some(off) = self.offset(addr, len) {
+            return (off, p, None);
+        }
+        if let Some((r, off)) = self.static_at(addr, len) {
+            return (off, p, Some(r));
+        }
+        let statics: Vec<String> = self
+            .statics
+            .iter()
+            .map(|r| format!("{:#x} + {} B", r.start, r.len))
+            .collect();
+        fatal(
+            call,
+            format!(
+                "{arg} = {addr:#x} (+{len} B, for PE {pe}) is not symmetric: it is neither \
+                 in the symmetric heap ({:#x} + {} B on this PE) nor in the executable's \
+                 global and static data ({}); only shmem_malloc'd memory and global or \
+                 static variables are remotely accessible (not the stack, malloc or \
+                 shared libraries' data)",
+                self.my_base(),
+                self.heap.borrow().size(),
+                if statics.is_empty() {
+                    "none".to_owned()
+                } else {
+                    statics.join(", ")
+                }
+            ),
+        );
     }
 }

@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{assert_all_passed, compile, compile_std, mpirun, nf_run, nf_run_hosts};
+use common::{
+    assert_all_passed, compile, compile_as, compile_std, mpirun, nf_run, nf_run_hosts, ShmDir,
+};
 use nf_testkit::Netns;
 
 /// Every PE its own domain: everything goes through the service threads.
@@ -125,4 +127,57 @@ fn active_set_collectives_of_1_4() {
 fn c11_generic_collectives() {
     let prog = compile_std("t_generic_coll", "c11");
     run_prog("t_generic_coll", &prog, &[1, 2, 4], &[]);
+}
+
+/// `t_static` as a position-independent executable (the compiler's default, loaded
+/// at a different address on every PE) and as `-no-pie`.
+fn static_builds() -> [std::path::PathBuf; 2] {
+    [
+        compile_as("t_static", "t_static_pie", &["-fPIE", "-pie"]),
+        compile_as("t_static", "t_static_nopie", &["-fno-PIE", "-no-pie"]),
+    ]
+}
+
+/// Runs a `t_static` build `n` PEs with `args` and `env`, in a segment directory of
+/// its own that must be empty afterwards.
+fn run_static(prog: &std::path::Path, n: usize, args: &[&str], env: &[(&str, &str)]) {
+    let shm = ShmDir::new();
+    let mut env = env.to_vec();
+    env.push(shm.env());
+    let what = format!("{} -n {n} {args:?} {env:?}", prog.display());
+    let run = nf_run(n, prog, args, &env);
+    assert_all_passed(&what, "t_static", &run);
+    shm.assert_empty(&what);
+}
+
+#[test]
+fn global_and_static_variables_are_symmetric_on_one_host() {
+    for prog in static_builds() {
+        for n in [1, 2, 4] {
+            run_static(&prog, n, &["ptr_all"], &[]);
+        }
+        for n in [2, 4] {
+            run_static(&prog, n, &[], SERVICE);
+        }
+    }
+}
+
+#[test]
+fn global_and_static_variables_are_symmetric_on_two_namespace_hosts() {
+    let net = Netns::create(2)
+        .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
+    let [pie, nopie] = static_builds();
+    for (prog, env) in [
+        (&pie, &[][..]),
+        (&pie, &[("NF_RMA_OFI", "off")][..]),
+        (&nopie, &[][..]),
+    ] {
+        let shm = ShmDir::new();
+        let mut env = env.to_vec();
+        env.push(shm.env());
+        let what = format!("{} on 2 hosts x 2 {env:?}", prog.display());
+        let run = nf_run_hosts(&net, 2, prog, &env);
+        assert_all_passed(&what, "t_static", &run);
+        shm.assert_empty(&what);
+    }
 }

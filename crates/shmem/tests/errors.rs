@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{compile, nf_run};
+use common::{compile, compile_as, nf_run, ShmDir};
 
 /// Runs `t_errors MODE` on 2 PEs; checks the job failed and printed `want`.
 fn fails_with(mode: &str, want: &[&str]) {
@@ -33,7 +33,8 @@ fn an_address_outside_the_symmetric_heap() {
         "outside_heap",
         &[
             "libshmem: PE 0: shmem_int_p: dest = 0x",
-            "is not in the symmetric heap",
+            "is not symmetric: it is neither in the symmetric heap",
+            "nor in the executable's global and static data (0x",
         ],
     );
 }
@@ -178,4 +179,58 @@ fn the_symmetric_size_is_read_and_checked() {
         "{}",
         run.text
     );
+}
+
+/// A PE killed while the others' static data is adopted: the job ends naming it,
+/// and no segment file is left (each was unlinked once mapped).
+#[test]
+fn a_pe_killed_with_static_data_adopted_leaves_no_segment() {
+    let prog = compile_as("t_static", "t_static_pie", &["-fPIE", "-pie"]);
+    let shm = ShmDir::new();
+    let run = nf_run(3, &prog, &["killed"], &[shm.env()]);
+    assert!(!run.ok, "the job succeeded:\n{}", run.text);
+    assert!(
+        run.text.contains("rank 2"),
+        "rank 2 not named:\n{}",
+        run.text
+    );
+    shm.assert_empty("t_static killed");
+}
+
+/// PEs running executables whose static data differ in size cannot share it: every
+/// PE ends naming another's sizes (here PE 1 runs a build with a larger bss).
+#[test]
+fn a_job_of_mixed_executables_is_refused_naming_the_pe() {
+    let small = compile_as("t_static", "t_static_pie", &["-fPIE", "-pie"]);
+    let big = compile_as("t_static", "t_static_bigger", &["-DBIGGER"]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mixed = dir.path().join("mixed.sh");
+    std::fs::write(
+        &mixed,
+        format!(
+            "#!/bin/sh\nif [ \"$NF_RANK\" = 1 ]; then exec {} \"$@\"; fi\nexec {} \"$@\"\n",
+            big.display(),
+            small.display()
+        ),
+    )
+    .expect("write the wrapper");
+    let mut perms = std::fs::metadata(&mixed).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&mixed, perms).expect("chmod the wrapper");
+    let shm = ShmDir::new();
+    let run = nf_run(2, &mixed, &[], &[shm.env()]);
+    assert!(!run.ok, "the job succeeded:\n{}", run.text);
+    let named = run
+        .text
+        .contains("libshmem: PE 0: shmem_init: PE 1's executable has static data")
+        || run
+            .text
+            .contains("libshmem: PE 1: shmem_init: PE 0's executable has static data");
+    assert!(named, "no message naming the other PE:\n{}", run.text);
+    assert!(
+        run.text.contains("every PE must run the same executable"),
+        "{}",
+        run.text
+    );
+    shm.assert_empty("mixed executables");
 }

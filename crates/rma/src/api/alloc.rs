@@ -22,6 +22,11 @@
 //! proc, the bytes asked and the bytes that fit (an allocation the host cannot hold
 //! must fail here, not in the OOM killer when the memory is first touched).
 //!
+//! Adopting (`Rma::adopt`) is the same allocation over the world, except that step 1
+//! maps our file over the adopted range holding its bytes (`shm/adopt.rs`), and the
+//! cache is never used: an adopted range is not fresh zeroed memory to hand out, and
+//! freeing puts it back on private memory at once.
+//!
 //! Freeing: complete our transfers; allgather bases; every member checks them
 //! against its record alike (so all fail or none); barrier; leave the segment table,
 //! the service's list and the memory registry; keep the mappings for reuse or
@@ -138,7 +143,58 @@ impl Rma<'_> {
     /// [`Rma::malloc`] over a team (`ARMCI_Malloc_group`): entry `i` belongs to team
     /// member `i` (`team.members()[i]`). Only members call it.
     pub fn malloc_team(&self, team: &dyn Team, bytes: usize) -> Result<Vec<u64>, RmaError> {
-        let op = "malloc";
+        // SAFETY: no range is adopted.
+        unsafe { self.allocate("malloc", team, bytes, None) }
+    }
+
+    /// Makes `bytes` of this process at `addr` a segment in place, on every proc of
+    /// the world (collective): the memory is moved onto a segment file holding the
+    /// same bytes at the same addresses (`shm/adopt.rs`), so every path reaches it,
+    /// and is put back on private memory, bytes kept, when it is freed (with
+    /// [`Rma::free`] of `addr`) or the layer ends. Returns every proc's `addr`, as
+    /// [`Rma::malloc`] returns bases; procs may adopt different sizes (0: none). Never
+    /// taken from or kept in the cache of freed allocations. While adopted, the range
+    /// is shared: a child `fork`ed meanwhile shares it instead of copying it.
+    ///
+    /// # Safety
+    /// `addr .. addr + bytes` is private writable memory of this process that it
+    /// never unmaps (an executable's data and bss), and no other thread writes it
+    /// during the call (a write between the copy and the new mapping would be lost).
+    pub unsafe fn adopt(&self, addr: *mut u8, bytes: usize) -> Result<Vec<u64>, RmaError> {
+        let op = "adopt";
+        let page = crate::shm::adopt::page_size();
+        if bytes > 0 && addr.is_null() {
+            return Err(RmaError::Null {
+                op,
+                arg: "addr".into(),
+            });
+        }
+        for (arg, v) in [("addr", addr as u64), ("bytes", bytes as u64)] {
+            if v % page as u64 != 0 {
+                return Err(RmaError::Misaligned {
+                    op,
+                    arg: arg.into(),
+                    addr: v,
+                    align: page,
+                });
+            }
+        }
+        // SAFETY: forwarded from the caller; the range is page-aligned (checked).
+        unsafe { self.allocate(op, &*self.wire as &dyn Team, bytes, Some(addr)) }
+    }
+
+    /// A collective allocation (the module's steps); with `adopt`, our segment is
+    /// mapped over that range with its bytes instead of anywhere, zeroed.
+    ///
+    /// # Safety
+    /// With `adopt`, as [`Rma::adopt`].
+    unsafe fn allocate(
+        &self,
+        op: &'static str,
+        team: &dyn Team,
+        bytes: usize,
+        adopt: Option<*mut u8>,
+    ) -> Result<Vec<u64>, RmaError> {
         let me = my_index(op, team, self.rank, self.size)?;
         let members = team.members().to_vec();
 
@@ -149,8 +205,10 @@ impl Rma<'_> {
             "allocation size",
             word_u64,
         )?;
-        if let Some(bases) = self.reuse(team, me, &sizes)? {
-            return Ok(bases);
+        if adopt.is_none() {
+            if let Some(bases) = self.reuse(team, me, &sizes)? {
+                return Ok(bases);
+            }
         }
         let short = if bytes > 0 {
             let need = members
@@ -180,7 +238,13 @@ impl Rma<'_> {
                 limit: limit.clone(),
             });
         let own = if bytes > 0 && failure.is_none() {
-            match Mapping::create(&self.names.segment(self.rank, n), bytes) {
+            let path = self.names.segment(self.rank, n);
+            let made = match adopt {
+                // SAFETY: forwarded from the caller.
+                Some(addr) => unsafe { Mapping::adopt(&path, addr, bytes) },
+                None => Mapping::create(&path, bytes),
+            };
+            match made {
                 Ok(m) => Some(m),
                 Err(e) => {
                     failure = Some(e);
@@ -312,6 +376,7 @@ impl Rma<'_> {
                 n: if bytes > 0 { n } else { 0 },
                 segs,
                 unlisted: 0,
+                adopted: adopt.is_some(),
             };
             mem.allocs.insert(key, alloc);
         }

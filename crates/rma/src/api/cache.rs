@@ -17,7 +17,8 @@
 //!    only on that team's sequence and on numbers every member knows alike (the sizes
 //!    every member asked for), never on this proc's own totals: so every member's
 //!    cache of a team holds the same entries in the same order.
-//! 3. `free` keeps an allocation whose total over the team is at most [`KEEP_ALLOC`];
+//! 3. `free` keeps an allocation (never an adopted one: every member knows it was,
+//!    since `adopt` is collective) whose total over the team is at most [`KEEP_ALLOC`];
 //!    a team's cache holds at most [`KEEP_COUNT`] entries and [`KEEP_BYTES`] in all,
 //!    the oldest going first.
 //! 4. `malloc` of the same sizes takes the newest match: each member zeroes its own
@@ -93,7 +94,7 @@ impl Rma<'_> {
     /// Rule 3: keeps a freed allocation (already out of the table, the service's list
     /// and the registry), or lets it go; drops what no longer fits.
     pub(crate) fn keep_or_release(&self, alloc: Alloc) {
-        if team_bytes(&alloc) > KEEP_ALLOC {
+        if alloc.adopted || team_bytes(&alloc) > KEEP_ALLOC {
             return self.release(alloc);
         }
         let evicted: Vec<Alloc> = {

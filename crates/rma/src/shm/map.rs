@@ -1,5 +1,6 @@
-//! A segment file mapped shared (step 1–3 of the module docs), and private local
-//! memory for `malloc_local`. Creating and unlinking the file are the shm transport's
+//! A segment file mapped shared (step 1–3 of the module docs), or mapped over a range
+//! of this process it adopts (`adopt.rs`), and private local memory for
+//! `malloc_local`. Creating and unlinking the file are the shm transport's
 //! helpers (`nf_transport::shm::segment`), shared with its receive segments.
 
 use std::fs::OpenOptions;
@@ -9,11 +10,21 @@ use memmap2::{MmapMut, MmapOptions, MmapRaw};
 use nf_transport::shm::segment::{create_file, unlink_name, FileStep};
 
 use crate::error::RmaError;
+use crate::shm::adopt::{self, Adopted};
 
-/// A shared mapping of a segment file; unmapped when dropped.
+/// A shared mapping of a segment file; unmapped when dropped (an adopted range is
+/// put back on private memory instead).
 pub(crate) struct Mapping {
-    map: MmapRaw,
+    map: Backing,
     path: PathBuf,
+}
+
+/// Where a [`Mapping`] lives.
+enum Backing {
+    /// Wherever the kernel put it.
+    Placed(MmapRaw),
+    /// Over a range of this process that it adopted.
+    Adopted(Adopted),
 }
 
 fn shm_err(what: &'static str, path: &Path, source: std::io::Error) -> RmaError {
@@ -35,6 +46,30 @@ impl Mapping {
             shm_err(what, path, e)
         })?;
         Self::map(&file, path, len)
+    }
+
+    /// Creates the file (it must not exist) holding the `len` bytes at `addr`, and maps
+    /// it over them (`adopt.rs`); the file is gone again if that fails.
+    ///
+    /// # Safety
+    /// As [`adopt::adopt`]: `addr .. addr + len` is page-aligned private writable
+    /// memory of this process that it never unmaps, and nothing writes it meanwhile.
+    pub(crate) unsafe fn adopt(
+        path: &Path,
+        addr: *mut u8,
+        len: usize,
+    ) -> Result<Mapping, RmaError> {
+        // SAFETY: forwarded from the caller.
+        match unsafe { adopt::create_adopted(path, addr, len) } {
+            Ok(a) => Ok(Mapping {
+                map: Backing::Adopted(a),
+                path: path.to_owned(),
+            }),
+            Err((what, e)) => {
+                let _ = unlink_name(path);
+                Err(shm_err(what, path, e))
+            }
+        }
     }
 
     /// Opens and maps a peer's file, which must be at least `len` bytes.
@@ -64,7 +99,7 @@ impl Mapping {
             .map_raw(file)
             .map_err(|e| shm_err("map rma segment", path, e))?;
         Ok(Mapping {
-            map,
+            map: Backing::Placed(map),
             path: path.to_owned(),
         })
     }
@@ -74,14 +109,19 @@ impl Mapping {
     #[cfg(all(test, loom))]
     pub(crate) fn model(len: usize) -> Mapping {
         Mapping {
-            map: MmapRaw::from(anonymous(len).expect("a model's control segment maps")),
+            map: Backing::Placed(MmapRaw::from(
+                anonymous(len).expect("a model's control segment maps"),
+            )),
             path: PathBuf::new(),
         }
     }
 
     /// First byte of the mapping (page-aligned).
     pub(crate) fn ptr(&self) -> *mut u8 {
-        self.map.as_mut_ptr()
+        match &self.map {
+            Backing::Placed(m) => m.as_mut_ptr(),
+            Backing::Adopted(a) => a.ptr(),
+        }
     }
 
     /// Removes the file's name; the memory stays for everyone who mapped it.

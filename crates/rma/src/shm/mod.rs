@@ -1,4 +1,5 @@
-//! Shared memory of the rma layer: segment files ([`map`]) and the control segment
+//! Shared memory of the rma layer: segment files ([`map`]), ranges of the process
+//! turned into segments in place ([`adopt`]), and the control segment
 //! layout with its locks ([`control`], [`lock`]), whose atomics come from `sync.rs`:
 //! std's, or loom's when `loom_tests.rs` model-checks the locks.
 //!
@@ -17,6 +18,7 @@
 //!    job ends, and the next job's first proc of each domain reclaims files older than
 //!    a minute (`reclaim_stale`).
 
+pub(crate) mod adopt;
 pub(crate) mod control;
 pub(crate) mod lock;
 #[cfg(all(test, loom))]

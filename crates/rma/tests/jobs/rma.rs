@@ -225,6 +225,11 @@ fn an_allocation_the_host_cannot_hold_fails_on_every_proc_not_in_the_oom_killer(
 }
 
 #[test]
+fn an_adopted_range_is_reached_in_place_and_private_again_after_free() {
+    Job::new().both(3, &["adopt"]);
+}
+
+#[test]
 fn oversubscribed_eight_procs_stress_and_mutex() {
     let job = Job::new();
     job.expect_success(8, &["mutex", "20"], Path_::Service);
@@ -320,6 +325,7 @@ fn shapes_across_hosts(native: bool) {
         &["teams"],
         &["typed"],
         &["reuse"],
+        &["adopt"],
     ]);
 }
 

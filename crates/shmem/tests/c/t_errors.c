@@ -7,8 +7,6 @@
 
 #include "check.h"
 
-static int not_symmetric;
-
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "before_init") == 0) return shmem_my_pe();
@@ -16,7 +14,11 @@ int main(int argc, char **argv) {
     int me = shmem_my_pe(), npes = shmem_n_pes();
     int *x = shmem_malloc(sizeof(int));
     if (strcmp(mode, "bad_pe") == 0 && me == 0) shmem_int_p(x, 1, npes);
-    if (strcmp(mode, "outside_heap") == 0 && me == 0) shmem_int_p(&not_symmetric, 1, 0);
+    /* libc's heap is neither the symmetric heap nor static data. */
+    if (strcmp(mode, "outside_heap") == 0 && me == 0) {
+        int *not_symmetric = malloc(sizeof(int));
+        shmem_int_p(not_symmetric, 1, 0);
+    }
     if (strcmp(mode, "oversize") == 0) {
         /* The spec's answer is NULL (with libshmem's message); the heap stays usable. */
         if (shmem_malloc((size_t)1 << 40) != NULL) return 3;

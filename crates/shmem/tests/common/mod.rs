@@ -63,28 +63,34 @@ pub fn nf() -> PathBuf {
 
 /// Compiles `tests/c/<name>.c` against libshmem; returns the program.
 pub fn compile(name: &str) -> PathBuf {
-    compile_std(name, "gnu11")
+    compile_as(name, name, &[])
 }
 
 /// [`compile`] under the C standard `std` (`c11`: no GNU extensions).
 pub fn compile_std(name: &str, std: &str) -> PathBuf {
+    compile_as(name, name, &[&format!("-std={std}")])
+}
+
+/// Compiles `tests/c/<name>.c` against libshmem with extra compiler `flags` (after
+/// the defaults, so a later `-std=` wins) into a program called `prog_name`.
+pub fn compile_as(name: &str, prog_name: &str, flags: &[&str]) -> PathBuf {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shmem-c");
     std::fs::create_dir_all(&out_dir).expect("create the C build folder");
     // Built under a name of its own, then renamed: tests that build the same program
     // at once must never run one another's half-written file.
     static BUILDS: AtomicUsize = AtomicUsize::new(0);
     let part = out_dir.join(format!(
-        "{name}.part{}",
+        "{prog_name}.part{}",
         BUILDS.fetch_add(1, Ordering::Relaxed)
     ));
     let lib = lib_dir();
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = output_within(
         Command::new(&cc)
-            .arg(format!("-std={std}"))
-            .args(["-Wall", "-Wextra", "-Werror", "-O1"])
+            .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1"])
             .arg("-I")
             .arg(crate_dir().join("include"))
+            .args(flags)
             .arg(crate_dir().join("tests/c").join(format!("{name}.c")))
             .arg("-o")
             .arg(&part)
@@ -98,7 +104,7 @@ pub fn compile_std(name: &str, std: &str) -> PathBuf {
         "{cc} {name}.c failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let prog = out_dir.join(name);
+    let prog = out_dir.join(prog_name);
     std::fs::rename(&part, &prog).expect("rename the program into place");
     prog
 }
@@ -183,5 +189,29 @@ pub fn assert_all_passed(what: &str, name: &str, run: &Run) {
     for t in expected_tests(name) {
         let n = run.text.lines().filter(|l| *l == format!("ok {t}")).count();
         assert_eq!(n, 1, "{what}: test {t} reported {n} times:\n{}", run.text);
+    }
+}
+
+/// A private segment directory for one job (`NF_SHM_DIR`), checked empty afterwards.
+pub struct ShmDir(tempfile::TempDir);
+
+impl ShmDir {
+    /// A fresh directory on the tmpfs.
+    pub fn new() -> ShmDir {
+        ShmDir(tempfile::tempdir_in("/dev/shm").expect("a tmpfs at /dev/shm"))
+    }
+
+    /// The `NF_SHM_DIR` setting for the job.
+    pub fn env(&self) -> (&'static str, &str) {
+        ("NF_SHM_DIR", self.0.path().to_str().expect("a UTF-8 path"))
+    }
+
+    /// Checks that the job left no file behind.
+    pub fn assert_empty(&self, what: &str) {
+        let left: Vec<_> = std::fs::read_dir(self.0.path())
+            .expect("read the segment directory")
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        assert!(left.is_empty(), "{what}: files left behind: {left:?}");
     }
 }

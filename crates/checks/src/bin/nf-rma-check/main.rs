@@ -26,6 +26,8 @@
 //!   naming it;
 //! - `toobig`: every proc asks for a share of twice the host's memory; all must get
 //!   `NoRoom` at once (not the OOM killer), and a small allocation then works;
+//! - `adopt`: a page-aligned range of the program's bss becomes a segment in place
+//!   (`Rma::adopt`), reached by every proc, and private again after free;
 //! - `refused`: start-up must fail (say `NF_RMA_OFI=on` where ofi cannot run) with an
 //!   error naming the setting and a proc.
 //!
@@ -35,6 +37,7 @@
 //!
 //! Exit status 0 means every check passed; failures print what differed.
 
+mod adopt;
 mod bad;
 mod faults;
 mod model;
@@ -100,6 +103,7 @@ fn run(args: &[String]) -> Check {
         "reuse" => teams::reuse(&rma, &wire)?,
         "badinput" => bad::bad_input(&rma)?,
         "toobig" => room::too_big(&rma)?,
+        "adopt" => adopt::adopt(&rma)?,
         "vanish" | "holderdies" => {
             if mode == "vanish" {
                 faults::vanish(&rma)?;
