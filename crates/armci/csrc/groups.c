@@ -69,6 +69,17 @@ int nfa_group_rank_of(const ARMCI_Group *group, int abs) {
     return group->abs_to_grp[abs];
 }
 
+MPI_Comm nfa_comm_of_members(const int *members, int n, int tag) {
+    MPI_Group world, sub;
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm_group(ARMCI_GROUP_WORLD.comm, &world);
+    MPI_Group_incl(world, n, members, &sub);
+    MPI_Comm_create_group(ARMCI_GROUP_WORLD.comm, sub, tag, &comm);
+    MPI_Group_free(&sub);
+    MPI_Group_free(&world);
+    return comm;
+}
+
 static int allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
     return MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
                          *(MPI_Comm *)ctx);

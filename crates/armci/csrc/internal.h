@@ -65,6 +65,14 @@ void nfa_group_check(const char *call, const ARMCI_Group *group);
 /* Group rank of world rank `abs` in group, or -1. */
 int nfa_group_rank_of(const ARMCI_Group *group, int abs);
 
+/* Tags of the communicators made at ARMCI_Init among some processes only. */
+#define NFA_TAG_NODE_COMM 0x6e66
+#define NFA_TAG_LEADERS_COMM 0x6e67
+/* A communicator of the world ranks members[0..n) (the caller among them), made by
+ * them alone (MPI_Comm_create_group): the world's other processes take no part, so
+ * it costs no round across the nodes they are on. */
+MPI_Comm nfa_comm_of_members(const int *members, int n, int tag);
+
 /* Works out the node tables (from Rust's domains) and node_comm (collective). */
 void nfa_topology_init(void);
 void nfa_topology_free(void);

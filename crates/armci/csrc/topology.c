@@ -8,7 +8,8 @@
  * 1. ask the Rust side for every world rank's domain;
  * 2. renumber nodes by their lowest world rank and list members by world rank (a
  *    counting sort);
- * 3. split the world communicator by node, for SCOPE_NODE collectives;
+ * 3. make the node's communicator, for SCOPE_NODE collectives, among the node's
+ *    processes alone (nfa_comm_of_members: no step across nodes);
  * 4. choose the collectives' paths and make the leaders' communicator (coll.c).
  */
 #include <stdlib.h>
@@ -46,7 +47,10 @@ void nfa_topology_init(void) {
         int d = nfa.node_of[r];
         nfa.node_members[nfa.node_first[d] + fill[d]++] = r;
     }
-    MPI_Comm_split(ARMCI_GROUP_WORLD.comm, nfa.node_of[me], me, &nfa.node_comm); /* 3 */
+    int d = nfa.node_of[me]; /* 3 */
+    nfa.node_comm = nfa_comm_of_members(&nfa.node_members[nfa.node_first[d]],
+                                        nfa.node_first[d + 1] - nfa.node_first[d],
+                                        NFA_TAG_NODE_COMM);
     free(fill);
     free(renum);
     free(domain);
