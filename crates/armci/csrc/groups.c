@@ -8,6 +8,7 @@
  * The world and default groups live in `nfa` (setup.c).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -89,6 +90,40 @@ static int barrier_cb(void *ctx) {
     return MPI_Barrier(*(MPI_Comm *)ctx);
 }
 
+/* What a failure inside the world's allocation steps is reported as. */
+static const char WORLD_ALLOC[] = "ARMCI_Malloc / ARMCI_Free";
+
+/* The world's allgather once the node collectives run: every process ORs its bytes
+ * into its own slot of a zeroed table, and the table is all-reduced with bitwise or
+ * through the node's shared memory, MPI only among the nodes' leaders (coll.c's path
+ * 1), instead of a round of MPI across every host. A table over the shared-memory
+ * limit (or NF_ARMCI_COLL_MAX=0) takes MPI_Allgather. */
+static int world_allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
+    MPI_Comm comm = *(MPI_Comm *)ctx;
+    size_t n = (size_t)ARMCI_GROUP_WORLD.size, slot = (bytes + 7) / 8 * 8;
+    long words = (long)(slot / 8 * n);
+    if (bytes > 0 && words <= nfa.reduce_max / 8) {
+        long *table = calloc((size_t)words, sizeof(long));
+        if (table == NULL) nfa_fatal(WORLD_ALLOC, "out of memory for a table of %ld words", words);
+        memcpy((char *)table + slot * (size_t)ARMCI_GROUP_WORLD.rank, mine, bytes);
+        if (nfa_allreduce_shm(WORLD_ALLOC, table, (int)words, ARMCI_LONG, GOP_BOR, MPI_LONG,
+                              MPI_BOR, comm)) {
+            for (size_t i = 0; i < n; i++)
+                memcpy((char *)all + bytes * i, (char *)table + slot * i, bytes);
+            free(table);
+            return 0;
+        }
+        free(table);
+    }
+    return allgather_cb(ctx, mine, all, bytes);
+}
+
+/* The world's barrier once the node collectives run (coll.c chooses the path). */
+static int world_barrier_cb(void *ctx) {
+    nfa_barrier(WORLD_ALLOC, *(MPI_Comm *)ctx);
+    return 0;
+}
+
 struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
     struct nfa_wireup wu = {
         .ctx = &group->comm,
@@ -98,6 +133,13 @@ struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
         .allgather = allgather_cb,
         .barrier = barrier_cb,
     };
+    /* The world after ARMCI_Init's topology step (not the wire-up that starts the rma
+     * layer, which keeps MPI's: the node collectives need that layer running). */
+    if (group->comm == ARMCI_GROUP_WORLD.comm && group->comm != MPI_COMM_NULL &&
+        nfa.node_of != NULL) {
+        wu.allgather = world_allgather_cb;
+        wu.barrier = world_barrier_cb;
+    }
     return wu;
 }
 
