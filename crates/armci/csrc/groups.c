@@ -2,8 +2,8 @@
  * ninefold libarmci: process groups over MPI communicators.
  *
  * Global Arrays copies ARMCI_Group values around and reads their fields, so a
- * group is entirely described by its struct: `comm` (MPI_Comm_create over the
- * parent, hence a real communicator GA can call MPI on), rank / size, and the
+ * group is entirely described by its struct: `comm` (MPI_Comm_create_group among
+ * the members, a real communicator GA can call MPI on), rank / size, and the
  * rank translation tables, allocated here and released by ARMCI_Group_free.
  * The world and default groups live in `nfa` (setup.c).
  */
@@ -161,12 +161,21 @@ void ARMCI_Group_create_child(int grp_size, int *pid_list, ARMCI_Group *group_ou
                 nfa_fatal(call, "argument 'pid_list' names rank %d twice (entries %d and %d)",
                           pid_list[i], j, i);
     }
-    MPI_Group parent, child;
-    MPI_Comm_group(group_parent->comm, &parent);
-    MPI_Group_incl(parent, grp_size, pid_list, &child);
-    MPI_Comm_create(group_parent->comm, child, &group_out->comm);
-    MPI_Group_free(&parent);
-    MPI_Group_free(&child);
+    /* Made by its members alone (MPI_Comm_create_group): every process of the parent
+     * calls this in the same order, so the members meet, and the others, who get
+     * MPI_COMM_NULL as from MPI_Comm_create, take no round across the parent. */
+    int member = 0;
+    for (int i = 0; i < grp_size; i++) member |= pid_list[i] == group_parent->rank;
+    group_out->comm = MPI_COMM_NULL;
+    if (member) {
+        MPI_Group parent, child;
+        MPI_Comm_group(group_parent->comm, &parent);
+        MPI_Group_incl(parent, grp_size, pid_list, &child);
+        MPI_Comm_create_group(group_parent->comm, child, NFA_TAG_GROUP_CREATE,
+                              &group_out->comm);
+        MPI_Group_free(&parent);
+        MPI_Group_free(&child);
+    }
     nfa_group_fill(group_out);
 }
 

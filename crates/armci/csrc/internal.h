@@ -68,6 +68,7 @@ int nfa_group_rank_of(const ARMCI_Group *group, int abs);
 /* Tags of the communicators made at ARMCI_Init among some processes only. */
 #define NFA_TAG_NODE_COMM 0x6e66
 #define NFA_TAG_LEADERS_COMM 0x6e67
+#define NFA_TAG_GROUP_CREATE 0x6e68
 /* A communicator of the world ranks members[0..n) (the caller among them), made by
  * them alone (MPI_Comm_create_group): the world's other processes take no part, so
  * it costs no round across the nodes they are on. */

@@ -66,7 +66,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group g, int tag, MPI_Comm *out) {
     return PMPI_Comm_create_group(comm, g, tag, out);
 }
 
-static long init_rounds, malloc_rounds;
+static long init_rounds, malloc_rounds, group_rounds;
 
 /* MPI's rule: every process makes the same collectives, so every count agrees. */
 static void test_every_rank_counts_alike(void) {
@@ -101,6 +101,13 @@ static void test_fresh_malloc_rounds(void) {
                                  "the world; at most %ld expected", malloc_rounds, most);
 }
 
+/* A group of the lower half is made by its members alone: no round of the world. */
+static void test_group_create_rounds(void) {
+    if (nproc == 1) return; /* the lower half is the world */
+    CHECK(group_rounds == 0, "ARMCI_Group_create of half the world made %ld collective "
+                             "rounds across the world; none expected", group_rounds);
+}
+
 /* With the default provider (tcp) NF_RMA_OFI=auto leaves native RMA alone, so start-up
  * does not load libfabric (seconds per process on a loaded host) even with peers on
  * another host. */
@@ -129,11 +136,24 @@ int main(int argc, char **argv) {
     world_rounds = 0;
     CHECK(ARMCI_Malloc(ptr, 12345) == 0, "ARMCI_Malloc failed");
     malloc_rounds = world_rounds;
+    int half = nproc > 1 ? nproc / 2 : 1, lower[64];
+    CHECK(nproc <= 128, "at most 128 processes");
+    for (int i = 0; i < half; i++) lower[i] = i;
+    ARMCI_Group group;
+    world_rounds = 0;
+    ARMCI_Group_create(half, lower, &group);
+    group_rounds = world_rounds;
     counting = 0;
+    int grank = -1;
+    ARMCI_Group_rank(&group, &grank);
+    CHECK((me < half) == (grank == me), "group rank %d of world rank %d (lower %d)", grank, me,
+          half);
+    ARMCI_Group_free(&group);
     RUN(test_every_rank_counts_alike);
 #ifdef ARMCI_NINEFOLD
     RUN(test_init_rounds);
     RUN(test_fresh_malloc_rounds);
+    RUN(test_group_create_rounds);
     RUN(test_no_libfabric_for_a_socket_provider);
 #endif
     CHECK(ARMCI_Free(ptr[me]) == 0, "ARMCI_Free failed");
