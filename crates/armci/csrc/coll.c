@@ -49,10 +49,14 @@ void nfa_coll_init(void) {
         nfa.reduce_max = nfa.bcast_max = v;
     }
     nfa.leaders_comm = MPI_COMM_NULL;
-    if (nfa.shm_coll && nfa.node_count > 1) {
-        int leads = nfa.node_members[nfa.node_first[nfa.node_of[me]]] == me;
-        MPI_Comm_split(ARMCI_GROUP_WORLD.comm, leads ? 0 : MPI_UNDEFINED, me,
-                       &nfa.leaders_comm);
+    if (nfa.shm_coll && nfa.node_count > 1 &&
+        nfa.node_members[nfa.node_first[nfa.node_of[me]]] == me) {
+        /* Among the leaders alone: the others take no part. */
+        int *leaders = calloc((size_t)nfa.node_count, sizeof(int));
+        if (leaders == NULL) nfa_fatal("ARMCI_Init", "out of memory for the leaders' table");
+        for (int d = 0; d < nfa.node_count; d++) leaders[d] = nfa.node_members[nfa.node_first[d]];
+        nfa.leaders_comm = nfa_comm_of_members(leaders, nfa.node_count, NFA_TAG_LEADERS_COMM);
+        free(leaders);
     }
 }
 

@@ -2,12 +2,13 @@
  * ninefold libarmci: process groups over MPI communicators.
  *
  * Global Arrays copies ARMCI_Group values around and reads their fields, so a
- * group is entirely described by its struct: `comm` (MPI_Comm_create over the
- * parent, hence a real communicator GA can call MPI on), rank / size, and the
+ * group is entirely described by its struct: `comm` (MPI_Comm_create_group among
+ * the members, a real communicator GA can call MPI on), rank / size, and the
  * rank translation tables, allocated here and released by ARMCI_Group_free.
  * The world and default groups live in `nfa` (setup.c).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -69,6 +70,17 @@ int nfa_group_rank_of(const ARMCI_Group *group, int abs) {
     return group->abs_to_grp[abs];
 }
 
+MPI_Comm nfa_comm_of_members(const int *members, int n, int tag) {
+    MPI_Group world, sub;
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm_group(ARMCI_GROUP_WORLD.comm, &world);
+    MPI_Group_incl(world, n, members, &sub);
+    MPI_Comm_create_group(ARMCI_GROUP_WORLD.comm, sub, tag, &comm);
+    MPI_Group_free(&sub);
+    MPI_Group_free(&world);
+    return comm;
+}
+
 static int allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
     return MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
                          *(MPI_Comm *)ctx);
@@ -76,6 +88,40 @@ static int allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
 
 static int barrier_cb(void *ctx) {
     return MPI_Barrier(*(MPI_Comm *)ctx);
+}
+
+/* What a failure inside the world's allocation steps is reported as. */
+static const char WORLD_ALLOC[] = "ARMCI_Malloc / ARMCI_Free";
+
+/* The world's allgather once the node collectives run: every process ORs its bytes
+ * into its own slot of a zeroed table, and the table is all-reduced with bitwise or
+ * through the node's shared memory, MPI only among the nodes' leaders (coll.c's path
+ * 1), instead of a round of MPI across every host. A table over the shared-memory
+ * limit (or NF_ARMCI_COLL_MAX=0) takes MPI_Allgather. */
+static int world_allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
+    MPI_Comm comm = *(MPI_Comm *)ctx;
+    size_t n = (size_t)ARMCI_GROUP_WORLD.size, slot = (bytes + 7) / 8 * 8;
+    long words = (long)(slot / 8 * n);
+    if (bytes > 0 && words <= nfa.reduce_max / 8) {
+        long *table = calloc((size_t)words, sizeof(long));
+        if (table == NULL) nfa_fatal(WORLD_ALLOC, "out of memory for a table of %ld words", words);
+        memcpy((char *)table + slot * (size_t)ARMCI_GROUP_WORLD.rank, mine, bytes);
+        if (nfa_allreduce_shm(WORLD_ALLOC, table, (int)words, ARMCI_LONG, GOP_BOR, MPI_LONG,
+                              MPI_BOR, comm)) {
+            for (size_t i = 0; i < n; i++)
+                memcpy((char *)all + bytes * i, (char *)table + slot * i, bytes);
+            free(table);
+            return 0;
+        }
+        free(table);
+    }
+    return allgather_cb(ctx, mine, all, bytes);
+}
+
+/* The world's barrier once the node collectives run (coll.c chooses the path). */
+static int world_barrier_cb(void *ctx) {
+    nfa_barrier(WORLD_ALLOC, *(MPI_Comm *)ctx);
+    return 0;
 }
 
 struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
@@ -87,6 +133,13 @@ struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
         .allgather = allgather_cb,
         .barrier = barrier_cb,
     };
+    /* The world after ARMCI_Init's topology step (not the wire-up that starts the rma
+     * layer, which keeps MPI's: the node collectives need that layer running). */
+    if (group->comm == ARMCI_GROUP_WORLD.comm && group->comm != MPI_COMM_NULL &&
+        nfa.node_of != NULL) {
+        wu.allgather = world_allgather_cb;
+        wu.barrier = world_barrier_cb;
+    }
     return wu;
 }
 
@@ -108,12 +161,21 @@ void ARMCI_Group_create_child(int grp_size, int *pid_list, ARMCI_Group *group_ou
                 nfa_fatal(call, "argument 'pid_list' names rank %d twice (entries %d and %d)",
                           pid_list[i], j, i);
     }
-    MPI_Group parent, child;
-    MPI_Comm_group(group_parent->comm, &parent);
-    MPI_Group_incl(parent, grp_size, pid_list, &child);
-    MPI_Comm_create(group_parent->comm, child, &group_out->comm);
-    MPI_Group_free(&parent);
-    MPI_Group_free(&child);
+    /* Made by its members alone (MPI_Comm_create_group): every process of the parent
+     * calls this in the same order, so the members meet, and the others, who get
+     * MPI_COMM_NULL as from MPI_Comm_create, take no round across the parent. */
+    int member = 0;
+    for (int i = 0; i < grp_size; i++) member |= pid_list[i] == group_parent->rank;
+    group_out->comm = MPI_COMM_NULL;
+    if (member) {
+        MPI_Group parent, child;
+        MPI_Comm_group(group_parent->comm, &parent);
+        MPI_Group_incl(parent, grp_size, pid_list, &child);
+        MPI_Comm_create_group(group_parent->comm, child, NFA_TAG_GROUP_CREATE,
+                              &group_out->comm);
+        MPI_Group_free(&parent);
+        MPI_Group_free(&child);
+    }
     nfa_group_fill(group_out);
 }
 

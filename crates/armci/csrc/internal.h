@@ -24,7 +24,7 @@
 /* Process-wide state, valid between ARMCI_Init and ARMCI_Finalize. */
 struct nfa_state {
     int init_count;       /* ARMCI_Init calls not yet matched by ARMCI_Finalize */
-    MPI_Comm node_comm;   /* the world's processes on this node */
+    MPI_Comm node_comm;   /* the world's processes on this node (made on first use) */
     MPI_Comm leaders_comm;/* the lowest world rank of each node (MPI_COMM_NULL elsewhere,
                              and with one node); its rank i leads node i */
     int shm_coll;         /* some node holds 2+ processes: world collectives take the
@@ -65,7 +65,17 @@ void nfa_group_check(const char *call, const ARMCI_Group *group);
 /* Group rank of world rank `abs` in group, or -1. */
 int nfa_group_rank_of(const ARMCI_Group *group, int abs);
 
-/* Works out the node tables (from Rust's domains) and node_comm (collective). */
+/* Tags of the communicators made at ARMCI_Init among some processes only. */
+#define NFA_TAG_NODE_COMM 0x6e66
+#define NFA_TAG_LEADERS_COMM 0x6e67
+#define NFA_TAG_GROUP_CREATE 0x6e68
+/* A communicator of the world ranks members[0..n) (the caller among them), made by
+ * them alone (MPI_Comm_create_group): the world's other processes take no part, so
+ * it costs no round across the nodes they are on. */
+MPI_Comm nfa_comm_of_members(const int *members, int n, int tag);
+
+/* Works out the node tables (from Rust's domains) and the leaders' communicator
+ * (collective). */
 void nfa_topology_init(void);
 void nfa_topology_free(void);
 

@@ -28,8 +28,8 @@ void nfa_tcgmsg_init(void) {
     nf_armci_rs_malloc("ARMCI_Init", &wu,
                        ARMCI_GROUP_WORLD.rank == 0 ? (long)sizeof(long) : 0,
                        tcg.counter);
-    if (ARMCI_GROUP_WORLD.rank == 0) *(long *)tcg.counter[0] = 0;
-    MPI_Barrier(ARMCI_GROUP_WORLD.comm);
+    /* No zeroing and barrier after it: an allocation starts zeroed on return (a fresh
+     * segment file, or a reused one its owner zeroed before the call's last step). */
 }
 
 void nfa_tcgmsg_free(void) {

@@ -8,7 +8,9 @@
  * 1. ask the Rust side for every world rank's domain;
  * 2. renumber nodes by their lowest world rank and list members by world rank (a
  *    counting sort);
- * 3. split the world communicator by node, for SCOPE_NODE collectives;
+ * 3. (nothing: the node's communicator, for SCOPE_NODE collectives of the world, is
+ *    made by the first of them, among the node's processes alone, which all make
+ *    that call: a program that never asks for it pays nothing at start-up);
  * 4. choose the collectives' paths and make the leaders' communicator (coll.c).
  */
 #include <stdlib.h>
@@ -22,7 +24,7 @@ static void *xcalloc(size_t n, size_t size) {
 }
 
 void nfa_topology_init(void) {
-    int me = ARMCI_GROUP_WORLD.rank, n = ARMCI_GROUP_WORLD.size;
+    int n = ARMCI_GROUP_WORLD.size;
     int *domain = xcalloc((size_t)n, sizeof(int)); /* 1 */
     nf_armci_rs_node_of(domain, n);
     int *renum = xcalloc((size_t)n, sizeof(int)); /* 2: domain id -> node, by first rank */
@@ -46,7 +48,7 @@ void nfa_topology_init(void) {
         int d = nfa.node_of[r];
         nfa.node_members[nfa.node_first[d] + fill[d]++] = r;
     }
-    MPI_Comm_split(ARMCI_GROUP_WORLD.comm, nfa.node_of[me], me, &nfa.node_comm); /* 3 */
+    nfa.node_comm = MPI_COMM_NULL; /* 3 */
     free(fill);
     free(renum);
     free(domain);
@@ -147,7 +149,15 @@ MPI_Comm nfa_scope_comm(const char *call, int scope, const ARMCI_Group *group,
     case SCOPE_MASTERS:
         return group->comm;
     case SCOPE_NODE:
-        if (group->comm == ARMCI_GROUP_WORLD.comm) return nfa.node_comm;
+        if (group->comm == ARMCI_GROUP_WORLD.comm) {
+            if (nfa.node_comm == MPI_COMM_NULL) { /* rule 3 of nfa_topology_init */
+                int d = nfa.node_of[ARMCI_GROUP_WORLD.rank];
+                nfa.node_comm = nfa_comm_of_members(&nfa.node_members[nfa.node_first[d]],
+                                                    nfa.node_first[d + 1] - nfa.node_first[d],
+                                                    NFA_TAG_NODE_COMM);
+            }
+            return nfa.node_comm;
+        }
         MPI_Comm node;
         MPI_Comm_split(group->comm, nfa.node_of[ARMCI_GROUP_WORLD.rank], group->rank,
                        &node);

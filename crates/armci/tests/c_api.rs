@@ -56,6 +56,15 @@ fn setup_init_finalize() {
     run_c("t_setup", &[2, 4], &[]);
 }
 
+/// ARMCI_Init and a fresh ARMCI_Malloc make few collectives across the world, and
+/// start-up leaves libfabric alone with the tcp provider (`t_rounds` counts the
+/// library's MPI calls through the PMPI names).
+#[test]
+fn start_up_and_allocation_rounds() {
+    run_c("t_rounds", &[2, 4], &[]);
+    run_c_two_hosts("t_rounds", &[]);
+}
+
 #[test]
 fn memory_allocation() {
     run_c("t_memory", &[2, 4], &[]);

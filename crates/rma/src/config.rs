@@ -45,7 +45,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting::new(
         "NF_RMA_OFI",
         "rma",
-        "put / get to procs on other hosts: auto uses the ofi transport's native RMA where every end has an endpoint with FI_RMA and a wait fd, else the service thread; on: native RMA or start-up fails, naming the proc and why; off: always the service thread",
+        "put / get to procs on other hosts: auto uses the ofi transport's native RMA where every end has an endpoint with FI_RMA and a wait fd, except with a provider carried over sockets (tcp, sockets, udp: the service thread is as fast and starts in no time), else the service thread; on: native RMA or start-up fails, naming the proc and why; off: always the service thread",
         "auto",
     ),
     Setting::new(

@@ -11,10 +11,13 @@
 //! 4. Create this proc's control segment; start the service thread if some proc is
 //!    outside our domain; allgather service addresses (which also says that every
 //!    control segment exists).
-//! 5. Map the control segments of our domain's procs; barrier; unlink our name.
+//! 5. Map the control segments of our domain's procs.
 //! 6. Native RMA over ofi where every end can (`native/setup.rs`: its own allgather
-//!    of endpoint addresses; a progress thread when used). Last but one, so that a
-//!    proc refusing it leaves no file behind.
+//!    of endpoint addresses; a progress thread when used). That allgather is also
+//!    the barrier after which every proc has mapped its domain's control segments,
+//!    so we unlink our name after it, whether or not the step succeeded (no proc
+//!    refusing it leaves a file behind). Every world collective here is a round
+//!    across hosts, so no step adds one of its own.
 //! 7. Publish this proc, with no segments yet, in the memory registry (`nf-memreg`).
 //!
 //! Shutdown ([`Rma::finalize`], collective): complete and fence everything, barrier,
@@ -308,11 +311,11 @@ impl<'w> Rma<'w> {
                 Arc::new(c)
             });
         }
-        wire.barrier()?;
-        own_ctl.mapping().unlink()?;
 
         // Step 6.
-        let native = crate::native::setup(&cfg, &*wire, &domains, bind, cookie)?;
+        let native = crate::native::setup(&cfg, &*wire, &domains, bind, cookie);
+        own_ctl.mapping().unlink()?;
+        let native = native?;
 
         let spin = Waiter::new(cfg.wait, mine.len(), cfg.job_cpus, None).spins();
         let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin, native);

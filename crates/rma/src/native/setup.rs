@@ -1,7 +1,8 @@
 //! Start-up of native RMA (step 6 of `rma.rs`), collective over the world:
-//! 1. A proc with peers in other domains (unless `NF_RMA_OFI=off`) opens an RDM
-//!    endpoint of `NF_OFI_PROVIDER` with `FI_RMA` and a wait fd, bound where the service
-//!    listens; it needs both, or says why not.
+//! 1. A proc with peers in other domains opens an RDM endpoint of `NF_OFI_PROVIDER`
+//!    with `FI_RMA` and a wait fd, bound where the service listens; it needs both, or
+//!    says why not. Unless `NF_RMA_OFI=off`, or `auto` with a provider that is itself
+//!    carried over sockets (`tcp`, `sockets`, `udp`: [`worth_opening`]).
 //! 2. Allgather every proc's [`Status`]: not needed, its address, or why it has none.
 //! 3. Proc `p` is reached natively when it is in another domain and both ends have an
 //!    endpoint. With `NF_RMA_OFI=on` a proc that needed one and has none fails every
@@ -57,6 +58,20 @@ impl Status {
     }
 }
 
+/// Whether `auto` opens an endpoint of `provider` at all. A provider carried over
+/// sockets moves put and get no faster than the service thread's own TCP protocol
+/// (architecture.md, "Native RMA across domains": tcp's get 8 B 33.8 against 17.0 µs,
+/// 1 MiB on par), while loading libfabric and its providers costs every proc seconds
+/// of start-up on a loaded host (2–3 s per rank measured across two namespace hosts):
+/// only `on` pays that for it.
+pub(crate) fn worth_opening(mode: OfiMode, provider: &str) -> bool {
+    match mode {
+        OfiMode::Off => false,
+        OfiMode::On => true,
+        OfiMode::Auto => !ofi::binds_ip(provider),
+    }
+}
+
 /// Step 1: our endpoint, or why we have none.
 fn open(
     cfg: &RmaConfig,
@@ -109,7 +124,7 @@ pub(crate) fn setup(
 
     // Step 1.
     let mut ep = None;
-    let mine = if cfg.ofi == OfiMode::Off || !(0..size).any(remote) {
+    let mine = if !worth_opening(cfg.ofi, &cfg.ofi_provider) || !(0..size).any(remote) {
         Status::Unneeded
     } else {
         match open(cfg, bind, cookie, rank, size) {
@@ -186,4 +201,21 @@ pub(crate) fn setup(
         pool: Vec::new(),
         done: Vec::new(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_opens_no_endpoint_of_a_provider_carried_over_sockets() {
+        for p in ["tcp", "tcp;ofi_rxm", "sockets", "udp"] {
+            assert!(!worth_opening(OfiMode::Auto, p), "{p}");
+            assert!(worth_opening(OfiMode::On, p), "{p}");
+        }
+        for p in ["verbs;ofi_rxm", "efa", "no-such-provider"] {
+            assert!(worth_opening(OfiMode::Auto, p), "{p}");
+            assert!(!worth_opening(OfiMode::Off, p), "{p}");
+        }
+    }
 }
