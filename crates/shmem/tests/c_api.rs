@@ -85,7 +85,9 @@ fn two_namespace_hosts_two_pes_each() {
         "t_activeset",
     ] {
         let prog = compile(name);
-        for env in [&[][..], &[("NF_RMA_OFI", "off")][..]] {
+        // ofi's native RMA (which `auto` skips on the tcp provider) and the service
+        // thread, so both cross-host paths stay covered.
+        for env in [&[("NF_RMA_OFI", "on")][..], &[("NF_RMA_OFI", "off")][..]] {
             let run = nf_run_hosts(&net, 2, &prog, env);
             assert_all_passed(&format!("{name} on 2 hosts x 2 {env:?}"), name, &run);
         }
@@ -168,7 +170,7 @@ fn global_and_static_variables_are_symmetric_on_two_namespace_hosts() {
         .unwrap_or_else(|e| panic!("multi-host tests need network namespaces: {e}"));
     let [pie, nopie] = static_builds();
     for (prog, env) in [
-        (&pie, &[][..]),
+        (&pie, &[("NF_RMA_OFI", "on")][..]),
         (&pie, &[("NF_RMA_OFI", "off")][..]),
         (&nopie, &[][..]),
     ] {
