@@ -92,6 +92,18 @@ pub(crate) fn parse_layout(text: &str) -> Option<Vec<HostRanks>> {
         .collect()
 }
 
+/// Refuses a layout that places this host's ranks outside the job of `size` ranks
+/// (a hand-edited or corrupt `env`), before anything is started or allocated for them.
+fn within_job(me: &HostRanks, size: usize) -> Result<(), HostRanksError> {
+    match me.first.checked_add(me.count) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(HostRanksError::Contract(format!(
+            "{LAYOUT} places ranks {}..+{} on {}, outside the job's {size} ranks",
+            me.first, me.count, me.name
+        ))),
+    }
+}
+
 /// Why the starter could not run its host's ranks.
 #[derive(Debug, thiserror::Error)]
 pub enum HostRanksError {
@@ -134,6 +146,7 @@ fn run(command: &[OsString]) -> Result<(), HostRanksError> {
     let base = JobEnv::from_env()
         .map_err(|e| HostRanksError::Contract(e.to_string()))?
         .ok_or_else(|| HostRanksError::Contract("NF_PMI_ADDR is not set".into()))?;
+    within_job(&me, base.size)?;
     let _signals = SignalWatch::install().map_err(HostRanksError::Signals)?;
     let mut waiters = Vec::with_capacity(me.count);
     for local_rank in 0..me.count {
@@ -301,6 +314,20 @@ mod tests {
         assert_eq!(parse_layout(&text), Some(hosts));
         for bad in ["h1:0", "h1:x:2", "h1:0:0", "", "h1:0:2,"] {
             assert_eq!(parse_layout(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_host_placed_outside_the_job_is_refused() {
+        let at = |first, count| HostRanks {
+            name: "h".into(),
+            first,
+            count,
+        };
+        assert!(within_job(&at(2, 3), 5).is_ok());
+        for (first, count) in [(2, 4), (5, 1), (usize::MAX, 2), (0, usize::MAX)] {
+            let err = within_job(&at(first, count), 5).unwrap_err().to_string();
+            assert!(err.contains("outside the job's 5 ranks"), "{err}");
         }
     }
 }
