@@ -74,7 +74,7 @@ pub unsafe extern "C" fn nf_shmem_put(
     // SAFETY: forwarded from the caller; a put only reads `src`.
     unsafe {
         contig(
-            &call_name(call),
+            call_name(call),
             Kind::Put,
             dest as usize,
             src as *mut u8,
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn nf_shmem_get(
     // SAFETY: forwarded from the caller.
     unsafe {
         contig(
-            &call_name(call),
+            call_name(call),
             Kind::Get,
             src as usize,
             dest.cast(),
@@ -125,7 +125,7 @@ unsafe fn strided(
     pe: c_int,
 ) {
     let call = call_name(call);
-    with(&call, |st| {
+    with(call, |st| {
         let (sym_arg, local_arg) = match kind {
             Kind::Put => ("dst", "sst"),
             _ => ("sst", "dst"),
@@ -133,7 +133,7 @@ unsafe fn strided(
         for (arg, s) in [(sym_arg, sym_stride), (local_arg, local_stride)] {
             if s < 1 {
                 fatal(
-                    &call,
+                    call,
                     format!("stride {arg} = {s}; strides must be at least 1"),
                 );
             }
@@ -142,7 +142,7 @@ unsafe fn strided(
         let step = |s: isize| (s as usize).checked_mul(elem);
         let (Some(sym_step), Some(local_step)) = (step(sym_stride), step(local_stride)) else {
             fatal(
-                &call,
+                call,
                 format!(
                     "strides {sym_arg} = {sym_stride}, {local_arg} = {local_stride} of \
                      {elem}-byte elements overflow the address space"
@@ -158,7 +158,7 @@ unsafe fn strided(
         } else {
             "source"
         };
-        let (remote, proc) = st.remote(&call, arg, sym, extent, pe);
+        let (remote, proc) = st.remote(call, arg, sym, extent, pe);
         if nelems == 0 || elem == 0 {
             return;
         }
@@ -171,7 +171,7 @@ unsafe fn strided(
             count: &count,
         };
         // SAFETY: the caller vouches for the local side.
-        unsafe { run(st, &call, &Xfer { kind, proc, shape }) }
+        unsafe { run(st, call, &Xfer { kind, proc, shape }) }
     })
 }
 
