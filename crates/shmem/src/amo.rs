@@ -15,7 +15,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use nf_rma::RmwOp;
 
-use crate::error::{call_name, fatal};
+use crate::error::{fatal, CallName};
 use crate::state::with;
 
 /// The rma op for C operation `op` on `size` bytes, operand `v`, condition `c`.
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn nf_shmem_amo(
     size: usize,
     pe: c_int,
 ) -> i64 {
-    let call = call_name(call);
+    let call = CallName(call);
     with(call, |st| {
         let Some(rmw) = rmw_op(op, size, value, cond) else {
             fatal(
