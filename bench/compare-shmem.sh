@@ -99,7 +99,7 @@ run_oshmem() { # pes k
         >"$f.txt" 2>"$f.err" || rc=$?
     if ((rc != 0)); then
         local signal
-        signal=$(grep -m1 -o 'Signal: [A-Za-z ]*([0-9]*)' "$f.err" || echo "no signal named")
+        signal=$(grep -m1 -o 'Caught signal [0-9]* ([A-Za-z ]*' "$f.err" || echo "no signal named")
         echo "oshmem $1 PEs run $2: oshrun exit $rc ($signal), $(grep -c . "$f.txt") lines of output; $(grep -q '^# done' "$f.txt" && echo "complete (# done reached)" || echo INCOMPLETE)" \
             | tee -a "$crashes" >&2
     fi
@@ -122,13 +122,14 @@ for p in "${pe_list[@]}"; do
             for op in "${op_list[@]}"; do
                 grep -q "^R $op " "$out/$side-$p-$k.txt" || continue
                 "$nf" bench shmem --parse "$out/$side-$p-$k.txt" --ops "$op" --quiet \
-                    --transport "$side" --json "$out/$side-$p-$op-$k.json" >/dev/null
+                    --transport "$side" --json "$out/$side-$p-$op-run$k.json" >/dev/null
             done
         done
     done
     for op in "${op_list[@]}"; do
-        ours=("$out"/ninefold-"$p"-"$op"-*.json)
-        theirs=("$out"/oshmem-"$p"-"$op"-*.json)
+        # -run: put's files must not pick up put-signal's and put-bw's.
+        ours=("$out"/ninefold-"$p"-"$op"-run*.json)
+        theirs=("$out"/oshmem-"$p"-"$op"-run*.json)
         if [[ ! -e ${ours[0]} || ! -e ${theirs[0]} ]]; then
             echo "shmem-$op, $p PEs: not measured on both sides (see the runs' '# skip' lines)" | tee -a "$summary"
             echo | tee -a "$summary"
