@@ -15,6 +15,7 @@ pub mod report;
 pub mod rings;
 pub mod rma;
 mod rng;
+pub mod shmem;
 pub mod stats;
 pub mod tune;
 pub mod variability;

@@ -15,7 +15,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use nf_rma::RmwOp;
 
-use crate::error::{call_name, fatal};
+use crate::error::{fatal, CallName};
 use crate::state::with;
 
 /// The rma op for C operation `op` on `size` bytes, operand `v`, condition `c`.
@@ -58,18 +58,35 @@ pub unsafe extern "C" fn nf_shmem_amo(
     size: usize,
     pe: c_int,
 ) -> i64 {
-    with("shmem_atomic", |st| {
-        let call = call_name(call);
-        let (remote, proc) = st.remote(&call, "dest", dest as usize, size, pe);
+    let call = CallName(call);
+    with(call, |st| {
         let Some(rmw) = rmw_op(op, size, value, cond) else {
             fatal(
-                &call,
+                call,
                 format!("no atomic operation {op} on {size}-byte integers"),
             );
         };
+        // Checked here for both paths: the hardware atomic of the same-host path
+        // needs it (the rma layer checks its own).
+        if !(dest as usize).is_multiple_of(size) {
+            fatal(
+                call,
+                format!(
+                    "dest = {dest:p} is not aligned to {size} bytes; atomics work on \
+                     naturally aligned integers"
+                ),
+            );
+        }
+        if let Some(at) = st.mapped_at(call, "dest", dest as usize, size, pe) {
+            // SAFETY: `at` lies in the peer's live heap mapping (checked), aligned to
+            // `size` (the mapping is page-aligned and `dest` aligned, checked), and
+            // every other access to it by this library is a hardware atomic too.
+            return unsafe { rmw.apply(at) };
+        }
+        let (remote, proc) = st.remote(call, "dest", dest as usize, size, pe);
         st.rma
             .rmw(rmw, remote, proc)
-            .unwrap_or_else(|e| fatal(&call, e))
+            .unwrap_or_else(|e| fatal(call, e))
     })
 }
 

@@ -14,14 +14,14 @@ pub fn set_pe(pe: usize) {
 }
 
 /// Prints `libshmem: PE <me>: <call>: <msg>` and ends the process with status 1.
-pub fn fatal(call: &str, msg: impl Display) -> ! {
+pub fn fatal(call: impl Display, msg: impl Display) -> ! {
     say(call, msg);
     exit(1)
 }
 
 /// Prints `libshmem: PE <me>: <call>: <msg>` on stderr, for a failure the call
 /// reports to the program (a NULL from `shmem_malloc`) rather than ending it.
-pub fn say(call: &str, msg: impl Display) {
+pub fn say(call: impl Display, msg: impl Display) {
     let pe = MY_PE.load(Ordering::Relaxed);
     let who = if pe < 0 {
         "PE ?".to_owned()
@@ -40,15 +40,25 @@ pub fn exit(status: i32) -> ! {
     unsafe { libc::exit(status) }
 }
 
-/// The call name the C side passed (a string literal).
-pub(crate) fn call_name(call: *const c_char) -> String {
+/// The call name the C side passed (a string literal), borrowed.
+pub(crate) fn call_name(call: *const c_char) -> &'static str {
     if call.is_null() {
-        return "shmem".to_owned();
+        return "shmem";
     }
     // SAFETY: the C side passes string literals, which live as long as the library.
-    unsafe { CStr::from_ptr(call) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(call) }.to_str().unwrap_or("shmem")
+}
+
+/// A call's name as the C side passed it, read only when a message shows it: the
+/// hot calls (put, get, atomics) carry it through their checks without measuring or
+/// validating the string (that was a quarter of a same-host 8-byte put).
+#[derive(Clone, Copy)]
+pub(crate) struct CallName(pub *const c_char);
+
+impl Display for CallName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(call_name(self.0))
+    }
 }
 
 /// [`fatal`] for the C side (`csrc/coll.c`).
@@ -65,5 +75,5 @@ pub unsafe extern "C" fn nf_shmem_fatal(call: *const c_char, msg: *const c_char)
             .to_string_lossy()
             .into_owned()
     };
-    fatal(&call_name(call), msg)
+    fatal(call_name(call), msg)
 }

@@ -20,6 +20,7 @@
 
 use std::cell::RefCell;
 use std::ffi::c_int;
+use std::fmt::Display;
 
 use nf_core::World;
 use nf_rma::{Rma, WorldWireup};
@@ -60,7 +61,7 @@ thread_local! {
 
 /// Runs `f` on the state, or ends the process naming `call` when OpenSHMEM is not
 /// running on this thread.
-pub fn with<R>(call: &str, f: impl FnOnce(&State) -> R) -> R {
+pub fn with<R>(call: impl Display, f: impl FnOnce(&State) -> R) -> R {
     STATE.with(|s| {
         let Ok(s) = s.try_borrow() else {
             fatal(call, "called while shmem_init or shmem_finalize is running");
@@ -167,7 +168,7 @@ impl State {
     }
 
     /// Checks `pe`, naming `call`.
-    pub fn check_pe(&self, call: &str, pe: c_int) -> usize {
+    pub fn check_pe(&self, call: impl Display, pe: c_int) -> usize {
         match usize::try_from(pe) {
             Ok(p) if p < self.npes => p,
             _ => fatal(
@@ -199,7 +200,7 @@ impl State {
     /// `pe` shares this host (checked as [`State::remote`] checks).
     pub fn mapped_at(
         &self,
-        call: &str,
+        call: impl Display + Copy,
         arg: &str,
         addr: usize,
         len: usize,
@@ -218,7 +219,7 @@ impl State {
     /// when they are neither in the symmetric heap nor in the static data.
     pub fn remote(
         &self,
-        call: &str,
+        call: impl Display + Copy,
         arg: &str,
         addr: usize,
         len: usize,
@@ -234,7 +235,7 @@ impl State {
     /// in the static data, else the error naming `call`, `arg` and `pe`.
     fn locate(
         &self,
-        call: &str,
+        call: impl Display + Copy,
         arg: &str,
         addr: usize,
         len: usize,

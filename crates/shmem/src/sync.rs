@@ -39,9 +39,9 @@ pub extern "C" fn shmem_fence() {
 #[no_mangle]
 pub extern "C" fn nf_shmem_order(call: *const c_char, pe: c_int) {
     let call = call_name(call);
-    with(&call, |st| {
-        let proc = st.check_pe(&call, pe);
-        st.rma.fence(proc).unwrap_or_else(|e| fatal(&call, e));
+    with(call, |st| {
+        let proc = st.check_pe(call, pe);
+        st.rma.fence(proc).unwrap_or_else(|e| fatal(call, e));
     });
 }
 
@@ -138,7 +138,7 @@ fn pause(round: &mut u32) {
 pub unsafe extern "C" fn nf_shmem_pause(call: *const c_char, round: *mut u32) {
     if !crate::state::running() {
         fatal(
-            &call_name(call),
+            call_name(call),
             "OpenSHMEM is not initialised on this thread",
         );
     }
@@ -153,7 +153,7 @@ pub unsafe extern "C" fn nf_shmem_pause(call: *const c_char, round: *mut u32) {
 #[no_mangle]
 pub unsafe extern "C" fn nf_shmem_bad_cmp(call: *const c_char, cmp: c_int) {
     fatal(
-        &call_name(call),
+        call_name(call),
         format!("cmp = {cmp} is not one of SHMEM_CMP_EQ, _NE, _GT, _GE, _LT, _LE"),
     );
 }

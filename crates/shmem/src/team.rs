@@ -33,7 +33,7 @@ pub unsafe extern "C" fn nf_shmem_team_area(call: *const c_char, bytes: *mut usi
     let call = call_name(call);
     // SAFETY: the C side passes a writable size_t.
     unsafe { *bytes = AREA };
-    with(&call, |st| (st.my_base() + st.team_area) as *mut c_void)
+    with(call, |st| (st.my_base() + st.team_area) as *mut c_void)
 }
 
 /// Writes the `SHMEM_TEAM_SHARED` PEs in increasing order into `out` (room for
@@ -63,9 +63,13 @@ pub unsafe extern "C" fn nf_shmem_team_shared(out: *mut c_int) -> c_int {
 /// `call` and `msg` are NUL-terminated strings.
 #[no_mangle]
 pub unsafe extern "C" fn nf_shmem_say(call: *const c_char, msg: *const c_char) {
-    // SAFETY: forwarded from the caller.
-    let msg = call_name(msg);
-    say(&call_name(call), msg);
+    if msg.is_null() {
+        return say(call_name(call), "(no message)");
+    }
+    // SAFETY: `msg` is a NUL-terminated string (the caller's promise), read before
+    // this returns.
+    let msg = unsafe { std::ffi::CStr::from_ptr(msg) }.to_string_lossy();
+    say(call_name(call), msg);
 }
 
 /// Ends start-up when the heap cannot hold the team area.

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use nf_rma::{Kind, Shape, Xfer};
 
-use crate::error::{call_name, fatal};
+use crate::error::{fatal, CallName};
 use crate::state::{with, State};
 
 /// Runs `x`, naming `call` if the rma layer refuses it.
@@ -15,7 +15,7 @@ use crate::state::{with, State};
 /// # Safety
 /// The local memory of `x` must be valid for its shape (read for a put, written for
 /// a get).
-unsafe fn run(st: &State, call: &str, x: &Xfer<'_>) {
+unsafe fn run(st: &State, call: CallName, x: &Xfer<'_>) {
     // SAFETY: forwarded from the caller.
     if let Err(e) = unsafe { st.rma.xfer(x) } {
         fatal(call, e);
@@ -28,7 +28,7 @@ unsafe fn run(st: &State, call: &str, x: &Xfer<'_>) {
 ///
 /// # Safety
 /// `local` is valid for `bytes` bytes (read for a put, written for a get).
-unsafe fn contig(call: &str, kind: Kind, sym: usize, local: *mut u8, bytes: usize, pe: c_int) {
+unsafe fn contig(call: CallName, kind: Kind, sym: usize, local: *mut u8, bytes: usize, pe: c_int) {
     with(call, |st| {
         let arg = if matches!(kind, Kind::Put) {
             "dest"
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn nf_shmem_put(
     // SAFETY: forwarded from the caller; a put only reads `src`.
     unsafe {
         contig(
-            &call_name(call),
+            CallName(call),
             Kind::Put,
             dest as usize,
             src as *mut u8,
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn nf_shmem_get(
     // SAFETY: forwarded from the caller.
     unsafe {
         contig(
-            &call_name(call),
+            CallName(call),
             Kind::Get,
             src as usize,
             dest.cast(),
@@ -124,8 +124,8 @@ unsafe fn strided(
     nelems: usize,
     pe: c_int,
 ) {
-    let call = call_name(call);
-    with(&call, |st| {
+    let call = CallName(call);
+    with(call, |st| {
         let (sym_arg, local_arg) = match kind {
             Kind::Put => ("dst", "sst"),
             _ => ("sst", "dst"),
@@ -133,7 +133,7 @@ unsafe fn strided(
         for (arg, s) in [(sym_arg, sym_stride), (local_arg, local_stride)] {
             if s < 1 {
                 fatal(
-                    &call,
+                    call,
                     format!("stride {arg} = {s}; strides must be at least 1"),
                 );
             }
@@ -142,7 +142,7 @@ unsafe fn strided(
         let step = |s: isize| (s as usize).checked_mul(elem);
         let (Some(sym_step), Some(local_step)) = (step(sym_stride), step(local_stride)) else {
             fatal(
-                &call,
+                call,
                 format!(
                     "strides {sym_arg} = {sym_stride}, {local_arg} = {local_stride} of \
                      {elem}-byte elements overflow the address space"
@@ -158,7 +158,7 @@ unsafe fn strided(
         } else {
             "source"
         };
-        let (remote, proc) = st.remote(&call, arg, sym, extent, pe);
+        let (remote, proc) = st.remote(call, arg, sym, extent, pe);
         if nelems == 0 || elem == 0 {
             return;
         }
@@ -171,7 +171,7 @@ unsafe fn strided(
             count: &count,
         };
         // SAFETY: the caller vouches for the local side.
-        unsafe { run(st, &call, &Xfer { kind, proc, shape }) }
+        unsafe { run(st, call, &Xfer { kind, proc, shape }) }
     })
 }
 

@@ -159,6 +159,19 @@ fn a_signal_operator_that_does_not_exist() {
     );
 }
 
+/// A misaligned atomic is refused on the same-host path too, where a hardware atomic
+/// on the mapping would otherwise run on it (and tear or fault) without a word.
+#[test]
+fn a_misaligned_atomic() {
+    fails_with(
+        "misaligned_amo",
+        &[
+            "libshmem: PE 0: shmem_long_atomic_fetch_add: dest = 0x",
+            "is not aligned to 8 bytes",
+        ],
+    );
+}
+
 #[test]
 fn a_pe_killed_mid_job_is_named_and_nothing_hangs() {
     fails_with("killed", &["rank 1", "SIGKILL"]);

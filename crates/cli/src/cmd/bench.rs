@@ -21,6 +21,11 @@ pub enum BenchCommand {
     /// One-sided put / get / accumulate between ranks 0 and 1 (runs 2 ranks if
     /// started by hand), contiguous and 2-D strided.
     Rma(super::bench_rma::RmaArgs),
+    /// OpenSHMEM through libshmem: put / get / fetch-add / put-with-signal latency,
+    /// put bandwidth, barrier, broadcast and reduce (a C program on the standard
+    /// shmem.h, compiled here and run under nf run -n 2; --parse reads another
+    /// implementation's run of it).
+    Shmem(super::bench_shmem::ShmemArgs),
     /// HPCC's b_eff: ping-pong over every pair of ranks (min / avg / max, a heat
     /// map), natural- and random-ring latency and bandwidth (runs 4 ranks by hand).
     Rings(super::bench_rings::RingsArgs),
@@ -143,6 +148,44 @@ impl Outputs {
         Ok(())
     }
 
+    /// Writes the reports of a run of several cases (one per operation, …): one JSON
+    /// object (a single case as it is, several merged as `name` with each row naming
+    /// its case), one CSV (one header), and one plot of every case.
+    pub fn write_cases(
+        &self,
+        name: &str,
+        reports: &[Report],
+        text: &nf_bench::plot::PlotText,
+    ) -> anyhow::Result<()> {
+        if let Some(p) = &self.json {
+            let report = match reports {
+                [one] => one.clone(),
+                many => Report::merged(name, many).context("no cases measured")?,
+            };
+            report.write_json(p)?;
+        }
+        if let Some(p) = &self.csv {
+            let mut text = String::new();
+            for (i, r) in reports.iter().enumerate() {
+                let csv = r.to_csv();
+                let body = if i == 0 {
+                    &csv[..]
+                } else {
+                    csv.split_once('\n').map_or("", |x| x.1)
+                };
+                text.push_str(body);
+            }
+            std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+        }
+        if let Some(p) = &self.plot {
+            let labels: Vec<String> = reports.iter().map(|r| r.bench.clone()).collect();
+            let pairs: Vec<(&str, &Report)> =
+                labels.iter().map(String::as_str).zip(reports).collect();
+            nf_bench::plot::plot_reports(&pairs, p, text)?;
+        }
+        Ok(())
+    }
+
     /// That every report path given can be written, before anything is measured.
     pub fn check(&self) -> Result<(), ParamError> {
         for (arg, path) in [
@@ -164,6 +207,7 @@ pub fn main(cmd: BenchCommand) -> anyhow::Result<i32> {
         BenchCommand::Pingpong(a) => run_pingpong(a),
         BenchCommand::Plot(a) => plot(a),
         BenchCommand::Rma(a) => super::bench_rma::run(a),
+        BenchCommand::Shmem(a) => super::bench_shmem::run(a),
         BenchCommand::Rings(a) => super::bench_rings::run(a),
         BenchCommand::Loggp(a) => super::bench_loggp::run(a),
         BenchCommand::Watch(a) => super::bench_watch::run(a),

@@ -82,34 +82,7 @@ pub fn run(a: RmaArgs) -> anyhow::Result<i32> {
             println!("== {} ({})", r.bench, r.transport);
             print!("{}", r.to_table());
         }
-        if let Some(p) = &a.out.json {
-            // One object, as every bench writes: a single case as it is, several as
-            // one report whose rows name their case.
-            let report = match reports.as_slice() {
-                [one] => one.clone(),
-                many => Report::merged("rma", many).context("no cases measured")?,
-            };
-            report.write_json(p)?;
-        }
-        if let Some(p) = &a.out.csv {
-            let mut text = String::new();
-            for (i, r) in reports.iter().enumerate() {
-                let csv = r.to_csv();
-                let body = if i == 0 {
-                    &csv[..]
-                } else {
-                    csv.split_once('\n').map_or("", |x| x.1)
-                };
-                text.push_str(body);
-            }
-            std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
-        }
-        if let Some(p) = &a.out.plot {
-            let labels: Vec<String> = reports.iter().map(|r| r.bench.clone()).collect();
-            let pairs: Vec<(&str, &Report)> =
-                labels.iter().map(String::as_str).zip(&reports).collect();
-            nf_bench::plot::plot_reports(&pairs, p, &rma::PLOT_TEXT)?;
-        }
+        a.out.write_cases("rma", &reports, &rma::PLOT_TEXT)?;
     }
     rma.finalize().context("leaving the job's global memory")?;
     world.finalize()?;

@@ -6,6 +6,7 @@ pub mod bench_app;
 pub mod bench_loggp;
 pub mod bench_rings;
 pub mod bench_rma;
+pub mod bench_shmem;
 pub mod bench_watch;
 pub mod cert;
 pub mod config;

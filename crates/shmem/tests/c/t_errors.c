@@ -59,6 +59,9 @@ int main(int argc, char **argv) {
     /* The operator is checked before anything moves (x stands in for the signal). */
     if (strcmp(mode, "bad_sig_op") == 0 && me == 0)
         shmem_putmem_signal(x, x, sizeof *x, (uint64_t *)(void *)x, 1, 7, 1);
+    /* 4 bytes past the first block's (page-aligned) start: in the heap, misaligned. */
+    if (strcmp(mode, "misaligned_amo") == 0 && me == 0)
+        shmem_long_atomic_fetch_add((long *)(void *)((char *)x + 4), 1, 1);
     if (strcmp(mode, "killed") == 0 && me == npes - 1) raise(SIGKILL);
     /* Everyone else waits here for the PE that failed: the launcher must end them. */
     shmem_int_wait_until(x, SHMEM_CMP_EQ, 12345);
