@@ -145,6 +145,16 @@ void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_
     T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T *dest, T value, int pe) {       \
         pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_swap", ctx, pe);                                 \
         return shmem_##N##_atomic_swap(dest, value, pe);                             \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_fetch_nbi(shmem_ctx_t ctx, T *fetch, const T *source, \
+                                          int pe) {                                  \
+        pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_fetch_nbi", ctx, pe);                \
+        shmem_##N##_atomic_fetch_nbi(fetch, source, pe);                             \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value, \
+                                         int pe) {                                   \
+        pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_swap_nbi", ctx, pe);                 \
+        shmem_##N##_atomic_swap_nbi(fetch, dest, value, pe);                         \
     }
 _NF_SHMEM_EXT_AMO_TYPES(NF_CTX_EXT_AMO)
 
@@ -169,6 +179,21 @@ _NF_SHMEM_EXT_AMO_TYPES(NF_CTX_EXT_AMO)
     void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T *dest, T value, int pe) {     \
         pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_add", ctx, pe);                                  \
         shmem_##N##_atomic_add(dest, value, pe);                                     \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_compare_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, \
+                                                 T cond, T value, int pe) {          \
+        pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_compare_swap_nbi", ctx, pe);         \
+        shmem_##N##_atomic_compare_swap_nbi(fetch, dest, cond, value, pe);           \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_fetch_inc_nbi(shmem_ctx_t ctx, T *fetch, T *dest,    \
+                                              int pe) {                              \
+        pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_fetch_inc_nbi", ctx, pe);            \
+        shmem_##N##_atomic_fetch_inc_nbi(fetch, dest, pe);                           \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_fetch_add_nbi(shmem_ctx_t ctx, T *fetch, T *dest,    \
+                                              T value, int pe) {                     \
+        pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_fetch_add_nbi", ctx, pe);            \
+        shmem_##N##_atomic_fetch_add_nbi(fetch, dest, value, pe);                    \
     }
 _NF_SHMEM_AMO_TYPES(NF_CTX_AMO)
 
@@ -180,8 +205,61 @@ _NF_SHMEM_AMO_TYPES(NF_CTX_AMO)
     void shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx, T *dest, T value, int pe) {    \
         pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_" #OP, ctx, pe);                                 \
         shmem_##N##_atomic_##OP(dest, value, pe);                                    \
+    }                                                                                \
+    void shmem_ctx_##N##_atomic_fetch_##OP##_nbi(shmem_ctx_t ctx, T *fetch, T *dest, \
+                                                 T value, int pe) {                  \
+        pe = nf_ctx_pe("shmem_ctx_" #N "_atomic_fetch_" #OP "_nbi", ctx, pe);        \
+        shmem_##N##_atomic_fetch_##OP##_nbi(fetch, dest, value, pe);                 \
     }
 #define NF_CTX_BITWISE_AMO(T, N)                                                     \
     NF_CTX_BITWISE_ONE(T, N, and) NF_CTX_BITWISE_ONE(T, N, or)                       \
     NF_CTX_BITWISE_ONE(T, N, xor)
 _NF_SHMEM_BITWISE_AMO_TYPES(NF_CTX_BITWISE_AMO)
+
+/* Put-with-signal through a context: the context-free put-with-signal, whose fence
+ * to the PE orders the data before the signal on every path. */
+#define NF_CTX_PUT_SIGNAL(T, N)                                                      \
+    void shmem_ctx_##N##_put_signal(shmem_ctx_t ctx, T *dest, const T *source,       \
+                                    size_t nelems, uint64_t *sig_addr,               \
+                                    uint64_t signal, int sig_op, int pe) {           \
+        pe = nf_ctx_pe("shmem_ctx_" #N "_put_signal", ctx, pe);                      \
+        shmem_##N##_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);  \
+    }                                                                                \
+    void shmem_ctx_##N##_put_signal_nbi(shmem_ctx_t ctx, T *dest, const T *source,   \
+                                        size_t nelems, uint64_t *sig_addr,           \
+                                        uint64_t signal, int sig_op, int pe) {       \
+        pe = nf_ctx_pe("shmem_ctx_" #N "_put_signal_nbi", ctx, pe);                  \
+        shmem_##N##_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op,   \
+                                   pe);                                              \
+    }
+_NF_SHMEM_RMA_TYPES(NF_CTX_PUT_SIGNAL)
+
+#define NF_CTX_SIZED_PUT_SIGNAL(BITS, BYTES)                                         \
+    void shmem_ctx_put##BITS##_signal(shmem_ctx_t ctx, void *dest, const void *source, \
+                                      size_t nelems, uint64_t *sig_addr,             \
+                                      uint64_t signal, int sig_op, int pe) {         \
+        pe = nf_ctx_pe("shmem_ctx_put" #BITS "_signal", ctx, pe);                    \
+        shmem_put##BITS##_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); \
+    }                                                                                \
+    void shmem_ctx_put##BITS##_signal_nbi(shmem_ctx_t ctx, void *dest,               \
+                                          const void *source, size_t nelems,         \
+                                          uint64_t *sig_addr, uint64_t signal,       \
+                                          int sig_op, int pe) {                      \
+        pe = nf_ctx_pe("shmem_ctx_put" #BITS "_signal_nbi", ctx, pe);                \
+        shmem_put##BITS##_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, \
+                                     pe);                                            \
+    }
+_NF_SHMEM_SIZES(NF_CTX_SIZED_PUT_SIGNAL)
+
+void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void *dest, const void *source,
+                             size_t nelems, uint64_t *sig_addr, uint64_t signal,
+                             int sig_op, int pe) {
+    pe = nf_ctx_pe("shmem_ctx_putmem_signal", ctx, pe);
+    shmem_putmem_signal(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}
+void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source,
+                                 size_t nelems, uint64_t *sig_addr, uint64_t signal,
+                                 int sig_op, int pe) {
+    pe = nf_ctx_pe("shmem_ctx_putmem_signal_nbi", ctx, pe);
+    shmem_putmem_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe);
+}

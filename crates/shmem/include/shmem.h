@@ -617,7 +617,11 @@ void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_
 #define _NF_SHMEM_DECL_CTX_EXT_AMO(T, N)                                              \
     T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe);         \
     void shmem_ctx_##N##_atomic_set(shmem_ctx_t ctx, T *dest, T value, int pe);       \
-    T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T *dest, T value, int pe);
+    T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T *dest, T value, int pe);        \
+    void shmem_ctx_##N##_atomic_fetch_nbi(shmem_ctx_t ctx, T *fetch, const T *source, \
+                                          int pe);                                    \
+    void shmem_ctx_##N##_atomic_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value, \
+                                         int pe);
 _NF_SHMEM_EXT_AMO_TYPES(_NF_SHMEM_DECL_CTX_EXT_AMO)
 #define _NF_SHMEM_DECL_CTX_AMO(T, N)                                                  \
     T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t ctx, T *dest, T cond, T value,  \
@@ -625,7 +629,13 @@ _NF_SHMEM_EXT_AMO_TYPES(_NF_SHMEM_DECL_CTX_EXT_AMO)
     T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe);             \
     void shmem_ctx_##N##_atomic_inc(shmem_ctx_t ctx, T *dest, int pe);                \
     T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t ctx, T *dest, T value, int pe);    \
-    void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T *dest, T value, int pe);
+    void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T *dest, T value, int pe);       \
+    void shmem_ctx_##N##_atomic_compare_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest,  \
+                                                 T cond, T value, int pe);            \
+    void shmem_ctx_##N##_atomic_fetch_inc_nbi(shmem_ctx_t ctx, T *fetch, T *dest,     \
+                                              int pe);                                \
+    void shmem_ctx_##N##_atomic_fetch_add_nbi(shmem_ctx_t ctx, T *fetch, T *dest,     \
+                                              T value, int pe);
 _NF_SHMEM_AMO_TYPES(_NF_SHMEM_DECL_CTX_AMO)
 #define _NF_SHMEM_DECL_CTX_BITWISE_AMO(T, N)                                          \
     T shmem_ctx_##N##_atomic_fetch_and(shmem_ctx_t ctx, T *dest, T value, int pe);    \
@@ -633,8 +643,38 @@ _NF_SHMEM_AMO_TYPES(_NF_SHMEM_DECL_CTX_AMO)
     T shmem_ctx_##N##_atomic_fetch_or(shmem_ctx_t ctx, T *dest, T value, int pe);     \
     void shmem_ctx_##N##_atomic_or(shmem_ctx_t ctx, T *dest, T value, int pe);        \
     T shmem_ctx_##N##_atomic_fetch_xor(shmem_ctx_t ctx, T *dest, T value, int pe);    \
-    void shmem_ctx_##N##_atomic_xor(shmem_ctx_t ctx, T *dest, T value, int pe);
+    void shmem_ctx_##N##_atomic_xor(shmem_ctx_t ctx, T *dest, T value, int pe);       \
+    void shmem_ctx_##N##_atomic_fetch_and_nbi(shmem_ctx_t ctx, T *fetch, T *dest,     \
+                                              T value, int pe);                       \
+    void shmem_ctx_##N##_atomic_fetch_or_nbi(shmem_ctx_t ctx, T *fetch, T *dest,      \
+                                             T value, int pe);                        \
+    void shmem_ctx_##N##_atomic_fetch_xor_nbi(shmem_ctx_t ctx, T *fetch, T *dest,     \
+                                              T value, int pe);
 _NF_SHMEM_BITWISE_AMO_TYPES(_NF_SHMEM_DECL_CTX_BITWISE_AMO)
+
+#define _NF_SHMEM_DECL_CTX_PUT_SIGNAL(T, N)                                           \
+    void shmem_ctx_##N##_put_signal(shmem_ctx_t ctx, T *dest, const T *source,        \
+                                    size_t nelems, uint64_t *sig_addr,                \
+                                    uint64_t signal, int sig_op, int pe);             \
+    void shmem_ctx_##N##_put_signal_nbi(shmem_ctx_t ctx, T *dest, const T *source,    \
+                                        size_t nelems, uint64_t *sig_addr,            \
+                                        uint64_t signal, int sig_op, int pe);
+_NF_SHMEM_RMA_TYPES(_NF_SHMEM_DECL_CTX_PUT_SIGNAL)
+#define _NF_SHMEM_DECL_CTX_SIZED_PUT_SIGNAL(BITS, BYTES)                              \
+    void shmem_ctx_put##BITS##_signal(shmem_ctx_t ctx, void *dest, const void *source,\
+                                      size_t nelems, uint64_t *sig_addr,              \
+                                      uint64_t signal, int sig_op, int pe);           \
+    void shmem_ctx_put##BITS##_signal_nbi(shmem_ctx_t ctx, void *dest,                \
+                                          const void *source, size_t nelems,          \
+                                          uint64_t *sig_addr, uint64_t signal,        \
+                                          int sig_op, int pe);
+_NF_SHMEM_SIZES(_NF_SHMEM_DECL_CTX_SIZED_PUT_SIGNAL)
+void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void *dest, const void *source,
+                             size_t nelems, uint64_t *sig_addr, uint64_t signal,
+                             int sig_op, int pe);
+void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source,
+                                 size_t nelems, uint64_t *sig_addr, uint64_t signal,
+                                 int sig_op, int pe);
 
 /* ---- Deprecated names (OpenSHMEM 1.4 and before), kept for old programs ---- */
 void start_pes(int npes);
@@ -663,8 +703,7 @@ _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
 
 /* Not provided in this version (neither declared nor defined, so a program that
  * uses them fails to build, naming them): the C11 generic context forms
- * (shmem_put_signal's generic among them), the fetching _nbi atomics on contexts
- * and the context forms of put-with-signal.
+ * (shmem_put_signal's generic among them).
  *
  * Symmetric data objects are the symmetric heap and the executable's global and
  * static variables (data and bss, initialised or not, file- or function-static);

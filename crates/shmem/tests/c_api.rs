@@ -107,6 +107,7 @@ fn collectives_and_every_reduction_on_the_world_team() {
 #[test]
 fn contexts_share_the_default_path() {
     run_c("t_ctx", &[1, 2, 4], &[]);
+    run_c("t_ctx", &[2, 4], SERVICE);
 }
 
 #[test]
