@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use nf_ninep::types::QidType;
 use nf_ninep::LOpenFlags;
-use nf_ninep_client::ClientConfig;
+use nf_ninep_client::{ClientConfig, File};
 use nf_ninep_server::{Ctx, FsResult, ServerConfig};
 use nf_ninep_trees::synthetic::{FileNode, OpenFile};
 use nf_ninep_trees::{PassthroughFs, SyntheticTree};
-use nf_testkit::ninep::{serve, Via};
+use nf_testkit::ninep::{serve, Served, Via};
 
 /// What a [`Probe`] saw: the bytes written and the most writes inside it at once.
 #[derive(Default)]
@@ -93,22 +93,31 @@ impl OpenFile for Probe {
     }
 }
 
+/// A [`Probe`] (`positional` or a stream) served alone, opened for writing through
+/// 4 KiB messages, so a copy of a few KiB is several writes.
+fn open_probe(positional: bool) -> (Served<SyntheticTree>, Probe, File) {
+    let tree = SyntheticTree::new();
+    let probe = Probe::new(positional);
+    tree.add_file("/f", probe.clone()).unwrap();
+    let served = serve(tree, ServerConfig::default(), Via::Unix);
+    let root = served
+        .client_with(ClientConfig {
+            msize: 4096,
+            ..ClientConfig::default()
+        })
+        .attach("t", "")
+        .unwrap();
+    let file = root.open("/f", LOpenFlags::WRONLY).unwrap();
+    (served, probe, file)
+}
+
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
 #[test]
 fn writes_to_a_positional_file_are_in_flight_together() {
-    let tree = SyntheticTree::new();
-    let probe = Probe::new(true);
-    tree.add_file("/disk", probe.clone()).unwrap();
-    let served = serve(tree, ServerConfig::default(), Via::Unix);
-    let client = served.client_with(ClientConfig {
-        msize: 4096,
-        ..ClientConfig::default()
-    });
-    let root = client.attach("t", "").unwrap();
-    let mut file = root.open("/disk", LOpenFlags::WRONLY).unwrap();
+    let (_served, probe, mut file) = open_probe(true);
     assert!(!file.qid().ty.contains(QidType::APPEND));
     assert!(file.writes_positional().unwrap());
     let data = pattern(6 * file.chunk() as usize + 17);
@@ -125,16 +134,7 @@ fn writes_to_a_positional_file_are_in_flight_together() {
 
 #[test]
 fn writes_to_a_stream_go_one_at_a_time_in_order() {
-    let tree = SyntheticTree::new();
-    let probe = Probe::new(false);
-    tree.add_file("/pipe", probe.clone()).unwrap();
-    let served = serve(tree, ServerConfig::default(), Via::Unix);
-    let client = served.client_with(ClientConfig {
-        msize: 4096,
-        ..ClientConfig::default()
-    });
-    let root = client.attach("t", "").unwrap();
-    let mut file = root.open("/pipe", LOpenFlags::WRONLY).unwrap();
+    let (_served, probe, mut file) = open_probe(false);
     assert!(
         file.qid().ty.contains(QidType::APPEND),
         "a file whose writes ignore the offset says so in its qid"
@@ -188,16 +188,7 @@ fn writing_behind_copies_a_host_file_whole_at_any_depth() {
 
 #[test]
 fn a_short_write_in_flight_is_written_again_from_where_it_stopped() {
-    let tree = SyntheticTree::new();
-    let probe = Probe::new(true);
-    tree.add_file("/disk", probe.clone()).unwrap();
-    let served = serve(tree, ServerConfig::default(), Via::Unix);
-    let client = served.client_with(ClientConfig {
-        msize: 4096,
-        ..ClientConfig::default()
-    });
-    let root = client.attach("t", "").unwrap();
-    let mut file = root.open("/disk", LOpenFlags::WRONLY).unwrap();
+    let (_served, probe, mut file) = open_probe(true);
     let chunk = file.chunk() as u64;
     // The second message comes back short while later ones are in flight.
     probe.seen.0.lock().unwrap().short_at = Some(chunk);
