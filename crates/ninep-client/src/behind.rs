@@ -21,12 +21,12 @@
 //!    collected; the position stays after the last byte known written.
 
 use std::collections::VecDeque;
-use std::io::{self, Read};
+use std::io::Read;
 
 use nf_ninep::message::*;
 use nf_ninep::types::QidType;
 
-use crate::copy::CopyError;
+use crate::copy::{read_some, CopyError};
 use crate::error::ClientError;
 use crate::open::File;
 use crate::rpc::PendingCall;
@@ -34,10 +34,9 @@ use crate::rpc::PendingCall;
 /// Writes in flight unless the caller says otherwise.
 pub const DEFAULT_DEPTH: usize = 4;
 
-/// One write sent and not yet answered: its offset and its bytes (kept for rule 2).
+/// One write sent and not yet answered, with its bytes (kept for rule 2).
 struct Sent {
     call: PendingCall,
-    offset: u64,
     data: Vec<u8>,
 }
 
@@ -65,62 +64,57 @@ impl File {
         if depth <= 1 {
             return self.copy_from(input);
         }
+        let mut flight = VecDeque::new();
+        let copied = self.write_behind(input, depth, &mut flight);
+        if copied.is_err() {
+            // Rule 3: the writes still in flight are collected before the error.
+            for sent in flight {
+                let _ = self.finish_write(sent.call);
+            }
+        }
+        copied
+    }
+
+    /// The loop of [`File::copy_from_behind`]; on an error `flight` holds the writes
+    /// still unanswered.
+    fn write_behind(
+        &mut self,
+        input: &mut dyn Read,
+        depth: usize,
+        flight: &mut VecDeque<Sent>,
+    ) -> Result<u64, CopyError> {
         let chunk = self.chunk() as usize;
-        let mut flight: VecDeque<Sent> = VecDeque::new();
         // Rule 1, asked once a second message is to be sent.
         let mut positional = None;
+        // Buffers of answered writes, read into again (no allocation per message).
+        let mut spare: Vec<Vec<u8>> = Vec::new();
         let mut next = self.position();
         let mut total = 0;
         let mut ended = false;
         loop {
             while !ended && flight.len() < depth {
-                if !flight.is_empty() && positional.is_none() {
-                    match self.writes_positional() {
-                        Ok(p) => positional = Some(p),
-                        Err(e) => {
-                            self.collect(flight);
-                            return Err(e.into());
-                        }
+                if !flight.is_empty() {
+                    if positional.is_none() {
+                        positional = Some(self.writes_positional()?);
+                    }
+                    if positional == Some(false) {
+                        break;
                     }
                 }
-                if positional == Some(false) && !flight.is_empty() {
-                    break;
-                }
-                let data = match read_some(input, chunk) {
-                    Ok(data) => data,
-                    Err(e) => {
-                        self.collect(flight);
-                        return Err(e);
-                    }
-                };
+                let mut data = spare.pop().unwrap_or_default();
+                read_some(input, &mut data, chunk)?;
                 if data.is_empty() {
                     ended = true;
                     break;
                 }
-                let call = match self.start_write(next, &data) {
-                    Ok(call) => call,
-                    Err(e) => {
-                        self.collect(flight);
-                        return Err(e.into());
-                    }
-                };
+                let call = self.start_write(next, &data)?;
                 next += data.len() as u64;
-                flight.push_back(Sent {
-                    call,
-                    offset: next - data.len() as u64,
-                    data,
-                });
+                flight.push_back(Sent { call, data });
             }
             let Some(sent) = flight.pop_front() else {
                 return Ok(total);
             };
-            let took = match self.finish_write(sent.call) {
-                Ok(n) => n.min(sent.data.len()),
-                Err(e) => {
-                    self.collect(flight);
-                    return Err(e.into());
-                }
-            };
+            let took = self.finish_write(sent.call)?.min(sent.data.len());
             self.advance(took as u64);
             total += took as u64;
             if took < sent.data.len() {
@@ -130,11 +124,11 @@ impl File {
                     let _ = self.finish_write(later.call);
                     rest.extend_from_slice(&later.data);
                 }
-                debug_assert_eq!(sent.offset + took as u64, self.position());
                 self.write_all(&rest)?;
                 total += rest.len() as u64;
                 return Ok(total + self.copy_from(input)?);
             }
+            spare.push(sent.data);
         }
     }
 
@@ -164,34 +158,5 @@ impl File {
                 client.reply_timeout(),
             )
             .map_err(|e| e.at(self.path()))
-    }
-
-    /// Waits out the writes still in flight, dropping their results (an earlier one
-    /// already decided the copy's outcome).
-    fn collect(&self, flight: VecDeque<Sent>) {
-        for sent in flight {
-            let _ = self.finish_write(sent.call);
-        }
-    }
-}
-
-/// One read of at most `max` bytes from `input` (retried when interrupted); empty at
-/// its end.
-fn read_some(input: &mut dyn Read, max: usize) -> Result<Vec<u8>, CopyError> {
-    let mut buf = vec![0u8; max];
-    loop {
-        match input.read(&mut buf) {
-            Ok(n) => {
-                buf.truncate(n);
-                return Ok(buf);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(source) => {
-                return Err(CopyError::Local {
-                    what: "reading the input",
-                    source,
-                })
-            }
-        }
     }
 }

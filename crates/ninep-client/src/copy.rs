@@ -54,22 +54,15 @@ impl File {
     /// Copies everything `input` gives into the file at its position, writing each
     /// piece as it is read; returns the bytes copied.
     pub fn copy_from(&mut self, input: &mut dyn Read) -> Result<u64, CopyError> {
-        let mut buf = vec![0u8; self.chunk() as usize];
+        let mut buf = Vec::new();
         let mut total = 0;
         loop {
-            let n = match input.read(&mut buf) {
-                Ok(0) => return Ok(total),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(source) => {
-                    return Err(CopyError::Local {
-                        what: "reading the input",
-                        source,
-                    })
-                }
-            };
-            self.write_all(&buf[..n])?;
-            total += n as u64;
+            read_some(input, &mut buf, self.chunk() as usize)?;
+            if buf.is_empty() {
+                return Ok(total);
+            }
+            self.write_all(&buf)?;
+            total += buf.len() as u64;
         }
     }
 
@@ -128,5 +121,30 @@ pub fn base_name(path: &str) -> Result<&str, ClientError> {
             path: path.to_owned(),
             reason: "names no file to copy",
         }),
+    }
+}
+
+/// Reads at most `max` bytes from `input` into `buf` (retried when interrupted),
+/// which is left holding what was read: empty at the input's end.
+pub(crate) fn read_some(
+    input: &mut dyn Read,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<(), CopyError> {
+    buf.resize(max, 0);
+    loop {
+        match input.read(buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(());
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(CopyError::Local {
+                    what: "reading the input",
+                    source,
+                })
+            }
+        }
     }
 }

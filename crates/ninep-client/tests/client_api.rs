@@ -222,3 +222,31 @@ fn reading_ahead_copies_a_file_whole_and_in_order() {
         assert_eq!(empty.copy_to_ahead(&mut out, depth).unwrap(), 0);
     }
 }
+
+#[test]
+fn writing_behind_copies_a_host_file_whole_at_any_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    // Small messages: hundreds of writes, several in flight at every moment.
+    let (_served, root) = small_messages(dir.path());
+    let data: Vec<u8> = (0..(1u32 << 20) + 123).map(|i| (i % 251) as u8).collect();
+    for depth in [1, 2, nf_ninep_client::WRITE_BEHIND, 64] {
+        let mut file = root.open_for_write("/out", false).unwrap();
+        assert!(file.writes_positional().unwrap());
+        let n = file.copy_from_behind(&mut &data[..], depth).unwrap();
+        file.close().unwrap();
+        assert_eq!(n, data.len() as u64, "depth {depth}");
+        assert!(
+            fs::read(dir.path().join("out")).unwrap() == data,
+            "depth {depth}: the bytes differ"
+        );
+        let mut empty = root.open_for_write("/empty", false).unwrap();
+        assert_eq!(empty.copy_from_behind(&mut &[][..], depth).unwrap(), 0);
+    }
+    // Opened to append: the server puts each write at the end, so none may overtake.
+    let mut file = root.open_for_write("/out", true).unwrap();
+    assert!(!file.writes_positional().unwrap());
+    file.copy_from_behind(&mut &b"tail"[..], 4).unwrap();
+    let mut want = data.clone();
+    want.extend_from_slice(b"tail");
+    assert!(fs::read(dir.path().join("out")).unwrap() == want);
+}

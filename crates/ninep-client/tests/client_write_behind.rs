@@ -2,16 +2,15 @@
 //! flight to a file whose writes land at their offset, one at a time and in order to
 //! a stream, and every byte where it belongs either way.
 
-use std::fs;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use nf_ninep::types::QidType;
 use nf_ninep::LOpenFlags;
-use nf_ninep_client::{ClientConfig, File};
-use nf_ninep_server::{Ctx, FsResult, ServerConfig};
+use nf_ninep_client::{ClientConfig, CopyError, File};
+use nf_ninep_server::{Ctx, FsError, FsResult, ServerConfig};
 use nf_ninep_trees::synthetic::{FileNode, OpenFile};
-use nf_ninep_trees::{PassthroughFs, SyntheticTree};
+use nf_ninep_trees::SyntheticTree;
 use nf_testkit::ninep::{serve, Served, Via};
 
 /// What a [`Probe`] saw: the bytes written and the most writes inside it at once.
@@ -20,6 +19,8 @@ struct Seen {
     data: Vec<u8>,
     /// The next write at this offset takes only half its bytes (a disk filling up).
     short_at: Option<u64>,
+    /// A write at this offset fails with `ENOSPC` (a full disk).
+    fail_at: Option<u64>,
     inside: usize,
     most_inside: usize,
 }
@@ -60,6 +61,9 @@ impl OpenFile for Probe {
     fn write(&self, _: &Ctx, offset: u64, data: &[u8]) -> FsResult<u32> {
         let (lock, cv) = &*self.seen;
         let mut s = lock.lock().unwrap();
+        if s.fail_at == Some(offset) {
+            return Err(FsError::Errno(nf_ninep::errno::ENOSPC));
+        }
         let data = if s.short_at == Some(offset) {
             s.short_at = None;
             &data[..data.len() / 2]
@@ -151,42 +155,6 @@ fn writes_to_a_stream_go_one_at_a_time_in_order() {
 }
 
 #[test]
-fn writing_behind_copies_a_host_file_whole_at_any_depth() {
-    let dir = tempfile::tempdir().unwrap();
-    let served = serve(
-        PassthroughFs::new(dir.path()).unwrap(),
-        ServerConfig::default(),
-        Via::Tcp,
-    );
-    let client = served.client_with(ClientConfig {
-        msize: 4096,
-        ..ClientConfig::default()
-    });
-    let root = client.attach("t", "").unwrap();
-    let data = pattern((1 << 20) + 123);
-    for depth in [1, 2, nf_ninep_client::WRITE_BEHIND, 64] {
-        let mut file = root.open_for_write("/out", false).unwrap();
-        assert!(file.writes_positional().unwrap());
-        let n = file.copy_from_behind(&mut &data[..], depth).unwrap();
-        file.close().unwrap();
-        assert_eq!(n, data.len() as u64, "depth {depth}");
-        assert!(
-            fs::read(dir.path().join("out")).unwrap() == data,
-            "depth {depth}: the bytes differ"
-        );
-        let mut empty = root.open_for_write("/empty", false).unwrap();
-        assert_eq!(empty.copy_from_behind(&mut &[][..], depth).unwrap(), 0);
-    }
-    // Opened to append: the server puts each write at the end, so none may overtake.
-    let mut file = root.open_for_write("/out", true).unwrap();
-    assert!(!file.writes_positional().unwrap());
-    file.copy_from_behind(&mut &b"tail"[..], 4).unwrap();
-    let mut want = data.clone();
-    want.extend_from_slice(b"tail");
-    assert!(fs::read(dir.path().join("out")).unwrap() == want);
-}
-
-#[test]
 fn a_short_write_in_flight_is_written_again_from_where_it_stopped() {
     let (_served, probe, mut file) = open_probe(true);
     let chunk = file.chunk() as u64;
@@ -197,4 +165,25 @@ fn a_short_write_in_flight_is_written_again_from_where_it_stopped() {
     assert_eq!(n, data.len() as u64);
     let (got, _) = probe.seen();
     assert!(got == data, "a hole or lost bytes after the short write");
+}
+
+#[test]
+fn a_failed_write_in_flight_is_the_error_and_the_connection_goes_on() {
+    let (_served, probe, mut file) = open_probe(true);
+    let chunk = file.chunk() as u64;
+    probe.seen.0.lock().unwrap().fail_at = Some(2 * chunk);
+    let data = pattern(8 * chunk as usize);
+    let err = file.copy_from_behind(&mut &data[..], 4).unwrap_err();
+    assert!(
+        matches!(&err, CopyError::Remote(e) if e.errno() == Some(nf_ninep::errno::ENOSPC)),
+        "{err}"
+    );
+    assert_eq!(
+        file.position(),
+        2 * chunk,
+        "the position stays after what was written"
+    );
+    // Every reply was collected: the same connection takes the next write at once.
+    probe.seen.0.lock().unwrap().fail_at = None;
+    file.write_all_at(b"after", 0).unwrap();
 }
