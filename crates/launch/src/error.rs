@@ -43,6 +43,45 @@ pub enum LaunchError {
         "cannot read the launcher's CPU affinity for --bind-to core: {0}; run without binding"
     )]
     Affinity(#[source] io::Error),
+    /// More ranks per CPU than the launcher starts without `oversubscribe`.
+    #[error(
+        "{ranks} ranks on the {cpus} CPU(s) this launcher may use is more than {per_cpu} per CPU; \
+         use fewer ranks (-n), spread them over hosts (--hosts), or pass --oversubscribe to nf run to start them anyway"
+    )]
+    Oversubscribed {
+        /// Ranks asked for on this machine.
+        ranks: usize,
+        /// CPUs the launcher may use.
+        cpus: usize,
+        /// The bound per CPU.
+        per_cpu: usize,
+    },
+    /// The launcher cannot hold a descriptor for each rank.
+    #[error(
+        "{ranks} ranks need about {need} open files in the launcher, but its limit is {limit} ({why}); \
+         raise it (ulimit -n, or the hard limit in /etc/security/limits.conf) or use fewer ranks"
+    )]
+    Files {
+        /// Ranks of the job.
+        ranks: usize,
+        /// Descriptors needed.
+        need: u64,
+        /// The limit that is too low.
+        limit: u64,
+        /// Which limit, and what was tried.
+        why: String,
+    },
+    /// The user's process limit is below the ranks to start.
+    #[error(
+        "{ranks} ranks on this machine exceed your process limit of {limit} (ulimit -u); \
+         use fewer ranks or ask for a higher limit"
+    )]
+    Processes {
+        /// Ranks asked for on this machine.
+        ranks: usize,
+        /// The soft `RLIMIT_NPROC`.
+        limit: u64,
+    },
     /// A rank could not be started.
     #[error(
         "cannot start rank {rank} ({program:?}): {source}; ranks started before it were stopped"
@@ -150,7 +189,8 @@ impl LaunchError {
             | BadRemote { .. }
             | PmiBindNeeded { .. }
             | PmiBindUnspecified { .. }
-            | BadEnvName { .. } => true,
+            | BadEnvName { .. }
+            | Oversubscribed { .. } => true,
             ProgramNotFound { .. }
             | NotExecutable { .. }
             | Pmi(_)
@@ -158,7 +198,9 @@ impl LaunchError {
             | Affinity(_)
             | Spawn { .. }
             | ProgramPath { .. }
-            | SpawnRemote { .. } => false,
+            | SpawnRemote { .. }
+            | Files { .. }
+            | Processes { .. } => false,
         }
     }
 }

@@ -2,14 +2,16 @@
 //!
 //! 1. Check the spec and find the program; in a multi-host job also check the hosts
 //!    against the rank count, the remote template, the extra variables' names (they go
-//!    on a command line) and decide the PMI address ([`crate::hosts`]). Nothing has
-//!    started yet.
+//!    on a command line) and decide the PMI address ([`crate::hosts`]); check that
+//!    this machine can hold its ranks ([`crate::capacity`]). Nothing has started yet.
 //! 2. Catch SIGINT / SIGTERM, make a job id, start the PMI server: a unix socket for a
 //!    single-host job; TCP with a fresh secret for a multi-host one.
 //! 3. Start the ranks of this machine in rank order, then those of the other hosts
 //!    together through the hosts' remote start ([`crate::remote`], rule 4), and their
 //!    output forwarders (with `tag_output`, or for ranks that do not write to the
 //!    launcher's own streams); if one cannot be started, stop those already running.
+//!    A SIGINT or SIGTERM that arrives meanwhile stops those started and ends the job
+//!    as interrupted, rather than after the last rank has started.
 //! 4. Supervise until the job ends ([`crate::supervise`]).
 //! 5. Stop the PMI server (removing a unix socket and its directory), drain output,
 //!    call the caller's cleanup hook with the job id — whatever the outcome.
@@ -25,9 +27,10 @@ use std::time::{Duration, SystemTime};
 use nf_pmi::{Listen, Server};
 use tracing::{debug, info, warn};
 
+use crate::capacity::{self, Demand};
 use crate::error::LaunchError;
 use crate::hosts::{is_local, is_portable_env_name, Hosts};
-use crate::outcome::{JobReport, Outcome};
+use crate::outcome::{JobReport, Outcome, SignalName};
 use crate::output::Forwarders;
 use crate::remote::RankProcess;
 use crate::signals::SignalWatch;
@@ -79,6 +82,21 @@ fn run_job(
             Listen::Tcp(bind)
         }
     };
+    let local_ranks = match hosts {
+        None => spec.nprocs,
+        Some(h) => h
+            .hosts
+            .iter()
+            .filter(|h| is_local(&h.name))
+            .map(|h| h.ranks)
+            .sum(),
+    };
+    capacity::check(Demand {
+        local_ranks,
+        all_ranks: spec.nprocs,
+        piped: spec.tag_output,
+        oversubscribe: spec.oversubscribe,
+    })?;
     let cpus = match spec.bind {
         Binding::Core => Some(allowed_cpus().map_err(LaunchError::Affinity)?),
         Binding::None => None,
@@ -165,6 +183,17 @@ fn launch(
     let mut remote = Vec::new();
     let mut failed = None;
     for rank in 0..spec.nprocs {
+        if let Some(signal) = signals.take() {
+            warn!(
+                started = ranks.len(),
+                "launcher received {} while starting ranks; stopping those started",
+                SignalName(signal)
+            );
+            stop_all(&mut ranks, signal, signals);
+            server.stop();
+            output.finish(OUTPUT_DRAIN);
+            return Ok(Outcome::Interrupted { signal });
+        }
         if plan.is_remote(rank) {
             remote.push(rank);
             continue;

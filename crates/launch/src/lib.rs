@@ -29,6 +29,7 @@
 //! run as tests of `nf-checks` (`cargo test -p nf-checks --test launch`), whose ranks
 //! are the check programs of `crates/checks`.
 
+pub mod capacity;
 pub mod elf;
 mod error;
 pub mod host_ranks;

@@ -34,6 +34,8 @@ pub struct LaunchSpec {
     pub bind: Binding,
     /// Extra environment for every rank (the launcher's own variables `NF_RANK`… win).
     pub env: Vec<(OsString, OsString)>,
+    /// Start more than [`crate::capacity::MAX_RANKS_PER_CPU`] ranks per CPU here.
+    pub oversubscribe: bool,
 }
 
 impl LaunchSpec {
@@ -47,6 +49,7 @@ impl LaunchSpec {
             tag_output: false,
             bind: Binding::None,
             env: Vec::new(),
+            oversubscribe: false,
         }
     }
 

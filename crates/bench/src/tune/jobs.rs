@@ -137,6 +137,7 @@ impl Jobs {
                 .into_iter()
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
+            oversubscribe: false,
         };
         let code = (self.launch)(&spec, self.hosts.as_ref(), &format!("nf tune ({what})"))
             .map_err(|source| TuneError::Launch {

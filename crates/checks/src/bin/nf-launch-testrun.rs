@@ -1,7 +1,7 @@
 //! A minimal `nf run` for the launcher's tests, so they can watch a launcher from outside
 //! (its output, its exit code, signals sent to it).
 //!
-//! `nf-launch-testrun [-n N] [--hosts LIST [--remote TEMPLATE] [--pmi-bind ADDR]] [--timeout SECS] [--tag-output] [--bind-to core] -- PROG ARGS…`
+//! `nf-launch-testrun [-n N] [--hosts LIST [--remote TEMPLATE] [--pmi-bind ADDR]] [--timeout SECS] [--tag-output] [--oversubscribe] [--bind-to core] -- PROG ARGS…`
 //!
 //! Prints `outcome: …` and `cleanup: JOB` on stderr and exits with the outcome's exit code
 //! (99 when the job cannot be launched).
@@ -36,6 +36,7 @@ fn main() {
             }
             Some("--timeout") => spec.timeout = Some(Duration::from_secs(number(args.next()))),
             Some("--tag-output") => spec.tag_output = true,
+            Some("--oversubscribe") => spec.oversubscribe = true,
             Some("--bind-to") => {
                 spec.bind = match args.next().as_ref().and_then(|b| b.to_str()) {
                     Some("core") => Binding::Core,
@@ -93,6 +94,6 @@ fn number(a: Option<OsString>) -> u64 {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: nf-launch-testrun [-n N] [--hosts LIST [--remote TEMPLATE] [--pmi-bind IP:PORT]] [--timeout SECS] [--tag-output] [--bind-to core] -- PROG ARGS…");
+    eprintln!("usage: nf-launch-testrun [-n N] [--hosts LIST [--remote TEMPLATE] [--pmi-bind IP:PORT]] [--timeout SECS] [--tag-output] [--oversubscribe] [--bind-to core] -- PROG ARGS…");
     std::process::exit(99)
 }

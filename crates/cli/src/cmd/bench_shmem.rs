@@ -57,6 +57,9 @@ pub struct ShmemArgs {
     /// Batches each size's operations are timed in (one sample each).
     #[arg(long, default_value_t = 10)]
     pub batches: usize,
+    /// Start more PEs than `nf run` starts per CPU without it (`nf run --oversubscribe`).
+    #[arg(long, conflicts_with = "parse")]
+    pub oversubscribe: bool,
     /// Seconds the whole run may take before `nf run` stops it.
     #[arg(long, default_value_t = 900.0)]
     pub timeout: f64,
@@ -153,8 +156,11 @@ fn measure(a: &ShmemArgs) -> anyhow::Result<String> {
     let nf = std::env::current_exe().context("finding this nf executable")?;
     let mut cmd = Command::new(nf);
     cmd.args(["run", "--timeout", &a.timeout.to_string()])
-        .args(["-n", &a.pes.to_string()])
-        .arg(&program)
+        .args(["-n", &a.pes.to_string()]);
+    if a.oversubscribe {
+        cmd.arg("--oversubscribe");
+    }
+    cmd.arg(&program)
         .args(["--iters", &a.iters.to_string()])
         .args(["--warmup", &a.warmup.to_string()])
         .args(["--batches", &a.batches.to_string()]);

@@ -74,6 +74,10 @@ pub struct RunArgs {
     /// Pin rank r to core r mod cores.
     #[arg(long, value_enum, default_value_t = Bind::None)]
     pub bind_to: Bind,
+    /// Start more than 16 ranks per CPU this machine lets nf run use (refused
+    /// otherwise, as a likely typo; up to 16 share a CPU by yielding to each other).
+    #[arg(long)]
+    pub oversubscribe: bool,
     /// Start the program even though it links an MPI library (also `NF_ALLOW_MPI=1`):
     /// each rank then is a singleton MPI job of its own.
     #[arg(long)]
@@ -202,6 +206,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
         } else {
             Vec::new()
         },
+        oversubscribe: a.oversubscribe,
     };
     launch_on(&spec, hosts.as_ref(), "nf run")
 }
@@ -320,6 +325,7 @@ pub fn relaunch_self(n: usize) -> anyhow::Result<i32> {
         tag_output: false,
         bind: Binding::None,
         env: Vec::new(),
+        oversubscribe: false,
     };
     // Failures are reported as the command typed (`nf bench rma`), not as `nf run`.
     let typed: Vec<String> = std::env::args()

@@ -33,6 +33,7 @@ fn job(n: usize, cache: &Path, args: &[&str], env: &[(&str, &str)]) {
         tag_output: true,
         bind: Binding::None,
         env: vars,
+        oversubscribe: false,
     };
     let outcome = nf_launch::run(&spec).expect("launch").outcome;
     assert!(

@@ -38,6 +38,7 @@ impl Job {
             tag_output: true,
             bind: Binding::None,
             env,
+            oversubscribe: false,
         }
     }
 

@@ -293,3 +293,125 @@ fn sigint_to_the_launcher_is_passed_on_and_reported() {
     );
     assert!(stderr.contains("cleanup: "), "cleanup hook ran: {stderr}");
 }
+
+#[test]
+fn more_ranks_per_cpu_than_the_bound_are_refused_before_any_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let n = nf_launch::capacity::usable_cpus().max(1) * nf_launch::capacity::MAX_RANKS_PER_CPU + 1;
+    let mut s = LaunchSpec::new(n, "sh");
+    s.args = vec!["-c".into(), format!("touch {}", marker.display()).into()];
+    match nf_launch::run(&s) {
+        Err(e @ LaunchError::Oversubscribed { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains(&format!("{n} ranks")), "{text}");
+            assert!(text.contains("--oversubscribe"), "{text}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(!marker.exists(), "a rank ran although the job was refused");
+}
+
+#[test]
+fn sigterm_while_ranks_start_stops_the_start_and_those_started() {
+    // Rank 0 signals the launcher as soon as it runs; the launcher must stop starting
+    // ranks then, not after the last of the thousand, and stop those it started.
+    const N: usize = 1000;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ranks");
+    let script = format!(
+        "echo $NF_RANK >> {log}; [ $NF_RANK = 0 ] && kill -TERM $PPID; sleep 60",
+        log = log.display()
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_nf-launch-testrun"))
+        .args([
+            "-n",
+            &N.to_string(),
+            "--oversubscribe",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start nf-launch-testrun");
+    let out = nf_testkit::finish_within(child, Duration::from_secs(120), "the launcher");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "stderr: {stderr}");
+    assert!(
+        stderr.contains("interrupted by signal 15 (SIGTERM)"),
+        "{stderr}"
+    );
+    let started = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert!(
+        started < N / 2,
+        "{started} of {N} ranks ran: the launcher went on starting ranks after SIGTERM"
+    );
+    // Each rank's shell keeps the script, with its unique log path, on its command line.
+    nf_testkit::eventually("no rank left running", BOUND, || !any_process_runs(&script));
+}
+
+/// Whether a process whose command line contains `needle` runs.
+fn any_process_runs(needle: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .any(|c| String::from_utf8_lossy(&c).contains(needle))
+}
+
+/// Starts the test launcher with open-file limits `soft` and `hard`.
+fn launcher_with_files(soft: u64, hard: u64, launcher_args: &[&str], prog_args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nf-launch-testrun"));
+    let limit = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit between fork and exec is async-signal-safe and reads only
+    // `limit`, copied into the closure before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .args(launcher_args)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_nf-launch-testprog"))
+        .args(prog_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start nf-launch-testrun");
+    finish(child)
+}
+
+#[test]
+fn the_launcher_raises_its_open_file_limit_or_refuses_the_job() {
+    // 30 ranks with piped output hold 90 descriptors: a soft limit of 48 is raised to
+    // the hard one, and every rank wires up.
+    let out = launcher_with_files(48, 4096, &["-n", "30", "--tag-output"], &["wireup", "1"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert_eq!(text(&out.stdout).matches("wire-up ok").count(), 30);
+    // A hard limit below that is said before any rank starts.
+    let out = launcher_with_files(48, 48, &["-n", "30", "--tag-output"], &["wireup", "1"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "stderr: {stderr}");
+    assert!(
+        stderr.contains("open files") && stderr.contains("ulimit -n"),
+        "{stderr}"
+    );
+    assert!(!text(&out.stdout).contains("wire-up ok"), "a rank started");
+}

@@ -77,6 +77,7 @@ impl Job {
             tag_output: true,
             bind: nf_launch::Binding::None,
             env,
+            oversubscribe: false,
         }
     }
 
