@@ -80,8 +80,10 @@ fn check_cpus(demand: Demand, cpus: usize) -> Result<(), LaunchError> {
 /// Descriptors the launcher needs for `demand` (rule 2).
 fn files_needed(demand: Demand) -> u64 {
     let per_local = if demand.piped { 2 } else { 0 };
-    let ranks = demand.all_ranks as u64 + (demand.local_ranks as u64) * per_local;
-    ranks + RESERVED_FILES
+    (demand.local_ranks as u64)
+        .saturating_mul(per_local)
+        .saturating_add(demand.all_ranks as u64)
+        .saturating_add(RESERVED_FILES)
 }
 
 /// Rule 2: raises the soft open-file limit to the hard one when the job needs more.
@@ -165,5 +167,7 @@ mod tests {
         });
         assert_eq!(piped - plain, 20);
         assert_eq!(plain, 10 + RESERVED_FILES);
+        // A rank count near usize::MAX is refused, not an overflow.
+        assert_eq!(files_needed(demand(usize::MAX, true)), u64::MAX);
     }
 }
