@@ -164,6 +164,13 @@ fn extra_environment_reaches_the_ranks_but_not_over_the_contract() {
 
 /// Starts `nf-launch-testrun LAUNCHER_ARGS -- nf-launch-testprog PROG_ARGS` with piped output.
 fn launcher(launcher_args: &[&str], prog_args: &[&str]) -> Child {
+    launcher_command(launcher_args, prog_args)
+        .spawn()
+        .expect("start nf-launch-testrun")
+}
+
+/// The command of [`launcher`], to start as it is or with more set up.
+fn launcher_command(launcher_args: &[&str], prog_args: &[&str]) -> Command {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nf-launch-testrun"));
     // The launcher keeps an ignored SIGINT ignored (nohup's contract), and a test run
@@ -183,9 +190,8 @@ fn launcher(launcher_args: &[&str], prog_args: &[&str]) -> Child {
         .args(prog_args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nf-launch-testrun")
+        .stderr(Stdio::piped());
+    cmd
 }
 
 /// Waits for a launcher process, at most [`BOUND`].
@@ -366,10 +372,10 @@ fn any_process_runs(needle: &str) -> bool {
         .any(|c| String::from_utf8_lossy(&c).contains(needle))
 }
 
-/// Starts the test launcher with open-file limits `soft` and `hard`.
+/// Runs the test launcher with open-file limits `soft` and `hard`.
 fn launcher_with_files(soft: u64, hard: u64, launcher_args: &[&str], prog_args: &[&str]) -> Output {
     use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nf-launch-testrun"));
+    let mut cmd = launcher_command(launcher_args, prog_args);
     let limit = libc::rlimit {
         rlim_cur: soft,
         rlim_max: hard,
@@ -384,17 +390,7 @@ fn launcher_with_files(soft: u64, hard: u64, launcher_args: &[&str], prog_args: 
             Ok(())
         });
     }
-    let child = cmd
-        .args(launcher_args)
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_nf-launch-testprog"))
-        .args(prog_args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nf-launch-testrun");
-    finish(child)
+    finish(cmd.spawn().expect("start nf-launch-testrun"))
 }
 
 #[test]
