@@ -4,8 +4,9 @@
 //! prints them with every other layer's). It shares others, parsed where they are
 //! declared: the core's ([`nf_core::Config`]) `NF_SHM_DIR` (segment files), `NF_WAIT`,
 //! `NF_JOB_CPUS`, `NF_PEER_CHECK_MS`, `NF_TCP_BIND` (under `NF_RMA_BIND`),
-//! `NF_OFI_PROVIDER` and `NF_DEAD_AFTER_MS` (both for native RMA's ofi endpoint; the
-//! service thread's connections are lost after a fixed 20 s); the memory registry's
+//! `NF_OFI_PROVIDER` (native RMA's ofi endpoint) and `NF_DEAD_AFTER_MS` (native RMA's
+//! stuck operations, and the service connections' tcp user timeout, 20 s when unset);
+//! the memory registry's
 //! `NF_MEM_REGISTRY` ([`nf_memreg::default_dir`]), where `off`, read here, publishes
 //! nothing; and `NF_HOST`, the host identity that decides who shares memory.
 

@@ -255,6 +255,7 @@ impl<'w> Rma<'w> {
         let own_ctl = Control::new(Mapping::create(&names.control(rank), control::SIZE)?);
         own_ctl.init(pid);
         let own_ctl = Arc::new(own_ctl);
+        let dead_after = cfg.dead_after.unwrap_or(crate::service::DEAD_AFTER);
         let shared = Arc::new(Shared {
             hello: Hello {
                 cookie,
@@ -266,6 +267,7 @@ impl<'w> Rma<'w> {
             patience: patience.clone(),
             pid,
             stop: AtomicBool::new(false),
+            dead_after,
         });
         let bind = bind_address(&cfg, intros.iter().all(|i| i.host == me.host));
         let service = if mine.len() < size {
@@ -318,7 +320,15 @@ impl<'w> Rma<'w> {
         let native = native?;
 
         let spin = Waiter::new(cfg.wait, mine.len(), cfg.job_cpus, None).spins();
-        let origin = Origin::new(shared.hello, addrs, cfg.chunk, cfg.peer_check, spin, native);
+        let origin = Origin::new(
+            shared.hello,
+            addrs,
+            cfg.chunk,
+            cfg.peer_check,
+            dead_after,
+            spin,
+            native,
+        );
         // Step 7.
         let registry = Publisher::start(cfg.mem_registry.as_deref(), &job, rank);
         Ok(Rma {

@@ -25,12 +25,17 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// Connects to `proc`'s service at `addr` and exchanges hellos.
-    pub(crate) fn dial(addr: SocketAddr, ours: &Hello, proc: usize) -> Result<Conn, RmaError> {
+    pub(crate) fn dial(
+        addr: SocketAddr,
+        ours: &Hello,
+        proc: usize,
+        dead_after: Duration,
+    ) -> Result<Conn, RmaError> {
         let lost = |why: String| RmaError::PeerLost { proc, why };
         let stream = TcpStream::connect_timeout(&addr, DIAL_TIMEOUT)
             .map_err(|e| lost(format!("connecting to its rma service at {addr}: {e}")))?;
         let greet = || -> io::Result<Hello> {
-            crate::service::tune(&stream)?;
+            crate::service::tune(&stream, dead_after)?;
             stream.set_write_timeout(Some(DIAL_TIMEOUT))?;
             stream.set_read_timeout(Some(DIAL_TIMEOUT))?;
             (&stream).write_all(&ours.encode())?;
@@ -52,6 +57,12 @@ impl Conn {
             out: OutBuf::default(),
             inb: InBuf::default(),
         })
+    }
+
+    /// The socket, for tests that check its options.
+    #[cfg(test)]
+    pub(crate) fn stream(&self) -> &TcpStream {
+        &self.stream
     }
 
     /// Request bytes not yet taken by the socket.

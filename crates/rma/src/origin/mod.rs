@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use conn::Conn;
+pub(crate) use conn::Conn;
 use handles::Handles;
 
 use crate::error::RmaError;
@@ -75,6 +75,8 @@ pub(crate) struct Origin {
     addrs: Vec<Option<SocketAddr>>,
     chunk: usize,
     check_every: Duration,
+    /// A service connection whose peer stops acknowledging is lost after about this.
+    dead_after: Duration,
     /// Polls before blocking in poll(2) (0 when procs outnumber cores).
     spin_polls: u32,
     conns: Vec<Option<Conn>>,
@@ -104,6 +106,7 @@ impl Origin {
         addrs: Vec<Option<SocketAddr>>,
         chunk: usize,
         check_every: Duration,
+        dead_after: Duration,
         spin: bool,
         native: Option<Native>,
     ) -> Origin {
@@ -113,6 +116,7 @@ impl Origin {
             addrs,
             chunk,
             check_every,
+            dead_after,
             spin_polls: if spin { SPIN_POLLS } else { 0 },
             conns: (0..n).map(|_| None).collect(),
             lost: vec![None; n],
@@ -145,7 +149,7 @@ impl Origin {
                 proc,
                 why: "it published no service address (wire-up tables disagree)".into(),
             })?;
-            self.conns[proc] = Some(Conn::dial(addr, &self.hello, proc)?);
+            self.conns[proc] = Some(Conn::dial(addr, &self.hello, proc, self.dead_after)?);
         }
         Ok(self.conns[proc].as_mut().expect("just dialled"))
     }

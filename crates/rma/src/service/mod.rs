@@ -27,11 +27,12 @@ use std::time::Duration;
 
 pub(crate) use server::{Service, Shared};
 
-/// A peer that stops acknowledging (host gone, link cut) is lost after about this.
+/// A peer that stops acknowledging (host gone, link cut) is lost after about this,
+/// unless `NF_DEAD_AFTER_MS` says otherwise (the messaging layer's tcp default).
 pub(crate) const DEAD_AFTER: Duration = Duration::from_secs(20);
 
 /// Socket options of an established service connection: the tcp transport's (no
-/// Nagle delay, a broken link detected within about [`DEAD_AFTER`]).
-pub(crate) fn tune(stream: &impl AsFd) -> std::io::Result<()> {
-    nf_transport::tcp::tune(stream, DEAD_AFTER)
+/// Nagle delay, a broken link detected within about `dead_after`).
+pub(crate) fn tune(stream: &impl AsFd, dead_after: Duration) -> std::io::Result<()> {
+    nf_transport::tcp::tune(stream, dead_after)
 }

@@ -54,6 +54,8 @@ pub(crate) struct Shared {
     pub pid: u32,
     /// Set by the owner to end the thread.
     pub stop: AtomicBool,
+    /// A connection whose peer stops acknowledging is lost after about this.
+    pub dead_after: std::time::Duration,
 }
 
 /// A running service thread; stopped and joined when dropped.
@@ -189,7 +191,7 @@ impl Server {
                     return;
                 }
             };
-            if let Err(e) = super::tune(&stream) {
+            if let Err(e) = super::tune(&stream, self.sh.dead_after) {
                 tracing::warn!(%peer, error = %e, "rma service: cannot configure connection; closed");
                 continue;
             }
@@ -288,6 +290,43 @@ mod tests {
     use crate::shm::map::Mapping;
 
     const COOKIE: u64 = 42;
+    /// The fixture's `NF_DEAD_AFTER_MS`, unlike the default and the origin's below.
+    const SERVICE_DEAD_AFTER: Duration = Duration::from_millis(3_000);
+
+    /// The tcp user timeout of socket `fd`.
+    fn user_timeout(fd: std::os::fd::BorrowedFd<'_>) -> Option<Duration> {
+        socket2::SockRef::from(&fd).tcp_user_timeout().unwrap()
+    }
+
+    #[test]
+    fn both_ends_of_a_service_connection_take_nf_dead_after_ms() {
+        use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+        let f = fixture();
+        let origin_dead_after = Duration::from_millis(7_000);
+        let ours = Hello {
+            cookie: COOKIE,
+            rank: 1,
+            size: 2,
+        };
+        let conn =
+            crate::origin::Conn::dial(f.service.addr(), &ours, 0, origin_dead_after).unwrap();
+        assert_eq!(user_timeout(conn.stream().as_fd()), Some(origin_dead_after));
+        // The service's end is a socket of this very process: the one whose peer is
+        // the origin's end.
+        let origin_end = conn.stream().local_addr().unwrap();
+        let service_end = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&fd| fd != conn.stream().as_raw_fd())
+            .find_map(|fd| {
+                // SAFETY: the fd is open (listed just now) and only read from here, while
+                // the fixture that owns it lives.
+                let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+                let peer = socket2::SockRef::from(&fd).peer_addr().ok()?.as_socket()?;
+                (peer == origin_end).then(|| user_timeout(fd))
+            });
+        assert_eq!(service_end, Some(Some(SERVICE_DEAD_AFTER)));
+    }
 
     struct Fixture {
         service: Service,
@@ -315,6 +354,7 @@ mod tests {
             ),
             pid: std::process::id(),
             stop: AtomicBool::new(false),
+            dead_after: SERVICE_DEAD_AFTER,
         });
         let service = Service::start(IpAddr::V4(Ipv4Addr::LOCALHOST), shared).unwrap();
         Fixture {
