@@ -26,7 +26,8 @@
 //! | `read`, `write` | reads and writes, chunked to the negotiated msize / iounit |
 //! | `dir` | readdir → [`DirEntry`] |
 //! | `attr` | getattr → [`Stat`], setattr, statfs |
-//! | `copy` | whole files to and from local readers and writers, [`Root::open_for_write`] |
+//! | `copy` | whole files to and from local readers and writers and between remote files, [`Root::open_for_write`] |
+//! | `ahead`, `behind` | reads ahead and writes behind: several messages of one copy in flight |
 //! | `fileops` | mkdir, remove, unlink, rename, symlink, readlink, fsync |
 //! | `rpc` | tags, the reader thread, [`PendingCall`] and flush |
 //!
