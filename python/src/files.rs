@@ -20,7 +20,7 @@ use nf_link::tls::TlsFiles;
 use nf_ninep::errno::{EACCES, EISDIR};
 use nf_ninep::{LOpenFlags, QidType};
 use nf_ninep_client::connect::{ConnectError, ConnectOptions};
-use nf_ninep_client::{base_name, ClientError, CopyError, File, Root, Stat};
+use nf_ninep_client::{base_name, ClientError, CopyError, File, FileCopyError, Root, Stat};
 use pyo3::exceptions::{
     PyConnectionError, PyConnectionRefusedError, PyOSError, PyTimeoutError, PyValueError,
 };
@@ -525,13 +525,13 @@ fn copy(src: &str, dst: &str, opts: &ConnectOptions) -> Result<u64, CopyFail> {
                 .copy_destination(&d.path, &s.path)
                 .map_err(remote)?;
             let mut out = dst_root.open_for_write(&to, false).map_err(remote)?;
-            // A failed read is the source's, anything else the destination's.
-            let n = from.copy_to_file(&mut out).map_err(|e| match &e {
-                ClientError::Remote { op: "read", .. } => {
-                    Box::new((src.to_string(), Fail::Client(e)))
-                }
-                _ => Box::new((dst.to_string(), Fail::Client(e))),
-            })?;
+            let n = from
+                .copy_to_file(&mut out, nf_ninep_client::WRITE_BEHIND)
+                .map_err(|e| match e {
+                    FileCopyError::Source(e) => Box::new((src.to_string(), Fail::Client(e))),
+                    FileCopyError::Destination(e) => remote(e),
+                    other => Box::new((dst.to_string(), Fail::Usage(other.to_string()))),
+                })?;
             out.close().map_err(remote)?;
             Ok(n)
         }

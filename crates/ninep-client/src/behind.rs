@@ -18,15 +18,21 @@
 //!    repeated, so nothing is lost or left as a hole — until the server takes none,
 //!    which is [`ClientError::ShortWrite`] naming what was written.
 //! 3. An error reply ends the copy with that error once the writes in flight are
-//!    collected; the position stays after the last byte known written.
+//!    collected; the position stays after the last byte known written. An error of
+//!    the input (a local read, or a read of the source of a remote → remote copy)
+//!    does the same: no write starts after it, and the writes sent before it count
+//!    where they were taken whole.
+//! 4. A write's message is made from the buffer the input filled, which comes back
+//!    once the write is sent, to be filled again: no copy, no allocation per message.
 
 use std::collections::VecDeque;
 use std::io::Read;
 
 use nf_ninep::message::*;
 use nf_ninep::types::QidType;
+use nf_ninep::wire::Data;
 
-use crate::copy::{read_some, CopyError};
+use crate::copy::{CopyError, Input, Source};
 use crate::error::ClientError;
 use crate::open::File;
 use crate::rpc::PendingCall;
@@ -61,35 +67,52 @@ impl File {
         input: &mut dyn Read,
         depth: usize,
     ) -> Result<u64, CopyError> {
-        if depth <= 1 {
-            return self.copy_from(input);
-        }
-        let mut flight = VecDeque::new();
-        let copied = self.write_behind(input, depth, &mut flight);
-        if copied.is_err() {
-            // Rule 3: the writes still in flight are collected before the error.
-            for sent in flight {
-                let _ = self.finish_write(sent.call);
-            }
-        }
-        copied
+        self.write_behind(&mut Input(input), depth)
     }
 
-    /// The loop of [`File::copy_from_behind`]; on an error `flight` holds the writes
-    /// still unanswered.
-    fn write_behind(
+    /// Writes every piece `input` gives at the position with up to `depth` writes in
+    /// flight (the module rules); returns the bytes copied.
+    pub(crate) fn write_behind<S: Source>(
         &mut self,
-        input: &mut dyn Read,
+        input: &mut S,
+        depth: usize,
+    ) -> Result<u64, S::Error> {
+        if depth <= 1 {
+            return self.write_in_order(input);
+        }
+        let mut flight = VecDeque::new();
+        let mut total = 0;
+        let copied = self.behind(input, depth, &mut flight, &mut total);
+        if copied.is_err() {
+            // Rule 3: the writes still in flight (all before the error) are collected;
+            // the position moves past each taken whole, up to the first that was not.
+            let mut whole = true;
+            for sent in flight {
+                let took = self.finish_write(sent.call);
+                whole &= matches!(took, Ok(n) if n >= sent.data.len());
+                if whole {
+                    self.advance(sent.data.len() as u64);
+                }
+            }
+        }
+        copied.map(|()| total)
+    }
+
+    /// The loop of [`File::write_behind`], counting into `total`; on an error `flight`
+    /// holds the writes sent before it and still unanswered.
+    fn behind<S: Source>(
+        &mut self,
+        input: &mut S,
         depth: usize,
         flight: &mut VecDeque<Sent>,
-    ) -> Result<u64, CopyError> {
+        total: &mut u64,
+    ) -> Result<(), S::Error> {
         let chunk = self.chunk() as usize;
         // Rule 1, asked once a second message is to be sent.
         let mut positional = None;
         // Buffers of answered writes, read into again (no allocation per message).
         let mut spare: Vec<Vec<u8>> = Vec::new();
         let mut next = self.position();
-        let mut total = 0;
         let mut ended = false;
         loop {
             while !ended && flight.len() < depth {
@@ -102,21 +125,31 @@ impl File {
                     }
                 }
                 let mut data = spare.pop().unwrap_or_default();
-                read_some(input, &mut data, chunk)?;
+                input.next_into(&mut data, chunk)?;
                 if data.is_empty() {
                     ended = true;
                     break;
                 }
-                let call = self.start_write(next, &data)?;
-                next += data.len() as u64;
+                let len = data.len() as u64;
+                let (call, data) = self.send_write(next, data)?;
+                next += len;
                 flight.push_back(Sent { call, data });
             }
             let Some(sent) = flight.pop_front() else {
-                return Ok(total);
+                return Ok(());
             };
-            let took = self.finish_write(sent.call)?.min(sent.data.len());
+            let took = match self.finish_write(sent.call) {
+                Ok(took) => took.min(sent.data.len()),
+                Err(e) => {
+                    // Rule 3, past a hole: the later writes move the position no further.
+                    for later in flight.drain(..) {
+                        let _ = self.finish_write(later.call);
+                    }
+                    return Err(e.into());
+                }
+            };
             self.advance(took as u64);
-            total += took as u64;
+            *total += took as u64;
             if took < sent.data.len() {
                 // Rule 2: the rest of this message and every later one, in order.
                 let mut rest = sent.data[took..].to_vec();
@@ -125,11 +158,33 @@ impl File {
                     rest.extend_from_slice(&later.data);
                 }
                 self.write_all(&rest)?;
-                total += rest.len() as u64;
-                return Ok(total + self.copy_from(input)?);
+                *total += rest.len() as u64 + self.write_in_order(input)?;
+                return Ok(());
             }
             spare.push(sent.data);
         }
+    }
+
+    /// Sends `data` (at most [`File::chunk`] bytes) as one `Twrite` at `offset` without
+    /// copying it into a message of its own; hands the buffer back for reuse.
+    fn send_write(
+        &self,
+        offset: u64,
+        data: Vec<u8>,
+    ) -> Result<(PendingCall, Vec<u8>), ClientError> {
+        let msg = Tmessage::Twrite(Twrite {
+            fid: self.number(),
+            offset,
+            data: Data(data),
+        });
+        let call = self
+            .client()
+            .start_message("write", &msg)
+            .map_err(|e| e.at(self.path()))?;
+        let Tmessage::Twrite(Twrite { data, .. }) = msg else {
+            unreachable!("built as a Twrite above");
+        };
+        Ok((call, data.0))
     }
 
     /// Sends one `Twrite` of `data` (at most [`File::chunk`] bytes) at `offset` without

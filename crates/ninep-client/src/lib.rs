@@ -26,7 +26,8 @@
 //! | `read`, `write` | reads and writes, chunked to the negotiated msize / iounit |
 //! | `dir` | readdir → [`DirEntry`] |
 //! | `attr` | getattr → [`Stat`], setattr, statfs |
-//! | `copy` | whole files to and from local readers and writers, [`Root::open_for_write`] |
+//! | `copy` | whole files to and from local readers and writers and between remote files, [`Root::open_for_write`] |
+//! | `ahead`, `behind` | reads ahead and writes behind: several messages of one copy in flight |
 //! | `fileops` | mkdir, remove, unlink, rename, symlink, readlink, fsync |
 //! | `rpc` | tags, the reader thread, [`PendingCall`] and flush |
 //!
@@ -66,7 +67,7 @@ use std::time::Duration;
 pub use ahead::DEFAULT_DEPTH as READ_AHEAD;
 pub use attr::Stat;
 pub use behind::DEFAULT_DEPTH as WRITE_BEHIND;
-pub use copy::{base_name, CopyError};
+pub use copy::{base_name, CopyError, FileCopyError};
 pub use dir::DirEntry;
 pub use error::ClientError;
 pub use fid::Fid;
@@ -237,6 +238,15 @@ impl Client {
     pub fn start(&self, msg: impl Into<Tmessage>) -> Result<PendingCall, ClientError> {
         let msg = msg.into();
         self.inner.rpc.start(msg.msg_type().name(), &msg)
+    }
+
+    /// Sends `msg`, borrowed (a write's buffer goes back to its owner), for `op`.
+    pub(crate) fn start_message(
+        &self,
+        op: &'static str,
+        msg: &Tmessage,
+    ) -> Result<PendingCall, ClientError> {
+        self.inner.rpc.start(op, msg)
     }
 
     /// Sends a read whose data the reader thread copies into `sink` (see `rpc.rs`).

@@ -188,7 +188,11 @@ impl Rpc {
     }
 
     fn deliver(&self, tag: u16, msg: Rmessage) {
-        match lock(&self.table).waiting.remove(&tag) {
+        let mut t = lock(&self.table);
+        // A read answered otherwise than with data it could sink (an error): its sink
+        // goes with the call, before the tag can be taken again.
+        t.sinks.remove(&tag);
+        match t.waiting.remove(&tag) {
             Some(tx) => {
                 let _ = tx.send(msg);
             }

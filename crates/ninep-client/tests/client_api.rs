@@ -250,3 +250,35 @@ fn writing_behind_copies_a_host_file_whole_at_any_depth() {
     want.extend_from_slice(b"tail");
     assert!(fs::read(dir.path().join("out")).unwrap() == want);
 }
+
+#[test]
+fn copying_between_host_files_is_whole_at_any_depth_and_appends_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..(1u32 << 20) + 123).map(|i| (i % 249) as u8).collect();
+    fs::write(dir.path().join("big"), &data).unwrap();
+    fs::write(dir.path().join("empty"), b"").unwrap();
+    // Small messages: hundreds of reads and writes, several of each in flight.
+    let (_served, root) = small_messages(dir.path());
+    for depth in [1, 2, nf_ninep_client::WRITE_BEHIND, 64] {
+        let mut from = root.open("/big", LOpenFlags::RDONLY).unwrap();
+        let mut to = root.open_for_write("/copy", false).unwrap();
+        let n = from.copy_to_file(&mut to, depth).unwrap();
+        to.close().unwrap();
+        assert_eq!(n, data.len() as u64, "depth {depth}");
+        assert!(
+            fs::read(dir.path().join("copy")).unwrap() == data,
+            "depth {depth}: the bytes differ"
+        );
+        let mut empty = root.open("/empty", LOpenFlags::RDONLY).unwrap();
+        let mut to = root.open_for_write("/copy", false).unwrap();
+        assert_eq!(empty.copy_to_file(&mut to, depth).unwrap(), 0);
+    }
+    // Opened to append: each write lands at the end, so they go one at a time.
+    fs::write(dir.path().join("log"), b"head:").unwrap();
+    let mut from = root.open("/big", LOpenFlags::RDONLY).unwrap();
+    let mut to = root.open_for_write("/log", true).unwrap();
+    from.copy_to_file(&mut to, 8).unwrap();
+    let mut want = b"head:".to_vec();
+    want.extend_from_slice(&data);
+    assert!(fs::read(dir.path().join("log")).unwrap() == want);
+}

@@ -1,4 +1,4 @@
-//! `nf cp -r`: a directory tree to or from a server.
+//! `nf cp -r`: a directory tree to, from or between servers.
 //!
 //! Steps:
 //!
@@ -140,11 +140,9 @@ fn copy_files(entries: &[Entry], copy: impl Fn(&str, u32) -> anyhow::Result<()> 
     failed.into_inner().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Copies the local tree `from` to `to` on the server (made if missing), each file
-/// with up to `depth` writes in flight; returns how many files failed.
-pub fn upload(root: &Root, from: &Path, to: &str, depth: usize) -> anyhow::Result<usize> {
-    let entries = list_local(from)?;
-    for e in &entries {
+/// Step 2 on a server: `entries`' directories and links under `to` there.
+fn make_remote(root: &Root, to: &str, entries: &[Entry]) -> anyhow::Result<()> {
+    for e in entries {
         match e {
             Entry::Dir(rel) => match root.mkdir(&join(to, rel), 0o755) {
                 Err(e) if e.errno() == Some(EEXIST) => {}
@@ -159,15 +157,50 @@ pub fn upload(root: &Root, from: &Path, to: &str, depth: usize) -> anyhow::Resul
             Entry::File(..) => {}
         }
     }
+    Ok(())
+}
+
+/// Opens the file `path` on the server to be written with permission bits `mode`:
+/// made if missing, else emptied.
+fn create_remote(root: &Root, path: &str, mode: u32) -> anyhow::Result<nf_ninep_client::File> {
+    let flags = LOpenFlags::WRONLY | LOpenFlags::TRUNC;
+    Ok(match root.create(path, flags, mode) {
+        Err(e) if e.errno() == Some(EEXIST) => root.open(path, flags)?,
+        other => other?,
+    })
+}
+
+/// Copies the local tree `from` to `to` on the server (made if missing), each file
+/// with up to `depth` writes in flight; returns how many files failed.
+pub fn upload(root: &Root, from: &Path, to: &str, depth: usize) -> anyhow::Result<usize> {
+    let entries = list_local(from)?;
+    make_remote(root, to, &entries)?;
     Ok(copy_files(&entries, |rel, mode| {
         let mut input = std::fs::File::open(from.join(rel))?;
-        let path = join(to, rel);
-        let flags = LOpenFlags::WRONLY | LOpenFlags::TRUNC;
-        let mut file = match root.create(&path, flags, mode) {
-            Err(e) if e.errno() == Some(EEXIST) => root.open(&path, flags)?,
-            other => other?,
-        };
+        let mut file = create_remote(root, &join(to, rel), mode)?;
         file.copy_from_behind(&mut input, depth)?;
+        file.close()?;
+        Ok(())
+    }))
+}
+
+/// Copies the tree `from` on the server `src` to `to` on the server `dst` (made if
+/// missing; the same server or another, directly or through a gateway), each file
+/// with up to `depth` reads in flight on the source feeding up to `depth` writes in
+/// flight on the destination; returns how many files failed.
+pub fn between(
+    src: &Root,
+    from: &str,
+    dst: &Root,
+    to: &str,
+    depth: usize,
+) -> anyhow::Result<usize> {
+    let entries = list_remote(src, from)?;
+    make_remote(dst, to, &entries)?;
+    Ok(copy_files(&entries, |rel, mode| {
+        let mut input = src.open(&join(from, rel), LOpenFlags::RDONLY)?;
+        let mut file = create_remote(dst, &join(to, rel), mode)?;
+        input.copy_to_file(&mut file, depth)?;
         file.close()?;
         Ok(())
     }))

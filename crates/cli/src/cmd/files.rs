@@ -154,7 +154,8 @@ pub struct CpArgs {
     pub from: String,
     /// Destination: a local file or ADDR:/PATH (created or replaced).
     pub to: String,
-    /// Copy a directory and everything in it (to or from a server; 8 files at once).
+    /// Copy a directory and everything in it (to, from or between servers; 8 files at
+    /// once).
     #[arg(short = 'r', long)]
     pub recursive: bool,
     /// No progress bar (one is shown on a terminal for copies of 8 MiB and more).
@@ -162,7 +163,8 @@ pub struct CpArgs {
     pub quiet: bool,
     /// Messages in flight per file copied: reads from a server (read-ahead, up to the
     /// size the file had) and writes to one (write-behind, to regular files whose
-    /// writes land at their offset); streams go one message at a time; 1: always.
+    /// writes land at their offset), both at once between two servers; streams go one
+    /// message at a time; 1: always.
     #[arg(long, default_value_t = nf_ninep_client::READ_AHEAD,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
     pub depth: usize,
@@ -384,7 +386,7 @@ pub fn cp(a: CpArgs) -> anyhow::Result<i32> {
             let mut from = src_root.open(&src.path, flags_r())?;
             let dst = dst_root.copy_destination(&dst.path, &src.path)?;
             let mut to = dst_root.open_for_write(&dst, false)?;
-            from.copy_to_file(&mut to)?;
+            from.copy_to_file(&mut to, a.depth)?;
             to.close()?;
         }
     }
@@ -413,9 +415,15 @@ fn cp_tree(a: &CpArgs) -> anyhow::Result<i32> {
             };
             super::copy_tree::download(&root, &t.path, &to, a.depth)?
         }
-        _ => {
+        (true, true) => {
+            let (src_root, src) = a.conn.open(&a.from)?;
+            let (dst_root, dst) = a.conn.open(&a.to)?;
+            let to = dst_root.copy_destination(&dst.path, src.path.trim_end_matches('/'))?;
+            super::copy_tree::between(&src_root, &src.path, &dst_root, &to, a.depth)?
+        }
+        (false, false) => {
             return Err(super::Usage(format!(
-                "nf cp -r {} {}: copies a tree between this host and a server; name exactly one side as ADDR:/path",
+                "nf cp -r {} {}: neither is remote; name one side (or both) as ADDR:/path",
                 a.from, a.to
             ))
             .into())
