@@ -29,7 +29,8 @@ Every function takes the same keyword arguments for the connection:
   (default: 10 s to connect, replies as long as they take).
 * ``cert``, ``key``, ``ca`` -- PEM files for ``tls:`` addresses.
 
-Each call makes its own connection; an open file keeps its own until closed.
+Calls reuse one connection per server and identity (up to 16 are kept; a forked
+child makes its own), and an open file holds its connection until it is closed.
 
 Errors are the exceptions Python's own files raise: a missing file is
 :class:`FileNotFoundError`, a refused one :class:`PermissionError`, and so on, each
