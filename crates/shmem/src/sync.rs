@@ -45,19 +45,27 @@ pub extern "C" fn nf_shmem_order(call: *const c_char, pe: c_int) {
     });
 }
 
-/// `shmem_barrier_all`: quiet, then wait for every PE.
+/// The world barrier through the rma layer: quiet, then wait for every PE
+/// (`shmem_barrier_all` where the PEs do not all share this host, `csrc/team.c`).
+///
+/// # Safety
+/// `call` is a string literal.
 #[no_mangle]
-pub extern "C" fn shmem_barrier_all() {
-    let call = "shmem_barrier_all";
+pub unsafe extern "C" fn nf_shmem_world_barrier(call: *const c_char) {
+    let call = call_name(call);
     with(call, |st| {
         st.rma.barrier().unwrap_or_else(|e| fatal(call, e))
     });
 }
 
-/// `shmem_sync_all`: wait for every PE (no completion of puts).
+/// The world barrier of the wire-up, without completing puts (`shmem_sync_all`
+/// where the PEs do not all share this host).
+///
+/// # Safety
+/// `call` is a string literal.
 #[no_mangle]
-pub extern "C" fn shmem_sync_all() {
-    let call = "shmem_sync_all";
+pub unsafe extern "C" fn nf_shmem_world_sync(call: *const c_char) {
+    let call = call_name(call);
     with(call, |st| {
         st.rma.wireup().barrier().unwrap_or_else(|e| fatal(call, e))
     });

@@ -84,6 +84,7 @@ fn two_namespace_hosts_two_pes_each() {
         "t_signal",
         "t_team",
         "t_activeset",
+        "t_direct",
     ] {
         let prog = compile(name);
         // ofi's native RMA (which `auto` skips on the tcp provider) and the service
@@ -119,6 +120,12 @@ fn teams_splits_and_every_collective_on_a_team() {
 #[test]
 fn teams_through_the_service_threads() {
     run_c("t_team", &[2, 4], SERVICE);
+}
+
+#[test]
+fn collectives_back_to_back_on_direct_load_store_and_the_service_threads() {
+    run_c("t_direct", &[1, 2, 4], &[]);
+    run_c("t_direct", &[2, 4], SERVICE);
 }
 
 #[test]

@@ -1,0 +1,124 @@
+/* Same-host collectives by load / store (csrc/team.h, struct nf_direct): when every
+ * member of a team has its heap mapped here (shmem_ptr reaches it), the team's
+ * barrier, broadcast and small reductions touch the members' symmetric memory
+ * directly instead of going through the rma layer or its barrier.
+ *
+ * 1. Whether a team is direct is decided once per team, from shmem_ptr to every
+ *    member: sharing a host is an equivalence, so every member decides alike.
+ * 2. Each slot owns NF_ROUNDS + 2 symmetric counters (struct nf_direct_sym):
+ *    flag[r] for round r of the barrier, bcast and ack for broadcast. Writers only ever
+ *    add 1 (a release atomic); a reader waits until its counter reaches how many
+ *    adds it has consumed so far, plus one (acquire), then counts it consumed.
+ *    The consumed counts live on the reader (nf_direct.seen) per slot and survive
+ *    the slot's teams: a team ends with every add to this PE consumed (each one is
+ *    awaited inside the collective that made it), so a later team in the slot
+ *    starts level without any reset, and a writer running one collective ahead only
+ *    raises the count further.
+ * 3. Barrier: dissemination. In round r member i adds 1 to flag[r] of member
+ *    i + 2^r (mod size) and waits for its own flag[r]; after ceil(log2 size) rounds
+ *    every member has, transitively, heard from every other. Release / acquire make
+ *    whatever a member stored before arriving visible to all after.
+ * 4. Broadcast: the root adds 1 to every other member's bcast (its source is
+ *    ready) and waits for size - 1 adds to its own ack; a member waits for its
+ *    bcast, copies the root's source (mapped here) into its own dest, and adds 1 to
+ *    the root's ack. Each PE writes only its own dest, inside its own call (a
+ *    program may still be clearing dest when the root arrives), and the root
+ *    returns once nobody reads its source any more: no barrier. A member's i-th
+ *    bcast may come from a later root, but that root has finished broadcast i, so
+ *    broadcast i's root has arrived.
+ * 5. Small reductions (at most NF_DIRECT_REDUCE bytes per member): a barrier (every
+ *    source is ready), each member combines every member's source, read where it
+ *    is mapped, in member order (the same bits on every PE) into a private buffer,
+ *    a barrier (nobody reads a source any more: dest may be a source), then copies
+ *    the result into its dest. Larger ones keep coll.c's reduce-scatter. */
+#include <shmem.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "team.h"
+
+/* Rule 1: fills `d` for the team of group `g` whose slot's words are `mine`. */
+void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_group *g,
+                     struct nf_direct_sym *mine, long *seen) {
+    free(d->peer);
+    memset(d, 0, sizeof *d);
+    d->ready = 1;
+    d->mine = mine;
+    d->seen = seen;
+    int rounds = 0;
+    while ((1L << rounds) < g->size) rounds++;
+    if (rounds > NF_ROUNDS) return; /* a team this large keeps the other path */
+    d->rounds = rounds;
+    struct nf_direct_sym **peer = malloc((size_t)g->size * sizeof *peer);
+    if (!peer) nf_fatalf(call, "out of local memory for a team of %d PEs", g->size);
+    for (int i = 0; i < g->size; i++) {
+        peer[i] = shmem_ptr(mine, nf_group_pe(g, i));
+        if (!peer[i]) {
+            free(peer);
+            return;
+        }
+    }
+    d->peer = peer;
+    d->on = 1;
+}
+
+/* Rule 2: waits for the next `n` adds to `counter`, whose consumed count is
+ * `*seen`. */
+static void nf_direct_wait(const char *call, long *counter, long *seen, long n) {
+    long want = *seen += n;
+    unsigned round = 0;
+    while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want) nf_shmem_pause(call, &round);
+}
+
+static void nf_direct_add(long *counter) {
+    __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+}
+
+void nf_direct_sync(const char *call, const struct nf_group *g) {
+    const struct nf_direct *d = g->direct;
+    for (int r = 0; r < d->rounds; r++) {
+        nf_direct_add(&d->peer[(g->me + (1 << r)) % g->size]->flag[r]);
+        nf_direct_wait(call, &d->mine->flag[r], &d->seen[r], 1);
+    }
+}
+
+void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,
+                         const void *source, size_t bytes, int root, int root_gets) {
+    const struct nf_direct *d = g->direct;
+    if (g->me != root) {
+        nf_direct_wait(call, &d->mine->bcast, &d->seen[NF_ROUNDS], 1);
+        nf_shmem_get(call, dest, source, bytes, nf_group_pe(g, root));
+        nf_direct_add(&d->peer[root]->ack);
+        return;
+    }
+    for (int k = 1; k < g->size; k++) nf_direct_add(&d->peer[(root + k) % g->size]->bcast);
+    if (root_gets && dest != source) memmove(dest, source, bytes);
+    nf_direct_wait(call, &d->mine->ack, &d->seen[NF_ROUNDS + 1], g->size - 1);
+}
+
+int nf_direct_reduce(const char *call, const struct nf_group *g, void *dest,
+                     const void *source, size_t nreduce, size_t elem, nf_combine_fn combine) {
+    size_t bytes = nreduce * elem;
+    if (bytes > NF_DIRECT_REDUCE) return 0;
+    char small[512];
+    char *acc = bytes <= sizeof small ? small : malloc(bytes);
+    if (!acc) nf_shmem_fatal(call, "out of local memory for the result");
+    shmem_quiet();
+    nf_direct_sync(call, g);
+    for (int i = 0; i < g->size; i++) {
+        const void *theirs = i == g->me ? source : shmem_ptr(source, nf_group_pe(g, i));
+        if (!theirs) { /* not symmetric: the get names the call and the address */
+            nf_shmem_get(call, acc, source, bytes, nf_group_pe(g, i));
+            nf_shmem_fatal(call, "source is not mapped on a same-host PE");
+        }
+        if (i == 0)
+            memcpy(acc, theirs, bytes);
+        else
+            combine(acc, theirs, nreduce);
+    }
+    nf_direct_sync(call, g);
+    memcpy(dest, acc, bytes);
+    if (acc != small) free(acc);
+    return 1;
+}
