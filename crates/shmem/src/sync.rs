@@ -144,11 +144,9 @@ fn pause(round: &mut u32) {
 /// `call` is a string literal; `round` is a writable unsigned int.
 #[no_mangle]
 pub unsafe extern "C" fn nf_shmem_pause(call: *const c_char, round: *mut u32) {
-    if !crate::state::running() {
-        fatal(
-            call_name(call),
-            "OpenSHMEM is not initialised on this thread",
-        );
+    if !crate::state::usable() {
+        // The state's own message: not running, or not this thread.
+        crate::state::with(call_name(call), |_| ());
     }
     // SAFETY: the C side passes its loop's counter.
     pause(unsafe { &mut *round });
