@@ -5,8 +5,8 @@
  *
  * 1. Whether a team is direct is decided once per team, from shmem_ptr to every
  *    member: sharing a host is an equivalence, so every member decides alike.
- * 2. Each slot owns NF_ROUNDS + 2 symmetric counters (struct nf_direct_sym):
- *    flag[r] for round r of the barrier, bcast and ack for broadcast. Writers only ever
+ * 2. Each slot owns NF_ROUNDS + 1 symmetric counters (struct nf_direct_sym):
+ *    flag[r] for round r of the barrier, bcast for broadcast. Writers only ever
  *    add 1 (a release atomic); a reader waits until its counter reaches how many
  *    adds it has consumed so far, plus one (acquire), then counts it consumed.
  *    The consumed counts live on the reader (nf_direct.seen) per slot and survive
@@ -18,14 +18,17 @@
  *    i + 2^r (mod size) and waits for its own flag[r]; after ceil(log2 size) rounds
  *    every member has, transitively, heard from every other. Release / acquire make
  *    whatever a member stored before arriving visible to all after.
- * 4. Broadcast: the root adds 1 to every other member's bcast (its source is
- *    ready) and waits for size - 1 adds to its own ack; a member waits for its
- *    bcast, copies the root's source (mapped here) into its own dest, and adds 1 to
- *    the root's ack. Each PE writes only its own dest, inside its own call (a
- *    program may still be clearing dest when the root arrives), and the root
- *    returns once nobody reads its source any more: no barrier. A member's i-th
- *    bcast may come from a later root, but that root has finished broadcast i, so
- *    broadcast i's root has arrived.
+ * 4. Broadcast: the root offers the data, adds 1 to every other member's bcast,
+ *    and expects size - 1 more adds to its ack (a per-PE counter: `acks` counts
+ *    what it will reach); a member waits for its bcast, copies what the root
+ *    offers (mapped here) into its own dest, and adds 1 to the root's ack. Each PE
+ *    writes only its own dest, inside its own call (a program may still be
+ *    clearing dest when the root arrives). Up to NF_BOUNCE bytes the root offers a
+ *    copy in its bounce and returns at once; it waits for the previous
+ *    broadcast's acks only before it offers again (its bounce is then free).
+ *    Larger, it offers its source and returns once every member has read it. A
+ *    member's i-th bcast may come from a later root, but that root has finished
+ *    broadcast i, so broadcast i's root has arrived: no barrier.
  * 5. Small reductions (at most NF_DIRECT_REDUCE bytes per member): a barrier (every
  *    source is ready), each member combines every member's source, read where it
  *    is mapped, in member order (the same bits on every PE) into a private buffer,
@@ -40,26 +43,29 @@
 
 /* Rule 1: fills `d` for the team of group `g` whose slot's words are `mine`. */
 void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_group *g,
-                     struct nf_direct_sym *mine, long *seen) {
+                     struct nf_direct_sym *mine, long *seen, struct nf_bounce *bounce,
+                     long *acks) {
     free(d->peer);
+    free(d->bounce);
     memset(d, 0, sizeof *d);
     d->ready = 1;
     d->mine = mine;
     d->seen = seen;
+    d->my_bounce = bounce;
+    d->acks = acks;
     int rounds = 0;
     while ((1L << rounds) < g->size) rounds++;
     if (rounds > NF_ROUNDS) return; /* a team this large keeps the other path */
     d->rounds = rounds;
-    struct nf_direct_sym **peer = malloc((size_t)g->size * sizeof *peer);
-    if (!peer) nf_fatalf(call, "out of local memory for a team of %d PEs", g->size);
+    d->peer = malloc((size_t)g->size * sizeof *d->peer);
+    d->bounce = malloc((size_t)g->size * sizeof *d->bounce);
+    if (!d->peer || !d->bounce)
+        nf_fatalf(call, "out of local memory for a team of %d PEs", g->size);
     for (int i = 0; i < g->size; i++) {
-        peer[i] = shmem_ptr(mine, nf_group_pe(g, i));
-        if (!peer[i]) {
-            free(peer);
-            return;
-        }
+        d->peer[i] = shmem_ptr(mine, nf_group_pe(g, i));
+        d->bounce[i] = shmem_ptr(bounce, nf_group_pe(g, i));
+        if (!d->peer[i] || !d->bounce[i]) return; /* off: freed at the next setup */
     }
-    d->peer = peer;
     d->on = 1;
 }
 
@@ -86,15 +92,23 @@ void nf_direct_sync(const char *call, const struct nf_group *g) {
 void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,
                          const void *source, size_t bytes, int root, int root_gets) {
     const struct nf_direct *d = g->direct;
+    int small = bytes <= NF_BOUNCE;
     if (g->me != root) {
         nf_direct_wait(call, &d->mine->bcast, &d->seen[NF_ROUNDS], 1);
-        nf_shmem_get(call, dest, source, bytes, nf_group_pe(g, root));
-        nf_direct_add(&d->peer[root]->ack);
+        if (small)
+            memcpy(dest, d->bounce[root]->data, bytes);
+        else
+            nf_shmem_get(call, dest, source, bytes, nf_group_pe(g, root));
+        nf_direct_add(&d->bounce[root]->ack);
         return;
     }
+    long had = *d->acks;
+    nf_direct_wait(call, &d->my_bounce->ack, &had, 0); /* the bounce is free */
+    *d->acks += g->size - 1;
+    if (small) memcpy(d->my_bounce->data, source, bytes);
     for (int k = 1; k < g->size; k++) nf_direct_add(&d->peer[(root + k) % g->size]->bcast);
     if (root_gets && dest != source) memmove(dest, source, bytes);
-    nf_direct_wait(call, &d->mine->ack, &d->seen[NF_ROUNDS + 1], g->size - 1);
+    if (!small) nf_direct_wait(call, &d->my_bounce->ack, d->acks, 0);
 }
 
 int nf_direct_reduce(const char *call, const struct nf_group *g, void *dest,

@@ -63,6 +63,8 @@ static int world_n;
 static struct nf_direct_sym *dsym;
 static struct nf_direct directs[NF_TEAM_SLOTS];
 static long seen[NF_TEAM_SLOTS][NF_SEEN];
+static struct nf_bounce *bounce; /* after the counters (one per PE) */
+static long acks;                /* what bounce->ack will reach (direct.c rule 4) */
 
 void nf_fatalf(const char *call, const char *fmt, ...) {
     char msg[512];
@@ -108,13 +110,16 @@ static void nf_teams_ready(const char *call) {
     size_t bytes;
     void *area = nf_shmem_team_area(call, &bytes);
     if (area == sym) return;
-    size_t need = (sizeof(struct nf_team_sym) + sizeof(struct nf_direct_sym)) * NF_TEAM_SLOTS;
+    size_t need = (sizeof(struct nf_team_sym) + sizeof(struct nf_direct_sym)) * NF_TEAM_SLOTS +
+                  sizeof(struct nf_bounce);
     if (bytes < need)
         nf_fatalf(call, "the team area holds %zu B, the table needs %zu B", bytes, need);
     for (int s = 0; s < NF_TEAM_SLOTS; s++) nf_team_clear(&teams[s]);
     sym = area;
     dsym = (struct nf_direct_sym *)(sym + NF_TEAM_SLOTS);
+    bounce = (struct nf_bounce *)(dsym + NF_TEAM_SLOTS);
     memset(seen, 0, sizeof seen); /* a fresh area's counters are 0 */
+    acks = 0;
     world_n = shmem_n_pes();
     int *world = nf_alloc(call, (size_t)world_n * sizeof(int));
     for (int p = 0; p < world_n; p++) world[p] = p;
@@ -165,7 +170,7 @@ void nf_team_group(const char *call, shmem_team_t team, struct nf_group *g) {
     g->count = &sym[slot].count;
     g->direct = NULL;
     struct nf_direct *d = &directs[slot];
-    if (!d->ready) nf_direct_setup(call, d, g, &dsym[slot], seen[slot]);
+    if (!d->ready) nf_direct_setup(call, d, g, &dsym[slot], seen[slot], bounce, &acks);
     if (d->on) g->direct = d;
 }
 

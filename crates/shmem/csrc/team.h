@@ -31,25 +31,36 @@
 struct nf_direct_sym {
     long flag[NF_ROUNDS]; /* barrier round r */
     long bcast;           /* broadcast: the root has arrived */
-    long ack;             /* broadcast: a member has read the root's source */
-    long pad[14];
+    long pad[15];
 };
 _Static_assert(sizeof(struct nf_direct_sym) == 256, "two lines per slot");
 
+/* One per PE, after the slots' counters: broadcast's acknowledgements (members
+ * that have read what this PE, as a root, offered) and the copy of a small
+ * broadcast's source. */
+#define NF_BOUNCE 4096
+struct nf_bounce {
+    long ack;
+    long pad[7];
+    char data[NF_BOUNCE];
+};
 /* A team whose members all share this host (direct.c rule 1). */
 struct nf_direct {
     int ready;                  /* decided for the team in the slot */
     int on;                     /* every member mapped here: the rest is filled */
     int rounds;                 /* barrier rounds, ceil(log2 size) */
     struct nf_direct_sym **peer; /* every member's counters, mapped here */
+    struct nf_bounce **bounce;  /* every member's bounce, mapped here */
     struct nf_direct_sym *mine; /* this PE's counters */
-    long *seen;                 /* consumed adds: flag[0 ..], bcast, ack (rule 2) */
+    long *seen;                 /* consumed adds: flag[0 ..], bcast (rule 2) */
+    struct nf_bounce *my_bounce; /* this PE's bounce */
+    long *acks;                 /* acks this PE's bounce->ack will reach (rule 4) */
 };
 
 /* Reductions of at most this many bytes per member read every source directly. */
 #define NF_DIRECT_REDUCE 16384
-/* Consumed counts per slot: the barrier's rounds, bcast, ack. */
-#define NF_SEEN (NF_ROUNDS + 2)
+/* Consumed counts per slot: the barrier's rounds, bcast. */
+#define NF_SEEN (NF_ROUNDS + 1)
 
 struct nf_group {
     int size;          /* members */
@@ -100,10 +111,11 @@ void nf_coll_alltoalls(const char *call, const struct nf_group *g, void *dest,
 typedef void (*nf_combine_fn)(void *acc, const void *got, size_t n);
 
 /* direct.c: set up `d` for group `g` (this PE's counters `mine`, consumed counts
- * `seen`, NF_SEEN of them); the barrier, broadcast and reduction on a group
+ * `seen`, NF_SEEN of them, its bounce and the count of acks it expects); the barrier, broadcast and reduction on a group
  * whose `direct` is set (reduce returns 0, doing nothing, when it is too large). */
 void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_group *g,
-                     struct nf_direct_sym *mine, long *seen);
+                     struct nf_direct_sym *mine, long *seen, struct nf_bounce *bounce,
+                     long *acks);
 void nf_direct_sync(const char *call, const struct nf_group *g);
 void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,
                          const void *source, size_t bytes, int root, int root_gets);

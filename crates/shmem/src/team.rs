@@ -17,8 +17,9 @@ use crate::heap::Heap;
 use crate::state::with;
 
 /// Bytes of the team area: 64 slots of one 64-byte line each, then 64 slots of the
-/// same-host collectives' 256 bytes of counters (`csrc/team.h`).
-pub const AREA: usize = 64 * 64 + 64 * 256;
+/// same-host collectives' 256 bytes of counters, then this PE's broadcast bounce
+/// (a line and 4 KiB; `csrc/team.h`).
+pub const AREA: usize = 64 * 64 + 64 * 256 + 64 + 4096;
 
 /// Takes the team area from a fresh heap (start-up step 1 above): its offset.
 pub fn reserve(heap: &mut Heap) -> Option<usize> {

@@ -34,11 +34,13 @@ static void rounds(shmem_team_t team, int t, int n, const int *pe_of, long *word
     }
 }
 
-/* Broadcasts from every member in turn: the root changes its source as soon as
- * the call returns, and each member clears its dest just before the call. */
+/* Broadcasts from every member in turn, then from the last one again and again
+ * (a root a round ahead of a slow member must not overwrite what it still reads):
+ * the root changes its source as soon as the call returns, and each member clears
+ * its dest just before the call. */
 static void broadcasts(shmem_team_t team, int t, int n, long *src, long *dst) {
-    for (int k = 0; k < ROUNDS; k++) {
-        int root = k % n;
+    for (int k = 0; k < 2 * ROUNDS; k++) {
+        int root = k < ROUNDS ? k % n : n - 1;
         if (t == root)
             for (int i = 0; i < 4; i++) src[i] = k * 10 + i;
         memset(dst, 0, 4 * sizeof(long));
