@@ -33,7 +33,23 @@
  *    source is ready), each member combines every member's source, read where it
  *    is mapped, in member order (the same bits on every PE) into a private buffer,
  *    a barrier (nobody reads a source any more: dest may be a source), then copies
- *    the result into its dest. Larger ones keep coll.c's reduce-scatter. */
+ *    the result into its dest. Larger ones keep coll.c's reduce-scatter.
+ * 6. Waiting: while this host has no more PEs than this process may run on, a
+ *    wait spins up to NF_SPINS pauses before it yields (a peer is running and
+ *    will answer within a cache miss or two; a yield on a busy machine gives the
+ *    CPU to another process for a whole time slice). With more PEs than CPUs it
+ *    yields at once: the peer it waits for may need this CPU. A pause is about
+ *    130 ns on the 2-core VM of bench/README.md, so the budget is about 13 ms,
+ *    longer than a time slice: on that VM at load 12 to 15 a 2-PE barrier took a
+ *    median of 13 us yielding after 64 pauses, 0.47 us after 10^4, 0.23 us after
+ *    10^5 (OSHMEM, which polls without yielding: 0.6 us). The budget adapts: a
+ *    wait that spun it all quarters it (down to NF_SPINS_LEAST; a CPU quota, or
+ *    namespace "hosts" sharing one machine, can make PEs share CPUs unseen), one
+ *    answered while spinning doubles it back. */
+#define NF_SPINS 100000
+#define NF_SPINS_LEAST 64
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include <shmem.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +57,29 @@
 #include "internal.h"
 #include "team.h"
 
+/* One step of a busy wait. */
+static inline void nf_spin_hint(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Rule 6: the spin budget now, adapted to what waits took. */
+static long nf_spin_now = NF_SPINS;
+
+/* Rule 6: spins before a wait yields, for `local` PEs on this host. */
+static long nf_spin_budget(int local) {
+    cpu_set_t cpus;
+    int n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    return local <= n ? NF_SPINS : 0;
+}
+
 /* Rule 1: fills `d` for the team of group `g` whose slot's words are `mine`. */
 void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_group *g,
                      struct nf_direct_sym *mine, long *seen, struct nf_bounce *bounce,
-                     long *acks) {
+                     long *acks, int local) {
     free(d->peer);
     free(d->bounce);
     memset(d, 0, sizeof *d);
@@ -53,6 +88,7 @@ void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_grou
     d->seen = seen;
     d->my_bounce = bounce;
     d->acks = acks;
+    d->spins = nf_spin_budget(local);
     int rounds = 0;
     while ((1L << rounds) < g->size) rounds++;
     if (rounds > NF_ROUNDS) return; /* a team this large keeps the other path */
@@ -71,8 +107,17 @@ void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_grou
 
 /* Rule 2: waits for the next `n` adds to `counter`, whose consumed count is
  * `*seen`. */
-static void nf_direct_wait(const char *call, long *counter, long *seen, long n) {
+static void nf_direct_wait(const struct nf_direct *d, const char *call, long *counter,
+                           long *seen, long n) {
     long want = *seen += n;
+    for (long i = 0; i < d->spins && i < nf_spin_now; i++) {
+        if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= want) {
+            if (nf_spin_now < NF_SPINS) nf_spin_now *= 2;
+            return;
+        }
+        nf_spin_hint();
+    }
+    if (d->spins && nf_spin_now > NF_SPINS_LEAST) nf_spin_now /= 4;
     unsigned round = 0;
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want) nf_shmem_pause(call, &round);
 }
@@ -85,7 +130,7 @@ void nf_direct_sync(const char *call, const struct nf_group *g) {
     const struct nf_direct *d = g->direct;
     for (int r = 0; r < d->rounds; r++) {
         nf_direct_add(&d->peer[(g->me + (1 << r)) % g->size]->flag[r]);
-        nf_direct_wait(call, &d->mine->flag[r], &d->seen[r], 1);
+        nf_direct_wait(d, call, &d->mine->flag[r], &d->seen[r], 1);
     }
 }
 
@@ -94,7 +139,7 @@ void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,
     const struct nf_direct *d = g->direct;
     int small = bytes <= NF_BOUNCE;
     if (g->me != root) {
-        nf_direct_wait(call, &d->mine->bcast, &d->seen[NF_ROUNDS], 1);
+        nf_direct_wait(d, call, &d->mine->bcast, &d->seen[NF_ROUNDS], 1);
         if (small)
             memcpy(dest, d->bounce[root]->data, bytes);
         else
@@ -103,12 +148,12 @@ void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,
         return;
     }
     long had = *d->acks;
-    nf_direct_wait(call, &d->my_bounce->ack, &had, 0); /* the bounce is free */
+    nf_direct_wait(d, call, &d->my_bounce->ack, &had, 0); /* the bounce is free */
     *d->acks += g->size - 1;
     if (small) memcpy(d->my_bounce->data, source, bytes);
     for (int k = 1; k < g->size; k++) nf_direct_add(&d->peer[(root + k) % g->size]->bcast);
     if (root_gets && dest != source) memmove(dest, source, bytes);
-    if (!small) nf_direct_wait(call, &d->my_bounce->ack, d->acks, 0);
+    if (!small) nf_direct_wait(d, call, &d->my_bounce->ack, d->acks, 0);
 }
 
 int nf_direct_reduce(const char *call, const struct nf_group *g, void *dest,

@@ -170,7 +170,9 @@ void nf_team_group(const char *call, shmem_team_t team, struct nf_group *g) {
     g->count = &sym[slot].count;
     g->direct = NULL;
     struct nf_direct *d = &directs[slot];
-    if (!d->ready) nf_direct_setup(call, d, g, &dsym[slot], seen[slot], bounce, &acks);
+    if (!d->ready)
+        nf_direct_setup(call, d, g, &dsym[slot], seen[slot], bounce, &acks,
+                        teams[NF_SLOT_SHARED].size);
     if (d->on) g->direct = d;
 }
 

@@ -55,6 +55,7 @@ struct nf_direct {
     long *seen;                 /* consumed adds: flag[0 ..], bcast (rule 2) */
     struct nf_bounce *my_bounce; /* this PE's bounce */
     long *acks;                 /* acks this PE's bounce->ack will reach (rule 4) */
+    long spins;                 /* pauses before a wait yields (rule 6) */
 };
 
 /* Reductions of at most this many bytes per member read every source directly. */
@@ -111,11 +112,12 @@ void nf_coll_alltoalls(const char *call, const struct nf_group *g, void *dest,
 typedef void (*nf_combine_fn)(void *acc, const void *got, size_t n);
 
 /* direct.c: set up `d` for group `g` (this PE's counters `mine`, consumed counts
- * `seen`, NF_SEEN of them, its bounce and the count of acks it expects); the barrier, broadcast and reduction on a group
+ * `seen`, NF_SEEN of them, its bounce, the count of acks it expects, and how many
+ * PEs share this host); the barrier, broadcast and reduction on a group
  * whose `direct` is set (reduce returns 0, doing nothing, when it is too large). */
 void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_group *g,
                      struct nf_direct_sym *mine, long *seen, struct nf_bounce *bounce,
-                     long *acks);
+                     long *acks, int local);
 void nf_direct_sync(const char *call, const struct nf_group *g);
 void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,
                          const void *source, size_t bytes, int root, int root_gets);

@@ -8,7 +8,7 @@
 //! process): `SHMEM_THREAD_FUNNELED` is the most granted. A plain global load and
 //! that comparison cost a few instructions, where the thread-local it replaced
 //! cost a `__tls_get_addr` call per operation (a shared library's thread-locals use
-//! the general-dynamic model), a third of an 8-byte put's time.
+//! the general-dynamic model).
 //!
 //! Start-up (`shmem_init`, collective), in order:
 //! 1. Join the job (`World::init`) and the rma layer over it (`WorldWireup`).
@@ -84,9 +84,11 @@ fn mine() -> Result<&'static State, &'static str> {
     let st = unsafe { &*st };
     // SAFETY: pthread_equal has no preconditions.
     if unsafe { libc::pthread_equal(st.owner, me()) } == 0 {
-        return Err("called from a thread other than the one that called shmem_init; \
+        return Err(
+            "called from a thread other than the one that called shmem_init; \
                     libshmem provides SHMEM_THREAD_FUNNELED: make every OpenSHMEM call \
-                    from that thread");
+                    from that thread",
+        );
     }
     Ok(st)
 }

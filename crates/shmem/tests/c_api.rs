@@ -6,8 +6,8 @@
 mod common;
 
 use common::{
-    assert_all_passed, compile, compile_as, compile_std, mpirun, nf_run, nf_run_hosts,
-    try_compile, ShmDir,
+    assert_all_passed, compile, compile_as, compile_std, mpirun, nf_run, nf_run_hosts, try_compile,
+    ShmDir,
 };
 use nf_testkit::Netns;
 
@@ -84,7 +84,6 @@ fn two_namespace_hosts_two_pes_each() {
         "t_signal",
         "t_team",
         "t_activeset",
-        "t_direct",
     ] {
         let prog = compile(name);
         // ofi's native RMA (which `auto` skips on the tcp provider) and the service
