@@ -43,11 +43,12 @@
  *    longer than a time slice: on that VM at load 12 to 15 a 2-PE barrier took a
  *    median of 13 us yielding after 64 pauses, 0.47 us after 10^4, 0.23 us after
  *    10^5 (OSHMEM, which polls without yielding: 0.6 us). The budget adapts: a
- *    wait that spun it all quarters it (down to NF_SPINS_LEAST; a CPU quota, or
+ *    wait that spun it all halves it (down to NF_SPINS_LEAST, about 0.5 ms: down
+ *    to 64 it stayed low at load 18-20 and a barrier took 6.7 us; a CPU quota, or
  *    namespace "hosts" sharing one machine, can make PEs share CPUs unseen), one
  *    answered while spinning doubles it back. */
 #define NF_SPINS 100000
-#define NF_SPINS_LEAST 64
+#define NF_SPINS_LEAST 4096
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <sched.h>
 #include <shmem.h>
@@ -117,7 +118,7 @@ static void nf_direct_wait(const struct nf_direct *d, const char *call, long *co
         }
         nf_spin_hint();
     }
-    if (d->spins && nf_spin_now > NF_SPINS_LEAST) nf_spin_now /= 4;
+    if (d->spins && nf_spin_now > NF_SPINS_LEAST) nf_spin_now /= 2;
     unsigned round = 0;
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want) nf_shmem_pause(call, &round);
 }
