@@ -46,6 +46,7 @@ static void nf_active_set(const char *call, int start, int logstride, int size, 
     g->psync = psync;
     g->idle = SHMEM_SYNC_VALUE;
     g->count = &psync[2];
+    g->direct = NULL; /* the program's pSync, not a slot's counters */
 }
 
 #define NF_ON_SET(call, CORE)                                                        \

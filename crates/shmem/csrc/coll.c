@@ -25,6 +25,10 @@ void nf_coll_broadcast(const char *call, const struct nf_group *g, void *dest,
                        const void *source, size_t bytes, int root, int root_gets) {
     if (root < 0 || root >= g->size)
         nf_fatalf(call, "PE_root = %d is not a PE of the team (0 ..= %d)", root, g->size - 1);
+    if (g->direct) {
+        nf_direct_broadcast(call, g, dest, source, bytes, root, root_gets);
+        return;
+    }
     nf_group_barrier(call, g);
     if (g->me != root || root_gets) nf_shmem_get(call, dest, source, bytes, nf_group_pe(g, root));
     nf_group_sync(call, g);
@@ -81,6 +85,7 @@ void nf_coll_alltoalls(const char *call, const struct nf_group *g, void *dest,
 
 void nf_coll_reduce(const char *call, const struct nf_group *g, void *dest,
                     const void *source, size_t nreduce, size_t elem, nf_combine_fn combine) {
+    if (g->direct && nf_direct_reduce(call, g, dest, source, nreduce, elem, combine)) return;
     size_t chunk = (nreduce + (size_t)g->size - 1) / (size_t)g->size;
     size_t lo = (size_t)g->me * chunk < nreduce ? (size_t)g->me * chunk : nreduce;
     size_t n = nreduce - lo < chunk ? nreduce - lo : chunk;

@@ -34,6 +34,11 @@ int64_t nf_shmem_amo(const char *call, int op, void *dest, int64_t value, int64_
 /* Orders this PE's puts to `pe` before what it sends `pe` next (src/sync.rs). */
 void nf_shmem_order(const char *call, int pe);
 
+/* The world's barriers through the rma layer (src/sync.rs): with completion of
+ * this PE's puts (shmem_barrier_all's), and without (shmem_sync_all's). */
+void nf_shmem_world_barrier(const char *call);
+void nf_shmem_world_sync(const char *call);
+
 /* Ends the job with `libshmem: PE me: call: msg` (src/error.rs). */
 void nf_shmem_fatal(const char *call, const char *msg) __attribute__((noreturn));
 

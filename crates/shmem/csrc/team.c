@@ -57,6 +57,14 @@ struct nf_team {
 static struct nf_team teams[NF_TEAM_SLOTS];
 static struct nf_team_sym *sym; /* this PE's team area; NULL before rule 6 */
 static int world_n;
+/* Same-host collectives (direct.c): each slot's counters follow the lines in the
+ * team area; the decision and pointers are per team, the consumed counts per slot
+ * (direct.c rule 2: they outlive the slot's teams). */
+static struct nf_direct_sym *dsym;
+static struct nf_direct directs[NF_TEAM_SLOTS];
+static long seen[NF_TEAM_SLOTS][NF_SEEN];
+static struct nf_bounce *bounce; /* after the counters (one per PE) */
+static long acks;                /* what bounce->ack will reach (direct.c rule 4) */
 
 void nf_fatalf(const char *call, const char *fmt, ...) {
     char msg[512];
@@ -87,6 +95,7 @@ static void nf_team_fill(const char *call, int slot, int *members, int size,
     memset(&t->config, 0, sizeof t->config);
     if (config && (mask & SHMEM_TEAM_NUM_CONTEXTS)) t->config.num_contexts = config->num_contexts;
     t->live = 1;
+    directs[slot].ready = 0;
 }
 
 static void nf_team_clear(struct nf_team *t) {
@@ -101,11 +110,16 @@ static void nf_teams_ready(const char *call) {
     size_t bytes;
     void *area = nf_shmem_team_area(call, &bytes);
     if (area == sym) return;
-    if (bytes < sizeof(struct nf_team_sym) * NF_TEAM_SLOTS)
-        nf_fatalf(call, "the team area holds %zu B, the table needs %zu B", bytes,
-                  sizeof(struct nf_team_sym) * NF_TEAM_SLOTS);
+    size_t need = (sizeof(struct nf_team_sym) + sizeof(struct nf_direct_sym)) * NF_TEAM_SLOTS +
+                  sizeof(struct nf_bounce);
+    if (bytes < need)
+        nf_fatalf(call, "the team area holds %zu B, the table needs %zu B", bytes, need);
     for (int s = 0; s < NF_TEAM_SLOTS; s++) nf_team_clear(&teams[s]);
     sym = area;
+    dsym = (struct nf_direct_sym *)(sym + NF_TEAM_SLOTS);
+    bounce = (struct nf_bounce *)(dsym + NF_TEAM_SLOTS);
+    memset(seen, 0, sizeof seen); /* a fresh area's counters are 0 */
+    acks = 0;
     world_n = shmem_n_pes();
     int *world = nf_alloc(call, (size_t)world_n * sizeof(int));
     for (int p = 0; p < world_n; p++) world[p] = p;
@@ -154,6 +168,12 @@ void nf_team_group(const char *call, shmem_team_t team, struct nf_group *g) {
     g->psync = slot == NF_SLOT_WORLD ? NULL : sym[slot].psync;
     g->idle = 0;
     g->count = &sym[slot].count;
+    g->direct = NULL;
+    struct nf_direct *d = &directs[slot];
+    if (!d->ready)
+        nf_direct_setup(call, d, g, &dsym[slot], seen[slot], bounce, &acks,
+                        teams[NF_SLOT_SHARED].size);
+    if (d->on) g->direct = d;
 }
 
 int nf_team_world_pe(const char *call, shmem_team_t team, int pe) {
@@ -174,8 +194,12 @@ static void nf_wait_word(const char *call, long *word, long value, int equal) {
 }
 
 void nf_group_sync(const char *call, const struct nf_group *g) {
+    if (g->direct) {
+        nf_direct_sync(call, g);
+        return;
+    }
     if (!g->psync) {
-        shmem_barrier_all();
+        nf_shmem_world_barrier(call);
         return;
     }
     if (g->size == 1) return;
@@ -198,8 +222,24 @@ void nf_group_sync(const char *call, const struct nf_group *g) {
 }
 
 void nf_group_barrier(const char *call, const struct nf_group *g) {
-    if (g->psync) shmem_quiet();
+    if (g->psync || g->direct) shmem_quiet();
     nf_group_sync(call, g);
+}
+
+void shmem_barrier_all(void) {
+    struct nf_group g;
+    nf_team_group("shmem_barrier_all", SHMEM_TEAM_WORLD, &g);
+    nf_group_barrier("shmem_barrier_all", &g);
+}
+
+/* A barrier without completing puts: the world's wire-up barrier, or the direct one. */
+void shmem_sync_all(void) {
+    struct nf_group g;
+    nf_team_group("shmem_sync_all", SHMEM_TEAM_WORLD, &g);
+    if (g.direct)
+        nf_direct_sync("shmem_sync_all", &g);
+    else
+        nf_shmem_world_sync("shmem_sync_all");
 }
 
 /* ---- Queries ---- */

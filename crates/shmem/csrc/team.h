@@ -3,8 +3,10 @@
  * csrc/coll.c runs on one:
  *
  * 1. Member i is world PE list[i], or start + i * stride when list is NULL.
- * 2. Synchronisation is among the members only. The world team uses the rma
- *    layer's barrier; any other group a central counter in two symmetric words
+ * 2. Synchronisation is among the members only. A team whose members all share
+ *    this host uses direct.c's dissemination barrier on its slot's counters
+ *    (`direct` set). Otherwise the world team uses the rma layer's barrier, and
+ *    any other group a central counter in two symmetric words
  *    psync[0..1] that rest at `idle` between calls (0 for a team slot, the
  *    program's SHMEM_SYNC_VALUE for a pSync):
  *      a. a member other than 0 adds 1 to psync[0] on member 0, waits until its
@@ -23,6 +25,44 @@
 
 #include <shmem.h>
 
+/* Same-host collectives (csrc/direct.c): one slot's symmetric counters, two
+ * cache lines. */
+#define NF_ROUNDS 16 /* barrier rounds: teams of up to 2^16 PEs */
+struct nf_direct_sym {
+    long flag[NF_ROUNDS]; /* barrier round r */
+    long bcast;           /* broadcast: the root has arrived */
+    long pad[15];
+};
+_Static_assert(sizeof(struct nf_direct_sym) == 256, "two lines per slot");
+
+/* One per PE, after the slots' counters: broadcast's acknowledgements (members
+ * that have read what this PE, as a root, offered) and the copy of a small
+ * broadcast's source. */
+#define NF_BOUNCE 4096
+struct nf_bounce {
+    long ack;
+    long pad[7];
+    char data[NF_BOUNCE];
+};
+/* A team whose members all share this host (direct.c rule 1). */
+struct nf_direct {
+    int ready;                  /* decided for the team in the slot */
+    int on;                     /* every member mapped here: the rest is filled */
+    int rounds;                 /* barrier rounds, ceil(log2 size) */
+    struct nf_direct_sym **peer; /* every member's counters, mapped here */
+    struct nf_bounce **bounce;  /* every member's bounce, mapped here */
+    struct nf_direct_sym *mine; /* this PE's counters */
+    long *seen;                 /* consumed adds: flag[0 ..], bcast (rule 2) */
+    struct nf_bounce *my_bounce; /* this PE's bounce */
+    long *acks;                 /* acks this PE's bounce->ack will reach (rule 4) */
+    long spins;                 /* pauses before a wait yields (rule 6) */
+};
+
+/* Reductions of at most this many bytes per member read every source directly. */
+#define NF_DIRECT_REDUCE 16384
+/* Consumed counts per slot: the barrier's rounds, bcast. */
+#define NF_SEEN (NF_ROUNDS + 1)
+
 struct nf_group {
     int size;          /* members */
     int me;            /* this PE's member number */
@@ -31,6 +71,7 @@ struct nf_group {
     long *psync;       /* rule 2; NULL for the world team */
     long idle;         /* rule 2 */
     long *count;       /* rule 3 */
+    const struct nf_direct *direct; /* same-host collectives, or NULL (direct.c) */
 };
 
 /* World PE of member i. */
@@ -69,6 +110,19 @@ void nf_coll_alltoalls(const char *call, const struct nf_group *g, void *dest,
 
 /* acc[i] = acc[i] OP got[i] for i < n. */
 typedef void (*nf_combine_fn)(void *acc, const void *got, size_t n);
+
+/* direct.c: set up `d` for group `g` (this PE's counters `mine`, consumed counts
+ * `seen`, NF_SEEN of them, its bounce, the count of acks it expects, and how many
+ * PEs share this host); the barrier, broadcast and reduction on a group
+ * whose `direct` is set (reduce returns 0, doing nothing, when it is too large). */
+void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_group *g,
+                     struct nf_direct_sym *mine, long *seen, struct nf_bounce *bounce,
+                     long *acks, int local);
+void nf_direct_sync(const char *call, const struct nf_group *g);
+void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,
+                         const void *source, size_t bytes, int root, int root_gets);
+int nf_direct_reduce(const char *call, const struct nf_group *g, void *dest,
+                     const void *source, size_t nreduce, size_t elem, nf_combine_fn combine);
 void nf_coll_reduce(const char *call, const struct nf_group *g, void *dest,
                     const void *source, size_t nreduce, size_t elem, nf_combine_fn combine);
 

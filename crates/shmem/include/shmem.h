@@ -1,9 +1,9 @@
 /* shmem.h: the OpenSHMEM 1.5 C interface of ninefold's libshmem.
  *
  * Written for ninefold from the OpenSHMEM 1.5 specification. What this version
- * provides is declared here; what it does not (see "Not provided" at the end) is not
- * declared, so a program using it fails to compile or link with the name in the
- * message, never at run time in silence.
+ * provides is declared here; anything it did not provide would not be declared, so
+ * a program using it fails to compile or link with the name in the message, never
+ * at run time in silence.
  *
  * The typed families are generated from the type tables below (_NF_SHMEM_*_TYPES),
  * which the library's C side (the files of csrc/) uses to define them: one table, one
@@ -289,112 +289,153 @@ _NF_SHMEM_P2P_TYPES(_NF_SHMEM_DECL_P2P)
 /* ---- C11 generic forms ----
  * Selected on the type of the object the first pointer points to (lvalue
  * conversion drops its qualifiers); only the basic C types are listed, as the
- * fixed-width and size types are typedefs of them. */
+ * fixed-width and size types are typedefs of them.
+ *
+ * Every generic with a context form (OpenSHMEM 1.5 section 9: RMA, put-with-signal,
+ * atomics) takes an optional shmem_ctx_t first: shmem_put(ctx, dest, src, n, pe)
+ * or shmem_put(dest, src, n, pe). How one macro tells them apart:
+ * 1. The outer selection is on the type of the first argument: shmem_ctx_t picks
+ *    the table of shmem_ctx_TYPENAME_OP, anything else the table of
+ *    shmem_TYPENAME_OP; the call then passes every argument unchanged.
+ * 2. Both tables select on one typed object, _NF_SHMEM_OBJ: the second argument
+ *    when the first is a context, else the first. The branch not taken must still
+ *    be a valid expression (C11 6.5.1.1), so neither table dereferences an
+ *    argument that may not be a pointer (shmem_p's value), and both list the same
+ *    types: a type outside the family is a compile error in either form.
+ * 3. Controlling expressions are not evaluated, so each argument is evaluated
+ *    once, by the call. */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 
-#define _NF_SHMEM_GENERIC_RMA(obj, OP)                                                \
-    _Generic(*(obj), float: shmem_float_##OP, double: shmem_double_##OP,              \
-             long double: shmem_longdouble_##OP, char: shmem_char_##OP,               \
-             signed char: shmem_schar_##OP, short: shmem_short_##OP,                  \
-             int: shmem_int_##OP, long: shmem_long_##OP,                              \
-             long long: shmem_longlong_##OP, unsigned char: shmem_uchar_##OP,         \
-             unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP,        \
-             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP)
+/* The first and the second argument (an extra 0 keeps "..." non-empty). */
+#define _NF_SHMEM_ARG0(...) _NF_SHMEM_ARG0_(__VA_ARGS__, 0)
+#define _NF_SHMEM_ARG0_(a, ...) a
+#define _NF_SHMEM_ARG1(...) _NF_SHMEM_ARG1_(__VA_ARGS__, 0, 0)
+#define _NF_SHMEM_ARG1_(a, b, ...) b
 
-#define _NF_SHMEM_GENERIC_AMO(obj, OP)                                                \
-    _Generic(*(obj), int: shmem_int_##OP, long: shmem_long_##OP,                      \
-             long long: shmem_longlong_##OP, unsigned int: shmem_uint_##OP,           \
-             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP)
+/* Rule 2: the pointer the type is read from. */
+#define _NF_SHMEM_OBJ(...)                                                            \
+    _Generic((_NF_SHMEM_ARG0(__VA_ARGS__)), shmem_ctx_t: (_NF_SHMEM_ARG1(__VA_ARGS__)), \
+             default: (_NF_SHMEM_ARG0(__VA_ARGS__)))
 
-#define _NF_SHMEM_GENERIC_EXT_AMO(obj, OP)                                            \
-    _Generic(*(obj), float: shmem_float_##OP, double: shmem_double_##OP,              \
-             int: shmem_int_##OP, long: shmem_long_##OP,                              \
-             long long: shmem_longlong_##OP, unsigned int: shmem_uint_##OP,           \
-             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP)
+/* Rule 1: TABLE(obj, PFX, OP) with PFX shmem_ctx_ or shmem_, called with the
+ * arguments as given. */
+#define _NF_SHMEM_CTX_GENERIC(TABLE, OP, ...)                                         \
+    _Generic((_NF_SHMEM_ARG0(__VA_ARGS__)),                                           \
+             shmem_ctx_t: TABLE(_NF_SHMEM_OBJ(__VA_ARGS__), shmem_ctx_, OP),          \
+             default: TABLE(_NF_SHMEM_OBJ(__VA_ARGS__), shmem_, OP))(__VA_ARGS__)
 
-#define _NF_SHMEM_GENERIC_BITWISE(obj, OP)                                            \
-    _Generic(*(obj), unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,  \
-             unsigned long long: shmem_ulonglong_##OP, int: shmem_int32_##OP,         \
-             long: shmem_int64_##OP)
+/* The type tables of the generic families: PFX##TYPENAME##OP for *(obj). */
+#define _NF_SHMEM_GENERIC_RMA(obj, PFX, OP)                                           \
+    _Generic(*(obj), float: PFX##float##OP, double: PFX##double##OP,                  \
+             long double: PFX##longdouble##OP, char: PFX##char##OP,                   \
+             signed char: PFX##schar##OP, short: PFX##short##OP,                      \
+             int: PFX##int##OP, long: PFX##long##OP,                                  \
+             long long: PFX##longlong##OP, unsigned char: PFX##uchar##OP,             \
+             unsigned short: PFX##ushort##OP, unsigned int: PFX##uint##OP,            \
+             unsigned long: PFX##ulong##OP, unsigned long long: PFX##ulonglong##OP)
 
-#define _NF_SHMEM_GENERIC_P2P(obj, OP)                                                \
-    _Generic(*(obj), short: shmem_short_##OP, int: shmem_int_##OP,                    \
-             long: shmem_long_##OP, long long: shmem_longlong_##OP,                   \
-             unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP,        \
-             unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP)
+#define _NF_SHMEM_GENERIC_AMO(obj, PFX, OP)                                           \
+    _Generic(*(obj), int: PFX##int##OP, long: PFX##long##OP,                          \
+             long long: PFX##longlong##OP, unsigned int: PFX##uint##OP,               \
+             unsigned long: PFX##ulong##OP, unsigned long long: PFX##ulonglong##OP)
 
-#define shmem_put(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, put)(dest, __VA_ARGS__)
-#define shmem_get(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, get)(dest, __VA_ARGS__)
-#define shmem_put_nbi(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, put_nbi)(dest, __VA_ARGS__)
-#define shmem_get_nbi(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, get_nbi)(dest, __VA_ARGS__)
-#define shmem_p(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, p)(dest, __VA_ARGS__)
-#define shmem_g(src, ...) _NF_SHMEM_GENERIC_RMA(src, g)(src, __VA_ARGS__)
-#define shmem_iput(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, iput)(dest, __VA_ARGS__)
-#define shmem_iget(dest, ...) _NF_SHMEM_GENERIC_RMA(dest, iget)(dest, __VA_ARGS__)
+#define _NF_SHMEM_GENERIC_EXT_AMO(obj, PFX, OP)                                       \
+    _Generic(*(obj), float: PFX##float##OP, double: PFX##double##OP,                  \
+             int: PFX##int##OP, long: PFX##long##OP,                                  \
+             long long: PFX##longlong##OP, unsigned int: PFX##uint##OP,               \
+             unsigned long: PFX##ulong##OP, unsigned long long: PFX##ulonglong##OP)
 
-#define shmem_atomic_fetch(src, ...)                                                  \
-    _NF_SHMEM_GENERIC_EXT_AMO(src, atomic_fetch)(src, __VA_ARGS__)
-#define shmem_atomic_set(dest, ...)                                                   \
-    _NF_SHMEM_GENERIC_EXT_AMO(dest, atomic_set)(dest, __VA_ARGS__)
-#define shmem_atomic_swap(dest, ...)                                                  \
-    _NF_SHMEM_GENERIC_EXT_AMO(dest, atomic_swap)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_nbi(fetch, ...)                                            \
-    _NF_SHMEM_GENERIC_EXT_AMO(fetch, atomic_fetch_nbi)(fetch, __VA_ARGS__)
-#define shmem_atomic_swap_nbi(fetch, ...)                                             \
-    _NF_SHMEM_GENERIC_EXT_AMO(fetch, atomic_swap_nbi)(fetch, __VA_ARGS__)
-#define shmem_atomic_compare_swap(dest, ...)                                          \
-    _NF_SHMEM_GENERIC_AMO(dest, atomic_compare_swap)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_inc(dest, ...)                                             \
-    _NF_SHMEM_GENERIC_AMO(dest, atomic_fetch_inc)(dest, __VA_ARGS__)
-#define shmem_atomic_inc(dest, ...)                                                   \
-    _NF_SHMEM_GENERIC_AMO(dest, atomic_inc)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_add(dest, ...)                                             \
-    _NF_SHMEM_GENERIC_AMO(dest, atomic_fetch_add)(dest, __VA_ARGS__)
-#define shmem_atomic_add(dest, ...)                                                   \
-    _NF_SHMEM_GENERIC_AMO(dest, atomic_add)(dest, __VA_ARGS__)
-#define shmem_atomic_compare_swap_nbi(fetch, ...)                                     \
-    _NF_SHMEM_GENERIC_AMO(fetch, atomic_compare_swap_nbi)(fetch, __VA_ARGS__)
-#define shmem_atomic_fetch_inc_nbi(fetch, ...)                                        \
-    _NF_SHMEM_GENERIC_AMO(fetch, atomic_fetch_inc_nbi)(fetch, __VA_ARGS__)
-#define shmem_atomic_fetch_add_nbi(fetch, ...)                                        \
-    _NF_SHMEM_GENERIC_AMO(fetch, atomic_fetch_add_nbi)(fetch, __VA_ARGS__)
-#define shmem_atomic_fetch_and(dest, ...)                                             \
-    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_fetch_and)(dest, __VA_ARGS__)
-#define shmem_atomic_and(dest, ...)                                                   \
-    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_and)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_or(dest, ...)                                              \
-    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_fetch_or)(dest, __VA_ARGS__)
-#define shmem_atomic_or(dest, ...)                                                    \
-    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_or)(dest, __VA_ARGS__)
-#define shmem_atomic_fetch_xor(dest, ...)                                             \
-    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_fetch_xor)(dest, __VA_ARGS__)
-#define shmem_atomic_xor(dest, ...)                                                   \
-    _NF_SHMEM_GENERIC_BITWISE(dest, atomic_xor)(dest, __VA_ARGS__)
+#define _NF_SHMEM_GENERIC_BITWISE(obj, PFX, OP)                                       \
+    _Generic(*(obj), unsigned int: PFX##uint##OP, unsigned long: PFX##ulong##OP,      \
+             unsigned long long: PFX##ulonglong##OP, int: PFX##int32##OP,             \
+             long: PFX##int64##OP)
 
-#define shmem_wait_until(ivar, ...) _NF_SHMEM_GENERIC_P2P(ivar, wait_until)(ivar, __VA_ARGS__)
-#define shmem_wait_until_all(ivars, ...)                                              \
-    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_all)(ivars, __VA_ARGS__)
-#define shmem_wait_until_any(ivars, ...)                                              \
-    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_any)(ivars, __VA_ARGS__)
-#define shmem_wait_until_some(ivars, ...)                                             \
-    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_some)(ivars, __VA_ARGS__)
+#define _NF_SHMEM_GENERIC_P2P(obj, PFX, OP)                                           \
+    _Generic(*(obj), short: PFX##short##OP, int: PFX##int##OP,                        \
+             long: PFX##long##OP, long long: PFX##longlong##OP,                       \
+             unsigned short: PFX##ushort##OP, unsigned int: PFX##uint##OP,            \
+             unsigned long: PFX##ulong##OP, unsigned long long: PFX##ulonglong##OP)
+
+/* RMA and put-with-signal, with or without a context. */
+#define shmem_put(...) _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _put, __VA_ARGS__)
+#define shmem_get(...) _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _get, __VA_ARGS__)
+#define shmem_put_nbi(...) _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _put_nbi, __VA_ARGS__)
+#define shmem_get_nbi(...) _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _get_nbi, __VA_ARGS__)
+#define shmem_p(...) _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _p, __VA_ARGS__)
+#define shmem_g(...) _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _g, __VA_ARGS__)
+#define shmem_iput(...) _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _iput, __VA_ARGS__)
+#define shmem_iget(...) _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _iget, __VA_ARGS__)
+#define shmem_put_signal(...)                                                         \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _put_signal, __VA_ARGS__)
+#define shmem_put_signal_nbi(...)                                                     \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_RMA, _put_signal_nbi, __VA_ARGS__)
+
+/* Atomics, with or without a context. */
+#define shmem_atomic_fetch(...)                                                       \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_EXT_AMO, _atomic_fetch, __VA_ARGS__)
+#define shmem_atomic_set(...)                                                         \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_EXT_AMO, _atomic_set, __VA_ARGS__)
+#define shmem_atomic_swap(...)                                                        \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_EXT_AMO, _atomic_swap, __VA_ARGS__)
+#define shmem_atomic_fetch_nbi(...)                                                   \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_EXT_AMO, _atomic_fetch_nbi, __VA_ARGS__)
+#define shmem_atomic_swap_nbi(...)                                                    \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_EXT_AMO, _atomic_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_compare_swap(...)                                                \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_AMO, _atomic_compare_swap, __VA_ARGS__)
+#define shmem_atomic_fetch_inc(...)                                                   \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_AMO, _atomic_fetch_inc, __VA_ARGS__)
+#define shmem_atomic_inc(...)                                                         \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_AMO, _atomic_inc, __VA_ARGS__)
+#define shmem_atomic_fetch_add(...)                                                   \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_AMO, _atomic_fetch_add, __VA_ARGS__)
+#define shmem_atomic_add(...)                                                         \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_AMO, _atomic_add, __VA_ARGS__)
+#define shmem_atomic_compare_swap_nbi(...)                                            \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_AMO, _atomic_compare_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_inc_nbi(...)                                               \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_AMO, _atomic_fetch_inc_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...)                                               \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_AMO, _atomic_fetch_add_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_and(...)                                                   \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_fetch_and, __VA_ARGS__)
+#define shmem_atomic_and(...)                                                         \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_and, __VA_ARGS__)
+#define shmem_atomic_fetch_or(...)                                                    \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_fetch_or, __VA_ARGS__)
+#define shmem_atomic_or(...)                                                          \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_or, __VA_ARGS__)
+#define shmem_atomic_fetch_xor(...)                                                   \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_fetch_xor, __VA_ARGS__)
+#define shmem_atomic_xor(...)                                                         \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_xor, __VA_ARGS__)
+#define shmem_atomic_fetch_and_nbi(...)                                               \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_fetch_and_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_or_nbi(...)                                                \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_fetch_or_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_xor_nbi(...)                                               \
+    _NF_SHMEM_CTX_GENERIC(_NF_SHMEM_GENERIC_BITWISE, _atomic_fetch_xor_nbi, __VA_ARGS__)
+
+/* Point-to-point synchronization (no context forms). */
+#define _NF_SHMEM_P2P(OP, ivar, ...) _NF_SHMEM_GENERIC_P2P(ivar, shmem_, OP)(ivar, __VA_ARGS__)
+#define shmem_wait_until(ivar, ...) _NF_SHMEM_P2P(_wait_until, ivar, __VA_ARGS__)
+#define shmem_wait_until_all(ivars, ...) _NF_SHMEM_P2P(_wait_until_all, ivars, __VA_ARGS__)
+#define shmem_wait_until_any(ivars, ...) _NF_SHMEM_P2P(_wait_until_any, ivars, __VA_ARGS__)
+#define shmem_wait_until_some(ivars, ...) _NF_SHMEM_P2P(_wait_until_some, ivars, __VA_ARGS__)
 #define shmem_wait_until_all_vector(ivars, ...)                                       \
-    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_all_vector)(ivars, __VA_ARGS__)
+    _NF_SHMEM_P2P(_wait_until_all_vector, ivars, __VA_ARGS__)
 #define shmem_wait_until_any_vector(ivars, ...)                                       \
-    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_any_vector)(ivars, __VA_ARGS__)
+    _NF_SHMEM_P2P(_wait_until_any_vector, ivars, __VA_ARGS__)
 #define shmem_wait_until_some_vector(ivars, ...)                                      \
-    _NF_SHMEM_GENERIC_P2P(ivars, wait_until_some_vector)(ivars, __VA_ARGS__)
-#define shmem_test(ivar, ...) _NF_SHMEM_GENERIC_P2P(ivar, test)(ivar, __VA_ARGS__)
-#define shmem_test_all(ivars, ...) _NF_SHMEM_GENERIC_P2P(ivars, test_all)(ivars, __VA_ARGS__)
-#define shmem_test_any(ivars, ...) _NF_SHMEM_GENERIC_P2P(ivars, test_any)(ivars, __VA_ARGS__)
-#define shmem_test_some(ivars, ...)                                                   \
-    _NF_SHMEM_GENERIC_P2P(ivars, test_some)(ivars, __VA_ARGS__)
-#define shmem_test_all_vector(ivars, ...)                                             \
-    _NF_SHMEM_GENERIC_P2P(ivars, test_all_vector)(ivars, __VA_ARGS__)
-#define shmem_test_any_vector(ivars, ...)                                             \
-    _NF_SHMEM_GENERIC_P2P(ivars, test_any_vector)(ivars, __VA_ARGS__)
+    _NF_SHMEM_P2P(_wait_until_some_vector, ivars, __VA_ARGS__)
+#define shmem_test(ivar, ...) _NF_SHMEM_P2P(_test, ivar, __VA_ARGS__)
+#define shmem_test_all(ivars, ...) _NF_SHMEM_P2P(_test_all, ivars, __VA_ARGS__)
+#define shmem_test_any(ivars, ...) _NF_SHMEM_P2P(_test_any, ivars, __VA_ARGS__)
+#define shmem_test_some(ivars, ...) _NF_SHMEM_P2P(_test_some, ivars, __VA_ARGS__)
+#define shmem_test_all_vector(ivars, ...) _NF_SHMEM_P2P(_test_all_vector, ivars, __VA_ARGS__)
+#define shmem_test_any_vector(ivars, ...) _NF_SHMEM_P2P(_test_any_vector, ivars, __VA_ARGS__)
 #define shmem_test_some_vector(ivars, ...)                                            \
-    _NF_SHMEM_GENERIC_P2P(ivars, test_some_vector)(ivars, __VA_ARGS__)
+    _NF_SHMEM_P2P(_test_some_vector, ivars, __VA_ARGS__)
 
 #endif /* C11 */
 
@@ -554,15 +595,15 @@ _NF_SHMEM_OLD_ARITH_TYPES(_NF_SHMEM_DECL_OLD_ARITH)
              float _Complex: shmem_complexf_##OP, double _Complex: shmem_complexd_##OP)
 
 #define shmem_broadcast(team, dest, ...)                                              \
-    _NF_SHMEM_GENERIC_RMA(dest, broadcast)(team, dest, __VA_ARGS__)
+    _NF_SHMEM_GENERIC_RMA(dest, shmem_, _broadcast)(team, dest, __VA_ARGS__)
 #define shmem_collect(team, dest, ...)                                                \
-    _NF_SHMEM_GENERIC_RMA(dest, collect)(team, dest, __VA_ARGS__)
+    _NF_SHMEM_GENERIC_RMA(dest, shmem_, _collect)(team, dest, __VA_ARGS__)
 #define shmem_fcollect(team, dest, ...)                                               \
-    _NF_SHMEM_GENERIC_RMA(dest, fcollect)(team, dest, __VA_ARGS__)
+    _NF_SHMEM_GENERIC_RMA(dest, shmem_, _fcollect)(team, dest, __VA_ARGS__)
 #define shmem_alltoall(team, dest, ...)                                               \
-    _NF_SHMEM_GENERIC_RMA(dest, alltoall)(team, dest, __VA_ARGS__)
+    _NF_SHMEM_GENERIC_RMA(dest, shmem_, _alltoall)(team, dest, __VA_ARGS__)
 #define shmem_alltoalls(team, dest, ...)                                              \
-    _NF_SHMEM_GENERIC_RMA(dest, alltoalls)(team, dest, __VA_ARGS__)
+    _NF_SHMEM_GENERIC_RMA(dest, shmem_, _alltoalls)(team, dest, __VA_ARGS__)
 #define shmem_and_reduce(team, dest, ...)                                             \
     _NF_SHMEM_GENERIC_BITWISE_REDUCE(dest, and_reduce)(team, dest, __VA_ARGS__)
 #define shmem_or_reduce(team, dest, ...)                                              \
@@ -701,11 +742,7 @@ _NF_SHMEM_OLD_AMO_TYPES(_NF_SHMEM_DECL_OLD_AMO)
     void shmem_##N##_set(T *dest, T value, int pe);
 _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
 
-/* Not provided in this version (neither declared nor defined, so a program that
- * uses them fails to build, naming them): the C11 generic context forms
- * (shmem_put_signal's generic among them).
- *
- * Symmetric data objects are the symmetric heap and the executable's global and
+/* Symmetric data objects are the symmetric heap and the executable's global and
  * static variables (data and bss, initialised or not, file- or function-static);
  * both are remotely accessible. Variables of shared libraries, the stack and
  * malloc'd memory are not. Between shmem_init and shmem_finalize the executable's

@@ -1,9 +1,14 @@
 //! The process's OpenSHMEM state between `shmem_init` and `shmem_finalize`: the
 //! world, the rma layer over it, the symmetric heap and the symmetric static data.
 //!
-//! OpenSHMEM has no handle to pass around, so the state is process-wide; `Rma` is
-//! used from one thread, so it lives in a thread-local of the thread that called
-//! `shmem_init` (a call from another thread is told so and ends the process).
+//! OpenSHMEM has no handle to pass around, so the state is process-wide: one
+//! pointer set by `shmem_init` and taken back by `shmem_finalize`. `Rma` is used from
+//! one thread, so every call first checks that it runs on the thread that called
+//! `shmem_init` (`pthread_self`; a call from another thread is told so and ends the
+//! process): `SHMEM_THREAD_FUNNELED` is the most granted. A plain global load and
+//! that comparison cost a few instructions, where the thread-local it replaced
+//! cost a `__tls_get_addr` call per operation (a shared library's thread-locals use
+//! the general-dynamic model).
 //!
 //! Start-up (`shmem_init`, collective), in order:
 //! 1. Join the job (`World::init`) and the rma layer over it (`WorldWireup`).
@@ -21,6 +26,7 @@
 use std::cell::RefCell;
 use std::ffi::c_int;
 use std::fmt::Display;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use nf_core::World;
 use nf_rma::{Rma, WorldWireup};
@@ -53,33 +59,57 @@ pub struct State {
     pub thread: c_int,
     /// Heap offset of the team area (`team.rs`).
     pub team_area: usize,
+    /// The thread that called `shmem_init`, the only one allowed to use the state.
+    owner: libc::pthread_t,
 }
 
-thread_local! {
-    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+/// The state between `shmem_init` and `shmem_finalize` (`Box::into_raw`), else null.
+static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
+
+/// This thread.
+fn me() -> libc::pthread_t {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() }
+}
+
+/// The state, when it exists and this is its thread.
+fn mine() -> Result<&'static State, &'static str> {
+    let st = STATE.load(Ordering::Acquire);
+    if st.is_null() {
+        return Err("OpenSHMEM is not initialised; call shmem_init first");
+    }
+    // SAFETY: a non-null pointer is the live state: only `finalize` frees it, after
+    // taking it out of STATE, and it runs on the owner thread, which is not inside
+    // another call (C has no callbacks into the program from here).
+    let st = unsafe { &*st };
+    // SAFETY: pthread_equal has no preconditions.
+    if unsafe { libc::pthread_equal(st.owner, me()) } == 0 {
+        return Err(
+            "called from a thread other than the one that called shmem_init; \
+                    libshmem provides SHMEM_THREAD_FUNNELED: make every OpenSHMEM call \
+                    from that thread",
+        );
+    }
+    Ok(st)
 }
 
 /// Runs `f` on the state, or ends the process naming `call` when OpenSHMEM is not
-/// running on this thread.
+/// running, or runs on another thread.
 pub fn with<R>(call: impl Display, f: impl FnOnce(&State) -> R) -> R {
-    STATE.with(|s| {
-        let Ok(s) = s.try_borrow() else {
-            fatal(call, "called while shmem_init or shmem_finalize is running");
-        };
-        match s.as_ref() {
-            Some(st) => f(st),
-            None => fatal(
-                call,
-                "OpenSHMEM is not initialised on this thread; call shmem_init first, and \
-                 make OpenSHMEM calls from the thread that did",
-            ),
-        }
-    })
+    match mine() {
+        Ok(st) => f(st),
+        Err(why) => fatal(call, why),
+    }
 }
 
-/// Whether `shmem_init` has run (and `shmem_finalize` not) on this thread.
+/// Whether `shmem_init` has run (and `shmem_finalize` not), on any thread.
 pub fn running() -> bool {
-    STATE.with(|s| s.try_borrow().map(|s| s.is_some()).unwrap_or(true))
+    !STATE.load(Ordering::Acquire).is_null()
+}
+
+/// Whether this thread may use the running library.
+pub fn usable() -> bool {
+    mine().is_ok()
 }
 
 /// Start-up steps 1 to 3 (see the module docs); ends the process on failure.
@@ -124,22 +154,21 @@ pub fn init(thread: c_int) {
         heap: RefCell::new(heap),
         thread,
         team_area,
+        owner: me(),
     };
-    STATE.with(|s| *s.borrow_mut() = Some(st));
+    STATE.store(Box::into_raw(Box::new(st)), Ordering::Release);
 }
 
 /// Shutdown (see the module docs); ends the process on failure.
 pub fn finalize() {
     let call = "shmem_finalize";
-    let st = STATE.with(|s| {
-        let Ok(mut s) = s.try_borrow_mut() else {
-            fatal(call, "called from inside another OpenSHMEM call");
-        };
-        s.take()
-    });
-    let Some(st) = st else {
-        fatal(call, "OpenSHMEM is not initialised on this thread");
-    };
+    if let Err(why) = mine() {
+        fatal(call, why);
+    }
+    let st = STATE.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    // SAFETY: `st` came from `Box::into_raw` in `init` (non-null: checked just above
+    // on the only thread that may swap it) and is out of STATE, so nothing reaches it.
+    let st = *unsafe { Box::from_raw(st) };
     let fail = |step: &str, e: &dyn std::fmt::Display| fatal(call, format!("{step}: {e}"));
     st.rma.barrier().unwrap_or_else(|e| fail("barrier", &e));
     st.rma

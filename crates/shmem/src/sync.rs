@@ -45,19 +45,27 @@ pub extern "C" fn nf_shmem_order(call: *const c_char, pe: c_int) {
     });
 }
 
-/// `shmem_barrier_all`: quiet, then wait for every PE.
+/// The world barrier through the rma layer: quiet, then wait for every PE
+/// (`shmem_barrier_all` where the PEs do not all share this host, `csrc/team.c`).
+///
+/// # Safety
+/// `call` is a string literal.
 #[no_mangle]
-pub extern "C" fn shmem_barrier_all() {
-    let call = "shmem_barrier_all";
+pub unsafe extern "C" fn nf_shmem_world_barrier(call: *const c_char) {
+    let call = call_name(call);
     with(call, |st| {
         st.rma.barrier().unwrap_or_else(|e| fatal(call, e))
     });
 }
 
-/// `shmem_sync_all`: wait for every PE (no completion of puts).
+/// The world barrier of the wire-up, without completing puts (`shmem_sync_all`
+/// where the PEs do not all share this host).
+///
+/// # Safety
+/// `call` is a string literal.
 #[no_mangle]
-pub extern "C" fn shmem_sync_all() {
-    let call = "shmem_sync_all";
+pub unsafe extern "C" fn nf_shmem_world_sync(call: *const c_char) {
+    let call = call_name(call);
     with(call, |st| {
         st.rma.wireup().barrier().unwrap_or_else(|e| fatal(call, e))
     });
@@ -136,11 +144,9 @@ fn pause(round: &mut u32) {
 /// `call` is a string literal; `round` is a writable unsigned int.
 #[no_mangle]
 pub unsafe extern "C" fn nf_shmem_pause(call: *const c_char, round: *mut u32) {
-    if !crate::state::running() {
-        fatal(
-            call_name(call),
-            "OpenSHMEM is not initialised on this thread",
-        );
+    if !crate::state::usable() {
+        // The state's own message: not running, or not this thread.
+        crate::state::with(call_name(call), |_| ());
     }
     // SAFETY: the C side passes its loop's counter.
     pause(unsafe { &mut *round });

@@ -4,7 +4,7 @@
 //!
 //! 1. The team area is the heap's first block, taken by every PE at start-up before
 //!    any `shmem_malloc` (so at the same offset everywhere, and zeroed, which is the
-//!    idle state of its barrier words). The program never sees it; its size is
+//!    idle state of its barrier words and counters). The program never sees it; its size is
 //!    [`AREA`] bytes, which the C side checks against its own layout.
 //! 2. `SHMEM_TEAM_SHARED` is the PEs whose heap is mapped here: those `shmem_ptr`
 //!    reaches (the same host, unless `NF_RMA_DIRECT=0` makes each PE its own
@@ -16,8 +16,10 @@ use crate::error::{call_name, fatal, say};
 use crate::heap::Heap;
 use crate::state::with;
 
-/// Bytes of the team area: 64 slots of one 64-byte line each (`csrc/team.h`).
-pub const AREA: usize = 64 * 64;
+/// Bytes of the team area: 64 slots of one 64-byte line each, then 64 slots of the
+/// same-host collectives' 256 bytes of counters, then this PE's broadcast bounce
+/// (a line and 4 KiB; `csrc/team.h`).
+pub const AREA: usize = 64 * 64 + 64 * 256 + 64 + 4096;
 
 /// Takes the team area from a fresh heap (start-up step 1 above): its offset.
 pub fn reserve(heap: &mut Heap) -> Option<usize> {

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{
-    assert_all_passed, compile, compile_as, compile_std, mpirun, nf_run, nf_run_hosts, ShmDir,
+    assert_all_passed, compile, compile_as, compile_std, mpirun, nf_run, nf_run_hosts, try_compile,
+    ShmDir,
 };
 use nf_testkit::Netns;
 
@@ -121,6 +122,12 @@ fn teams_through_the_service_threads() {
 }
 
 #[test]
+fn collectives_back_to_back_on_direct_load_store_and_the_service_threads() {
+    run_c("t_direct", &[1, 2, 4], &[]);
+    run_c("t_direct", &[2, 4], SERVICE);
+}
+
+#[test]
 fn active_set_collectives_of_1_4() {
     run_c("t_activeset", &[1, 2, 4], &[]);
     run_c("t_activeset", &[2, 4], SERVICE);
@@ -130,6 +137,30 @@ fn active_set_collectives_of_1_4() {
 fn c11_generic_collectives() {
     let prog = compile_std("t_generic_coll", "c11");
     run_prog("t_generic_coll", &prog, &[1, 2, 4], &[]);
+}
+
+#[test]
+fn c11_generic_forms_with_a_context() {
+    let prog = compile_std("t_generic_ctx", "c11");
+    run_prog("t_generic_ctx", &prog, &[1, 2, 4], &[]);
+    run_prog("t_generic_ctx", &prog, &[2, 4], SERVICE);
+}
+
+#[test]
+fn c11_generic_forms_refuse_types_outside_their_family() {
+    let good = try_compile("bad_generic_ctx", &["-std=c11", "-DNF_GOOD"]);
+    assert_eq!(good, Ok(()), "the well-typed calls must build");
+    for (case, says) in [
+        ("NF_STRUCT_PUT", "_Generic"),
+        ("NF_PLAIN_STRUCT_PUT", "_Generic"),
+        ("NF_DOUBLE_FETCH_ADD", "_Generic"),
+        ("NF_DOUBLE_AND", "_Generic"),
+        ("NF_MIXED_PUT", "incompatible"),
+    ] {
+        let err = try_compile("bad_generic_ctx", &["-std=c11", &format!("-D{case}")])
+            .expect_err(&format!("{case} must not compile"));
+        assert!(err.contains(says), "{case}: expected '{says}' in:\n{err}");
+    }
 }
 
 /// `t_static` as a position-independent executable (the compiler's default, loaded

@@ -84,6 +84,17 @@ fn a_call_before_shmem_init_and_a_bad_comparison() {
 }
 
 #[test]
+fn a_call_from_a_thread_other_than_shmem_inits() {
+    fails_with(
+        "other_thread",
+        &[
+            "libshmem: PE 0: shmem_int_p: called from a thread other than the one that called \
+           shmem_init",
+        ],
+    );
+}
+
+#[test]
 fn an_invalid_team() {
     fails_with(
         "bad_team",

@@ -1,11 +1,18 @@
 /* Each error class, chosen by argv[1]: the PE must end with a message naming the
  * call and itself (the Rust driver checks the message and that nothing hangs). */
 #include <shmem.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <signal.h>
 #include <string.h>
 
 #include "check.h"
+
+/* A put from a thread that did not call shmem_init (FUNNELED at most). */
+static void *put_from_another_thread(void *x) {
+    shmem_int_p(x, 1, 0);
+    return NULL;
+}
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -14,6 +21,11 @@ int main(int argc, char **argv) {
     int me = shmem_my_pe(), npes = shmem_n_pes();
     int *x = shmem_malloc(sizeof(int));
     if (strcmp(mode, "bad_pe") == 0 && me == 0) shmem_int_p(x, 1, npes);
+    if (strcmp(mode, "other_thread") == 0 && me == 0) {
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, put_from_another_thread, x) == 0, "pthread_create");
+        pthread_join(th, NULL);
+    }
     /* libc's heap is neither the symmetric heap nor static data. */
     if (strcmp(mode, "outside_heap") == 0 && me == 0) {
         int *not_symmetric = malloc(sizeof(int));

@@ -83,30 +83,53 @@ pub fn compile_as(name: &str, prog_name: &str, flags: &[&str]) -> PathBuf {
         "{prog_name}.part{}",
         BUILDS.fetch_add(1, Ordering::Relaxed)
     ));
+    let out = cc(name, flags, &part);
+    assert!(
+        out.status.success(),
+        "{} {name}.c failed:\n{}",
+        cc_name(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prog = out_dir.join(prog_name);
+    std::fs::rename(&part, &prog).expect("rename the program into place");
+    prog
+}
+
+/// The C compiler: `$CC`, else `cc`.
+fn cc_name() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+}
+
+/// Runs the C compiler on `tests/c/<name>.c` against libshmem with extra `flags`,
+/// writing `out`; what it said and how it ended.
+fn cc(name: &str, flags: &[&str], out: &Path) -> Output {
     let lib = lib_dir();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = output_within(
-        Command::new(&cc)
+    output_within(
+        Command::new(cc_name())
             .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1"])
             .arg("-I")
             .arg(crate_dir().join("include"))
             .args(flags)
             .arg(crate_dir().join("tests/c").join(format!("{name}.c")))
             .arg("-o")
-            .arg(&part)
+            .arg(out)
             .arg(format!("-L{}", lib.display()))
             .arg(format!("-Wl,-rpath,{}", lib.display()))
             .arg("-lshmem"),
         Duration::from_secs(120),
-    );
-    assert!(
-        out.status.success(),
-        "{cc} {name}.c failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let prog = out_dir.join(prog_name);
-    std::fs::rename(&part, &prog).expect("rename the program into place");
-    prog
+    )
+}
+
+/// Compiles `tests/c/<name>.c` with extra `flags` into a throw-away program: `Ok`
+/// when it built, else `Err` with what the compiler said.
+pub fn try_compile(name: &str, flags: &[&str]) -> Result<(), String> {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let out = cc(name, flags, &dir.path().join(name));
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
 }
 
 /// What a job printed and how it ended.
