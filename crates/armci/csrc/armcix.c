@@ -29,6 +29,7 @@ int ARMCIX_Group_split(ARMCI_Group *parent, int color, int key, ARMCI_Group *new
     int err = MPI_Comm_split(parent->comm, color, key, &new_group->comm);
     if (err != MPI_SUCCESS) return err;
     nfa_group_fill(new_group);
+    nfa_coll_group_add(call, new_group);
     return 0;
 }
 
@@ -39,6 +40,7 @@ int ARMCIX_Group_dup(ARMCI_Group *parent, ARMCI_Group *new_group) {
     int err = MPI_Comm_dup(parent->comm, &new_group->comm);
     if (err != MPI_SUCCESS) return err;
     nfa_group_fill(new_group);
+    nfa_coll_group_add(call, new_group);
     return 0;
 }
 

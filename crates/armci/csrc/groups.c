@@ -4,7 +4,9 @@
  * Global Arrays copies ARMCI_Group values around and reads their fields, so a
  * group is entirely described by its struct: `comm` (MPI_Comm_create_group among
  * the members, a real communicator GA can call MPI on), rank / size, and the
- * rank translation tables, allocated here and released by ARMCI_Group_free.
+ * rank translation tables, allocated here and released by ARMCI_Group_free. A group
+ * holding whole nodes is also a team of coll.c (found by its `comm`), whose
+ * collectives and allocations take the nodes' shared memory like the world's.
  * The world and default groups live in `nfa` (setup.c).
  */
 #include <stdlib.h>
@@ -46,6 +48,7 @@ void nfa_group_fill(ARMCI_Group *group) {
 }
 
 void nfa_group_release(ARMCI_Group *group) {
+    nfa_coll_group_remove(group->comm);
     if (group->comm != MPI_COMM_NULL) MPI_Comm_free(&group->comm);
     free(group->grp_to_abs);
     free(group->abs_to_grp);
@@ -81,33 +84,35 @@ MPI_Comm nfa_comm_of_members(const int *members, int n, int tag) {
     return comm;
 }
 
+/* The wire-up's context is the group (valid during the call that made it). */
 static int allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
     return MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
-                         *(MPI_Comm *)ctx);
+                         ((ARMCI_Group *)ctx)->comm);
 }
 
 static int barrier_cb(void *ctx) {
-    return MPI_Barrier(*(MPI_Comm *)ctx);
+    return MPI_Barrier(((ARMCI_Group *)ctx)->comm);
 }
 
-/* What a failure inside the world's allocation steps is reported as. */
-static const char WORLD_ALLOC[] = "ARMCI_Malloc / ARMCI_Free";
+/* What a failure inside a team's allocation steps is reported as. */
+static const char TEAM_ALLOC[] = "ARMCI_Malloc / ARMCI_Free (or their _group forms)";
 
-/* The world's allgather once the node collectives run: every process ORs its bytes
- * into its own slot of a zeroed table, and the table is all-reduced with bitwise or
- * through the node's shared memory, MPI only among the nodes' leaders (coll.c's path
- * 1), instead of a round of MPI across every host. A table over the shared-memory
- * limit (or NF_ARMCI_COLL_MAX=0) takes MPI_Allgather. */
-static int world_allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
-    MPI_Comm comm = *(MPI_Comm *)ctx;
-    size_t n = (size_t)ARMCI_GROUP_WORLD.size, slot = (bytes + 7) / 8 * 8;
+/* The allgather of a whole-node team (coll.c; the world once the node collectives run,
+ * a group of whole nodes): every member ORs its bytes into its own slot of a zeroed
+ * table, and the table is all-reduced with bitwise or through the nodes' shared
+ * memory, MPI only among the team's leaders, instead of a round of MPI across every
+ * host. A table over the shared-memory limit (or NF_ARMCI_COLL_MAX=0) takes
+ * MPI_Allgather. */
+static int team_allgather_cb(void *ctx, const void *mine, void *all, size_t bytes) {
+    const ARMCI_Group *group = ctx;
+    size_t n = (size_t)group->size, slot = (bytes + 7) / 8 * 8;
     long words = (long)(slot / 8 * n);
     if (bytes > 0 && words <= nfa.reduce_max / 8) {
         long *table = calloc((size_t)words, sizeof(long));
-        if (table == NULL) nfa_fatal(WORLD_ALLOC, "out of memory for a table of %ld words", words);
-        memcpy((char *)table + slot * (size_t)ARMCI_GROUP_WORLD.rank, mine, bytes);
-        if (nfa_allreduce_shm(WORLD_ALLOC, table, (int)words, ARMCI_LONG, GOP_BOR, MPI_LONG,
-                              MPI_BOR, comm)) {
+        if (table == NULL) nfa_fatal(TEAM_ALLOC, "out of memory for a table of %ld words", words);
+        memcpy((char *)table + slot * (size_t)group->rank, mine, bytes);
+        if (nfa_allreduce_shm(TEAM_ALLOC, table, (int)words, ARMCI_LONG, GOP_BOR, MPI_LONG,
+                              MPI_BOR, group->comm)) {
             for (size_t i = 0; i < n; i++)
                 memcpy((char *)all + bytes * i, (char *)table + slot * i, bytes);
             free(table);
@@ -118,27 +123,27 @@ static int world_allgather_cb(void *ctx, const void *mine, void *all, size_t byt
     return allgather_cb(ctx, mine, all, bytes);
 }
 
-/* The world's barrier once the node collectives run (coll.c chooses the path). */
-static int world_barrier_cb(void *ctx) {
-    nfa_barrier(WORLD_ALLOC, *(MPI_Comm *)ctx);
+/* A whole-node team's barrier (coll.c chooses the path). */
+static int team_barrier_cb(void *ctx) {
+    nfa_barrier(TEAM_ALLOC, ((ARMCI_Group *)ctx)->comm);
     return 0;
 }
 
 struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
     struct nfa_wireup wu = {
-        .ctx = &group->comm,
+        .ctx = group,
         .rank = group->rank,
         .size = group->size,
         .members = group->grp_to_abs,
         .allgather = allgather_cb,
         .barrier = barrier_cb,
     };
-    /* The world after ARMCI_Init's topology step (not the wire-up that starts the rma
-     * layer, which keeps MPI's: the node collectives need that layer running). */
-    if (group->comm == ARMCI_GROUP_WORLD.comm && group->comm != MPI_COMM_NULL &&
-        nfa.node_of != NULL) {
-        wu.allgather = world_allgather_cb;
-        wu.barrier = world_barrier_cb;
+    /* A whole-node team once ARMCI_Init's topology step has run (not the wire-up that
+     * starts the rma layer, which keeps MPI's: the node collectives need that layer
+     * running). */
+    if (nfa.node_of != NULL && nfa_team_of(group->comm) != NULL) {
+        wu.allgather = team_allgather_cb;
+        wu.barrier = team_barrier_cb;
     }
     return wu;
 }
@@ -177,6 +182,7 @@ void ARMCI_Group_create_child(int grp_size, int *pid_list, ARMCI_Group *group_ou
         MPI_Group_free(&child);
     }
     nfa_group_fill(group_out);
+    nfa_coll_group_add(call, group_out);
 }
 
 void ARMCI_Group_create(int grp_size, int *pid_list, ARMCI_Group *group_out) {

@@ -21,14 +21,23 @@
 
 /* ---- C side ------------------------------------------------------------ */
 
+/* A whole-node team (coll.c): a communicator holding every process of each node it
+ * has one on, whose collectives may take the nodes' shared memory. */
+struct nfa_team {
+    MPI_Comm comm;        /* the team's communicator (the key) */
+    MPI_Comm leaders;     /* its nodes' leaders, in node order (MPI_COMM_NULL elsewhere,
+                             and with one node) */
+    int *leader_rank;     /* node -> its leader's rank in `leaders`; -1: not the team's */
+    int shm;              /* some node of the team holds 2+ processes */
+    struct nfa_team *next;
+};
+
 /* Process-wide state, valid between ARMCI_Init and ARMCI_Finalize. */
 struct nfa_state {
     int init_count;       /* ARMCI_Init calls not yet matched by ARMCI_Finalize */
     MPI_Comm node_comm;   /* the world's processes on this node (made on first use) */
-    MPI_Comm leaders_comm;/* the lowest world rank of each node (MPI_COMM_NULL elsewhere,
-                             and with one node); its rank i leads node i */
-    int shm_coll;         /* some node holds 2+ processes: world collectives take the
-                             nodes' shared memory (coll.c) */
+    struct nfa_team world_team; /* the world's collectives on shared memory (coll.c) */
+    struct nfa_team *teams;/* the groups of whole nodes, likewise */
     long reduce_max;      /* all-reduces and broadcasts longer than these many bytes */
     long bcast_max;       /* stay on MPI (NF_ARMCI_COLL_MAX sets both) */
     int node_count;       /* nodes in the job */
@@ -69,6 +78,7 @@ int nfa_group_rank_of(const ARMCI_Group *group, int abs);
 #define NFA_TAG_NODE_COMM 0x6e66
 #define NFA_TAG_LEADERS_COMM 0x6e67
 #define NFA_TAG_GROUP_CREATE 0x6e68
+#define NFA_TAG_GROUP_LEADERS 0x6e69
 /* A communicator of the world ranks members[0..n) (the caller among them), made by
  * them alone (MPI_Comm_create_group): the world's other processes take no part, so
  * it costs no round across the nodes they are on. */
@@ -96,6 +106,13 @@ enum nfa_gop { GOP_SUM, GOP_PROD, GOP_MAX, GOP_MIN, GOP_ABSMAX, GOP_ABSMIN, GOP_
  * allow, else MPI (collective over comm; `call` names the caller for errors). */
 void nfa_coll_init(void);
 void nfa_coll_free(void);
+/* Registers a new group as a team when it holds whole nodes (collective over its
+ * members; makes its leaders' communicator among them); `call` names the caller. */
+void nfa_coll_group_add(const char *call, const ARMCI_Group *group);
+/* Forgets the team of comm, if any (local). */
+void nfa_coll_group_remove(MPI_Comm comm);
+/* The whole-node team of comm, or NULL. */
+const struct nfa_team *nfa_team_of(MPI_Comm comm);
 void nfa_barrier(const char *call, MPI_Comm comm);
 /* Broadcast from `root`, a world rank, whose rank in comm is `comm_root`. */
 void nfa_bcast(const char *call, void *buf, int len, int root, int comm_root,

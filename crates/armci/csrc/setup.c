@@ -6,8 +6,12 @@
  * 1. check that MPI is initialised (the program calls MPI_Init first) at the
  *    thread level asked for (ARMCI_Init_thread; ARMCI_Init asks for none);
  * 2. duplicate the communicator into the world group, so library traffic never
- *    matches the program's own messages; the default group starts as the world;
- * 3. start the RMA side in Rust over the world group's wire-up;
+ *    matches the program's own messages; the default group starts as the world.
+ *    The duplicate is made (MPI_Comm_idup) while step 3 runs, whose collectives use
+ *    the caller's communicator meanwhile (collectives never match point-to-point
+ *    messages, and every process makes them in the same order): across hosts each
+ *    is a round costing far more than what it carries, and this way the two overlap;
+ * 3. start the RMA side in Rust over the world's wire-up;
  * 4. work out the nodes from the RMA side's shared-memory domains (topology.c);
  * 5. set up the TCGMSG counter (a collective allocation).
  * ARMCI_Finalize undoes them in reverse after completing every operation.
@@ -20,7 +24,8 @@
 
 #include "internal.h"
 
-struct nfa_state nfa = {.node_comm = MPI_COMM_NULL, .leaders_comm = MPI_COMM_NULL};
+struct nfa_state nfa = {.node_comm = MPI_COMM_NULL,
+                        .world_team = {.comm = MPI_COMM_NULL, .leaders = MPI_COMM_NULL}};
 
 ARMCI_Group ARMCI_GROUP_WORLD = {
     .comm = MPI_COMM_NULL, .noncoll_pgroup_comm = MPI_COMM_NULL, .rank = -1};
@@ -74,6 +79,10 @@ void nfa_require_init(const char *call) {
                         "after MPI_Init and before any other ARMCI call");
 }
 
+/* The world as the rma layer's wire-up sees it (it keeps a pointer): during ARMCI_Init's
+ * step 3 its communicator is the caller's, then the world group's. */
+static ARMCI_Group world_wireup = {.comm = MPI_COMM_NULL, .noncoll_pgroup_comm = MPI_COMM_NULL};
+
 int PARMCI_Init_thread_comm(int armci_requested, MPI_Comm comm) {
     const char *call = "ARMCI_Init";
     int up = 0, provided;
@@ -91,14 +100,21 @@ int PARMCI_Init_thread_comm(int armci_requested, MPI_Comm comm) {
         nfa_fatal(call, "argument 'armci_requested' is %d, above MPI's thread level %d; "
                         "ask MPI_Init_thread for it first", armci_requested, provided);
     if (comm == MPI_COMM_NULL) nfa_fatal(call, "argument 'comm' is MPI_COMM_NULL");
-    MPI_Comm_dup(comm, &ARMCI_GROUP_WORLD.comm); /* 2 */
+    /* 2, made while 3 runs over the caller's communicator */
+    MPI_Comm dup_comm = MPI_COMM_NULL;
+    MPI_Request dup_req;
+    MPI_Comm_idup(comm, &dup_comm, &dup_req);
+    ARMCI_GROUP_WORLD.comm = comm;
     ARMCI_GROUP_WORLD.noncoll_pgroup_comm = MPI_COMM_NULL;
     nfa_group_fill(&ARMCI_GROUP_WORLD);
-    ARMCI_GROUP_DEFAULT = ARMCI_GROUP_WORLD;
     nfa.init_count = 1;
-    struct nfa_wireup wu = nfa_wireup_of(&ARMCI_GROUP_WORLD);
+    world_wireup = ARMCI_GROUP_WORLD;
+    struct nfa_wireup wu = nfa_wireup_of(&world_wireup);
     if (nf_armci_rs_init(&wu, err, sizeof err) != 0) /* 3 */
         nfa_fatal(call, "starting the one-sided layer failed: %s", err);
+    MPI_Wait(&dup_req, MPI_STATUS_IGNORE);
+    ARMCI_GROUP_WORLD.comm = world_wireup.comm = dup_comm;
+    ARMCI_GROUP_DEFAULT = ARMCI_GROUP_WORLD;
     nfa_topology_init(); /* 4 */
     nfa_tcgmsg_init(); /* 5 */
     return 0;

@@ -8,9 +8,10 @@
  * 1. ask the Rust side for every world rank's domain;
  * 2. renumber nodes by their lowest world rank and list members by world rank (a
  *    counting sort);
- * 3. (nothing: the node's communicator, for SCOPE_NODE collectives of the world, is
- *    made by the first of them, among the node's processes alone, which all make
- *    that call: a program that never asks for it pays nothing at start-up);
+ * 3. (nothing: the node's communicator, for SCOPE_NODE collectives of the world and
+ *    of groups of whole nodes, is made by the first of them, among the node's
+ *    processes alone, which all make that call: a program that never asks for it
+ *    pays nothing at start-up);
  * 4. choose the collectives' paths and make the leaders' communicator (coll.c).
  */
 #include <stdlib.h>
@@ -149,7 +150,8 @@ MPI_Comm nfa_scope_comm(const char *call, int scope, const ARMCI_Group *group,
     case SCOPE_MASTERS:
         return group->comm;
     case SCOPE_NODE:
-        if (group->comm == ARMCI_GROUP_WORLD.comm) {
+        /* A whole-node team's share of this node is the node. */
+        if (nfa_team_of(group->comm) != NULL) {
             if (nfa.node_comm == MPI_COMM_NULL) { /* rule 3 of nfa_topology_init */
                 int d = nfa.node_of[ARMCI_GROUP_WORLD.rank];
                 nfa.node_comm = nfa_comm_of_members(&nfa.node_members[nfa.node_first[d]],

@@ -95,9 +95,14 @@ fn rmw_accumulate_atomicity_mutexes() {
     run_c("t_atomics", &[2, 4], &[]);
 }
 
+/// Also on two hosts, where a group of every process in reverse order spans both and
+/// holds whole nodes (its collectives and allocations on the nodes' shared memory, MPI
+/// among the leaders), the upper half holds the second host, and the even ranks hold
+/// part of each (MPI).
 #[test]
 fn groups() {
     run_c("t_groups", &[2, 4], &[]);
+    run_c_two_hosts("t_groups", &[]);
 }
 
 /// ARMCI-MPI's additions: Init_thread (and _comm over a reversed communicator),
@@ -188,11 +193,16 @@ fn collectives_across_two_hosts() {
 /// plain `mpirun` (which ends a job whose process died), and when `mpirun` keeps the
 /// job going after a death (`orte_enable_recovery`; it then exits 0 whatever the
 /// processes did), where the waiting processes notice the death themselves, leader or
-/// not, and abort with a message naming it.
+/// not, and abort with a message naming it; likewise in a group's barrier (a group of
+/// whole nodes, on the node's shared memory).
 #[test]
 fn a_process_killed_in_a_barrier_ends_the_job() {
     let (imp, prog) = build("t_coll");
-    for (mode, victim) in [("kill", 3), ("kill-leader", 0)] {
+    for (mode, victim, call) in [
+        ("kill", 3, "armci_msg_barrier"),
+        ("kill-leader", 0, "armci_msg_barrier"),
+        ("kill-group", 3, "armci_msg_group_barrier"),
+    ] {
         let out = mpirun(4, &prog, &[mode], BAD_LIMIT);
         assert!(!out.timed_out, "{mode}: the others hung\n{}", out.both());
         assert_ne!(
@@ -209,7 +219,7 @@ fn a_process_killed_in_a_barrier_ends_the_job() {
         let out = mpirun_with(4, &opts, &prog, &[mode], BAD_LIMIT);
         assert!(!out.timed_out, "{mode}: the others hung\n{}", out.both());
         assert!(!out.stdout.contains("passed a barrier"), "{}", out.both());
-        let says = format!("armci_msg_barrier: node barrier: proc {victim} ");
+        let says = format!("{call}: node barrier: proc {victim} ");
         assert!(
             out.stderr.contains(&says) && out.stderr.contains("died"),
             "{mode}: no process says {says:?}...died\n{}",

@@ -1,23 +1,28 @@
 //! [`Rma`]: one process's handle on the job's global memory.
 //!
-//! Start-up (collective over the world, in order):
-//! 1. Read settings; allgather every proc's host identity, pid and affinity mask
-//!    (the domain's procs' masks together say how many CPUs they share, for the
-//!    waiting policy of locks and node collectives), with rank 0's job id (if the
-//!    wire-up has none) and connection cookie.
+//! Start-up (collective over the world, in order). Every world collective is a round
+//! across every host, which costs far more than what it carries (0.2–1.7 s at 16
+//! ranks on two namespace hosts of a loaded 2-core VM), so start-up makes one, the
+//! introductions, and a second only for native RMA where some proc would use it:
+//! 1. Read settings. Create this proc's control segment, named with its own job token
+//!    (the wire-up's job id, else a random one), and bind the service's listener
+//!    (the configured address, else the host's first non-loopback IPv4 one, else
+//!    loopback). Allgather every proc's introduction: host identity, pid, affinity
+//!    mask (the domain's procs' masks together say how many CPUs they share, for the
+//!    waiting policy of locks and node collectives), job token and connection cookie
+//!    (rank 0's are the job's), the listener's address, and whether it would open
+//!    native RMA. The allgather also says that every control segment exists.
 //! 2. Group procs into domains (same host identity, unless `NF_RMA_DIRECT=0`).
 //! 3. The lowest proc of each domain reclaims segment files of dead jobs, and their
 //!    memory-registry entries (`nf-memreg`).
-//! 4. Create this proc's control segment; start the service thread if some proc is
-//!    outside our domain; allgather service addresses (which also says that every
-//!    control segment exists).
-//! 5. Map the control segments of our domain's procs.
+//! 4. Start the service thread on the listener if some proc is outside our domain
+//!    (else close it).
+//! 5. Map the control segments of our domain's procs; the last of a segment's domain
+//!    peers to map it unlinks its name (rule 1 of `shm/control.rs`), so no step waits
+//!    for that, and a SIGKILLed job leaves no control segment behind.
 //! 6. Native RMA over ofi where every end can (`native/setup.rs`: its own allgather
-//!    of endpoint addresses; a progress thread when used). That allgather is also
-//!    the barrier after which every proc has mapped its domain's control segments,
-//!    so we unlink our name after it, whether or not the step succeeded (no proc
-//!    refusing it leaves a file behind). Every world collective here is a round
-//!    across hosts, so no step adds one of its own.
+//!    of endpoint addresses, only when some proc said it would open one, and a
+//!    progress thread when used).
 //! 7. Publish this proc, with no segments yet, in the memory registry (`nf-memreg`).
 //!
 //! Shutdown ([`Rma::finalize`], collective): complete and fence everything, barrier,
@@ -47,6 +52,7 @@ use crate::service::{Service, Shared};
 use crate::shm::control::{self, Control};
 use crate::shm::lock::Patience;
 use crate::shm::map::Mapping;
+use crate::shm::sync::Ordering;
 use crate::table::Seg;
 use crate::wireup::{Team, Wireup};
 use nf_memreg::Publisher;
@@ -93,9 +99,14 @@ pub struct Rma<'w> {
 struct Intro {
     pid: u32,
     cookie: u64,
+    /// Its job token: names its control segment; rank 0's is the job's.
     job: String,
     /// Its affinity mask (`nf_sys::cpus::affinity_mask`; all ones when unknown).
     cpus: Vec<u64>,
+    /// It would open native RMA (`native::worth_opening`).
+    native: bool,
+    /// Its service listener's address.
+    service: String,
     host: String,
 }
 
@@ -104,8 +115,11 @@ impl Intro {
         let mut b = Vec::new();
         b.extend_from_slice(&self.pid.to_le_bytes());
         b.extend_from_slice(&self.cookie.to_le_bytes());
-        b.extend_from_slice(&(self.job.len() as u32).to_le_bytes());
-        b.extend_from_slice(self.job.as_bytes());
+        for text in [&self.job, &self.service] {
+            b.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            b.extend_from_slice(text.as_bytes());
+        }
+        b.push(u8::from(self.native));
         for w in &self.cpus {
             b.extend_from_slice(&w.to_le_bytes());
         }
@@ -116,9 +130,16 @@ impl Intro {
     fn decode(b: &[u8]) -> Option<Intro> {
         let pid = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?);
         let cookie = u64::from_le_bytes(b.get(4..12)?.try_into().ok()?);
-        let jl = u32::from_le_bytes(b.get(12..16)?.try_into().ok()?) as usize;
-        let job = String::from_utf8(b.get(16..16 + jl)?.to_vec()).ok()?;
-        let mask_at = 16 + jl;
+        let mut at = 12;
+        let mut text = || {
+            let n = u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
+            let t = String::from_utf8(b.get(at + 4..at + 4 + n)?.to_vec()).ok()?;
+            at += 4 + n;
+            Some(t)
+        };
+        let (job, service) = (text()?, text()?);
+        let native = *b.get(at)? != 0;
+        let mask_at = at + 1;
         let host_at = mask_at + 8 * CPU_WORDS;
         let cpus = b
             .get(mask_at..host_at)?
@@ -131,6 +152,8 @@ impl Intro {
             cookie,
             job,
             cpus,
+            native,
+            service,
             host,
         })
     }
@@ -194,26 +217,31 @@ impl<'w> Rma<'w> {
         let pid = std::process::id();
 
         // Step 1.
+        let host = wire.host_identity();
+        let host_hash = fnv1a(host.as_bytes());
+        let token = wire
+            .job_id()
+            .unwrap_or_else(|| format!("rma{:x}", random_u64() as u32));
+        let own_name = Names::new(cfg.shm_dir.clone(), &token, host_hash).control(rank);
+        let own_ctl = Control::new(Mapping::create(&own_name, control::SIZE)?);
+        own_ctl.init(pid);
+        let own_ctl = Arc::new(own_ctl);
+        let bind = bind_address(&cfg);
+        let listener = Service::listen(bind)?;
+        let service_addr = listener.local_addr().map_err(|source| RmaError::Io {
+            what: "reading the address of the service listener".into(),
+            source,
+        })?;
         let me = Intro {
             pid,
             cookie: random_u64(),
-            job: wire
-                .job_id()
-                .unwrap_or_else(|| format!("rma{:x}", random_u64() as u32)),
+            job: token,
             cpus: nf_sys::cpus::affinity_mask().unwrap_or_else(|| vec![u64::MAX; CPU_WORDS]),
-            host: wire.host_identity(),
+            native: crate::native::worth_opening(cfg.ofi, &cfg.ofi_provider),
+            service: service_addr.to_string(),
+            host,
         };
-        let intros = wire
-            .allgather(&me.encode())?
-            .iter()
-            .enumerate()
-            .map(|(p, b)| {
-                Intro::decode(b).ok_or_else(|| RmaError::Protocol {
-                    proc: p,
-                    why: "its start-up introduction is malformed".into(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let intros = gather(&*wire, &me.encode(), "start-up introduction", Intro::decode)?;
         let (cookie, job) = (intros[0].cookie, intros[0].job.clone());
 
         // Step 2.
@@ -241,7 +269,7 @@ impl<'w> Rma<'w> {
             cfg.peer_check,
             Arc::new(pids),
         );
-        let names = Names::new(cfg.shm_dir.clone(), &job, fnv1a(me.host.as_bytes()));
+        let names = Names::new(cfg.shm_dir.clone(), &job, host_hash);
 
         // Step 3.
         if mine[0] == rank {
@@ -252,9 +280,6 @@ impl<'w> Rma<'w> {
         }
 
         // Step 4.
-        let own_ctl = Control::new(Mapping::create(&names.control(rank), control::SIZE)?);
-        own_ctl.init(pid);
-        let own_ctl = Arc::new(own_ctl);
         let dead_after = cfg.dead_after.unwrap_or(crate::service::DEAD_AFTER);
         let shared = Arc::new(Shared {
             hello: Hello {
@@ -269,55 +294,55 @@ impl<'w> Rma<'w> {
             stop: AtomicBool::new(false),
             dead_after,
         });
-        let bind = bind_address(&cfg, intros.iter().all(|i| i.host == me.host));
         let service = if mine.len() < size {
-            Some(Service::start(bind, Arc::clone(&shared))?)
+            Some(Service::start(listener, Arc::clone(&shared))?)
         } else {
+            drop(listener);
             None
         };
-        let addr = service
-            .as_ref()
-            .map(|s| s.addr().to_string())
-            .unwrap_or_default();
-        let addrs = wire
-            .allgather(addr.as_bytes())?
+        let addrs = intros
             .iter()
             .enumerate()
-            .map(|(p, b)| {
+            .map(|(p, i)| {
                 if mine.contains(&p) {
                     return Ok(None);
                 }
-                std::str::from_utf8(b)
-                    .ok()
-                    .and_then(|s| s.parse::<SocketAddr>().ok())
+                i.service
+                    .parse::<SocketAddr>()
                     .map(Some)
-                    .ok_or_else(|| RmaError::Protocol {
+                    .map_err(|_| RmaError::Protocol {
                         proc: p,
                         why: format!(
                             "published service address {:?} is not an address",
-                            String::from_utf8_lossy(b)
+                            i.service
                         ),
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
 
         // Step 5.
+        if mine.len() == 1 {
+            own_ctl.mapping().unlink()?;
+        }
         let mut ctl: Vec<Option<Arc<Control>>> = (0..size).map(|_| None).collect();
         for &p in &mine {
             ctl[p] = Some(if p == rank {
                 Arc::clone(&own_ctl)
             } else {
-                let c = Control::new(Mapping::open(&names.control(p), control::SIZE)?);
+                let name = Names::new(cfg.shm_dir.clone(), &intros[p].job, host_hash).control(p);
+                let c = Control::new(Mapping::open(&name, control::SIZE)?);
                 c.check()
                     .map_err(|why| RmaError::Protocol { proc: p, why })?;
+                if c.header().mapped.fetch_add(1, Ordering::AcqRel) as usize + 2 == mine.len() {
+                    c.mapping().unlink()?;
+                }
                 Arc::new(c)
             });
         }
 
         // Step 6.
-        let native = crate::native::setup(&cfg, &*wire, &domains, bind, cookie);
-        own_ctl.mapping().unlink()?;
-        let native = native?;
+        let wanted: Vec<bool> = intros.iter().map(|i| i.native).collect();
+        let native = crate::native::setup(&cfg, &*wire, &domains, &wanted, bind, cookie)?;
 
         let spin = Waiter::new(cfg.wait, mine.len(), cfg.job_cpus, None).spins();
         let origin = Origin::new(
@@ -432,14 +457,14 @@ impl<'w> Rma<'w> {
     }
 }
 
-/// Where the service listens: `NF_RMA_BIND`, else `NF_TCP_BIND`, else loopback when
-/// every proc is on this host, else the first non-loopback IPv4 address that is up.
-fn bind_address(cfg: &RmaConfig, all_here: bool) -> IpAddr {
+/// Where the service listens: `NF_RMA_BIND`, else `NF_TCP_BIND`, else the first
+/// non-loopback IPv4 address that is up, else loopback. Chosen before the
+/// introductions (step 1), so before anyone knows whether the job spans hosts; a job on
+/// one host closes the listener after them unless `NF_RMA_DIRECT=0` sends its procs
+/// through the service (and its connections are refused without the job's cookie).
+fn bind_address(cfg: &RmaConfig) -> IpAddr {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
     cfg.bind.unwrap_or_else(|| {
-        if all_here {
-            return loopback;
-        }
         if_addrs::get_if_addrs()
             .ok()
             .and_then(|l| {

@@ -6,7 +6,9 @@
  *
  * Modes "kill" / "kill-leader": after one barrier the last process (the first, which
  * leads its node) dies by SIGKILL while the others wait in the next one; the driver
- * checks that the job ends, naming it (tests/c_api.rs). */
+ * checks that the job ends, naming it (tests/c_api.rs). Mode "kill-group": the same in
+ * the barriers of a group of every process in reverse order (whole nodes, which
+ * libarmci runs on the nodes' shared memory), the group's first rank the victim. */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -230,15 +232,17 @@ static void test_mixed_sequence_with_late_processes(void) {
     free(x);
 }
 
-/* Modes kill / kill-leader: see the top. */
-static void die_in_a_barrier(int victim) {
-    armci_msg_barrier();
+/* Modes kill / kill-leader / kill-group: see the top. */
+static void die_in_a_barrier(int victim, ARMCI_Group *group) {
+    if (group) armci_msg_group_barrier(group);
+    else armci_msg_barrier();
     if (me == victim) {
         fprintf(stderr, "t_coll: rank %d dies now\n", me);
         fflush(NULL);
         raise(SIGKILL);
     }
-    armci_msg_barrier();
+    if (group) armci_msg_group_barrier(group);
+    else armci_msg_barrier();
     printf("rank %d passed a barrier without rank %d\n", me, victim);
     fflush(stdout);
 }
@@ -246,9 +250,17 @@ static void die_in_a_barrier(int victim) {
 int main(int argc, char **argv) {
     harness_init(&argc, &argv);
     if (argc > 1) {
+        if (!strcmp(argv[1], "kill-group")) {
+            int *list = malloc(sizeof(int) * (size_t)nproc);
+            CHECK(list != NULL, "out of memory");
+            for (int i = 0; i < nproc; i++) list[i] = nproc - 1 - i;
+            ARMCI_Group g;
+            ARMCI_Group_create(nproc, list, &g);
+            die_in_a_barrier(nproc - 1, &g);
+        }
         CHECK(!strcmp(argv[1], "kill") || !strcmp(argv[1], "kill-leader"),
               "unknown mode %s", argv[1]);
-        die_in_a_barrier(!strcmp(argv[1], "kill") ? nproc - 1 : 0);
+        die_in_a_barrier(!strcmp(argv[1], "kill") ? nproc - 1 : 0, NULL);
         return 3; /* never reached: the job ends in the barrier */
     }
     RUN(test_gop_every_type_and_operator);

@@ -144,12 +144,64 @@ static void test_default_and_child(void) {
     free(list);
 }
 
+/* Every process, in reverse order: a group of whole nodes on any layout (on two hosts
+ * it spans both), whose collectives and allocations libarmci runs on the nodes' shared
+ * memory with MPI among the nodes' leaders; the results must be those of the group's
+ * ranks, not the world's. */
+static void test_whole_nodes_reversed(void) {
+    int *list = malloc(sizeof(int) * (size_t)nproc);
+    for (int i = 0; i < nproc; i++) list[i] = nproc - 1 - i;
+    ARMCI_Group g = {0};
+    ARMCI_Group_create(nproc, list, &g);
+    int r = -1, n = nproc;
+    CHECK(ARMCI_Group_rank(&g, &r) == 0 && r == nproc - 1 - me, "rank %d of world %d", r, me);
+    for (int k = 0; k < 3; k++) {
+        long x[3] = {r, 1, r == k % n ? 7 : 0};
+        armci_msg_group_lgop(x, 3, "+", &g);
+        CHECK(x[0] == (long)n * (n - 1) / 2 && x[1] == n && x[2] == 7, "lgop %ld %ld %ld", x[0],
+              x[1], x[2]);
+        double d = r;
+        armci_msg_group_dgop(&d, 1, "max", &g);
+        CHECK(d == n - 1, "dgop max %g", d);
+        long node = me;
+        armci_msg_group_gop_scope(SCOPE_NODE, &node, 1, "min", ARMCI_LONG, &g);
+        CHECK(node <= me && ARMCI_Same_node((int)node), "SCOPE_NODE min %ld", node);
+        for (int root = 0; root < n; root++) {
+            int b = me == root ? 1000 + root : -1;
+            armci_msg_group_bcast_scope(SCOPE_ALL, &b, sizeof b, root, &g);
+            CHECK(b == 1000 + root, "broadcast from world rank %d gave %d", root, b);
+        }
+        armci_msg_group_barrier(&g);
+    }
+    /* A fresh allocation each round (sizes by group rank), and one taken back. */
+    for (int k = 0; k < 3; k++) {
+        void **ptr = calloc((size_t)n, sizeof(void *));
+        armci_size_t bytes = 256 + 64 * (armci_size_t)r + (k == 2 ? 0 : 8 * k);
+        CHECK(ARMCI_Malloc_group(ptr, bytes, &g) == 0, "Malloc_group round %d", k);
+        for (int i = 0; i < n; i++) CHECK(ptr[i] != NULL, "group pointer %d is NULL", i);
+        long v = 100 * k + me;
+        int peer = (r + 1) % n;
+        CHECK(ARMCI_Put(&v, ptr[peer], sizeof v, ARMCI_Absolute_id(&g, peer)) == 0, "Put");
+        ARMCI_AllFence();
+        armci_msg_group_barrier(&g);
+        int prev = ARMCI_Absolute_id(&g, (r + n - 1) % n);
+        CHECK(*(long *)ptr[r] == 100 * k + prev, "round %d: my part holds %ld, not %d's", k,
+              *(long *)ptr[r], prev);
+        armci_msg_group_barrier(&g);
+        CHECK(ARMCI_Free_group(ptr[r], &g) == 0, "Free_group");
+        free(ptr);
+    }
+    ARMCI_Group_free(&g);
+    free(list);
+}
+
 int main(int argc, char **argv) {
     harness_init(&argc, &argv);
     RUN(test_world_group);
     RUN(test_even_group);
     RUN(test_group_messages);
     RUN(test_default_and_child);
+    RUN(test_whole_nodes_reversed);
     harness_done();
     return 0;
 }

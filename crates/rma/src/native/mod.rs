@@ -61,7 +61,7 @@ use nf_transport::ofi::OfiTransport;
 use nf_transport::rma::{NativeRma, RegionId, RemoteRegion, RemoteSpan, RmaCaps};
 use nf_transport::{SendStatus, TransportError};
 
-pub(crate) use setup::setup;
+pub(crate) use setup::{setup, worth_opening};
 
 use crate::error::RmaError;
 use crate::shape::{for_each_chunk, Chunk};

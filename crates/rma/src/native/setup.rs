@@ -2,7 +2,10 @@
 //! 1. A proc with peers in other domains opens an RDM endpoint of `NF_OFI_PROVIDER`
 //!    with `FI_RMA` and a wait fd, bound where the service listens; it needs both, or
 //!    says why not. Unless `NF_RMA_OFI=off`, or `auto` with a provider that is itself
-//!    carried over sockets (`tcp`, `sockets`, `udp`: [`worth_opening`]).
+//!    carried over sockets (`tcp`, `sockets`, `udp`: [`worth_opening`]). Every proc
+//!    said in its introduction whether it would (`wanted`): when no proc with peers
+//!    in other domains would, every proc knows it and the whole step ends here, with
+//!    no round across the hosts.
 //! 2. Allgather every proc's [`Status`]: not needed, its address, or why it has none.
 //! 3. Proc `p` is reached natively when it is in another domain and both ends have an
 //!    endpoint. With `NF_RMA_OFI=on` a proc that needed one and has none fails every
@@ -112,10 +115,13 @@ fn open(
 }
 
 /// Steps 1–4; `None` when no proc is reached natively.
+///
+/// `wanted[p]`: proc `p`'s [`worth_opening`], from its introduction.
 pub(crate) fn setup(
     cfg: &RmaConfig,
     wire: &dyn Wireup,
     domains: &Domains,
+    wanted: &[bool],
     bind: IpAddr,
     cookie: u64,
 ) -> Result<Option<Native>, RmaError> {
@@ -123,6 +129,10 @@ pub(crate) fn setup(
     let remote = |p: usize| p != rank && !domains.same(p);
 
     // Step 1.
+    // With two domains or more every proc has peers in another.
+    if domains.count() < 2 || !wanted.contains(&true) {
+        return Ok(None);
+    }
     let mut ep = None;
     let mine = if !worth_opening(cfg.ofi, &cfg.ofi_provider) || !(0..size).any(remote) {
         Status::Unneeded

@@ -71,18 +71,28 @@ fn io_err(what: String) -> impl FnOnce(io::Error) -> RmaError {
 }
 
 impl Service {
-    /// Binds a listener on `(bind, any port)` and starts the thread.
-    pub(crate) fn start(bind: IpAddr, shared: Arc<Shared>) -> Result<Service, RmaError> {
+    /// Binds and opens a listener on `(bind, any port)`, before the thread exists, so
+    /// its address can go out with the proc's introduction (peers that dial it before
+    /// [`Service::start`] wait in its backlog).
+    pub(crate) fn listen(bind: IpAddr) -> Result<std::net::TcpListener, RmaError> {
         let want = SocketAddr::new(bind, 0);
-        let std_listener = std::net::TcpListener::bind(want).map_err(io_err(format!(
+        let listener = std::net::TcpListener::bind(want).map_err(io_err(format!(
             "binding the rma service listener on {want}"
         )))?;
-        let addr = std_listener.local_addr().map_err(io_err(format!(
-            "reading the address of the listener on {want}"
-        )))?;
-        std_listener
+        listener
             .set_nonblocking(true)
-            .map_err(io_err(format!("configuring the listener on {addr}")))?;
+            .map_err(io_err(format!("configuring the listener on {want}")))?;
+        Ok(listener)
+    }
+
+    /// Starts the thread on a listener from [`Service::listen`].
+    pub(crate) fn start(
+        std_listener: std::net::TcpListener,
+        shared: Arc<Shared>,
+    ) -> Result<Service, RmaError> {
+        let addr = std_listener
+            .local_addr()
+            .map_err(io_err("reading the address of the service listener".into()))?;
         let mut listener = TcpListener::from_std(std_listener);
         let poll = Poll::new().map_err(io_err("creating the service's epoll".into()))?;
         poll.registry()
@@ -114,6 +124,7 @@ impl Service {
     }
 
     /// The address origins connect to.
+    #[cfg(test)]
     pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -356,7 +367,11 @@ mod tests {
             stop: AtomicBool::new(false),
             dead_after: SERVICE_DEAD_AFTER,
         });
-        let service = Service::start(IpAddr::V4(Ipv4Addr::LOCALHOST), shared).unwrap();
+        let service = Service::start(
+            Service::listen(IpAddr::V4(Ipv4Addr::LOCALHOST)).unwrap(),
+            shared,
+        )
+        .unwrap();
         Fixture {
             service,
             memory,

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  offset 0     +------------------------------+
-//!               | Header          (1 line)     |  magic, version, owner pid, mutexes in use
+//!               | Header          (1 line)     |  magic, version, owner pid, mutexes in use,
+//!               |                              |  domain peers that mapped it
 //!  64           +------------------------------+
 //!               | Stripe[64]      (1 line each)|  holder pid (0 = free)
 //!  4160         +------------------------------+
@@ -19,7 +20,10 @@
 //! Access rules:
 //! 1. The header is written by the owner before its name is published, and read-only
 //!    afterwards, except `nmutex`, which the owner sets in `create_mutexes` between two
-//!    barriers (nobody uses the mutexes then).
+//!    barriers (nobody uses the mutexes then), and `mapped`, which each other proc of
+//!    the domain increments once it has mapped and checked the segment at start-up: the
+//!    one that makes it the domain's size less one unlinks the name (the owner does when
+//!    it is alone), so no start-up step waits for the others to have mapped it.
 //! 2. Stripe `s` guards the owner's memory at pages `p` with `p mod 64 = s` (pages of
 //!    the *owner's* addresses, so every proc computes the same stripe). Compare-and-swap
 //!    0 → pid takes it (Acquire); storing 0 releases it (Release). Accumulates and rmw
@@ -48,7 +52,7 @@ use super::sync::{AtomicU32, AtomicU64, Ordering};
 /// Identifies an rma control segment ("nf-rmac", then format byte 1).
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"nf-rmac\x01");
 /// Layout version; bump on any change below.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
 /// Stripe locks per proc (one bit each in a `u64` mask).
 pub(crate) const NSTRIPES: usize = 64;
 /// Bytes of owner memory per stripe step.
@@ -67,6 +71,8 @@ pub(crate) struct Header {
     pub owner_pid: AtomicU32,
     /// Mutexes created on this proc.
     pub nmutex: AtomicU32,
+    /// Other procs of the domain that have mapped this segment (rule 1).
+    pub mapped: AtomicU32,
 }
 
 /// One stripe lock on its own cache line.
@@ -265,6 +271,7 @@ impl Control {
             std::ptr::addr_of_mut!((*h).version).write(AtomicU32::new(0));
             std::ptr::addr_of_mut!((*h).owner_pid).write(AtomicU32::new(0));
             std::ptr::addr_of_mut!((*h).nmutex).write(AtomicU32::new(0));
+            std::ptr::addr_of_mut!((*h).mapped).write(AtomicU32::new(0));
             for s in 0..NSTRIPES {
                 std::ptr::addr_of_mut!((*l).stripes[s].holder).write(AtomicU32::new(0));
             }
