@@ -40,10 +40,10 @@
 //!    and never writes the box: it publishes `fast_released` (tickets freed, in
 //!    order) on its credit line. A small packet moves one cache line, one way.
 //! 11. `DoorbellLine.armed` is set to 1 only by the owner, about to sleep on it
-//!    (`doorbell.rs`), and cleared by the owner when it wakes or by a sender that
-//!    rings it; senders touch it only when the header's `sleeps` says the owner may
-//!    sleep, so a busy-polling job never reads the line (it has a line of its own
-//!    so that arming never invalidates a line senders read for anything else).
+//!     (`doorbell.rs`), and cleared by the owner when it wakes or by a sender that
+//!     rings it; senders touch it only when the header's `sleeps` says the owner may
+//!     sleep, so a busy-polling job never reads the line (it has a line of its own
+//!     so that arming never invalidates a line senders read for anything else).
 //!
 //! Credits (frames per sender per ring, summed ≤ frames) guarantee that a sender with
 //! credit always finds a free frame, and that the ring never holds more tickets than
@@ -351,9 +351,7 @@ impl View {
     pub fn doorbell(&self) -> &AtomicU32 {
         // SAFETY: in bounds (the line after the header) and 64-byte aligned; the field
         // is an atomic.
-        unsafe {
-            &(*(self.base.add(self.geo.doorbell_offset()) as *const DoorbellLine)).armed
-        }
+        unsafe { &(*(self.base.add(self.geo.doorbell_offset()) as *const DoorbellLine)).armed }
     }
 
     /// The credit line of sender `src` (`src < nsenders`).

@@ -71,7 +71,7 @@ fn loom_a_sleeping_receiver_is_woken_for_every_packet() {
 }
 
 #[test]
-#[should_panic]
+#[should_panic(expected = "deadlock")]
 fn loom_without_the_recheck_a_receiver_sleeps_through_a_packet() {
     model(false);
 }

@@ -104,7 +104,8 @@ impl Segment {
         })?;
         let seg = Segment::map(file, path, geo)?;
         // A fresh file reads as zeros: every counter, flag and slot starts valid.
-        seg.view.init_header(std::process::id(), owner_rank as u32, sleeps);
+        seg.view
+            .init_header(std::process::id(), owner_rank as u32, sleeps);
         seg.view.header().magic.store(MAGIC, Ordering::Release);
         Ok(seg)
     }
