@@ -5,7 +5,9 @@
 //! for ROUNDS messages; rank 0 sends each only once it sees rank 1 asleep in a futex
 //! wait (`/proc/PID/wchan`; rank 1 has no other thread and nothing else that waits on
 //! a futex). Rank 1 then checks its doorbell counters: a sleep per round at least
-//! (it was seen asleep before each message), and at least one sleep ended by rank 0's
+//! (it was seen asleep before each message, and the send after each sighting finds
+//! it asleep and rings, which makes it runnable and clears its wchan, or finds it
+//! already awake: no sleep is seen twice), and at least one sleep ended by rank 0's
 //! ring rather than by the timeout (each sleep lasts up to 10 ms and rank 0 sends
 //! within microseconds of seeing it, so all ROUNDS missing is not a realistic
 //! outcome). Last, rank 0 exits quietly (no finalize) once rank 1 sleeps again, and
