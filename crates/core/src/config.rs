@@ -3,8 +3,8 @@
 //! What each variable means and its default are listed once, in [`SETTINGS`] below
 //! (`nf config` prints them with every other layer's and their values here; the
 //! README's table is generated from them). A few notes the list is too short for:
-//! `NF_PARK_US` applies when every peer is reached over tcp and the rank reads no
-//! connection itself (see `wait.rs`); `NF_OFI_PACKET` must be equal on every rank (see
+//! `NF_PARK_US` applies when every peer is on the host (the shm doorbell), or every
+//! peer is reached over tcp and the rank reads no connection itself (see `wait.rs`); `NF_OFI_PACKET` must be equal on every rank (see
 //! `netconf.rs`); `NF_TCP_HOT_US` `0` leaves every arrival to the progress thread.
 //!
 //! Precedence: the environment, then what `nf tune` cached ([`crate::tune`]), then the
@@ -46,7 +46,7 @@ pub const SETTINGS: &[Setting] = &[
     s("NF_MAX_PAYLOAD", "largest active-message payload accepted, sent or received", "1073741824"),
     s("NF_WAIT", "spin, yield (spin, then yield, then nap) or auto (spin unless this host's ranks outnumber NF_JOB_CPUS)", "auto"),
     s("NF_JOB_CPUS", "CPUs this job's ranks on a host share, for NF_WAIT=auto (nf run sets it from its affinity mask and cgroup CPU quota)", "this process's affinity mask and cgroup CPU quota"),
-    s("NF_PARK_US", "a non-spinning rank sleeps in poll(2) after a wait found nothing this many µs (never: no parking)", "50"),
+    s("NF_PARK_US", "a non-spinning rank sleeps (shm doorbell or poll(2)) after a wait found nothing this many µs (never: no parking)", "50"),
     s("NF_PEER_CHECK_MS", "how often a waiting rank checks that its peers are alive", "250"),
     s("NF_TRANSPORTS", "transports a job may use, comma-separated: shm, ofi, tcp", "shm,ofi,tcp"),
     s("NF_TCP_BIND", "address the network transports bind", "loopback if all peers are local, else the first non-loopback IPv4"),

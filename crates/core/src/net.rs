@@ -379,11 +379,17 @@ impl Net {
         Ok(None)
     }
 
-    /// Whether a waiting rank should park now: every peer is reached over tcp (its
-    /// sockets and inbox can wake us; shared memory and ofi cannot) and spinning
-    /// does not pay (`TcpTransport::spin_pays`).
-    pub fn should_park(&self) -> bool {
-        self.tcp_alone().is_some_and(|tcp| !tcp.spin_pays())
+    /// Whether a waiting rank should park now (`wait.rs`'s module doc): every peer is
+    /// on this host, the wait is for an arrival (`arrivals`) and our segment's
+    /// doorbell is rung; or every peer is reached over tcp (its sockets and inbox can
+    /// wake us) and spinning does not pay (`TcpTransport::spin_pays`). Never with
+    /// ofi peers, or shm and tcp peers both: nothing wakes such a rank for both.
+    pub fn should_park(&self, arrivals: bool) -> bool {
+        match (&self.shm, &self.ofi, &self.tcp) {
+            (Some(shm), None, None) => arrivals && shm.sleeps(),
+            (None, None, Some(tcp)) => !tcp.spin_pays(),
+            _ => false,
+        }
     }
 
     /// The tcp transport, when it is the only one this rank polls.
@@ -394,13 +400,18 @@ impl Net {
         }
     }
 
-    /// Sleeps until a network arrival may be waiting, at most `timeout` (only when
-    /// [`Net::should_park`] can be true; otherwise returns at once).
+    /// Sleeps until an arrival may be waiting, at most `timeout`: on the shm doorbell
+    /// or in tcp's `poll(2)` (only where [`Net::should_park`] can be true; otherwise
+    /// returns at once).
     pub fn park(&mut self, timeout: Duration) -> Result<(), TransportError> {
-        if self.tcp_alone().is_none() {
-            return Ok(());
+        match (&mut self.shm, &self.ofi, &mut self.tcp) {
+            (Some(shm), None, None) => {
+                shm.sleep(timeout);
+                Ok(())
+            }
+            (None, None, Some(tcp)) => tcp.park(timeout),
+            _ => Ok(()),
         }
-        self.tcp.as_mut().map_or(Ok(()), |tcp| tcp.park(timeout))
     }
 
     /// Where this rank's network transports can be reached: (transport, address) with

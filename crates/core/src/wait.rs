@@ -18,15 +18,41 @@
 //!
 //! Poll-then-block: a rank that does not busy-poll (`Yield`, or `Auto`
 //! with more ranks than cores) parks after a wait found nothing for
-//! [`Waiter::park_after`] (`NF_PARK_US`) — sleeps in `poll(2)` on the network until
-//! something may have arrived, rather than napping — when every peer is reached over
-//! tcp, whose sockets can wake it (shared memory and ofi cannot), and it reads no
-//! connection itself (`Net::should_park`): arrivals then come through the tcp
-//! progress thread, which a spinning rank only keeps from the CPU. A busy-polling
-//! rank never parks: measured on a shared 2-core machine, a rank that sleeps between
-//! round trips wakes late (the scheduler favours tasks that did not spin), its peer
-//! waits that out and parks too, and round trips of 8 B to 1 MiB became 10–100×
-//! slower in that regime.
+//! [`Waiter::park_after`] (`NF_PARK_US`) — sleeps in the kernel until something may
+//! have arrived, rather than yielding and napping — where something can wake it:
+//! 1. Every peer is on this host (shm alone): it sleeps on its *doorbell*, a futex
+//!    word in its segment that senders ring after publishing a packet, but only
+//!    while it is armed (`nf_transport`'s `shm/doorbell.rs`: arm, re-check every
+//!    queue, `FUTEX_WAIT`; senders fence, load the word, `FUTEX_WAKE` if armed). A
+//!    woken rank gets the scheduler's wake-up preemption, so on a node shared with
+//!    CPU hogs the next rank of a token ring runs at once instead of after a hog's
+//!    time slice (measured on the 2-core VM with two hogs: 1.4–1.5 ms → 0.74–0.85 ms
+//!    per hop of `nf demo`'s ring; `bench/README.md`). Only waits for what arrives as
+//!    a packet sleep there: a send
+//!    waiting for credit (frames or fast-box slots the receiver frees, which ring
+//!    nothing) and a wait with control packets queued for credit keep yielding.
+//! 2. Every peer is reached over tcp and the rank reads no connection itself
+//!    (`Net::should_park`): it sleeps in `poll(2)` on its sockets and the tcp
+//!    progress thread's bell; arrivals come through that thread, which a spinning
+//!    rank only keeps from the CPU.
+//! 3. Otherwise (shm and a network, or any ofi peer) it does not park: the tcp
+//!    thread cannot ring the shm doorbell of a rank that also reads connections
+//!    itself, and ofi has nothing to sleep on; such a wait yields and naps.
+//!
+//! Whether a rank may sleep on its doorbell is fixed when its segment is created
+//! (a rank that busy-polls, or has network peers, never does) and published there,
+//! so senders to a busy-polling rank skip the doorbell altogether: the busy-polling
+//! path pays nothing for it. A sleep is bounded by [`PARK_MAX`] and
+//! `NF_PEER_CHECK_MS`, so a dead peer is still noticed, and a signal (Ctrl-C, the
+//! launcher ending the job) ends it like any system call. Past the spin phase the
+//! clock is read at every empty poll (a yield is a system call; a clock read costs
+//! far less), so the park comes `NF_PARK_US` after the wait began even when each
+//! yield hands the CPU to another task for a time slice.
+//!
+//! A busy-polling rank never parks: measured on a shared 2-core machine, a rank that
+//! sleeps between round trips wakes late (the scheduler favours tasks that did not
+//! spin), its peer waits that out and parks too, and round trips of 8 B to 1 MiB
+//! became 10–100× slower in that regime.
 //!
 //! A busy-polling wait does nothing between polls — no `pause`, no clock read, no
 //! liveness check — because whatever runs there delays noticing a message that
@@ -104,6 +130,28 @@ impl Waiter {
         self.spin_only
     }
 
+    /// Whether this rank may park at all, and so sleep on its shm doorbell (its
+    /// segment says so, and senders ring it).
+    pub fn may_park(&self) -> bool {
+        self.park_after.is_some()
+    }
+
+    /// Whether the `idle`-th consecutive empty poll reads the clock: every
+    /// `CHECK_EVERY`-th while spinning, every one once yielding (see the module doc).
+    #[inline]
+    fn clock_due(&self, idle: u32) -> bool {
+        idle.is_multiple_of(CHECK_EVERY) || (!self.spin_only && idle > self.spins)
+    }
+
+    /// The idle count of the first clock read of an idle stretch.
+    fn first_clock(&self) -> u32 {
+        if self.spin_only {
+            CHECK_EVERY
+        } else {
+            CHECK_EVERY.min(self.spins + 1)
+        }
+    }
+
     /// Called after the `idle`-th consecutive empty poll.
     pub fn idle(&self, idle: u32) {
         if self.spin_only {
@@ -129,15 +177,28 @@ pub(crate) struct Backoff<'a> {
     /// empty poll) happened; set there, so progress need not reset it.
     idle_since: Option<Instant>,
     last_check: Option<Instant>,
+    /// What this wait waits for arrives as a packet, so it may sleep on the shm
+    /// doorbell (false for a send waiting for credit: freeing frames rings nothing).
+    arrivals: bool,
 }
 
 impl<'a> Backoff<'a> {
+    /// A wait for something that arrives (a message, a reply).
     pub(crate) fn new(world: &'a World) -> Self {
         Backoff {
             world,
             idle: 0,
             idle_since: None,
             last_check: None,
+            arrivals: true,
+        }
+    }
+
+    /// A send's wait for the receiver's credit: never sleeps on the shm doorbell.
+    pub(crate) fn for_credit(world: &'a World) -> Self {
+        Backoff {
+            arrivals: false,
+            ..Backoff::new(world)
         }
     }
 
@@ -165,22 +226,25 @@ impl<'a> Backoff<'a> {
             self.idle
         };
         self.world.waiter.idle(idle);
-        self.idle.is_multiple_of(CHECK_EVERY)
+        self.world.waiter.clock_due(self.idle)
     }
 
-    /// Every `CHECK_EVERY`-th empty poll: park if this wait has spun long enough and
-    /// the network can wake us (see the module doc); every `NF_PEER_CHECK_MS`, the
-    /// first peer found dead, as an error.
+    /// When the clock is due (`Waiter::clock_due`): park if this wait has spun long
+    /// enough and something can wake us (see the module doc); every
+    /// `NF_PEER_CHECK_MS`, the first peer found dead, as an error.
     #[cold]
     fn on_clock(&mut self) -> Option<CoreError> {
         let now = Instant::now();
-        if self.idle == CHECK_EVERY {
+        if self.idle == self.world.waiter.first_clock() {
             self.idle_since = Some(now);
         }
         let spun = now - self.idle_since.unwrap_or(now);
         let world = self.world;
-        let park = world.waiter.park_after().is_some_and(|after| spun >= after)
-            && world.net.borrow().should_park();
+        let park = world.waiter.park_after().is_some_and(|after| spun >= after) && {
+            // Control packets waiting for credit are what a peer may be waiting for.
+            let arrivals = self.arrivals && world.state.borrow().ctrl.is_empty();
+            world.net.borrow().should_park(arrivals)
+        };
         if park {
             let timeout = world.cfg.peer_check.min(PARK_MAX);
             if let Err(e) = world.net.borrow_mut().park(timeout) {
@@ -219,5 +283,22 @@ mod tests {
             alone.spins, SPINS,
             "a lone rank waits for the network, not a local peer"
         );
+    }
+
+    #[test]
+    fn a_yielding_wait_reads_the_clock_at_every_poll_once_past_its_spins() {
+        let park = Some(Duration::from_micros(50));
+        let spin = Waiter::new(WaitMode::Spin, 4, Some(2), park);
+        assert!(!spin.may_park(), "a busy-polling rank never parks");
+        assert_eq!(spin.first_clock(), CHECK_EVERY);
+        assert!(!spin.clock_due(SPINS + 1) && spin.clock_due(CHECK_EVERY * 9));
+        let two = Waiter::new(WaitMode::Yield, 4, Some(2), park);
+        assert!(two.may_park());
+        assert_eq!(two.first_clock(), CHECK_EVERY);
+        assert!(!two.clock_due(CHECK_EVERY + 1), "spinning: every 64th poll");
+        assert!(two.clock_due(SPINS + 1), "yielding: every poll");
+        let one = Waiter::new(WaitMode::Yield, 2, Some(1), park);
+        assert_eq!(one.first_clock(), 1, "no spin phase on one CPU");
+        assert!(one.clock_due(1) && one.clock_due(2));
     }
 }

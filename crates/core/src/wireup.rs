@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use nf_transport::ofi::OfiTransport;
-use nf_transport::shm::{segment, ShmTransport};
+use nf_transport::shm::{segment, ShmConfig, ShmTransport};
 use nf_transport::tcp::TcpTransport;
 
 use crate::bootstrap::Bootstrap;
@@ -35,6 +35,7 @@ use crate::net::{Net, OfiPoller};
 use crate::netconf;
 use crate::netroute::{NetRoute, Wire};
 use crate::peers::{Peers, Route};
+use crate::wait::Waiter;
 use nf_sys::hash::fnv1a;
 use nf_sys::host::host_identity;
 
@@ -113,8 +114,15 @@ pub(crate) fn connect(boot: &mut dyn Bootstrap, cfg: &Config) -> Result<Net, Cor
         segment::reclaim_stale(&cfg.shm.dir, Duration::from_secs(60));
     }
     let mut shm = if allowed.shm && local.len() > 1 {
+        // Senders ring our doorbell only if we may sleep on it: a rank that parks
+        // (`wait.rs`) and has no network peers, which nothing could wake it for.
+        let waiter = Waiter::new(cfg.wait, local.len(), cfg.job_cpus, cfg.park_after);
+        let shm_cfg = ShmConfig {
+            sleeps: waiter.may_park() && !networked[me],
+            ..cfg.shm.clone()
+        };
         Some(ShmTransport::create(
-            &cfg.shm,
+            &shm_cfg,
             &shm_job,
             local_rank,
             local.len(),

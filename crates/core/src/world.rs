@@ -18,7 +18,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use nf_transport::shm::cma;
+use nf_transport::shm::{cma, DoorbellStats};
 
 use crate::am::{Am, HandlerId, Registry, Reserved, COLL_HANDLER, RESERVED_BASE};
 use crate::bootstrap::{self, Bootstrap};
@@ -218,6 +218,16 @@ impl World {
     /// How many large messages went by rendezvous so far (shm or ofi).
     pub fn rndv_stats(&self) -> RndvStats {
         self.state.borrow().stats
+    }
+
+    /// What this rank's shm doorbell did so far: sleeps, sleeps a sender ended, and
+    /// peers this rank woke (all zero without shm peers; see `wait.rs`).
+    pub fn doorbell_stats(&self) -> DoorbellStats {
+        self.net
+            .borrow()
+            .shm
+            .as_ref()
+            .map_or(DoorbellStats::default(), |s| s.doorbell_stats())
     }
 
     /// How many messages were striped across tcp lanes so far, each way.

@@ -215,7 +215,7 @@ impl World {
         &self,
         mut try_send: impl FnMut() -> Result<SendStatus, CoreError>,
     ) -> Result<(), CoreError> {
-        let mut backoff = Backoff::new(self);
+        let mut backoff = Backoff::for_credit(self);
         loop {
             {
                 let _nested = Nested::enter(self);

@@ -291,6 +291,19 @@ fn a_vanished_peer_is_an_error_not_a_hang() {
     job.expect_success(3, &["vanish", "1"], &[("NF_PEER_CHECK_MS", "50")]);
 }
 
+/// A rank in yield mode sleeps on its shm doorbell (seen from outside in a futex
+/// wait), wakes for each message, and a dead peer still ends its sleep
+/// (`nf-core-check doorbell`).
+#[test]
+fn a_yielding_rank_sleeps_on_its_doorbell_wakes_for_messages_and_sees_a_peer_die() {
+    let job = Job::new();
+    job.expect_success(
+        2,
+        &["doorbell", "20"],
+        &[("NF_WAIT", "yield"), ("NF_PEER_CHECK_MS", "100")],
+    );
+}
+
 /// Ranks that disagree on `NF_TCP_LANES` (rank 0 opens lanes, rank 1 none) fail at
 /// wire-up, at once, saying which setting differs — not a hang, not a bare PMI error.
 #[test]

@@ -32,7 +32,8 @@ impl ShmTransport {
             frame_size: cfg.frame_size,
             nsenders: size,
         };
-        let own = Segment::create(&segment::segment_path(&cfg.dir, job, me), geo, me)?;
+        let path = segment::segment_path(&cfg.dir, job, me);
+        let own = Segment::create(&path, geo, me, cfg.sleeps)?;
         Ok(ShmTransport {
             me,
             size,
@@ -42,6 +43,8 @@ impl ShmTransport {
             dir: cfg.dir.clone(),
             job: job.to_owned(),
             fast_limit: cfg.fast_limit,
+            sleeps: cfg.sleeps,
+            doorbell: Default::default(),
         })
     }
 

@@ -7,8 +7,10 @@
 //!
 //! ```text
 //!  offset 0      +-----------------------------+
-//!                | SegmentHeader   (1 line)    |  magic (published last), version, geometry, owner pid
+//!                | SegmentHeader   (1 line)    |  magic (published last), version, geometry, owner pid, sleeps
 //!  64            +-----------------------------+
+//!                | DoorbellLine    (1 line)    |  the owner's futex word: armed while it may sleep
+//!  128           +-----------------------------+
 //!                | CreditLine[nsenders]        |  one line per sender: frames the receiver gave back
 //!                +-----------------------------+
 //!                | FastSlot[nsenders][FAST]    |  per sender a single-producer box of 8-line slots
@@ -37,6 +39,11 @@
 //!    `seq = t + 1` is stored last. The receiver reads slot `t` once `seq == t + 1`
 //!    and never writes the box: it publishes `fast_released` (tickets freed, in
 //!    order) on its credit line. A small packet moves one cache line, one way.
+//! 11. `DoorbellLine.armed` is set to 1 only by the owner, about to sleep on it
+//!     (`doorbell.rs`), and cleared by the owner when it wakes or by a sender that
+//!     rings it; senders touch it only when the header's `sleeps` says the owner may
+//!     sleep, so a busy-polling job never reads the line (it has a line of its own
+//!     so that arming never invalidates a line senders read for anything else).
 //!
 //! Credits (frames per sender per ring, summed ≤ frames) guarantee that a sender with
 //! credit always finds a free frame, and that the ring never holds more tickets than
@@ -48,7 +55,7 @@ use super::sync::{AtomicU32, AtomicU64, Ordering};
 /// Identifies a ninefold shm segment ("nf-shm", then format byte 1).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"nf-shm\0\x01");
 /// Layout version; bump on any change to the structures below.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Cache line size assumed for padding (x86-64 and most arm64 parts).
 pub const CACHE_LINE: usize = 64;
 /// Bytes of protocol metadata a frame carries besides its payload.
@@ -85,7 +92,16 @@ pub struct SegmentHeader {
     pub owner_pid: u32,
     /// Local rank of the owner.
     pub owner_rank: u32,
-    _reserved: [u32; 5],
+    /// 1 if the owner may sleep on its doorbell (senders must ring it), else 0.
+    pub sleeps: u32,
+    _reserved: [u32; 4],
+}
+
+/// The owner's doorbell, alone on its cache line (rule 11, `doorbell.rs`).
+#[repr(C, align(64))]
+pub struct DoorbellLine {
+    /// 1 while the owner is armed to sleep (the futex word), 0 otherwise.
+    pub armed: AtomicU32,
 }
 
 /// One sender's credit return counter, alone on its cache line.
@@ -151,6 +167,7 @@ pub struct FrameHeader {
 
 const _: () = assert!(std::mem::size_of::<SegmentHeader>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<CreditLine>() == CACHE_LINE);
+const _: () = assert!(std::mem::size_of::<DoorbellLine>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<RingControl>() == 2 * CACHE_LINE);
 // loom's atomics are word-sized handles: under `cfg(loom)` a slot and a frame header
 // grow, and every offset follows from the types' sizes.
@@ -177,8 +194,12 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    fn credits_offset(&self) -> usize {
+    fn doorbell_offset(&self) -> usize {
         CACHE_LINE
+    }
+
+    fn credits_offset(&self) -> usize {
+        self.doorbell_offset() + CACHE_LINE
     }
 
     fn fast_offset(&self) -> usize {
@@ -301,8 +322,9 @@ impl View {
         unsafe { &*(self.base as *const SegmentHeader) }
     }
 
-    /// Writes the header fields; only the owner, before publishing `magic`.
-    pub fn init_header(&self, owner_pid: u32, owner_rank: u32) {
+    /// Writes the header fields; only the owner, before publishing `magic`. `sleeps`:
+    /// the owner may sleep on its doorbell, so senders must ring it (rule 11).
+    pub fn init_header(&self, owner_pid: u32, owner_rank: u32, sleeps: bool) {
         let g = self.geo;
         // SAFETY: the owner has exclusive use of the header until `magic` is stored
         // (rule 1); the pointer is in bounds and aligned as in `header()`.
@@ -316,7 +338,20 @@ impl View {
             std::ptr::addr_of_mut!((*h).nsenders).write(g.nsenders as u32);
             std::ptr::addr_of_mut!((*h).owner_pid).write(owner_pid);
             std::ptr::addr_of_mut!((*h).owner_rank).write(owner_rank);
+            std::ptr::addr_of_mut!((*h).sleeps).write(u32::from(sleeps));
         }
+    }
+
+    /// Whether the owner may sleep on its doorbell (read once, at connect).
+    pub fn owner_sleeps(&self) -> bool {
+        self.header().sleeps != 0
+    }
+
+    /// The owner's doorbell word (rule 11).
+    pub fn doorbell(&self) -> &AtomicU32 {
+        // SAFETY: in bounds (the line after the header) and 64-byte aligned; the field
+        // is an atomic.
+        unsafe { &(*(self.base.add(self.geo.doorbell_offset()) as *const DoorbellLine)).armed }
     }
 
     /// The credit line of sender `src` (`src < nsenders`).
@@ -442,6 +477,7 @@ impl View {
         unsafe {
             let at = |p: *const AtomicU64| (p as *mut AtomicU64).write(AtomicU64::new(0));
             at(&self.header().magic);
+            (self.doorbell() as *const AtomicU32 as *mut AtomicU32).write(AtomicU32::new(0));
             for s in 0..g.nsenders {
                 let line = self.credit(s);
                 at(&line.returned);

@@ -42,8 +42,9 @@ unsafe impl Send for Memory {}
 unsafe impl Sync for Memory {}
 
 impl Memory {
-    /// A zeroed segment of geometry `geo` owned by local rank `owner`.
-    fn new(geo: Geometry, owner: u32) -> Arc<Memory> {
+    /// A zeroed segment of geometry `geo` owned by local rank `owner`, who may sleep
+    /// on its doorbell if `sleeps`.
+    pub(crate) fn new(geo: Geometry, owner: u32, sleeps: bool) -> Arc<Memory> {
         geo.validate().unwrap();
         let layout = Layout::from_size_align(geo.total_len(), 4096).unwrap();
         // SAFETY: the layout has a non-zero size.
@@ -52,7 +53,7 @@ impl Memory {
         let mem = Memory { base, layout, geo };
         let view = mem.view();
         view.init_atomics();
-        view.init_header(std::process::id(), owner);
+        view.init_header(std::process::id(), owner, sleeps);
         view.header().magic.store(MAGIC, Ordering::Release);
         Arc::new(mem)
     }
@@ -77,7 +78,7 @@ impl Drop for Memory {
 }
 
 /// Local rank 0 sends to local rank 1: one ring, `frames` frames.
-fn geometry(frames: usize) -> Geometry {
+pub(crate) fn geometry(frames: usize) -> Geometry {
     Geometry {
         nrings: 1,
         frames,
@@ -88,7 +89,7 @@ fn geometry(frames: usize) -> Geometry {
 
 /// Sends packets of lengths `lens` from rank 0 to rank 1's segment `mem`, retrying on
 /// `NoCredit`; packet `i` is `[i]` then `lens[i]` bytes of `i`.
-fn send(mem: &Arc<Memory>, lens: &[usize], check_credit: bool) {
+pub(crate) fn send(mem: &Arc<Memory>, lens: &[usize], check_credit: bool) {
     let mut tx = Peer::new(Segment::model(Arc::clone(mem)), 0, 1, FAST_DATA);
     let view = mem.view();
     let credit = view.credit(0);
@@ -131,7 +132,7 @@ fn loom_ring_entries_are_read_after_publication_and_credit_balances() {
     // the receiver to free a frame. 600 B do not fit a fast-box slot.
     const LENS: [usize; 3] = [600; 3];
     loom::model(|| {
-        let mem = Memory::new(geometry(2), 1);
+        let mem = Memory::new(geometry(2), 1, false);
         let sender = {
             let mem = Arc::clone(&mem);
             thread::spawn(move || send(&mem, &LENS, true))
@@ -165,7 +166,7 @@ fn loom_a_sender_waiting_for_fast_box_slots_sees_them_released() {
     let mut lens = [8usize; FAST_SLOTS + 3];
     lens[FAST_SLOTS + 2] = 600;
     loom::model(move || {
-        let mem = Memory::new(geometry(2), 1);
+        let mem = Memory::new(geometry(2), 1, false);
         let sender = {
             let mem = Arc::clone(&mem);
             thread::spawn(move || send(&mem, &lens, false))

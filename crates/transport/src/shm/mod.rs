@@ -11,7 +11,9 @@
 //! the first 48 bytes (an 8 B message moves one cache line), and `M` rings of frame
 //! indices with their frames for everything larger. The send steps are listed in
 //! `tx.rs`, the poll steps in `rx.rs`, the in-order release of fast-box slots in
-//! `fastbox.rs`.
+//! `fastbox.rs`. A receiver that does not busy-poll sleeps on its *doorbell*, a
+//! futex word on its own line of its segment, and its senders wake it
+//! (`doorbell.rs`).
 //!
 //! Files (the same names as `tcp/` and `ofi/` for the same jobs; shm has no
 //! `wire.rs`, its wire format is the segment layout, and no `faults.rs`: a forged
@@ -27,8 +29,9 @@
 //! | `layout.rs` | the segment's layout and every raw access to it (access rules 1–10) |
 //! | `segment.rs` | segment files: create, open, unlink, reclaim stale ones |
 //! | `fastbox.rs` | in-order release of fast-box slots |
+//! | `doorbell.rs` | sleeping until a sender publishes, and waking the sleeper |
 //! | `copy.rs` | small copies without `memcpy` |
-//! | `sync.rs` | the protocol's atomics: std's, or loom's when model-checking (`loom_tests.rs`, `loom_channel.rs`) |
+//! | `sync.rs` | the protocol's atomics: std's, or loom's when model-checking (`loom_tests.rs`, `loom_channel.rs`, `loom_doorbell.rs`) |
 //! | `cma.rs` | single-copy transfers (`process_vm_readv`) |
 //! | `channel.rs` | [`channel::ByteChannel`], a byte stream over shared memory (9P): set-up, eventfds |
 //! | `channel_ring.rs` | the byte channel's ring protocol: sending, receiving, sleeping and waking |
@@ -38,6 +41,7 @@ mod channel_ring;
 pub mod cma;
 mod conn;
 mod copy;
+mod doorbell;
 mod fastbox;
 pub mod layout;
 mod rx;
@@ -48,12 +52,16 @@ mod tx;
 #[cfg(all(test, loom))]
 mod loom_channel;
 #[cfg(all(test, loom))]
+mod loom_doorbell;
+#[cfg(all(test, loom))]
 mod loom_tests;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::error::TransportError;
 use crate::{Messaging, SendStatus};
+use doorbell::{Kernel, Slept};
 use layout::{Geometry, META_MAX};
 use rx::Receiver;
 pub use rx::ShmPacket;
@@ -75,6 +83,10 @@ pub struct ShmConfig {
     /// 0 ..= [`layout::FAST_DATA`]; larger ones go through the rings. 0 turns the fast
     /// boxes off. Sender-side only, so ranks need not agree.
     pub fast_limit: usize,
+    /// This rank may sleep on its doorbell ([`ShmTransport::sleep`]), so its senders
+    /// must ring it; false for a rank that busy-polls (its senders then skip the
+    /// doorbell). Receiver-side, published in the segment, so ranks need not agree.
+    pub sleeps: bool,
 }
 
 impl Default for ShmConfig {
@@ -85,6 +97,7 @@ impl Default for ShmConfig {
             frames: 128,
             frame_size: 16 * 1024,
             fast_limit: layout::FAST_DATA,
+            sleeps: false,
         }
     }
 }
@@ -99,6 +112,19 @@ pub struct ShmTransport {
     dir: PathBuf,
     job: String,
     fast_limit: usize,
+    sleeps: bool,
+    doorbell: DoorbellStats,
+}
+
+/// What the doorbell did at one endpoint, ever (for tests and benchmarks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DoorbellStats {
+    /// Sleeps in the kernel (the re-check after arming found nothing).
+    pub sleeps: u64,
+    /// Sleeps a sender ended by ringing (the rest ended by timeout or signal).
+    pub rung: u64,
+    /// Times this endpoint woke a sleeping peer.
+    pub rang: u64,
 }
 
 impl ShmTransport {
@@ -130,6 +156,37 @@ impl ShmTransport {
     /// Directory where segments are created.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Whether this endpoint may sleep on its doorbell (`ShmConfig::sleeps`).
+    pub fn sleeps(&self) -> bool {
+        self.sleeps
+    }
+
+    /// Sleeps until a peer publishes a packet for us, at most `timeout` (see
+    /// `doorbell.rs`); returns at once if one is waiting, or if this endpoint was not
+    /// created to sleep (its senders would not ring). A signal also ends the sleep.
+    pub fn sleep(&mut self, timeout: Duration) {
+        if !self.sleeps {
+            return;
+        }
+        let rx = &self.rx;
+        let word = rx.segment().view().doorbell();
+        match doorbell::sleep(word, || rx.pending(), timeout, &Kernel) {
+            Slept::Pending => {}
+            Slept::Slept { rung } => {
+                self.doorbell.sleeps += 1;
+                self.doorbell.rung += u64::from(rung);
+            }
+        }
+    }
+
+    /// What the doorbell did so far.
+    pub fn doorbell_stats(&self) -> DoorbellStats {
+        DoorbellStats {
+            rang: self.peers.iter().flatten().map(|p| p.rang).sum(),
+            ..self.doorbell
+        }
     }
 }
 

@@ -115,6 +115,12 @@ impl Receiver {
         }
     }
 
+    /// Whether any queue has a packet at its head (the doorbell's re-check: changes
+    /// nothing, publishes nothing).
+    pub(crate) fn pending(&self) -> bool {
+        self.boxes.iter().any(InBox::ready) || self.rings.iter().any(InRing::ready)
+    }
+
     /// Steps 1–3 without taking anything: which queue has a packet at its head.
     /// Small enough to return in registers, so an empty poll moves no packet.
     #[inline(always)]
@@ -342,7 +348,7 @@ mod tests {
             nsenders: 2,
         };
         let path = segment_path(dir, "forged", 1);
-        let own = Segment::create(&path, geo, 1).unwrap();
+        let own = Segment::create(&path, geo, 1, false).unwrap();
         let theirs = Segment::open(&path, 2).unwrap();
         let view = *theirs.view();
         (

@@ -86,11 +86,13 @@ pub fn segment_path(dir: &Path, job: &str, local_rank: usize) -> PathBuf {
 }
 
 impl Segment {
-    /// Creates and initialises this rank's receive segment.
+    /// Creates and initialises this rank's receive segment; `sleeps`: its owner may
+    /// sleep on the doorbell (`layout.rs` rule 11), so senders must ring it.
     pub fn create(
         path: &Path,
         geo: Geometry,
         owner_rank: usize,
+        sleeps: bool,
     ) -> Result<Segment, TransportError> {
         geo.validate().map_err(TransportError::Config)?;
         let file = create_file(path, geo.total_len() as u64).map_err(|(step, e)| {
@@ -102,7 +104,8 @@ impl Segment {
         })?;
         let seg = Segment::map(file, path, geo)?;
         // A fresh file reads as zeros: every counter, flag and slot starts valid.
-        seg.view.init_header(std::process::id(), owner_rank as u32);
+        seg.view
+            .init_header(std::process::id(), owner_rank as u32, sleeps);
         seg.view.header().magic.store(MAGIC, Ordering::Release);
         Ok(seg)
     }

@@ -13,12 +13,15 @@
 //!    frame in use (credit guarantees a free one exists).
 //! 4. Copy header, metadata and payload into the frame.
 //! 5. Fetch-and-increment `tail` for a ticket; store the frame index, then `seq`.
+//! 6. If `d` may sleep (its header says so), ring its doorbell (`doorbell.rs`): a
+//!    fence and a load of `d`'s doorbell line, and a wake-up only if `d` is armed.
 //!
 //! Per-pair order across the two paths: a sender switches path only when the other
 //! one is drained — to the fast box once the receiver has freed all our frames, to
 //! the rings once all our fast slots are released; until then a small packet
 //! follows the ring, and a large one waits (`NoCredit`).
 
+use super::doorbell::{self, Kernel};
 use super::layout::{FastBox, FAST_SLOTS};
 use super::segment::Segment;
 use super::sync::Ordering;
@@ -50,6 +53,10 @@ pub(crate) struct Peer {
     last_fast: bool,
     /// Largest packet (metadata + payload) we send through the fast box.
     fast_limit: usize,
+    /// The peer may sleep on its doorbell: ring it after each packet (step 6).
+    rings: bool,
+    /// Times we woke the peer, ever.
+    pub(crate) rang: u64,
 }
 
 impl Peer {
@@ -69,6 +76,8 @@ impl Peer {
             fast_released: 0,
             last_fast: false,
             fast_limit,
+            rings: view.owner_sleeps(),
+            rang: 0,
             seg,
         }
     }
@@ -97,6 +106,9 @@ impl Peer {
             self.fast.write(self.fast_tail, meta, payload);
             self.fast_tail += 1;
             self.last_fast = true;
+            if self.rings {
+                self.ring();
+            }
             return Ok(SendStatus::Sent);
         }
         self.send_frame(meta, payload)
@@ -141,7 +153,19 @@ impl Peer {
         slot.frame.store(frame as u32, Ordering::Relaxed);
         slot.seq.store(ticket + 1, Ordering::Release);
         self.sent += 1;
+        if self.rings {
+            self.ring();
+        }
         Ok(SendStatus::Sent)
+    }
+
+    /// Step 6: wakes the peer if it sleeps on its doorbell. Out of line: a job whose
+    /// ranks busy-poll never calls it.
+    #[inline(never)]
+    fn ring(&mut self) {
+        if doorbell::ring(self.seg.view().doorbell(), &Kernel) {
+            self.rang += 1;
+        }
     }
 
     /// Whether one more packet fits in our share of the peer's frames; re-reads the

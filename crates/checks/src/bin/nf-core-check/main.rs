@@ -34,6 +34,8 @@
 //! - `rndvsource SOURCE [THRESHOLD]`: every rank's single-copy threshold came from
 //!   SOURCE (given, measured, cached, default: the start-up measurement), every rank
 //!   of the job has the same one, and it is THRESHOLD when given.
+//! - `doorbell ROUNDS`: 2 ranks in yield mode; rank 1 sleeps on its shm doorbell and
+//!   is woken by each of ROUNDS messages, then by rank 0's death (`doorbell.rs`).
 //!
 //! With `NF_CHECK_EXPECT_STRIPED=1`, `integrity` also checks that this rank sent and
 //! received messages striped across tcp lanes (`NF_TCP_LANES`); with `0`, that it
@@ -52,6 +54,7 @@ use std::rc::Rc;
 
 use nf_core::{CoreError, ReduceOp, World};
 
+mod doorbell;
 mod stream;
 
 const DATA: u16 = 1;
@@ -75,6 +78,7 @@ modes:
   netrndv ROUNDS                 mixed sizes every pair; checks the ofi rendezvous counters
   netrndvvanish SIZE             rank 1 exits while rank 0's large sends are being read
   rndvsource SOURCE [THRESHOLD]  where every rank's single-copy threshold came from
+  doorbell ROUNDS                2 ranks, NF_WAIT=yield: rank 1 sleeps on its doorbell, is woken
 NF_CHECK_SAY_SOURCE=1 makes each rank print its wire-up source first.
 NF_CHECK_EXPECT_STRIPED=1 (0) makes integrity check that messages were (not) striped.
 NF_CHECK_RANK1_MAX_PAYLOAD=N makes rank 1 (under nf run) accept payloads up to N bytes.
@@ -153,6 +157,7 @@ fn run(args: &[String]) -> Check {
         )?,
         "netrndvvanish" => return net_rndv_vanish(&world, num(args, 1)? as usize),
         "vanish" => return vanish(&world, num(args, 1)? as usize),
+        "doorbell" => return doorbell::doorbell(&world, num(args, 1)?),
         "idle" => {
             return idle(
                 &world,
