@@ -183,28 +183,6 @@ in_client=(nsenter --net="/var/run/netns/$client_h") # "${in_client[@]}" CMD: CM
 echo "compare-gateway: node $node_a ($node_h), gateway $gw_a ($gw_h), clients in ${H[2]} (${A[2]}), $subnet" >&2
 note hosts "node ${A[0]}, gateway ${A[1]}, client ${A[2]} (network namespaces, $subnet)"
 
-# on HOST CMD...: CMD in that host's network namespace (nsenter, which leaves /sys be,
-# and execs CMD: a background one's $! is CMD's pid).
-on() {
-    local h=$1
-    shift
-    nsenter --net="/var/run/netns/$h" "$@"
-}
-# Starts CMD in HOST in the background as a daemon of this run, output in LOG.
-daemon() { # HOST LOG CMD...
-    local h=$1 log=$2
-    shift 2
-    nsenter --net="/var/run/netns/$h" "$@" >"$log" 2>&1 &
-    daemon_pids+=($!)
-}
-# Waits (at most 10 s) until something listens on tcp PORT in HOST.
-wait_listen() { # HOST PORT
-    local tries=0
-    until on "$1" ss -Hltn "sport = :$2" | grep -q .; do
-        ((++tries < 200)) || return 1
-        sleep 0.05
-    done
-}
 bound=(timeout --kill-after=10 "$timeout")
 # Long commands run in the background and are waited for, so a signal ends the script
 # at once (bash defers a trap while a foreground command runs).

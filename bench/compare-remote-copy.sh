@@ -63,24 +63,6 @@ cleanup() {
 }
 netns_hosts "$release/nf-netns" 4
 trap cleanup EXIT
-on() {
-    local h=$1
-    shift
-    nsenter --net="/var/run/netns/$h" "$@"
-}
-daemon() { # HOST LOG CMD...
-    local h=$1 log=$2
-    shift 2
-    nsenter --net="/var/run/netns/$h" "$@" >"$log" 2>&1 &
-    daemon_pids+=($!)
-}
-wait_listen() { # HOST PORT
-    local tries=0
-    until on "$1" ss -Hltn "sport = :$2" | grep -q .; do
-        ((++tries < 200)) || return 1
-        sleep 0.05
-    done
-}
 
 nf=${bin[new]}
 certs=$out/certs

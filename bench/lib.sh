@@ -201,6 +201,34 @@ netns_hosts_release() {
     wait "$netns_pid" 2>/dev/null || true
 }
 
+# on HOST CMD...              after netns_hosts: CMD in that host's network namespace
+#                            (nsenter, which leaves /sys be, and execs CMD: a
+#                            background one's $! is CMD's pid)
+on() {
+    local h=$1
+    shift
+    nsenter --net="/var/run/netns/$h" "$@"
+}
+
+# daemon HOST LOG CMD...      starts CMD in HOST in the background, output in LOG, and
+#                            appends its pid to the caller's array daemon_pids
+daemon() {
+    local h=$1 log=$2
+    shift 2
+    nsenter --net="/var/run/netns/$h" "$@" >"$log" 2>&1 &
+    daemon_pids+=($!)
+}
+
+# wait_listen HOST PORT      waits (at most 10 s) until something listens on tcp PORT
+#                            in HOST; fails after that
+wait_listen() {
+    local tries=0
+    until on "$1" ss -Hltn "sport = :$2" | grep -q .; do
+        ((++tries < 200)) || return 1
+        sleep 0.05
+    done
+}
+
 # mpirun_across DIR [MPIRUN [N0 N1]]
 #                            after netns_hosts: sets the array mpirun_across to a
 #                            command that runs MPIRUN (default mpirun; Open MPI's)
