@@ -331,7 +331,21 @@ fn cp_r_copies_a_tree_both_ways_with_modes_and_links() {
         std::fs::read_link(back.join("link")).unwrap().to_str(),
         Some("f1")
     );
-    // Server to server is not a tree copy: a usage error.
-    let out = s.run(&["cp", "-r", &s.at("/fs/tree"), &s.at("/fs/other")]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    // Server to server (here the same server) copies the tree there, modes and links
+    // included.
+    ok(&["cp", "-r", &s.at("/fs/tree"), &s.at("/fs/other")]);
+    let other = s.export.join("other");
+    assert_eq!(
+        std::fs::read(other.join("f39")).unwrap(),
+        std::fs::read(src.join("f39")).unwrap()
+    );
+    let mode = std::fs::metadata(other.join("a/b/secret"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(
+        std::fs::read_link(other.join("link")).unwrap().to_str(),
+        Some("f1")
+    );
 }

@@ -59,7 +59,7 @@ pub const SETTINGS: &[Setting] = &[
     s("NF_OFI_PACKET", "largest payload of one ofi packet, bytes, 1024 ..= 16777216 (equal on every rank)", "what `nf tune` cached, else 15872"),
     s("NF_OFI_RNDV", "payloads of at least this many bytes to ranks on other hosts over ofi are read by the receiver with the provider's RMA (when it has RMA)", "65536"),
     s("NF_OFI_POLL_EVERY", "with shm routes, the ofi completion queue is read every Nth empty poll", "1024"),
-    s("NF_DEAD_AFTER_MS", "a peer over tcp or ofi (messaging, rma's native RMA and its service connections) that stops answering is lost after about this long, at least 100", "tcp (and rma's service) 20000, ofi 30000"),
+    s("NF_DEAD_AFTER_MS", "a peer over tcp or ofi (messaging, rma's native RMA and its service connections) that stops answering is lost after about this long, at least 100", "tcp 20000, ofi 30000"),
     s("NF_SHOW_TRANSPORTS", "if set (not 0), rank 0 prints the peer × transport matrix", "unset"),
     // Every program sets up its logging through the core.
     Setting::new("NF_LOG", "all", "log filter (tracing directives: warn, info, debug, target=level); else RUST_LOG", "warn (nf serve, nf gateway: info)"),
