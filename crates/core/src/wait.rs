@@ -24,10 +24,11 @@
 //!    word in its segment that senders ring after publishing a packet, but only
 //!    while it is armed (`nf_transport`'s `shm/doorbell.rs`: arm, re-check every
 //!    queue, `FUTEX_WAIT`; senders fence, load the word, `FUTEX_WAKE` if armed). A
-//!    woken rank gets the scheduler's wake-up preemption, so on a node shared with
-//!    CPU hogs the next rank of a token ring runs at once instead of after a hog's
-//!    time slice (measured on the 2-core VM with two hogs: 1.4–1.5 ms → 0.74–0.85 ms
-//!    per hop of `nf demo`'s ring; `bench/README.md`). Only waits for what arrives as
+//!    woken rank is runnable at once, not at its next yield; beside CPU hogs it may
+//!    still wait out a hog's slice, which is the scheduler's call (two hogs on the
+//!    2-core VM: 1.4–1.5 → 0.74–0.85 ms per hop of `nf demo`'s ring with the job's
+//!    session weighted over others, unchanged at 0.67–0.92 ms in a plain session;
+//!    `bench/README.md`). Only waits for what arrives as
 //!    a packet sleep there: a send
 //!    waiting for credit (frames or fast-box slots the receiver frees, which ring
 //!    nothing) and a wait with control packets queued for credit keep yielding.
