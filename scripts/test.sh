@@ -3,6 +3,8 @@
 # This is the README's test command; .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# CI builds each artifact once: incremental caches would only take disk.
+export CARGO_INCREMENTAL=0
 scripts/setup.sh tests
 
 echo "== cargo fmt --check"
