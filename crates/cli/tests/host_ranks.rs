@@ -14,10 +14,14 @@ const BOUND: Duration = Duration::from_secs(60);
 /// layout, and the tree's place of the second host.
 fn starter(args: &[&str]) -> Command {
     let mut cmd = Command::new(NF);
-    cmd.arg("host-ranks")
-        .arg("--")
-        .args(args)
-        .env_clear()
+    cmd.arg("host-ranks").arg("--").args(args);
+    contract(&mut cmd);
+    cmd
+}
+
+/// The environment of [`starter`].
+fn contract(cmd: &mut Command) -> &mut Command {
+    cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("NF_RANK", "0")
         .env("NF_SIZE", "3")
@@ -30,8 +34,7 @@ fn starter(args: &[&str]) -> Command {
         .env("NF_RUN_HOSTS", "a:0:1,b:1:2")
         .env("NF_EXEC_RANK", "1")
         .env("NF_EXEC_SIZE", "2")
-        .env("NF_EXEC_NODE", "tls:b:564");
-    cmd
+        .env("NF_EXEC_NODE", "tls:b:564")
 }
 
 #[test]
@@ -91,4 +94,49 @@ fn a_starter_without_a_place_says_so() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("NF_EXEC_RANK"), "{stderr}");
+}
+
+/// Host b's share of a job: ranks 1..=`count` after host a's rank 0.
+fn share_of(cmd: &mut Command, count: usize) -> &mut Command {
+    cmd.env("NF_SIZE", (count + 1).to_string())
+        .env("NF_RUN_HOSTS", format!("a:0:1,b:1:{count}"))
+}
+
+#[test]
+fn a_starter_holds_its_ranks_to_the_bound_per_cpu_unless_oversubscribed() {
+    // Confined to one CPU, so the bound is the same on any machine.
+    let count = nf_launch::capacity::MAX_RANKS_PER_CPU + 1;
+    let confined = |extra: &[&str]| {
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", "0", NF, "host-ranks"]).args(extra).args([
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo started",
+        ]);
+        contract(&mut cmd);
+        share_of(&mut cmd, count);
+        cmd
+    };
+    let out = nf_testkit::output_within(&mut confined(&[]), BOUND);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!("{count} ranks")) && stderr.contains("--oversubscribe"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("on b:"), "the host is named: {stderr}");
+    assert!(!stdout.contains("started"), "a rank ran: {stdout}");
+
+    let out = nf_testkit::output_within(&mut confined(&["--oversubscribe"]), BOUND);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.matches("out started").count(), count, "{stdout}");
 }

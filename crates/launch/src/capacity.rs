@@ -23,7 +23,8 @@
 //!    that then cannot be forked is reported by name, and the ranks started before it
 //!    are stopped (`crate::job`, step 3).
 //!
-//! Ranks on other hosts are that host's to bound: its starter or its `nf serve`.
+//! Ranks on other hosts are that host's to bound: its starter ([`crate::host_ranks`],
+//! rule 5, which runs these checks there) or its `nf serve`.
 
 use std::io;
 

@@ -29,6 +29,11 @@
 //!    the starter catches SIGINT and SIGTERM so that it outlives them and reports
 //!    their ends. A rank dies with the starter (`PR_SET_PDEATHSIG`): a `kill KILL` or
 //!    a wiped session leaves no rank behind.
+//! 5. **Capacity.** The host's ranks are checked against its CPUs, open-file and
+//!    process limits before any starts, as the launcher checks its own
+//!    ([`crate::capacity`]; each rank's output takes two pipes here): more than
+//!    [`crate::capacity::MAX_RANKS_PER_CPU`] per CPU need `--oversubscribe`, which
+//!    `nf run --oversubscribe` passes on.
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -42,6 +47,7 @@ use nf_pmi::JobEnv;
 use nf_xcpu_client::records::MAX_TEXT;
 use nf_xcpu_client::{PLACE_NODE, PLACE_RANK};
 
+use crate::capacity::{self, Demand};
 use crate::signals::SignalWatch;
 use crate::spawn::spawn_process;
 
@@ -123,15 +129,24 @@ pub enum HostRanksError {
     /// The rank contract in the environment is missing or bad.
     #[error("the ranks' contract in this session's env: {0}")]
     Contract(String),
+    /// This host cannot hold its ranks (rule 5).
+    #[error("on {host}: {source}")]
+    Capacity {
+        /// The host, as the layout names it.
+        host: String,
+        /// What its limits refused.
+        #[source]
+        source: crate::error::LaunchError,
+    },
     /// SIGINT / SIGTERM could not be caught.
     #[error("catching SIGINT and SIGTERM: {0}")]
     Signals(io::Error),
 }
 
 /// Runs this host's ranks of `PROG ARGS…` (`command`) and waits for them (the module's
-/// rules); the starter's exit status.
-pub fn main(command: &[OsString]) -> i32 {
-    match run(command) {
+/// rules; `oversubscribe` lifts rule 5's bound per CPU); the starter's exit status.
+pub fn main(command: &[OsString], oversubscribe: bool) -> i32 {
+    match run(command, oversubscribe) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("nf host-ranks: {e}");
@@ -140,13 +155,23 @@ pub fn main(command: &[OsString]) -> i32 {
     }
 }
 
-fn run(command: &[OsString]) -> Result<(), HostRanksError> {
+fn run(command: &[OsString], oversubscribe: bool) -> Result<(), HostRanksError> {
     let (program, args) = command.split_first().ok_or(HostRanksError::NoProgram)?;
     let me = placed()?;
     let base = JobEnv::from_env()
         .map_err(|e| HostRanksError::Contract(e.to_string()))?
         .ok_or_else(|| HostRanksError::Contract("NF_PMI_ADDR is not set".into()))?;
     within_job(&me, base.size)?;
+    capacity::check(Demand {
+        local_ranks: me.count,
+        all_ranks: 0,
+        piped: true,
+        oversubscribe,
+    })
+    .map_err(|source| HostRanksError::Capacity {
+        host: me.name.clone(),
+        source,
+    })?;
     let _signals = SignalWatch::install().map_err(HostRanksError::Signals)?;
     let mut waiters = Vec::with_capacity(me.count);
     for local_rank in 0..me.count {

@@ -188,15 +188,7 @@ pub(crate) fn remote_env(spec: &LaunchSpec, contract: &JobEnv) -> Vec<(OsString,
 
 /// Runs in the child before exec: die with the launcher, and pin to a CPU if asked.
 fn child_setup(parent: u32, cpu_set: Option<&libc::cpu_set_t>) -> io::Result<()> {
-    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // The launcher may have died between fork and prctl; then nobody would kill us.
-    // SAFETY: getppid has no preconditions.
-    if u32::try_from(unsafe { libc::getppid() }).ok() != Some(parent) {
-        return Err(io::Error::from_raw_os_error(libc::ESRCH));
-    }
+    nf_sys::spawn::parent_death_signal(parent, libc::SIGKILL)?;
     if let Some(set) = cpu_set {
         // SAFETY: `set` points to a valid cpu_set_t of the size passed.
         if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {

@@ -123,3 +123,54 @@ fn a_saved_run_cut_short_is_reported_as_far_as_it_went_and_fails() {
     assert_eq!(v["transport"], "Open-MPI");
     assert_eq!(v["params"]["complete"], false);
 }
+
+#[test]
+fn a_killed_benchmark_takes_its_job_with_it() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::Duration;
+
+    let dir = scratch("killed");
+    // A stand-in program (`--program`): each PE says its pid and sleeps well past the
+    // test's bound, so only the launcher stopping it ends it in time.
+    let program = dir.join("pe.sh");
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\necho $$ > {0}/pid.$NF_RANK.tmp && mv {0}/pid.$NF_RANK.tmp {0}/pid.$NF_RANK\nexec sleep 300\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut bench = Command::new(nf())
+        .args(["bench", "shmem", "-n", "2", "--quiet", "--timeout", "600"])
+        .arg("--program")
+        .arg(&program)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start nf bench shmem");
+    let pids: Vec<u32> = (0..2)
+        .map(|rank| {
+            let file = dir.join(format!("pid.{rank}"));
+            nf_testkit::wait_for(&format!("PE {rank} to start"), LIMIT, || {
+                std::fs::read_to_string(&file)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| t.trim().parse().map_err(|e| format!("{e}")))
+            })
+        })
+        .collect();
+    bench.kill().expect("SIGKILL nf bench shmem");
+    bench.wait().expect("reap nf bench shmem");
+    for (rank, pid) in pids.into_iter().enumerate() {
+        let gone = nf_testkit::exited_within(pid, Duration::from_secs(30));
+        if !gone {
+            // Leave nothing behind even when failing.
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+        assert!(
+            gone,
+            "PE {rank} (pid {pid}) outlived nf bench shmem killed by SIGKILL"
+        );
+    }
+}

@@ -202,6 +202,34 @@ pub fn spawn(
     cmd.spawn()
 }
 
+/// In a forked child before exec: asks for `signal` when the thread that forked it
+/// ends (`PR_SET_PDEATHSIG`), and fails with `ESRCH` if `parent` (the forking
+/// process's pid) is already gone, since the kernel would then never send it.
+/// Async-signal-safe: two system calls, no allocation.
+pub fn parent_death_signal(parent: u32, signal: i32) -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: getppid has no preconditions.
+    if u32::try_from(unsafe { libc::getppid() }).ok() != Some(parent) {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+/// Makes the child `cmd` starts get `signal` when the calling thread ends, so a tool
+/// killed outright leaves no helper process running ([`parent_death_signal`]). Call
+/// it from a thread that outlives the child.
+pub fn die_with_parent(cmd: &mut Command, signal: i32) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the child between fork and exec and only calls
+    // `parent_death_signal`, which is async-signal-safe, on values copied before fork.
+    unsafe {
+        cmd.pre_exec(move || parent_death_signal(parent, signal));
+    }
+}
+
 /// Sends `signal` to every process of process group `pgid`; a group that is gone
 /// already is not an error.
 pub fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {

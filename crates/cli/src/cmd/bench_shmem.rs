@@ -19,7 +19,8 @@
 //! 4. The program runs under `nf run -n N` (bounded by `--timeout`); `--parse FILE`
 //!    reads the output of a run made by another launcher instead (Open MPI's `oshrun`
 //!    for OSHMEM in `bench/compare-shmem.sh`), so both sides' reports come out of
-//!    the same code.
+//!    the same code. That `nf run` gets SIGTERM if this process dies (even by
+//!    SIGKILL), and stops its ranks: a killed benchmark leaves no job behind.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -171,6 +172,8 @@ fn measure(a: &ShmemArgs) -> anyhow::Result<String> {
         let list: Vec<String> = sizes.iter().map(usize::to_string).collect();
         cmd.args(["--sizes", &list.join(",")]);
     }
+    // Killed outright, we take the job with us: `nf run` stops its ranks on SIGTERM.
+    nf_sys::spawn::die_with_parent(&mut cmd, libc::SIGTERM);
     // The program's messages and the launcher's go straight to our stderr.
     let out = cmd
         .stdin(Stdio::null())

@@ -137,10 +137,12 @@ fn remote_start(a: &RunArgs) -> anyhow::Result<Arc<dyn RemoteStart>> {
     let exe = exe
         .to_str()
         .with_context(|| format!("{}: the nf executable's path is not UTF-8", exe.display()))?;
-    Ok(Arc::new(xcpu.through_tree(
-        vec![exe.to_owned(), HOST_RANKS.to_owned()],
-        a.fanout,
-    )))
+    let mut starter = vec![exe.to_owned(), HOST_RANKS.to_owned()];
+    if a.oversubscribe {
+        // Each host's starter bounds its own ranks per CPU (nf_launch::host_ranks).
+        starter.push("--oversubscribe".to_owned());
+    }
+    Ok(Arc::new(xcpu.through_tree(starter, a.fanout)))
 }
 
 /// The hidden subcommand each host's session runs in a job started down the `/xcpu`
@@ -150,6 +152,9 @@ pub const HOST_RANKS: &str = "host-ranks";
 /// Arguments of `nf host-ranks` (hidden: `nf run` starts it on each host).
 #[derive(Args)]
 pub struct HostRanksArgs {
+    /// Start more than 16 ranks per CPU of this host (nf run passes its own flag on).
+    #[arg(long)]
+    pub oversubscribe: bool,
     /// The ranks' program and its arguments.
     #[arg(trailing_var_arg = true, required = true, num_args = 1.., value_name = "PROG ARGS")]
     pub command: Vec<OsString>,
@@ -157,7 +162,7 @@ pub struct HostRanksArgs {
 
 /// `nf host-ranks -- PROG ARGS…`: runs this host's ranks of a job.
 pub fn host_ranks(a: HostRanksArgs) -> anyhow::Result<i32> {
-    Ok(nf_launch::host_ranks::main(&a.command))
+    Ok(nf_launch::host_ranks::main(&a.command, a.oversubscribe))
 }
 
 /// Runs a job and returns the exit code `nf run` should exit with.
