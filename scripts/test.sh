@@ -26,3 +26,5 @@ echo "== loom: the shm rings and rma's shm locks, model-checked (the loom_*.rs f
 # Its own target dir: --cfg loom rebuilds everything, and the normal cache survives.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
     cargo test -p nf-transport -p nf-rma --release --lib --quiet loom
+# What the suite took, so a CI disk running short shows up before it fills.
+echo "== done: target/ holds $(du -sh target | cut -f1); $(df -h --output=avail . | tail -1 | tr -d ' ') free on its disk"
