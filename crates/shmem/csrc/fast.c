@@ -7,12 +7,14 @@
 struct nf_fast nf_shmem_fast;
 
 /* Rule 1 of internal.h: everything first, then `npes`, released. */
-void nf_shmem_fast_publish(uintptr_t base, size_t size, const uintptr_t *map, int npes) {
+void nf_shmem_fast_publish(uintptr_t base, size_t size, const uintptr_t *map, int npes,
+                           void *team_area) {
     nf_shmem_fast.base = base;
     nf_shmem_fast.size = size;
     nf_shmem_fast.map = map;
     nf_shmem_fast.owner = pthread_self();
     nf_shmem_fast.rma_used = 1; /* start-up used it */
+    nf_shmem_fast.team_area = team_area;
     __atomic_store_n(&nf_shmem_fast.npes, npes, __ATOMIC_RELEASE);
 }
 

@@ -88,11 +88,13 @@ struct nf_fast {
     pthread_t owner;       /* the thread that called shmem_init */
     int npes;              /* 0 while the library is not running */
     int rma_used;          /* a call reached the Rust side since its last quiet */
+    void *team_area;       /* this PE's team area (src/team.rs) */
 };
 extern struct nf_fast nf_shmem_fast __attribute__((visibility("hidden")));
 
 /* The Rust side's calls (src/state.rs): fill the table and release it; empty it. */
-void nf_shmem_fast_publish(uintptr_t base, size_t size, const uintptr_t *map, int npes);
+void nf_shmem_fast_publish(uintptr_t base, size_t size, const uintptr_t *map, int npes,
+                           void *team_area);
 void nf_shmem_fast_clear(void);
 void nf_shmem_fast_rma_used(int used);
 
@@ -109,6 +111,18 @@ static inline void *nf_fast_at(const void *addr, size_t len, int pe) {
     uintptr_t at = f->map[pe];
     if (!at || !pthread_equal(pthread_self(), f->owner)) return NULL;
     return (void *)(at + off);
+}
+
+/* The team area (csrc/team.c) when the library runs and this is its thread, else
+ * NULL (then nf_shmem_team_area says why). Every team call asks: without the
+ * table each would enter the Rust side, and so make the next quiet take it too
+ * (rule 4). */
+static inline void *nf_fast_team_area(void) {
+    const struct nf_fast *f = &nf_shmem_fast;
+    if (__atomic_load_n(&f->npes, __ATOMIC_ACQUIRE) <= 0 ||
+        !pthread_equal(pthread_self(), f->owner))
+        return NULL;
+    return f->team_area;
 }
 
 /* Put and get: the fast path, else the Rust side. A PE may put to itself with

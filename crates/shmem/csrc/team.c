@@ -107,6 +107,7 @@ static void nf_team_clear(struct nf_team *t) {
 
 /* Rule 6: the table for this shmem_init (a new area means a new job). */
 static void nf_teams_ready(const char *call) {
+    if (sym && nf_fast_team_area() == sym) return;
     size_t bytes;
     void *area = nf_shmem_team_area(call, &bytes);
     if (area == sym) return;

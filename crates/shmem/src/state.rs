@@ -24,7 +24,7 @@
 //! still finalizing on other hosts).
 
 use std::cell::{Cell, RefCell};
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::fmt::Display;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -38,7 +38,13 @@ use crate::statics::{self, Region};
 // The C side's same-host fast path (`csrc/fast.c`, `csrc/internal.h` struct nf_fast).
 extern "C" {
     /// Fills the fast path's table and releases it (`npes` last).
-    fn nf_shmem_fast_publish(base: usize, size: usize, map: *const usize, npes: c_int);
+    fn nf_shmem_fast_publish(
+        base: usize,
+        size: usize,
+        map: *const usize,
+        npes: c_int,
+        team_area: *mut c_void,
+    );
     /// Empties the table: every call takes the Rust path again.
     fn nf_shmem_fast_clear();
     /// Says whether the rma layer may hold operations a quiet must complete.
@@ -216,7 +222,15 @@ pub fn init(thread: c_int) {
     // SAFETY: `fast_map` holds `npes` entries and lives, unmoved and unchanged, in
     // the state until `finalize` clears the table before dropping it; the heap it
     // describes stays mapped that long too.
-    unsafe { nf_shmem_fast_publish(st.my_base(), size, st.fast_map.as_ptr(), npes) };
+    unsafe {
+        nf_shmem_fast_publish(
+            st.my_base(),
+            size,
+            st.fast_map.as_ptr(),
+            npes,
+            (st.my_base() + st.team_area) as *mut c_void,
+        )
+    };
     STATE.store(Box::into_raw(Box::new(st)), Ordering::Release);
 }
 
