@@ -63,14 +63,21 @@ fn slow_counts(env: &[(&str, &str)]) -> Vec<[u64; 4]> {
 
 /// On one host PE 0's 1000 puts, gets, fetch-adds and quiets on PE 1's heap take
 /// the C side's fast path: only its 100 puts to a global variable (and the
-/// library's own few calls) reach the Rust path. With every PE its own domain
-/// nothing is mapped, and all of them do: the count sees the calls it should.
+/// library's own few calls) reach the Rust path, and the 100 barriers' quiets
+/// stay in C on both PEs. With every PE its own domain nothing is mapped, and all
+/// of them do: the count sees the calls it should.
 #[test]
 fn same_host_puts_gets_atomics_and_quiets_take_the_fast_path() {
-    let direct = slow_counts(&[])[0];
+    let counts = slow_counts(&[]);
+    let direct = counts[0];
     assert!(
         (100..200).contains(&direct[0]) && direct[1..].iter().all(|&n| n < 100),
         "PE 0's Rust-path puts, gets, atomics, quiets on one host: {direct:?}"
+    );
+    assert!(
+        counts[1].iter().all(|&n| n < 100),
+        "PE 1's Rust-path puts, gets, atomics, quiets on one host: {:?}",
+        counts[1]
     );
     let service = slow_counts(SERVICE)[0];
     assert!(

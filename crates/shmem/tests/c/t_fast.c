@@ -1,7 +1,7 @@
 /* The same-host fast path (csrc/internal.h): PE 0 does N of each small operation on
  * PE 1's heap (shmem_long_p, 8-byte shmem_putmem, shmem_long_g, fetch-add, then a
  * shmem_quiet), the last 8 bytes of the heap included, and M puts to a global
- * variable (static data: always the Rust path). Every value is checked; the Rust driver (tests/c_api.rs)
+ * variable (static data: always the Rust path); then M barriers on every PE. Every value is checked; the Rust driver (tests/c_api.rs)
  * runs it with NF_SHMEM_STATS=1 and checks how many calls reached the Rust path:
  * on one host only the M static puts (and the library's own few), with every PE
  * its own domain all of them. */
@@ -51,6 +51,9 @@ int main(void) {
         CHECK(global_word == M, "the global is %ld", global_word);
     }
     PASS("fast_path_values");
+    /* A same-host barrier is a quiet and the direct barrier, all in C. */
+    for (int i = 0; i < M; i++) shmem_barrier_all();
+    PASS("barriers");
     shmem_free(x);
     shmem_finalize();
     return 0;
