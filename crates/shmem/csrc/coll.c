@@ -65,7 +65,7 @@ void nf_coll_alltoall(const char *call, const struct nf_group *g, void *dest,
     for (int k = 0; k < g->size; k++) {
         int i = (g->me + k) % g->size;
         nf_get(call, (char *)dest + (size_t)i * bytes,
-                     (const char *)source + (size_t)g->me * bytes, bytes, nf_group_pe(g, i));
+               (const char *)source + (size_t)g->me * bytes, bytes, nf_group_pe(g, i));
     }
     nf_group_sync(call, g);
 }

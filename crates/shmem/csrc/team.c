@@ -214,7 +214,7 @@ void nf_group_sync(const char *call, const struct nf_group *g) {
         __atomic_store_n(arrived, g->idle, __ATOMIC_RELEASE);
         for (int i = 1; i < g->size; i++)
             nf_amo(call, NF_AMO_SET, released, g->idle + 1, 0, sizeof(long),
-                         nf_group_pe(g, i));
+                   nf_group_pe(g, i));
     } else {
         nf_amo(call, NF_AMO_ADD, arrived, 1, 0, sizeof(long), nf_group_pe(g, 0));
         nf_wait_word(call, released, g->idle, 0);
