@@ -108,9 +108,10 @@ static inline void *nf_fast_at(const void *addr, size_t len, int pe) {
     unsigned npes = (unsigned)__atomic_load_n(&f->npes, __ATOMIC_ACQUIRE);
     uintptr_t off = (uintptr_t)addr - f->base;
     if ((unsigned)pe >= npes || off > f->size || len > f->size - off) return NULL;
+    /* The thread first: another thread's call may race shmem_finalize freeing map. */
+    if (!pthread_equal(pthread_self(), f->owner)) return NULL;
     uintptr_t at = f->map[pe];
-    if (!at || !pthread_equal(pthread_self(), f->owner)) return NULL;
-    return (void *)(at + off);
+    return at ? (void *)(at + off) : NULL;
 }
 
 /* The team area (csrc/team.c) when the library runs and this is its thread, else
