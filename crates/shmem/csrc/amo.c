@@ -33,7 +33,7 @@ static void nf_unbits(void *out, int64_t bits, size_t size) {
 #define NF_AMO_CALL(T, N, NAME, OP, dest, value, cond)                               \
     T old, v = (value), c = (cond);                                                  \
     nf_unbits(&old,                                                                  \
-              nf_shmem_amo("shmem_" #N "_atomic_" NAME, OP, (void *)(dest),          \
+              nf_amo("shmem_" #N "_atomic_" NAME, OP, (void *)(dest),                \
                            nf_bits(&v, sizeof(T)), nf_bits(&c, sizeof(T)),           \
                            sizeof(T), pe),                                           \
               sizeof(T))
@@ -104,7 +104,7 @@ _NF_SHMEM_AMO_TYPES(NF_STD_AMO)
         NF_AMO_CALL(T, N, #NAME, OP, dest, value, 0);                                \
         (void)old;                                                                   \
     }                                                                                \
-    void shmem_##N##_atomic_fetch_##NAME##_nbi(T *fetch, T *dest, T value, int pe) {  \
+    void shmem_##N##_atomic_fetch_##NAME##_nbi(T *fetch, T *dest, T value, int pe) { \
         *fetch = shmem_##N##_atomic_fetch_##NAME(dest, value, pe);                   \
     }
 #define NF_BITWISE_AMO(T, N)                                                         \

@@ -30,7 +30,7 @@ void nf_coll_broadcast(const char *call, const struct nf_group *g, void *dest,
         return;
     }
     nf_group_barrier(call, g);
-    if (g->me != root || root_gets) nf_shmem_get(call, dest, source, bytes, nf_group_pe(g, root));
+    if (g->me != root || root_gets) nf_get(call, dest, source, bytes, nf_group_pe(g, root));
     nf_group_sync(call, g);
 }
 
@@ -39,7 +39,7 @@ void nf_coll_fcollect(const char *call, const struct nf_group *g, void *dest,
     nf_group_barrier(call, g);
     for (int k = 0; k < g->size; k++) {
         int i = (g->me + k) % g->size;
-        nf_shmem_get(call, (char *)dest + (size_t)i * bytes, source, bytes, nf_group_pe(g, i));
+        nf_get(call, (char *)dest + (size_t)i * bytes, source, bytes, nf_group_pe(g, i));
     }
     nf_group_sync(call, g);
 }
@@ -52,8 +52,8 @@ void nf_coll_collect(const char *call, const struct nf_group *g, void *dest,
     size_t at = 0;
     for (int i = 0; i < g->size; i++) {
         long theirs = (long)bytes;
-        if (i != g->me) nf_shmem_get(call, &theirs, g->count, sizeof theirs, nf_group_pe(g, i));
-        nf_shmem_get(call, (char *)dest + at, source, (size_t)theirs, nf_group_pe(g, i));
+        if (i != g->me) nf_get(call, &theirs, g->count, sizeof theirs, nf_group_pe(g, i));
+        nf_get(call, (char *)dest + at, source, (size_t)theirs, nf_group_pe(g, i));
         at += (size_t)theirs;
     }
     nf_group_sync(call, g);
@@ -64,8 +64,8 @@ void nf_coll_alltoall(const char *call, const struct nf_group *g, void *dest,
     nf_group_barrier(call, g);
     for (int k = 0; k < g->size; k++) {
         int i = (g->me + k) % g->size;
-        nf_shmem_get(call, (char *)dest + (size_t)i * bytes,
-                     (const char *)source + (size_t)g->me * bytes, bytes, nf_group_pe(g, i));
+        nf_get(call, (char *)dest + (size_t)i * bytes,
+               (const char *)source + (size_t)g->me * bytes, bytes, nf_group_pe(g, i));
     }
     nf_group_sync(call, g);
 }
@@ -94,16 +94,16 @@ void nf_coll_reduce(const char *call, const struct nf_group *g, void *dest,
     if (!acc || !got) nf_shmem_fatal(call, "out of local memory for the result");
     nf_group_barrier(call, g);
     if (n) {
-        nf_shmem_get(call, acc, (const char *)source + off, bytes, nf_group_pe(g, 0));
+        nf_get(call, acc, (const char *)source + off, bytes, nf_group_pe(g, 0));
         for (int i = 1; i < g->size; i++) {
-            nf_shmem_get(call, got, (const char *)source + off, bytes, nf_group_pe(g, i));
+            nf_get(call, got, (const char *)source + off, bytes, nf_group_pe(g, i));
             combine(acc, got, n);
         }
     }
     nf_group_sync(call, g);
     for (int k = 0; n && k < g->size; k++) {
         int i = (g->me + k) % g->size;
-        nf_shmem_put(call, (char *)dest + off, acc, bytes, nf_group_pe(g, i));
+        nf_put(call, (char *)dest + off, acc, bytes, nf_group_pe(g, i));
     }
     nf_group_barrier(call, g);
     free(acc);

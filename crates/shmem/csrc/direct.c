@@ -144,7 +144,7 @@ void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,
         if (small)
             memcpy(dest, d->bounce[root]->data, bytes);
         else
-            nf_shmem_get(call, dest, source, bytes, nf_group_pe(g, root));
+            nf_get(call, dest, source, bytes, nf_group_pe(g, root));
         nf_direct_add(&d->bounce[root]->ack);
         return;
     }

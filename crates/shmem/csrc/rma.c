@@ -26,9 +26,9 @@ static void nf_put_signal(const char *call, void *dest, const void *source, size
         nf_shmem_fatal(call, msg);
         return;
     }
-    nf_shmem_put(call, dest, source, bytes, pe);
+    nf_put(call, dest, source, bytes, pe);
     nf_shmem_order(call, pe);
-    (void)nf_shmem_amo(call, op, sig_addr, (int64_t)signal, 0, sizeof *sig_addr, pe);
+    (void)nf_amo(call, op, sig_addr, (int64_t)signal, 0, sizeof *sig_addr, pe);
 }
 
 #define NF_PUT_SIGNAL(NAME, T, ELEM)                                                 \
@@ -40,23 +40,23 @@ static void nf_put_signal(const char *call, void *dest, const void *source, size
 
 #define NF_TYPED_RMA(T, N)                                                           \
     void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe) {          \
-        nf_shmem_put("shmem_" #N "_put", dest, source, nelems * sizeof(T), pe);      \
+        nf_put("shmem_" #N "_put", dest, source, nelems * sizeof(T), pe);            \
     }                                                                                \
     void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe) {          \
-        nf_shmem_get("shmem_" #N "_get", dest, source, nelems * sizeof(T), pe);      \
+        nf_get("shmem_" #N "_get", dest, source, nelems * sizeof(T), pe);            \
     }                                                                                \
     void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe) {      \
-        nf_shmem_put("shmem_" #N "_put_nbi", dest, source, nelems * sizeof(T), pe);  \
+        nf_put("shmem_" #N "_put_nbi", dest, source, nelems * sizeof(T), pe);        \
     }                                                                                \
     void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe) {      \
-        nf_shmem_get("shmem_" #N "_get_nbi", dest, source, nelems * sizeof(T), pe);  \
+        nf_get("shmem_" #N "_get_nbi", dest, source, nelems * sizeof(T), pe);        \
     }                                                                                \
     void shmem_##N##_p(T *dest, T value, int pe) {                                   \
-        nf_shmem_put("shmem_" #N "_p", dest, &value, sizeof(T), pe);                 \
+        nf_put("shmem_" #N "_p", dest, &value, sizeof(T), pe);                       \
     }                                                                                \
     T shmem_##N##_g(const T *source, int pe) {                                       \
         T value;                                                                     \
-        nf_shmem_get("shmem_" #N "_g", &value, source, sizeof(T), pe);               \
+        nf_get("shmem_" #N "_g", &value, source, sizeof(T), pe);                     \
         return value;                                                                \
     }                                                                                \
     void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst,    \
@@ -78,18 +78,18 @@ _NF_SHMEM_RMA_TYPES(NF_TYPED_PUT_SIGNAL)
 
 #define NF_SIZED_RMA(BITS, BYTES)                                                    \
     void shmem_put##BITS(void *dest, const void *source, size_t nelems, int pe) {    \
-        nf_shmem_put("shmem_put" #BITS, dest, source, nelems * BYTES, pe);           \
+        nf_put("shmem_put" #BITS, dest, source, nelems * BYTES, pe);                 \
     }                                                                                \
     void shmem_get##BITS(void *dest, const void *source, size_t nelems, int pe) {    \
-        nf_shmem_get("shmem_get" #BITS, dest, source, nelems * BYTES, pe);           \
+        nf_get("shmem_get" #BITS, dest, source, nelems * BYTES, pe);                 \
     }                                                                                \
     void shmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems,        \
                                int pe) {                                             \
-        nf_shmem_put("shmem_put" #BITS "_nbi", dest, source, nelems * BYTES, pe);    \
+        nf_put("shmem_put" #BITS "_nbi", dest, source, nelems * BYTES, pe);          \
     }                                                                                \
     void shmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems,        \
                                int pe) {                                             \
-        nf_shmem_get("shmem_get" #BITS "_nbi", dest, source, nelems * BYTES, pe);    \
+        nf_get("shmem_get" #BITS "_nbi", dest, source, nelems * BYTES, pe);          \
     }                                                                                \
     void shmem_iput##BITS(void *dest, const void *source, ptrdiff_t dst,             \
                           ptrdiff_t sst, size_t nelems, int pe) {                    \
@@ -109,14 +109,14 @@ NF_PUT_SIGNAL(shmem_putmem_signal, void, 1)
 NF_PUT_SIGNAL(shmem_putmem_signal_nbi, void, 1)
 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe) {
-    nf_shmem_put("shmem_putmem", dest, source, nelems, pe);
+    nf_put("shmem_putmem", dest, source, nelems, pe);
 }
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe) {
-    nf_shmem_get("shmem_getmem", dest, source, nelems, pe);
+    nf_get("shmem_getmem", dest, source, nelems, pe);
 }
 void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
-    nf_shmem_put("shmem_putmem_nbi", dest, source, nelems, pe);
+    nf_put("shmem_putmem_nbi", dest, source, nelems, pe);
 }
 void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
-    nf_shmem_get("shmem_getmem_nbi", dest, source, nelems, pe);
+    nf_get("shmem_getmem_nbi", dest, source, nelems, pe);
 }

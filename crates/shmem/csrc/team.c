@@ -107,6 +107,7 @@ static void nf_team_clear(struct nf_team *t) {
 
 /* Rule 6: the table for this shmem_init (a new area means a new job). */
 static void nf_teams_ready(const char *call) {
+    if (sym && nf_fast_team_area() == sym) return;
     size_t bytes;
     void *area = nf_shmem_team_area(call, &bytes);
     if (area == sym) return;
@@ -212,10 +213,10 @@ void nf_group_sync(const char *call, const struct nf_group *g) {
         nf_wait_word(call, arrived, g->idle + g->size - 1, 1);
         __atomic_store_n(arrived, g->idle, __ATOMIC_RELEASE);
         for (int i = 1; i < g->size; i++)
-            nf_shmem_amo(call, NF_AMO_SET, released, g->idle + 1, 0, sizeof(long),
-                         nf_group_pe(g, i));
+            nf_amo(call, NF_AMO_SET, released, g->idle + 1, 0, sizeof(long),
+                   nf_group_pe(g, i));
     } else {
-        nf_shmem_amo(call, NF_AMO_ADD, arrived, 1, 0, sizeof(long), nf_group_pe(g, 0));
+        nf_amo(call, NF_AMO_ADD, arrived, 1, 0, sizeof(long), nf_group_pe(g, 0));
         nf_wait_word(call, released, g->idle, 0);
         __atomic_store_n(released, g->idle, __ATOMIC_RELEASE);
     }
@@ -301,7 +302,7 @@ static int nf_agree(const char *call, const struct nf_group *pg, int parent_slot
     uint64_t free_all = free_here;
     for (int i = 0; i < pg->size; i++) {
         if (i == pg->me) continue;
-        nf_shmem_get(call, theirs, mine, sizeof theirs, nf_group_pe(pg, i));
+        nf_get(call, theirs, mine, sizeof theirs, nf_group_pe(pg, i));
         free_all &= (uint64_t)theirs[0];
         for (int k = 0; i == 0 && k < 3; k++)
             if (names[k] && theirs[1 + k] != args[k])

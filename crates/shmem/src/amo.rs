@@ -16,7 +16,7 @@ use std::ffi::{c_char, c_int, c_void};
 use nf_rma::RmwOp;
 
 use crate::error::{fatal, CallName};
-use crate::state::with;
+use crate::state::{with, SlowCounts};
 
 /// The rma op for C operation `op` on `size` bytes, operand `v`, condition `c`.
 pub fn rmw_op(op: c_int, size: usize, v: i64, c: i64) -> Option<RmwOp> {
@@ -60,6 +60,7 @@ pub unsafe extern "C" fn nf_shmem_amo(
 ) -> i64 {
     let call = CallName(call);
     with(call, |st| {
+        SlowCounts::count(&st.slow.amos);
         let Some(rmw) = rmw_op(op, size, value, cond) else {
             fatal(
                 call,

@@ -24,13 +24,17 @@
 //!    (`nf_rma::WorldWireup`); no MPI.
 //! 2. Same host: put, get and atomics go straight to the peer's heap mapping,
 //!    found once at `shmem_init` with `Rma::local_ptr` (memcpy, and one hardware
-//!    atomic, `RmwOp::apply`); `shmem_ptr` returns a pointer into it. Other hosts: the rma routes (ofi native RMA, the service thread), whose
+//!    atomic, `RmwOp::apply`); the C side does it inline for the heap, from a table
+//!    [`state`] publishes (`csrc/internal.h`), and hands everything else here;
+//!    `shmem_ptr` returns a pointer into the mapping. Other hosts: the rma routes
+//!    (ofi native RMA, the service thread), whose
 //!    service thread applies requests without the target's help, so a PE blocked in
 //!    `shmem_wait_until` never stalls others' atomics on its memory.
 //! 3. Every atomic is one rma read-modify-write on a 4- or 8-byte integer
 //!    (`nf_rma::RmwOp`), whatever the C type: the same hardware atomics on both paths.
 //! 4. Blocking puts return once the source may be reused; `shmem_quiet` and
-//!    `shmem_fence` make them remotely complete (`Rma::all_fence`); `_nbi` calls
+//!    `shmem_fence` make them remotely complete (`Rma::all_fence`, or in C a fence
+//!    alone while no call has reached the Rust side since the last); `_nbi` calls
 //!    complete before they return, which the specification allows.
 //! 5. Heap calls are collective: their arguments are allgathered first (any
 //!    difference is an error naming the PEs and the values), and they end in a
@@ -41,8 +45,9 @@
 //!    job, a call before `shmem_init`) print `libshmem: PE <me>: <call>: <what>` on stderr
 //!    and end the process with status 1; the launcher then stops the job naming that
 //!    PE ([`error::fatal`]). OpenSHMEM has no error returns to recover with.
-//! 7. The state lives in a thread-local of the thread that called `shmem_init`
-//!    (`Rma` is single-threaded): the library provides `SHMEM_THREAD_FUNNELED`.
+//! 7. The state is one process-wide pointer, usable only from the thread that
+//!    called `shmem_init` (`Rma` is single-threaded; the C fast path checks the same
+//!    thread): the library provides `SHMEM_THREAD_FUNNELED`.
 //! 8. Static data is an ordinary rma segment (`Rma::adopt` maps it in place), so
 //!    every path reaches it as it reaches the heap; translation looks at the heap
 //!    first, so heap addresses cost what they did before static data existed.

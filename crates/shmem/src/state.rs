@@ -23,8 +23,8 @@
 //! says goodbye to every peer (a PE that simply exited would look lost to the others
 //! still finalizing on other hosts).
 
-use std::cell::RefCell;
-use std::ffi::c_int;
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_int, c_void};
 use std::fmt::Display;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -34,6 +34,29 @@ use nf_rma::{Rma, WorldWireup};
 use crate::error::{fatal, set_pe};
 use crate::heap::Heap;
 use crate::statics::{self, Region};
+
+// The C side's same-host fast path (`csrc/fast.c`, `csrc/internal.h` struct nf_fast).
+extern "C" {
+    /// Fills the fast path's table and releases it (`npes` last).
+    fn nf_shmem_fast_publish(
+        base: usize,
+        size: usize,
+        map: *const usize,
+        npes: c_int,
+        team_area: *mut c_void,
+    );
+    /// Empties the table: every call takes the Rust path again.
+    fn nf_shmem_fast_clear();
+    /// Says whether the rma layer may hold operations a quiet must complete.
+    fn nf_shmem_fast_rma_used(used: c_int);
+}
+
+/// Tells the C side's quiet that nothing is outstanding in the rma layer (just after
+/// `Rma::all_fence`), until the next call into the Rust side ([`with`]).
+pub fn rma_idle() {
+    // SAFETY: no preconditions (a store to the fast path's table).
+    unsafe { nf_shmem_fast_rma_used(0) };
+}
 
 /// Everything between `shmem_init` and `shmem_finalize`.
 pub struct State {
@@ -51,6 +74,14 @@ pub struct State {
     /// Where every same-host PE's part of the heap is mapped here (`None` for PEs
     /// reached through the rma routes): the fast path of put, get and atomics.
     pub mapped: Vec<Option<usize>>,
+    /// `mapped` as the C side's fast path reads it (0: not mapped); its buffer never
+    /// moves or changes while the table points at it (published at the end of
+    /// [`init`], withdrawn first thing in [`finalize`]).
+    fast_map: Box<[usize]>,
+    /// Contiguous puts, gets and atomics that reached the Rust side (the rest took
+    /// the C side's fast path); shown at `shmem_finalize` when `NF_SHMEM_STATS` is
+    /// set.
+    pub slow: SlowCounts,
     /// The executable's static data, adopted as rma segments (`statics.rs`).
     pub statics: Vec<Region>,
     /// The heap's allocator (the same on every PE).
@@ -61,6 +92,26 @@ pub struct State {
     pub team_area: usize,
     /// The thread that called `shmem_init`, the only one allowed to use the state.
     owner: libc::pthread_t,
+}
+
+/// Calls that took the Rust path ([`State::slow`]).
+#[derive(Default)]
+pub struct SlowCounts {
+    /// `nf_shmem_put` calls.
+    pub puts: Cell<u64>,
+    /// `nf_shmem_get` calls.
+    pub gets: Cell<u64>,
+    /// `nf_shmem_amo` calls.
+    pub amos: Cell<u64>,
+    /// `nf_shmem_quiet` calls.
+    pub quiets: Cell<u64>,
+}
+
+impl SlowCounts {
+    /// Counts one call in `c`.
+    pub fn count(c: &Cell<u64>) {
+        c.set(c.get() + 1);
+    }
 }
 
 /// The state between `shmem_init` and `shmem_finalize` (`Box::into_raw`), else null.
@@ -97,7 +148,14 @@ fn mine() -> Result<&'static State, &'static str> {
 /// running, or runs on another thread.
 pub fn with<R>(call: impl Display, f: impl FnOnce(&State) -> R) -> R {
     match mine() {
-        Ok(st) => f(st),
+        Ok(st) => {
+            // Whatever this call does, the next shmem_quiet takes the Rust path
+            // (csrc/fast.c): marking every call is simpler to keep true than marking
+            // each that reaches the rma layer, and costs a store.
+            // SAFETY: no preconditions (a store to the fast path's table).
+            unsafe { nf_shmem_fast_rma_used(1) };
+            f(st)
+        }
         Err(why) => fatal(call, why),
     }
 }
@@ -132,7 +190,7 @@ pub fn init(thread: c_int) {
             format!("cannot allocate the symmetric heap of {size} bytes per PE: {e}"),
         )
     });
-    let mapped = (0..rma.size())
+    let mapped: Vec<Option<usize>> = (0..rma.size())
         .map(|p| {
             rma.local_ptr(p, bases[p], size)
                 .ok()
@@ -140,12 +198,15 @@ pub fn init(thread: c_int) {
                 .map(|ptr| ptr as usize)
         })
         .collect();
+    let fast_map = mapped.iter().map(|m| m.unwrap_or(0)).collect();
     let mut heap = Heap::new(size);
     let team_area = crate::team::reserve(&mut heap).unwrap_or_else(|| crate::team::too_small(size));
     let statics = statics::adopt(&rma);
     let st = State {
         world: owned,
         mapped,
+        fast_map,
+        slow: SlowCounts::default(),
         me: rma.rank(),
         npes: rma.size(),
         rma,
@@ -156,6 +217,20 @@ pub fn init(thread: c_int) {
         team_area,
         owner: me(),
     };
+    let npes = c_int::try_from(st.npes)
+        .unwrap_or_else(|_| fatal(call, format!("{} PEs are more than a C int", st.npes)));
+    // SAFETY: `fast_map` holds `npes` entries and lives, unmoved and unchanged, in
+    // the state until `finalize` clears the table before dropping it; the heap it
+    // describes stays mapped that long too.
+    unsafe {
+        nf_shmem_fast_publish(
+            st.my_base(),
+            size,
+            st.fast_map.as_ptr(),
+            npes,
+            (st.my_base() + st.team_area) as *mut c_void,
+        )
+    };
     STATE.store(Box::into_raw(Box::new(st)), Ordering::Release);
 }
 
@@ -165,10 +240,27 @@ pub fn finalize() {
     if let Err(why) = mine() {
         fatal(call, why);
     }
+    // SAFETY: no preconditions; from here every call takes the Rust path, which
+    // finds no state once it is swapped out below.
+    unsafe { nf_shmem_fast_clear() };
     let st = STATE.swap(std::ptr::null_mut(), Ordering::AcqRel);
     // SAFETY: `st` came from `Box::into_raw` in `init` (non-null: checked just above
     // on the only thread that may swap it) and is out of STATE, so nothing reaches it.
     let st = *unsafe { Box::from_raw(st) };
+    if std::env::var_os("NF_SHMEM_STATS").is_some() {
+        let s = &st.slow;
+        crate::error::say(
+            call,
+            format!(
+                "through the Rust path: {} puts, {} gets, {} atomics, {} quiets (the \
+                 others took the same-host fast path)",
+                s.puts.get(),
+                s.gets.get(),
+                s.amos.get(),
+                s.quiets.get()
+            ),
+        );
+    }
     let fail = |step: &str, e: &dyn std::fmt::Display| fatal(call, format!("{step}: {e}"));
     st.rma.barrier().unwrap_or_else(|e| fail("barrier", &e));
     st.rma

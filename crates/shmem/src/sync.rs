@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int, c_long};
 use nf_rma::RmwOp;
 
 use crate::error::{call_name, fatal};
-use crate::state::{with, State};
+use crate::state::{with, SlowCounts, State};
 
 /// Spins of a wait loop before it starts yielding the CPU.
 const SPINS: u32 = 64;
@@ -22,16 +22,21 @@ fn quiet(st: &State, call: &str) {
     st.rma.all_fence().unwrap_or_else(|e| fatal(call, e));
 }
 
-/// `shmem_quiet`: every put and atomic issued so far is complete and visible.
+/// `shmem_quiet` and `shmem_fence` (the stronger quiet for both) where a call
+/// reached the Rust side since the last quiet (`csrc/fast.c`; otherwise nothing can
+/// be outstanding in the rma layer and the C side only fences): every put and
+/// atomic issued so far is complete and visible.
+///
+/// # Safety
+/// `call` is a string literal.
 #[no_mangle]
-pub extern "C" fn shmem_quiet() {
-    with("shmem_quiet", |st| quiet(st, "shmem_quiet"));
-}
-
-/// `shmem_fence`: orders puts to each PE; done as `shmem_quiet`, which is stronger.
-#[no_mangle]
-pub extern "C" fn shmem_fence() {
-    with("shmem_fence", |st| quiet(st, "shmem_fence"));
+pub unsafe extern "C" fn nf_shmem_quiet(call: *const c_char) {
+    let call = call_name(call);
+    with(call, |st| {
+        SlowCounts::count(&st.slow.quiets);
+        quiet(st, call);
+        crate::state::rma_idle();
+    });
 }
 
 /// Orders what this PE put to `pe` before what it sends `pe` next (the C side's

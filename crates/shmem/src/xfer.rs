@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_void};
 use nf_rma::{Kind, Shape, Xfer};
 
 use crate::error::{fatal, CallName};
-use crate::state::{with, State};
+use crate::state::{with, SlowCounts, State};
 
 /// Runs `x`, naming `call` if the rma layer refuses it.
 ///
@@ -30,11 +30,12 @@ unsafe fn run(st: &State, call: CallName, x: &Xfer<'_>) {
 /// `local` is valid for `bytes` bytes (read for a put, written for a get).
 unsafe fn contig(call: CallName, kind: Kind, sym: usize, local: *mut u8, bytes: usize, pe: c_int) {
     with(call, |st| {
-        let arg = if matches!(kind, Kind::Put) {
-            "dest"
+        let (arg, counter) = if matches!(kind, Kind::Put) {
+            ("dest", &st.slow.puts)
         } else {
-            "source"
+            ("source", &st.slow.gets)
         };
+        SlowCounts::count(counter);
         if let Some(at) = st.mapped_at(call, arg, sym, bytes, pe) {
             let (from, to) = match kind {
                 Kind::Put => (local.cast_const(), at),

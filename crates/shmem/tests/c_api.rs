@@ -32,6 +32,61 @@ fn setup_query_and_every_typed_put_get() {
     run_c("t_rma", &[1, 2, 4], &[]);
 }
 
+/// How many calls of `t_fast` (on 2 PEs, `env` added) reached the Rust path, per PE:
+/// `[puts, gets, atomics, quiets]` from `NF_SHMEM_STATS`'s line at `shmem_finalize`.
+fn slow_counts(env: &[(&str, &str)]) -> Vec<[u64; 4]> {
+    let name = "t_fast";
+    let mut env = env.to_vec();
+    env.push(("NF_SHMEM_STATS", "1"));
+    let run = nf_run(2, &compile(name), &[], &env);
+    assert_all_passed(&format!("{name} {env:?}"), name, &run);
+    let counts: Vec<[u64; 4]> = (0..2)
+        .map(|pe| {
+            let head = format!("libshmem: PE {pe}: shmem_finalize: through the Rust path: ");
+            let line = run
+                .text
+                .lines()
+                .find_map(|l| l.strip_prefix(head.as_str()))
+                .unwrap_or_else(|| panic!("no {head:?} in:\n{}", run.text));
+            let n: Vec<u64> = line
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            match n[..] {
+                [puts, gets, amos, quiets] => [puts, gets, amos, quiets],
+                _ => panic!("not 4 counts in {line:?}:\n{}", run.text),
+            }
+        })
+        .collect();
+    counts
+}
+
+/// On one host PE 0's 1000 puts, gets, fetch-adds and quiets on PE 1's heap take
+/// the C side's fast path: only its 100 puts to a global variable (and the
+/// library's own few calls) reach the Rust path, and the 100 barriers' quiets
+/// stay in C on both PEs. With every PE its own domain nothing is mapped, and all
+/// of them do: the count sees the calls it should.
+#[test]
+fn same_host_puts_gets_atomics_and_quiets_take_the_fast_path() {
+    let counts = slow_counts(&[]);
+    let direct = counts[0];
+    assert!(
+        (100..200).contains(&direct[0]) && direct[1..].iter().all(|&n| n < 100),
+        "PE 0's Rust-path puts, gets, atomics, quiets on one host: {direct:?}"
+    );
+    assert!(
+        counts[1].iter().all(|&n| n < 100),
+        "PE 1's Rust-path puts, gets, atomics, quiets on one host: {:?}",
+        counts[1]
+    );
+    let service = slow_counts(SERVICE)[0];
+    assert!(
+        service[0] >= 2100 && service[1] >= 1001 && service[2] >= 1000 && service[3] >= 1000,
+        "PE 0's Rust-path puts, gets, atomics, quiets with every PE its own domain: \
+         {service:?}"
+    );
+}
+
 #[test]
 fn put_with_signal_orders_the_data_before_the_signal() {
     run_c("t_signal", &[1, 2, 4], &[]);

@@ -27,6 +27,35 @@ fn a_pe_that_does_not_exist() {
     );
 }
 
+/// The heap's edge on a same-host PE: one past the end, and transfers straddling it,
+/// are refused by name (the C side's fast path must hand them to the Rust side).
+#[test]
+fn addresses_at_the_heap_end_and_straddling_it() {
+    let not_symmetric = "is not symmetric: it is neither in the symmetric heap";
+    for (mode, call, arg, len) in [
+        ("edge_p", "shmem_long_p", "dest", 8),
+        ("edge_put", "shmem_putmem", "dest", 8),
+        ("edge_get", "shmem_getmem", "source", 8),
+        ("edge_amo", "shmem_long_atomic_fetch_add", "dest", 8),
+    ] {
+        fails_with(
+            mode,
+            &[
+                &format!("libshmem: PE 0: {call}: {arg} = 0x"),
+                &format!("(+{len} B, for PE 1) {not_symmetric}"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_negative_pe() {
+    fails_with(
+        "negative_pe",
+        &["libshmem: PE 0: shmem_long_g: PE -1 does not exist: the job has 2 PEs"],
+    );
+}
+
 #[test]
 fn an_address_outside_the_symmetric_heap() {
     fails_with(

@@ -25,4 +25,25 @@
         fflush(stdout);                                                               \
     } while (0)
 
+/* The end of this PE's symmetric heap (one past its last byte), found from `inside`,
+ * any heap address, with shmem_addr_accessible: a doubling search for an address
+ * outside, then a bisection (the heap is one contiguous range; nothing symmetric
+ * lies just past it). */
+static inline char *heap_end(void *inside) {
+    char *in = inside;
+    size_t lo = 0, hi = 64; /* in + lo is inside; in + hi is outside once found */
+    while (shmem_addr_accessible(in + hi, shmem_my_pe())) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (shmem_addr_accessible(in + mid, shmem_my_pe()))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return in + hi;
+}
+
 #endif

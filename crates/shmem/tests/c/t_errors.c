@@ -74,6 +74,18 @@ int main(int argc, char **argv) {
     /* 4 bytes past the first block's (page-aligned) start: in the heap, misaligned. */
     if (strcmp(mode, "misaligned_amo") == 0 && me == 0)
         shmem_long_atomic_fetch_add((long *)(void *)((char *)x + 4), 1, 1);
+    /* The heap's edge, on a same-host PE (the C side's fast path checks it first):
+     * one past the end, and 8 bytes of which the last 4 are past it. */
+    if (strncmp(mode, "edge_", 5) == 0 && me == 0) {
+        char *end = heap_end(x);
+        long v = 1;
+        if (strcmp(mode, "edge_p") == 0) shmem_long_p((long *)(void *)end, 1, 1);
+        if (strcmp(mode, "edge_put") == 0) shmem_putmem(end - 4, &v, sizeof v, 1);
+        if (strcmp(mode, "edge_get") == 0) shmem_getmem(&v, end - 4, sizeof v, 1);
+        if (strcmp(mode, "edge_amo") == 0)
+            shmem_long_atomic_fetch_add((long *)(void *)end, 1, 1);
+    }
+    if (strcmp(mode, "negative_pe") == 0 && me == 0) (void)shmem_long_g((long *)(void *)x, -1);
     if (strcmp(mode, "killed") == 0 && me == npes - 1) raise(SIGKILL);
     /* Everyone else waits here for the PE that failed: the launcher must end them. */
     shmem_int_wait_until(x, SHMEM_CMP_EQ, 12345);
