@@ -13,21 +13,22 @@
 //! call at a time on a connection costs no thread hand-off (a scheduler wake-up per
 //! reply: a third of the gateway's per request). The reader thread receives for the
 //! others: it sleeps while no call waits or while a caller receives, and is woken by
-//! a call that waits on its channel, or by a receiving caller that leaves with other
-//! calls still waiting. It also looks every [`IDLE_CHECK`] whether an idle connection
+//! a call that waits on its channel, by a receiving caller that leaves with other
+//! calls still waiting, or by a read with a sink as it starts (pipelined reads: their
+//! data should land while the caller computes, as before). It also looks every [`IDLE_CHECK`] whether an idle connection
 //! was closed by the peer. Without that transport support the reader thread receives
 //! everything, as it always did. One thread receives at a time (the `recv` lock).
 //!
 //! When the connection fails, whoever receives marks it closed and drops every
 //! channel, so each waiting call returns [`ClientError::Disconnected`].
 //!
-//! A read may name what to do with its data ([`Sink`]): the reader thread then hands
+//! A read may name what to do with its data ([`Sink`]): whoever receives then hands
 //! the reply's data to it straight from its receive buffer (no allocation, one copy
 //! fewer) and gives the call an `Rread` with no data.
 //!
 //! A call can be abandoned with [`PendingCall::flush`]: it sends `Tflush(tag)` and
 //! waits for `Rflush`. As the server sends a reply it already had before the `Rflush`,
-//! and the reader hands out replies in order, the call's own reply — if any — is in its
+//! and replies are handed out in the order received, the call's own reply — if any — is in its
 //! channel by then, and the tag can be forgotten safely.
 
 use std::collections::HashMap;
@@ -45,7 +46,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What the reader thread does with one read reply's data, in place of decoding it
+/// What the receiving thread does with one read reply's data, in place of decoding it
 /// into a new buffer.
 pub(crate) type Sink = Box<dyn FnOnce(&[u8]) + Send>;
 
@@ -145,6 +146,7 @@ impl Rpc {
         sink: Option<Sink>,
     ) -> Result<PendingCall, ClientError> {
         let (tx, rx) = sync_channel(1);
+        let sinks = sink.is_some();
         let tag = {
             let mut t = lock(&self.table);
             if let Some(reason) = &t.closed {
@@ -178,6 +180,11 @@ impl Rpc {
         if let Err(e) = sent {
             self.forget(tag);
             return Err(e);
+        }
+        if sinks {
+            // Pipelined reads: their data lands while the caller does other work, so
+            // the reader thread receives them now, not when the caller comes to wait.
+            self.wake_reader();
         }
         Ok(PendingCall {
             rpc: Arc::clone(self),
