@@ -26,8 +26,8 @@
 //! it is there and says no.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -72,38 +72,6 @@ const FLUSH_POLL: Duration = Duration::from_millis(20);
 /// How long a request run on the client connection's reader thread waits for the
 /// member's answer before it moves to a worker (see [`Conn::call`]).
 const INLINE_WAIT: Duration = Duration::from_millis(5);
-
-/// How long [`Conn::call`] on a reader thread looks for the answer without sleeping.
-const SPIN: Duration = Duration::from_micros(60);
-
-/// Reader threads looking for an answer without sleeping now ([`Spinner`]).
-static SPINNING: AtomicUsize = AtomicUsize::new(0);
-
-/// A turn at looking for an answer without sleeping, if one is free. A spinner holds
-/// a CPU that the thread bringing its answer (the member connection's reader) may
-/// need: on 2 CPUs, one client's spin measured more gateway CPU per request than the
-/// node spent serving it. So at most a quarter of the CPUs this process may use spin
-/// at once (none below 4); the others sleep on the answer at once.
-struct Spinner;
-
-impl Spinner {
-    fn take() -> Option<Spinner> {
-        static MAX: OnceLock<usize> = OnceLock::new();
-        let max = *MAX.get_or_init(|| nf_sys::cpus::usable() / 4);
-        if SPINNING.fetch_add(1, Ordering::Relaxed) < max {
-            Some(Spinner)
-        } else {
-            SPINNING.fetch_sub(1, Ordering::Relaxed);
-            None
-        }
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        SPINNING.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 /// A request run on a reader thread: the fid it made for the member (if any), and,
 /// once it moved to a worker, its call and what it asked (so a re-run of a different
@@ -315,8 +283,9 @@ impl Conn {
     /// on. `Rlerror` becomes its errno, a lost connection `EHOSTDOWN`.
     ///
     /// On a client connection's reader thread (`!ctx.may_block()`) the answer is
-    /// awaited for `INLINE_WAIT` only: most come sooner, sparing two thread
-    /// hand-offs; otherwise the call is parked and [`FsError::WouldBlock`] sends the
+    /// awaited for `INLINE_WAIT` only, received by this thread itself from the member's
+    /// connection (no hand-off from that connection's reader thread): most come
+    /// sooner, sparing the hand-offs to and from a worker; otherwise the call is parked and [`FsError::WouldBlock`] sends the
     /// request to a worker, whose run of the same method takes the parked call over
     /// instead of sending it again. Methods that make more than one call must
     /// therefore not run inline ([`crate::tree`] sends them to a worker first).
@@ -336,7 +305,9 @@ impl Conn {
         } else {
             let asked = fingerprint(&msg);
             let started = self.client.start(msg).map_err(|e| self.lost(&e));
-            let waited = started.and_then(|call| match Self::await_briefly(&call) {
+            // The call receives its answer itself (nf_ninep_client's rpc): no hand-off
+            // from the connection's reader thread.
+            let waited = started.and_then(|call| match call.wait_timeout(INLINE_WAIT) {
                 Ok(reply) => Ok((call, reply)),
                 Err(e) => Err(self.lost(&e)),
             });
@@ -369,23 +340,6 @@ impl Conn {
             }
         };
         Self::answer(reply)
-    }
-
-    /// Waits up to [`INLINE_WAIT`] for `call`'s answer, looking without sleeping for
-    /// the first [`SPIN`] where a [`Spinner`] turn is free: a member on the same
-    /// network usually answers within it, and a sleeping thread's wake-up would cost
-    /// as much again.
-    fn await_briefly(call: &nf_ninep_client::PendingCall) -> Result<Option<Rmessage>, ClientError> {
-        let start = std::time::Instant::now();
-        let spinner = Spinner::take();
-        while spinner.is_some() && start.elapsed() < SPIN {
-            if let Some(reply) = call.wait_timeout(Duration::ZERO)? {
-                return Ok(Some(reply));
-            }
-            std::thread::yield_now();
-        }
-        drop(spinner);
-        call.wait_timeout(INLINE_WAIT.saturating_sub(start.elapsed()))
     }
 
     fn answer(reply: Rmessage) -> FsResult<Rmessage> {

@@ -2,13 +2,22 @@
 
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
+use std::time::Duration;
 
 use crate::sockdiag::loopback_peer_uid;
-use crate::transport::{recv_polling, Transport};
+use crate::transport::{recv_polling, wait_fd_readable, Transport};
 
 impl Transport for TcpStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         recv_polling(self, buf)
+    }
+
+    fn can_wait_readable(&self) -> bool {
+        true
+    }
+
+    fn wait_readable(&self, timeout: Option<Duration>) -> io::Result<bool> {
+        wait_fd_readable(self, timeout)
     }
 
     fn send(&self, bytes: &[u8]) -> io::Result<()> {

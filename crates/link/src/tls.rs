@@ -34,7 +34,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConnection, Connection, RootCertStore, ServerConnection};
 
-use crate::transport::Transport;
+use crate::transport::{wait_fd_readable, Transport};
 
 /// How long a peer may take to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -441,6 +441,27 @@ impl Transport for TlsTransport {
         let mut out = lock(&self.tx);
         lock(&self.conn).writer().write_all(bytes)?;
         self.flush(&mut out)
+    }
+
+    fn can_wait_readable(&self) -> bool {
+        true
+    }
+
+    /// Readable at once when received ciphertext or decrypted bytes wait here (the
+    /// socket may then have nothing more); else when the socket is.
+    fn wait_readable(&self, timeout: Option<Duration>) -> io::Result<bool> {
+        {
+            let rx = lock(&self.rx);
+            if !rx.is_empty() {
+                return Ok(true);
+            }
+            match lock(&self.conn).process_new_packets() {
+                Ok(state) if state.plaintext_bytes_to_read() == 0 && !state.peer_has_closed() => {}
+                // Bytes, the end, or an error: `recv` hands each on.
+                _ => return Ok(true),
+            }
+        }
+        wait_fd_readable(&self.sock, timeout)
     }
 
     fn close(&self) {

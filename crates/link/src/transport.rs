@@ -14,6 +14,7 @@ use std::io::{self, Read};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::RecvFlags;
 
@@ -48,6 +49,26 @@ where
     }
 }
 
+/// Waits up to `timeout` (`None`: as long as it takes) until `sock` is readable (bytes
+/// or the end of the stream); false if the time ran out.
+pub(crate) fn wait_fd_readable<S: AsFd>(sock: &S, timeout: Option<Duration>) -> io::Result<bool> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let spec = left.map(|l| rustix::event::Timespec {
+            tv_sec: l.as_secs().try_into().unwrap_or(i64::MAX),
+            tv_nsec: l.subsec_nanos().into(),
+        });
+        let mut fds = [PollFd::new(sock, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, spec.as_ref()) {
+            Ok(0) => return Ok(false),
+            Ok(_) => return Ok(true),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// A bidirectional byte stream carrying 9P frames.
 pub trait Transport: Send + Sync + 'static {
     /// Reads some bytes into `buf`; `Ok(0)` means the peer closed the stream.
@@ -72,6 +93,19 @@ pub trait Transport: Send + Sync + 'static {
     /// (tcp from another host). Read once, when the server admits the connection.
     fn peer_uid(&self) -> Option<u32> {
         None
+    }
+    /// Whether [`Transport::wait_readable`] works here: then a client's caller may
+    /// receive its own reply instead of waiting for the reader thread to hand it over
+    /// (a scheduler wake-up per reply, `nf_ninep_client`'s `rpc`).
+    fn can_wait_readable(&self) -> bool {
+        false
+    }
+    /// Waits up to `timeout` (`None`: as long as it takes) until [`Transport::recv`]
+    /// would return without blocking (bytes, the end of the stream or an error); false
+    /// if the time ran out. Only where [`Transport::can_wait_readable`]; the caller is
+    /// the one receiving thread, as for `recv`.
+    fn wait_readable(&self, _timeout: Option<Duration>) -> io::Result<bool> {
+        Err(io::ErrorKind::Unsupported.into())
     }
 }
 

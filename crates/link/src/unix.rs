@@ -3,12 +3,21 @@
 use std::io::{self, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
-use crate::transport::{recv_polling, unix_peer, Transport};
+use crate::transport::{recv_polling, unix_peer, wait_fd_readable, Transport};
 
 impl Transport for UnixStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         recv_polling(self, buf)
+    }
+
+    fn can_wait_readable(&self) -> bool {
+        true
+    }
+
+    fn wait_readable(&self, timeout: Option<Duration>) -> io::Result<bool> {
+        wait_fd_readable(self, timeout)
     }
 
     fn send(&self, bytes: &[u8]) -> io::Result<()> {

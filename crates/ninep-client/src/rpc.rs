@@ -4,25 +4,37 @@
 //!
 //! 1. takes a free tag and registers a one-slot channel under it;
 //! 2. encodes and sends its request under the sending lock;
-//! 3. waits on its channel. The reader thread decodes every reply and hands it to the
-//!    channel registered under its tag (removing the registration).
+//! 3. waits for its reply. Whoever receives (below) decodes every reply and hands it to
+//!    the channel registered under its tag (removing the registration).
 //!
-//! When the connection fails, the reader marks it closed and drops every channel, so
-//! each waiting call returns [`ClientError::Disconnected`].
+//! Receiving: where the transport can say when it is readable
+//! ([`Transport::can_wait_readable`]), a waiting call that finds nobody receiving
+//! receives itself — every reply that comes, until its own — so the common case of one
+//! call at a time on a connection costs no thread hand-off (a scheduler wake-up per
+//! reply: a third of the gateway's per request). The reader thread receives for the
+//! others: it sleeps while no call waits or while a caller receives, and is woken by
+//! a call that waits on its channel, by a receiving caller that leaves with other
+//! calls still waiting, or by a read with a sink as it starts (pipelined reads: their
+//! data should land while the caller computes, as before). It also looks every [`IDLE_CHECK`] whether an idle connection
+//! was closed by the peer. Without that transport support the reader thread receives
+//! everything, as it always did. One thread receives at a time (the `recv` lock).
 //!
-//! A read may name what to do with its data ([`Sink`]): the reader thread then hands
+//! When the connection fails, whoever receives marks it closed and drops every
+//! channel, so each waiting call returns [`ClientError::Disconnected`].
+//!
+//! A read may name what to do with its data ([`Sink`]): whoever receives then hands
 //! the reply's data to it straight from its receive buffer (no allocation, one copy
 //! fewer) and gives the call an `Rread` with no data.
 //!
 //! A call can be abandoned with [`PendingCall::flush`]: it sends `Tflush(tag)` and
 //! waits for `Rflush`. As the server sends a reply it already had before the `Rflush`,
-//! and the reader hands out replies in order, the call's own reply — if any — is in its
+//! and replies are handed out in the order received, the call's own reply — if any — is in its
 //! channel by then, and the tag can be forgotten safely.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::time::{Duration, Instant};
 
 use crate::error::ClientError;
 use nf_link::Transport;
@@ -34,18 +46,34 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What the reader thread does with one read reply's data, in place of decoding it
+/// What the receiving thread does with one read reply's data, in place of decoding it
 /// into a new buffer.
 pub(crate) type Sink = Box<dyn FnOnce(&[u8]) + Send>;
 
 /// Offset of an `Rread`'s data: size[4] type[1] tag[2] count[4].
 const RREAD_DATA: usize = HEADER_SIZE + 4;
 
+/// How often a sleeping reader thread looks whether its idle connection was closed by
+/// the peer (then [`Rpc::is_closed`] turns true within this much).
+const IDLE_CHECK: Duration = Duration::from_millis(100);
+
 struct Table {
     waiting: HashMap<u16, SyncSender<Rmessage>>,
     sinks: HashMap<u16, Sink>,
     next_tag: u16,
     closed: Option<String>,
+    /// A waiting call receives for itself now.
+    caller_receives: bool,
+    /// The reader thread sleeps on `wake`.
+    reader_asleep: bool,
+    /// [`Rpc::close`] was called: the reader thread receives (and sees the end) at once.
+    closing: bool,
+}
+
+/// Received bytes not yet decoded: `buf[..filled]` (the receiving thread's).
+struct Received {
+    buf: Vec<u8>,
+    filled: usize,
 }
 
 /// One multiplexed connection.
@@ -54,10 +82,17 @@ pub(crate) struct Rpc {
     msize: u32,
     send: Mutex<Vec<u8>>,
     table: Mutex<Table>,
+    /// The receiving side; whoever holds it receives.
+    recv: Mutex<Received>,
+    /// Wakes the sleeping reader thread (with `table`).
+    wake: Condvar,
+    /// [`Transport::can_wait_readable`]: callers may receive themselves.
+    callers_receive: bool,
 }
 
 impl Rpc {
     pub fn new(transport: Arc<dyn Transport>, msize: u32) -> Arc<Self> {
+        let callers_receive = transport.can_wait_readable();
         Arc::new(Rpc {
             transport,
             msize,
@@ -67,7 +102,16 @@ impl Rpc {
                 sinks: HashMap::new(),
                 next_tag: 0,
                 closed: None,
+                caller_receives: false,
+                reader_asleep: false,
+                closing: false,
             }),
+            recv: Mutex::new(Received {
+                buf: vec![0u8; (64 * 1024).min(msize as usize).max(HEADER_SIZE)],
+                filled: 0,
+            }),
+            wake: Condvar::new(),
+            callers_receive,
         })
     }
 
@@ -77,6 +121,8 @@ impl Rpc {
 
     pub fn close(&self) {
         self.transport.close();
+        lock(&self.table).closing = true;
+        self.wake.notify_all();
     }
 
     pub fn is_closed(&self) -> bool {
@@ -100,6 +146,7 @@ impl Rpc {
         sink: Option<Sink>,
     ) -> Result<PendingCall, ClientError> {
         let (tx, rx) = sync_channel(1);
+        let sinks = sink.is_some();
         let tag = {
             let mut t = lock(&self.table);
             if let Some(reason) = &t.closed {
@@ -134,6 +181,11 @@ impl Rpc {
             self.forget(tag);
             return Err(e);
         }
+        if sinks {
+            // Pipelined reads: their data lands while the caller does other work, so
+            // the reader thread receives them now, not when the caller comes to wait.
+            self.wake_reader();
+        }
         Ok(PendingCall {
             rpc: Arc::clone(self),
             tag,
@@ -141,50 +193,123 @@ impl Rpc {
         })
     }
 
-    /// The reader thread's loop: hands each reply to its waiting call.
+    /// The reader thread's loop: hands each reply to its waiting call (module docs:
+    /// it sleeps while nothing is to be received or a caller receives).
     pub fn read_replies(&self) {
-        let reason = self.read_loop();
+        let reason = loop {
+            let Some(readable) = self.reader_has_work() else {
+                break None;
+            };
+            let mut r = lock(&self.recv);
+            // A caller may have received meanwhile what was waited for.
+            if self.callers_receive && !readable && !self.reader_should_receive(&lock(&self.table))
+            {
+                continue;
+            }
+            if let Err(reason) = self.receive(&mut r) {
+                break Some(reason);
+            }
+        };
+        if let Some(reason) = reason {
+            self.fail(reason);
+        }
+    }
+
+    /// Whether the reader thread should receive now: a call waits and no caller
+    /// receives, or the connection is closing.
+    fn reader_should_receive(&self, t: &Table) -> bool {
+        t.closing || (!t.waiting.is_empty() && !t.caller_receives)
+    }
+
+    /// Sleeps the reader thread until it should receive, or the connection failed
+    /// (`None`). While idle it looks every [`IDLE_CHECK`] whether the peer closed the
+    /// connection (or sent anything): `Some(true)`, receive whatever.
+    fn reader_has_work(&self) -> Option<bool> {
+        if !self.callers_receive {
+            return lock(&self.table).closed.is_none().then_some(false);
+        }
+        let mut t = lock(&self.table);
+        loop {
+            if t.closed.is_some() {
+                return None;
+            }
+            if self.reader_should_receive(&t) {
+                return Some(false);
+            }
+            t.reader_asleep = true;
+            let (guard, waited) = self
+                .wake
+                .wait_timeout(t, IDLE_CHECK)
+                .unwrap_or_else(PoisonError::into_inner);
+            t = guard;
+            t.reader_asleep = false;
+            if waited.timed_out() && !t.caller_receives {
+                drop(t);
+                if !matches!(
+                    self.transport.wait_readable(Some(Duration::ZERO)),
+                    Ok(false)
+                ) {
+                    return Some(true);
+                }
+                t = lock(&self.table);
+            }
+        }
+    }
+
+    /// Wakes the reader thread if it sleeps and calls wait that no caller receives.
+    fn wake_reader(&self) {
+        let t = lock(&self.table);
+        if t.reader_asleep && self.reader_should_receive(&t) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Receives once into `r` and hands on every whole reply; the reason the
+    /// connection ends, if it does.
+    fn receive(&self, r: &mut Received) -> Result<(), String> {
+        if r.filled == r.buf.len() {
+            let grown = (r.buf.len() * 2).min(self.msize as usize);
+            r.buf.resize(grown.max(r.buf.len() + 1), 0);
+        }
+        let filled = r.filled;
+        match self.transport.recv(&mut r.buf[filled..]) {
+            Ok(0) => return Err(String::from("the server closed the connection")),
+            Ok(n) => r.filled += n,
+            Err(e) => return Err(format!("receive failed: {e}")),
+        }
+        let decoder = FrameDecoder::new(self.msize);
+        let mut start = 0;
+        loop {
+            if let Some(used) = self.sink_read(&r.buf[start..r.filled]) {
+                start += used;
+                continue;
+            }
+            match decoder.decode::<Rmessage>(&r.buf[start..r.filled]) {
+                Ok(Some((frame, used))) => {
+                    start += used;
+                    self.deliver(frame.tag, frame.body);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(format!("undecodable reply: {e}")),
+            }
+        }
+        r.buf.copy_within(start..r.filled, 0);
+        r.filled -= start;
+        Ok(())
+    }
+
+    /// The connection ended (`reason`): every call waiting and every later one fails.
+    fn fail(&self, reason: String) {
         tracing::debug!(%reason, "9P client connection closed");
         let mut t = lock(&self.table);
-        t.closed = Some(reason);
+        if t.closed.is_none() {
+            t.closed = Some(reason);
+        }
         t.waiting.clear();
         t.sinks.clear();
         drop(t);
+        self.wake.notify_all();
         self.transport.close();
-    }
-
-    fn read_loop(&self) -> String {
-        let decoder = FrameDecoder::new(self.msize);
-        let mut buf = vec![0u8; (64 * 1024).min(self.msize as usize).max(HEADER_SIZE)];
-        let mut filled = 0;
-        loop {
-            let mut start = 0;
-            loop {
-                if let Some(used) = self.sink_read(&buf[start..filled]) {
-                    start += used;
-                    continue;
-                }
-                match decoder.decode::<Rmessage>(&buf[start..filled]) {
-                    Ok(Some((frame, used))) => {
-                        start += used;
-                        self.deliver(frame.tag, frame.body);
-                    }
-                    Ok(None) => break,
-                    Err(e) => return format!("undecodable reply: {e}"),
-                }
-            }
-            buf.copy_within(start..filled, 0);
-            filled -= start;
-            if filled == buf.len() {
-                let grown = (buf.len() * 2).min(self.msize as usize);
-                buf.resize(grown.max(buf.len() + 1), 0);
-            }
-            match self.transport.recv(&mut buf[filled..]) {
-                Ok(0) => return String::from("the server closed the connection"),
-                Ok(n) => filled += n,
-                Err(e) => return format!("receive failed: {e}"),
-            }
-        }
     }
 
     fn deliver(&self, tag: u16, msg: Rmessage) {
@@ -264,19 +389,89 @@ impl PendingCall {
 
     /// Waits for the reply (an `Rlerror` is returned as a reply, not an error).
     pub fn wait(self) -> Result<Rmessage, ClientError> {
-        self.rx.recv().map_err(|_| ClientError::Disconnected {
-            reason: self.rpc.closed_reason(),
-        })
+        self.wait_for(None)?
+            .ok_or_else(|| ClientError::Disconnected {
+                reason: self.rpc.closed_reason(),
+            })
     }
 
     /// Waits up to `timeout`; `Ok(None)` if no reply came in time.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<Option<Rmessage>, ClientError> {
-        match self.rx.recv_timeout(timeout) {
-            Ok(m) => Ok(Some(m)),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => Err(ClientError::Disconnected {
-                reason: self.rpc.closed_reason(),
-            }),
+        self.wait_for(Some(timeout))
+    }
+
+    /// Waits until the reply or `timeout` (`None`: as long as it takes): receiving
+    /// itself if nobody else does, else on its channel (module docs).
+    fn wait_for(&self, timeout: Option<Duration>) -> Result<Option<Rmessage>, ClientError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        if let Some(reply) = self.receive_own(deadline)? {
+            return Ok(Some(reply));
+        }
+        self.rpc.wake_reader();
+        let disconnected = || ClientError::Disconnected {
+            reason: self.rpc.closed_reason(),
+        };
+        match deadline {
+            None => self.rx.recv().map(Some).map_err(|_| disconnected()),
+            Some(d) => match self
+                .rx
+                .recv_timeout(d.saturating_duration_since(Instant::now()))
+            {
+                Ok(m) => Ok(Some(m)),
+                Err(RecvTimeoutError::Timeout) => Ok(None),
+                Err(RecvTimeoutError::Disconnected) => Err(disconnected()),
+            },
+        }
+    }
+
+    /// Receives for itself until its reply comes or `deadline` passes, if the
+    /// transport allows it and nobody else receives now; `Ok(None)` otherwise (the
+    /// reply may still come on the channel).
+    fn receive_own(&self, deadline: Option<Instant>) -> Result<Option<Rmessage>, ClientError> {
+        let rpc = &*self.rpc;
+        if !rpc.callers_receive {
+            return Ok(None);
+        }
+        let mut r = match rpc.recv.try_lock() {
+            Ok(r) => r,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Ok(None),
+        };
+        {
+            let mut t = lock(&rpc.table);
+            if t.closed.is_some() || t.closing {
+                return Ok(None);
+            }
+            t.caller_receives = true;
+        }
+        let outcome = loop {
+            if let Ok(reply) = self.rx.try_recv() {
+                break Ok(Some(reply));
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            match rpc.transport.wait_readable(left) {
+                Ok(false) => break Ok(None),
+                Ok(true) => {}
+                Err(e) => break Err(format!("receive failed: {e}")),
+            }
+            if let Err(reason) = rpc.receive(&mut r) {
+                break Err(reason);
+            }
+        };
+        lock(&rpc.table).caller_receives = false;
+        drop(r);
+        match outcome {
+            Ok(reply) => {
+                // Other calls (or this one, out of time) wait: the reader receives.
+                rpc.wake_reader();
+                Ok(reply)
+            }
+            Err(reason) => {
+                rpc.fail(reason);
+                Err(ClientError::Disconnected {
+                    reason: rpc.closed_reason(),
+                })
+            }
         }
     }
 
