@@ -43,6 +43,14 @@ impl<F: Filesystem> Served<F> {
         self.listener.as_ref().expect("listening").addr()
     }
 
+    /// The unix socket it listens on (served [`Via::Unix`]).
+    pub fn unix_path(&self) -> std::path::PathBuf {
+        match self.addr() {
+            ListenAddr::Unix(p) => p.clone(),
+            ListenAddr::Tcp(a) => panic!("served on tcp {a}, not a unix socket"),
+        }
+    }
+
     /// A client with the default msize.
     pub fn client(&self) -> Client {
         self.client_with(ClientConfig::default())
