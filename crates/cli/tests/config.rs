@@ -154,6 +154,11 @@ const NOT_SETTINGS: &[(&str, &str)] = &[
         "NF_RMA_CHECK_ROUTE",
         "check program: the rma route a test expects",
     ),
+    // libshmem's own (a C library nf does not link; SHMEM_SYMMETRIC_SIZE is its setting).
+    (
+        "NF_SHMEM_STATS",
+        "libshmem diagnostic: at shmem_finalize, count the calls that left the same-host fast path (its tests read them)",
+    ),
     // Unit tests inside src/.
     (
         "NF_BENCH_KEEP_PLOT",
