@@ -70,7 +70,8 @@ pub struct World {
     pub(crate) state: RefCell<State>,
     /// >0 while a handler runs or a send waits: packets are then queued, not handled.
     pub(crate) depth: Cell<u32>,
-    /// Messages delivered to handlers, ever (outside `state`: counted on every message).
+    /// Messages delivered to handlers other than the collectives' and start-up's own,
+    /// ever (outside `state`: counted on every message); `leave` drains until it stays.
     pub(crate) delivered: Cell<u64>,
     pub(crate) coll_seq: Cell<u32>,
     /// Per rank, payloads below this size go eager (its plan's first class,
