@@ -6,8 +6,8 @@
 mod common;
 
 use common::{
-    assert_all_passed, compile, compile_as, compile_std, mpirun, nf_run, nf_run_hosts, try_compile,
-    ShmDir,
+    assert_all_passed, compile, compile_as, compile_std, mpirun, nf_run, nf_run_hosts,
+    nf_run_on_one_cpu, try_compile, ShmDir,
 };
 use nf_testkit::Netns;
 
@@ -183,6 +183,17 @@ fn collectives_back_to_back_on_direct_load_store_and_the_service_threads() {
     // so a busy 2-core machine finishes it within the job limit.
     let service: Vec<(&str, &str)> = [SERVICE, &[("T_DIRECT_ROUNDS", "200")]].concat();
     run_c("t_direct", &[2, 4], &service);
+}
+
+#[test]
+fn collectives_on_direct_load_store_with_more_pes_than_cpus() {
+    // One CPU for every PE: their waits yield at once (csrc/direct.c rule 6), and a
+    // PE let through before every member arrived shows as a wrong word. Four PEs:
+    // two on one CPU (release build, 2026-12-07) hang in shmem_finalize, in
+    // nf_core's World::leave (one in its barrier, the other past it), with or
+    // without this path.
+    let run = nf_run_on_one_cpu(4, &compile("t_direct"), &[], &[("T_DIRECT_ROUNDS", "500")]);
+    assert_all_passed("t_direct -n 4 on one CPU", "t_direct", &run);
 }
 
 #[test]

@@ -156,8 +156,27 @@ pub const LIMIT: Duration = Duration::from_secs(180);
 
 /// `nf run -n N PROG ARGS` on this host, with `env` set for the PEs.
 pub fn nf_run(n: usize, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    nf_run_as(Command::new(nf()), n, prog, args, env)
+}
+
+/// [`nf_run`] with the launcher and every PE held to one CPU (`taskset`): more PEs
+/// than CPUs, however many the machine has.
+pub fn nf_run_on_one_cpu(n: usize, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list in /proc/self/status");
+    // The first CPU this process may use: "0-3,8" -> "0".
+    let first = allowed.trim().split([',', '-']).next().expect("a CPU");
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", first]).arg(nf());
+    nf_run_as(cmd, n, prog, args, env)
+}
+
+/// `CMD run -n N PROG ARGS`, CMD being `nf` or a command that runs it.
+fn nf_run_as(mut cmd: Command, n: usize, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
-    let mut cmd = Command::new(nf());
     cmd.args(["run", "--timeout", "150", "-n", &n.to_string()])
         .arg(prog)
         .args(args);
