@@ -51,6 +51,12 @@ def _where(pid):
     return "; ".join(out)
 
 
+def _sigint_as_at_a_terminal():
+    """In the child before exec: SIGINT back to its default. A shell starts background
+    commands (CI's, `cmd &`) with it ignored, and Python then installs no Ctrl-C handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_ends_a_blocked_receive():
     p = subprocess.Popen(
         [sys.executable, str(PROGS / "interrupt.py")],
@@ -59,6 +65,7 @@ def test_ctrl_c_ends_a_blocked_receive():
         text=True,
         env=job_env(),
         cwd=REPO,
+        preexec_fn=_sigint_as_at_a_terminal,
     )
     try:
         assert p.stdout.readline() == "waiting\n"
