@@ -63,6 +63,43 @@ pub fn affinity_mask() -> Option<Vec<u64>> {
     Some(words)
 }
 
+/// Sets this thread's affinity mask (words as [`affinity_mask`] gives them; CPUs past
+/// `CPU_SETSIZE` are ignored). Threads and processes started after it inherit it.
+pub fn set_affinity_mask(mask: &[u64]) -> std::io::Result<()> {
+    // SAFETY: all zeroes is a valid empty cpu_set_t.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| mask.get(c / 64).is_some_and(|w| w >> (c % 64) & 1 == 1))
+    {
+        // SAFETY: CPU_SET writes inside the set, for a CPU below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: `set` is a live cpu_set_t of the size passed; the call only reads it.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Confines this thread (and what it starts later) to the first CPU of its affinity
+/// mask, as `taskset -c N` would, and gives back the mask it had: what a test of
+/// confined ranks needs.
+pub fn confine_to_first_cpu() -> std::io::Result<Vec<u64>> {
+    let old = affinity_mask().ok_or_else(std::io::Error::last_os_error)?;
+    let first = old
+        .iter()
+        .enumerate()
+        .find(|(_, w)| **w != 0)
+        .map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
+        .ok_or_else(|| std::io::Error::other("the affinity mask is empty"))?;
+    let mut one = vec![0u64; CPU_WORDS];
+    one[first / 64] = 1 << (first % 64);
+    set_affinity_mask(&one)?;
+    Ok(old)
+}
+
 /// The tightest `cpu.max` quota from `dir` up to the cgroup2 mount, in whole CPUs.
 fn quota_above(dir: &Path) -> Option<usize> {
     dir.ancestors()
@@ -97,31 +134,20 @@ mod tests {
         let before = usable();
         assert!(before >= 1 && before <= online());
         // Confine this thread to one CPU: the count follows the mask.
-        // SAFETY: zeroed is the empty set; CPU_SET writes inside it for a CPU below
-        // CPU_SETSIZE; sched_getaffinity / setaffinity read or write the size given.
-        unsafe {
-            let mut old: libc::cpu_set_t = std::mem::zeroed();
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            assert_eq!(libc::sched_getaffinity(0, size, &mut old), 0);
-            let first = (0..libc::CPU_SETSIZE as usize)
-                .find(|&c| libc::CPU_ISSET(c, &old))
-                .unwrap();
-            let mut one: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(first, &mut one);
-            assert_eq!(libc::sched_setaffinity(0, size, &one), 0);
-            let confined = usable();
-            let mask = affinity_mask().unwrap();
-            assert_eq!(libc::sched_setaffinity(0, size, &old), 0);
-            assert_eq!(confined, 1);
-            // Two procs each pinned to one CPU have two together (where there are two).
-            let mut both = mask.clone();
-            let other =
-                (0..libc::CPU_SETSIZE as usize).find(|&c| c != first && libc::CPU_ISSET(c, &old));
-            if let Some(c) = other {
-                both[c / 64] |= 1 << (c % 64);
-                assert_eq!(usable_by(&mask), 1);
-                assert_eq!(usable_by(&both), 2.min(usable()));
-            }
+        let old = confine_to_first_cpu().unwrap();
+        let confined = usable();
+        let mask = affinity_mask().unwrap();
+        set_affinity_mask(&old).unwrap();
+        assert_eq!(confined, 1);
+        assert_eq!(mask.iter().map(|w| w.count_ones()).sum::<u32>(), 1);
+        assert_eq!(affinity_mask().unwrap(), old, "the old mask is back");
+        // Two procs each pinned to one CPU have two together (where there are two).
+        let mut both = mask.clone();
+        let rest: Vec<u64> = old.iter().zip(&mask).map(|(o, m)| o & !m).collect();
+        if let Some(i) = rest.iter().position(|w| *w != 0) {
+            both[i] |= 1 << rest[i].trailing_zeros();
+            assert_eq!(usable_by(&mask), 1);
+            assert_eq!(usable_by(&both), 2.min(usable()));
         }
     }
 }

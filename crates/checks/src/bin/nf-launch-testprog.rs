@@ -194,18 +194,13 @@ fn intrude(env: &JobEnv) {
 }
 
 fn affinity() -> Vec<String> {
-    // SAFETY: zeroed is a valid empty cpu_set_t; sched_getaffinity writes at most its size;
-    // CPU_ISSET reads inside the set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            fail("sched_getaffinity failed");
-        }
-        (0..1024)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .map(|c| c.to_string())
-            .collect()
-    }
+    let Some(mask) = nf_sys::cpus::affinity_mask() else {
+        fail("sched_getaffinity failed")
+    };
+    (0..mask.len() * 64)
+        .filter(|&c| mask[c / 64] >> (c % 64) & 1 == 1)
+        .map(|c| c.to_string())
+        .collect()
 }
 
 fn fail(msg: &str) -> ! {

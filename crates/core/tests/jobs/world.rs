@@ -130,19 +130,7 @@ fn ranks_sharing_one_cpu_finish_their_collectives_and_leave() {
     // Every rank on the first CPU this test may use (they inherit this thread's
     // affinity). There a peer's next collective always arrived while the other still
     // counted the drain of `leave`, so every round looked busy and two ranks never left.
-    // SAFETY: zeroed is a valid empty cpu_set_t; the calls read and write only `set`,
-    // of the size passed, and CPU_ISSET / CPU_ZERO / CPU_SET stay inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
-        let first = (0..libc::CPU_SETSIZE as usize)
-            .find(|&c| libc::CPU_ISSET(c, &set))
-            .expect("a CPU");
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(first, &mut set);
-        assert_eq!(libc::sched_setaffinity(0, size, &set), 0);
-    }
+    nf_sys::cpus::confine_to_first_cpu().expect("confining the test to one CPU");
     let job = Job::new();
     for n in [2, 3] {
         job.expect_success(n, &["collectives"], &[]);
