@@ -18,10 +18,11 @@
 //!    the hard limit, as MPI launchers do, and refuses a job that still would not fit,
 //!    rather than failing the wire-up of the rank that finds no descriptor left.
 //! 3. **Processes.** A job whose directly started ranks alone exceed the user's soft
-//!    `RLIMIT_NPROC` is refused (root, which the kernel does not hold to it, is not
-//!    checked). Processes the user already runs count against the same limit; a rank
-//!    that then cannot be forked is reported by name, and the ranks started before it
-//!    are stopped (`crate::job`, step 3).
+//!    `RLIMIT_NPROC` is refused (the host's root and holders of `CAP_SYS_RESOURCE`, whom
+//!    the kernel does not hold to it, are not checked; root of a user namespace is).
+//!    Processes the user already runs count against the same limit; a rank that then
+//!    cannot be forked is reported by name, and the ranks started before it are stopped
+//!    (`crate::job`, step 3).
 //!
 //! Ranks on other hosts are that host's to bound: its starter ([`crate::host_ranks`],
 //! rule 5, which runs these checks there) or its `nf serve`.
@@ -120,7 +121,7 @@ fn check_files(demand: Demand) -> Result<(), LaunchError> {
 
 /// Rule 3.
 fn check_processes(demand: Demand) -> Result<(), LaunchError> {
-    if rustix::process::getuid().is_root() {
+    if exempt_from_nproc() {
         return Ok(());
     }
     match getrlimit(Resource::Nproc).current {
@@ -130,6 +131,45 @@ fn check_processes(demand: Demand) -> Result<(), LaunchError> {
         }),
         _ => Ok(()),
     }
+}
+
+/// Whether the kernel lets this process fork past `RLIMIT_NPROC`: its real user is the
+/// host's root, or it holds `CAP_SYS_RESOURCE` or `CAP_SYS_ADMIN` in the host's user
+/// namespace. Root of a user namespace of its own (a rootless container) is neither, and
+/// the kernel holds it to the limit.
+fn exempt_from_nproc() -> bool {
+    let read = |path| std::fs::read_to_string(path).ok();
+    exempt(
+        rustix::process::getuid().as_raw(),
+        read("/proc/self/uid_map").as_deref(),
+        read("/proc/self/status").as_deref(),
+    )
+}
+
+/// [`exempt_from_nproc`] from this process's real uid, `uid_map` and `status` (`None`:
+/// unreadable, taken as the host's namespace with no capabilities known).
+fn exempt(uid: u32, uid_map: Option<&str>, status: Option<&str>) -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_SYS_RESOURCE: u32 = 24;
+    let ranges: Vec<[u32; 3]> = uid_map
+        .unwrap_or("0 0 4294967295")
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace().map(|w| w.parse::<u32>().ok());
+            Some([w.next()??, w.next()??, w.next()??])
+        })
+        .collect();
+    let host_uid = ranges
+        .iter()
+        .find(|[inside, _, count]| uid.checked_sub(*inside).is_some_and(|d| d < *count))
+        .map(|[inside, outside, _]| outside + (uid - inside));
+    let host_namespace = ranges == [[0, 0, u32::MAX]];
+    let caps = status
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("CapEff:")))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or(0);
+    let capable = caps & (1 << CAP_SYS_ADMIN | 1 << CAP_SYS_RESOURCE) != 0;
+    host_uid == Some(0) || (host_namespace && capable)
 }
 
 #[cfg(test)]
@@ -157,6 +197,32 @@ mod tests {
         assert!(check_cpus(demand(33, true), 2).is_ok());
         // A machine that reports no CPU still runs a job of the bound's size.
         assert!(check_cpus(demand(MAX_RANKS_PER_CPU, false), 0).is_ok());
+    }
+
+    #[test]
+    fn only_the_hosts_root_or_capabilities_escape_the_process_limit() {
+        const HOST: &str = "         0          0 4294967295\n";
+        const ALL: &str = "Name:\tnf\nCapEff:\t000001ffffffffff\n";
+        const NONE: &str = "Name:\tnf\nCapEff:\t0000000000000000\n";
+        const RESOURCE: &str = "CapEff:\t0000000001000000\n";
+        assert!(exempt(0, Some(HOST), Some(NONE)), "the host's root");
+        assert!(!exempt(1000, Some(HOST), Some(NONE)), "a user");
+        assert!(exempt(1000, Some(HOST), Some(RESOURCE)), "CAP_SYS_RESOURCE");
+        // `unshare -U -r` as user 65534: root inside, every capability, held anyway.
+        let rootless = "         0      65534          1\n";
+        assert!(!exempt(0, Some(rootless), Some(ALL)));
+        // The host's root in a namespace of its own stays the host's root.
+        assert!(exempt(
+            0,
+            Some("         0          0          1\n"),
+            Some(ALL)
+        ));
+        // A user mapped to root through a range.
+        assert!(exempt(5, Some("5 0 1\n6 100000 65536\n"), Some(NONE)));
+        assert!(!exempt(7, Some("5 0 1\n6 100000 65536\n"), Some(ALL)));
+        // Nothing readable: the host's namespace, no capabilities known.
+        assert!(exempt(0, None, None));
+        assert!(!exempt(1000, None, None));
     }
 
     #[test]

@@ -411,3 +411,48 @@ fn the_launcher_raises_its_open_file_limit_or_refuses_the_job() {
     );
     assert!(!text(&out.stdout).contains("wire-up ok"), "a rank started");
 }
+
+#[test]
+fn root_of_a_user_namespace_is_held_to_the_process_limit() {
+    use std::os::unix::fs::PermissionsExt;
+    // A rootless container: user 65534 outside, root inside. The kernel holds it to
+    // RLIMIT_NPROC, so the launcher must say so before any rank starts, not fail to
+    // fork rank 1 halfway.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = |exe: &str| {
+        let to = dir
+            .path()
+            .join(std::path::Path::new(exe).file_name().unwrap());
+        std::fs::copy(exe, &to).unwrap();
+        to
+    };
+    let (run, prog) = (
+        copy(env!("CARGO_BIN_EXE_nf-launch-testrun")),
+        copy(env!("CARGO_BIN_EXE_nf-launch-testprog")),
+    );
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .args([
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "prlimit",
+            "--nproc=3",
+        ])
+        .arg(&run)
+        .args(["-n", "6", "--"])
+        .arg(&prog)
+        .args(["wireup", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = finish(cmd.spawn().expect("setpriv (util-linux)"));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "stderr: {stderr}");
+    assert!(
+        stderr.contains("exceed your process limit of 3") && stderr.contains("ulimit -u"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot start rank"), "{stderr}");
+}
