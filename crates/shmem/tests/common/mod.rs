@@ -115,6 +115,9 @@ fn cc(name: &str, flags: &[&str], out: &Path) -> Output {
             .arg(out)
             .arg(format!("-L{}", lib.display()))
             .arg(format!("-Wl,-rpath,{}", lib.display()))
+            // DT_RPATH, which wins over LD_LIBRARY_PATH: cargo points that at
+            // target/<profile>, whose libshmem.so `cargo test` does not update.
+            .arg("-Wl,--disable-new-dtags")
             .arg("-lshmem"),
         Duration::from_secs(120),
     )
