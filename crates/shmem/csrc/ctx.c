@@ -112,6 +112,39 @@ void shmem_ctx_fence(shmem_ctx_t ctx) {
     }
 _NF_SHMEM_RMA_TYPES(NF_CTX_RMA)
 
+#define NF_CTX_SIZED_RMA(BITS, BYTES)                                                \
+    void shmem_ctx_put##BITS(shmem_ctx_t ctx, void *dest, const void *source,        \
+                             size_t nelems, int pe) {                                \
+        pe = nf_ctx_pe("shmem_ctx_put" #BITS, ctx, pe);                              \
+        shmem_put##BITS(dest, source, nelems, pe);                                   \
+    }                                                                                \
+    void shmem_ctx_get##BITS(shmem_ctx_t ctx, void *dest, const void *source,        \
+                             size_t nelems, int pe) {                                \
+        pe = nf_ctx_pe("shmem_ctx_get" #BITS, ctx, pe);                              \
+        shmem_get##BITS(dest, source, nelems, pe);                                   \
+    }                                                                                \
+    void shmem_ctx_put##BITS##_nbi(shmem_ctx_t ctx, void *dest, const void *source,  \
+                                   size_t nelems, int pe) {                          \
+        pe = nf_ctx_pe("shmem_ctx_put" #BITS "_nbi", ctx, pe);                       \
+        shmem_put##BITS##_nbi(dest, source, nelems, pe);                             \
+    }                                                                                \
+    void shmem_ctx_get##BITS##_nbi(shmem_ctx_t ctx, void *dest, const void *source,  \
+                                   size_t nelems, int pe) {                          \
+        pe = nf_ctx_pe("shmem_ctx_get" #BITS "_nbi", ctx, pe);                       \
+        shmem_get##BITS##_nbi(dest, source, nelems, pe);                             \
+    }                                                                                \
+    void shmem_ctx_iput##BITS(shmem_ctx_t ctx, void *dest, const void *source,       \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { \
+        pe = nf_ctx_pe("shmem_ctx_iput" #BITS, ctx, pe);                             \
+        shmem_iput##BITS(dest, source, dst, sst, nelems, pe);                        \
+    }                                                                                \
+    void shmem_ctx_iget##BITS(shmem_ctx_t ctx, void *dest, const void *source,       \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { \
+        pe = nf_ctx_pe("shmem_ctx_iget" #BITS, ctx, pe);                             \
+        shmem_iget##BITS(dest, source, dst, sst, nelems, pe);                        \
+    }
+_NF_SHMEM_SIZES(NF_CTX_SIZED_RMA)
+
 void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
                       int pe) {
     pe = nf_ctx_pe("shmem_ctx_putmem", ctx, pe);

@@ -646,6 +646,20 @@ void shmem_ctx_fence(shmem_ctx_t ctx);
     void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, \
                               ptrdiff_t sst, size_t nelems, int pe);
 _NF_SHMEM_RMA_TYPES(_NF_SHMEM_DECL_CTX_RMA)
+#define _NF_SHMEM_DECL_CTX_SIZED(BITS, BYTES)                                         \
+    void shmem_ctx_put##BITS(shmem_ctx_t ctx, void *dest, const void *source,         \
+                             size_t nelems, int pe);                                  \
+    void shmem_ctx_get##BITS(shmem_ctx_t ctx, void *dest, const void *source,         \
+                             size_t nelems, int pe);                                  \
+    void shmem_ctx_put##BITS##_nbi(shmem_ctx_t ctx, void *dest, const void *source,   \
+                                   size_t nelems, int pe);                            \
+    void shmem_ctx_get##BITS##_nbi(shmem_ctx_t ctx, void *dest, const void *source,   \
+                                   size_t nelems, int pe);                            \
+    void shmem_ctx_iput##BITS(shmem_ctx_t ctx, void *dest, const void *source,        \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);   \
+    void shmem_ctx_iget##BITS(shmem_ctx_t ctx, void *dest, const void *source,        \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+_NF_SHMEM_SIZES(_NF_SHMEM_DECL_CTX_SIZED)
 void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
                       int pe);
 void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
@@ -741,6 +755,37 @@ _NF_SHMEM_OLD_AMO_TYPES(_NF_SHMEM_DECL_OLD_AMO)
     T shmem_##N##_fetch(const T *source, int pe);                                     \
     void shmem_##N##_set(T *dest, T value, int pe);
 _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+/* The C11 generic forms 1.4 deprecated: the old atomic names on their old types, and
+ * the generic wait (shmem_wait_until with SHMEM_CMP_NE). */
+#define _NF_SHMEM_GENERIC_OLD_AMO(obj, OP)                                            \
+    _Generic(*(obj), int: shmem_int##OP, long: shmem_long##OP,                        \
+             long long: shmem_longlong##OP)
+#define _NF_SHMEM_GENERIC_OLD_EXT_AMO(obj, OP)                                        \
+    _Generic(*(obj), int: shmem_int##OP, long: shmem_long##OP,                        \
+             long long: shmem_longlong##OP, float: shmem_float##OP,                   \
+             double: shmem_double##OP)
+#define shmem_finc(dest, ...) _NF_SHMEM_GENERIC_OLD_AMO(dest, _finc)(dest, __VA_ARGS__)
+#define shmem_inc(dest, ...) _NF_SHMEM_GENERIC_OLD_AMO(dest, _inc)(dest, __VA_ARGS__)
+#define shmem_fadd(dest, ...) _NF_SHMEM_GENERIC_OLD_AMO(dest, _fadd)(dest, __VA_ARGS__)
+#define shmem_add(dest, ...) _NF_SHMEM_GENERIC_OLD_AMO(dest, _add)(dest, __VA_ARGS__)
+#define shmem_cswap(dest, ...) _NF_SHMEM_GENERIC_OLD_AMO(dest, _cswap)(dest, __VA_ARGS__)
+#define shmem_swap(dest, ...) _NF_SHMEM_GENERIC_OLD_EXT_AMO(dest, _swap)(dest, __VA_ARGS__)
+#define shmem_fetch(source, ...)                                                      \
+    _NF_SHMEM_GENERIC_OLD_EXT_AMO(source, _fetch)(source, __VA_ARGS__)
+#define shmem_set(dest, ...) _NF_SHMEM_GENERIC_OLD_EXT_AMO(dest, _set)(dest, __VA_ARGS__)
+#define shmem_wait(ivar, cmp_value) _NF_SHMEM_P2P(_wait, ivar, cmp_value)
+#endif /* C11 */
+
+/* Cache management, deprecated since 1.3: coherent on every machine ninefold runs on,
+ * so each does nothing, as in other implementations. */
+void shmem_clear_cache_inv(void);
+void shmem_set_cache_inv(void);
+void shmem_clear_cache_line_inv(void *dest);
+void shmem_set_cache_line_inv(void *dest);
+void shmem_udcflush(void);
+void shmem_udcflush_line(void *dest);
 
 /* Symmetric data objects are the symmetric heap and the executable's global and
  * static variables (data and bss, initialised or not, file- or function-static);

@@ -84,3 +84,65 @@ fn install_sh_then_nfshcc_and_pkg_config_build_programs_that_run() {
         assert_all_passed(&format!("{} -n 2", prog.display()), "t_sync", &run);
     }
 }
+
+/// Every function `shmem.h` declares is defined and exported by `libshmem.so`, so a
+/// program that compiles also links; and the library exports no public name the header
+/// does not declare (its own helpers start with `nf_`).
+#[test]
+fn every_function_the_header_declares_is_in_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let expanded = dir.path().join("shmem.i");
+    let pre = output_within(
+        Command::new(common::cc_name())
+            .args(["-std=gnu11", "-E", "-P", "-I"])
+            .arg(crate_dir().join("include"))
+            .arg(crate_dir().join("include/shmem.h"))
+            .arg("-o")
+            .arg(&expanded),
+        Duration::from_secs(60),
+    );
+    assert!(pre.status.success(), "cc -E shmem.h: {pre:?}");
+    let text = std::fs::read_to_string(&expanded).unwrap();
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let public = |name: &str| {
+        ["shmem_", "shmemx_", "_my_pe", "_num_pes", "start_pes", "sh"]
+            .iter()
+            .any(|p| name.starts_with(p))
+    };
+    // A name followed by `(` after preprocessing: a declared function.
+    let mut declared = std::collections::BTreeSet::new();
+    for (i, _) in text.match_indices('(') {
+        let before = text[..i].trim_end();
+        let start = before.rfind(|c: char| !ident(c)).map_or(0, |s| s + 1);
+        let name = &before[start..];
+        if public(name) {
+            declared.insert(name.to_owned());
+        }
+    }
+    assert!(
+        declared.len() > 1000,
+        "only {} declared names",
+        declared.len()
+    );
+    // `output()` reads while nm writes (its listing outgrows a pipe); nm ends by itself.
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib_dir().join("libshmem.so"))
+        .output()
+        .expect("nm");
+    assert!(nm.status.success(), "nm: {nm:?}");
+    let defined: std::collections::BTreeSet<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .collect();
+    let missing: Vec<_> = declared.difference(&defined).collect();
+    assert!(
+        missing.is_empty(),
+        "declared but not in libshmem.so: {missing:?}"
+    );
+    let extra: Vec<_> = defined
+        .iter()
+        .filter(|n| public(n) && !declared.contains(*n))
+        .collect();
+    assert!(extra.is_empty(), "exported but not declared: {extra:?}");
+}

@@ -69,6 +69,34 @@ int main(void) {
     shmem_free(u);
     shmem_free(y);
 
+    /* The sized forms through a context: 32- and 64-bit elements, blocking, _nbi and
+     * strided, each landing on the right PE. */
+    uint32_t *w32 = shmem_calloc(8, sizeof(uint32_t));
+    uint64_t *w64 = shmem_calloc(8, sizeof(uint64_t));
+    uint32_t s32[4] = {me + 100u, me + 200u, me + 300u, me + 400u};
+    uint64_t s64[4] = {me + 1000u, me + 2000u, me + 3000u, me + 4000u};
+    shmem_barrier_all();
+    shmem_ctx_put32(ctx, w32, s32, 2, right);
+    shmem_ctx_put64_nbi(ctx, w64, s64, 2, right);
+    shmem_ctx_iput32(ctx, w32 + 4, s32, 2, 1, 2, right); /* s32[0], s32[1] to w32[4], [6] */
+    shmem_ctx_quiet(ctx);
+    shmem_barrier_all();
+    CHECK(w32[0] == left + 100u && w32[1] == left + 200u, "ctx put32");
+    CHECK(w64[0] == left + 1000u && w64[1] == left + 2000u, "ctx put64_nbi");
+    CHECK(w32[4] == left + 100u && w32[5] == 0 && w32[6] == left + 200u, "ctx iput32");
+    uint32_t g32[2] = {0, 0};
+    uint64_t g64[4] = {0, 0, 0, 0};
+    shmem_ctx_get32(ctx, g32, w32, 2, right);
+    shmem_ctx_get64_nbi(ctx, g64, w64, 2, right);
+    shmem_ctx_quiet(ctx);
+    CHECK(g32[0] == me + 100u && g32[1] == me + 200u, "ctx get32");
+    CHECK(g64[0] == me + 1000u && g64[1] == me + 2000u, "ctx get64_nbi");
+    shmem_ctx_iget64(ctx, g64, w64, 2, 1, 2, right); /* w64[0], w64[1] to g64[0], [2] */
+    CHECK(g64[0] == me + 1000u && g64[2] == me + 2000u, "ctx iget64");
+    shmem_barrier_all();
+    shmem_free(w64);
+    shmem_free(w32);
+
     shmem_ctx_fence(ctx);
     shmem_ctx_destroy(ctx);
     PASS("contexts");

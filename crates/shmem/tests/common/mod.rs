@@ -96,7 +96,7 @@ pub fn compile_as(name: &str, prog_name: &str, flags: &[&str]) -> PathBuf {
 }
 
 /// The C compiler: `$CC`, else `cc`.
-fn cc_name() -> String {
+pub fn cc_name() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())
 }
 
