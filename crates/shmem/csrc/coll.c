@@ -85,7 +85,11 @@ void nf_coll_alltoalls(const char *call, const struct nf_group *g, void *dest,
 
 void nf_coll_reduce(const char *call, const struct nf_group *g, void *dest,
                     const void *source, size_t nreduce, size_t elem, nf_combine_fn combine) {
-    if (g->direct && nf_direct_reduce(call, g, dest, source, nreduce, elem, combine)) return;
+    /* Nothing to combine takes the general path, whose steps touch no address (the
+     * direct one maps the source, which may then be anything, NULL too). */
+    if (g->direct && nreduce > 0 &&
+        nf_direct_reduce(call, g, dest, source, nreduce, elem, combine))
+        return;
     size_t chunk = (nreduce + (size_t)g->size - 1) / (size_t)g->size;
     size_t lo = (size_t)g->me * chunk < nreduce ? (size_t)g->me * chunk : nreduce;
     size_t n = nreduce - lo < chunk ? nreduce - lo : chunk;

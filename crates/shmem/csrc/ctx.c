@@ -54,7 +54,10 @@ int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {
     return 0;
 }
 
+/* Destroying, quieting or fencing SHMEM_CTX_INVALID does nothing (the specification
+ * says so: a handle set to it marks "no context"); RMA and atomics on it are errors. */
 void shmem_ctx_destroy(shmem_ctx_t ctx) {
+    if (ctx == SHMEM_CTX_INVALID) return;
     nf_ctx("shmem_ctx_destroy", ctx);
     if (ctx == SHMEM_CTX_DEFAULT) nf_shmem_fatal("shmem_ctx_destroy", "ctx is SHMEM_CTX_DEFAULT");
     shmem_quiet();
@@ -62,11 +65,13 @@ void shmem_ctx_destroy(shmem_ctx_t ctx) {
 }
 
 void shmem_ctx_quiet(shmem_ctx_t ctx) {
+    if (ctx == SHMEM_CTX_INVALID) return;
     nf_ctx("shmem_ctx_quiet", ctx);
     shmem_quiet();
 }
 
 void shmem_ctx_fence(shmem_ctx_t ctx) {
+    if (ctx == SHMEM_CTX_INVALID) return;
     nf_ctx("shmem_ctx_fence", ctx);
     shmem_fence();
 }

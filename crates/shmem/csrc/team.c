@@ -342,16 +342,26 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
     *new_team = SHMEM_TEAM_INVALID;
     struct nf_team *p = nf_parent(call, parent_team, &pg, &pslot);
     if (!p) return -1;
-    if (size < 1) nf_fatalf(call, "size = %d: a team has at least one PE", size);
-    if (stride == 0 && size > 1)
-        nf_fatalf(call, "stride = 0 with size = %d would list one PE %d times (stride 0 is for size 1)",
-                  size, size);
+    /* An invalid triplet is no team, as the specification says: SHMEM_TEAM_INVALID and
+     * a nonzero return on every PE of the parent (all pass the same triplet), with the
+     * reason said. */
+    char why[256] = "";
     long last = start + (long)(size - 1) * stride;
-    if (start < 0 || start >= p->size || last < 0 || last >= p->size)
-        nf_fatalf(call,
-                  "start = %d, stride = %d, size = %d reach parent PEs %d ..= %ld, outside "
-                  "the parent team of %d PEs (0 ..= %d)",
-                  start, stride, size, start, last, p->size, p->size - 1);
+    if (size < 1)
+        snprintf(why, sizeof why, "size = %d: a team has at least one PE", size);
+    else if (stride == 0 && size > 1)
+        snprintf(why, sizeof why,
+                 "stride = 0 with size = %d would list one PE %d times (stride 0 is for size 1)",
+                 size, size);
+    else if (start < 0 || start >= p->size || last < 0 || last >= p->size)
+        snprintf(why, sizeof why,
+                 "start = %d, stride = %d, size = %d reach parent PEs %d ..= %ld, outside "
+                 "the parent team of %d PEs (0 ..= %d)",
+                 start, stride, size, start, last, p->size, p->size - 1);
+    if (why[0]) {
+        nf_shmem_say(call, why);
+        return -1;
+    }
     long args[3] = {start, stride, size};
     static const char *const names[3] = {"start", "stride", "size"};
     int slot;

@@ -36,6 +36,12 @@ unsafe fn contig(call: CallName, kind: Kind, sym: usize, local: *mut u8, bytes: 
             ("source", &st.slow.gets)
         };
         SlowCounts::count(counter);
+        // Nothing to move: the addresses may be anything, even NULL (as in every
+        // implementation); the PE must still exist.
+        if bytes == 0 {
+            st.check_pe(call, pe);
+            return;
+        }
         if let Some(at) = st.mapped_at(call, arg, sym, bytes, pe) {
             let (from, to) = match kind {
                 Kind::Put => (local.cast_const(), at),
@@ -47,9 +53,6 @@ unsafe fn contig(call: CallName, kind: Kind, sym: usize, local: *mut u8, bytes: 
             return;
         }
         let (remote, proc) = st.remote(call, arg, sym, bytes, pe);
-        if bytes == 0 {
-            return;
-        }
         let shape = Shape::Contig {
             local,
             remote,
@@ -150,6 +153,10 @@ unsafe fn strided(
                 ),
             );
         };
+        if nelems == 0 || elem == 0 {
+            st.check_pe(call, pe);
+            return;
+        }
         let extent = nelems
             .saturating_sub(1)
             .saturating_mul(sym_step)
@@ -160,9 +167,6 @@ unsafe fn strided(
             "source"
         };
         let (remote, proc) = st.remote(call, arg, sym, extent, pe);
-        if nelems == 0 || elem == 0 {
-            return;
-        }
         let count = [elem, nelems];
         let shape = Shape::Strided {
             local,

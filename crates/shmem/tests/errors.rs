@@ -146,7 +146,23 @@ fn a_destroyed_team() {
 fn a_split_with_stride_0_and_more_than_one_pe() {
     fails_with(
         "split_stride0",
-        &["shmem_team_split_strided: stride = 0 with size = 2 would list one PE 2 times"],
+        &[
+            "shmem_team_split_strided: stride = 0 with size = 2 would list one PE 2 times",
+            "PE 0: no team",
+            "PE 1: no team",
+        ],
+    );
+}
+
+#[test]
+fn a_split_of_no_pes() {
+    fails_with(
+        "split_empty",
+        &[
+            "shmem_team_split_strided: size = 0: a team has at least one PE",
+            "PE 0: no team",
+            "PE 1: no team",
+        ],
     );
 }
 
@@ -154,7 +170,11 @@ fn a_split_with_stride_0_and_more_than_one_pe() {
 fn a_split_outside_the_parent() {
     fails_with(
         "split_range",
-        &["shmem_team_split_strided: start = 1, stride = 1, size = 2 reach parent PEs 1 ..= 2, outside the parent team of 2 PEs (0 ..= 1)"],
+        &[
+            "shmem_team_split_strided: start = 1, stride = 1, size = 2 reach parent PEs 1 ..= 2, outside the parent team of 2 PEs (0 ..= 1)",
+            "PE 0: no team",
+            "PE 1: no team",
+        ],
     );
 }
 
@@ -178,7 +198,7 @@ fn a_root_outside_the_team() {
 fn an_invalid_context() {
     fails_with(
         "bad_ctx",
-        &["libshmem: PE 0: shmem_ctx_quiet: ctx is SHMEM_CTX_INVALID"],
+        &["libshmem: PE 0: shmem_ctx_int_p: ctx is SHMEM_CTX_INVALID"],
     );
 }
 

@@ -11,6 +11,7 @@ use nf_transport::shm::segment::{create_file, unlink_name, FileStep};
 
 use crate::error::RmaError;
 use crate::shm::adopt::{self, Adopted};
+use crate::shm::aligned::Aligned;
 
 /// A shared mapping of a segment file; unmapped when dropped (an adopted range is
 /// put back on private memory instead).
@@ -25,6 +26,8 @@ enum Backing {
     Placed(MmapRaw),
     /// Over a range of this process that it adopted.
     Adopted(Adopted),
+    /// Our own segment, at a multiple of its rounded size (`aligned.rs`).
+    Aligned(Aligned),
 }
 
 fn shm_err(what: &'static str, path: &Path, source: std::io::Error) -> RmaError {
@@ -36,7 +39,8 @@ fn shm_err(what: &'static str, path: &Path, source: std::io::Error) -> RmaError 
 }
 
 impl Mapping {
-    /// Creates the file (it must not exist), sizes it to `len` (> 0) and maps it.
+    /// Creates the file (it must not exist), sizes it to `len` (> 0) and maps it at a
+    /// multiple of its size rounded up to a power of two (`aligned.rs`).
     pub(crate) fn create(path: &Path, len: usize) -> Result<Mapping, RmaError> {
         let file = create_file(path, len as u64).map_err(|(step, e)| {
             let what = match step {
@@ -45,7 +49,11 @@ impl Mapping {
             };
             shm_err(what, path, e)
         })?;
-        Self::map(&file, path, len)
+        let map = Aligned::map(&file, len).map_err(|e| shm_err("map rma segment", path, e))?;
+        Ok(Mapping {
+            map: Backing::Aligned(map),
+            path: path.to_owned(),
+        })
     }
 
     /// Creates the file (it must not exist) holding the `len` bytes at `addr`, and maps
@@ -121,6 +129,7 @@ impl Mapping {
         match &self.map {
             Backing::Placed(m) => m.as_mut_ptr(),
             Backing::Adopted(a) => a.ptr(),
+            Backing::Aligned(a) => a.ptr(),
         }
     }
 

@@ -19,6 +19,7 @@
 //!    a minute (`reclaim_stale`).
 
 pub(crate) mod adopt;
+pub(crate) mod aligned;
 pub(crate) mod control;
 pub(crate) mod lock;
 #[cfg(all(test, loom))]

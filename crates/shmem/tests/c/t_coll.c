@@ -117,6 +117,16 @@ int main(void) {
     _NF_SHMEM_ARITH_REDUCE_TYPES(RUN_ARITH)
     PASS("every_reduction_on_every_type");
 
+    /* Nothing to move: every collective returns, whatever the (NULL) buffers. */
+    CHECK(shmem_long_broadcast(SHMEM_TEAM_WORLD, NULL, NULL, 0, 0) == 0, "broadcast 0");
+    CHECK(shmem_long_collect(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "collect 0");
+    CHECK(shmem_long_fcollect(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "fcollect 0");
+    CHECK(shmem_long_alltoall(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "alltoall 0");
+    CHECK(shmem_long_alltoalls(SHMEM_TEAM_WORLD, NULL, NULL, 1, 1, 0) == 0, "alltoalls 0");
+    CHECK(shmem_long_sum_reduce(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "sum_reduce 0");
+    CHECK(shmem_ulong_and_reduce(SHMEM_TEAM_WORLD, NULL, NULL, 0) == 0, "and_reduce 0");
+    PASS("zero_length_collectives");
+
     shmem_sync(SHMEM_TEAM_WORLD);
     shmem_finalize();
     return 0;

@@ -52,20 +52,35 @@ int main(int argc, char **argv) {
         shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &u);
         if (me == 0) shmem_int_sum_reduce(t, x, x, 1);
     }
-    if (strcmp(mode, "split_stride0") == 0) {
-        shmem_team_t t;
-        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 0, 2, NULL, 0, &t);
-    }
-    if (strcmp(mode, "split_range") == 0) {
-        shmem_team_t t;
-        shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, npes, NULL, 0, &t);
+    /* An invalid triplet is no team: nonzero and SHMEM_TEAM_INVALID on every PE, the
+     * reason said; exit 3 then, so the test sees both. */
+    if (strcmp(mode, "split_stride0") == 0 || strcmp(mode, "split_range") == 0 ||
+        strcmp(mode, "split_empty") == 0) {
+        shmem_team_t t = SHMEM_TEAM_WORLD;
+        int rc = strcmp(mode, "split_stride0") == 0
+                     ? shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 0, 2, NULL, 0, &t)
+                 : strcmp(mode, "split_range") == 0
+                     ? shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, npes, NULL, 0, &t)
+                     : shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 0, NULL, 0, &t);
+        if (rc != 0 && t == SHMEM_TEAM_INVALID) {
+            printf("PE %d: no team\n", me);
+            fflush(stdout);
+            shmem_barrier_all();
+            exit(3);
+        }
     }
     if (strcmp(mode, "split_inconsistent") == 0) {
         shmem_team_t t;
         shmem_team_split_strided(SHMEM_TEAM_WORLD, me, 1, 1, NULL, 0, &t);
     }
     if (strcmp(mode, "bad_root") == 0) shmem_int_broadcast(SHMEM_TEAM_WORLD, x, x, 1, npes);
-    if (strcmp(mode, "bad_ctx") == 0 && me == 0) shmem_ctx_quiet(SHMEM_CTX_INVALID);
+    if (strcmp(mode, "bad_ctx") == 0 && me == 0) {
+        /* Quiet, fence and destroy of "no context" do nothing; a put through it is an error. */
+        shmem_ctx_quiet(SHMEM_CTX_INVALID);
+        shmem_ctx_fence(SHMEM_CTX_INVALID);
+        shmem_ctx_destroy(SHMEM_CTX_INVALID);
+        shmem_ctx_int_p(SHMEM_CTX_INVALID, x, 1, 0);
+    }
     if (strcmp(mode, "huge_stride") == 0 && me == 0)
         shmem_int_iput(x, x, PTRDIFF_MAX, 1, 2, 1);
     /* The operator is checked before anything moves (x stands in for the signal). */

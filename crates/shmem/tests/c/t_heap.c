@@ -26,6 +26,14 @@ int main(void) {
                       pe, k, table[3 * pe + k], mine[k]);
     CHECK(((uintptr_t)b & 4095) == 0, "shmem_align(4096) gave %p", (void *)b);
     for (int i = 0; i < 50; i++) CHECK(c[i] == 0, "calloc [%d] = %d", i, c[i]);
+    /* Alignments far past a page are addresses aligned, not only offsets: 8 B to 8 MiB
+     * (the heap's mapping is aligned to its own size). */
+    for (size_t align = 8; align <= (8u << 20); align <<= 1) {
+        char *p = shmem_align(align, 100);
+        CHECK(p != NULL && ((uintptr_t)p & (align - 1)) == 0, "shmem_align(%zu) gave %p",
+              align, (void *)p);
+        shmem_free(p);
+    }
     PASS("same_offsets_on_every_pe_align_calloc");
 
     /* A freed range comes back whole. */

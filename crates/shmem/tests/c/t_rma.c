@@ -123,6 +123,16 @@ int main(void) {
           "addr_accessible");
     PASS("shmem_ptr_same_host");
 
+    /* Zero bytes move nothing, whatever the addresses (NULL included). */
+    shmem_putmem(NULL, NULL, 0, right);
+    shmem_getmem(NULL, NULL, 0, right);
+    shmem_putmem_nbi(NULL, NULL, 0, right);
+    shmem_getmem_nbi(NULL, NULL, 0, right);
+    shmem_int_iput(NULL, NULL, 1, 1, 0, right);
+    shmem_int_iget(NULL, NULL, 1, 1, 0, right);
+    shmem_quiet();
+    PASS("zero_length_rma");
+
     shmem_free(d);
     shmem_free(l);
     shmem_free(buf);
