@@ -23,6 +23,13 @@
 
 void nf_shmem_bad_cmp(const char *call, int cmp);
 
+/* Where the next _any scan starts: each call one further, so repeated calls with
+ * several variables ready return each of them in turn, not always the first. */
+static size_t nf_any_start(size_t nelems) {
+    static unsigned long turn;
+    return (size_t)(__atomic_fetch_add(&turn, 1, __ATOMIC_RELAXED) % nelems);
+}
+
 #define NF_P2P(T, N)                                                                 \
     /* Whether ivars[i] satisfies the comparison (values: NULL for one value). */    \
     static int nf_##N##_holds(const char *call, T *ivars, size_t i, int cmp, T value, \
@@ -105,10 +112,13 @@ void nf_shmem_bad_cmp(const char *call, int cmp);
         unsigned round = 0;                                                          \
         if (nf_##N##_active(nelems, status) == 0) return SIZE_MAX;                   \
         for (;;) {                                                                   \
-            size_t first;                                                            \
-            nf_##N##_scan(call, ivars, nelems, status, cmp, value, values, NULL,     \
-                          &first);                                                   \
-            if (first != SIZE_MAX || !wait) return first;                            \
+            size_t start = nf_any_start(nelems);                                     \
+            for (size_t k = 0; k < nelems; k++) {                                    \
+                size_t i = (start + k) % nelems;                                     \
+                if (status && status[i]) continue;                                   \
+                if (nf_##N##_holds(call, ivars, i, cmp, value, values)) return i;    \
+            }                                                                        \
+            if (!wait) return SIZE_MAX;                                              \
             nf_shmem_pause(call, &round);                                            \
         }                                                                            \
     }                                                                                \

@@ -60,10 +60,18 @@ int main(void) {
         CHECK(n == (size_t)(npes >= 2), "test_some with a mask %zu", n);
         CHECK(shmem_int_test_any(ivars, npes, status, SHMEM_CMP_GT, 1000) == SIZE_MAX,
               "test_any that holds nowhere");
-        CHECK(shmem_int_test_any_vector(ivars, npes, NULL, SHMEM_CMP_EQ, vals) == 0,
-              "test_any_vector");
-        CHECK(shmem_int_wait_until_any_vector(ivars, npes, status, SHMEM_CMP_EQ, vals) ==
-                  (npes > 1 ? 1 : SIZE_MAX), "wait_until_any_vector");
+        any = shmem_int_test_any_vector(ivars, npes, NULL, SHMEM_CMP_EQ, vals);
+        CHECK(any < (size_t)npes, "test_any_vector %zu", any);
+        any = shmem_int_wait_until_any_vector(ivars, npes, status, SHMEM_CMP_EQ, vals);
+        CHECK(npes > 1 ? any >= 1 && any < (size_t)npes : any == SIZE_MAX,
+              "wait_until_any_vector %zu (index 0 masked)", any);
+        /* Fair: with every ivar ready, npes calls in a row return each index once. */
+        int seen[64] = {0};
+        for (int k = 0; k < npes; k++) {
+            size_t i = shmem_int_test_any(ivars, npes, NULL, SHMEM_CMP_GE, 1);
+            CHECK(i < (size_t)npes && !seen[i], "test_any returned %zu again", i);
+            seen[i] = 1;
+        }
         CHECK(shmem_int_test_some_vector(ivars, npes, idx, NULL, SHMEM_CMP_NE, vals) == 0,
               "test_some_vector");
         CHECK(shmem_int_test_all_vector(ivars, npes, NULL, SHMEM_CMP_EQ, vals), "test_all_vector");
