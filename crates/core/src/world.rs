@@ -418,6 +418,14 @@ impl World {
         Some(CoreError::PeerDied { rank, pid })
     }
 
+    /// Asks the launcher to end the whole job now with exit `status`, every other rank
+    /// stopped, saying `message` (OpenSHMEM's `shmem_global_exit`); the caller exits
+    /// next. Nothing is drained: the job ends.
+    pub fn end_job(&self, status: i32, message: &str) -> Result<(), CoreError> {
+        self.boot.borrow_mut().end_job(status, message)?;
+        Ok(())
+    }
+
     /// Drains all traffic in flight, then leaves the job.
     pub fn finalize(self) -> Result<(), CoreError> {
         self.leave()

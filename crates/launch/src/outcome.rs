@@ -55,6 +55,8 @@ pub enum Outcome {
         rank: usize,
         /// Its reason.
         message: String,
+        /// The job's exit status it asked for (`shmem_global_exit`), if any.
+        status: Option<i32>,
     },
 }
 
@@ -87,6 +89,9 @@ impl Outcome {
             }
             Outcome::Interrupted { signal: s } => 128 + s,
             Outcome::TimedOut { .. } => 124,
+            Outcome::Aborted {
+                status: Some(s), ..
+            } => s & 0xff,
             Outcome::Aborted { .. } => 128 + libc::SIGABRT,
         }
     }
@@ -153,10 +158,24 @@ impl fmt::Display for Outcome {
                     SignalName(*signal)
                 )
             }
-            Outcome::Aborted { rank, message } => {
+            Outcome::Aborted {
+                rank,
+                message,
+                status: None,
+            } => {
                 write!(
                     f,
                     "rank {rank} aborted the job: {message}; all ranks were stopped"
+                )
+            }
+            Outcome::Aborted {
+                rank,
+                message,
+                status: Some(s),
+            } => {
+                write!(
+                    f,
+                    "rank {rank} ended the job with status {s}: {message}; all ranks were stopped"
                 )
             }
         }
@@ -357,11 +376,21 @@ mod tests {
         assert_eq!(
             Outcome::Aborted {
                 rank: 0,
-                message: String::new()
+                message: String::new(),
+                status: None,
             }
             .exit_code(),
             134
         );
+        for (status, code) in [(0, 0), (3, 3), (256 + 7, 7)] {
+            let ended = Outcome::Aborted {
+                rank: 1,
+                message: "m".into(),
+                status: Some(status),
+            };
+            assert_eq!(ended.exit_code(), code);
+            assert!(ended.to_string().contains(&format!("status {status}")));
+        }
     }
 
     #[test]

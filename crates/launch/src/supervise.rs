@@ -97,12 +97,22 @@ pub(crate) fn supervise(
     let start = Instant::now();
     let mut pending: Option<ServerEvent> = None;
     loop {
-        if let Some(ServerEvent::Abort { rank, message }) =
-            pending.take().or_else(|| events.try_recv().ok())
+        if let Some(ServerEvent::Abort {
+            rank,
+            message,
+            status,
+        }) = pending.take().or_else(|| events.try_recv().ok())
         {
-            warn!(rank, "rank aborted the job: {message}");
+            match status {
+                Some(0) => tracing::info!(rank, "rank ended the job: {message}"),
+                _ => warn!(rank, ?status, "rank ended the job: {message}"),
+            }
             stop_all(ranks, libc::SIGTERM, signals);
-            return Outcome::Aborted { rank, message };
+            return Outcome::Aborted {
+                rank,
+                message,
+                status,
+            };
         }
         let mut failed = None;
         for r in ranks.iter_mut() {

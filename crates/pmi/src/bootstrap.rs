@@ -71,6 +71,10 @@ pub trait Bootstrap {
     fn get(&mut self, rank: usize, key: &str) -> Result<String, PmiError>;
     /// Leaves the launcher's service; the last call.
     fn finalize(&mut self) -> Result<(), PmiError>;
+    /// Asks the launcher to end the whole job now with exit `status` (every other rank
+    /// is stopped), saying `message`; the caller exits next. A launcher whose
+    /// protocol carries no status (PMI-2) ends the job with its own.
+    fn end_job(&mut self, status: i32, message: &str) -> Result<(), PmiError>;
 }
 
 /// The global key under which `rank` stores its value of `key`, for launchers whose
@@ -206,6 +210,10 @@ impl Bootstrap for Singleton {
         }
     }
     fn finalize(&mut self) -> Result<(), PmiError> {
+        Ok(())
+    }
+    /// Alone, there is no one else to stop.
+    fn end_job(&mut self, _status: i32, _message: &str) -> Result<(), PmiError> {
         Ok(())
     }
 }

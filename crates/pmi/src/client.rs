@@ -133,12 +133,19 @@ impl Client {
     /// Returns once the launcher has the request; the rank should then exit (or wait to be
     /// killed). A message over [`MAX_VALUE_LEN`] bytes is cut short.
     pub fn abort(&mut self, msg: &str) -> Result<(), PmiError> {
+        self.end(None, msg)
+    }
+
+    /// [`Client::abort`], or with `Some(status)` the job ending on purpose with that
+    /// exit status (`shmem_global_exit`).
+    fn end(&mut self, status: Option<i32>, msg: &str) -> Result<(), PmiError> {
         let mut end = msg.len().min(MAX_VALUE_LEN);
         while !msg.is_char_boundary(end) {
             end -= 1;
         }
         self.expect_ok(&Request::Abort {
             message: msg[..end].to_owned(),
+            status,
         })
     }
 
@@ -201,6 +208,9 @@ impl Bootstrap for Client {
     }
     fn finalize(&mut self) -> Result<(), PmiError> {
         Client::finalize(self)
+    }
+    fn end_job(&mut self, status: i32, message: &str) -> Result<(), PmiError> {
+        self.end(Some(status), message)
     }
 }
 

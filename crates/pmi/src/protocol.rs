@@ -57,6 +57,10 @@ pub enum Request {
     Abort {
         /// Why, for the user.
         message: String,
+        /// The job's exit status, when the rank ends the job on purpose
+        /// (`shmem_global_exit`); left out, the launcher's own for an abort.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<i32>,
     },
     /// Says goodbye; the server closes the connection after answering.
     Finalize,
@@ -83,7 +87,7 @@ impl Request {
                 check_value(key, value)
             }
             Request::Get { key } => check_key(key),
-            Request::Abort { message } => check_value("<abort message>", message),
+            Request::Abort { message, .. } => check_value("<abort message>", message),
             Request::Hello { job_id, secret, .. } => {
                 check_value("<job id>", job_id)?;
                 check_value("<secret>", secret.as_deref().unwrap_or(""))
@@ -214,6 +218,11 @@ mod tests {
             Request::Get { key: "k".into() },
             Request::Abort {
                 message: "bye".into(),
+                status: None,
+            },
+            Request::Abort {
+                message: "done".into(),
+                status: Some(0),
             },
             Request::Finalize,
         ];

@@ -38,7 +38,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use nf_sys::accept::Acceptor;
 
@@ -86,6 +86,8 @@ pub enum ServerEvent {
         rank: usize,
         /// Its reason.
         message: String,
+        /// The job's exit status it asked for, if any.
+        status: Option<i32>,
     },
 }
 
@@ -548,11 +550,18 @@ fn handle(shared: &Shared, peer: &mut Peer, req: Request) -> Response {
             None => Response::NotFound { key },
         },
         Request::Fence { epoch } => fence(shared, rank, epoch),
-        Request::Abort { message } => {
-            warn!(rank, "PMI: rank asks to abort the job: {message}");
+        Request::Abort { message, status } => {
+            match status {
+                None => warn!(rank, "PMI: rank asks to abort the job: {message}"),
+                Some(status) => info!(rank, status, "PMI: rank ends the job: {message}"),
+            }
             if shared
                 .events
-                .send(ServerEvent::Abort { rank, message })
+                .send(ServerEvent::Abort {
+                    rank,
+                    message,
+                    status,
+                })
                 .is_err()
             {
                 return error("the launcher is no longer listening for aborts");

@@ -294,7 +294,23 @@ fn abort_reaches_the_launcher() {
         ev,
         ServerEvent::Abort {
             rank: 1,
-            message: "out of cheese".into()
+            message: "out of cheese".into(),
+            status: None,
+        }
+    );
+    // Ending the job on purpose carries the status the job should exit with.
+    let mut c = job.client(0);
+    nf_pmi::Bootstrap::end_job(&mut c, 0, "all done").unwrap();
+    let ev = job
+        .events
+        .recv_timeout(Duration::from_secs(10))
+        .expect("an end-of-job event");
+    assert_eq!(
+        ev,
+        ServerEvent::Abort {
+            rank: 0,
+            message: "all done".into(),
+            status: Some(0),
         }
     );
 }

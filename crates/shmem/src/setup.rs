@@ -58,10 +58,13 @@ pub extern "C" fn shmem_finalize() {
     state::finalize();
 }
 
-/// `shmem_global_exit`: ends this process with `status`; the launcher then stops
-/// every other PE of the job.
+/// `shmem_global_exit`: asks the launcher to end the whole job with `status` (it stops
+/// every other PE, and its own exit status is `status` where its protocol carries one),
+/// then ends this process with `status`. Even a status of 0 ends the others, which
+/// would otherwise wait for this PE forever.
 #[no_mangle]
 pub extern "C" fn shmem_global_exit(status: c_int) {
+    state::end_job(status);
     exit(status)
 }
 

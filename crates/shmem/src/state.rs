@@ -160,6 +160,26 @@ pub fn with<R>(call: impl Display, f: impl FnOnce(&State) -> R) -> R {
     }
 }
 
+/// `shmem_global_exit`'s request to the launcher, when OpenSHMEM runs on this thread
+/// (the world is the init thread's; from another, the PE only exits, and a non-zero
+/// status still ends the job); said, not fatal, if the launcher cannot take it, since
+/// the caller exits next anyway.
+pub fn end_job(status: c_int) {
+    let Ok(st) = mine() else {
+        return;
+    };
+    // SAFETY: `world` lives as long as the state (see `init`), which is live here.
+    let world = unsafe { &*st.world };
+    let call = "shmem_global_exit";
+    let why = format!("shmem_global_exit({status}) on PE {}", st.me);
+    if let Err(e) = world.end_job(status, &why) {
+        crate::error::say(
+            call,
+            format!("could not ask the launcher to end the job: {e}"),
+        );
+    }
+}
+
 /// Whether `shmem_init` has run (and `shmem_finalize` not), on any thread.
 pub fn running() -> bool {
     !STATE.load(Ordering::Acquire).is_null()

@@ -307,3 +307,32 @@ fn a_job_of_mixed_executables_is_refused_naming_the_pe() {
     );
     shm.assert_empty("mixed executables");
 }
+
+/// `shmem_global_exit` ends the whole job with its status, 0 included (the others,
+/// waiting in a barrier it never reaches, are stopped rather than left waiting).
+#[test]
+fn global_exit_ends_every_pe_with_its_status() {
+    let prog = compile("t_global_exit");
+    let clean = nf_run(3, &prog, &["0"], &[]);
+    assert!(
+        clean.ok,
+        "global_exit(0) did not end the job cleanly:\n{}",
+        clean.text
+    );
+    assert!(
+        clean.text.contains("PE 2 ends the job with 0"),
+        "{}",
+        clean.text
+    );
+    let failed = nf_run(3, &prog, &["5"], &[]);
+    assert!(!failed.ok, "global_exit(5) succeeded:\n{}", failed.text);
+    assert!(
+        failed.text.contains("ended the job with status 5"),
+        "{}",
+        failed.text
+    );
+    for run in [&clean, &failed] {
+        assert!(!run.text.contains("returned"), "{}", run.text);
+        assert!(!run.text.contains("passed a barrier"), "{}", run.text);
+    }
+}

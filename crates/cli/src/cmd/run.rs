@@ -278,11 +278,12 @@ pub fn launch_on(spec: &LaunchSpec, hosts: Option<&Hosts>, who: &str) -> anyhow:
 
 /// The exit status of a job that ran, by the rule of `nf --help`: 0, a failed rank's
 /// own status (128 + the signal that killed it), 4 for the timeout, 128 + the signal
-/// `nf run` itself received and passed on, 1 when a rank aborted the job.
+/// `nf run` itself received and passed on, 1 when a rank aborted the job, the status a
+/// rank ended the job with (`shmem_global_exit`).
 fn job_status(outcome: &Outcome) -> i32 {
     match outcome {
         Outcome::TimedOut { .. } => crate::EXIT_TIMEOUT,
-        Outcome::Aborted { .. } => crate::EXIT_FAILURE,
+        Outcome::Aborted { status: None, .. } => crate::EXIT_FAILURE,
         other => other.exit_code(),
     }
 }

@@ -96,7 +96,11 @@ fn a_rank_killed_by_a_signal_is_reported() {
 fn a_pmi_abort_tears_the_job_down() {
     let (outcome, _, _) = run(&spec(3, &["abort", "1"]));
     match &outcome {
-        Outcome::Aborted { rank: 1, message } => assert!(message.contains("gives up"), "{message}"),
+        Outcome::Aborted {
+            rank: 1,
+            message,
+            status: None,
+        } => assert!(message.contains("gives up"), "{message}"),
         other => panic!("expected rank 1 to abort, got {other}"),
     }
 }

@@ -378,6 +378,11 @@ impl Bootstrap for Client {
         self.session.finish();
         Ok(())
     }
+
+    /// PMI-2's abort carries no status: the launcher's own ends the job.
+    fn end_job(&mut self, _status: i32, message: &str) -> Result<(), PmiError> {
+        self.abort(message)
+    }
 }
 
 fn found(cmd: &Command) -> bool {

@@ -130,8 +130,13 @@ impl Client {
 
     /// Asks the launcher to end the whole job, reporting `msg`.
     pub fn abort(&mut self, msg: &str) -> Result<(), PmiError> {
+        self.abort_with(1, msg)
+    }
+
+    /// `PMIx_Abort` with `status`, the exit status the launcher reports.
+    fn abort_with(&mut self, status: i32, msg: &str) -> Result<(), PmiError> {
         self.session.usable("abort")?;
-        ffi::abort(1, msg).map_err(|f| launcher_error("abort", f, "the job may linger"))
+        ffi::abort(status, msg).map_err(|f| launcher_error("abort", f, "the job may linger"))
     }
 }
 
@@ -187,6 +192,10 @@ impl Bootstrap for Client {
         }
         self.session.finish();
         ffi::finalize().map_err(|f| launcher_error("finalize", f, "the launcher may report us"))
+    }
+
+    fn end_job(&mut self, status: i32, message: &str) -> Result<(), PmiError> {
+        self.abort_with(status, message)
     }
 }
 
