@@ -26,7 +26,7 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::fmt::Display;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use nf_core::World;
 use nf_rma::{Rma, WorldWireup};
@@ -116,6 +116,9 @@ impl SlowCounts {
 
 /// The state between `shmem_init` and `shmem_finalize` (`Box::into_raw`), else null.
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
+/// Set once `shmem_finalize` has run: a second call does nothing (as in other
+/// implementations), where a call before `shmem_init` is an error.
+static FINALIZED: AtomicBool = AtomicBool::new(false);
 
 /// This thread.
 fn me() -> libc::pthread_t {
@@ -257,6 +260,9 @@ pub fn init(thread: c_int) {
 /// Shutdown (see the module docs); ends the process on failure.
 pub fn finalize() {
     let call = "shmem_finalize";
+    if STATE.load(Ordering::Acquire).is_null() && FINALIZED.load(Ordering::Acquire) {
+        return;
+    }
     if let Err(why) = mine() {
         fatal(call, why);
     }
@@ -300,6 +306,7 @@ pub fn finalize() {
     world
         .finalize()
         .unwrap_or_else(|e| fail("leaving the job", &e));
+    FINALIZED.store(true, Ordering::Release);
 }
 
 impl State {
