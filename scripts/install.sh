@@ -5,7 +5,7 @@
 #   PREFIX/include/armci.h, armcix.h, message.h and the headers they include
 #   PREFIX/lib/pkgconfig/armci.pc       for `pkg-config --cflags --libs armci`
 #   PREFIX/lib/libshmem.so              OpenSHMEM 1.5 (nf-shmem; soname libshmem.so)
-#   PREFIX/include/ninefold-shmem/shmem.h
+#   PREFIX/include/ninefold-shmem/shmem.h, pshmem.h (the profiling names)
 #   PREFIX/lib/pkgconfig/ninefold-shmem.pc  for `pkg-config --cflags --libs ninefold-shmem`
 #   PREFIX/bin/nfshcc                   cc with those flags (not Open MPI's oshcc)
 # with --nf PATH or --service also
@@ -84,7 +84,7 @@ if [[ $shmem -eq 1 ]]; then
     inc="$prefix/include/ninefold-shmem"
     install -d "$dest/lib/pkgconfig" "$root$inc" "$dest/bin"
     install -m 0755 "$shmem_lib" "$dest/lib/libshmem.so"
-    install -m 0644 crates/shmem/include/shmem.h "$root$inc/"
+    install -m 0644 crates/shmem/include/shmem.h crates/shmem/include/pshmem.h "$root$inc/"
     cat >"$dest/lib/pkgconfig/ninefold-shmem.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib

@@ -2,7 +2,12 @@
 //! (libfabric's for the ofi transport, PMIx's for the PMIx bootstrap) into shared
 //! objects that the crates `dlopen` at run time, so the crates build and run without
 //! the libraries behind the shims ([`compile_shim`]); and the C side of the C
-//! libraries (`libarmci`, `libshmem`) into the crate's cdylib ([`link_c_side`]).
+//! libraries (`libarmci`, `libshmem`) into the crate's cdylib ([`link_c_side`]), with
+//! the functions a header declares ([`function_declarations`]).
+
+mod decls;
+
+pub use decls::{expand_header, function_declarations};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

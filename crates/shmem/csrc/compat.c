@@ -37,6 +37,8 @@ _NF_SHMEM_OLD_AMO_TYPES(NF_OLD_AMO)
     void shmem_##N##_set(T *dest, T value, int pe) { shmem_##N##_atomic_set(dest, value, pe); }
 _NF_SHMEM_OLD_EXT_AMO_TYPES(NF_OLD_EXT_AMO)
 
+void shmem_pcontrol(int level, ...) { (void)level; }
+
 void shmem_clear_cache_inv(void) {}
 void shmem_set_cache_inv(void) {}
 void shmem_clear_cache_line_inv(void *dest) { (void)dest; }

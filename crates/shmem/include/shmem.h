@@ -756,6 +756,10 @@ _NF_SHMEM_OLD_AMO_TYPES(_NF_SHMEM_DECL_OLD_AMO)
     void shmem_##N##_set(T *dest, T value, int pe);
 _NF_SHMEM_OLD_EXT_AMO_TYPES(_NF_SHMEM_DECL_OLD_EXT_AMO)
 
+/* The profiling interface's control (section 10): no profiler is built in, so it does
+ * nothing; a tool that defines it sees the program's calls. */
+void shmem_pcontrol(int level, ...);
+
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 /* The C11 generic forms 1.4 deprecated: the old atomic names on their old types, and
  * the generic wait (shmem_wait_until with SHMEM_CMP_NE). */

@@ -85,40 +85,29 @@ fn install_sh_then_nfshcc_and_pkg_config_build_programs_that_run() {
     }
 }
 
+/// Whether `name` is an OpenSHMEM name (the library's own helpers start with `nf_`).
+fn public(name: &str) -> bool {
+    ["shmem_", "shmemx_", "_my_pe", "_num_pes", "start_pes", "sh"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// The functions `shmem.h` declares, as (name, declaration), in the header's order.
+fn declared() -> Vec<(String, String)> {
+    let include = crate_dir().join("include");
+    let cc = common::cc_name();
+    let text = nf_buildkit::expand_header(&include.join("shmem.h"), &include, Some(&cc)).unwrap();
+    nf_buildkit::function_declarations(&text, public)
+}
+
 /// Every function `shmem.h` declares is defined and exported by `libshmem.so`, so a
-/// program that compiles also links; and the library exports no public name the header
+/// program that compiles also links, and every `shmem_` one under its profiling name
+/// `pshmem_` too, at the same address; the library exports no public name the header
 /// does not declare (its own helpers start with `nf_`).
 #[test]
 fn every_function_the_header_declares_is_in_the_library() {
-    let dir = tempfile::tempdir().unwrap();
-    let expanded = dir.path().join("shmem.i");
-    let pre = output_within(
-        Command::new(common::cc_name())
-            .args(["-std=gnu11", "-E", "-P", "-I"])
-            .arg(crate_dir().join("include"))
-            .arg(crate_dir().join("include/shmem.h"))
-            .arg("-o")
-            .arg(&expanded),
-        Duration::from_secs(60),
-    );
-    assert!(pre.status.success(), "cc -E shmem.h: {pre:?}");
-    let text = std::fs::read_to_string(&expanded).unwrap();
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let public = |name: &str| {
-        ["shmem_", "shmemx_", "_my_pe", "_num_pes", "start_pes", "sh"]
-            .iter()
-            .any(|p| name.starts_with(p))
-    };
-    // A name followed by `(` after preprocessing: a declared function.
-    let mut declared = std::collections::BTreeSet::new();
-    for (i, _) in text.match_indices('(') {
-        let before = text[..i].trim_end();
-        let start = before.rfind(|c: char| !ident(c)).map_or(0, |s| s + 1);
-        let name = &before[start..];
-        if public(name) {
-            declared.insert(name.to_owned());
-        }
-    }
+    let declared: std::collections::BTreeSet<String> =
+        declared().into_iter().map(|(name, _)| name).collect();
     assert!(
         declared.len() > 1000,
         "only {} declared names",
@@ -131,18 +120,91 @@ fn every_function_the_header_declares_is_in_the_library() {
         .output()
         .expect("nm");
     assert!(nm.status.success(), "nm: {nm:?}");
-    let defined: std::collections::BTreeSet<String> = String::from_utf8_lossy(&nm.stdout)
+    let listing = String::from_utf8_lossy(&nm.stdout);
+    let defined: std::collections::BTreeMap<&str, &str> = listing
         .lines()
-        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() == 3).then(|| (w[2], w[0]))
+        })
         .collect();
-    let missing: Vec<_> = declared.difference(&defined).collect();
+    let missing: Vec<_> = declared
+        .iter()
+        .filter(|n| !defined.contains_key(n.as_str()))
+        .collect();
     assert!(
         missing.is_empty(),
         "declared but not in libshmem.so: {missing:?}"
     );
-    let extra: Vec<_> = defined
+    let unprofiled: Vec<_> = declared
         .iter()
+        .filter(|n| n.starts_with("shmem_"))
+        .filter(|n| defined.get(format!("p{n}").as_str()) != defined.get(n.as_str()))
+        .collect();
+    assert!(
+        unprofiled.is_empty(),
+        "no pshmem_ name at the same address: {unprofiled:?}"
+    );
+    // A pshmem_ name counts as its shmem_ function.
+    let extra: Vec<_> = defined
+        .keys()
+        .map(|n| {
+            n.strip_prefix('p')
+                .filter(|r| r.starts_with("shmem_"))
+                .unwrap_or(n)
+        })
         .filter(|n| public(n) && !declared.contains(*n))
         .collect();
     assert!(extra.is_empty(), "exported but not declared: {extra:?}");
+}
+
+/// `include/pshmem.h` as it must read: every `shmem_` declaration of `shmem.h` under
+/// its `pshmem_` name.
+fn pshmem_h() -> String {
+    let mut h = [
+        "/* pshmem.h: the OpenSHMEM profiling interface's name-shifted entry points, one",
+        " * per function of shmem.h (section 10 of the specification). Generated from",
+        " * shmem.h by crates/shmem/tests/install.rs (NF_REGENERATE=1 cargo test -p",
+        " * nf-shmem --test install); do not edit. */",
+        "#ifndef NF_PSHMEM_H",
+        "#define NF_PSHMEM_H",
+        "",
+        "#include <shmem.h>",
+        "",
+        "#ifdef __cplusplus",
+        "extern \"C\" {",
+        "#endif",
+        "",
+        "",
+    ]
+    .join("\n");
+    for (name, decl) in declared()
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("shmem_"))
+    {
+        h.push_str(&decl.replacen(&format!("{name}("), &format!("p{name}("), 1));
+        h.push_str(";\n");
+    }
+    h.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* NF_PSHMEM_H */\n");
+    h
+}
+
+/// The committed `pshmem.h` is what `shmem.h` implies (regenerated with
+/// `NF_REGENERATE=1`), and a program calling through it and a tool's `shmem_` wrapper
+/// builds and runs.
+#[test]
+fn pshmem_h_matches_shmem_h_and_a_profiling_wrapper_works() {
+    let path = crate_dir().join("include/pshmem.h");
+    let want = pshmem_h();
+    if std::env::var_os("NF_REGENERATE").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "include/pshmem.h is stale: NF_REGENERATE=1 cargo test -p nf-shmem --test install"
+    );
+    let prog = common::compile("t_profile");
+    let run = nf_run(2, &prog, &[], &[]);
+    assert_all_passed("t_profile -n 2", "t_profile", &run);
 }
