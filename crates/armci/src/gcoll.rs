@@ -8,15 +8,17 @@
 //! members allocate one [`Block`] each (an rma allocation over the group, reached by
 //! load / store since all of them share the node) and count their steps there.
 //!
-//! A step `seq`: each member writes its part, if it has one, into its buffer
-//! `seq % 2`, then stores `arrive = seq` (Release), then waits until every member's
-//! `arrive >= seq` (Acquire), then reads what it needs: every part, folded in member
-//! order (all-reduce: the same result everywhere, bit for bit), the root's part
-//! (broadcast), or nothing (barrier). Buffer reuse: a member rewrites its buffer
-//! `seq % 2` at step `seq + 2`, after waiting at step `seq + 1` for every arrival
-//! there, and a member arrives at `seq + 1` only after reading step `seq`'s parts; so
-//! nobody reads a buffer while it changes. Longer messages take a step per
-//! [`PART`]-byte piece (whole elements).
+//! A step `seq`: a member with a part (every member in an all-reduce, the root in a
+//! broadcast) writes it into its buffer `seq % SLOTS`; every member then stores
+//! `arrive = seq` (Release). Barrier and all-reduce wait until every member's
+//! `arrive >= seq` (Acquire) and read every part, folded in member order (the same
+//! result everywhere, bit for bit); in a broadcast the root waits for nobody and the
+//! others wait for the root's arrival only and copy its part. Buffer reuse: a member
+//! whose buffer others read at step `t` rewrites it (at a later step of that slot)
+//! only once every member has arrived at `t + 1` or later, and a member arrives there
+//! only after reading step `t`'s parts; so nobody reads a buffer while it changes
+//! (after a barrier or an all-reduce the member already knows). Longer messages
+//! take a step per [`PART`]-byte piece (whole elements).
 //!
 //! Waiting is the rma layer's ([`nf_rma::Rma::wait_on_node`]): spin with a CPU per
 //! process, else yield and nap, and a member that died while the others wait for it
@@ -34,13 +36,22 @@ use crate::wireup::CTeam;
 
 /// Bytes of one member's part of a step.
 const PART: usize = 4096;
+/// Buffers of a member, used in turn: a broadcast's root may run this many steps
+/// ahead of its slowest reader before it waits (two made back-to-back broadcasts
+/// lockstep under oversubscription: 1-9 µs a call where MPI's eager sends take 0.1).
+const SLOTS: usize = 8;
 
-/// One member's block: its step number on a line of its own, then two buffers.
+/// The buffer of step `seq`.
+fn slot_of(seq: u64) -> usize {
+    (seq % SLOTS as u64) as usize
+}
+
+/// One member's block: its step number on a line of its own, then [`SLOTS`] buffers.
 #[repr(C, align(64))]
 struct Block {
     arrive: AtomicU64,
     _line: [u8; 56],
-    data: [[u8; PART]; 2],
+    data: [[u8; PART]; SLOTS],
 }
 
 /// A group's collectives: every member's block, mapped here.
@@ -55,63 +66,95 @@ pub struct GroupColl {
     base: u64,
     /// The last step entered.
     seq: Cell<u64>,
+    /// Every other member has arrived at this step or later.
+    seen: Cell<u64>,
+    /// The last step at which others read each of our buffers (0: none).
+    published: [Cell<u64>; SLOTS],
 }
 
 impl GroupColl {
-    /// Enters the next step with `part` (copied into our buffer of its parity) and
-    /// waits for every member's arrival; returns the buffer's parity.
-    fn step(&self, call: &str, part: Option<&[u8]>) -> usize {
+    /// Enters the next step with `part` (copied into our buffer of its slot, which
+    /// others then read), first waiting, when they read that buffer two steps ago,
+    /// until all of them are past that step (the buffer-reuse rule); arrives.
+    /// Returns the step's number.
+    fn enter(&self, call: &str, part: Option<&[u8]>) -> u64 {
         let seq = self.seq.get() + 1;
         self.seq.set(seq);
-        let parity = (seq % 2) as usize;
+        let slot = slot_of(seq);
         let own = self.blocks[self.me];
         if let Some(bytes) = part {
-            // SAFETY: our block is mapped while the group lives; by the buffer-reuse
-            // rule (module docs) no member reads our buffer `parity` now; `bytes` is
-            // at most PART long (the callers cut pieces so).
+            let read_at = self.published[slot].get();
+            if read_at > 0 {
+                self.wait_all(call, read_at + 1);
+            }
+            // SAFETY: our block is mapped while the group lives; every member is
+            // past the step that last read our buffer `slot` (just above); `bytes`
+            // is at most PART long (the callers cut pieces so).
             unsafe {
-                let to = std::ptr::addr_of!((*own).data[parity])
+                let to = std::ptr::addr_of!((*own).data[slot])
                     .cast::<u8>()
                     .cast_mut();
                 std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, bytes.len());
             }
+            self.published[slot].set(seq);
         }
         // SAFETY: as above; the word is atomic.
         unsafe { &(*own).arrive }.store(seq, Ordering::Release);
+        seq
+    }
+
+    /// Waits until every other member has arrived at step `seq` or later.
+    fn wait_all(&self, call: &str, seq: u64) {
+        if self.seen.get() >= seq {
+            return;
+        }
         let next = Cell::new(0usize);
-        let arrived = |i: usize| {
-            // SAFETY: every member's block is mapped while the group lives.
-            i == self.me || unsafe { &(*self.blocks[i]).arrive }.load(Ordering::Acquire) >= seq
-        };
+        self.wait(call, seq, &next, || {
+            let mut i = next.get();
+            while i < self.procs.len() && (i == self.me || self.arrived(i, seq)) {
+                i += 1;
+            }
+            next.set(i);
+            i == self.procs.len()
+        });
+        self.seen.set(seq);
+    }
+
+    /// Waits until member `i` has arrived at step `seq` or later.
+    fn wait_for(&self, call: &str, i: usize, seq: u64) {
+        self.wait(call, seq, &Cell::new(i), || self.arrived(i, seq));
+    }
+
+    /// Whether member `i` has arrived at step `seq` (Acquire: its part is then there).
+    fn arrived(&self, i: usize, seq: u64) -> bool {
+        // SAFETY: every member's block is mapped while the group lives.
+        unsafe { &(*self.blocks[i]).arrive }.load(Ordering::Acquire) >= seq
+    }
+
+    /// The rma layer's wait until `done()`, on member `awaited` (for the liveness
+    /// check; past the last: nobody).
+    fn wait(&self, call: &str, seq: u64, awaited: &Cell<usize>, done: impl FnMut() -> bool) {
         with(call, |st| {
             st.rma.wait_on_node(
                 "group collective",
                 &|| format!("arriving at step {seq} of its group's collectives"),
-                || {
-                    let mut i = next.get();
-                    while i < self.procs.len() && arrived(i) {
-                        i += 1;
-                    }
-                    next.set(i);
-                    i == self.procs.len()
-                },
-                || self.procs.get(next.get()).copied(),
+                done,
+                || self.procs.get(awaited.get()).copied(),
             )
         })
         .unwrap_or_else(|e| fatal(call, e));
-        parity
     }
 
     /// Member `i`'s part of the step just waited for, `len` bytes.
     ///
     /// # Safety
     /// Called between that step's wait and our next step; `len <= PART`.
-    unsafe fn part(&self, i: usize, parity: usize, len: usize) -> &[u8] {
+    unsafe fn part(&self, i: usize, slot: usize, len: usize) -> &[u8] {
         // SAFETY: the block is mapped; by the buffer-reuse rule its owner does not
         // write it until we arrive at a later step.
         unsafe {
             std::slice::from_raw_parts(
-                std::ptr::addr_of!((*self.blocks[i]).data[parity]).cast::<u8>(),
+                std::ptr::addr_of!((*self.blocks[i]).data[slot]).cast::<u8>(),
                 len,
             )
         }
@@ -171,6 +214,8 @@ pub unsafe extern "C" fn nf_armci_rs_gcoll_new(
             me,
             base: bases[me],
             seq: Cell::new(0),
+            seen: Cell::new(0),
+            published: Default::default(),
         };
         Box::into_raw(Box::new(gc)).cast::<c_void>()
     })
@@ -216,7 +261,10 @@ pub unsafe extern "C" fn nf_armci_rs_gcoll_free(
 #[no_mangle]
 pub unsafe extern "C" fn nf_armci_rs_gcoll_barrier(call: *const c_char, gc: *mut c_void) {
     // SAFETY: the caller's promise.
-    unsafe { handle(gc) }.step(&call_name(call), None);
+    let gc = unsafe { handle(gc) };
+    let call = &call_name(call);
+    let seq = gc.enter(call, None);
+    gc.wait_all(call, seq);
 }
 
 /// The group's all-reduce of `n` elements of ARMCI type `ty` at `x` with operator
@@ -252,13 +300,15 @@ pub unsafe extern "C" fn nf_armci_rs_gcoll_allreduce(
     // SAFETY: the caller's promise: `n` elements of `ty` at `x`.
     let data = unsafe { std::slice::from_raw_parts_mut(x.cast::<u8>(), n * ty.size()) };
     for piece in data.chunks_mut(PART / ty.size() * ty.size()) {
-        let parity = gc.step(call, Some(piece));
+        let seq = gc.enter(call, Some(piece));
+        gc.wait_all(call, seq);
+        let slot = slot_of(seq);
         let len = piece.len();
         // SAFETY: between the step's wait and our next step; `len <= PART`.
-        piece.copy_from_slice(unsafe { gc.part(0, parity, len) });
+        piece.copy_from_slice(unsafe { gc.part(0, slot, len) });
         for i in 1..gc.procs.len() {
             // SAFETY: as above.
-            fold(ty, op, piece, unsafe { gc.part(i, parity, len) })
+            fold(ty, op, piece, unsafe { gc.part(i, slot, len) })
                 .unwrap_or_else(|e| fatal(call, e));
         }
     }
@@ -297,12 +347,15 @@ pub unsafe extern "C" fn nf_armci_rs_gcoll_bcast(
     // SAFETY: the caller's promise: `len` bytes at `buf`.
     let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
     for piece in data.chunks_mut(PART) {
-        let mine = gc.me == from;
-        let parity = gc.step(call, mine.then_some(&*piece));
-        if !mine {
+        if gc.me == from {
+            gc.enter(call, Some(piece));
+        } else {
+            let seq = gc.enter(call, None);
+            gc.wait_for(call, from, seq);
+            let slot = slot_of(seq);
             let n = piece.len();
             // SAFETY: between the step's wait and our next step; `n <= PART`.
-            piece.copy_from_slice(unsafe { gc.part(from, parity, n) });
+            piece.copy_from_slice(unsafe { gc.part(from, slot, n) });
         }
     }
 }

@@ -104,7 +104,8 @@ static void test_group_messages(void) {
  * node, which libarmci runs through blocks of the group's own), each taking its own
  * number of steps per round (the upper half an extra barrier and broadcast), between
  * world collectives: group barriers order puts, group gops of one step and of several
- * (4800 bytes), group broadcasts from every member, short and of several steps. */
+ * (4800 bytes), group broadcasts from every member, short (some back to back) and of
+ * several steps. */
 enum { PN_ROUNDS = 40, PN_LONG = 600 };
 
 static void test_part_node_groups_between_world_collectives(void) {
@@ -147,6 +148,11 @@ static void test_part_node_groups_between_world_collectives(void) {
         int root = first + round % n, b = me == root ? round : -1;
         armci_msg_group_bcast_scope(SCOPE_ALL, &b, sizeof b, root, mine);
         CHECK(b == round, "round %d: broadcast from %d gave %d", round, root, b);
+        for (int j = 0; j < 20; j++) { /* back to back: the root waits for nobody */
+            int c = me == root ? round * 10 + j : -1;
+            armci_msg_group_bcast_scope(SCOPE_ALL, &c, sizeof c, root, mine);
+            CHECK(c == round * 10 + j, "round %d: broadcast %d gave %d", round, j, c);
+        }
         if (upper) { /* steps the lower half does not take */
             armci_msg_group_barrier(mine);
             for (int i = 0; i < 5000; i++) text[i] = me == root ? (char)(i + round) : 0;
