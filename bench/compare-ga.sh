@@ -20,7 +20,9 @@
 #   --cap S           wall-time cap of one run in seconds, default 120: a run that does
 #                     not finish is killed and reported as "cap S s", never left out
 #   --programs LIST   the built-in programs, default all of: ga (bench/mpi/ga.c, small
-#                     sizes), pack, temps, sync (bench/mpi/ga_kernels.c), and
+#                     sizes), pack, temps, sync, start (bench/mpi/ga_kernels.c; start
+#                     does nothing between GA_Initialize and GA_Terminate: the floor
+#                     under every other program's wall time), and
 #                     ga_arrays, ga_algebra, ga_sync, ga_groups, ga_patch_ops
 #                     (crates/armci/tests/ga/; written for 2-4 ranks: at 16,
 #                     ga_arrays' irregular map is refused by GA on both libraries and
@@ -34,7 +36,9 @@
 # Everything lands in the out directory: bin/ (the binaries), runs.csv (one line per
 # run: path, ranks, program, side, k, wall_s, status, load), prof/<run>/prof-R.json
 # (each rank's profile), log/<run>.txt (the run's output), and bench/ga_report.py's
-# report.txt, report.csv (wall times and ratios), profile.csv and report.json.
+# report.txt, report.csv (wall times and ratios, and each side's ARMCI_Init to
+# ARMCI_Finalize span with its ratio: the part of the wall time the library can
+# change), profile.csv and report.json.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,7 +68,7 @@ parse_opts "ranks paths alternations cap programs out" "${args[@]}"
 check_words --paths "$paths" shm netns
 check_int --alternations "$alternations"
 check_int --cap "$cap"
-builtin="ga pack temps sync ga_arrays ga_algebra ga_sync ga_groups ga_patch_ops"
+builtin="ga pack temps sync start ga_arrays ga_algebra ga_sync ga_groups ga_patch_ops"
 [[ $programs != all ]] || programs=${builtin// /,}
 [[ $programs = none ]] || check_words --programs "$programs" $builtin
 ga_config=/usr/lib/x86_64-linux-gnu/ga/openmpi/bin/ga-config
@@ -95,7 +99,7 @@ IFS=, read -r -a prog_list <<<"${programs/none/}"
 for p in "${prog_list[@]}"; do
     case $p in
         ga) source[$p]=$repo/bench/mpi/ga.c prog_args[$p]="--n 384 --patches 6000 --tasks 20000" ;;
-        pack | temps | sync) source[$p]=$repo/bench/mpi/ga_kernels.c prog_args[$p]="--kernel $p" ;;
+        pack | temps | sync | start) source[$p]=$repo/bench/mpi/ga_kernels.c prog_args[$p]="--kernel $p" ;;
         *) source[$p]=$repo/crates/armci/tests/ga/$p.c prog_args[$p]="" ;;
     esac
 done

@@ -2,7 +2,12 @@
 """The report of bench/compare-ga.sh: per path, rank count and program, the median
 wall time of each library's finished runs, the ratio libarmci / ARMCI-MPI, and beside
 it both ARMCI call profiles (bench/mpi/armci_prof.c's per-rank JSON, averaged over the
-ranks and the finished runs of a side).
+ranks and the finished runs of a side). Beside the wall time, each side's *ARMCI span*:
+ARMCI_Init to ARMCI_Finalize (the profiler's wall_s, the longest rank's; median over
+the finished runs), with its own ratio. The rest of the wall time (mpirun's launch,
+MPI_Init before GA_Initialize, MPI_Finalize and the exit) is the same code on both
+sides: a program whose span is a small part of its wall time has a wall ratio near 1
+whatever the library does.
 
 usage: ga_report.py OUT_DIR [--cap S] [--cores N] [--top K]
 
@@ -26,8 +31,7 @@ def profile(out, runs):
     """Mean per rank, over the finished runs given, of each call's count, time, bytes."""
     acc, n = {}, 0
     for r in runs:
-        d = os.path.join(out, "prof", "-".join(r[k] for k in ("path", "ranks", "program", "side", "k")))
-        for f in glob.glob(os.path.join(d, "prof-*.json")):
+        for f in glob.glob(os.path.join(run_dir(out, r), "prof-*.json")):
             n += 1
             for call, v in json.load(open(f))["calls"].items():
                 a = acc.setdefault(call, [0.0, 0.0, 0.0])
@@ -39,12 +43,24 @@ def profile(out, runs):
             for c, a in acc.items()} if n else {}
 
 
+def run_dir(out, r):
+    return os.path.join(out, "prof", "-".join(r[k] for k in ("path", "ranks", "program", "side", "k")))
+
+
+def span(out, r):
+    """ARMCI_Init to ARMCI_Finalize of one run: the longest rank's, None without profiles."""
+    spans = [json.load(open(f))["wall_s"] for f in glob.glob(os.path.join(run_dir(out, r), "prof-*.json"))]
+    return max(spans) if spans else None
+
+
 def side_summary(out, runs, cap):
     ok = [r for r in runs if r["status"] == "ok"]
     walls = [float(r["wall_s"]) for r in ok]
+    spans = [s for s in (span(out, r) for r in ok) if s is not None]
     bad = sorted({("cap %s s" % cap) if r["status"] == "cap" else r["status"] for r in runs if r["status"] != "ok"})
     return {
         "wall_s": statistics.median(walls) if walls else None,
+        "span_s": statistics.median(spans) if spans else None,
         "runs": len(runs),
         "finished": len(ok),
         "not_finished": bad,
@@ -92,21 +108,27 @@ def main():
         mine = [r for r in rows if (r["path"], int(r["ranks"]), r["program"]) == (path, ranks, prog)]
         sides = {s: side_summary(a.out, [r for r in mine if r["side"] == s], cap) for s in SIDES}
         value, text = ratio(sides["libarmci"], sides["armci-mpi"], cap)
+        o, t = sides["libarmci"]["span_s"], sides["armci-mpi"]["span_s"]
+        span_ratio = o / t if o is not None and t else None
         results.append({"path": path, "ranks": ranks, "program": prog,
                         # The namespace hosts share this machine's cores.
                         "oversubscribed": ranks > a.cores,
-                        "ratio": value, "ratio_text": text, "sides": sides})
+                        "ratio": value, "ratio_text": text, "span_ratio": span_ratio,
+                        "sides": sides})
 
     with open(os.path.join(a.out, "report.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["path", "ranks", "program", "oversubscribed", "libarmci_s", "armci_mpi_s",
-                    "ratio", "libarmci_status", "armci_mpi_status"])
+                    "ratio", "libarmci_status", "armci_mpi_status", "libarmci_span_s",
+                    "armci_mpi_span_s", "span_ratio"])
         for r in results:
             s = r["sides"]
             w.writerow([r["path"], r["ranks"], r["program"], int(r["oversubscribed"]),
                         s["libarmci"]["wall_s"], s["armci-mpi"]["wall_s"], r["ratio_text"],
                         ";".join(s["libarmci"]["not_finished"]) or "ok",
-                        ";".join(s["armci-mpi"]["not_finished"]) or "ok"])
+                        ";".join(s["armci-mpi"]["not_finished"]) or "ok",
+                        s["libarmci"]["span_s"], s["armci-mpi"]["span_s"],
+                        "" if r["span_ratio"] is None else "%.2f" % r["span_ratio"]])
     with open(os.path.join(a.out, "profile.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["path", "ranks", "program", "side", "call", "calls_per_rank",
@@ -133,6 +155,9 @@ def main():
             continue
         inside = ["%.3f" % sum(v["total_s"] for v in s[x]["profile"].values()) if s[x]["profile"] else "-"
                   for x in SIDES]
+        spans = ["-" if s[x]["span_s"] is None else "%.3f" % s[x]["span_s"] for x in SIDES]
+        span_ratio = "-" if r["span_ratio"] is None else "%.2f" % r["span_ratio"]
+        print("    ARMCI_Init to _Finalize, s: libarmci %s, ARMCI-MPI %s, ratio %s" % (*spans, span_ratio))
         print("    in ARMCI, s per rank: libarmci %s, ARMCI-MPI %s" % tuple(inside))
         print("    %-30s %9s %9s %9s | %-30s %9s %9s %9s" % ("libarmci call", "calls", "s/rank", "µs/call",
                                                              "ARMCI-MPI call", "calls", "s/rank", "µs/call"))

@@ -17,6 +17,11 @@
  *   dgop-<n>            armci_msg_dgop of n doubles, "+"
  *   igop-1              armci_msg_igop of 1 int, "max"
  *   brdcst-<n>          armci_msg_brdcst of n bytes from rank 0
+ *   half-barrier, half-dgop-1, half-bcast-8
+ *                       armci_msg_group_barrier, _dgop of 1 double and _bcast_scope
+ *                       of 8 bytes (from the half's first rank) in two groups of
+ *                       half the ranks each, both at once (on one host with 4 or
+ *                       more ranks: groups holding part of a node; GA_Pgroup's)
  *   with --large, also dgop of 4 Ki .. 256 Ki doubles and brdcst of 4 KiB .. 16 MiB
  *   (where a library's collectives change path; libarmci's NF_ARMCI_COLL_MAX)
  *
@@ -194,6 +199,27 @@ int main(int argc, char **argv)
     memset(buf, rank, sizeof buf);
     TIME_ROUNDS("brdcst-8", armci_msg_brdcst(buf, 8, 0));
     TIME_ROUNDS("brdcst-65536", armci_msg_brdcst(buf, 65536, 0));
+    {
+        int half = nproc / 2, upper = rank >= half;
+        int *list = malloc(sizeof(int) * (size_t)nproc);
+        ARMCI_Group halves[2];
+        for (int k = 0; k < 2; k++) { /* every rank makes both, in the same order */
+            int n = k ? nproc - half : half, first = k ? half : 0;
+            for (int i = 0; i < n; i++)
+                list[i] = first + i;
+            if (n > 0)
+                ARMCI_Group_create(n, list, &halves[k]);
+        }
+        ARMCI_Group *mine = &halves[upper];
+        int root = upper ? half : 0;
+        TIME_ROUNDS("half-barrier", armci_msg_group_barrier(mine));
+        TIME_ROUNDS("half-dgop-1", armci_msg_group_dgop(d, n1, "+", mine));
+        TIME_ROUNDS("half-bcast-8", armci_msg_group_bcast_scope(SCOPE_ALL, buf, 8, root, mine));
+        for (int k = 0; k < 2; k++)
+            if (k ? nproc - half : half)
+                ARMCI_Group_free(&halves[k]);
+        free(list);
+    }
     if (large) {
         long most = 1L << 24;
         char *big = malloc((size_t)most);

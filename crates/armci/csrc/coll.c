@@ -21,9 +21,12 @@
  *    node's processes read the result.
  * 2. Over the node's communicator (SCOPE_NODE of the world or of a whole-node group),
  *    same condition: the node's shared memory alone.
- * 3. Otherwise (groups holding part of a node, armci_msg_reduce to one process,
- *    armci_msg_sel, longer messages, every process on a node of its own): MPI on the
- *    communicator.
+ * 3. Over the communicator of a group holding part of one node (two or more of its
+ *    processes, none elsewhere), same lengths: blocks of the group's own with step
+ *    numbers of its own (src/gcoll.rs), allocated when the group is made.
+ * 4. Otherwise (groups holding part of a node and processes on other nodes,
+ *    armci_msg_reduce to one process, armci_msg_sel, longer messages, every process
+ *    on a node of its own): MPI on the communicator.
  *
  * Short enough: barriers always; all-reduces up to NFA_REDUCE_MAX bytes, broadcasts up
  * to NFA_BCAST_MAX, where shared memory stops beating MPI with a CPU per process
@@ -94,30 +97,51 @@ void nfa_coll_init(void) {
     nfa.teams = NULL;
 }
 
-void nfa_coll_group_add(const char *call, const ARMCI_Group *group) {
+void nfa_coll_group_add(const char *call, ARMCI_Group *group) {
     if (group->comm == MPI_COMM_NULL || group->rank < 0) return;
     int *on_node = calloc((size_t)nfa.node_count, sizeof(int));
     if (on_node == NULL) nfa_fatal(call, "out of memory for the group's node counts");
     for (int i = 0; i < group->size; i++) on_node[nfa.node_of[group->grp_to_abs[i]]]++;
-    int whole = 1;
-    for (int d = 0; d < nfa.node_count; d++)
+    int whole = 1, nodes = 0;
+    for (int d = 0; d < nfa.node_count; d++) {
+        nodes += on_node[d] != 0;
         if (on_node[d] != 0 && on_node[d] != node_size(d))
             whole = 0;
+    }
     free(on_node);
-    if (!whole) return;
+    /* Rule 3: part of one node; every member sees the same counts, so all decide
+     * alike, and the allocation runs over the group's MPI wire-up (not a team yet). */
+    void *part = NULL;
+    if (!whole && nodes == 1 && group->size > 1 && nfa.reduce_max > 0) {
+        struct nfa_wireup wu = nfa_wireup_of(group);
+        part = nf_armci_rs_gcoll_new(call, &wu);
+    }
+    if (!whole && part == NULL) return;
     struct nfa_team *t = calloc(1, sizeof *t);
     if (t == NULL) nfa_fatal(call, "out of memory for the group's collectives");
     t->comm = group->comm;
-    team_leaders(call, t, group->grp_to_abs, group->size, NFA_TAG_GROUP_LEADERS);
+    t->part = part;
+    if (part == NULL) {
+        team_leaders(call, t, group->grp_to_abs, group->size, NFA_TAG_GROUP_LEADERS);
+    } else {
+        t->leaders = MPI_COMM_NULL;
+        t->leader_rank = NULL;
+    }
     t->next = nfa.teams;
     nfa.teams = t;
 }
 
-void nfa_coll_group_remove(MPI_Comm comm) {
+void nfa_coll_group_remove(MPI_Comm comm, ARMCI_Group *group) {
     for (struct nfa_team **p = &nfa.teams; *p != NULL; p = &(*p)->next) {
         if ((*p)->comm != comm) continue;
         struct nfa_team *t = *p;
         *p = t->next;
+        if (t->part != NULL) {
+            /* Off the list first, so the free's wire-up is MPI's, not these blocks. */
+            struct nfa_wireup wu;
+            if (group != NULL) wu = nfa_wireup_of(group);
+            nf_armci_rs_gcoll_free("ARMCI_Group_free", t->part, group != NULL ? &wu : NULL);
+        }
         team_free(t);
         free(t);
         return;
@@ -125,7 +149,7 @@ void nfa_coll_group_remove(MPI_Comm comm) {
 }
 
 void nfa_coll_free(void) {
-    while (nfa.teams != NULL) nfa_coll_group_remove(nfa.teams->comm);
+    while (nfa.teams != NULL) nfa_coll_group_remove(nfa.teams->comm, NULL);
     team_free(&nfa.world_team);
     nfa.world_team.comm = MPI_COMM_NULL;
 }
@@ -139,12 +163,14 @@ const struct nfa_team *nfa_team_of(MPI_Comm comm) {
 }
 
 /* Which shared-memory path a collective of `bytes` (at most `max`) over comm takes:
- * 1 (rule 1; *team is the team), 2 (rule 2), or 0 (rule 3). */
+ * 1 (rule 1; *team is the team), 2 (rule 2), 3 (rule 3; *team is the group's), or
+ * 0 (rule 4). */
 static int shm_path(MPI_Comm comm, size_t bytes, long max, const struct nfa_team **team) {
     *team = NULL;
     if (max == 0 || bytes > (size_t)max || comm == MPI_COMM_NULL) return 0;
     if (comm == nfa.node_comm) return node_size(nfa.node_of[ARMCI_GROUP_WORLD.rank]) > 1 ? 2 : 0;
     *team = nfa_team_of(comm);
+    if (*team != NULL && (*team)->part != NULL) return 3;
     return *team != NULL && (*team)->shm ? 1 : 0;
 }
 
@@ -167,8 +193,13 @@ static int leaders_barrier(void *ctx, void *buf, size_t bytes) {
 
 void nfa_barrier(const char *call, MPI_Comm comm) {
     const struct nfa_team *team;
-    if (!shm_path(comm, 0, nfa.reduce_max, &team)) {
+    int path = shm_path(comm, 0, nfa.reduce_max, &team);
+    if (path == 0) {
         MPI_Barrier(comm);
+        return;
+    }
+    if (path == 3) {
+        nf_armci_rs_gcoll_barrier(call, team->part);
         return;
     }
     MPI_Comm leaders = team != NULL ? team->leaders : MPI_COMM_NULL;
@@ -190,8 +221,13 @@ static int leaders_bcast(void *ctx, void *buf, size_t bytes) {
 void nfa_bcast(const char *call, void *buf, int len, int root, int comm_root,
                MPI_Comm comm) {
     const struct nfa_team *team;
-    if (!shm_path(comm, (size_t)len, nfa.bcast_max, &team)) {
+    int path = shm_path(comm, (size_t)len, nfa.bcast_max, &team);
+    if (path == 0) {
         MPI_Bcast(buf, len, MPI_BYTE, comm_root, comm);
+        return;
+    }
+    if (path == 3) {
+        nf_armci_rs_gcoll_bcast(call, team->part, buf, len, root);
         return;
     }
     struct bcast_ctx ctx = {MPI_COMM_NULL, 0};
@@ -222,7 +258,12 @@ int nfa_allreduce_shm(const char *call, void *x, int n, int type, enum nfa_gop o
     int elem;
     MPI_Type_size(dt, &elem);
     const struct nfa_team *team;
-    if (!shm_path(comm, (size_t)n * (size_t)elem, nfa.reduce_max, &team)) return 0;
+    int path = shm_path(comm, (size_t)n * (size_t)elem, nfa.reduce_max, &team);
+    if (path == 0) return 0;
+    if (path == 3) {
+        nf_armci_rs_gcoll_allreduce(call, team->part, x, n, type, (int)op);
+        return 1;
+    }
     struct reduce_ctx ctx = {team != NULL ? team->leaders : MPI_COMM_NULL, dt, mop, elem};
     struct nfa_across a = across_of(team, &ctx, leaders_allreduce);
     nf_armci_rs_allreduce(call, x, n, type, (int)op, &a);

@@ -6,7 +6,8 @@
  * the members, a real communicator GA can call MPI on), rank / size, and the
  * rank translation tables, allocated here and released by ARMCI_Group_free. A group
  * holding whole nodes is also a team of coll.c (found by its `comm`), whose
- * collectives and allocations take the nodes' shared memory like the world's.
+ * collectives and allocations take the nodes' shared memory like the world's; so is
+ * a group holding part of one node, through blocks of its own (src/gcoll.rs).
  * The world and default groups live in `nfa` (setup.c).
  */
 #include <stdlib.h>
@@ -48,7 +49,7 @@ void nfa_group_fill(ARMCI_Group *group) {
 }
 
 void nfa_group_release(ARMCI_Group *group) {
-    nfa_coll_group_remove(group->comm);
+    nfa_coll_group_remove(group->comm, group);
     if (group->comm != MPI_COMM_NULL) MPI_Comm_free(&group->comm);
     free(group->grp_to_abs);
     free(group->abs_to_grp);
@@ -138,9 +139,9 @@ struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
         .allgather = allgather_cb,
         .barrier = barrier_cb,
     };
-    /* A whole-node team once ARMCI_Init's topology step has run (not the wire-up that
-     * starts the rma layer, which keeps MPI's: the node collectives need that layer
-     * running). */
+    /* A team (whole nodes, or part of one node with its own collectives) once
+     * ARMCI_Init's topology step has run (not the wire-up that starts the rma layer,
+     * which keeps MPI's: the node collectives need that layer running). */
     if (nfa.node_of != NULL && nfa_team_of(group->comm) != NULL) {
         wu.allgather = team_allgather_cb;
         wu.barrier = team_barrier_cb;

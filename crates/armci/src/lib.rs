@@ -22,6 +22,8 @@
 //! - **node collectives**: barriers, all-reduces and broadcasts of the world through
 //!   the node's shared memory, MPI only among the nodes' leaders ([`coll`], the
 //!   operators in [`reduce`]; `csrc/coll.c` chooses the path).
+//! - **group collectives**: the same for a group holding part of one node, through
+//!   blocks of its own with step numbers of its own ([`gcoll`]).
 //!
 //! Every failure of an ARMCI call is fatal, as in ARMCI: the message names the call
 //! and the argument, and the job is aborted with a non-zero code ([`ffi::fatal`]).
@@ -31,6 +33,7 @@ pub mod args;
 pub mod coll;
 pub mod contig;
 pub mod ffi;
+pub mod gcoll;
 pub mod issue;
 pub mod memory;
 pub mod nonblocking;

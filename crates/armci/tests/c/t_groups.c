@@ -100,6 +100,83 @@ static void test_group_messages(void) {
     free(list);
 }
 
+/* Two groups of half the processes each (at 4 or more ranks on one host: part of a
+ * node, which libarmci runs through blocks of the group's own), each taking its own
+ * number of steps per round (the upper half an extra barrier and broadcast), between
+ * world collectives: group barriers order puts, group gops of one step and of several
+ * (4800 bytes), group broadcasts from every member, short (some back to back) and of
+ * several steps. */
+enum { PN_ROUNDS = 40, PN_LONG = 600 };
+
+static void test_part_node_groups_between_world_collectives(void) {
+    int half = nproc / 2, upper = me >= half;
+    int n = upper ? nproc - half : half, first = upper ? half : 0;
+    int *list = malloc(sizeof(int) * (size_t)nproc);
+    ARMCI_Group g[2] = {{0}, {0}};
+    for (int k = 0; k < 2; k++) { /* every process makes both, in the same order */
+        int kn = k ? nproc - half : half, kfirst = k ? half : 0;
+        for (int i = 0; i < kn; i++) list[i] = kfirst + i;
+        if (kn > 0) ARMCI_Group_create(kn, list, &g[k]);
+    }
+    ARMCI_Group *mine = &g[upper];
+    int r = -1;
+    CHECK(n > 0 && ARMCI_Group_rank(mine, &r) == 0 && r == me - first, "rank %d in my half",
+          r);
+    /* One int per member; a member puts into the next member's before a barrier. */
+    void **bases = malloc(sizeof(void *) * (size_t)n);
+    ARMCI_Malloc_group(bases, sizeof(int), mine);
+    int *slot = bases[r];
+    double *v = malloc(sizeof(double) * PN_LONG);
+    char *text = malloc(5000);
+    for (int round = 0; round < PN_ROUNDS; round++) {
+        int to = first + (r + 1) % n, from_rank = (r + n - 1) % n, val = round * 1000 + me;
+        ARMCI_Put(&val, bases[(r + 1) % n], sizeof val, to);
+        ARMCI_Fence(to);
+        armci_msg_group_barrier(mine);
+        CHECK(*(volatile int *)slot == round * 1000 + first + from_rank,
+              "round %d: my slot holds %d after the group barrier", round, *slot);
+        for (int i = 0; i < PN_LONG; i++) v[i] = me * (i + 1) + round;
+        armci_msg_group_dgop(v, PN_LONG, "+", mine);
+        double members = 0;
+        for (int i = 0; i < n; i++) members += first + i;
+        for (int i = 0; i < PN_LONG; i += 97)
+            CHECK(v[i] == members * (i + 1) + (double)n * round, "round %d: dgop[%d] %g",
+                  round, i, v[i]);
+        long x = me;
+        armci_msg_group_lgop(&x, 1, "max", mine);
+        CHECK(x == first + n - 1, "round %d: lgop max %ld", round, x);
+        int root = first + round % n, b = me == root ? round : -1;
+        armci_msg_group_bcast_scope(SCOPE_ALL, &b, sizeof b, root, mine);
+        CHECK(b == round, "round %d: broadcast from %d gave %d", round, root, b);
+        for (int j = 0; j < 20; j++) { /* back to back: the root waits for nobody */
+            int c = me == root ? round * 10 + j : -1;
+            armci_msg_group_bcast_scope(SCOPE_ALL, &c, sizeof c, root, mine);
+            CHECK(c == round * 10 + j, "round %d: broadcast %d gave %d", round, j, c);
+        }
+        if (upper) { /* steps the lower half does not take */
+            armci_msg_group_barrier(mine);
+            for (int i = 0; i < 5000; i++) text[i] = me == root ? (char)(i + round) : 0;
+            armci_msg_group_bcast_scope(SCOPE_ALL, text, 5000, root, mine);
+            int same = 1;
+            for (int i = 0; i < 5000; i++) same &= text[i] == (char)(i + round);
+            CHECK(same, "round %d: a 5000-byte broadcast from %d differs", round, root);
+        }
+        /* The world's collectives in between. */
+        double w = 1;
+        armci_msg_dgop(&w, 1, "+");
+        CHECK(w == nproc, "round %d: world dgop %g", round, w);
+        armci_msg_barrier();
+        armci_msg_group_barrier(mine); /* nobody puts into a slot still being checked */
+    }
+    ARMCI_Free_group(slot, mine);
+    free(text);
+    free(v);
+    free(bases);
+    ARMCI_Barrier();
+    for (int k = 0; k < 2; k++) ARMCI_Group_free(&g[k]);
+    free(list);
+}
+
 /* A child of a child; the default group changes where Group_create takes ranks from. */
 static void test_default_and_child(void) {
     ARMCI_Group def, world, upper = {0}, child = {0};
@@ -202,6 +279,7 @@ int main(int argc, char **argv) {
     RUN(test_group_messages);
     RUN(test_default_and_child);
     RUN(test_whole_nodes_reversed);
+    RUN(test_part_node_groups_between_world_collectives);
     harness_done();
     return 0;
 }

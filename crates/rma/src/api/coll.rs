@@ -338,6 +338,26 @@ impl Rma<'_> {
         Ok(())
     }
 
+    /// Waits, as this layer's node collectives do (the module docs: spin with a CPU
+    /// per proc of the node, else yield, then nap), until `done()` holds: for the
+    /// collectives of a subset of the node a caller runs on shared memory of its own.
+    /// `awaited()` names the proc of this node the wait is on (None: nobody known);
+    /// every `NF_PEER_CHECK_MS` it is checked alive, and one that died ends the wait
+    /// with [`RmaError::PeerLeft`] (`op` and `what` name the wait there).
+    pub fn wait_on_node(
+        &self,
+        op: &'static str,
+        what: &dyn Fn() -> String,
+        done: impl FnMut() -> bool,
+        awaited: impl Fn() -> Option<usize>,
+    ) -> Result<(), RmaError> {
+        self.patience
+            .wait_yielding(op, what, done, || {
+                awaited().and_then(|p| self.patience.pid_of(p)).unwrap_or(0)
+            })
+            .map_err(left)
+    }
+
     /// Waits until `from` released step `seq`.
     fn wait_release(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
         let word = &self.ctl_of(from).coll().release.seq;
