@@ -4,11 +4,11 @@
  *
  * 1. Member i is world PE list[i], or start + i * stride when list is NULL.
  * 2. Synchronisation is among the members only. A team whose members all share
- *    this host uses direct.c's dissemination barrier on its slot's counters
- *    (`direct` set). Otherwise the world team uses the rma layer's barrier, and
- *    any other group a central counter in two symmetric words
- *    psync[0..1] that rest at `idle` between calls (0 for a team slot, the
- *    program's SHMEM_SYNC_VALUE for a pSync):
+ *    this host uses direct.c's barrier (dissemination, or a central counter
+ *    with more PEs than CPUs) on its slot's counters (`direct` set). Otherwise
+ *    the world team uses the rma layer's barrier, and any other group a central
+ *    counter in two symmetric words psync[0..1] that rest at `idle` between
+ *    calls (0 for a team slot, the program's SHMEM_SYNC_VALUE for a pSync):
  *      a. a member other than 0 adds 1 to psync[0] on member 0, waits until its
  *         own psync[1] leaves idle, and puts it back to idle;
  *      b. member 0 waits until its psync[0] is idle + size - 1, puts it back to

@@ -1,8 +1,9 @@
 /* Collectives back to back, where a barrier that let a PE through early, a
  * broadcast root that returned while others still read its source, or a counter
  * left over from a team's previous occupant of a slot would show: on one host they
- * run on direct load / store (csrc/direct.c), through the service threads on the
- * counter barrier. Each round checks what every PE stored before the barrier. */
+ * run on direct load / store (csrc/direct.c; with more PEs than CPUs its barrier is
+ * rule 7's central counter), through the service threads on the counter barrier.
+ * Each round checks what every PE stored before the barrier. */
 #include <shmem.h>
 #include <stdlib.h>
 #include <string.h>
