@@ -200,6 +200,19 @@ fn collectives_on_direct_load_store_with_more_pes_than_cpus() {
 }
 
 #[test]
+fn collectives_on_direct_load_store_when_one_pe_alone_has_one_cpu() {
+    // PE 0 keeps one CPU, PE 1 the machine's: only PE 0 finds more PEs than CPUs
+    // (csrc/direct.c rule 6), and both must still take the same barrier (rule 7's
+    // vote; each deciding alone, they hang in the first barrier_all). Needs two
+    // CPUs to say anything; with one both vote alike.
+    run_c(
+        "t_direct",
+        &[2],
+        &[("T_DIRECT_PIN_RANK", "0"), ("T_DIRECT_ROUNDS", "500")],
+    );
+}
+
+#[test]
 fn active_set_collectives_of_1_4() {
     run_c("t_activeset", &[1, 2, 4], &[]);
     run_c("t_activeset", &[2, 4], SERVICE);
