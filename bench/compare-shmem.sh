@@ -5,7 +5,7 @@
 #
 # usage: bench/compare-shmem.sh [--pes LIST] [--alternations K] [--ops LIST]
 #                               [--sizes LIST] [--iters N] [--warmup W] [--out DIR]
-#                               [--nf PATH --lib DIR]
+#                               [--nf PATH --lib DIR] [--hosts 1|2]
 #
 #   --pes LIST        PE counts, one host, default 2,4 (put, get and the atomics go
 #                     from PE 0 to PE 1 at every count; the collectives span every PE)
@@ -21,10 +21,18 @@
 #   --nf PATH, --lib DIR
 #                     measure this nf (the launcher) and the libshmem.so in DIR (an
 #                     install, another build) instead of building both (release)
+#   --hosts H         1 (default): every PE on this host; 2: two network-namespace
+#                     hosts made for the run (nf-netns, removed when the script ends;
+#                     root), half the PEs on each (PE 0 and PE 1 on different hosts
+#                     at 2 PEs); nf-netns is taken from --nf's folder
 #
 # ninefold runs under `nf run -n P` (PEs on this host reach each other's heaps by
 # load / store); OSHMEM under oshrun (spml ucx, Debian's default) with --bind-to none,
-# as nf run binds nothing. Open MPI's OSHMEM is known to die with SIGSEGV in
+# as nf run binds nothing. Across two namespace hosts: ninefold under `nf run --hosts`
+# (PEs of different hosts reach each other by the rma routes), OSHMEM under oshrun
+# started inside host 0 with spml ucx over UCX_TLS=tcp (plus sm for PEs sharing a
+# host) and pml ob1 / btl tcp, its daemons started through
+# tests/netns/mpirun-agent.sh (`ip netns exec HOST ...`). Open MPI's OSHMEM is known to die with SIGSEGV in
 # shmem_finalize after a run: the program prints `# done` before shmem_finalize, so a
 # run whose output reached `# done` is complete and its figures are used; the crash
 # is recorded (crashes.txt, and the table's heading), never hidden. A run that did
@@ -48,7 +56,8 @@ warmup=100
 out=""
 nf=""
 lib=""
-parse_opts "pes alternations ops sizes iters warmup out nf lib" "$@"
+hosts=1
+parse_opts "pes alternations ops sizes iters warmup out nf lib hosts" "$@"
 [[ -n $nf && -n $lib || -z $nf && -z $lib ]] || die "--nf and --lib go together"
 
 [[ $pes =~ ^[2-9][0-9]*(,[2-9][0-9]*)*$ ]] || die "--pes takes PE counts of at least 2 (2,4), not '$pes'"
@@ -57,6 +66,8 @@ check_int --iters "$iters"
 check_count --warmup "$warmup"
 [[ -z $sizes ]] || check_sizes "$sizes"
 check_words --ops "$ops" put get fetch-add put-signal put-bw barrier broadcast reduce
+[[ $hosts =~ ^[12]$ ]] || die "--hosts must be 1 or 2, not '$hosts'"
+((hosts == 1)) || [[ $(id -u) -eq 0 ]] || die "--hosts 2 needs root (network namespaces)"
 
 if ! command -v oshcc >/dev/null || ! command -v oshrun >/dev/null; then
     apt_install openmpi-bin libopenmpi-dev || true
@@ -71,11 +82,15 @@ ompi_as_root
 out_dir compare-shmem
 if [[ -z $nf ]]; then
     echo "compare-shmem: building nf and libshmem (release) ..." >&2
-    build_release nf-cli nf-shmem
+    build_release nf-cli nf-shmem nf-testkit
     nf=$release/nf lib=$release
 fi
 lib=$(cd "$lib" && pwd)
 need_built "$nf" "$lib/libshmem.so"
+if ((hosts == 2)); then
+    need_built "$(dirname "$nf")/nf-netns"
+    netns_hosts "$(dirname "$nf")/nf-netns" 2
+fi
 src=$repo/crates/shmem/bench/shmem_bench.c
 ours_bin=$out/shmem_bench-libshmem
 theirs_bin=$out/shmem_bench-oshmem
@@ -90,12 +105,33 @@ crashes=$out/crashes.txt
 
 run_ninefold() { # pes k
     local f=$out/ninefold-$1-$2
-    "$nf" run -n "$1" --timeout 1800 "$ours_bin" "${args[@]}" >"$f.txt"
+    if ((hosts == 1)); then
+        "$nf" run -n "$1" --timeout 1800 "$ours_bin" "${args[@]}" >"$f.txt"
+    else
+        ip netns exec "${H[0]}" "$nf" run --hosts "${H[0]}:$(($1 - $1 / 2)),${H[1]}:$(($1 / 2))" \
+            --remote "ip netns exec {host}" --pmi-bind "${A[0]}:0" --timeout 1800 \
+            "$ours_bin" "${args[@]}" >"$f.txt"
+    fi
+}
+
+# oshrun for PES PEs with OSHMEM's session directory in DIR: sets oshrun.
+oshrun_cmd() { # pes dir
+    if ((hosts == 1)); then
+        oshrun=(oshrun -np "$1")
+        return
+    fi
+    local n0=$(($1 - $1 / 2)) n1=$(($1 / 2)) tls=tcp,self
+    ((n0 == 1 && n1 <= 1)) || tls=tcp,sm,self
+    # mpirun_across gives the daemons' start in the namespaces and MPI's own wire-up
+    # (pml ob1, btl tcp); OSHMEM's one-sided traffic is spml ucx's.
+    mpirun_across "$2" oshrun "$n0" "$n1"
+    oshrun=("${mpirun_across[@]}" --mca spml ucx -x UCX_TLS="$tls")
 }
 
 run_oshmem() { # pes k
     local f=$out/oshmem-$1-$2 rc=0
-    oshrun -np "$1" --oversubscribe --bind-to none "$theirs_bin" "${args[@]}" \
+    oshrun_cmd "$1" "$out/ompi-$1-$2"
+    "${oshrun[@]}" --oversubscribe --bind-to none "$theirs_bin" "${args[@]}" \
         >"$f.txt" 2>"$f.err" || rc=$?
     if ((rc != 0)); then
         local signal

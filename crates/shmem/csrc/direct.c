@@ -50,7 +50,21 @@
  *    wait that spun it all halves it (down to NF_SPINS_LEAST, about 0.5 ms: down
  *    to 64 it stayed low at load 18-20 and a barrier took 6.7 us; a CPU quota, or
  *    namespace "hosts" sharing one machine, can make PEs share CPUs unseen), one
- *    answered while spinning doubles it back. */
+ *    answered while spinning doubles it back.
+ * 7. Barrier with more PEs than CPUs: a central counter instead of rule 3's
+ *    rounds, each of which can cost a PE a wait for a peer that is not running.
+ *    Member 0's `arrive` rests at 0 between barriers; each member reads member 0's
+ *    `gen`, adds 1 to `arrive` (acq_rel), and waits, yielding, until `gen` moves.
+ *    The member whose add brought `arrive` to size - 1 rests it at 0 and then adds
+ *    1 to `gen` (release): nobody adds again before it sees `gen` move, so the next
+ *    barrier starts from 0, and a later team in the slot, with another member 0
+ *    perhaps, finds every `arrive` at rest. `gen` only grows, so a member that
+ *    looks late still sees it moved. Every member must take the same kind of
+ *    barrier, and rule 6's decision is per PE (its CPU affinity): the team's first
+ *    barrier stores this PE's vote (1: oversubscribed) in its `vote`, takes rule 3's
+ *    barrier, reads every member's vote, and takes rule 3's barrier again (nobody
+ *    stores a vote for a later team in the slot before every member has read this
+ *    team's); the counter is used from then on only if every vote was 1. */
 #define NF_SPINS 100000
 #define NF_SPINS_LEAST 4096
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
@@ -94,6 +108,7 @@ void nf_direct_setup(const char *call, struct nf_direct *d, const struct nf_grou
     d->my_bounce = bounce;
     d->acks = acks;
     d->spins = nf_spin_budget(local);
+    d->counter = -1;
     int rounds = 0;
     while ((1L << rounds) < g->size) rounds++;
     if (rounds > NF_ROUNDS) return; /* a team this large keeps the other path */
@@ -135,12 +150,43 @@ static void nf_direct_add(long *counter) {
     __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
 }
 
-void nf_direct_sync(const char *call, const struct nf_group *g) {
-    const struct nf_direct *d = g->direct;
+/* Rule 3. */
+static void nf_direct_rounds(const char *call, const struct nf_direct *d,
+                             const struct nf_group *g) {
     for (int r = 0; r < d->rounds; r++) {
         nf_direct_add(&d->peer[(g->me + (1 << r)) % g->size]->flag[r]);
         nf_direct_wait(d, call, &d->mine->flag[r], &d->seen[r], 1);
     }
+}
+
+/* Rule 7: the counter barrier. */
+static void nf_direct_counter(const char *call, const struct nf_group *g) {
+    struct nf_direct_sym *root = g->direct->peer[0];
+    long gen = __atomic_load_n(&root->gen, __ATOMIC_ACQUIRE);
+    if (__atomic_fetch_add(&root->arrive, 1, __ATOMIC_ACQ_REL) == g->size - 1) {
+        __atomic_store_n(&root->arrive, 0, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&root->gen, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    (void)call; /* as rule 6's yielding wait, which does not pause through the Rust side */
+    while (__atomic_load_n(&root->gen, __ATOMIC_ACQUIRE) == gen) sched_yield();
+}
+
+void nf_direct_sync(const char *call, const struct nf_group *g) {
+    struct nf_direct *d = g->direct;
+    if (d->counter > 0) {
+        nf_direct_counter(call, g);
+        return;
+    }
+    if (d->counter < 0) { /* the team's first barrier: rule 7's vote */
+        __atomic_store_n(&d->mine->vote, d->spins == 0, __ATOMIC_RELAXED);
+        nf_direct_rounds(call, d, g);
+        int all = 1;
+        for (int i = 0; i < g->size; i++)
+            all &= __atomic_load_n(&d->peer[i]->vote, __ATOMIC_RELAXED) == 1;
+        d->counter = all;
+    }
+    nf_direct_rounds(call, d, g);
 }
 
 void nf_direct_broadcast(const char *call, const struct nf_group *g, void *dest,

@@ -4,11 +4,11 @@
  *
  * 1. Member i is world PE list[i], or start + i * stride when list is NULL.
  * 2. Synchronisation is among the members only. A team whose members all share
- *    this host uses direct.c's dissemination barrier on its slot's counters
- *    (`direct` set). Otherwise the world team uses the rma layer's barrier, and
- *    any other group a central counter in two symmetric words
- *    psync[0..1] that rest at `idle` between calls (0 for a team slot, the
- *    program's SHMEM_SYNC_VALUE for a pSync):
+ *    this host uses direct.c's barrier (dissemination, or a central counter
+ *    with more PEs than CPUs) on its slot's counters (`direct` set). Otherwise
+ *    the world team uses the rma layer's barrier, and any other group a central
+ *    counter in two symmetric words psync[0..1] that rest at `idle` between
+ *    calls (0 for a team slot, the program's SHMEM_SYNC_VALUE for a pSync):
  *      a. a member other than 0 adds 1 to psync[0] on member 0, waits until its
  *         own psync[1] leaves idle, and puts it back to idle;
  *      b. member 0 waits until its psync[0] is idle + size - 1, puts it back to
@@ -31,7 +31,11 @@
 struct nf_direct_sym {
     long flag[NF_ROUNDS]; /* barrier round r */
     long bcast;           /* broadcast: the root has arrived */
-    long pad[15];
+    long arrive;          /* counter barrier: arrivals, on member 0 (direct.c rule 7) */
+    long pad1[6];
+    long gen;             /* counter barrier: completed barriers, on member 0 */
+    long vote;            /* counter barrier: this PE's vote for it (rule 7) */
+    long pad2[6];
 };
 _Static_assert(sizeof(struct nf_direct_sym) == 256, "two lines per slot");
 
@@ -56,6 +60,7 @@ struct nf_direct {
     struct nf_bounce *my_bounce; /* this PE's bounce */
     long *acks;                 /* acks this PE's bounce->ack will reach (rule 4) */
     long spins;                 /* pauses before a wait yields (rule 6) */
+    int counter;                /* barrier: -1 undecided, 0 dissemination, 1 counter (rule 7) */
 };
 
 /* Reductions of at most this many bytes per member read every source directly. */
@@ -71,7 +76,7 @@ struct nf_group {
     long *psync;       /* rule 2; NULL for the world team */
     long idle;         /* rule 2 */
     long *count;       /* rule 3 */
-    const struct nf_direct *direct; /* same-host collectives, or NULL (direct.c) */
+    struct nf_direct *direct; /* same-host collectives, or NULL (direct.c) */
 };
 
 /* World PE of member i. */

@@ -187,14 +187,29 @@ fn collectives_back_to_back_on_direct_load_store_and_the_service_threads() {
 
 #[test]
 fn collectives_on_direct_load_store_with_more_pes_than_cpus() {
-    // One CPU for every PE: their waits yield at once (csrc/direct.c rule 6), and a
-    // PE let through before every member arrived shows as a wrong word. Two PEs on
-    // one CPU also end in shmem_finalize (nf_core's World::leave once never did).
+    // One CPU for every PE: their waits yield at once (csrc/direct.c rule 6) and
+    // every team's barrier is the central counter (rule 7); a PE let through before
+    // every member arrived shows as a wrong word (checked failing with the counter
+    // barrier's wait removed). Two PEs on one CPU also end in shmem_finalize
+    // (nf_core's World::leave once never did).
     let prog = compile("t_direct");
     for n in [2, 4] {
         let run = nf_run_on_one_cpu(n, &prog, &[], &[("T_DIRECT_ROUNDS", "500")]);
         assert_all_passed(&format!("t_direct -n {n} on one CPU"), "t_direct", &run);
     }
+}
+
+#[test]
+fn collectives_on_direct_load_store_when_one_pe_alone_has_one_cpu() {
+    // PE 0 keeps one CPU, PE 1 the machine's: only PE 0 finds more PEs than CPUs
+    // (csrc/direct.c rule 6), and both must still take the same barrier (rule 7's
+    // vote; each deciding alone, they hang in the first barrier_all). Needs two
+    // CPUs to say anything; with one both vote alike.
+    run_c(
+        "t_direct",
+        &[2],
+        &[("T_DIRECT_PIN_RANK", "0"), ("T_DIRECT_ROUNDS", "500")],
+    );
 }
 
 #[test]

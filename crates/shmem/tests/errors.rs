@@ -27,6 +27,26 @@ fn a_pe_that_does_not_exist() {
     );
 }
 
+/// PEs far past the fast path's table (csrc/internal.h rule 2): the word one past
+/// the table may be 0, which sends even an unchecked call to the Rust side and its
+/// message; these are unmapped or hold something else, so the C side's own range
+/// check is what stops them (`a_negative_pe` covers the other side).
+#[test]
+fn a_pe_far_past_the_last() {
+    for (mode, call, pe) in [
+        ("far_pe_p", "shmem_int_p", i32::MAX),
+        ("far_pe_g", "shmem_int_g", 1 << 28),
+        ("far_pe_amo", "shmem_int_atomic_fetch_inc", 1 << 24),
+    ] {
+        fails_with(
+            mode,
+            &[&format!(
+                "libshmem: PE 0: {call}: PE {pe} does not exist: the job has 2 PEs"
+            )],
+        );
+    }
+}
+
 /// The heap's edge on a same-host PE: one past the end, and transfers straddling it,
 /// are refused by name (the C side's fast path must hand them to the Rust side).
 #[test]

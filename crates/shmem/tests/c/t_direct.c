@@ -1,8 +1,11 @@
 /* Collectives back to back, where a barrier that let a PE through early, a
  * broadcast root that returned while others still read its source, or a counter
  * left over from a team's previous occupant of a slot would show: on one host they
- * run on direct load / store (csrc/direct.c), through the service threads on the
- * counter barrier. Each round checks what every PE stored before the barrier. */
+ * run on direct load / store (csrc/direct.c; with more PEs than CPUs its barrier is
+ * rule 7's central counter), through the service threads on the counter barrier.
+ * Each round checks what every PE stored before the barrier. */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
+#include <sched.h>
 #include <shmem.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +82,27 @@ static void on(shmem_team_t team, long *words, long *a, long *b) {
     reductions(team, t, n, pe_of, a);
 }
 
+/* With T_DIRECT_PIN_RANK=R the PE of rank R (nf run's NF_RANK) keeps only the first
+ * CPU it may use, before shmem_init: it alone counts its host as oversubscribed,
+ * and the team's PEs must still agree on one kind of barrier (direct.c rule 7). */
+static void pin_if_asked(void) {
+    const char *pin = getenv("T_DIRECT_PIN_RANK"), *rank = getenv("NF_RANK");
+    cpu_set_t cpus;
+    if (!pin || !rank || atoi(pin) != atoi(rank) || sched_getaffinity(0, sizeof cpus, &cpus))
+        return;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &cpus)) {
+            CPU_ZERO(&cpus);
+            CPU_SET(c, &cpus);
+            CHECK(sched_setaffinity(0, sizeof cpus, &cpus) == 0, "sched_setaffinity");
+            return;
+        }
+}
+
 int main(void) {
     const char *r = getenv("T_DIRECT_ROUNDS");
     if (r && atoi(r) > 0) ROUNDS = atoi(r);
+    pin_if_asked();
     shmem_init();
     int me = shmem_my_pe(), npes = shmem_n_pes();
     long *words = shmem_calloc(256, sizeof(long));

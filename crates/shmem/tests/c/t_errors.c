@@ -1,6 +1,7 @@
 /* Each error class, chosen by argv[1]: the PE must end with a message naming the
  * call and itself (the Rust driver checks the message and that nothing hangs). */
 #include <shmem.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <signal.h>
@@ -21,6 +22,11 @@ int main(int argc, char **argv) {
     int me = shmem_my_pe(), npes = shmem_n_pes();
     int *x = shmem_malloc(sizeof(int));
     if (strcmp(mode, "bad_pe") == 0 && me == 0) shmem_int_p(x, 1, npes);
+    /* PEs far past the fast path's table, where an unchecked read finds no 0 that
+     * would send the call to the Rust side (one past it happened to hold 0). */
+    if (strcmp(mode, "far_pe_p") == 0 && me == 0) shmem_int_p(x, 1, INT_MAX);
+    if (strcmp(mode, "far_pe_g") == 0 && me == 0) (void)shmem_int_g(x, 1 << 28);
+    if (strcmp(mode, "far_pe_amo") == 0 && me == 0) (void)shmem_int_atomic_fetch_inc(x, 1 << 24);
     if (strcmp(mode, "other_thread") == 0 && me == 0) {
         pthread_t th;
         CHECK(pthread_create(&th, NULL, put_from_another_thread, x) == 0, "pthread_create");
