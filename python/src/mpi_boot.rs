@@ -104,4 +104,15 @@ impl Bootstrap for CommBootstrap {
         // MPI owns the job's end (MPI_Finalize, at mpi4py's exit).
         Ok(())
     }
+
+    /// `comm.Abort(status)`: MPI ends every process of the job with that code.
+    fn end_job(&mut self, status: i32, _message: &str) -> Result<(), PmiError> {
+        Python::attach(|py| {
+            self.comm
+                .bind(py)
+                .call_method1("Abort", (status,))
+                .map(drop)
+                .map_err(|e| comm_err("end_job (Abort)", e))
+        })
+    }
 }
