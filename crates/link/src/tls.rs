@@ -34,7 +34,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConnection, Connection, RootCertStore, ServerConnection};
 
-use crate::transport::{wait_fd_readable, Transport};
+use crate::transport::{wait_fd_readable, write_all_parts, Transport};
 
 /// How long a peer may take to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -457,6 +457,14 @@ impl Transport for TlsTransport {
     fn send(&self, bytes: &[u8]) -> io::Result<()> {
         let mut out = lock(&self.tx);
         lock(&self.conn).writer().write_all(bytes)?;
+        self.flush(&mut out)
+    }
+
+    /// rustls makes records from all the parts at once (each byte copied once, into
+    /// the record it is encrypted in), and they leave in one socket write.
+    fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        let mut out = lock(&self.tx);
+        write_all_parts(lock(&self.conn).writer(), parts)?;
         self.flush(&mut out)
     }
 
