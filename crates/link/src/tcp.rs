@@ -5,7 +5,7 @@ use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
 use crate::sockdiag::loopback_peer_uid;
-use crate::transport::{recv_polling, wait_fd_readable, Transport};
+use crate::transport::{recv_polling, wait_fd_readable, write_all_parts, Transport};
 
 impl Transport for TcpStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -22,6 +22,10 @@ impl Transport for TcpStream {
 
     fn send(&self, bytes: &[u8]) -> io::Result<()> {
         (&*self).write_all(bytes)
+    }
+
+    fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        write_all_parts(self, parts)
     }
 
     fn close(&self) {

@@ -27,14 +27,14 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConnection, Connection, RootCertStore, ServerConnection};
 
-use crate::transport::{wait_fd_readable, Transport};
+use crate::transport::{wait_fd_readable, write_all_parts, Transport};
 
 /// How long a peer may take to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -234,6 +234,23 @@ impl Ciphertext {
             (self.start, self.end) = (0, 0);
         }
         Ok(used)
+    }
+
+    /// Reads what `sock` holds now into the buffer, which rustls has emptied, without
+    /// blocking: `Some(0)` at end of stream, `None` if nothing was there.
+    fn fill_now(&mut self, sock: &TcpStream) -> io::Result<Option<usize>> {
+        debug_assert!(self.is_empty(), "filled before rustls took everything");
+        loop {
+            match rustix::net::recv(sock, &mut self.buf[..], rustix::net::RecvFlags::DONTWAIT) {
+                Ok((n, _)) => {
+                    (self.start, self.end) = (0, n);
+                    return Ok(Some(n));
+                }
+                Err(rustix::io::Errno::AGAIN) => return Ok(None),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Reads from `sock` into the buffer, which rustls has emptied; 0 at end of stream.
@@ -443,25 +460,60 @@ impl Transport for TlsTransport {
         self.flush(&mut out)
     }
 
+    /// rustls makes records from all the parts at once (each byte copied once, into
+    /// the record it is encrypted in), and they leave in one socket write.
+    fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        let mut out = lock(&self.tx);
+        write_all_parts(lock(&self.conn).writer(), parts)?;
+        self.flush(&mut out)
+    }
+
     fn can_wait_readable(&self) -> bool {
         true
     }
 
-    /// Readable at once when received ciphertext or decrypted bytes wait here (the
-    /// socket may then have nothing more); else when the socket is.
+    /// Readable once rustls has plaintext for `recv`, or the stream ended or failed.
+    /// A readable socket alone is not enough: it may hold part of a record only (a
+    /// peer that stopped halfway, or a large record still arriving) or records that
+    /// carry no data (session tickets), and `recv` would then block past `timeout` —
+    /// a caller receiving its own reply would overstay its deadline, without bound
+    /// if the peer never sends the rest. So what the socket holds is read without
+    /// blocking and handed to rustls here, and the wait goes on until a whole record
+    /// of data is in.
     fn wait_readable(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        {
-            let rx = lock(&self.rx);
-            if !rx.is_empty() {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            {
+                let mut rx = lock(&self.rx);
+                let mut conn = lock(&self.conn);
+                loop {
+                    match conn.process_new_packets() {
+                        Ok(state)
+                            if state.plaintext_bytes_to_read() == 0 && !state.peer_has_closed() => {
+                        }
+                        // Bytes, the end, or an error: `recv` hands each on.
+                        _ => return Ok(true),
+                    }
+                    // rustls takes up to a record at a time.
+                    if rx.is_empty() {
+                        break;
+                    }
+                    match rx.give(&mut conn) {
+                        Ok(0) | Err(_) => return Ok(true),
+                        Ok(_) => {}
+                    }
+                }
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if !wait_fd_readable(&self.sock, left)? {
+                return Ok(false);
+            }
+            let mut rx = lock(&self.rx);
+            if rx.is_empty() && rx.fill_now(&self.sock)? == Some(0) {
+                // The end of the stream: `recv` reads it too.
                 return Ok(true);
             }
-            match lock(&self.conn).process_new_packets() {
-                Ok(state) if state.plaintext_bytes_to_read() == 0 && !state.peer_has_closed() => {}
-                // Bytes, the end, or an error: `recv` hands each on.
-                _ => return Ok(true),
-            }
         }
-        wait_fd_readable(&self.sock, timeout)
     }
 
     fn close(&self) {

@@ -10,7 +10,7 @@
 //! [`crate::unix`]), TLS over tcp ([`crate::tls`]) and the shared-memory byte channel
 //! ([`crate::shm`]).
 
-use std::io::{self, Read};
+use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,22 @@ where
     }
 }
 
+/// Writes every byte of `parts`, in order, with vectored writes.
+pub(crate) fn write_all_parts(mut w: impl Write, parts: &[&[u8]]) -> io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+    let mut left = &mut slices[..];
+    IoSlice::advance_slices(&mut left, 0);
+    while !left.is_empty() {
+        match w.write_vectored(left) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut left, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Waits up to `timeout` (`None`: as long as it takes) until `sock` is readable (bytes
 /// or the end of the stream); false if the time ran out.
 pub(crate) fn wait_fd_readable<S: AsFd>(sock: &S, timeout: Option<Duration>) -> io::Result<bool> {
@@ -75,6 +91,12 @@ pub trait Transport: Send + Sync + 'static {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize>;
     /// Writes all of `bytes` (whole frames) or fails.
     fn send(&self, bytes: &[u8]) -> io::Result<()>;
+    /// Writes `parts` one after another, as [`Transport::send`] of their
+    /// concatenation: a frame's head and its data, sent without first copying the data
+    /// behind the head (sockets: one `writev`; TLS: records made from both at once).
+    fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        parts.iter().try_for_each(|p| self.send(p))
+    }
     /// Shuts the stream down both ways; a blocked `recv` returns. Idempotent.
     fn close(&self);
     /// A short description of the peer for logs (`tcp 127.0.0.1:5640`, `unix`).

@@ -5,7 +5,7 @@ use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use crate::transport::{recv_polling, unix_peer, wait_fd_readable, Transport};
+use crate::transport::{recv_polling, unix_peer, wait_fd_readable, write_all_parts, Transport};
 
 impl Transport for UnixStream {
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -22,6 +22,10 @@ impl Transport for UnixStream {
 
     fn send(&self, bytes: &[u8]) -> io::Result<()> {
         (&*self).write_all(bytes)
+    }
+
+    fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        write_all_parts(self, parts)
     }
 
     fn close(&self) {

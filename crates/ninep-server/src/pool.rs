@@ -28,15 +28,19 @@
 //!    thread.
 //! 5. **Threads.** The pool grows on demand, a thread for each job that may start
 //!    and finds no idle worker, up to `max_workers` (rule 4: one more); idle workers
-//!    exit after `worker_idle`, so a quiet server keeps no threads.
+//!    exit after `worker_idle`, so a quiet server keeps no threads. The worker that
+//!    went idle last is woken first (a stack, not a queue): after a burst, a trickle
+//!    of work keeps as many workers as it needs busy and the rest time out, where
+//!    waking them in turn kept every thread of the burst alive for good.
 //! 6. A job that has to wait is counted and logged at most once per 10 s (`tally`),
 //!    naming whose share or which limit held it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cancel::{lock, Cancel};
 use crate::config::ServerConfig;
@@ -111,6 +115,16 @@ struct State {
     /// Threads waiting for work, or started and not yet looking for it.
     idle: usize,
     threads: usize,
+    /// The threads waiting for work, the last to wait on top (rule 5).
+    sleepers: Vec<Arc<Sleeper>>,
+}
+
+/// A worker waiting for work: woken on its own, the last to wait first (rule 5).
+#[derive(Default)]
+struct Sleeper {
+    wake: Condvar,
+    /// Set (under the pool's lock) when a job is handed to it.
+    woken: std::sync::atomic::AtomicBool,
 }
 
 impl State {
@@ -177,7 +191,6 @@ enum Dispatch {
 
 struct Inner {
     state: Mutex<State>,
-    work: Condvar,
     shares: Shares,
     idle_timeout: Duration,
     /// Jobs that had to wait (rule 6).
@@ -202,8 +215,8 @@ impl Pool {
                     next_job: 0,
                     idle: 0,
                     threads: 0,
+                    sleepers: Vec::new(),
                 }),
-                work: Condvar::new(),
                 shares,
                 idle_timeout,
                 waited: Tally::new(),
@@ -266,7 +279,11 @@ impl Pool {
             return Dispatch::Done;
         }
         if ready <= st.idle {
-            self.inner.work.notify_one();
+            // None waiting: the idle one is starting and will look for work itself.
+            if let Some(s) = st.sleepers.pop() {
+                s.woken.store(true, Ordering::Relaxed);
+                s.wake.notify_one();
+            }
             return Dispatch::Done;
         }
         let most = if st.cancelled.is_empty() {
@@ -301,6 +318,7 @@ impl Pool {
 
     fn work(&self) {
         let inner = &*self.inner;
+        let me = Arc::new(Sleeper::default());
         let mut st = lock(&inner.state);
         // Counted idle since `dispatch` asked for this thread.
         st.idle -= 1;
@@ -319,13 +337,25 @@ impl Pool {
                 return;
             }
             st.idle += 1;
-            let (guard, timeout) = inner
-                .work
-                .wait_timeout(st, inner.idle_timeout)
-                .unwrap_or_else(PoisonError::into_inner);
-            st = guard;
+            me.woken.store(false, Ordering::Relaxed);
+            st.sleepers.push(Arc::clone(&me));
+            let deadline = Instant::now() + inner.idle_timeout;
+            let mut timed_out = false;
+            while !me.woken.load(Ordering::Relaxed) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    timed_out = true;
+                    st.sleepers.retain(|s| !Arc::ptr_eq(s, &me));
+                    break;
+                }
+                st = me
+                    .wake
+                    .wait_timeout(st, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
             st.idle -= 1;
-            if timeout.timed_out() && st.ready(&inner.shares, 1) == 0 {
+            if timed_out && st.ready(&inner.shares, 1) == 0 {
                 st.threads -= 1;
                 return;
             }
@@ -405,6 +435,34 @@ mod tests {
         drop(release_tx);
         // Idle threads go away.
         wait_until("idle workers exit", || pool.threads() == 0);
+    }
+
+    /// After a burst, a trickle of short jobs keeps the workers it needs, not every
+    /// thread of the burst: woken in turn, none of them was ever idle for
+    /// `worker_idle` (50 ms here) and the pool kept them all.
+    #[test]
+    fn a_trickle_after_a_burst_lets_the_extra_workers_go() {
+        let pool = pool(64);
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Arc::new(Mutex::new(release_rx));
+        let (done_tx, _done_rx) = mpsc::channel();
+        for _ in 0..8 {
+            pool.submit(A, &Cancel::new(), blocked(&release_rx, &done_tx, "a"));
+        }
+        wait_until("the burst runs on 8 threads", || pool.threads() == 8);
+        drop(release_tx);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pool.threads() > 2 {
+            assert!(
+                Instant::now() < deadline,
+                "{} threads kept for a trickle of work",
+                pool.threads()
+            );
+            let (tx, rx) = mpsc::channel();
+            pool.submit(A, &Cancel::new(), Box::new(move || tx.send(()).unwrap()));
+            rx.recv_timeout(Duration::from_secs(5)).unwrap();
+            thread::sleep(Duration::from_millis(2));
+        }
     }
 
     #[test]

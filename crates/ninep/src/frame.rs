@@ -85,6 +85,37 @@ pub fn encode_frame<M: Message>(
     Ok(size)
 }
 
+/// Data of at least this many bytes (a read's reply, a write) is worth sending apart
+/// from its frame's head ([`encode_frame_head`]) rather than copying it behind it;
+/// less goes in whole, one write of one buffer.
+pub const DATA_APART: usize = 1024;
+
+/// Appends the start of a frame whose last field is `data_len` bytes of data (an
+/// `Rread`'s, a `Twrite`'s): `head` is the message with that data left empty, and the
+/// frame's size and the data's count are written as if it were there. The caller
+/// sends the data right after `buf` (one vectored write) rather than copying it into
+/// `buf`. Fails, leaving `buf` as it was, if the whole frame would exceed `msize`.
+pub fn encode_frame_head<M: Message>(
+    tag: u16,
+    head: &M,
+    data_len: usize,
+    msize: u32,
+    buf: &mut Vec<u8>,
+) -> Result<usize, EncodeError> {
+    let size = HEADER_SIZE + head.body_size() + data_len;
+    let (wire_size, count) = u32::try_from(size)
+        .ok()
+        .filter(|&s| s <= msize)
+        .zip(u32::try_from(data_len).ok())
+        .ok_or(EncodeError::FrameTooLarge { size, msize })?;
+    let start = buf.len();
+    encode_frame(tag, head, msize, buf)?;
+    buf[start..start + 4].copy_from_slice(&wire_size.to_le_bytes());
+    let end = buf.len();
+    buf[end - 4..].copy_from_slice(&count.to_le_bytes());
+    Ok(size)
+}
+
 fn encode_parts<M: Message>(
     size: u32,
     ty: MsgType,
@@ -194,6 +225,63 @@ impl FrameDecoder {
 mod tests {
     use super::*;
     use crate::message::{Rclunk, Rmessage, Tclunk, Tmessage};
+
+    #[test]
+    fn a_head_and_its_data_are_the_whole_frame() {
+        use crate::message::{Rread, Twrite};
+        use crate::wire::Data;
+        let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        let empty = || Data(Vec::new());
+        let whole = |m: Rmessage| {
+            let mut b = Vec::new();
+            encode_frame(9, &m, 8192, &mut b).unwrap();
+            b
+        };
+        let mut head = vec![0xEE];
+        let n = encode_frame_head(
+            9,
+            &Rmessage::from(Rread { data: empty() }),
+            data.len(),
+            8192,
+            &mut head,
+        )
+        .unwrap();
+        assert_eq!(
+            n,
+            whole(
+                Rread {
+                    data: Data(data.clone())
+                }
+                .into()
+            )
+            .len()
+        );
+        assert_eq!(
+            [&head[1..], &data[..]].concat(),
+            whole(
+                Rread {
+                    data: Data(data.clone())
+                }
+                .into()
+            )
+        );
+        let w = |data| {
+            Tmessage::from(Twrite {
+                fid: 3,
+                offset: 77,
+                data,
+            })
+        };
+        let mut head = Vec::new();
+        encode_frame_head(4, &w(empty()), data.len(), 8192, &mut head).unwrap();
+        let mut full = Vec::new();
+        encode_frame(4, &w(Data(data.clone())), 8192, &mut full).unwrap();
+        assert_eq!([&head[..], &data[..]].concat(), full);
+        // Too large for msize: refused, nothing written.
+        let mut b = vec![1];
+        assert!(encode_frame_head(4, &w(empty()), 8192, 8192, &mut b).is_err());
+        assert_eq!(b, [1]);
+    }
 
     #[test]
     fn header_then_body() {

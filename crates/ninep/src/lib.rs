@@ -68,7 +68,8 @@ pub mod wire;
 
 pub use error::{DecodeError, EncodeError, FieldPath};
 pub use frame::{
-    encode_frame, io_count_limit, Frame, FrameDecoder, RawFrame, HEADER_SIZE, IOHDRSZ,
+    encode_frame, encode_frame_head, io_count_limit, Frame, FrameDecoder, RawFrame, DATA_APART,
+    HEADER_SIZE, IOHDRSZ,
 };
 pub use message::*;
 pub use readdir::{decode_dirents, encode_dirents, DirentWriter};
