@@ -19,11 +19,8 @@ nf=${NF:-$here/target/release/nf}
 lib=${LIB:-$here/target/release/libshmem.so}
 out=${OUT:-$here/target/sos}
 limit=${LIMIT:-120}
-# Not failures of ours: programs that require SHMEM_THREAD_MULTIPLE (libshmem grants
-# SHMEM_THREAD_FUNNELED), and ones testing SOS's own extensions or OpenSHMEM 1.6.
-KNOWN="shmem_ctx:multiple mt_a2a:multiple mt_contention:multiple mt_lock_test:multiple
-mt_membar:multiple thread_wait:multiple threading:multiple web:multiple
-hybrid_mpi_mapping_id:sos-extension hybrid_mpi_mapping_id_shmem_comm:sos-extension
+# Not failures of ours: programs testing SOS's own extensions or OpenSHMEM 1.6.
+KNOWN="hybrid_mpi_mapping_id:sos-extension hybrid_mpi_mapping_id_shmem_comm:sos-extension
 shmem_team_ptr:openshmem-1.6"
 for f in "$nf" "$lib"; do
     [ -e "$f" ] || { echo "sos.sh: $f is missing; cargo build --release -p nf-cli -p nf-shmem" >&2; exit 2; }

@@ -8,11 +8,12 @@ struct nf_fast nf_shmem_fast;
 
 /* Rule 1 of internal.h: everything first, then `npes`, released. */
 void nf_shmem_fast_publish(uintptr_t base, size_t size, const uintptr_t *map, int npes,
-                           void *team_area) {
+                           void *team_area, int any_thread) {
     nf_shmem_fast.base = base;
     nf_shmem_fast.size = size;
     nf_shmem_fast.map = map;
     nf_shmem_fast.owner = pthread_self();
+    nf_shmem_fast.any_thread = any_thread;
     nf_shmem_fast.rma_used = 1; /* start-up used it */
     nf_shmem_fast.team_area = team_area;
     __atomic_store_n(&nf_shmem_fast.npes, npes, __ATOMIC_RELEASE);
@@ -32,8 +33,7 @@ void nf_shmem_fast_rma_used(int used) {
 static void nf_quiet(const char *call) {
     const struct nf_fast *f = &nf_shmem_fast;
     if (__atomic_load_n(&f->npes, __ATOMIC_ACQUIRE) > 0 &&
-        !__atomic_load_n(&f->rma_used, __ATOMIC_RELAXED) &&
-        pthread_equal(pthread_self(), f->owner)) {
+        !__atomic_load_n(&f->rma_used, __ATOMIC_RELAXED) && nf_fast_thread_ok(f)) {
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         return;
     }

@@ -69,10 +69,11 @@ void nf_shmem_say(const char *call, const char *msg);
  *    in shmem_finalize, before anything is unmapped: a reader that sees npes > 0
  *    sees a whole, live table.
  * 2. The checks, all in C, all needed before a pointer is formed: the library is
- *    running (npes > 0), the caller is the thread of shmem_init (libshmem gives
- *    SHMEM_THREAD_FUNNELED; another thread must get the Rust side's error, never a
- *    silent store), 0 <= pe < npes, [addr, addr + len) inside this PE's heap (an
- *    unsigned offset, compared without overflow), and the PE mapped.
+ *    running (npes > 0), the caller may call (any thread where the program was
+ *    granted SHMEM_THREAD_SERIALIZED or _MULTIPLE, else only the thread of
+ *    shmem_init: another thread must get the Rust side's error, never a silent
+ *    store), 0 <= pe < npes, [addr, addr + len) inside this PE's heap (an unsigned
+ *    offset, compared without overflow), and the PE mapped.
  * 3. Anything else (another host, static data, out of range, a bad PE, another
  *    thread, before shmem_init) goes to the Rust side unchanged, which reports the
  *    errors by name; the fast path decides nothing the Rust path would refuse.
@@ -86,6 +87,7 @@ struct nf_fast {
     size_t size;           /* heap bytes per PE */
     const uintptr_t *map;  /* per PE: where its heap is mapped here, 0 if not */
     pthread_t owner;       /* the thread that called shmem_init */
+    int any_thread;        /* granted SHMEM_THREAD_SERIALIZED or _MULTIPLE */
     int npes;              /* 0 while the library is not running */
     int rma_used;          /* a call reached the Rust side since its last quiet */
     void *team_area;       /* this PE's team area (src/team.rs) */
@@ -94,12 +96,17 @@ extern struct nf_fast nf_shmem_fast __attribute__((visibility("hidden")));
 
 /* The Rust side's calls (src/state.rs): fill the table and release it; empty it. */
 void nf_shmem_fast_publish(uintptr_t base, size_t size, const uintptr_t *map, int npes,
-                           void *team_area);
+                           void *team_area, int any_thread);
 void nf_shmem_fast_clear(void);
 void nf_shmem_fast_rma_used(int used);
 
 /* shmem_quiet's Rust side (src/sync.rs): Rma::all_fence. */
 void nf_shmem_quiet(const char *call);
+
+/* Rule 2's thread check: any thread where granted, else the thread of shmem_init. */
+static inline int nf_fast_thread_ok(const struct nf_fast *f) {
+    return f->any_thread || pthread_equal(pthread_self(), f->owner);
+}
 
 /* Rule 2: where `len` bytes at symmetric `addr` of `pe` are mapped here, else NULL
  * (the caller then takes the Rust path). */
@@ -108,8 +115,9 @@ static inline void *nf_fast_at(const void *addr, size_t len, int pe) {
     unsigned npes = (unsigned)__atomic_load_n(&f->npes, __ATOMIC_ACQUIRE);
     uintptr_t off = (uintptr_t)addr - f->base;
     if ((unsigned)pe >= npes || off > f->size || len > f->size - off) return NULL;
-    /* The thread first: another thread's call may race shmem_finalize freeing map. */
-    if (!pthread_equal(pthread_self(), f->owner)) return NULL;
+    /* The thread first: another thread's call may race shmem_finalize freeing map
+     * (with any thread granted, the program ends its calls before shmem_finalize). */
+    if (!nf_fast_thread_ok(f)) return NULL;
     uintptr_t at = f->map[pe];
     return at ? (void *)(at + off) : NULL;
 }
@@ -120,8 +128,7 @@ static inline void *nf_fast_at(const void *addr, size_t len, int pe) {
  * (rule 4). */
 static inline void *nf_fast_team_area(void) {
     const struct nf_fast *f = &nf_shmem_fast;
-    if (__atomic_load_n(&f->npes, __ATOMIC_ACQUIRE) <= 0 ||
-        !pthread_equal(pthread_self(), f->owner))
+    if (__atomic_load_n(&f->npes, __ATOMIC_ACQUIRE) <= 0 || !nf_fast_thread_ok(f))
         return NULL;
     return f->team_area;
 }

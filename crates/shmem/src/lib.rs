@@ -45,9 +45,11 @@
 //!    job, a call before `shmem_init`) print `libshmem: PE <me>: <call>: <what>` on stderr
 //!    and end the process with status 1; the launcher then stops the job naming that
 //!    PE ([`error::fatal`]). OpenSHMEM has no error returns to recover with.
-//! 7. The state is one process-wide pointer, usable only from the thread that
-//!    called `shmem_init` (`Rma` is single-threaded; the C fast path checks the same
-//!    thread): the library provides `SHMEM_THREAD_FUNNELED`.
+//! 7. The state is one process-wide pointer. Granted `SHMEM_THREAD_SINGLE` or
+//!    `_FUNNELED` (`shmem_init`), only the thread that called `shmem_init` may use it
+//!    (the C fast path checks the same thread); granted `_SERIALIZED` or `_MULTIPLE`
+//!    (`shmem_init_thread` grants what it is asked), any thread may, and the Rust
+//!    side's calls take turns ([`serial`]: `Rma` is single-threaded).
 //! 8. Static data is an ordinary rma segment (`Rma::adopt` maps it in place), so
 //!    every path reaches it as it reaches the heap; translation looks at the heap
 //!    first, so heap addresses cost what they did before static data existed.
@@ -63,6 +65,7 @@ pub mod amo;
 pub mod error;
 pub mod heap;
 pub mod memory;
+pub mod serial;
 pub mod setup;
 pub mod size;
 pub mod state;

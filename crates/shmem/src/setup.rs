@@ -5,8 +5,10 @@ use std::ffi::{c_char, c_int, c_void};
 use crate::error::exit;
 use crate::state::{self, with};
 
-/// `SHMEM_THREAD_FUNNELED`: the most this library grants (`state.rs`).
+/// `SHMEM_THREAD_FUNNELED`: what `shmem_init` grants.
 const FUNNELED: c_int = 1;
+/// `SHMEM_THREAD_MULTIPLE`: the most `shmem_init_thread` grants (`state.rs`).
+const MULTIPLE: c_int = 3;
 /// `SHMEM_MAX_NAME_LEN`.
 const MAX_NAME_LEN: usize = 256;
 /// `SHMEM_VENDOR_STRING`.
@@ -22,13 +24,14 @@ pub extern "C" fn shmem_init() {
     }
 }
 
-/// `shmem_init_thread`: as `shmem_init`, granting at most `SHMEM_THREAD_FUNNELED`.
+/// `shmem_init_thread`: as `shmem_init`, granting the level asked for (every level up to
+/// `SHMEM_THREAD_MULTIPLE`).
 ///
 /// # Safety
 /// `provided` is NULL or a writable int.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    let level = requested.clamp(0, FUNNELED);
+    let level = requested.clamp(0, MULTIPLE);
     if !state::running() {
         state::init(level);
     }

@@ -3,12 +3,13 @@
 //!
 //! OpenSHMEM has no handle to pass around, so the state is process-wide: one
 //! pointer set by `shmem_init` and taken back by `shmem_finalize`. `Rma` is used from
-//! one thread, so every call first checks that it runs on the thread that called
-//! `shmem_init` (`pthread_self`; a call from another thread is told so and ends the
-//! process): `SHMEM_THREAD_FUNNELED` is the most granted. A plain global load and
-//! that comparison cost a few instructions, where the thread-local it replaced
+//! one thread at a time. Granted `SHMEM_THREAD_SINGLE` or `_FUNNELED`, every call
+//! first checks that it runs on the thread that called `shmem_init` (`pthread_self`;
+//! a call from another thread is told so and ends the process): a plain global load
+//! and that comparison cost a few instructions, where the thread-local it replaced
 //! cost a `__tls_get_addr` call per operation (a shared library's thread-locals use
-//! the general-dynamic model).
+//! the general-dynamic model). Granted `_SERIALIZED` or `_MULTIPLE`, any thread may
+//! call, and each call into the Rust side holds [`State::serial`] (`serial.rs`).
 //!
 //! Start-up (`shmem_init`, collective), in order:
 //! 1. Join the job (`World::init`) and the rma layer over it (`WorldWireup`).
@@ -33,6 +34,7 @@ use nf_rma::{Rma, WorldWireup};
 
 use crate::error::{fatal, set_pe};
 use crate::heap::Heap;
+use crate::serial::Serial;
 use crate::statics::{self, Region};
 
 // The C side's same-host fast path (`csrc/fast.c`, `csrc/internal.h` struct nf_fast).
@@ -44,6 +46,7 @@ extern "C" {
         map: *const usize,
         npes: c_int,
         team_area: *mut c_void,
+        any_thread: c_int,
     );
     /// Empties the table: every call takes the Rust path again.
     fn nf_shmem_fast_clear();
@@ -90,9 +93,15 @@ pub struct State {
     pub thread: c_int,
     /// Heap offset of the team area (`team.rs`).
     pub team_area: usize,
-    /// The thread that called `shmem_init`, the only one allowed to use the state.
+    /// The thread that called `shmem_init`, the only one allowed to use the state
+    /// below `SHMEM_THREAD_SERIALIZED`.
     owner: libc::pthread_t,
+    /// The Rust side's turns, from `SHMEM_THREAD_SERIALIZED` up.
+    pub serial: Serial,
 }
+
+/// `SHMEM_THREAD_SERIALIZED`: from this level up, any thread may call.
+pub const SERIALIZED: c_int = 2;
 
 /// Calls that took the Rust path ([`State::slow`]).
 #[derive(Default)]
@@ -137,11 +146,11 @@ fn mine() -> Result<&'static State, &'static str> {
     // another call (C has no callbacks into the program from here).
     let st = unsafe { &*st };
     // SAFETY: pthread_equal has no preconditions.
-    if unsafe { libc::pthread_equal(st.owner, me()) } == 0 {
+    if st.thread < SERIALIZED && unsafe { libc::pthread_equal(st.owner, me()) } == 0 {
         return Err(
-            "called from a thread other than the one that called shmem_init; \
-                    libshmem provides SHMEM_THREAD_FUNNELED: make every OpenSHMEM call \
-                    from that thread",
+            "called from a thread other than the one that called shmem_init, which \
+                    granted SHMEM_THREAD_FUNNELED at most: make every OpenSHMEM call from \
+                    that thread, or start with shmem_init_thread(SHMEM_THREAD_MULTIPLE, ...)",
         );
     }
     Ok(st)
@@ -152,6 +161,7 @@ fn mine() -> Result<&'static State, &'static str> {
 pub fn with<R>(call: impl Display, f: impl FnOnce(&State) -> R) -> R {
     match mine() {
         Ok(st) => {
+            let _turn = (st.thread >= SERIALIZED).then(|| st.serial.enter());
             // Whatever this call does, the next shmem_quiet takes the Rust path
             // (csrc/fast.c): marking every call is simpler to keep true than marking
             // each that reaches the rma layer, and costs a store.
@@ -171,6 +181,7 @@ pub fn end_job(status: c_int) {
     let Ok(st) = mine() else {
         return;
     };
+    let _turn = (st.thread >= SERIALIZED).then(|| st.serial.enter());
     // SAFETY: `world` lives as long as the state (see `init`), which is live here.
     let world = unsafe { &*st.world };
     let call = "shmem_global_exit";
@@ -239,6 +250,7 @@ pub fn init(thread: c_int) {
         thread,
         team_area,
         owner: me(),
+        serial: Serial::default(),
     };
     let npes = c_int::try_from(st.npes)
         .unwrap_or_else(|_| fatal(call, format!("{} PEs are more than a C int", st.npes)));
@@ -252,6 +264,7 @@ pub fn init(thread: c_int) {
             st.fast_map.as_ptr(),
             npes,
             (st.my_base() + st.team_area) as *mut c_void,
+            c_int::from(st.thread >= SERIALIZED),
         )
     };
     STATE.store(Box::into_raw(Box::new(st)), Ordering::Release);

@@ -108,6 +108,14 @@ fn atomics_through_the_service_threads() {
     run_c("t_amo", &[2, 4], SERVICE);
 }
 
+/// Threads of every PE at once: the fast path on one host, the Rust side's turns
+/// through the service threads.
+#[test]
+fn thread_multiple_puts_gets_and_atomics_from_four_threads() {
+    run_c("t_threads", &[1, 2, 4], &[]);
+    run_c("t_threads", &[2, 4], SERVICE);
+}
+
 #[test]
 fn wait_until_progress_and_locks() {
     run_c("t_sync", &[1, 2, 4], &[]);
