@@ -5,7 +5,7 @@
 //! The node collectives ([`crate::coll`]) cannot serve such a group: their step
 //! numbers stay alike only while every process of the node takes every step (rule 4
 //! of nf-rma's `shm/control.rs`). So the group gets its own: when it is made, its
-//! members allocate one [`Block`] each (an rma allocation over the group, reached by
+//! members allocate one `Block` each (an rma allocation over the group, reached by
 //! load / store since all of them share the node) and count their steps there.
 //!
 //! A step `seq`: a member with a part (every member in an all-reduce, the root in a
@@ -18,7 +18,7 @@
 //! only once every member has arrived at `t + 1` or later, and a member arrives there
 //! only after reading step `t`'s parts; so nobody reads a buffer while it changes
 //! (after a barrier or an all-reduce the member already knows). Longer messages
-//! take a step per [`PART`]-byte piece (whole elements).
+//! take a step per `PART`-byte piece (whole elements).
 //!
 //! Waiting is the rma layer's ([`nf_rma::Rma::wait_on_node`]): spin with a CPU per
 //! process, else yield and nap, and a member that died while the others wait for it
