@@ -2,7 +2,8 @@
 # Sandia OpenSHMEM's test suite against ninefold's libshmem: every C program of
 # test/unit and test/spec-example of a tests-sos checkout
 # (https://github.com/openshmem-org/tests-sos, not fetched here: pass its path),
-# built with nfshcc and run under `nf run -n NPES`, each bounded in time.
+# built with nfshcc and run under `nf run -n NPES` (or, with LAUNCHER=mpirun, Open
+# MPI's `mpirun -np NPES`: the PEs join through PMIx), each bounded in time.
 #
 #   tests/upstream/sos.sh TESTS_SOS_DIR [NPES] [NAME...]
 #
@@ -19,6 +20,11 @@ nf=${NF:-$here/target/release/nf}
 lib=${LIB:-$here/target/release/libshmem.so}
 out=${OUT:-$here/target/sos}
 limit=${LIMIT:-120}
+case ${LAUNCHER:-nf} in
+    nf) launch=("$nf" run -n "$npes") ;;
+    mpirun) launch=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$npes") ;;
+    *) echo "sos.sh: LAUNCHER is nf or mpirun, not '$LAUNCHER'" >&2; exit 2 ;;
+esac
 # Not failures of ours: programs testing SOS's own extensions or OpenSHMEM 1.6.
 KNOWN="hybrid_mpi_mapping_id:sos-extension hybrid_mpi_mapping_id_shmem_comm:sos-extension
 shmem_team_ptr:openshmem-1.6"
@@ -47,7 +53,7 @@ for p in "${progs[@]}"; do
         -o "$out/bin/$name" "$p" "${extra[@]}" -lm > "$out/logs/$name.build" 2>&1; then
         result=BUILD-FAIL
     else
-        timeout -k 5 "$limit" "$nf" run -n "$npes" "$out/bin/$name" > "$out/logs/$name.$npes" 2>&1
+        timeout -k 5 "$limit" "${launch[@]}" "$out/bin/$name" > "$out/logs/$name.$npes" 2>&1
         rc=$?
         result=$([ $rc = 0 ] && echo ok || echo "FAIL($rc)")
     fi
@@ -59,5 +65,5 @@ for p in "${progs[@]}"; do
         bad+=("$name"); echo "$result $name (log: $out/logs/$name.*)"
     fi
 done
-echo "sos.sh: $npes PEs: $ok passed, $known known, ${#bad[@]} failed${bad[*]:+: ${bad[*]}}"
+echo "sos.sh: ${LAUNCHER:-nf} with $npes PEs: $ok passed, $known known, ${#bad[@]} failed${bad[*]:+: ${bad[*]}}"
 [ ${#bad[@]} -eq 0 ]
