@@ -11,7 +11,7 @@ use std::ffi::{c_char, c_int, c_void};
 use nf_rma::{Across, RmaError};
 
 use crate::ffi::{call_name, fatal};
-use crate::reduce::{fold, Op, Type};
+use crate::reduce::{fold, reduction_args};
 use crate::state::with;
 
 /// `struct nfa_across`: the step among the nodes' leaders (NULL `step`: none, the
@@ -92,12 +92,7 @@ pub unsafe extern "C" fn nf_armci_rs_allreduce(
     across: *const NfaAcross,
 ) -> c_int {
     let call = &call_name(call);
-    let (Some(ty), Some(op), Ok(n)) = (Type::from_c(ty), Op::from_c(op), usize::try_from(n)) else {
-        fatal(
-            call,
-            format!("type {ty} / operator {op} / count {n} out of range"),
-        );
-    };
+    let (ty, op, n) = reduction_args(call, ty, op, n);
     if n == 0 {
         return 0;
     }

@@ -30,7 +30,7 @@ use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ffi::{call_name, fatal, NfaWireup};
-use crate::reduce::{fold, Op, Type};
+use crate::reduce::{fold, reduction_args};
 use crate::state::with;
 use crate::wireup::CTeam;
 
@@ -283,12 +283,7 @@ pub unsafe extern "C" fn nf_armci_rs_gcoll_allreduce(
     op: c_int,
 ) {
     let call = &call_name(call);
-    let (Some(ty), Some(op), Ok(n)) = (Type::from_c(ty), Op::from_c(op), usize::try_from(n)) else {
-        fatal(
-            call,
-            format!("type {ty} / operator {op} / count {n} out of range"),
-        );
-    };
+    let (ty, op, n) = reduction_args(call, ty, op, n);
     if n == 0 {
         return;
     }

@@ -180,6 +180,18 @@ fn fold_as<T: Num>(op: Op, acc: &mut [u8], x: &[u8]) -> Result<(), &'static str>
     }
 }
 
+/// The element type, operator and count of a C reduction call, or the job ends naming
+/// `call` and the values out of range.
+pub fn reduction_args(call: &str, ty: c_int, op: c_int, n: c_int) -> (Type, Op, usize) {
+    match (Type::from_c(ty), Op::from_c(op), usize::try_from(n)) {
+        (Some(ty), Some(op), Ok(n)) => (ty, op, n),
+        _ => crate::ffi::fatal(
+            call,
+            format!("type {ty} / operator {op} / count {n} out of range"),
+        ),
+    }
+}
+
 /// `acc[i] = acc[i] op x[i]` for every element of type `ty` (both buffers aligned
 /// for it, of equal length).
 pub fn fold(ty: Type, op: Op, acc: &mut [u8], x: &[u8]) -> Result<(), &'static str> {
