@@ -15,13 +15,13 @@
 //!    C side's fast path and never wait).
 
 use std::sync::{Condvar, Mutex};
-use std::thread::ThreadId;
 
 /// The lock (module docs).
 #[derive(Default)]
 pub struct Serial {
-    /// The holder and how many times it entered.
-    held: Mutex<Option<(ThreadId, u32)>>,
+    /// The holder (`pthread_self`: no handle to clone on every call, unlike
+    /// `std::thread::current`) and how many times it entered.
+    held: Mutex<Option<(libc::pthread_t, u32)>>,
     /// Signalled when the holder leaves.
     free: Condvar,
 }
@@ -32,7 +32,8 @@ pub struct Entered<'a>(&'a Serial);
 impl Serial {
     /// Waits until no other thread holds the lock, then holds it (rule 1).
     pub fn enter(&self) -> Entered<'_> {
-        let me = std::thread::current().id();
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() };
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             match held.as_mut() {
@@ -40,7 +41,8 @@ impl Serial {
                     *held = Some((me, 1));
                     break;
                 }
-                Some((owner, depth)) if *owner == me => {
+                // SAFETY: pthread_equal has no preconditions.
+                Some((owner, depth)) if unsafe { libc::pthread_equal(*owner, me) } != 0 => {
                     *depth += 1;
                     break;
                 }
