@@ -58,11 +58,18 @@ fn carve(st: &State, call: &str, bytes: usize, align: usize) -> *mut c_void {
     }
     let mut heap = st.heap.borrow_mut();
     let Some(off) = heap.alloc(bytes, align) else {
+        // The alignment is named when it, not the size, is what cannot fit.
+        let aligned = if align > heap.size() {
+            format!(" aligned to {align} B (more than the whole heap)")
+        } else {
+            String::new()
+        };
         say(
             call,
             format!(
-                "cannot allocate {bytes} B: the symmetric heap's largest free range is {} B \
-                 of {} B per PE; returning NULL (set SHMEM_SYMMETRIC_SIZE larger, e.g. 1G)",
+                "cannot allocate {bytes} B{aligned}: the symmetric heap's largest free range \
+                 is {} B of {} B per PE; returning NULL (set SHMEM_SYMMETRIC_SIZE larger, \
+                 e.g. 1G)",
                 heap.largest_free(),
                 heap.size()
             ),

@@ -34,6 +34,8 @@ int main(void) {
               align, (void *)p);
         shmem_free(p);
     }
+    /* An alignment larger than the heap is the spec's NULL (with the reason said). */
+    CHECK(shmem_align((size_t)1 << 40, 8) == NULL, "shmem_align(2^40) gave a block");
     PASS("same_offsets_on_every_pe_align_calloc");
 
     /* A freed range comes back whole. */
