@@ -22,6 +22,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use nf_gateway::member::{PROBE_INTERVAL, PROBE_TIMEOUT};
 use nf_ninep::frame::encode_frame;
 use nf_ninep::message::{Tattach, Tlopen, Tmessage, Tread, Tversion, Twalk};
 use nf_ninep::types::{NOFID, NOTAG};
@@ -108,6 +109,9 @@ impl Drop for Gateway {
     }
 }
 
+/// Polls every 50 ms. With `nf_testkit::eventually`'s growing pauses instead, the pause
+/// test failed once (the direct call was not in flight at its check; not understood),
+/// so this keeps the poll it was written and checked with.
 fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ok() {
@@ -236,20 +240,24 @@ fn a_paused_member_fails_calls_through_the_gateway_and_holds_up_no_one_else() {
     signal(node1.child.id(), "STOP");
     wait_until("the member stopped", || stopped(node1.child.id()));
     let paused_at = stamp(epoch);
-    // The gateway gives a member up once a probe takes PROBE_TIMEOUT (5 s), read every
-    // PROBE_INTERVAL (2 s): within 7 s every call to it has ended. Paused for twice that.
-    let pause = Duration::from_secs(14);
-    thread::sleep(Duration::from_secs(2));
+    // The gateway gives a member up once a probe takes PROBE_TIMEOUT, read every
+    // PROBE_INTERVAL: by then every call to it has ended. Paused for twice that, and a
+    // call is only required to end before the member comes back (no timing beyond
+    // "it did not wait for SIGCONT").
+    let gives_up = PROBE_TIMEOUT + PROBE_INTERVAL;
+    let pause = 2 * gives_up;
+    thread::sleep(PROBE_INTERVAL);
     let other_before: usize = via_other
         .iter()
         .map(|(r, _)| r.ok.load(Ordering::SeqCst))
         .sum();
-    thread::sleep(pause - Duration::from_secs(2));
+    thread::sleep(pause - PROBE_INTERVAL);
     let now = stamp(epoch);
+    let waited_out = (pause - Duration::from_secs(1)).as_millis() as u64;
     for (r, _) in &via_paused {
         let since = r.since.load(Ordering::SeqCst);
         assert!(
-            since == 0 || now - since < 10_000,
+            since == 0 || now - since < waited_out,
             "a call through the gateway to the paused member has waited {} ms",
             now - since
         );
