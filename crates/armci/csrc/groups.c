@@ -124,7 +124,7 @@ static int team_allgather_cb(void *ctx, const void *mine, void *all, size_t byte
     return allgather_cb(ctx, mine, all, bytes);
 }
 
-/* A whole-node team's barrier (coll.c chooses the path). */
+/* A team's barrier, a whole-node team's or a part-node group's (coll.c chooses the path). */
 static int team_barrier_cb(void *ctx) {
     nfa_barrier(TEAM_ALLOC, ((ARMCI_Group *)ctx)->comm);
     return 0;

@@ -203,11 +203,8 @@ pub unsafe extern "C" fn nf_armci_rs_gcoll_new(
                 },
             )
             .collect();
-        // A reused segment may hold an old step number: start ours at 0, and let
-        // nobody read it before everyone has.
-        // SAFETY: our own block, mapped, read by nobody until the barrier below.
-        unsafe { &(*blocks[me]).arrive }.store(0, Ordering::Release);
-        nf_rma::Team::barrier(&team).unwrap_or_else(|e| fatal(call, e));
+        // Every block starts at step 0: `malloc_team` hands out zeroed memory, a reused
+        // segment too, and ends with a barrier (nf-rma's cache rule 4).
         let gc = GroupColl {
             procs,
             blocks,
