@@ -328,6 +328,9 @@ struct State {
     written: u64,
     /// A flush waits: write without the batching delay.
     urgent: bool,
+    /// The writer waits for a change (not out a batch, nor writing): only then does a
+    /// change wake it.
+    idle: bool,
     stop: bool,
 }
 
@@ -388,6 +391,7 @@ impl Publisher {
             version: 0,
             written: 0,
             urgent: false,
+            idle: false,
             stop: false,
         };
         if let Some(dir) = dir {
@@ -465,8 +469,14 @@ impl Publisher {
             st.write_now();
             return version;
         }
+        // A writer gathering a batch writes this change with it when the batch ends:
+        // waking it for every change took a context switch per `ARMCI_Malloc` and
+        // `ARMCI_Free` from ranks that need the CPU.
+        let wake = st.idle;
         drop(st);
-        self.shared.changed.notify_all();
+        if wake {
+            self.shared.changed.notify_all();
+        }
         version
     }
 }
@@ -505,11 +515,13 @@ fn spawn_writer(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
         .spawn(move || loop {
             let mut st = lock(&sh.state);
             while !st.stop && st.written == st.version {
+                st.idle = true;
                 st = sh.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
+            st.idle = false;
             // Changes come in bursts (a program allocating and freeing arrays in a
-            // loop): one write for the burst, not one per change. Every change wakes
-            // this wait, so it waits out the deadline, not the next notification.
+            // loop): one write for the burst, not one per change. Changes meanwhile
+            // do not wake this wait (only a flush or the end does).
             let deadline = std::time::Instant::now() + BATCH;
             while !st.stop && !st.urgent {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -680,6 +692,30 @@ mod tests {
         assert_eq!(scan(&reg).len(), 1, "no temporary file is left");
         drop(p);
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn changes_are_written_without_a_flush_whether_the_writer_waits_or_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = dir.path().join("reg");
+        let mut p = Publisher::start(Some(&reg), "joby", 0);
+        let file = reg.join("joby.0");
+        let holds = |n: usize| {
+            // Bounded: the writer writes within BATCH of a change; 5 s is generous.
+            (0..500).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                read_entry(&file).is_some_and(|(e, _)| e.segments.len() == n)
+            })
+        };
+        // The writer waits idle: the first change must wake it.
+        p.add(1, 0x1000, 64);
+        assert!(holds(1), "a change to an idle writer was never written");
+        // Changes made while it gathers a batch (no wake-up) must be in that batch or
+        // the next write.
+        for i in 2..=50u64 {
+            p.add(i, i << 12, 8);
+        }
+        assert!(holds(50), "changes made during a batch were never written");
     }
 
     #[test]
