@@ -11,7 +11,12 @@
  *   malloc-<size>, free-<size>  the two halves of the same rounds, timed apart
  *   malloc-free-fresh   the same with a size that changes every round (4 KiB plus a
  *                       page per round, 64 sizes in turn): an ARMCI that keeps freed
- *                       segments for reuse cannot reuse them here
+ *                       segments only for the same size cannot reuse them here; one
+ *                       that keeps them by size class (libarmci) can
+ *   malloc-free-new     the same with 9 size classes in turn (8 KiB doubled 0 to 8
+ *                       times, a page less: 4 KiB to 2 MiB): a cache of 8 or fewer freed segments
+ *                       (libarmci's) never holds the class asked, so every round makes
+ *                       a new segment
  *   barrier             ARMCI_Barrier (completes outstanding one-sided calls, then syncs)
  *   msg-barrier         armci_msg_barrier
  *   dgop-<n>            armci_msg_dgop of n doubles, "+"
@@ -86,8 +91,19 @@ static void report(int rank, const char *name, double *t)
     }
 }
 
-/* Rounds of ARMCI_Malloc + ARMCI_Free of `size` bytes (plus `step` more each round,
- * 64 sizes in turn, when `step` > 0). */
+/* The size of round `i` (from 0, warm-up included): `size` plus `step` more each round,
+ * 64 sizes in turn, when `step` > 0; `size` doubled 0 to 8 times in turn, a page less,
+ * when `step` < 0; else `size`. */
+static long round_size(long size, long step, int i)
+{
+    if (step > 0)
+        return size + step * (i % 64);
+    if (step < 0)
+        return (size << (i % 9)) - 4096;
+    return size;
+}
+
+/* Rounds of ARMCI_Malloc + ARMCI_Free of round_size's sizes. */
 static void malloc_free(int rank, int nproc, long size, long step, double *tm, double *tf,
                         double *tb)
 {
@@ -95,7 +111,7 @@ static void malloc_free(int rank, int nproc, long size, long step, double *tm, d
     for (int i = -warmup; i < iters; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        long bytes = size + step * ((i + warmup) % 64);
+        long bytes = round_size(size, step, i + warmup);
         if (ARMCI_Malloc(ptrs, bytes) != 0) {
             fprintf(stderr, "armci_calls: ARMCI_Malloc(%ld) failed\n", bytes);
             MPI_Abort(MPI_COMM_WORLD, 1);
@@ -185,6 +201,10 @@ int main(int argc, char **argv)
     report(rank, "malloc-free-fresh", tb);
     report(rank, "malloc-fresh", tm);
     report(rank, "free-fresh", tf);
+    malloc_free(rank, nproc, 8192, -1, tm, tf, tb);
+    report(rank, "malloc-free-new", tb);
+    report(rank, "malloc-new", tm);
+    report(rank, "free-new", tf);
 
     TIME_ROUNDS("barrier", ARMCI_Barrier());
     TIME_ROUNDS("msg-barrier", armci_msg_barrier());

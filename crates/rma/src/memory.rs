@@ -10,6 +10,7 @@ use nf_transport::rma::RegionId;
 use nf_transport::shm::segment::{segment_path, PREFIX};
 
 use crate::shm::map::Mapping;
+use crate::shm::room::Gauge;
 use crate::table::{Seg, Table};
 
 /// One live collective allocation.
@@ -18,8 +19,11 @@ pub(crate) struct Alloc {
     pub members: Vec<usize>,
     /// Each member's base (0 for a member that asked for 0 bytes).
     pub bases: Vec<u64>,
-    /// Each member's length.
+    /// Each member's length: what it asked for.
     pub lens: Vec<u64>,
+    /// Each member's segment file size (`capacity` in `api/cache.rs` of its first
+    /// length; a reuse asks for a length of the same class).
+    pub caps: Vec<u64>,
     /// Our own segment and the domain peers' segments, mapped here.
     pub maps: Vec<Mapping>,
     /// Our segment's ofi registration, if native RMA reaches it.
@@ -36,6 +40,22 @@ pub(crate) struct Alloc {
 }
 
 impl Alloc {
+    /// Takes the lengths `sizes` (each within its member's capacity) for a reuse: the
+    /// lengths and the segment table's entries, bounds checks included, are what was
+    /// asked now.
+    pub(crate) fn resize(&mut self, sizes: &[u64]) {
+        for (q, seg) in &mut self.segs {
+            if let Some(i) = self.members.iter().position(|m| m == q) {
+                debug_assert!(sizes[i] <= self.caps[i]);
+                seg.len = sizes[i];
+                if let Some(r) = &mut seg.ofi {
+                    r.len = sizes[i];
+                }
+            }
+        }
+        self.lens = sizes.to_vec();
+    }
+
     /// The key every member computes alike: the first non-empty member's
     /// `(world rank, base)`; `None` if every member asked for 0 bytes.
     pub(crate) fn key(members: &[usize], bases: &[u64]) -> Option<(usize, u64)> {
@@ -59,6 +79,8 @@ pub(crate) struct Memory {
     pub cache: HashMap<Vec<usize>, VecDeque<Alloc>>,
     /// Our allocation counter (names our segment files).
     pub seq: u64,
+    /// The room for our segments on this host (`shm/room.rs`).
+    pub room: Gauge,
 }
 
 impl Memory {
@@ -70,6 +92,7 @@ impl Memory {
             locals: HashMap::new(),
             cache: HashMap::new(),
             seq: 0,
+            room: Gauge::default(),
         }
     }
 }

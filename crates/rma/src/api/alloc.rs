@@ -3,11 +3,13 @@
 //! Allocation over a team, on every member, in order (`shm/mod.rs` has the naming
 //! and lifecycle rules):
 //! 0. Allgather the sizes asked for. A member that asked for bytes adds up what the
-//!    members on its host asked for and measures the room there (`shm/room.rs`: the
-//!    directory's free space, available memory, the memory cgroup); if it is short,
-//!    the member creates nothing and says so at step 2.
-//! 1. Create and map our segment file (unless we asked for 0 bytes); with native RMA,
-//!    register it with our ofi endpoint.
+//!    members on its host asked for and checks the room there (`shm/room.rs`: the
+//!    directory's free space, available memory, the memory cgroup, measured when an
+//!    earlier measurement cannot vouch for it); if it is short, the member creates
+//!    nothing and says so at step 2.
+//! 1. Create and map our segment file, sized to its class (`cache.rs`, rule 6),
+//!    unless we asked for 0 bytes; with native RMA, register it with our ofi
+//!    endpoint.
 //! 2. Allgather (ok, base, length, file number, ofi key and base, and a short room's
 //!    numbers): every member learns every base, and how to reach the segment natively.
 //! 3. Map the segments of the members of our domain; allgather whether that worked.
@@ -30,19 +32,22 @@
 //! Freeing: complete our transfers; allgather bases; every member checks them
 //! against its record alike (so all fail or none); barrier; leave the segment table,
 //! the service's list and the memory registry; keep the mappings for reuse or
-//! deregister and unmap (`cache.rs`). An allocation of sizes freed before over the
-//! same team is taken from that cache after step 0 (`cache.rs`, rule 4). (Remote procs reach a segment natively only after step 2 and before the
-//! barrier, so the registration lives exactly as long as anyone may use it.)
+//! deregister and unmap (`cache.rs`). An allocation whose sizes are of the classes of
+//! one freed before over the same team is taken from that cache after step 0
+//! (`cache.rs`, rules 4 and 6). (Remote procs reach a segment natively only after
+//! step 2 and before the barrier, so the registration lives exactly as long as anyone
+//! may use it.)
 
 use std::sync::atomic::{fence, Ordering};
 
 use nf_transport::rma::{RegionId, RemoteRegion};
 
+use super::cache::capacity;
 use crate::error::RmaError;
 use crate::memory::Alloc;
 use crate::rma::{gather, gather_fixed, word_u64, Rma};
 use crate::shm::map::{anonymous, Mapping};
-use crate::shm::room::{room, Limit};
+use crate::shm::room::Limit;
 use crate::table::Seg;
 use crate::wireup::Team;
 
@@ -216,8 +221,10 @@ impl Rma<'_> {
                 .zip(&sizes)
                 .filter(|(&q, _)| self.hosts.same(q))
                 .fold(0u64, |sum, (_, &s)| sum.saturating_add(s));
-            room(self.names.dir())
-                .filter(|r| need > r.bytes)
+            self.mem
+                .borrow_mut()
+                .room
+                .short_of(self.names.dir(), need)
                 .map(|r| (need, r.bytes, r.limit))
         } else {
             None
@@ -237,12 +244,16 @@ impl Rma<'_> {
                 room: *room,
                 limit: limit.clone(),
             });
+        // A segment that may be kept is sized to its class (`cache.rs`, rule 6), on
+        // every member alike, so each can tell every file's size from the sizes asked.
+        let cap_of = |len: u64| if adopt.is_some() { len } else { capacity(len) };
+        let cap = cap_of(bytes as u64) as usize;
         let own = if bytes > 0 && failure.is_none() {
             let path = self.names.segment(self.rank, n);
             let made = match adopt {
                 // SAFETY: forwarded from the caller.
                 Some(addr) => unsafe { Mapping::adopt(&path, addr, bytes) },
-                None => Mapping::create(&path, bytes),
+                None => Mapping::create(&path, cap),
             };
             match made {
                 Ok(m) => Some(m),
@@ -258,7 +269,7 @@ impl Rma<'_> {
         if let (Some(m), Some(native)) = (&own, self.origin.borrow().native()) {
             // SAFETY: the mapping lives in this allocation until `free_team` (or a
             // failure below) deregisters the region first.
-            match unsafe { native.register(m.ptr(), bytes) } {
+            match unsafe { native.register(m.ptr(), cap) } {
                 Ok(r) => region = Some(r),
                 Err(e) => failure = Some(e),
             }
@@ -320,7 +331,7 @@ impl Rma<'_> {
             if q == self.rank || a.len == 0 || !self.domains.same(q) || failure.is_some() {
                 continue;
             }
-            match Mapping::open(&self.names.segment(q, a.n), a.len as usize) {
+            match Mapping::open(&self.names.segment(q, a.n), cap_of(a.len) as usize) {
                 Ok(m) => {
                     mapped[i] = m.ptr() as usize;
                     maps.push(m);
@@ -351,6 +362,7 @@ impl Rma<'_> {
         }
         let bases: Vec<u64> = all.iter().map(|a| a.base).collect();
         let lens: Vec<u64> = all.iter().map(|a| a.len).collect();
+        let caps: Vec<u64> = lens.iter().map(|&l| cap_of(l)).collect();
         let origin = self.origin.borrow();
         let mut mem = self.mem.borrow_mut();
         let mut segs = Vec::new();
@@ -371,6 +383,7 @@ impl Rma<'_> {
                 members,
                 bases: bases.clone(),
                 lens,
+                caps,
                 maps,
                 region: region.map(|r| r.0),
                 n: if bytes > 0 { n } else { 0 },

@@ -29,6 +29,16 @@
 //!    (a request for it is refused as for any freed memory); only dropping it from the
 //!    cache unmaps it, after the registry's writer has caught up (so `nf serve` never
 //!    reads memory that is gone).
+//! 6. Sizes share segments by class, as a size-class allocator's blocks do: a segment
+//!    that may be kept gets a file of its size rounded up to a power of two
+//!    ([`capacity`]), and rule 4's match is by class — every member's kept capacity is
+//!    the capacity of what it now asks (so a member asking 0 bytes matches one that
+//!    asked 0). A program whose arrays change size a little from one to the next (GA
+//!    temporaries) then reuses instead of creating. The reuse takes the new sizes:
+//!    bounds checks, the registry and the bytes zeroed are what was asked, not the
+//!    capacity. The cost: address space and file size up to 2× what was asked;
+//!    memory only where touched (the files are sparse), so at most the larger of the
+//!    sizes that used the segment.
 
 use std::collections::VecDeque;
 
@@ -44,9 +54,29 @@ pub(crate) const KEEP_COUNT: usize = 8;
 /// Bytes, summed over the team, a team's cache holds at most.
 pub(crate) const KEEP_BYTES: u64 = 64 << 20;
 
-/// An allocation's size summed over its team (the same on every member).
+/// Largest segment (one member's part) sized to its class (rule 6): a larger one is
+/// never kept, as it takes its team over [`KEEP_ALLOC`].
+pub(crate) const CLASS_LIMIT: u64 = KEEP_ALLOC;
+
+/// The file size of a segment of `len` bytes made by `malloc` (rule 6): `len` rounded
+/// up to a power of two, at least a page; `len` itself (0 included) above
+/// [`CLASS_LIMIT`] or for 0.
+pub(crate) fn capacity(len: u64) -> u64 {
+    if len == 0 || len > CLASS_LIMIT {
+        return len;
+    }
+    let page = crate::shm::adopt::page_size() as u64;
+    len.next_power_of_two().max(page)
+}
+
+/// Whether `kept` can serve an allocation of `sizes` (rule 6: same class everywhere).
+fn fits(kept: &Alloc, sizes: &[u64]) -> bool {
+    kept.caps.len() == sizes.len() && kept.caps.iter().zip(sizes).all(|(&c, &s)| c == capacity(s))
+}
+
+/// An allocation's file bytes summed over its team (the same on every member).
 fn team_bytes(a: &Alloc) -> u64 {
-    a.lens.iter().sum()
+    a.caps.iter().sum()
 }
 
 impl Rma<'_> {
@@ -63,11 +93,13 @@ impl Rma<'_> {
             let Some(kept) = mem.cache.get_mut(team.members()) else {
                 return Ok(None);
             };
-            let Some(i) = kept.iter().rposition(|a| a.lens == sizes) else {
+            let Some(i) = kept.iter().rposition(|a| fits(a, sizes)) else {
                 return Ok(None);
             };
             kept.remove(i).expect("the position was just found")
         };
+        let mut alloc = alloc;
+        alloc.resize(sizes);
         let (base, len) = (alloc.bases[me], alloc.lens[me]);
         if len > 0 {
             // SAFETY: our own segment, mapped at `base` for `len` bytes since it was
@@ -126,4 +158,73 @@ fn overflow(kept: &mut VecDeque<Alloc>) -> Vec<Alloc> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::Seg;
+
+    fn kept(lens: &[u64]) -> Alloc {
+        let members: Vec<usize> = (0..lens.len()).collect();
+        let bases: Vec<u64> = (1..=lens.len() as u64).map(|i| i << 32).collect();
+        let segs = members
+            .iter()
+            .zip(&bases)
+            .zip(lens)
+            .filter(|(_, &l)| l > 0)
+            .map(|((&q, &base), &len)| {
+                let seg = Seg {
+                    base,
+                    len,
+                    mapped: 0,
+                    ofi: None,
+                };
+                (q, seg)
+            })
+            .collect();
+        Alloc {
+            members,
+            bases,
+            lens: lens.to_vec(),
+            caps: lens.iter().map(|&l| capacity(l)).collect(),
+            maps: Vec::new(),
+            region: None,
+            n: 1,
+            segs,
+            unlisted: 0,
+            adopted: false,
+        }
+    }
+
+    #[test]
+    fn capacity_is_the_power_of_two_class_up_to_the_limit() {
+        let page = crate::shm::adopt::page_size() as u64;
+        assert_eq!(capacity(0), 0);
+        assert_eq!(capacity(1), page);
+        assert_eq!(capacity(page), page);
+        assert_eq!(capacity(page + 1), 2 * page);
+        assert_eq!(capacity(3 * page), 4 * page);
+        assert_eq!(capacity(CLASS_LIMIT), CLASS_LIMIT);
+        assert_eq!(capacity(CLASS_LIMIT + 1), CLASS_LIMIT + 1);
+    }
+
+    #[test]
+    fn a_kept_allocation_serves_sizes_of_its_classes_and_takes_them() {
+        let page = crate::shm::adopt::page_size() as u64;
+        let mut a = kept(&[3 * page, 0, 8 * page]);
+        // Same classes everywhere, a member asking 0 where it asked 0.
+        assert!(fits(&a, &[4 * page, 0, 5 * page]));
+        // One member out of its class, above or below; 0 against bytes; a longer team.
+        assert!(!fits(&a, &[4 * page + 1, 0, 5 * page]));
+        assert!(!fits(&a, &[2 * page, 0, 5 * page]));
+        assert!(!fits(&a, &[4 * page, 1, 5 * page]));
+        assert!(!fits(&a, &[0, 0, 5 * page]));
+        assert!(!fits(&a, &[4 * page, 0, 5 * page, 0]));
+        a.resize(&[4 * page, 0, 5 * page]);
+        assert_eq!(a.lens, [4 * page, 0, 5 * page]);
+        assert_eq!(a.caps, [4 * page, 0, 8 * page]);
+        let lens: Vec<(usize, u64)> = a.segs.iter().map(|(q, s)| (*q, s.len)).collect();
+        assert_eq!(lens, [(0, 4 * page), (2, 5 * page)]);
+    }
 }

@@ -16,8 +16,23 @@
 //! A limit that cannot be read (no `/proc`, no cgroup file system) is left out, not
 //! guessed. On a disk file system only its free space counts: its pages can be
 //! written back.
+//!
+//! Measuring costs about 0.1 ms (reading `/proc/meminfo` and a cgroup file per
+//! ancestor), most of a fresh allocation, so a [`Gauge`] measures only when its last
+//! measurement cannot vouch for the allocation:
+//! 1. A measurement vouches for half of the room it found, for [`VOUCH_FOR`]; each
+//!    allocation it vouches for takes its bytes off what is left of that half (frees
+//!    give nothing back until the next measurement).
+//! 2. An allocation larger than what is left, or after [`VOUCH_FOR`], is measured
+//!    again; so is one after a measurement that found the host short.
+//!
+//! Rule 1 lets other processes take at most half of the room found before an
+//! allocation the check passed can exhaust the host — within a second; what others
+//! take between a check and the first touch of the pages was never this check's to
+//! catch.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// `statfs` magic of tmpfs.
 const TMPFS_MAGIC: i64 = 0x0102_1994;
@@ -107,6 +122,46 @@ pub(crate) fn room(dir: &Path) -> Option<Room> {
     Some(best)
 }
 
+/// How long a measurement vouches for allocations (module docs, rule 1).
+pub(crate) const VOUCH_FOR: Duration = Duration::from_secs(1);
+
+/// The room for segments of one directory, measured when it must be (module docs).
+#[derive(Default)]
+pub(crate) struct Gauge {
+    /// When the last measurement was taken and what of its vouched half is left.
+    vouched: Option<(Instant, u64)>,
+}
+
+impl Gauge {
+    /// `None` if `need` bytes fit in `dir` now, else the room measured (too small for
+    /// them; `None` too if the room cannot be read at all).
+    pub(crate) fn short_of(&mut self, dir: &Path, need: u64) -> Option<Room> {
+        self.short_with(Instant::now(), need, || room(dir))
+    }
+
+    /// [`Gauge::short_of`] at `now`, measuring with `measure`.
+    fn short_with(
+        &mut self,
+        now: Instant,
+        need: u64,
+        measure: impl FnOnce() -> Option<Room>,
+    ) -> Option<Room> {
+        if let Some((at, left)) = &mut self.vouched {
+            if now.duration_since(*at) < VOUCH_FOR && need <= *left {
+                *left -= need;
+                return None;
+            }
+        }
+        self.vouched = None;
+        let found = measure()?;
+        if need > found.bytes {
+            return Some(found);
+        }
+        self.vouched = Some((now, (found.bytes / 2).saturating_sub(need)));
+        None
+    }
+}
+
 /// `MemAvailable` in bytes from the text of `/proc/meminfo`.
 fn mem_available(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
@@ -189,6 +244,46 @@ mod tests {
         assert_eq!(dirs.len(), 1);
         assert_eq!(dirs[0].0, "/sys/fs/cgroup/memory");
         assert_eq!(dirs[0].1, "/job/42");
+    }
+
+    #[test]
+    fn a_measurement_vouches_for_half_its_room_for_a_while() {
+        let mut g = Gauge::default();
+        let t0 = Instant::now();
+        let measured = std::cell::Cell::new(0);
+        let mut check = |at: Duration, need: u64, bytes: u64| {
+            g.short_with(t0 + at, need, || {
+                measured.set(measured.get() + 1);
+                Some(Room {
+                    bytes,
+                    limit: Limit::Memory,
+                })
+            })
+            .map(|r| r.bytes)
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(check(ms(0), 100, 1000), None);
+        assert_eq!(measured.get(), 1);
+        // Half of 1000 is vouched for: 100 taken, 400 left.
+        assert_eq!(check(ms(10), 300, 0), None);
+        assert_eq!(check(ms(20), 100, 0), None);
+        assert_eq!(measured.get(), 1);
+        // 0 left: measured again, and found short.
+        assert_eq!(check(ms(30), 1, 0), Some(0));
+        assert_eq!(measured.get(), 2);
+        // A short host vouches for nothing: measured again, now with room.
+        assert_eq!(check(ms(40), 10, 1000), None);
+        assert_eq!(measured.get(), 3);
+        // More than what is left of the half: measured again.
+        assert_eq!(check(ms(50), 600, 1000), None);
+        assert_eq!(measured.get(), 4);
+        // Too old: measured again.
+        assert_eq!(check(ms(50) + VOUCH_FOR, 1, 1000), None);
+        assert_eq!(measured.get(), 5);
+        // Unreadable room: nothing to say, nothing vouched.
+        let mut g = Gauge::default();
+        assert_eq!(g.short_with(t0, 1, || None), None);
+        assert!(g.vouched.is_none());
     }
 
     #[test]

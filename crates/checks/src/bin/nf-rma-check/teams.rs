@@ -83,10 +83,20 @@ pub fn reuse(rma: &Rma<'_>, wire: &nf_rma::WorldWireup<'_>) -> Check {
     let (n, me) = (rma.size(), rma.rank());
     let next = (me + 1) % n;
     let prev = (me + n - 1) % n;
-    // Every proc asks for a different size. The first 12 rounds cycle through 4 size
-    // sets, which the cache keeps (8 entries): from round 4 on, each must come back
-    // where it was. The next 24 cycle through 12 other sets, more than it keeps, so
-    // entries are dropped and new ones made.
+    // Every proc asks for a different size, a little less each round within its size
+    // class (a power of two), so a freed segment serves the next allocation of the
+    // same classes. The first 12 rounds cycle through 4 sets of classes, which the
+    // cache keeps (8 entries): from round 4 on, each must come back where it was, and
+    // only as long as asked. The next 24 cycle through 12 other sets, more than it
+    // keeps, so entries are dropped and new ones made.
+    let len_of = |proc: usize, round: usize, set: usize| {
+        let class = if round < 12 {
+            (8192 * (proc + 1)) << set
+        } else {
+            8192 << ((proc * 5 + set) % 11)
+        };
+        class - 512 * (round % 3)
+    };
     let mut last: Vec<Option<Vec<u64>>> = vec![None; 16];
     for round in 0..36 {
         let set = if round < 12 {
@@ -94,17 +104,31 @@ pub fn reuse(rma: &Rma<'_>, wire: &nf_rma::WorldWireup<'_>) -> Check {
         } else {
             4 + round % 12
         };
-        let len = 4096 * (me + 1) + 512 * set;
+        let len = len_of(me, round, set);
         let bases = ctx(rma.malloc(len), "malloc")?;
         if let (true, Some(before)) = (round < 12, &last[set]) {
             if &bases != before {
                 return Err(format!(
-                    "round {round}: sizes freed 4 rounds ago came back at {bases:?}, not \
-                     at {before:?}"
+                    "round {round}: sizes of the classes freed 4 rounds ago came back at \
+                     {bases:?}, not at {before:?}"
                 ));
             }
         }
         last[set] = Some(bases.clone());
+        // A reused segment is as long as asked now, not as its class.
+        let past = bases[next] + len_of(next, round, set) as u64;
+        let byte = [0u8];
+        // SAFETY: `byte` holds the 1 byte read; the library must refuse the put anyway.
+        match unsafe { rma.put(byte.as_ptr(), past, 1, next) } {
+            Err(RmaError::OutOfSegment { .. }) => {}
+            other => {
+                return Err(format!(
+                    "round {round}: a put just past proc {next}'s {} bytes gave {other:?}, \
+                     not OutOfSegment",
+                    len_of(next, round, set)
+                ))
+            }
+        }
         let zero = own_bytes(rma, bases[me], len)?;
         if let Some(i) = zero.iter().position(|&b| b != 0) {
             return Err(format!(
