@@ -24,8 +24,9 @@
 //!    the old one, so a reader sees the old or the new list, never half of one.
 //! 2. A proc writes it at start-up, soon after each allocation of its own segment
 //!    (a writer thread does, off the allocating call's path) and before each free
-//!    unmaps one (the caller flushes the writer first); it removes it when its
-//!    `nf_rma::Rma` is dropped (finalized or not).
+//!    unmaps one (the caller flushes the writer first, or hands the unmapping to the
+//!    writer, [`Publisher::after_written`]); it removes it when its `nf_rma::Rma` is
+//!    dropped (finalized or not).
 //! 3. A SIGKILLed proc leaves its file behind: readers treat an entry whose pid is
 //!    gone, or runs a process started at another time, as absent ([`Entry::alive`]),
 //!    and the lowest proc of each domain removes such files at the next job's start.
@@ -36,6 +37,7 @@
 //!    checked, a job name must be a file name, and who owns the file is the reader's
 //!    to check against who owns the process (the daemon does, `nf_node::mem`).
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -331,8 +333,18 @@ struct State {
     /// The writer waits for a change (not out a batch, nor writing): only then does a
     /// change wake it.
     idle: bool,
+    /// Jobs to run once the file holds their change ([`Publisher::after_written`]),
+    /// in the order given.
+    after: VecDeque<(u64, Job)>,
     stop: bool,
 }
+
+/// Work handed to the writer thread (dropping a forgotten segment's mapping).
+pub type Job = Box<dyn FnOnce() + Send>;
+
+/// Jobs waiting for the writer at most: one more runs on the caller's path, as
+/// before there was a writer, so what waits (memory to give back) stays bounded.
+const MAX_AFTER: usize = 8;
 
 impl State {
     /// Writes the entry through a temporary file and a rename (rule 1); a failure
@@ -346,6 +358,22 @@ impl State {
             self.fail(&path, &e);
         }
         self.written = self.version;
+    }
+
+    /// Whether a job's change is written (or there is no file to wait for).
+    fn job_ready(&self) -> bool {
+        self.after
+            .front()
+            .is_some_and(|(v, _)| *v <= self.written || self.path.is_none())
+    }
+
+    /// Takes the jobs whose changes are written, in order.
+    fn ready_jobs(&mut self) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        while self.job_ready() {
+            jobs.extend(self.after.pop_front().map(|(_, job)| job));
+        }
+        jobs
     }
 
     fn fail(&mut self, path: &Path, e: &std::io::Error) {
@@ -392,6 +420,7 @@ impl Publisher {
             written: 0,
             urgent: false,
             idle: false,
+            after: VecDeque::new(),
             stop: false,
         };
         if let Some(dir) = dir {
@@ -458,6 +487,26 @@ impl Publisher {
         }
     }
 
+    /// Runs `job` once the file holds change `version` and those before it: on the
+    /// writer thread, off the caller's path (rule 2's unmapping after a free), or
+    /// here, after [`Publisher::flush_to`], when there is no writer, publishing
+    /// stopped, or [`MAX_AFTER`] jobs wait already.
+    pub fn after_written(&self, version: u64, job: Job) {
+        let mut st = lock(&self.shared.state);
+        if self.writer.is_some() && st.path.is_some() && st.after.len() < MAX_AFTER {
+            st.after.push_back((version, job));
+            let wake = st.idle;
+            drop(st);
+            if wake {
+                self.shared.changed.notify_all();
+            }
+            return;
+        }
+        drop(st);
+        self.flush_to(version);
+        job();
+    }
+
     /// Applies `f` to the entry; returns the change's number.
     fn change(&mut self, f: impl FnOnce(&mut Entry)) -> u64 {
         let mut st = lock(&self.shared.state);
@@ -514,11 +563,21 @@ fn spawn_writer(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
         .name("nf-memreg".into())
         .spawn(move || loop {
             let mut st = lock(&sh.state);
-            while !st.stop && st.written == st.version {
+            while !st.stop && st.written == st.version && !st.job_ready() {
                 st.idle = true;
                 st = sh.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
             st.idle = false;
+            if st.stop {
+                return; // what waits runs in `Drop`, after the file is gone
+            }
+            if st.written == st.version {
+                // Only jobs to run: their changes are written.
+                let jobs = st.ready_jobs();
+                drop(st);
+                jobs.into_iter().for_each(|job| job());
+                continue;
+            }
             // Changes come in bursts (a program allocating and freeing arrays in a
             // loop): one write for the burst, not one per change. Changes meanwhile
             // do not wake this wait (only a flush or the end does).
@@ -551,8 +610,10 @@ fn spawn_writer(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
                 Ok(()) => st.written = st.written.max(version),
                 Err(e) => st.fail(&path, &e),
             }
+            let jobs = st.ready_jobs();
             drop(st);
             sh.changed.notify_all();
+            jobs.into_iter().for_each(|job| job());
         })
         .map_err(|e| tracing::warn!(error = %e, "memory registry: no writer thread; writing on the caller's path"))
         .ok()
@@ -565,9 +626,15 @@ impl Drop for Publisher {
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
         }
-        if let Some(path) = &lock(&self.shared.state).path {
+        let (path, jobs) = {
+            let mut st = lock(&self.shared.state);
+            (st.path.take(), std::mem::take(&mut st.after))
+        };
+        // The file goes first: nothing it lists may be unmapped before it.
+        if let Some(path) = path {
             let _ = std::fs::remove_file(path);
         }
+        jobs.into_iter().for_each(|(_, job)| job());
     }
 }
 
@@ -716,6 +783,73 @@ mod tests {
             p.add(i, i << 12, 8);
         }
         assert!(holds(50), "changes made during a batch were never written");
+    }
+
+    #[test]
+    fn a_job_runs_once_the_file_no_longer_lists_the_segment() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let reg = dir.path().join("reg");
+        let mut p = Publisher::start(Some(&reg), "jobz", 3);
+        let file = reg.join("jobz.3");
+        let ran = Arc::new(AtomicUsize::new(0));
+        for round in 0..20u64 {
+            let base = (round + 1) << 12;
+            p.add(round, base, 4096);
+            let gone = p.remove(base);
+            let (file, ran) = (file.clone(), Arc::clone(&ran));
+            p.after_written(
+                gone,
+                Box::new(move || {
+                    let listed = read_entry(&file)
+                        .is_some_and(|(e, _)| e.segments.iter().any(|s| s.base == base));
+                    assert!(!listed, "a job ran while the file still listed its segment");
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }),
+            );
+        }
+        // Bounded: the writer runs them within a batch or two; 5 s is generous.
+        let all = (0..500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            ran.load(Ordering::SeqCst) == 20
+        });
+        assert!(all, "{} of 20 jobs ran", ran.load(Ordering::SeqCst));
+        // What still waits when the publisher goes runs before its drop returns.
+        let base = 0x7000_0000;
+        p.add(99, base, 1);
+        let gone = p.remove(base);
+        let late = Arc::clone(&ran);
+        p.after_written(
+            gone,
+            Box::new(move || _ = late.fetch_add(1, Ordering::SeqCst)),
+        );
+        drop(p);
+        assert_eq!(ran.load(Ordering::SeqCst), 21);
+        // Only jobs whose change is written are ready, in order; with no file to
+        // wait for, all are.
+        let mut st = State {
+            path: Some(file.clone()),
+            entry: entry(),
+            version: 7,
+            written: 5,
+            urgent: false,
+            idle: false,
+            after: VecDeque::new(),
+            stop: false,
+        };
+        for v in [3, 5, 6, 4] {
+            st.after.push_back((v, Box::new(|| {})));
+        }
+        assert_eq!(st.ready_jobs().len(), 2);
+        assert_eq!(st.after.front().map(|(v, _)| *v), Some(6));
+        st.path = None;
+        assert_eq!(st.ready_jobs().len(), 2);
+        // Without a registry the job runs at once, on the caller.
+        let q = Publisher::start(None, "jobz", 4);
+        let here = Arc::new(AtomicUsize::new(0));
+        let h = Arc::clone(&here);
+        q.after_written(1, Box::new(move || _ = h.fetch_add(1, Ordering::SeqCst)));
+        assert_eq!(here.load(Ordering::SeqCst), 1);
     }
 
     #[test]
