@@ -29,14 +29,15 @@
 //! cache is never used: an adopted range is not fresh zeroed memory to hand out, and
 //! freeing puts it back on private memory at once.
 //!
-//! Freeing: complete our transfers; allgather bases; every member checks them
-//! against its record alike (so all fail or none); barrier; leave the segment table,
-//! the service's list and the memory registry; keep the mappings for reuse or
-//! deregister and unmap (`cache.rs`). An allocation whose sizes are of the classes of
-//! one freed before over the same team is taken from that cache after step 0
-//! (`cache.rs`, rules 4 and 6). (Remote procs reach a segment natively only after
-//! step 2 and before the barrier, so the registration lives exactly as long as anyone
-//! may use it.)
+//! Freeing: complete our transfers; allgather bases (each member gives its base only
+//! after completing its transfers, so the allgather is the barrier after which
+//! nobody reaches the memory); every member checks them against its record alike
+//! (so all fail or none); leave the segment table, the service's list and the memory
+//! registry; keep the mappings for reuse or deregister and unmap (`cache.rs`). An
+//! allocation whose sizes are of the classes of one freed before over the same team
+//! is taken from that cache after step 0 (`cache.rs`, rules 4 and 6). (Remote procs
+//! reach a segment natively only after step 2 and before the free's allgather, so the
+//! registration lives exactly as long as anyone may use it.)
 
 use std::sync::atomic::{fence, Ordering};
 
@@ -414,7 +415,7 @@ impl Rma<'_> {
         let members = team.members();
         let Some(key) = Alloc::key(members, &bases) else {
             // Every member asked for 0 bytes: nothing was allocated.
-            return team.barrier().map_err(RmaError::from);
+            return Ok(());
         };
         let matches = self
             .mem
@@ -426,7 +427,8 @@ impl Rma<'_> {
             // Every member judges the same bases against the same record.
             return Err(RmaError::NotAllocated { op, addr: key.1 });
         }
-        team.barrier()?;
+        // The allgather was the barrier: a member gives its base only once its own
+        // transfers are complete, so with every base in, nobody reaches the memory.
         fence(Ordering::SeqCst);
         let mut mem = self.mem.borrow_mut();
         let mut alloc = mem.allocs.remove(&key).expect("checked above");
