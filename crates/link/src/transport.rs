@@ -226,10 +226,39 @@ mod tests {
         }
     }
 
+    /// A socket whose writes give up after 1 ms without room (`SO_SNDTIMEO`): the
+    /// kernel then returns what it took so far, a short write. With nothing taken
+    /// it waits until the socket is writable and tries again.
+    struct Timed<'a>(&'a UnixStream);
+
+    impl Write for Timed<'_> {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(buf)])
+        }
+
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            loop {
+                match self.0.write_vectored(bufs) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        let mut fds = [PollFd::new(self.0, PollFlags::OUT)];
+                        rustix::event::poll(&mut fds, None)?;
+                    }
+                    other => return other,
+                }
+            }
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn a_slow_reader_behind_a_small_send_buffer_gets_every_part() {
         let (a, b) = UnixStream::pair().unwrap();
         rustix::net::sockopt::set_socket_send_buffer_size(&a, 4096).unwrap();
+        a.set_write_timeout(Some(std::time::Duration::from_millis(1)))
+            .unwrap();
         let head = vec![0xAB; 11];
         let data: Vec<u8> = (0..300_000u32).map(|i| (i * 31) as u8).collect();
         let expected = [&head[..], &data[..], &head[..]].concat();
@@ -239,13 +268,17 @@ mod tests {
             let mut buf = [0u8; 977];
             while got.len() < len {
                 let n = (&b).read(&mut buf).unwrap();
-                assert!(n > 0, "end of stream after {} bytes", got.len());
+                assert!(n > 0, "end of stream after {} of {len} bytes", got.len());
                 got.extend_from_slice(&buf[..n]);
-                thread::yield_now();
+                // Slow: the writer's 1 ms runs out while the buffer is full.
+                thread::sleep(std::time::Duration::from_millis(1));
             }
             got
         });
-        write_all_parts(&a, &[&head, &data, &[], &head]).unwrap();
+        write_all_parts(Timed(&a), &[&head, &data, &[], &head]).unwrap();
+        // A writer that lost bytes ends the stream early rather than leave the reader
+        // waiting.
+        a.shutdown(std::net::Shutdown::Write).unwrap();
         assert_eq!(reader.join().unwrap(), expected);
     }
 }
