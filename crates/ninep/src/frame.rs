@@ -12,6 +12,11 @@
 //!
 //! [`FrameDecoder::decode`] does both. Nothing is allocated before step 2, and step 2
 //! only reads inside the frame, which is at most msize bytes.
+//!
+//! Sending: [`encode_frame`] appends a whole frame to a buffer. [`encode_frame_parts`]
+//! does the same except for a message that ends in [`DATA_APART`] or more bytes of
+//! data ([`crate::wire::TrailingData`]: `Rread`, `Twrite`): it appends only the head and
+//! hands the data back, to go behind the buffer in one vectored send, uncopied.
 
 use crate::error::{DecodeError, EncodeError};
 use crate::message::{Message, MsgType};
