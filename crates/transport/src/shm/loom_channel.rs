@@ -24,7 +24,9 @@
 //!    store: the sender saw nobody waiting, the receiver saw no data, and slept).
 //!    Storing `tail` with `Relaxed` instead of `Release` fails it too: "Causality
 //!    violation: Concurrent read and write accesses to `UnsafeCell`" (the receiver
-//!    read bytes whose writing it was not ordered after).
+//!    read bytes whose writing it was not ordered after). In `Rings::send_parts`,
+//!    writing every piece at `tail` instead of after the one before fails it too:
+//!    "bytes lost, doubled or reordered".
 //! 2. One side sends 10 bytes and closes while the other sends 100 (more than fit, and
 //!    nobody reads them) from one thread and receives from another: the blocked send
 //!    fails instead of sleeping forever, and the receiver gets the 10 bytes and then
