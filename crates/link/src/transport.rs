@@ -54,16 +54,19 @@ where
 const MAX_PARTS: usize = 4;
 
 /// Writes every byte of `parts`, in order, with vectored writes; a short write goes on
-/// from where it stopped, across parts.
+/// from where it stopped, across parts. Empty parts are left out (a frame sent whole
+/// comes with empty data: then it is one slice, as a plain write).
 pub(crate) fn write_all_parts(mut w: impl Write, parts: &[&[u8]]) -> io::Result<()> {
-    for group in parts.chunks(MAX_PARTS) {
+    let mut parts = parts.iter().filter(|p| !p.is_empty()).peekable();
+    while parts.peek().is_some() {
         let mut slices = [IoSlice::new(&[]); MAX_PARTS];
-        for (slice, part) in slices.iter_mut().zip(group) {
+        let mut filled = 0;
+        // `zip` asks `slices` first, so no part is taken without a slot for it.
+        for (slice, part) in slices.iter_mut().zip(parts.by_ref()) {
             *slice = IoSlice::new(part);
+            filled += 1;
         }
-        let mut left = &mut slices[..group.len()];
-        // Skips leading empty parts: an empty list then means all is written.
-        IoSlice::advance_slices(&mut left, 0);
+        let mut left = &mut slices[..filled];
         while !left.is_empty() {
             match w.write_vectored(left) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -183,6 +186,7 @@ mod tests {
                 "{} slices",
                 bufs.len()
             );
+            assert!(bufs.iter().all(|b| !b.is_empty()), "an empty slice");
             self.calls += 1;
             let mut n = 0;
             for b in bufs {
