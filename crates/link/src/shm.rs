@@ -53,6 +53,11 @@ impl Transport for ShmTransport {
         self.channel.send(bytes)
     }
 
+    /// One publication and wake-up for a frame's head and data together.
+    fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        self.channel.send_parts(parts)
+    }
+
     fn close(&self) {
         self.channel.close();
     }

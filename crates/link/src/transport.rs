@@ -49,17 +49,31 @@ where
     }
 }
 
-/// Writes every byte of `parts`, in order, with vectored writes.
+/// Most parts one vectored write is given: a frame's head and its data, with room to
+/// spare. More are written this many at a time, so a send never allocates.
+const MAX_PARTS: usize = 4;
+
+/// Writes every byte of `parts`, in order, with vectored writes; a short write goes on
+/// from where it stopped, across parts. Empty parts are left out (a frame sent whole
+/// comes with empty data: then it is one slice, as a plain write).
 pub(crate) fn write_all_parts(mut w: impl Write, parts: &[&[u8]]) -> io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-    let mut left = &mut slices[..];
-    IoSlice::advance_slices(&mut left, 0);
-    while !left.is_empty() {
-        match w.write_vectored(left) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut left, n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+    let mut parts = parts.iter().filter(|p| !p.is_empty()).peekable();
+    while parts.peek().is_some() {
+        let mut slices = [IoSlice::new(&[]); MAX_PARTS];
+        let mut filled = 0;
+        // `zip` asks `slices` first, so no part is taken without a slot for it.
+        for (slice, part) in slices.iter_mut().zip(parts.by_ref()) {
+            *slice = IoSlice::new(part);
+            filled += 1;
+        }
+        let mut left = &mut slices[..filled];
+        while !left.is_empty() {
+            match w.write_vectored(left) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut left, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
     }
     Ok(())
@@ -93,9 +107,14 @@ pub trait Transport: Send + Sync + 'static {
     fn send(&self, bytes: &[u8]) -> io::Result<()>;
     /// Writes `parts` one after another, as [`Transport::send`] of their
     /// concatenation: a frame's head and its data, sent without first copying the data
-    /// behind the head (sockets: one `writev`; TLS: records made from both at once).
+    /// behind the head (sockets: one `writev`; TLS: records made from both at once;
+    /// the shm channel: one publish, one wake-up). Parts may be empty.
+    /// Empty parts are skipped (a frame sent whole comes with empty data).
     fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
-        parts.iter().try_for_each(|p| self.send(p))
+        parts
+            .iter()
+            .filter(|p| !p.is_empty())
+            .try_for_each(|p| self.send(p))
     }
     /// Shuts the stream down both ways; a blocked `recv` returns. Idempotent.
     fn close(&self);
@@ -135,4 +154,135 @@ pub trait Transport: Send + Sync + 'static {
 pub fn unix_peer(sock: &std::os::unix::net::UnixStream) -> Option<(u32, u32)> {
     let cred = rustix::net::sockopt::socket_peercred(sock).ok()?;
     Some((cred.pid.as_raw_nonzero().get() as u32, cred.uid.as_raw()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixStream;
+    use std::thread;
+
+    /// A writer that takes at most `step` bytes per call, from however many slices,
+    /// and is interrupted once before its first write.
+    struct Short {
+        step: usize,
+        out: Vec<u8>,
+        interrupted: bool,
+        calls: usize,
+    }
+
+    impl Write for Short {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(buf)])
+        }
+
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            if !self.interrupted {
+                self.interrupted = true;
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            assert!(
+                !bufs.is_empty() && bufs.len() <= MAX_PARTS,
+                "{} slices",
+                bufs.len()
+            );
+            assert!(bufs.iter().all(|b| !b.is_empty()), "an empty slice");
+            self.calls += 1;
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(self.step - n);
+                self.out.extend_from_slice(&b[..take]);
+                n += take;
+            }
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn short_writes_go_on_across_parts_and_empty_parts_are_skipped() {
+        let head: Vec<u8> = (0..11).collect();
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 13) as u8).collect();
+        let lists: [&[&[u8]]; 6] = [
+            &[&head, &data],
+            &[&head, &[]],
+            &[&[], &data],
+            &[&[], &[]],
+            &[&head, &[], &data[..1], &data[1..7], &[], &data[7..], &head],
+            &[&data[..3]; 9],
+        ];
+        for parts in lists {
+            let whole = parts.concat();
+            for step in [1, 3, 7, 11, 12, 4096, 1 << 20] {
+                let mut w = Short {
+                    step,
+                    out: Vec::new(),
+                    interrupted: false,
+                    calls: 0,
+                };
+                write_all_parts(&mut w, parts).unwrap();
+                assert_eq!(w.out, whole, "step {step}, {} parts", parts.len());
+                assert!(w.calls <= whole.len().div_ceil(step) + parts.len().div_ceil(MAX_PARTS));
+            }
+        }
+    }
+
+    /// A socket whose writes give up after 1 ms without room (`SO_SNDTIMEO`): the
+    /// kernel then returns what it took so far, a short write. With nothing taken
+    /// it waits until the socket is writable and tries again.
+    struct Timed<'a>(&'a UnixStream);
+
+    impl Write for Timed<'_> {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(buf)])
+        }
+
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            loop {
+                match self.0.write_vectored(bufs) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        let mut fds = [PollFd::new(self.0, PollFlags::OUT)];
+                        rustix::event::poll(&mut fds, None)?;
+                    }
+                    other => return other,
+                }
+            }
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_slow_reader_behind_a_small_send_buffer_gets_every_part() {
+        let (a, b) = UnixStream::pair().unwrap();
+        rustix::net::sockopt::set_socket_send_buffer_size(&a, 4096).unwrap();
+        a.set_write_timeout(Some(std::time::Duration::from_millis(1)))
+            .unwrap();
+        let head = vec![0xAB; 11];
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 31) as u8).collect();
+        let expected = [&head[..], &data[..], &head[..]].concat();
+        let len = expected.len();
+        let reader = thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 977];
+            while got.len() < len {
+                let n = (&b).read(&mut buf).unwrap();
+                assert!(n > 0, "end of stream after {} of {len} bytes", got.len());
+                got.extend_from_slice(&buf[..n]);
+                // Slow: the writer's 1 ms runs out while the buffer is full.
+                thread::sleep(std::time::Duration::from_millis(1));
+            }
+            got
+        });
+        write_all_parts(Timed(&a), &[&head, &data, &[], &head]).unwrap();
+        // A writer that lost bytes ends the stream early rather than leave the reader
+        // waiting.
+        a.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(reader.join().unwrap(), expected);
+    }
 }

@@ -38,10 +38,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::ClientError;
 use nf_link::Transport;
-use nf_ninep::frame::{encode_frame, encode_frame_head, FrameDecoder, DATA_APART, HEADER_SIZE};
+use nf_ninep::frame::{encode_frame_parts, FrameDecoder, HEADER_SIZE};
 use nf_ninep::message::*;
 use nf_ninep::types::NOTAG;
-use nf_ninep::wire::Data;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -174,26 +173,14 @@ impl Rpc {
         let sent = {
             let mut buf = lock(&self.send);
             buf.clear();
-            let encode = |e| ClientError::Encode { op, source: e };
-            match msg {
-                // A write's data goes from the caller's buffer behind the frame's head,
-                // not copied into the send buffer first.
-                Tmessage::Twrite(w) if w.data.0.len() >= DATA_APART => {
-                    let head = Tmessage::from(Twrite {
-                        fid: w.fid,
-                        offset: w.offset,
-                        data: Data(Vec::new()),
-                    });
-                    encode_frame_head(tag, &head, w.data.0.len(), self.msize, &mut buf)
-                        .map_err(encode)
-                        .and_then(|_| {
-                            let parts: [&[u8]; 2] = [&buf, &w.data.0];
-                            self.transport.send_parts(&parts).map_err(ClientError::Io)
-                        })
-                }
-                _ => encode_frame(tag, msg, self.msize, &mut buf)
-                    .map_err(encode)
-                    .and_then(|_| self.transport.send(&buf).map_err(ClientError::Io)),
+            // A write's data goes from the caller's buffer behind the frame's head,
+            // not copied into the send buffer first.
+            match encode_frame_parts(tag, msg, self.msize, &mut buf) {
+                Ok(data) => self
+                    .transport
+                    .send_parts(&[&buf, data])
+                    .map_err(ClientError::Io),
+                Err(e) => Err(ClientError::Encode { op, source: e }),
             }
         };
         if let Err(e) = sent {

@@ -29,9 +29,7 @@ use crate::srv::Shared;
 use crate::tally::{Tallies, Tally};
 use nf_link::Transport;
 use nf_ninep::errno::{EAGAIN, EIO, EMFILE, ENOMEM, EPROTO};
-use nf_ninep::frame::{
-    encode_frame, encode_frame_head, FrameDecoder, RawFrame, DATA_APART, HEADER_SIZE,
-};
+use nf_ninep::frame::{encode_frame, encode_frame_parts, FrameDecoder, RawFrame, HEADER_SIZE};
 use nf_ninep::message::*;
 use nf_ninep::types::NOTAG;
 use nf_ninep::version::{negotiate, VERSION};
@@ -534,28 +532,14 @@ impl<F: Filesystem> Conn<F> {
         // A read's data is sent from where the tree put it, behind the frame's head:
         // not copied into the send buffer first (a copy per reply of every byte read;
         // through a gateway, the second one per hop).
-        let apart = match msg {
-            Rmessage::Rread(r) if r.data.0.len() >= DATA_APART => {
-                let head = Rmessage::from(Rread {
-                    data: nf_ninep::wire::Data(Vec::new()),
-                });
-                let data = &r.data.0[..];
-                encode_frame_head(tag, &head, data.len(), msize, buf)
-                    .is_ok()
-                    .then_some(data)
-            }
-            _ => None,
-        };
-        let sent = match apart {
-            Some(data) => self.transport.send_parts(&[buf, data]),
-            None => {
-                if let Err(e) = encode_frame(tag, msg, msize, buf) {
-                    tracing::error!(conn = self.id, tag, error = %e, "reply cannot be encoded; sending EIO instead");
-                    buf.clear();
-                    let fallback = Rmessage::from(Rlerror::new(EIO));
-                    if encode_frame(tag, &fallback, msize, buf).is_err() {
-                        return;
-                    }
+        let sent = match encode_frame_parts(tag, msg, msize, buf) {
+            Ok(data) => self.transport.send_parts(&[buf, data]),
+            Err(e) => {
+                tracing::error!(conn = self.id, tag, error = %e, "reply cannot be encoded; sending EIO instead");
+                buf.clear();
+                let fallback = Rmessage::from(Rlerror::new(EIO));
+                if encode_frame(tag, &fallback, msize, buf).is_err() {
+                    return;
                 }
                 self.transport.send(buf)
             }

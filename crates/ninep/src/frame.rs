@@ -12,6 +12,11 @@
 //!
 //! [`FrameDecoder::decode`] does both. Nothing is allocated before step 2, and step 2
 //! only reads inside the frame, which is at most msize bytes.
+//!
+//! Sending: [`encode_frame`] appends a whole frame to a buffer. [`encode_frame_parts`]
+//! does the same except for a message that ends in [`DATA_APART`] or more bytes of
+//! data ([`crate::wire::TrailingData`]: `Rread`, `Twrite`): it appends only the head and
+//! hands the data back, to go behind the buffer in one vectored send, uncopied.
 
 use crate::error::{DecodeError, EncodeError};
 use crate::message::{Message, MsgType};
@@ -70,63 +75,78 @@ pub fn encode_frame<M: Message>(
     buf: &mut Vec<u8>,
 ) -> Result<usize, EncodeError> {
     let size = HEADER_SIZE + msg.body_size();
+    encode_checked(size, 0, msg.msg_type(), tag, msize, buf, |buf| {
+        msg.encode_body(buf)
+    })?;
+    Ok(size)
+}
+
+/// Data of at least this many bytes (a read's reply, a write) is worth sending apart
+/// from its frame's head ([`encode_frame_parts`]) rather than copying it behind it;
+/// less goes in whole, one write of one buffer.
+pub const DATA_APART: usize = 1024;
+
+/// Encodes `msg`'s frame for one vectored send: appends it to `buf` and returns the
+/// bytes to send right after `buf`, so that the two together are exactly what
+/// [`encode_frame`] would append.
+///
+/// A message that ends in at least [`DATA_APART`] bytes of data
+/// ([`Message::trailing_data`]: `Rread`, `Twrite`) gets only its head into `buf` —
+/// size and count as if the data were there — and its data back, not copied; any
+/// other message is encoded whole and gets an empty slice back. Fails as
+/// [`encode_frame`] does, `buf` as it was.
+pub fn encode_frame_parts<'m, M: Message>(
+    tag: u16,
+    msg: &'m M,
+    msize: u32,
+    buf: &mut Vec<u8>,
+) -> Result<&'m [u8], EncodeError> {
+    match msg.trailing_data() {
+        Some(t) if t.data().len() >= DATA_APART => {
+            let data = t.data().len();
+            let size = HEADER_SIZE + t.head_size() + data;
+            encode_checked(size, data, msg.msg_type(), tag, msize, buf, |buf| {
+                t.encode_head(buf)
+            })?;
+            Ok(t.data())
+        }
+        _ => encode_frame(tag, msg, msize, buf).map(|_| &[][..]),
+    }
+}
+
+/// Appends the header of a frame of `size` bytes, then what `body` appends: all of
+/// the frame but its last `apart` bytes. Fails without touching `buf` if `size`
+/// exceeds `msize`, and restores `buf` if `body` fails.
+fn encode_checked(
+    size: usize,
+    apart: usize,
+    ty: MsgType,
+    tag: u16,
+    msize: u32,
+    buf: &mut Vec<u8>,
+    body: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
     let wire_size = u32::try_from(size)
         .ok()
         .filter(|&s| s <= msize)
         .ok_or(EncodeError::FrameTooLarge { size, msize })?;
     let start = buf.len();
-    buf.reserve(size);
-    let result = encode_parts(wire_size, msg.msg_type(), tag, msg, buf);
+    buf.reserve(size - apart);
+    let result = wire_size
+        .encode(buf)
+        .and_then(|()| (ty as u8).encode(buf))
+        .and_then(|()| tag.encode(buf))
+        .and_then(|()| body(buf));
     if let Err(e) = result {
         buf.truncate(start);
-        return Err(e.in_field(msg.msg_type().name()));
+        return Err(e.in_field(ty.name()));
     }
-    debug_assert_eq!(buf.len() - start, size, "byte_size disagrees with encode");
-    Ok(size)
-}
-
-/// Data of at least this many bytes (a read's reply, a write) is worth sending apart
-/// from its frame's head ([`encode_frame_head`]) rather than copying it behind it;
-/// less goes in whole, one write of one buffer.
-pub const DATA_APART: usize = 1024;
-
-/// Appends the start of a frame whose last field is `data_len` bytes of data (an
-/// `Rread`'s, a `Twrite`'s): `head` is the message with that data left empty, and the
-/// frame's size and the data's count are written as if it were there. The caller
-/// sends the data right after `buf` (one vectored write) rather than copying it into
-/// `buf`. Fails, leaving `buf` as it was, if the whole frame would exceed `msize`.
-pub fn encode_frame_head<M: Message>(
-    tag: u16,
-    head: &M,
-    data_len: usize,
-    msize: u32,
-    buf: &mut Vec<u8>,
-) -> Result<usize, EncodeError> {
-    let size = HEADER_SIZE + head.body_size() + data_len;
-    let (wire_size, count) = u32::try_from(size)
-        .ok()
-        .filter(|&s| s <= msize)
-        .zip(u32::try_from(data_len).ok())
-        .ok_or(EncodeError::FrameTooLarge { size, msize })?;
-    let start = buf.len();
-    encode_frame(tag, head, msize, buf)?;
-    buf[start..start + 4].copy_from_slice(&wire_size.to_le_bytes());
-    let end = buf.len();
-    buf[end - 4..].copy_from_slice(&count.to_le_bytes());
-    Ok(size)
-}
-
-fn encode_parts<M: Message>(
-    size: u32,
-    ty: MsgType,
-    tag: u16,
-    msg: &M,
-    buf: &mut Vec<u8>,
-) -> Result<(), EncodeError> {
-    size.encode(buf)?;
-    (ty as u8).encode(buf)?;
-    tag.encode(buf)?;
-    msg.encode_body(buf)
+    debug_assert_eq!(
+        buf.len() - start,
+        size - apart,
+        "byte_size disagrees with encode"
+    );
+    Ok(())
 }
 
 /// One complete frame, split from the stream but not decoded yet.
@@ -226,61 +246,87 @@ mod tests {
     use super::*;
     use crate::message::{Rclunk, Rmessage, Tclunk, Tmessage};
 
+    /// `msg` through [`encode_frame_parts`] behind a prefix, checked against
+    /// [`encode_frame`]: the same bytes, and the data apart exactly when it is long.
+    fn parts_match_whole<M: Message>(msg: &M, msize: u32) -> Result<(), EncodeError> {
+        let mut whole = Vec::new();
+        let whole_result = encode_frame(5, msg, msize, &mut whole);
+        let mut head = vec![0xEE, 0xEF];
+        let parts_result = encode_frame_parts(5, msg, msize, &mut head);
+        let data = match (whole_result, parts_result) {
+            (Ok(n), Ok(data)) => {
+                assert_eq!(n, head.len() - 2 + data.len(), "returned size");
+                data
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(a, b, "the same error");
+                assert_eq!(head, [0xEE, 0xEF], "nothing written on error");
+                return Err(a);
+            }
+            (a, b) => panic!("whole {a:?} but parts {:?}", b.map(<[u8]>::len)),
+        };
+        assert_eq!(&head[..2], [0xEE, 0xEF], "what was in buf stays");
+        assert_eq!(
+            [&head[2..], data].concat(),
+            whole,
+            "head + data = the frame"
+        );
+        let trailing = msg.trailing_data().map_or(&[][..], |t| t.data());
+        if trailing.len() >= DATA_APART {
+            // The caller's own bytes, not a copy.
+            assert_eq!(data.as_ptr(), trailing.as_ptr());
+            assert_eq!(data.len(), trailing.len());
+        } else {
+            assert!(data.is_empty(), "short data goes in whole");
+        }
+        Ok(())
+    }
+
     #[test]
-    fn a_head_and_its_data_are_the_whole_frame() {
+    fn a_head_and_its_data_are_the_whole_frame_at_every_size() {
         use crate::message::{Rread, Twrite};
         use crate::wire::Data;
-        let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
-        let empty = || Data(Vec::new());
-        let whole = |m: Rmessage| {
-            let mut b = Vec::new();
-            encode_frame(9, &m, 8192, &mut b).unwrap();
-            b
-        };
-        let mut head = vec![0xEE];
-        let n = encode_frame_head(
-            9,
-            &Rmessage::from(Rread { data: empty() }),
-            data.len(),
-            8192,
-            &mut head,
-        )
-        .unwrap();
-        assert_eq!(
-            n,
-            whole(
-                Rread {
-                    data: Data(data.clone())
-                }
-                .into()
-            )
-            .len()
-        );
-        assert_eq!(
-            [&head[1..], &data[..]].concat(),
-            whole(
-                Rread {
-                    data: Data(data.clone())
-                }
-                .into()
-            )
-        );
-        let w = |data| {
+        const MSIZE: u32 = 8192;
+        let bytes = |n: usize| Data((0..n).map(|i| (i * 7 + 3) as u8).collect());
+        let rread = |n| Rmessage::from(Rread { data: bytes(n) });
+        let twrite = |n| {
             Tmessage::from(Twrite {
-                fid: 3,
-                offset: 77,
-                data,
+                fid: 0x0102_0304,
+                offset: 0x0A0B_0C0D_0E0F_1011,
+                data: bytes(n),
             })
         };
-        let mut head = Vec::new();
-        encode_frame_head(4, &w(empty()), data.len(), 8192, &mut head).unwrap();
-        let mut full = Vec::new();
-        encode_frame(4, &w(Data(data.clone())), 8192, &mut full).unwrap();
-        assert_eq!([&head[..], &data[..]].concat(), full);
-        // Too large for msize: refused, nothing written.
-        let mut b = vec![1];
-        assert!(encode_frame_head(4, &w(empty()), 8192, 8192, &mut b).is_err());
-        assert_eq!(b, [1]);
+        let limit = io_count_limit(MSIZE, u32::MAX) as usize;
+        // The largest data each fits: msize less the header, `count[4]` and the fields.
+        let rread_max = MSIZE as usize - HEADER_SIZE - 4;
+        let twrite_max = MSIZE as usize - HEADER_SIZE - 4 - 4 - 8;
+        for n in [0, 1, 100, DATA_APART - 1, DATA_APART, 5000, limit] {
+            parts_match_whole(&rread(n), MSIZE).unwrap();
+            parts_match_whole(&twrite(n), MSIZE).unwrap();
+        }
+        parts_match_whole(&rread(rread_max), MSIZE).unwrap();
+        parts_match_whole(&twrite(twrite_max), MSIZE).unwrap();
+        // One byte more than msize allows: refused, whether apart or not.
+        let too_large = |size| EncodeError::FrameTooLarge { size, msize: MSIZE };
+        let over = MSIZE as usize + 1;
+        assert_eq!(
+            parts_match_whole(&rread(rread_max + 1), MSIZE),
+            Err(too_large(over))
+        );
+        assert_eq!(
+            parts_match_whole(&twrite(twrite_max + 1), MSIZE),
+            Err(too_large(over))
+        );
+        assert_eq!(
+            parts_match_whole(&twrite(100), 64),
+            Err(EncodeError::FrameTooLarge {
+                size: 123,
+                msize: 64
+            })
+        );
+        // Messages that carry no data apart are encoded whole.
+        parts_match_whole(&Tmessage::from(Tclunk { fid: 9 }), MSIZE).unwrap();
+        parts_match_whole(&Rmessage::from(Rclunk), MSIZE).unwrap();
     }
 
     #[test]

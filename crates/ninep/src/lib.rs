@@ -68,11 +68,11 @@ pub mod wire;
 
 pub use error::{DecodeError, EncodeError, FieldPath};
 pub use frame::{
-    encode_frame, encode_frame_head, io_count_limit, Frame, FrameDecoder, RawFrame, DATA_APART,
+    encode_frame, encode_frame_parts, io_count_limit, Frame, FrameDecoder, RawFrame, DATA_APART,
     HEADER_SIZE, IOHDRSZ,
 };
 pub use message::*;
 pub use readdir::{decode_dirents, encode_dirents, DirentWriter};
 pub use types::*;
 pub use version::{negotiate, DEFAULT_MAX_MSIZE, MIN_MSIZE, VERSION, VERSION_UNKNOWN};
-pub use wire::{Data, Reader, Wire};
+pub use wire::{Data, Reader, TrailingData, Wire};

@@ -175,6 +175,32 @@ impl Data {
     pub fn as_slice(&self) -> &[u8] {
         &self.0
     }
+
+    /// Appends the `count[4]` that goes before `len` payload bytes; fails if `len`
+    /// does not fit in 32 bits.
+    pub(crate) fn encode_count(len: usize, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let count = u32::try_from(len).map_err(|_| EncodeError::DataTooLong {
+            field: FieldPath::root(),
+            len,
+        })?;
+        count.encode(buf)
+    }
+}
+
+/// A message whose wire form ends in `count[4] data[count]` (`Rread`, `Twrite`), so
+/// its data can travel apart from the rest of its frame
+/// ([`crate::frame::encode_frame_parts`]).
+///
+/// Only `wire_struct!` implements it, for a struct whose field list ends in `; data`
+/// with `data` a [`Data`]: the data is the last field on the wire by construction, and
+/// the head is encoded by the same field list as the whole message.
+pub trait TrailingData {
+    /// The data bytes, which end the message.
+    fn data(&self) -> &[u8];
+    /// Bytes of the body up to and including `count[4]`: all of it but the data.
+    fn head_size(&self) -> usize;
+    /// Appends the body up to and including `count[4]`.
+    fn encode_head(&self, buf: &mut Vec<u8>) -> Result<(), EncodeError>;
 }
 
 impl std::fmt::Debug for Data {
@@ -209,11 +235,7 @@ impl Wire for Data {
     }
 
     fn encode(&self, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
-        let count = u32::try_from(self.0.len()).map_err(|_| EncodeError::DataTooLong {
-            field: FieldPath::root(),
-            len: self.0.len(),
-        })?;
-        count.encode(buf)?;
+        Data::encode_count(self.0.len(), buf)?;
         buf.extend_from_slice(&self.0);
         Ok(())
     }
@@ -267,8 +289,31 @@ pub(crate) fn decode_walk_list<T: Wire>(r: &mut Reader<'_>) -> Result<Vec<T>, De
 ///
 /// The list must name every field in wire order; decoding builds the struct with a
 /// struct literal, so a missing field is a compile error. Errors get the field's name
-/// prepended to their [`FieldPath`].
+/// prepended to their [`FieldPath`]. A list ending in `; data` (a [`Data`] field)
+/// implements [`TrailingData`] as well.
 macro_rules! wire_struct {
+    ($name:ident { $($field:ident),* ; $data:ident }) => {
+        $crate::wire::wire_struct!($name { $($field,)* $data });
+
+        impl $crate::wire::TrailingData for $name {
+            fn data(&self) -> &[u8] {
+                $crate::wire::Data::as_slice(&self.$data)
+            }
+
+            fn head_size(&self) -> usize {
+                4 $(+ $crate::wire::Wire::byte_size(&self.$field))*
+            }
+
+            fn encode_head(&self, buf: &mut Vec<u8>) -> Result<(), $crate::error::EncodeError> {
+                $(
+                    $crate::wire::Wire::encode(&self.$field, buf)
+                        .map_err(|e| e.in_field(stringify!($field)))?;
+                )*
+                $crate::wire::Data::encode_count($crate::wire::Data::len(&self.$data), buf)
+                    .map_err(|e| e.in_field(stringify!($data)))
+            }
+        }
+    };
     ($name:ident { $($field:ident),* $(,)? }) => {
         impl $crate::wire::Wire for $name {
             fn byte_size(&self) -> usize {

@@ -74,7 +74,7 @@ pub struct Rread {
     /// The bytes, at most the requested count.
     pub data: Data,
 }
-wire_struct!(Rread { data });
+wire_struct!(Rread { ; data });
 
 /// Writes bytes at `offset`: `fid[4] offset[8] count[4] data[count]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub struct Twrite {
     /// The bytes to write.
     pub data: Data,
 }
-wire_struct!(Twrite { fid, offset, data });
+wire_struct!(Twrite { fid, offset; data });
 
 /// How many bytes were written: `count[4]`.
 #[derive(Clone, Debug, PartialEq, Eq)]

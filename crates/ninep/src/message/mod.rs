@@ -26,7 +26,7 @@ pub use lock::*;
 pub use session::*;
 
 use crate::error::{DecodeError, EncodeError};
-use crate::wire::{Reader, Wire};
+use crate::wire::{Reader, TrailingData, Wire};
 
 /// Defines [`MsgType`] from a table of names and type bytes.
 macro_rules! msg_types {
@@ -115,11 +115,17 @@ pub trait Message: Sized {
     fn encode_body(&self, buf: &mut Vec<u8>) -> Result<(), EncodeError>;
     /// Decodes a body of type `ty`; fails with `UnexpectedType` for the other direction.
     fn decode_body(ty: MsgType, r: &mut Reader<'_>) -> Result<Self, DecodeError>;
+    /// The message as one whose data may travel apart from its frame's head (`Twrite`,
+    /// `Rread`: [`crate::frame::encode_frame_parts`]); `None` for every other message.
+    fn trailing_data(&self) -> Option<&dyn TrailingData>;
 }
 
 /// Defines a message enum with one variant per message struct, and its [`Message`] impl.
 macro_rules! message_enum {
-    ($(#[$doc:meta])* $name:ident expects $expected:literal { $($msg:ident,)* }) => {
+    (
+        $(#[$doc:meta])* $name:ident expects $expected:literal
+        { $($msg:ident,)* } apart { $($apart:ident),* }
+    ) => {
         $(#[$doc])*
         #[derive(Clone, Debug, PartialEq, Eq)]
         pub enum $name {
@@ -155,6 +161,13 @@ macro_rules! message_enum {
                     _ => Err(DecodeError::UnexpectedType { ty: ty as u8, expected: $expected }),
                 }
             }
+
+            fn trailing_data(&self) -> Option<&dyn TrailingData> {
+                match self {
+                    $($name::$apart(m) => Some(m),)*
+                    _ => None,
+                }
+            }
         }
 
         $(
@@ -177,6 +190,7 @@ message_enum! {
         Tgetattr, Tsetattr, Tstatfs, Txattrwalk, Txattrcreate,
         Tlock, Tgetlock,
     }
+    apart { Twrite }
 }
 
 message_enum! {
@@ -189,6 +203,7 @@ message_enum! {
         Rgetattr, Rsetattr, Rstatfs, Rxattrwalk, Rxattrcreate,
         Rlock, Rgetlock,
     }
+    apart { Rread }
 }
 
 #[cfg(test)]

@@ -265,6 +265,13 @@ impl ByteChannel {
         self.rings.send(bytes)
     }
 
+    /// Writes `parts` one after another as [`ByteChannel::send`] writes their
+    /// concatenation, but publishes them together: a frame's head and its data that
+    /// fit in the ring are one publication and at most one wake-up of the peer.
+    pub fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        self.rings.send_parts(parts)
+    }
+
     /// Closes the channel both ways: blocked calls on both sides return. Idempotent.
     pub fn close(&self) {
         self.rings.close();
@@ -299,20 +306,73 @@ mod tests {
         let sender = {
             let client = Arc::clone(&client);
             let data = data.clone();
-            thread::spawn(move || client.send(&data).unwrap())
+            thread::spawn(move || {
+                client.send(&data).unwrap();
+                // Again as parts, some empty, each ring-full taking pieces of several.
+                let parts: [&[u8]; 6] = [
+                    &data[..11],
+                    &[],
+                    &data[11..12],
+                    &data[12..200],
+                    &data[200..],
+                    &[],
+                ];
+                client.send_parts(&parts).unwrap();
+            })
         };
-        let mut got = Vec::new();
-        let mut buf = [0u8; 100];
-        while got.len() < data.len() {
-            let n = server.recv(&mut buf).unwrap();
-            assert!(n > 0);
-            got.extend_from_slice(&buf[..n]);
-        }
+        assert_eq!(receive(&server, data.len()), data);
+        assert_eq!(receive(&server, data.len()), data, "sent as parts");
         sender.join().unwrap();
-        assert_eq!(got, data);
+        let mut buf = [0u8; 100];
         server.send(b"reply").unwrap();
         let n = client.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"reply");
+    }
+
+    /// Receives exactly `len` bytes.
+    fn receive(end: &ByteChannel, len: usize) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 100];
+        while got.len() < len {
+            let n = end.recv(&mut buf[..(len - got.len()).min(100)]).unwrap();
+            assert!(n > 0, "end of file after {} of {len} bytes", got.len());
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    }
+
+    /// How often the data bell of ring `ring` rang since last asked (the eventfd's
+    /// counter, which nobody else reads here).
+    fn data_bells(end: &ByteChannel, ring: usize) -> u64 {
+        let mut counter = [0u8; 8];
+        match rustix::io::read(&end.rings.bells.wakers[ring][DATA], &mut counter) {
+            Ok(_) => u64::from_ne_bytes(counter),
+            Err(rustix::io::Errno::AGAIN) => 0,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn parts_across_the_wrap_are_one_publication_and_one_bell() {
+        let (server, client) = pair(64);
+        // The server writes ring 1: move its position near the end, so the next
+        // message wraps.
+        server.send(&[0u8; 50]).unwrap();
+        receive(&client, 50);
+        assert_eq!(data_bells(&server, 1), 0, "nobody was waiting");
+        // From here on the client counts as asleep for data: every publication rings.
+        let waiting = &server.rings.view.counters(1).data_waiting;
+        waiting.store(1, Ordering::SeqCst);
+        let head: Vec<u8> = (1..=11).collect();
+        let data: Vec<u8> = (100..130).collect();
+        server.send_parts(&[&head, &[], &data, &[]]).unwrap();
+        assert_eq!(data_bells(&server, 1), 1, "head and data: one bell");
+        let whole = [&head[..], &data[..]].concat();
+        assert_eq!(receive(&client, whole.len()), whole);
+        // The same bytes sent whole arrive the same (wrapping again at 128).
+        server.send(&whole).unwrap();
+        assert_eq!(receive(&client, whole.len()), whole);
+        waiting.store(0, Ordering::SeqCst);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //! Sending (ring `tx`, we are its producer) is the mirror image: room is
 //! `head + capacity - tail`; copy in, store `tail` (Release), fence, ring the data bell
 //! if `data_waiting`; no room → raise `space_waiting`, fence, read `head` again, sleep.
+//! A send of several parts (a 9P frame's head and its data) copies as much of them as
+//! fits, across parts, before that one store and bell: one publication per ring-full,
+//! not per part.
 //!
 //! The fences make rule 10's "one of the two always sees the other": each side stores
 //! (its counter, or its flag), then a SeqCst fence, then loads the other's word. Of two
@@ -148,10 +151,20 @@ impl<D: Doorbells> Rings<D> {
     /// is closed, or when it must wait for room and the peer is gone (as with a
     /// socket, bytes that fit may still be written after the peer went).
     pub(crate) fn send(&self, bytes: &[u8]) -> io::Result<()> {
+        self.send_parts(&[bytes])
+    }
+
+    /// Writes `parts` one after another as [`Rings::send`] writes their concatenation:
+    /// each time there is room, as many bytes as fit are copied in, across parts, and
+    /// published with one store of `tail` and at most one ring of the data bell — a
+    /// frame's head and data that fit go as one publication, not one per part.
+    pub(crate) fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
         let idx = self.view.counters(self.tx);
         let cap = self.capacity() as u64;
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let mut from = PartsCursor::default();
         let mut done = 0;
-        while done < bytes.len() {
+        while done < total {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(io::Error::new(
                     io::ErrorKind::BrokenPipe,
@@ -182,10 +195,15 @@ impl<D: Doorbells> Rings<D> {
                 }
                 continue;
             }
-            let n = (free as usize).min(bytes.len() - done);
-            // SAFETY: we are ring tx's producer and own [tail, tail + n) because
-            // n ≤ free = head + capacity - tail (rule 9).
-            unsafe { self.view.write_data(self.tx, tail, &bytes[done..done + n]) };
+            let n = (free as usize).min(total - done);
+            let mut at = tail;
+            from.take(parts, n, |piece| {
+                // SAFETY: we are ring tx's producer and own [tail, tail + n) because
+                // n ≤ free = head + capacity - tail (rule 9); the pieces are the next
+                // n bytes of the parts, written from `tail` on, one after another.
+                unsafe { self.view.write_data(self.tx, at, piece) };
+                at = at.wrapping_add(piece.len() as u64);
+            });
             let tail = tail.wrapping_add(n as u64);
             self.tx_tail.store(tail, PrivateOrdering::Relaxed);
             idx.tail.store(tail, Ordering::Release);
@@ -202,5 +220,32 @@ impl<D: Doorbells> Rings<D> {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.bells.hang_up();
+    }
+}
+
+/// How far a send has come through its parts: the part it is in, and the offset in it.
+#[derive(Default)]
+struct PartsCursor {
+    part: usize,
+    offset: usize,
+}
+
+impl PartsCursor {
+    /// Hands `each` the next `n` bytes of `parts` (which must hold that many more), as
+    /// non-empty pieces of the parts in order, and moves past them.
+    fn take(&mut self, parts: &[&[u8]], mut n: usize, mut each: impl FnMut(&[u8])) {
+        while n > 0 {
+            let rest = &parts[self.part][self.offset..];
+            let piece = &rest[..rest.len().min(n)];
+            n -= piece.len();
+            self.offset += piece.len();
+            if self.offset == parts[self.part].len() {
+                self.part += 1;
+                self.offset = 0;
+            }
+            if !piece.is_empty() {
+                each(piece);
+            }
+        }
     }
 }

@@ -13,9 +13,10 @@
 //!
 //! Checks:
 //! 1. One side sends a 100-byte request through a 64-byte ring (so it wraps, and the
-//!    sender sleeps for room) while the other reads it 48 bytes at a time (so it
-//!    sleeps for data), then answers with 70 bytes the other way: every byte arrives
-//!    once, in order, and neither side sleeps forever.
+//!    sender sleeps for room), as two parts (an 11-byte head and its data, as a
+//!    `Twrite` goes: `Rings::send_parts`), while the other reads it 48 bytes at a time
+//!    (so it sleeps for data), then answers with 70 bytes the other way, whole: every
+//!    byte arrives once, in order, and neither side sleeps forever.
 //!
 //!    Mutation that fails it: in `Rings::send`, drop the `fence(Ordering::SeqCst)`
 //!    between storing `tail` and loading `data_waiting`. loom: "deadlock; threads =
@@ -23,7 +24,9 @@
 //!    store: the sender saw nobody waiting, the receiver saw no data, and slept).
 //!    Storing `tail` with `Relaxed` instead of `Release` fails it too: "Causality
 //!    violation: Concurrent read and write accesses to `UnsafeCell`" (the receiver
-//!    read bytes whose writing it was not ordered after).
+//!    read bytes whose writing it was not ordered after). In `Rings::send_parts`,
+//!    writing every piece at `tail` instead of after the one before fails it too:
+//!    "bytes lost, doubled or reordered".
 //! 2. One side sends 10 bytes and closes while the other sends 100 (more than fit, and
 //!    nobody reads them) from one thread and receives from another: the blocked send
 //!    fails instead of sleeping forever, and the receiver gets the 10 bytes and then
@@ -176,6 +179,14 @@ fn send(end: &Rings<End>, len: usize) {
     end.send(&data).unwrap();
 }
 
+/// Sends the stream's first `len` bytes through `end` as a 9P frame's 11-byte head
+/// and its data, two parts.
+fn send_parts(end: &Rings<End>, len: usize) {
+    let data: Vec<u8> = (0..len).map(byte).collect();
+    let (head, rest) = data.split_at(11);
+    end.send_parts(&[head, rest]).unwrap();
+}
+
 #[test]
 fn loom_bytes_cross_wrapping_rings_once_in_order_and_no_wake_up_is_lost() {
     // A request and its reply, as 9P uses the channel: both longer than a ring.
@@ -184,7 +195,7 @@ fn loom_bytes_cross_wrapping_rings_once_in_order_and_no_wake_up_is_lost() {
     loom::model(|| {
         let (server, client) = pair();
         let client = thread::spawn(move || {
-            send(&client, REQUEST);
+            send_parts(&client, REQUEST);
             receive(&client, REPLY);
         });
         receive(&server, REQUEST);
