@@ -15,8 +15,9 @@
 //!
 //! Sending: [`encode_frame`] appends a whole frame to a buffer. [`encode_frame_parts`]
 //! does the same except for a message that ends in [`DATA_APART`] or more bytes of
-//! data ([`crate::wire::TrailingData`]: `Rread`, `Twrite`): it appends only the head and
-//! hands the data back, to go behind the buffer in one vectored send, uncopied.
+//! data ([`crate::wire::TrailingData`]: `Rread`, `Rreaddir`, `Twrite`): it appends
+//! only the head and hands the data back, to go behind the buffer in one vectored
+//! send, uncopied.
 
 use crate::error::{DecodeError, EncodeError};
 use crate::message::{Message, MsgType};
@@ -91,9 +92,9 @@ pub const DATA_APART: usize = 1024;
 /// [`encode_frame`] would append.
 ///
 /// A message that ends in at least [`DATA_APART`] bytes of data
-/// ([`Message::trailing_data`]: `Rread`, `Twrite`) gets only its head into `buf` —
-/// size and count as if the data were there — and its data back, not copied; any
-/// other message is encoded whole and gets an empty slice back. Fails as
+/// ([`Message::trailing_data`]: `Rread`, `Rreaddir`, `Twrite`) gets only its head into
+/// `buf` — size and count as if the data were there — and its data back, not copied;
+/// any other message is encoded whole and gets an empty slice back. Fails as
 /// [`encode_frame`] does, `buf` as it was.
 pub fn encode_frame_parts<'m, M: Message>(
     tag: u16,
@@ -284,11 +285,12 @@ mod tests {
 
     #[test]
     fn a_head_and_its_data_are_the_whole_frame_at_every_size() {
-        use crate::message::{Rread, Twrite};
+        use crate::message::{Rread, Rreaddir, Twrite};
         use crate::wire::Data;
         const MSIZE: u32 = 8192;
         let bytes = |n: usize| Data((0..n).map(|i| (i * 7 + 3) as u8).collect());
         let rread = |n| Rmessage::from(Rread { data: bytes(n) });
+        let rreaddir = |n| Rmessage::from(Rreaddir { data: bytes(n) });
         let twrite = |n| {
             Tmessage::from(Twrite {
                 fid: 0x0102_0304,
@@ -302,6 +304,7 @@ mod tests {
         let twrite_max = MSIZE as usize - HEADER_SIZE - 4 - 4 - 8;
         for n in [0, 1, 100, DATA_APART - 1, DATA_APART, 5000, limit] {
             parts_match_whole(&rread(n), MSIZE).unwrap();
+            parts_match_whole(&rreaddir(n), MSIZE).unwrap();
             parts_match_whole(&twrite(n), MSIZE).unwrap();
         }
         parts_match_whole(&rread(rread_max), MSIZE).unwrap();

@@ -85,7 +85,7 @@ pub struct Rreaddir {
     /// Whole [`crate::Dirent`] records back to back.
     pub data: Data,
 }
-wire_struct!(Rreaddir { data });
+wire_struct!(Rreaddir { ; data });
 
 /// Creates directory `name` in `dfid`: `dfid[4] name[s] mode[4] gid[4]`.
 #[derive(Clone, Debug, PartialEq, Eq)]

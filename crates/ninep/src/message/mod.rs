@@ -116,7 +116,8 @@ pub trait Message: Sized {
     /// Decodes a body of type `ty`; fails with `UnexpectedType` for the other direction.
     fn decode_body(ty: MsgType, r: &mut Reader<'_>) -> Result<Self, DecodeError>;
     /// The message as one whose data may travel apart from its frame's head (`Twrite`,
-    /// `Rread`: [`crate::frame::encode_frame_parts`]); `None` for every other message.
+    /// `Rread`, `Rreaddir`: [`crate::frame::encode_frame_parts`]); `None` for every
+    /// other message.
     fn trailing_data(&self) -> Option<&dyn TrailingData>;
 }
 
@@ -203,7 +204,7 @@ message_enum! {
         Rgetattr, Rsetattr, Rstatfs, Rxattrwalk, Rxattrcreate,
         Rlock, Rgetlock,
     }
-    apart { Rread }
+    apart { Rread, Rreaddir }
 }
 
 #[cfg(test)]
