@@ -2,6 +2,12 @@
 //! collective slots of their control segments (rule 4 of `shm/control.rs`), with a
 //! hook for the step among the nodes' leaders.
 //!
+//! The same steps serve a team's procs on this node ([`crate::NodeTeam`],
+//! `api/team.rs`): a [`Steps`] names the procs taking part here (ascending, the first
+//! leads), where their slots are (the control segments, or the team's allocation of
+//! slots of the same layout) and whose step numbers count. Below, "the node" means
+//! those procs.
+//!
 //! An operation is a run of steps, each numbered `seq` (the same numbers on every
 //! proc of the node, since every proc makes the same calls). Every proc stores
 //! `arrive = seq` on entering a step, after writing its part, if it has one, into its
@@ -13,7 +19,7 @@
 //! | all-reduce | waits until all arrived, folds their buffers into its own in proc order, runs `across`, `release = seq` | wait for the leader's release, copy its buffer |
 //! | broadcast | is the source when the root is on another node: runs `across` into its buffer, `release = seq` | the root, when here, is the source: its part is its data, and the others wait for its arrival; else they wait for the leader's release and copy its buffer |
 //!
-//! With one node, few procs and short parts, barrier and all-reduce run *flat*
+//! With one node (of the job, or of the team), few procs and short parts, barrier and all-reduce run *flat*
 //! instead: every proc waits for every arrival and folds every buffer itself in proc
 //! order (the same result everywhere, bit for bit), one hop where the leader's way
 //! takes two (arrive, release).
@@ -48,13 +54,13 @@ use std::cell::Cell;
 
 use crate::error::RmaError;
 use crate::rma::Rma;
-use crate::shm::control::{COLL_BYTES, COLL_INLINE};
+use crate::shm::control::{CollSlot, COLL_BYTES, COLL_INLINE};
 
 /// The step among the nodes' leaders: gets the step's data (the leader's combined
 /// buffer, or the broadcast source's) and leaves the job-wide result there.
 pub type Across<'a> = Option<&'a mut dyn FnMut(&mut [u8]) -> Result<(), RmaError>>;
 
-/// Most procs of a node whose steps run flat (`Rma::flat`).
+/// Most procs of a node whose steps run flat (`Steps::flat`).
 const FLAT_PROCS: usize = 16;
 /// Most bytes of all parts together of a flat step.
 const FLAT_BYTES: usize = 4096;
@@ -69,7 +75,8 @@ enum Part<'a> {
     Reserve,
 }
 
-/// This proc's bookkeeping of its node's collectives (module docs).
+/// This proc's bookkeeping of one run of steps (module docs): the node's, or a
+/// node team's.
 #[derive(Default)]
 pub(crate) struct CollState {
     /// The last step entered.
@@ -80,34 +87,51 @@ pub(crate) struct CollState {
     published: [Cell<u64>; 2],
 }
 
+/// The procs of this node that take part in a run of steps, where their slots are,
+/// and our bookkeeping of it (module docs).
+pub(crate) struct Steps<'s, 'w> {
+    /// The layer (patience, liveness checks, the control segments).
+    pub rma: &'s Rma<'w>,
+    /// World ranks of the procs of this node taking part, ascending; the first leads.
+    pub procs: &'s [usize],
+    /// Their slots by index in `procs`; `None`: those of their control segments.
+    pub slots: Option<&'s [*const CollSlot]>,
+    /// Our index in `procs`.
+    pub me: usize,
+    /// Our step numbers.
+    pub state: &'s CollState,
+    /// Nodes with procs taking part (the leaders' step joins them; flat needs one).
+    pub nodes: usize,
+    /// Whose steps these are, for error messages ("its node's").
+    pub whose: &'static str,
+}
+
 impl Rma<'_> {
     /// The procs of this proc's node (domain), ascending; the first is its leader.
     pub fn node_procs(&self) -> &[usize] {
         self.domains.procs(self.domains.my_id())
     }
 
+    /// The steps of this node's collectives.
+    fn node_steps(&self) -> Steps<'_, '_> {
+        let procs = self.node_procs();
+        Steps {
+            rma: self,
+            procs,
+            slots: None,
+            me: procs.iter().position(|&p| p == self.rank).unwrap_or(0),
+            state: &self.coll,
+            nodes: self.domains.count(),
+            whose: "its node's",
+        }
+    }
+
     /// Barrier of this proc's node, with `across` (the leaders' barrier) between the
     /// arrivals and the release. Orders memory: what a proc wrote before it is seen
     /// by every proc of the node after it (and of the job, if `across` orders the
     /// leaders).
-    pub fn node_barrier(&self, mut across: Across<'_>) -> Result<(), RmaError> {
-        let op = "node barrier";
-        let leader = self.node_procs()[0];
-        if self.node_procs().len() == 1 {
-            return run_across(&mut across, &mut []);
-        }
-        let seq = self.enter_step(Part::Nothing)?;
-        if self.flat(0) {
-            return self.wait_arrivals(op, seq);
-        }
-        if self.rank == leader {
-            self.wait_arrivals(op, seq)?;
-            run_across(&mut across, &mut [])?;
-            self.coll_release(seq);
-            Ok(())
-        } else {
-            self.wait_release(op, leader, seq)
-        }
+    pub fn node_barrier(&self, across: Across<'_>) -> Result<(), RmaError> {
+        self.node_steps().barrier("node barrier", across)
     }
 
     /// Element-wise reduction of `data` (elements of `elem` bytes) over the node, the
@@ -119,9 +143,70 @@ impl Rma<'_> {
         data: &mut [u8],
         elem: usize,
         fold: &mut dyn FnMut(&mut [u8], &[u8]),
+        across: Across<'_>,
+    ) -> Result<(), RmaError> {
+        self.node_steps()
+            .allreduce("node allreduce", data, elem, fold, across)
+    }
+
+    /// Broadcast of `data` from proc `root` (anywhere in the job) over the node: the
+    /// root's bytes when it is on this node (then `across` on its leader sends them
+    /// to the other leaders), else what `across` (the leaders' broadcast from the
+    /// root's leader) brings to this node's leader.
+    pub fn node_broadcast(
+        &self,
+        data: &mut [u8],
+        root: usize,
+        across: Across<'_>,
+    ) -> Result<(), RmaError> {
+        let op = "node broadcast";
+        self.check_proc(op, root)?;
+        let steps = self.node_steps();
+        let root = steps.procs.iter().position(|&p| p == root);
+        steps.broadcast(op, data, root, across)
+    }
+}
+
+impl Steps<'_, '_> {
+    /// The slot of `procs[i]`.
+    fn slot(&self, i: usize) -> &CollSlot {
+        match self.slots {
+            None => self.rma.ctl_of(self.procs[i]).coll(),
+            // SAFETY: a team's slots stay mapped while the team lives, and its steps
+            // borrow the team (`NodeTeam::steps`).
+            Some(slots) => unsafe { &*slots[i] },
+        }
+    }
+
+    /// Barrier, with `across` between the arrivals and the release.
+    pub fn barrier(&self, op: &'static str, mut across: Across<'_>) -> Result<(), RmaError> {
+        if self.procs.len() == 1 {
+            return run_across(&mut across, &mut []);
+        }
+        let seq = self.enter_step(Part::Nothing)?;
+        if self.flat(0) {
+            return self.wait_arrivals(op, seq);
+        }
+        if self.me == 0 {
+            self.wait_arrivals(op, seq)?;
+            run_across(&mut across, &mut [])?;
+            self.release(seq);
+            Ok(())
+        } else {
+            self.wait_release(op, 0, seq)
+        }
+    }
+
+    /// All-reduce of `data` (elements of `elem` bytes), folded in proc order, then
+    /// `across`.
+    pub fn allreduce(
+        &self,
+        op: &'static str,
+        data: &mut [u8],
+        elem: usize,
+        fold: &mut dyn FnMut(&mut [u8], &[u8]),
         mut across: Across<'_>,
     ) -> Result<(), RmaError> {
-        let op = "node allreduce";
         if elem == 0 || elem > COLL_BYTES || !data.len().is_multiple_of(elem) {
             return Err(RmaError::Collective {
                 op,
@@ -133,53 +218,47 @@ impl Rma<'_> {
             });
         }
         let piece_len = COLL_BYTES / elem * elem;
-        let procs = self.node_procs();
-        let leader = procs[0];
+        let n = self.procs.len();
         for piece in data.chunks_mut(piece_len) {
-            if procs.len() == 1 {
+            if n == 1 {
                 run_across(&mut across, piece)?;
                 continue;
             }
             let seq = self.enter_step(Part::Copy(piece))?;
             let parity = (seq % 2) as usize;
-            if self.flat(piece.len()) {
+            let len = piece.len();
+            if self.flat(len) {
                 self.wait_arrivals(op, seq)?;
-                let len = piece.len();
                 // SAFETY: rule 4: every proc wrote its part before arriving and keeps it
                 // until every other proc has arrived at a later step.
-                unsafe { copy_out(self.ctl_of(leader).coll_part(parity, len), piece) };
-                for &p in &procs[1..] {
+                unsafe { copy_out(self.slot(0).part(parity, len), piece) };
+                for i in 1..n {
                     // SAFETY: as above.
-                    let other = unsafe {
-                        std::slice::from_raw_parts(self.ctl_of(p).coll_part(parity, len), len)
-                    };
+                    let other =
+                        unsafe { std::slice::from_raw_parts(self.slot(i).part(parity, len), len) };
                     fold(piece, other);
                 }
-                self.coll.published[parity].set(seq);
+                self.state.published[parity].set(seq);
                 continue;
             }
-            if self.rank != leader {
-                self.wait_release(op, leader, seq)?;
+            if self.me != 0 {
+                self.wait_release(op, 0, seq)?;
                 // SAFETY: rule 4: the leader released step `seq` and rewrites its
                 // buffer `parity` only after we arrive at a later step.
-                unsafe { copy_out(self.ctl_of(leader).coll_data(parity), piece) };
+                unsafe { copy_out(self.slot(0).data(parity), piece) };
                 continue;
             }
             self.wait_arrivals(op, seq)?;
-            let len = piece.len();
             // SAFETY: rule 4: every proc arrived at `seq` and none is released, so no
             // one writes any buffer `parity` of the node and only we touch ours.
-            let acc = unsafe {
-                std::slice::from_raw_parts_mut(self.ctl_of(leader).coll_data(parity), len)
-            };
+            let acc = unsafe { std::slice::from_raw_parts_mut(self.slot(0).data(parity), len) };
             if len <= COLL_INLINE {
                 acc.copy_from_slice(piece); // our part went inline
             }
-            for &p in &procs[1..] {
-                // SAFETY: as above; `p` wrote `len` bytes there before arriving.
-                let other = unsafe {
-                    std::slice::from_raw_parts(self.ctl_of(p).coll_part(parity, len), len)
-                };
+            for i in 1..n {
+                // SAFETY: as above; proc `i` wrote `len` bytes there before arriving.
+                let other =
+                    unsafe { std::slice::from_raw_parts(self.slot(i).part(parity, len), len) };
                 fold(acc, other);
             }
             run_across(&mut across, acc)?;
@@ -189,60 +268,52 @@ impl Rma<'_> {
         Ok(())
     }
 
-    /// Broadcast of `data` from proc `root` (anywhere in the job) over the node: the
-    /// root's bytes when it is on this node (then `across` on its leader sends them
-    /// to the other leaders), else what `across` (the leaders' broadcast from the
-    /// root's leader) brings to this node's leader.
-    pub fn node_broadcast(
+    /// Broadcast of `data` from `procs[root]` (`None`: the root is on another node,
+    /// and `across` brings its bytes to our leader).
+    pub fn broadcast(
         &self,
+        op: &'static str,
         data: &mut [u8],
-        root: usize,
+        root: Option<usize>,
         mut across: Across<'_>,
     ) -> Result<(), RmaError> {
-        let op = "node broadcast";
-        self.check_proc(op, root)?;
-        let procs = self.node_procs();
-        let leader = procs[0];
-        let root_here = self.domains.same(root);
-        let source = if root_here { root } else { leader };
+        let source = root.unwrap_or(0);
+        let me = self.me;
         for piece in data.chunks_mut(COLL_BYTES) {
-            if procs.len() == 1 {
+            if self.procs.len() == 1 {
                 run_across(&mut across, piece)?;
                 continue;
             }
-            let part = if self.rank == root {
+            let part = if Some(me) == root {
                 Part::Copy(piece)
-            } else if self.rank == source {
+            } else if me == source {
                 Part::Reserve
             } else {
                 Part::Nothing
             };
             let seq = self.enter_step(part)?;
             let parity = (seq % 2) as usize;
-            if self.rank == root {
+            if Some(me) == root {
                 self.publish(parity, seq);
-                if self.rank == leader {
+                if me == 0 {
                     run_across(&mut across, piece)?;
                 }
-            } else if self.rank == source {
+            } else if me == source {
                 // We lead a node without the root: the leaders' step fills our buffer.
                 // SAFETY: rule 4: `enter_step` saw every reader of its last use done.
                 let into = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        self.ctl_of(source).coll_data(parity),
-                        piece.len(),
-                    )
+                    std::slice::from_raw_parts_mut(self.slot(source).data(parity), piece.len())
                 };
                 run_across(&mut across, into)?;
                 piece.copy_from_slice(into);
                 self.publish(parity, seq);
-            } else if root_here {
+            } else if root.is_some() {
                 // The root's part is complete once it arrived.
-                self.wait_arrival_of(op, root, seq)?;
+                self.wait_arrival_of(op, source, seq)?;
                 // SAFETY: rule 4: the root rewrites its part `parity` only after we
                 // arrive at a later step.
-                unsafe { copy_out(self.ctl_of(root).coll_part(parity, piece.len()), piece) };
-                if self.rank == leader {
+                unsafe { copy_out(self.slot(source).part(parity, piece.len()), piece) };
+                if me == 0 {
                     // The root's bytes to the other nodes' leaders, from our copy.
                     run_across(&mut across, piece)?;
                 }
@@ -250,7 +321,7 @@ impl Rma<'_> {
                 self.wait_release(op, source, seq)?;
                 // SAFETY: rule 4: the source released step `seq` and rewrites its buffer
                 // `parity` only after we arrive at a later step.
-                unsafe { copy_out(self.ctl_of(source).coll_data(parity), piece) };
+                unsafe { copy_out(self.slot(source).data(parity), piece) };
             }
         }
         Ok(())
@@ -261,116 +332,86 @@ impl Rma<'_> {
     /// with one node (no leaders' step), at most [`FLAT_PROCS`] procs, and parts whose
     /// reading by everyone costs less than that hop ([`FLAT_BYTES`] over the node).
     fn flat(&self, bytes: usize) -> bool {
-        let k = self.node_procs().len();
-        self.domains.count() == 1 && k <= FLAT_PROCS && bytes * k <= FLAT_BYTES
+        let k = self.procs.len();
+        self.nodes == 1 && k <= FLAT_PROCS && bytes * k <= FLAT_BYTES
     }
 
     /// Enters the next step: when we write our buffer of its parity (`part`) and
     /// others read it last time, waits until all of them are past that (buffer reuse,
     /// module docs); copies the part in; arrives. Returns the step's number.
     fn enter_step(&self, part: Part<'_>) -> Result<u64, RmaError> {
-        let st = &self.coll;
+        let st = self.state;
         let seq = st.seq.get() + 1;
         st.seq.set(seq);
         let parity = (seq % 2) as usize;
         if !matches!(part, Part::Nothing) {
             let read_at = st.published[parity].get();
             if read_at > 0 && st.seen.get() <= read_at {
-                self.wait_arrivals("node collective", read_at + 1)?;
+                self.wait_arrivals("collective", read_at + 1)?;
             }
         }
+        let own = self.slot(self.me);
         if let Part::Copy(bytes) = part {
-            let own = self.ctl_of(self.rank).coll_part(parity, bytes.len());
+            let to = own.part(parity, bytes.len());
             // SAFETY: rule 4: nobody reads our buffer `parity` now (checked just
             // above); `bytes` is at most COLL_BYTES long.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), own, bytes.len()) };
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, bytes.len()) };
         }
-        let own = self.ctl_of(self.rank).coll();
         own.arrive.seq.store(seq, Ordering::Release);
         Ok(seq)
     }
 
     /// Ends step `seq` for the others: our buffer `parity` holds its result.
     fn publish(&self, parity: usize, seq: u64) {
-        self.coll.published[parity].set(seq);
-        self.coll_release(seq);
+        self.state.published[parity].set(seq);
+        self.release(seq);
     }
 
     /// The node may go on past step `seq` (and read our result of it).
-    fn coll_release(&self, seq: u64) {
-        let own = self.ctl_of(self.rank).coll();
-        own.release.seq.store(seq, Ordering::Release);
+    fn release(&self, seq: u64) {
+        self.slot(self.me).release.seq.store(seq, Ordering::Release);
     }
 
     /// Waits until every other proc of the node has arrived at step `seq` or later.
     fn wait_arrivals(&self, op: &'static str, seq: u64) -> Result<(), RmaError> {
-        if self.coll.seen.get() >= seq {
+        if self.state.seen.get() >= seq {
             return Ok(());
         }
-        let procs = self.node_procs();
+        let n = self.procs.len();
         // The first proc not seen arrived yet (the one to check on while waiting).
         let next = Cell::new(0);
-        self.patience
-            .wait_yielding(
-                op,
-                &|| format!("arriving at step {seq} of its node's collectives"),
-                || {
-                    let mut i = next.get();
-                    while i < procs.len()
-                        && (procs[i] == self.rank
-                            || self
-                                .ctl_of(procs[i])
-                                .coll()
-                                .arrive
-                                .seq
-                                .load(Ordering::Acquire)
-                                >= seq)
-                    {
-                        i += 1;
-                    }
-                    next.set(i);
-                    i == procs.len()
-                },
-                || self.patience.pid_of(procs[next.get()]).unwrap_or(0),
-            )
-            .map_err(left)?;
-        self.coll.seen.set(seq);
+        self.wait(
+            op,
+            &|| format!("arriving at step {seq} of {} collectives", self.whose),
+            || {
+                let mut i = next.get();
+                while i < n
+                    && (i == self.me || self.slot(i).arrive.seq.load(Ordering::Acquire) >= seq)
+                {
+                    i += 1;
+                }
+                next.set(i);
+                i == n
+            },
+            || self.procs.get(next.get()).copied(),
+        )?;
+        self.state.seen.set(seq);
         Ok(())
     }
 
-    /// Waits, as this layer's node collectives do (the module docs: spin with a CPU
-    /// per proc of the node, else yield, then nap), until `done()` holds: for the
-    /// collectives of a subset of the node a caller runs on shared memory of its own.
-    /// `awaited()` names the proc of this node the wait is on (None: nobody known);
-    /// every `NF_PEER_CHECK_MS` it is checked alive, and one that died ends the wait
-    /// with [`RmaError::PeerLeft`] (`op` and `what` name the wait there).
-    pub fn wait_on_node(
-        &self,
-        op: &'static str,
-        what: &dyn Fn() -> String,
-        done: impl FnMut() -> bool,
-        awaited: impl Fn() -> Option<usize>,
-    ) -> Result<(), RmaError> {
-        self.patience
-            .wait_yielding(op, what, done, || {
-                awaited().and_then(|p| self.patience.pid_of(p)).unwrap_or(0)
-            })
-            .map_err(left)
-    }
-
-    /// Waits until `from` released step `seq`.
+    /// Waits until `procs[from]` released step `seq`.
     fn wait_release(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
-        let word = &self.ctl_of(from).coll().release.seq;
+        let word = &self.slot(from).release.seq;
         self.wait_seq(op, from, word, "releasing", seq)
     }
 
-    /// Waits until `from` arrived at step `seq`.
+    /// Waits until `procs[from]` arrived at step `seq`.
     fn wait_arrival_of(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
-        let word = &self.ctl_of(from).coll().arrive.seq;
+        let word = &self.slot(from).arrive.seq;
         self.wait_seq(op, from, word, "arriving at", seq)
     }
 
-    /// Waits until `from`'s `word` reaches `seq` (`doing` it, for the error).
+    /// Waits until `procs[from]`'s `word` reaches `seq` (`doing` it, for the error).
     fn wait_seq(
         &self,
         op: &'static str,
@@ -379,13 +420,28 @@ impl Rma<'_> {
         doing: &str,
         seq: u64,
     ) -> Result<(), RmaError> {
-        self.patience
-            .wait_yielding(
-                op,
-                &|| format!("{doing} step {seq} of its node's collectives"),
-                || word.load(Ordering::Acquire) >= seq,
-                || self.patience.pid_of(from).unwrap_or(0),
-            )
+        self.wait(
+            op,
+            &|| format!("{doing} step {seq} of {} collectives", self.whose),
+            || word.load(Ordering::Acquire) >= seq,
+            || Some(self.procs[from]),
+        )
+    }
+
+    /// The layer's wait until `done()` (module docs), checking that the proc
+    /// `awaited()` names (None: nobody known) is alive.
+    fn wait(
+        &self,
+        op: &'static str,
+        what: &dyn Fn() -> String,
+        done: impl FnMut() -> bool,
+        awaited: impl Fn() -> Option<usize>,
+    ) -> Result<(), RmaError> {
+        let patience = &self.rma.patience;
+        patience
+            .wait_yielding(op, what, done, || {
+                awaited().and_then(|p| patience.pid_of(p)).unwrap_or(0)
+            })
             .map_err(left)
     }
 }
@@ -401,7 +457,7 @@ fn run_across(across: &mut Across<'_>, data: &mut [u8]) -> Result<(), RmaError> 
 /// Copies `out.len()` bytes of a collective part or buffer at `from` into `out`.
 ///
 /// # Safety
-/// `from` is a part or buffer of a mapped control segment holding `out.len()` bytes,
+/// `from` is a part or buffer of a mapped collective slot holding `out.len()` bytes,
 /// and rule 4 of `shm/control.rs` keeps its owner from writing it meanwhile.
 unsafe fn copy_out(from: *const u8, out: &mut [u8]) {
     // SAFETY: the caller's promise.

@@ -41,6 +41,8 @@
 //!    buffer. Readers load `arrive` / `release` with Acquire before touching a buffer.
 //!    An owner rewrites a buffer others read at step `t` only after seeing every other
 //!    proc's `arrive >= t + 1`, so readers never see it change under them.
+//!    A node team (`api/team.rs`) keeps slots of the same layout in an allocation of
+//!    its own, one per member, under the same rule among the team's procs of a node.
 
 use std::cell::UnsafeCell;
 use std::mem::{align_of, size_of};
@@ -122,6 +124,29 @@ pub(crate) struct CollSlot {
     /// Contributions and results, by step parity; written by one proc while others
     /// may map it, hence behind an `UnsafeCell` and reached through raw pointers.
     data: UnsafeCell<[[u8; COLL_BYTES]; 2]>,
+}
+
+impl CollSlot {
+    /// Buffer `parity` (0 or 1): [`COLL_BYTES`] bytes that other procs of the node
+    /// read and the owner writes concurrently only as rule 4 allows, so it is handed
+    /// out as a raw pointer, not a slice.
+    pub(crate) fn data(&self, parity: usize) -> *mut u8 {
+        let first = self.data.get().cast::<u8>();
+        // SAFETY: both buffers lie inside the one array, so the offset stays in it.
+        unsafe { first.add((parity & 1) * COLL_BYTES) }
+    }
+
+    /// Where the owner's part of `len` bytes at parity `parity` lives: inline in its
+    /// `arrive` line when it fits ([`COLL_INLINE`]), else in [`CollSlot::data`].
+    /// Rule 4 orders its use as for the buffers.
+    pub(crate) fn part(&self, parity: usize, len: usize) -> *mut u8 {
+        if len > COLL_INLINE {
+            return self.data(parity);
+        }
+        let first = self.arrive.inline.get().cast::<u8>();
+        // SAFETY: both inline parts lie inside the one array, so the offset stays in it.
+        unsafe { first.add((parity & 1) * COLL_INLINE) }
+    }
 }
 
 /// The whole control segment.
@@ -221,27 +246,6 @@ impl Control {
     /// The collective slot (rule 4).
     pub(crate) fn coll(&self) -> &CollSlot {
         &self.layout().coll
-    }
-
-    /// Buffer `parity` (0 or 1) of the collective slot: [`COLL_BYTES`] bytes that
-    /// other procs of the domain read and (the owner) write concurrently only as rule 4
-    /// allows, so it is handed out as a raw pointer, not a slice.
-    pub(crate) fn coll_data(&self, parity: usize) -> *mut u8 {
-        let first = self.layout().coll.data.get().cast::<u8>();
-        // SAFETY: both buffers lie inside the one array, so the offset stays in it.
-        unsafe { first.add((parity & 1) * COLL_BYTES) }
-    }
-
-    /// Where this proc's part of `len` bytes at parity `parity` lives: inline in its
-    /// `arrive` line when it fits ([`COLL_INLINE`]), else in [`Control::coll_data`].
-    /// Rule 4 orders its use as for the buffers.
-    pub(crate) fn coll_part(&self, parity: usize, len: usize) -> *mut u8 {
-        if len > COLL_INLINE {
-            return self.coll_data(parity);
-        }
-        let first = self.layout().coll.arrive.inline.get().cast::<u8>();
-        // SAFETY: both inline parts lie inside the one array, so the offset stays in it.
-        unsafe { first.add((parity & 1) * COLL_INLINE) }
     }
 
     /// The mapping, to unlink its name.
