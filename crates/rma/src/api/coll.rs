@@ -11,7 +11,8 @@
 //! An operation is a run of steps, each numbered `seq` (the same numbers on every
 //! proc of the node, since every proc makes the same calls). Every proc stores
 //! `arrive = seq` on entering a step, after writing its part, if it has one, into its
-//! buffer `seq % 2`. Then, by operation:
+//! buffer `seq % DEPTH` (two buffers in a control segment's slot, eight in a
+//! team's: `shm/control.rs`'s `StepSlot`). Then, by operation:
 //!
 //! | step | the leader (the node's lowest proc) | the others |
 //! |---|---|---|
@@ -27,17 +28,17 @@
 //! `across` is the same step among the leaders of all nodes (e.g. MPI on the leaders'
 //! communicator); there is none with one node. A broadcast waits for no one but its
 //! source, and its source for no one (the root's leader copies the root's part for
-//! `across`). Parts of at most [`COLL_INLINE`] bytes travel in the line of their
-//! `arrive` word, so reading the word brings them.
+//! `across`). In a control segment's slot, parts of at most 24 bytes travel in the
+//! line of their `arrive` word, so reading the word brings them.
 //!
 //! Buffer reuse: a proc whose buffer others read at step `t` (the leader's result, a
-//! source's data) rewrites it two steps later, and first sees every other proc's
+//! source's data) rewrites it `DEPTH` steps later, and first sees every other proc's
 //! `arrive >= t + 1`: a reader finishes a step before it enters the next. (Usually
 //! already known: the leader saw every arrival at `t + 1` when that was a barrier or
 //! an all-reduce.) A contribution is read only by the leader within its step, and
 //! its owner waits for that step's release before it moves on.
 //!
-//! Messages longer than a buffer ([`COLL_BYTES`], whole elements) take a step per
+//! Messages longer than a buffer (32 KiB, a team's 8 KiB; whole elements) take a step per
 //! piece; every node cuts them the same way, so the leaders' hooks match up. A proc
 //! alone on its node skips the buffers and hands its data to the hook directly.
 //!
@@ -54,7 +55,7 @@ use std::cell::Cell;
 
 use crate::error::RmaError;
 use crate::rma::Rma;
-use crate::shm::control::{CollSlot, COLL_BYTES, COLL_INLINE};
+use crate::shm::control::{CollSlot, StepSlot, MAX_DEPTH};
 
 /// The step among the nodes' leaders: gets the step's data (the leader's combined
 /// buffer, or the broadcast source's) and leaves the job-wide result there.
@@ -83,19 +84,41 @@ pub(crate) struct CollState {
     seq: Cell<u64>,
     /// Every other proc of the node has arrived at this step or later.
     seen: Cell<u64>,
-    /// The last step at which others read our buffer of each parity (0: none).
-    published: [Cell<u64>; 2],
+    /// The last step at which others read each of our buffers (0: none).
+    published: [Cell<u64>; MAX_DEPTH],
+}
+
+/// Where the slots of a run of steps are, by index in its procs.
+pub(crate) trait SlotTable {
+    /// Their layout.
+    type Slot: StepSlot;
+    /// The slot of the `i`th proc.
+    fn slot(&self, i: usize) -> &Self::Slot;
+}
+
+/// The node's slots: those of its procs' control segments.
+pub(crate) struct NodeSlots<'s, 'w> {
+    rma: &'s Rma<'w>,
+    procs: &'s [usize],
+}
+
+impl SlotTable for NodeSlots<'_, '_> {
+    type Slot = CollSlot;
+
+    fn slot(&self, i: usize) -> &CollSlot {
+        self.rma.ctl_of(self.procs[i]).coll()
+    }
 }
 
 /// The procs of this node that take part in a run of steps, where their slots are,
 /// and our bookkeeping of it (module docs).
-pub(crate) struct Steps<'s, 'w> {
-    /// The layer (patience, liveness checks, the control segments).
+pub(crate) struct Steps<'s, 'w, T> {
+    /// The layer (patience, liveness checks).
     pub rma: &'s Rma<'w>,
     /// World ranks of the procs of this node taking part, ascending; the first leads.
     pub procs: &'s [usize],
-    /// Their slots by index in `procs`; `None`: those of their control segments.
-    pub slots: Option<&'s [*const CollSlot]>,
+    /// Their slots, by index in `procs`.
+    pub slots: T,
     /// Our index in `procs`.
     pub me: usize,
     /// Our step numbers.
@@ -113,12 +136,12 @@ impl Rma<'_> {
     }
 
     /// The steps of this node's collectives.
-    fn node_steps(&self) -> Steps<'_, '_> {
+    fn node_steps(&self) -> Steps<'_, '_, NodeSlots<'_, '_>> {
         let procs = self.node_procs();
         Steps {
             rma: self,
             procs,
-            slots: None,
+            slots: NodeSlots { rma: self, procs },
             me: procs.iter().position(|&p| p == self.rank).unwrap_or(0),
             state: &self.coll,
             nodes: self.domains.count(),
@@ -167,15 +190,15 @@ impl Rma<'_> {
     }
 }
 
-impl Steps<'_, '_> {
+impl<T: SlotTable> Steps<'_, '_, T> {
     /// The slot of `procs[i]`.
-    fn slot(&self, i: usize) -> &CollSlot {
-        match self.slots {
-            None => self.rma.ctl_of(self.procs[i]).coll(),
-            // SAFETY: a team's slots stay mapped while the team lives, and its steps
-            // borrow the team (`NodeTeam::steps`).
-            Some(slots) => unsafe { &*slots[i] },
-        }
+    fn slot(&self, i: usize) -> &T::Slot {
+        self.slots.slot(i)
+    }
+
+    /// The buffer of step `seq`.
+    fn buf(seq: u64) -> usize {
+        (seq % T::Slot::DEPTH as u64) as usize
     }
 
     /// Barrier, with `across` between the arrivals and the release.
@@ -207,17 +230,17 @@ impl Steps<'_, '_> {
         fold: &mut dyn FnMut(&mut [u8], &[u8]),
         mut across: Across<'_>,
     ) -> Result<(), RmaError> {
-        if elem == 0 || elem > COLL_BYTES || !data.len().is_multiple_of(elem) {
+        let most = T::Slot::BYTES;
+        if elem == 0 || elem > most || !data.len().is_multiple_of(elem) {
             return Err(RmaError::Collective {
                 op,
                 why: format!(
-                    "{} B is not a whole number of {elem}-byte elements (at most {COLL_BYTES} B \
-                     each)",
+                    "{} B is not a whole number of {elem}-byte elements (at most {most} B each)",
                     data.len()
                 ),
             });
         }
-        let piece_len = COLL_BYTES / elem * elem;
+        let piece_len = most / elem * elem;
         let n = self.procs.len();
         for piece in data.chunks_mut(piece_len) {
             if n == 1 {
@@ -225,45 +248,44 @@ impl Steps<'_, '_> {
                 continue;
             }
             let seq = self.enter_step(Part::Copy(piece))?;
-            let parity = (seq % 2) as usize;
+            let k = Self::buf(seq);
             let len = piece.len();
             if self.flat(len) {
                 self.wait_arrivals(op, seq)?;
                 // SAFETY: rule 4: every proc wrote its part before arriving and keeps it
                 // until every other proc has arrived at a later step.
-                unsafe { copy_out(self.slot(0).part(parity, len), piece) };
+                unsafe { copy_out(self.slot(0).part(k, len), piece) };
                 for i in 1..n {
                     // SAFETY: as above.
                     let other =
-                        unsafe { std::slice::from_raw_parts(self.slot(i).part(parity, len), len) };
+                        unsafe { std::slice::from_raw_parts(self.slot(i).part(k, len), len) };
                     fold(piece, other);
                 }
-                self.state.published[parity].set(seq);
+                self.state.published[k].set(seq);
                 continue;
             }
             if self.me != 0 {
                 self.wait_release(op, 0, seq)?;
                 // SAFETY: rule 4: the leader released step `seq` and rewrites its
-                // buffer `parity` only after we arrive at a later step.
-                unsafe { copy_out(self.slot(0).data(parity), piece) };
+                // buffer `k` only after we arrive at a later step.
+                unsafe { copy_out(self.slot(0).data(k), piece) };
                 continue;
             }
             self.wait_arrivals(op, seq)?;
             // SAFETY: rule 4: every proc arrived at `seq` and none is released, so no
-            // one writes any buffer `parity` of the node and only we touch ours.
-            let acc = unsafe { std::slice::from_raw_parts_mut(self.slot(0).data(parity), len) };
-            if len <= COLL_INLINE {
-                acc.copy_from_slice(piece); // our part went inline
+            // one writes any buffer `k` of the node and only we touch ours.
+            let acc = unsafe { std::slice::from_raw_parts_mut(self.slot(0).data(k), len) };
+            if self.slot(0).part(k, len) != acc.as_mut_ptr() {
+                acc.copy_from_slice(piece); // our part went elsewhere (inline)
             }
             for i in 1..n {
                 // SAFETY: as above; proc `i` wrote `len` bytes there before arriving.
-                let other =
-                    unsafe { std::slice::from_raw_parts(self.slot(i).part(parity, len), len) };
+                let other = unsafe { std::slice::from_raw_parts(self.slot(i).part(k, len), len) };
                 fold(acc, other);
             }
             run_across(&mut across, acc)?;
             piece.copy_from_slice(acc);
-            self.publish(parity, seq);
+            self.publish(k, seq);
         }
         Ok(())
     }
@@ -279,7 +301,7 @@ impl Steps<'_, '_> {
     ) -> Result<(), RmaError> {
         let source = root.unwrap_or(0);
         let me = self.me;
-        for piece in data.chunks_mut(COLL_BYTES) {
+        for piece in data.chunks_mut(T::Slot::BYTES) {
             if self.procs.len() == 1 {
                 run_across(&mut across, piece)?;
                 continue;
@@ -292,9 +314,9 @@ impl Steps<'_, '_> {
                 Part::Nothing
             };
             let seq = self.enter_step(part)?;
-            let parity = (seq % 2) as usize;
+            let k = Self::buf(seq);
             if Some(me) == root {
-                self.publish(parity, seq);
+                self.publish(k, seq);
                 if me == 0 {
                     run_across(&mut across, piece)?;
                 }
@@ -302,17 +324,17 @@ impl Steps<'_, '_> {
                 // We lead a node without the root: the leaders' step fills our buffer.
                 // SAFETY: rule 4: `enter_step` saw every reader of its last use done.
                 let into = unsafe {
-                    std::slice::from_raw_parts_mut(self.slot(source).data(parity), piece.len())
+                    std::slice::from_raw_parts_mut(self.slot(source).data(k), piece.len())
                 };
                 run_across(&mut across, into)?;
                 piece.copy_from_slice(into);
-                self.publish(parity, seq);
+                self.publish(k, seq);
             } else if root.is_some() {
                 // The root's part is complete once it arrived.
                 self.wait_arrival_of(op, source, seq)?;
-                // SAFETY: rule 4: the root rewrites its part `parity` only after we
+                // SAFETY: rule 4: the root rewrites its part `k` only after we
                 // arrive at a later step.
-                unsafe { copy_out(self.slot(source).part(parity, piece.len()), piece) };
+                unsafe { copy_out(self.slot(source).part(k, piece.len()), piece) };
                 if me == 0 {
                     // The root's bytes to the other nodes' leaders, from our copy.
                     run_across(&mut across, piece)?;
@@ -320,8 +342,8 @@ impl Steps<'_, '_> {
             } else {
                 self.wait_release(op, source, seq)?;
                 // SAFETY: rule 4: the source released step `seq` and rewrites its buffer
-                // `parity` only after we arrive at a later step.
-                unsafe { copy_out(self.slot(source).data(parity), piece) };
+                // `k` only after we arrive at a later step.
+                unsafe { copy_out(self.slot(source).data(k), piece) };
             }
         }
         Ok(())
@@ -336,40 +358,40 @@ impl Steps<'_, '_> {
         self.nodes == 1 && k <= FLAT_PROCS && bytes * k <= FLAT_BYTES
     }
 
-    /// Enters the next step: when we write our buffer of its parity (`part`) and
+    /// Enters the next step: when we write our buffer of its number (`part`) and
     /// others read it last time, waits until all of them are past that (buffer reuse,
     /// module docs); copies the part in; arrives. Returns the step's number.
     fn enter_step(&self, part: Part<'_>) -> Result<u64, RmaError> {
         let st = self.state;
         let seq = st.seq.get() + 1;
         st.seq.set(seq);
-        let parity = (seq % 2) as usize;
+        let k = Self::buf(seq);
         if !matches!(part, Part::Nothing) {
-            let read_at = st.published[parity].get();
+            let read_at = st.published[k].get();
             if read_at > 0 && st.seen.get() <= read_at {
                 self.wait_arrivals("collective", read_at + 1)?;
             }
         }
         let own = self.slot(self.me);
         if let Part::Copy(bytes) = part {
-            let to = own.part(parity, bytes.len());
-            // SAFETY: rule 4: nobody reads our buffer `parity` now (checked just
-            // above); `bytes` is at most COLL_BYTES long.
+            let to = own.part(k, bytes.len());
+            // SAFETY: rule 4: nobody reads our buffer `k` now (checked just
+            // above); `bytes` is at most a buffer long.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, bytes.len()) };
         }
-        own.arrive.seq.store(seq, Ordering::Release);
+        own.arrive().store(seq, Ordering::Release);
         Ok(seq)
     }
 
-    /// Ends step `seq` for the others: our buffer `parity` holds its result.
-    fn publish(&self, parity: usize, seq: u64) {
-        self.state.published[parity].set(seq);
+    /// Ends step `seq` for the others: our buffer `k` holds its result.
+    fn publish(&self, k: usize, seq: u64) {
+        self.state.published[k].set(seq);
         self.release(seq);
     }
 
     /// The node may go on past step `seq` (and read our result of it).
     fn release(&self, seq: u64) {
-        self.slot(self.me).release.seq.store(seq, Ordering::Release);
+        self.slot(self.me).release().store(seq, Ordering::Release);
     }
 
     /// Waits until every other proc of the node has arrived at step `seq` or later.
@@ -386,7 +408,7 @@ impl Steps<'_, '_> {
             || {
                 let mut i = next.get();
                 while i < n
-                    && (i == self.me || self.slot(i).arrive.seq.load(Ordering::Acquire) >= seq)
+                    && (i == self.me || self.slot(i).arrive().load(Ordering::Acquire) >= seq)
                 {
                     i += 1;
                 }
@@ -401,13 +423,13 @@ impl Steps<'_, '_> {
 
     /// Waits until `procs[from]` released step `seq`.
     fn wait_release(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
-        let word = &self.slot(from).release.seq;
+        let word = self.slot(from).release();
         self.wait_seq(op, from, word, "releasing", seq)
     }
 
     /// Waits until `procs[from]` arrived at step `seq`.
     fn wait_arrival_of(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
-        let word = &self.slot(from).arrive.seq;
+        let word = self.slot(from).arrive();
         self.wait_seq(op, from, word, "arriving at", seq)
     }
 

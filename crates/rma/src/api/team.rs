@@ -5,10 +5,10 @@
 //! The node collectives (`api/coll.rs`) cannot serve a team holding part of a node:
 //! their step numbers stay alike only while every proc of the node takes every step
 //! (rule 4 of `shm/control.rs`). So a team gets steps of its own: when it is made,
-//! its members allocate one collective slot each (the control segment's layout,
-//! through [`Rma::malloc_team`], which hands out zeroed memory: every slot starts at
-//! step 0) and run `api/coll.rs`'s steps among the team's procs of each node, on
-//! those slots, with the team's own step numbers.
+//! its members allocate one slot each (`TeamSlot`: the control segment's lines and
+//! eight 8 KiB buffers, through [`Rma::malloc_team`], which hands out zeroed memory:
+//! every slot starts at step 0) and run `api/coll.rs`'s steps among the team's procs
+//! of each node, on those slots, with the team's own step numbers.
 //!
 //! Order, the same result bit for bit on every member: within a node the procs take
 //! part in ascending world rank (the first leads the node and folds the others' parts
@@ -21,10 +21,10 @@
 
 use std::mem::size_of;
 
-use crate::api::coll::{Across, CollState, Steps};
+use crate::api::coll::{Across, CollState, SlotTable, Steps};
 use crate::error::RmaError;
 use crate::rma::Rma;
-use crate::shm::control::CollSlot;
+use crate::shm::control::TeamSlot;
 use crate::wireup::Team;
 
 /// A team's collectives on shared memory (module docs); made and freed collectively
@@ -35,7 +35,7 @@ pub struct NodeTeam {
     /// The members on this node, ascending; the first leads.
     procs: Vec<usize>,
     /// Their slots, mapped here, by index in `procs`.
-    slots: Vec<*const CollSlot>,
+    slots: Vec<*const TeamSlot>,
     /// Our index in `procs`.
     me: usize,
     /// Nodes holding members.
@@ -55,7 +55,7 @@ impl NodeTeam {
         for &p in &members {
             rma.check_proc(op, p)?;
         }
-        let bases = rma.malloc_team(team, size_of::<CollSlot>())?;
+        let bases = rma.malloc_team(team, size_of::<TeamSlot>())?;
         let domains = rma.domains();
         let mut here: Vec<(usize, u64)> = members
             .iter()
@@ -76,19 +76,19 @@ impl NodeTeam {
             })?;
         let mut slots = Vec::with_capacity(here.len());
         for &(p, b) in &here {
-            let Some(ptr) = rma.local_ptr(p, b, size_of::<CollSlot>())? else {
+            let Some(ptr) = rma.local_ptr(p, b, size_of::<TeamSlot>())? else {
                 return Err(RmaError::Collective {
                     op,
                     why: format!("proc {p}'s collective slot is not mapped on its node"),
                 });
             };
-            if !ptr.cast::<CollSlot>().is_aligned() {
+            if !ptr.cast::<TeamSlot>().is_aligned() {
                 return Err(RmaError::Collective {
                     op,
                     why: format!("proc {p}'s collective slot at {ptr:p} is misaligned"),
                 });
             }
-            slots.push(ptr.cast::<CollSlot>().cast_const());
+            slots.push(ptr.cast::<TeamSlot>().cast_const());
         }
         Ok(NodeTeam {
             base: bases[members.iter().position(|&p| p == rma.rank()).unwrap_or(0)],
@@ -124,11 +124,11 @@ impl NodeTeam {
     }
 
     /// The steps of this team on this node.
-    fn steps<'s, 'w>(&'s self, rma: &'s Rma<'w>) -> Steps<'s, 'w> {
+    fn steps<'s, 'w>(&'s self, rma: &'s Rma<'w>) -> Steps<'s, 'w, TeamSlots<'s>> {
         Steps {
             rma,
             procs: &self.procs,
-            slots: Some(&self.slots),
+            slots: TeamSlots(&self.slots),
             me: self.me,
             state: &self.state,
             nodes: self.nodes,
@@ -175,5 +175,19 @@ impl NodeTeam {
         }
         let here = self.procs.iter().position(|&p| p == root);
         self.steps(rma).broadcast(op, data, here, across)
+    }
+}
+
+/// A team's slots on this node, mapped while the team lives.
+struct TeamSlots<'s>(&'s [*const TeamSlot]);
+
+impl SlotTable for TeamSlots<'_> {
+    type Slot = TeamSlot;
+
+    fn slot(&self, i: usize) -> &TeamSlot {
+        // SAFETY: the slots stay mapped while their `NodeTeam` lives (its allocation,
+        // freed only by `NodeTeam::free`, which takes the team), and these borrow it;
+        // every field is an atomic or bytes in an `UnsafeCell`, valid for any bytes.
+        unsafe { &*self.0[i] }
     }
 }

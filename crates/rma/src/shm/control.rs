@@ -41,8 +41,9 @@
 //!    buffer. Readers load `arrive` / `release` with Acquire before touching a buffer.
 //!    An owner rewrites a buffer others read at step `t` only after seeing every other
 //!    proc's `arrive >= t + 1`, so readers never see it change under them.
-//!    A node team (`api/team.rs`) keeps slots of the same layout in an allocation of
-//!    its own, one per member, under the same rule among the team's procs of a node.
+//!    A node team (`api/team.rs`) keeps slots of its own (`TeamSlot`: the same lines,
+//!    eight buffers used by `seq % 8`) in an allocation of the team's, one per member,
+//!    under the same rule among the team's procs of a node.
 
 use std::cell::UnsafeCell;
 use std::mem::{align_of, size_of};
@@ -126,26 +127,98 @@ pub(crate) struct CollSlot {
     data: UnsafeCell<[[u8; COLL_BYTES]; 2]>,
 }
 
-impl CollSlot {
-    /// Buffer `parity` (0 or 1): [`COLL_BYTES`] bytes that other procs of the node
-    /// read and the owner writes concurrently only as rule 4 allows, so it is handed
-    /// out as a raw pointer, not a slice.
-    pub(crate) fn data(&self, parity: usize) -> *mut u8 {
-        let first = self.data.get().cast::<u8>();
-        // SAFETY: both buffers lie inside the one array, so the offset stays in it.
-        unsafe { first.add((parity & 1) * COLL_BYTES) }
+/// Most buffers of a slot ([`StepSlot::DEPTH`]).
+pub(crate) const MAX_DEPTH: usize = 8;
+
+/// One proc's words and buffers of a run of collective steps (rule 4), as
+/// `api/coll.rs` steps through them: the control segment's [`CollSlot`], or a node
+/// team's [`TeamSlot`].
+pub(crate) trait StepSlot {
+    /// Buffers, used in turn by step number (`seq % DEPTH`); at most [`MAX_DEPTH`].
+    const DEPTH: usize;
+    /// Bytes of one buffer: a step moves at most this much per proc.
+    const BYTES: usize;
+    /// The last step this proc arrived at (its part written).
+    fn arrive(&self) -> &AtomicU64;
+    /// The last step this proc ended for the others (its result written).
+    fn release(&self) -> &AtomicU64;
+    /// Buffer `k` (< `DEPTH`): bytes that other procs of the node read and the owner
+    /// writes concurrently only as rule 4 allows, so it is handed out as a raw
+    /// pointer, not a slice.
+    fn data(&self, k: usize) -> *mut u8;
+    /// Where the owner's part of `len` bytes at buffer `k` lives (its buffer, unless
+    /// the slot keeps short parts elsewhere); rule 4 orders its use as for the buffers.
+    fn part(&self, k: usize, len: usize) -> *mut u8 {
+        let _ = len;
+        self.data(k)
+    }
+}
+
+impl StepSlot for CollSlot {
+    const DEPTH: usize = 2;
+    const BYTES: usize = COLL_BYTES;
+
+    fn arrive(&self) -> &AtomicU64 {
+        &self.arrive.seq
     }
 
-    /// Where the owner's part of `len` bytes at parity `parity` lives: inline in its
-    /// `arrive` line when it fits ([`COLL_INLINE`]), else in [`CollSlot::data`].
-    /// Rule 4 orders its use as for the buffers.
-    pub(crate) fn part(&self, parity: usize, len: usize) -> *mut u8 {
+    fn release(&self) -> &AtomicU64 {
+        &self.release.seq
+    }
+
+    fn data(&self, k: usize) -> *mut u8 {
+        let first = self.data.get().cast::<u8>();
+        // SAFETY: both buffers lie inside the one array, so the offset stays in it.
+        unsafe { first.add((k & 1) * COLL_BYTES) }
+    }
+
+    /// Inline in the `arrive` line when it fits ([`COLL_INLINE`]), so a reader's one
+    /// miss on that line brings word and part together.
+    fn part(&self, k: usize, len: usize) -> *mut u8 {
         if len > COLL_INLINE {
-            return self.data(parity);
+            return self.data(k);
         }
         let first = self.arrive.inline.get().cast::<u8>();
         // SAFETY: both inline parts lie inside the one array, so the offset stays in it.
-        unsafe { first.add((parity & 1) * COLL_INLINE) }
+        unsafe { first.add((k & 1) * COLL_INLINE) }
+    }
+}
+
+/// Bytes of one buffer of a [`TeamSlot`].
+pub(crate) const TEAM_BYTES: usize = 8 * 1024;
+
+/// One member's slot of a node team's collectives (`api/team.rs`), in an allocation
+/// of the team's, under rule 4 among the team's procs of a node. Eight buffers where
+/// the control segment has two: a broadcast's root may then run seven steps ahead of
+/// its slowest reader before it waits (back-to-back 8-byte broadcasts of a group of 2
+/// on 2 oversubscribed CPUs went lockstep with two, 1-9 µs a call against 0.1-0.3
+/// with eight). No inline parts: the `inline` bytes of its lines stay unused.
+#[repr(C, align(64))]
+pub(crate) struct TeamSlot {
+    /// As [`CollSlot::arrive`].
+    arrive: SeqLine,
+    /// As [`CollSlot::release`].
+    release: SeqLine,
+    /// Contributions and results, by `seq % MAX_DEPTH`.
+    data: UnsafeCell<[[u8; TEAM_BYTES]; MAX_DEPTH]>,
+}
+
+impl StepSlot for TeamSlot {
+    const DEPTH: usize = MAX_DEPTH;
+    const BYTES: usize = TEAM_BYTES;
+
+    fn arrive(&self) -> &AtomicU64 {
+        &self.arrive.seq
+    }
+
+    fn release(&self) -> &AtomicU64 {
+        &self.release.seq
+    }
+
+    fn data(&self, k: usize) -> *mut u8 {
+        let first = self.data.get().cast::<u8>();
+        // SAFETY: `k % MAX_DEPTH` picks a buffer inside the one array.
+        unsafe { first.add((k % MAX_DEPTH) * TEAM_BYTES) }
     }
 }
 
@@ -172,6 +245,8 @@ const _: () = assert!(size_of::<MutexWord>() == 16);
 const _: () = assert!(size_of::<SeqLine>() == 64);
 #[cfg(not(all(test, loom)))]
 const _: () = assert!(size_of::<CollSlot>() == 128 + 2 * COLL_BYTES);
+#[cfg(not(all(test, loom)))]
+const _: () = assert!(size_of::<TeamSlot>() == 128 + MAX_DEPTH * TEAM_BYTES);
 #[cfg(not(all(test, loom)))]
 const _: () = assert!(SIZE == 64 + 64 * NSTRIPES + 16 * MAX_MUTEXES + size_of::<CollSlot>());
 const _: () = assert!(align_of::<Layout>() <= 4096);
