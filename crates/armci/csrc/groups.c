@@ -139,7 +139,7 @@ struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
         .allgather = allgather_cb,
         .barrier = barrier_cb,
     };
-    /* A team (whole nodes, or part of one node with its own collectives) once
+    /* A team (whole nodes, or part of a node with its own collectives) once
      * ARMCI_Init's topology step has run (not the wire-up that starts the rma layer,
      * which keeps MPI's: the node collectives need that layer running). */
     if (nfa.node_of != NULL && nfa_team_of(group->comm) != NULL) {
