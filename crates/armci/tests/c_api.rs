@@ -244,14 +244,16 @@ fn collectives_across_two_hosts() {
 /// job going after a death (`orte_enable_recovery`; it then exits 0 whatever the
 /// processes did), where the waiting processes notice the death themselves, leader or
 /// not, and abort with a message naming it; likewise in a group's barrier (a group of
-/// whole nodes, on the node's shared memory).
+/// whole nodes, on the node's shared memory; a group holding part of the node, on its
+/// team's).
 #[test]
 fn a_process_killed_in_a_barrier_ends_the_job() {
     let (imp, prog) = build("t_coll");
-    for (mode, victim, call) in [
-        ("kill", 3, "armci_msg_barrier"),
-        ("kill-leader", 0, "armci_msg_barrier"),
-        ("kill-group", 3, "armci_msg_group_barrier"),
+    for (mode, victim, call, op) in [
+        ("kill", 3, "armci_msg_barrier", "node barrier"),
+        ("kill-leader", 0, "armci_msg_barrier", "node barrier"),
+        ("kill-group", 3, "armci_msg_group_barrier", "node barrier"),
+        ("kill-part", 3, "armci_msg_group_barrier", "team barrier"),
     ] {
         let out = mpirun(4, &prog, &[mode], BAD_LIMIT);
         assert!(!out.timed_out, "{mode}: the others hung\n{}", out.both());
@@ -269,7 +271,7 @@ fn a_process_killed_in_a_barrier_ends_the_job() {
         let out = mpirun_with(4, &opts, &prog, &[mode], BAD_LIMIT);
         assert!(!out.timed_out, "{mode}: the others hung\n{}", out.both());
         assert!(!out.stdout.contains("passed a barrier"), "{}", out.both());
-        let says = format!("{call}: node barrier: proc {victim} ");
+        let says = format!("{call}: {op}: proc {victim} ");
         assert!(
             out.stderr.contains(&says) && out.stderr.contains("died"),
             "{mode}: no process says {says:?}...died\n{}",
