@@ -27,6 +27,11 @@
  *                       of 8 bytes (from the half's first rank) in two groups of
  *                       half the ranks each, both at once (on one host with 4 or
  *                       more ranks: groups holding part of a node; GA_Pgroup's)
+ *   most-barrier, most-dgop-1, most-bcast-8
+ *                       the same in a group of every rank but the last (on one host
+ *                       a group holding part of the node; on two hosts x 2 one
+ *                       holding the first host and part of the second); the last
+ *                       rank times nothing
  *   with --large, also dgop of 4 Ki .. 256 Ki doubles and brdcst of 4 KiB .. 16 MiB
  *   (where a library's collectives change path; libarmci's NF_ARMCI_COLL_MAX)
  *
@@ -238,6 +243,20 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++)
             if (k ? nproc - half : half)
                 ARMCI_Group_free(&halves[k]);
+        free(list);
+    }
+    if (nproc > 2) {
+        int n = nproc - 1, in = rank < n;
+        int *list = malloc(sizeof(int) * (size_t)n);
+        for (int i = 0; i < n; i++)
+            list[i] = i;
+        ARMCI_Group most = {0}; /* ARMCI-MPI leaves a non-member's tables unset */
+        ARMCI_Group_create(n, list, &most);
+        TIME_ROUNDS("most-barrier", if (in) armci_msg_group_barrier(&most));
+        TIME_ROUNDS("most-dgop-1", if (in) armci_msg_group_dgop(d, n1, "+", &most));
+        TIME_ROUNDS("most-bcast-8",
+                    if (in) armci_msg_group_bcast_scope(SCOPE_ALL, buf, 8, 0, &most));
+        ARMCI_Group_free(&most);
         free(list);
     }
     if (large) {

@@ -7,7 +7,7 @@
  * rank translation tables, allocated here and released by ARMCI_Group_free. A group
  * holding whole nodes is also a team of coll.c (found by its `comm`), whose
  * collectives and allocations take the nodes' shared memory like the world's; so is
- * a group holding part of one node, through blocks of its own (src/gcoll.rs).
+ * a group holding part of a node, through an nf_rma::NodeTeam of its own (coll.c).
  * The world and default groups live in `nfa` (setup.c).
  */
 #include <stdlib.h>
@@ -124,7 +124,7 @@ static int team_allgather_cb(void *ctx, const void *mine, void *all, size_t byte
     return allgather_cb(ctx, mine, all, bytes);
 }
 
-/* A team's barrier, a whole-node team's or a part-node group's (coll.c chooses the path). */
+/* A team's barrier, a whole-node team's or a part-node one's (coll.c chooses the path). */
 static int team_barrier_cb(void *ctx) {
     nfa_barrier(TEAM_ALLOC, ((ARMCI_Group *)ctx)->comm);
     return 0;
@@ -139,7 +139,7 @@ struct nfa_wireup nfa_wireup_of(ARMCI_Group *group) {
         .allgather = allgather_cb,
         .barrier = barrier_cb,
     };
-    /* A team (whole nodes, or part of one node with its own collectives) once
+    /* A team (whole nodes, or part of a node with its own collectives) once
      * ARMCI_Init's topology step has run (not the wire-up that starts the rma layer,
      * which keeps MPI's: the node collectives need that layer running). */
     if (nfa.node_of != NULL && nfa_team_of(group->comm) != NULL) {

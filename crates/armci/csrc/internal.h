@@ -21,26 +21,30 @@
 
 /* ---- C side ------------------------------------------------------------ */
 
-/* A whole-node team (coll.c): a communicator holding every process of each node it
- * has one on, whose collectives may take the nodes' shared memory. */
+/* A team (coll.c): a communicator whose collectives may take the nodes' shared
+ * memory; whole nodes (the node's collectives) or part of some node (its own). */
 struct nfa_team {
     MPI_Comm comm;        /* the team's communicator (the key) */
     MPI_Comm leaders;     /* its nodes' leaders, in node order (MPI_COMM_NULL elsewhere,
                              and with one node) */
     int *leader_rank;     /* node -> its leader's rank in `leaders`; -1: not the team's */
-    int shm;              /* some node of the team holds 2+ processes */
-    void *part;           /* a group of part of one node: its own collectives
-                             (src/gcoll.rs); NULL for whole-node teams */
+    int shm;              /* some node of the team holds 2+ of its processes */
+    void *steps;          /* a part-node team: its nf_rma::NodeTeam (src/coll.rs);
+                             NULL for whole-node teams */
     struct nfa_team *next;
 };
+
+/* The paths of coll.c's collectives, counted for NF_ARMCI_STATS. */
+enum nfa_coll_path { NFA_PATH_MPI, NFA_PATH_NODE, NFA_PATH_TEAM, NFA_PATHS };
 
 /* Process-wide state, valid between ARMCI_Init and ARMCI_Finalize. */
 struct nfa_state {
     int init_count;       /* ARMCI_Init calls not yet matched by ARMCI_Finalize */
     MPI_Comm node_comm;   /* the world's processes on this node (made on first use) */
     struct nfa_team world_team; /* the world's collectives on shared memory (coll.c) */
-    struct nfa_team *teams;/* the groups of whole nodes, likewise, and of part of one
+    struct nfa_team *teams;/* the groups of whole nodes, likewise, and of part of a
                               node (their own collectives) */
+    unsigned long coll_paths[NFA_PATHS]; /* coll.c's collectives by path */
     long reduce_max;      /* all-reduces and broadcasts longer than these many bytes */
     long bcast_max;       /* stay on MPI (NF_ARMCI_COLL_MAX sets both) */
     int node_count;       /* nodes in the job */
@@ -109,15 +113,14 @@ enum nfa_gop { GOP_SUM, GOP_PROD, GOP_MAX, GOP_MIN, GOP_ABSMAX, GOP_ABSMIN, GOP_
  * allow, else MPI (collective over comm; `call` names the caller for errors). */
 void nfa_coll_init(void);
 void nfa_coll_free(void);
-/* Registers a new group as a team when it holds whole nodes (collective over its
- * members; makes its leaders' communicator among them), or when it holds part of one
- * node (its own collectives: collective over its members too); `call` names the
- * caller. */
+/* Registers a new group as a team when it holds whole nodes, or part of a node with
+ * two or more members on some node (its own collectives); collective over its
+ * members (makes its leaders' communicator among them); `call` names the caller. */
 void nfa_coll_group_add(const char *call, ARMCI_Group *group);
 /* Forgets the team of comm, if any: collective over the members of `group` (comm's)
  * when that team holds part of a node, local with group NULL (ARMCI_Finalize). */
 void nfa_coll_group_remove(MPI_Comm comm, ARMCI_Group *group);
-/* The team of comm (whole nodes, or part of one node), or NULL. */
+/* The team of comm (whole nodes, or part of a node), or NULL. */
 const struct nfa_team *nfa_team_of(MPI_Comm comm);
 void nfa_barrier(const char *call, MPI_Comm comm);
 /* Broadcast from `root`, a world rank, whose rank in comm is `comm_root`. */
@@ -181,26 +184,22 @@ struct nfa_across {
     int (*step)(void *ctx, void *buf, size_t bytes);
 };
 
-/* Rust: the node's barrier around `across` (NULL: this node only). */
-int nf_armci_rs_barrier(const char *call, const struct nfa_across *across);
+/* Rust: the collectives of a group holding part of a node (an nf_rma::NodeTeam), made
+ * collectively over the group's (MPI) wire-up. */
+void *nf_armci_rs_team_new(const char *call, const struct nfa_wireup *wu);
+/* Rust: frees them; with the group's wire-up its slots too (collective), with NULL
+ * (ARMCI_Finalize) only this process's bookkeeping. */
+void nf_armci_rs_team_free(const char *call, void *team, const struct nfa_wireup *wu);
+
+/* Rust: the barrier of the node (team NULL) or of a part-node team around `across`
+ * (NULL: this node only). */
+int nf_armci_rs_barrier(const char *call, void *team, const struct nfa_across *across);
 /* Rust: all-reduce of n elements of ARMCI type `type` with operator `op` in place. */
-int nf_armci_rs_allreduce(const char *call, void *x, int n, int type, int op,
+int nf_armci_rs_allreduce(const char *call, void *team, void *x, int n, int type, int op,
                           const struct nfa_across *across);
 /* Rust: broadcast of len bytes from world rank root. */
-int nf_armci_rs_bcast(const char *call, void *buf, int len, int root,
+int nf_armci_rs_bcast(const char *call, void *team, void *buf, int len, int root,
                       const struct nfa_across *across);
-
-/* Rust: the collectives of a group holding part of one node, made collectively over
- * the group's (MPI) wire-up; NULL when its members do not all share this node. */
-void *nf_armci_rs_gcoll_new(const char *call, const struct nfa_wireup *wu);
-/* Rust: frees them; with the group's wire-up its blocks too (collective), with NULL
- * (ARMCI_Finalize) only this process's bookkeeping. */
-void nf_armci_rs_gcoll_free(const char *call, void *gc, const struct nfa_wireup *wu);
-/* Rust: the group's barrier, all-reduce (as nf_armci_rs_allreduce) and broadcast. */
-void nf_armci_rs_gcoll_barrier(const char *call, void *gc);
-void nf_armci_rs_gcoll_allreduce(const char *call, void *gc, void *x, int n, int type,
-                                 int op);
-void nf_armci_rs_gcoll_bcast(const char *call, void *gc, void *buf, int len, int root);
 
 /* Rust calls this to abort: like nfa_fatal with a ready message. */
 _Noreturn void nfa_fatal_msg(const char *call, const char *msg);

@@ -22,8 +22,9 @@
 //! - **node collectives**: barriers, all-reduces and broadcasts of the world through
 //!   the node's shared memory, MPI only among the nodes' leaders ([`coll`], the
 //!   operators in [`reduce`]; `csrc/coll.c` chooses the path).
-//! - **group collectives**: the same for a group holding part of one node, through
-//!   blocks of its own with step numbers of its own ([`gcoll`]).
+//! - **group collectives**: the same for a group holding part of a node, through
+//!   the rma layer's team collectives (`nf_rma::NodeTeam`: slots and step numbers
+//!   of the group's own; also [`coll`]).
 //!
 //! Every failure of an ARMCI call is fatal, as in ARMCI: the message names the call
 //! and the argument, and the job is aborted with a non-zero code ([`ffi::fatal`]).
@@ -33,7 +34,6 @@ pub mod args;
 pub mod coll;
 pub mod contig;
 pub mod ffi;
-pub mod gcoll;
 pub mod issue;
 pub mod memory;
 pub mod nonblocking;

@@ -95,14 +95,64 @@ fn rmw_accumulate_atomicity_mutexes() {
     run_c("t_atomics", &[2, 4], &[]);
 }
 
+/// Collectives by path on each of `np` ranks, `[mpi, node, team]`, from
+/// `NF_ARMCI_STATS`'s line at `ARMCI_Finalize`.
+fn path_counts(out: &common::RunOutput, np: usize) -> Vec<[u64; 3]> {
+    (0..np)
+        .map(|rank| {
+            let head = format!("libarmci: rank {rank}: ARMCI_Finalize: collectives: ");
+            let line = out
+                .stderr
+                .lines()
+                .find_map(|l| l.strip_prefix(head.as_str()))
+                .unwrap_or_else(|| panic!("no {head:?} in:\n{}", out.both()));
+            let n: Vec<u64> = line
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            match n[..] {
+                [mpi, node, team] => [mpi, node, team],
+                _ => panic!("not 3 counts in {line:?}:\n{}", out.both()),
+            }
+        })
+        .collect()
+}
+
 /// Also on two hosts, where a group of every process in reverse order spans both and
 /// holds whole nodes (its collectives and allocations on the nodes' shared memory, MPI
-/// among the leaders), the upper half holds the second host, and the even ranks hold
-/// part of each (MPI).
+/// among the leaders), the upper half holds the second host, the even ranks hold one
+/// process of each (MPI), and all but the last process hold the first host and part
+/// of the second (each node's shared memory through the group's team, MPI among the
+/// leaders).
+///
+/// The paths, counted by `NF_ARMCI_STATS`: at 4 ranks on one host the halves' 40
+/// rounds of at least 24 collectives each run on their part-node teams, and on two
+/// hosts the 10 rounds of at least 12 of all but the last process.
 #[test]
 fn groups() {
-    run_c("t_groups", &[2, 4], &[]);
-    run_c_two_hosts("t_groups", &[]);
+    run_c("t_groups", &[2], &[]);
+    let (imp, prog) = build("t_groups");
+    let names = expected_tests(&source("t_groups"), imp);
+    let stats = ["-x", "NF_ARMCI_STATS=1"];
+    let out = mpirun_with(4, &stats, &prog, &[], LIMIT);
+    assert_all_passed(&format!("t_groups -np 4 ({imp:?})"), &out, &names);
+    if imp == Impl::Ninefold {
+        let counts = path_counts(&out, 4);
+        assert!(
+            counts.iter().all(|c| c[2] >= 40 * 24),
+            "collectives [mpi, node, team] per rank on one host: {counts:?}"
+        );
+    }
+    let net = Netns::create(2).expect("two namespace hosts");
+    let out = mpirun_hosts_with(&net, 2, &stats, &prog, &[], LIMIT);
+    assert_all_passed(&format!("t_groups on 2 hosts x 2 ({imp:?})"), &out, &names);
+    if imp == Impl::Ninefold {
+        let counts = path_counts(&out, 4);
+        assert!(
+            counts[..3].iter().all(|c| c[2] >= 10 * 12),
+            "collectives [mpi, node, team] per rank on 2 hosts x 2: {counts:?}"
+        );
+    }
 }
 
 /// ARMCI-MPI's additions: Init_thread (and _comm over a reversed communicator),
@@ -194,14 +244,16 @@ fn collectives_across_two_hosts() {
 /// job going after a death (`orte_enable_recovery`; it then exits 0 whatever the
 /// processes did), where the waiting processes notice the death themselves, leader or
 /// not, and abort with a message naming it; likewise in a group's barrier (a group of
-/// whole nodes, on the node's shared memory).
+/// whole nodes, on the node's shared memory; a group holding part of the node, on its
+/// team's).
 #[test]
 fn a_process_killed_in_a_barrier_ends_the_job() {
     let (imp, prog) = build("t_coll");
-    for (mode, victim, call) in [
-        ("kill", 3, "armci_msg_barrier"),
-        ("kill-leader", 0, "armci_msg_barrier"),
-        ("kill-group", 3, "armci_msg_group_barrier"),
+    for (mode, victim, call, op) in [
+        ("kill", 3, "armci_msg_barrier", "node barrier"),
+        ("kill-leader", 0, "armci_msg_barrier", "node barrier"),
+        ("kill-group", 3, "armci_msg_group_barrier", "node barrier"),
+        ("kill-part", 3, "armci_msg_group_barrier", "team barrier"),
     ] {
         let out = mpirun(4, &prog, &[mode], BAD_LIMIT);
         assert!(!out.timed_out, "{mode}: the others hung\n{}", out.both());
@@ -219,7 +271,7 @@ fn a_process_killed_in_a_barrier_ends_the_job() {
         let out = mpirun_with(4, &opts, &prog, &[mode], BAD_LIMIT);
         assert!(!out.timed_out, "{mode}: the others hung\n{}", out.both());
         assert!(!out.stdout.contains("passed a barrier"), "{}", out.both());
-        let says = format!("{call}: node barrier: proc {victim} ");
+        let says = format!("{call}: {op}: proc {victim} ");
         assert!(
             out.stderr.contains(&says) && out.stderr.contains("died"),
             "{mode}: no process says {says:?}...died\n{}",

@@ -4,7 +4,8 @@
 //! Glossary:
 //! - **proc**: one process of the job, named by its world rank, 0 ..< size.
 //! - **team**: a set of procs that run collectives together: the world, or a group
-//!   ([`Team`]). Team rank `i` is world rank `team.members()[i]`.
+//!   ([`Team`]). Team rank `i` is world rank `team.members()[i]`. A [`NodeTeam`]
+//!   runs a team's barrier, all-reduce and broadcast on each node's shared memory.
 //! - **wire-up**: what the layer needs from the launcher: rank, allgather, barrier,
 //!   host identity ([`Wireup`]; [`WorldWireup`] for `nf run`, MPI in the C ABI).
 //! - **segment**: one proc's part of a collective allocation: a shared-memory file
@@ -65,6 +66,7 @@ pub mod world;
 pub mod xfer;
 
 pub use api::coll::Across;
+pub use api::team::NodeTeam;
 pub use array::{Accumulate, GlobalArray, RmwInt};
 pub use config::{OfiMode, RmaConfig, SETTINGS};
 pub use domain::{Domains, Route};

@@ -8,7 +8,10 @@
  * leads its node) dies by SIGKILL while the others wait in the next one; the driver
  * checks that the job ends, naming it (tests/c_api.rs). Mode "kill-group": the same in
  * the barriers of a group of every process in reverse order (whole nodes, which
- * libarmci runs on the nodes' shared memory), the group's first rank the victim. */
+ * libarmci runs on the nodes' shared memory), the group's first rank the victim. Mode
+ * "kill-part": the same in a group of every process but the first (part of the node:
+ * its own team's collectives), the last process the victim, while the first waits in
+ * a world barrier. */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -257,6 +260,17 @@ int main(int argc, char **argv) {
             ARMCI_Group g;
             ARMCI_Group_create(nproc, list, &g);
             die_in_a_barrier(nproc - 1, &g);
+        }
+        if (!strcmp(argv[1], "kill-part")) {
+            int *list = malloc(sizeof(int) * (size_t)nproc);
+            CHECK(list != NULL, "out of memory");
+            for (int i = 1; i < nproc; i++) list[i - 1] = i;
+            ARMCI_Group g = {0};
+            ARMCI_Group_create(nproc - 1, list, &g);
+            int r = -1;
+            if (ARMCI_Group_rank(&g, &r) == 0) die_in_a_barrier(nproc - 1, &g);
+            armci_msg_barrier();
+            return 3; /* never reached: the job ends in the barriers */
         }
         CHECK(!strcmp(argv[1], "kill") || !strcmp(argv[1], "kill-leader"),
               "unknown mode %s", argv[1]);

@@ -272,6 +272,81 @@ static void test_whole_nodes_reversed(void) {
     free(list);
 }
 
+/* Every process but the last: at 4 ranks on one host a group holding part of the node;
+ * on two hosts x 2 one holding the first host whole and one process of the second,
+ * whose collectives libarmci runs on the group's team on each node's shared memory,
+ * MPI among the nodes' leaders (the Rust driver checks the path through
+ * NF_ARMCI_STATS). Barriers order puts; gops of one step and of several; a sum whose
+ * value depends on the fold order is the same on every member (and, in ninefold, the
+ * documented order's: by node, then ascending rank); broadcasts from every member,
+ * short and of several steps. */
+enum { ABL_ROUNDS = 10, ABL_LONG = 5000 };
+
+static void test_all_but_last(void) {
+    int n = nproc - 1;
+    int *list = malloc(sizeof(int) * (size_t)nproc);
+    for (int i = 0; i < n; i++) list[i] = i;
+    ARMCI_Group g = {0}; /* ARMCI-MPI leaves a non-member's tables unset */
+    ARMCI_Group_create(n, list, &g);
+    int r = -1;
+    if (ARMCI_Group_rank(&g, &r) == 0) {
+        CHECK(r == me, "rank %d in the group of all but the last", r);
+        void **bases = malloc(sizeof(void *) * (size_t)n);
+        ARMCI_Malloc_group(bases, sizeof(int), &g);
+        long *v = malloc(sizeof(long) * ABL_LONG);
+        char *text = malloc(12000);
+        for (int round = 0; round < ABL_ROUNDS; round++) {
+            int val = round * 1000 + me;
+            ARMCI_Put(&val, bases[(r + 1) % n], sizeof val, (r + 1) % n);
+            ARMCI_Fence((r + 1) % n);
+            armci_msg_group_barrier(&g);
+            int from = (r + n - 1) % n;
+            CHECK(*(volatile int *)bases[r] == round * 1000 + from,
+                  "round %d: my slot holds %d after the group barrier", round,
+                  *(int *)bases[r]);
+            long x[2] = {me, 1};
+            armci_msg_group_lgop(x, 2, "+", &g);
+            CHECK(x[0] == (long)n * (n - 1) / 2 && x[1] == n, "round %d: lgop %ld %ld", round,
+                  x[0], x[1]);
+            /* 1 + 1e16 rounds to 1e16: (1 + 1e16) - 1e16 is 0, (1e16 - 1e16) + 1 is 1. */
+            double d = r == 0 ? 1.0 : r == 1 ? 1e16 : r == 2 ? -1e16 : 0.0;
+            armci_msg_group_dgop(&d, 1, "+", &g);
+            double lo = d, hi = d;
+            armci_msg_group_dgop(&lo, 1, "min", &g);
+            armci_msg_group_dgop(&hi, 1, "max", &g);
+            CHECK(lo == d && hi == d, "round %d: members' sums differ: %g .. %g", round, lo, hi);
+#ifdef ARMCI_NINEFOLD
+            if (n >= 3) CHECK(d == 0.0, "round %d: sum %g, not by node then rank", round, d);
+#endif
+            for (int i = 0; i < ABL_LONG; i++) v[i] = me * (i + 1) + round;
+            armci_msg_group_lgop(v, ABL_LONG, "+", &g); /* 40000 bytes: two steps */
+            long members = (long)n * (n - 1) / 2;
+            for (int i = 0; i < ABL_LONG; i += 499)
+                CHECK(v[i] == members * (i + 1) + (long)n * round, "round %d: lgop[%d] %ld",
+                      round, i, v[i]);
+            for (int root = 0; root < n; root++) {
+                int b = me == root ? round * 10 + root : -1;
+                armci_msg_group_bcast_scope(SCOPE_ALL, &b, sizeof b, root, &g);
+                CHECK(b == round * 10 + root, "round %d: broadcast from %d gave %d", round, root,
+                      b);
+                for (int i = 0; i < 12000; i++) text[i] = me == root ? (char)(i + root) : 0;
+                armci_msg_group_bcast_scope(SCOPE_ALL, text, 12000, root, &g);
+                int same = 1;
+                for (int i = 0; i < 12000; i++) same &= text[i] == (char)(i + root);
+                CHECK(same, "round %d: a 12000-byte broadcast from %d differs", round, root);
+            }
+            armci_msg_group_barrier(&g); /* nobody puts into a slot still being checked */
+        }
+        ARMCI_Free_group(bases[r], &g);
+        free(text);
+        free(v);
+        free(bases);
+    }
+    ARMCI_Barrier();
+    ARMCI_Group_free(&g);
+    free(list);
+}
+
 int main(int argc, char **argv) {
     harness_init(&argc, &argv);
     RUN(test_world_group);
@@ -280,6 +355,7 @@ int main(int argc, char **argv) {
     RUN(test_default_and_child);
     RUN(test_whole_nodes_reversed);
     RUN(test_part_node_groups_between_world_collectives);
+    RUN(test_all_but_last);
     harness_done();
     return 0;
 }

@@ -2,10 +2,17 @@
 //! collective slots of their control segments (rule 4 of `shm/control.rs`), with a
 //! hook for the step among the nodes' leaders.
 //!
+//! The same steps serve a team's procs on this node ([`crate::NodeTeam`],
+//! `api/team.rs`): a [`Steps`] names the procs taking part here (ascending, the first
+//! leads), where their slots are (the control segments, or the team's allocation of
+//! slots of the same layout) and whose step numbers count. Below, "the node" means
+//! those procs.
+//!
 //! An operation is a run of steps, each numbered `seq` (the same numbers on every
 //! proc of the node, since every proc makes the same calls). Every proc stores
 //! `arrive = seq` on entering a step, after writing its part, if it has one, into its
-//! buffer `seq % 2`. Then, by operation:
+//! buffer `seq % DEPTH` (two buffers in a control segment's slot, eight in a
+//! team's: `shm/control.rs`'s `StepSlot`). Then, by operation:
 //!
 //! | step | the leader (the node's lowest proc) | the others |
 //! |---|---|---|
@@ -13,7 +20,7 @@
 //! | all-reduce | waits until all arrived, folds their buffers into its own in proc order, runs `across`, `release = seq` | wait for the leader's release, copy its buffer |
 //! | broadcast | is the source when the root is on another node: runs `across` into its buffer, `release = seq` | the root, when here, is the source: its part is its data, and the others wait for its arrival; else they wait for the leader's release and copy its buffer |
 //!
-//! With one node, few procs and short parts, barrier and all-reduce run *flat*
+//! With one node (of the job, or of the team), few procs and short parts, barrier and all-reduce run *flat*
 //! instead: every proc waits for every arrival and folds every buffer itself in proc
 //! order (the same result everywhere, bit for bit), one hop where the leader's way
 //! takes two (arrive, release).
@@ -21,17 +28,17 @@
 //! `across` is the same step among the leaders of all nodes (e.g. MPI on the leaders'
 //! communicator); there is none with one node. A broadcast waits for no one but its
 //! source, and its source for no one (the root's leader copies the root's part for
-//! `across`). Parts of at most [`COLL_INLINE`] bytes travel in the line of their
-//! `arrive` word, so reading the word brings them.
+//! `across`). In a control segment's slot, parts of at most 24 bytes travel in the
+//! line of their `arrive` word, so reading the word brings them.
 //!
 //! Buffer reuse: a proc whose buffer others read at step `t` (the leader's result, a
-//! source's data) rewrites it two steps later, and first sees every other proc's
+//! source's data) rewrites it `DEPTH` steps later, and first sees every other proc's
 //! `arrive >= t + 1`: a reader finishes a step before it enters the next. (Usually
 //! already known: the leader saw every arrival at `t + 1` when that was a barrier or
 //! an all-reduce.) A contribution is read only by the leader within its step, and
 //! its owner waits for that step's release before it moves on.
 //!
-//! Messages longer than a buffer ([`COLL_BYTES`], whole elements) take a step per
+//! Messages longer than a buffer (32 KiB, a team's 8 KiB; whole elements) take a step per
 //! piece; every node cuts them the same way, so the leaders' hooks match up. A proc
 //! alone on its node skips the buffers and hands its data to the hook directly.
 //!
@@ -48,13 +55,13 @@ use std::cell::Cell;
 
 use crate::error::RmaError;
 use crate::rma::Rma;
-use crate::shm::control::{COLL_BYTES, COLL_INLINE};
+use crate::shm::control::{CollSlot, StepSlot, MAX_DEPTH};
 
 /// The step among the nodes' leaders: gets the step's data (the leader's combined
 /// buffer, or the broadcast source's) and leaves the job-wide result there.
 pub type Across<'a> = Option<&'a mut dyn FnMut(&mut [u8]) -> Result<(), RmaError>>;
 
-/// Most procs of a node whose steps run flat (`Rma::flat`).
+/// Most procs of a node whose steps run flat (`Steps::flat`).
 const FLAT_PROCS: usize = 16;
 /// Most bytes of all parts together of a flat step.
 const FLAT_BYTES: usize = 4096;
@@ -69,15 +76,57 @@ enum Part<'a> {
     Reserve,
 }
 
-/// This proc's bookkeeping of its node's collectives (module docs).
+/// This proc's bookkeeping of one run of steps (module docs): the node's, or a
+/// node team's.
 #[derive(Default)]
 pub(crate) struct CollState {
     /// The last step entered.
     seq: Cell<u64>,
     /// Every other proc of the node has arrived at this step or later.
     seen: Cell<u64>,
-    /// The last step at which others read our buffer of each parity (0: none).
-    published: [Cell<u64>; 2],
+    /// The last step at which others read each of our buffers (0: none).
+    published: [Cell<u64>; MAX_DEPTH],
+}
+
+/// Where the slots of a run of steps are, by index in its procs.
+pub(crate) trait SlotTable {
+    /// Their layout.
+    type Slot: StepSlot;
+    /// The slot of the `i`th proc.
+    fn slot(&self, i: usize) -> &Self::Slot;
+}
+
+/// The node's slots: those of its procs' control segments.
+pub(crate) struct NodeSlots<'s, 'w> {
+    rma: &'s Rma<'w>,
+    procs: &'s [usize],
+}
+
+impl SlotTable for NodeSlots<'_, '_> {
+    type Slot = CollSlot;
+
+    fn slot(&self, i: usize) -> &CollSlot {
+        self.rma.ctl_of(self.procs[i]).coll()
+    }
+}
+
+/// The procs of this node that take part in a run of steps, where their slots are,
+/// and our bookkeeping of it (module docs).
+pub(crate) struct Steps<'s, 'w, T> {
+    /// The layer (patience, liveness checks).
+    pub rma: &'s Rma<'w>,
+    /// World ranks of the procs of this node taking part, ascending; the first leads.
+    pub procs: &'s [usize],
+    /// Their slots, by index in `procs`.
+    pub slots: T,
+    /// Our index in `procs`.
+    pub me: usize,
+    /// Our step numbers.
+    pub state: &'s CollState,
+    /// Nodes with procs taking part (the leaders' step joins them; flat needs one).
+    pub nodes: usize,
+    /// Whose steps these are, for error messages ("its node's").
+    pub whose: &'static str,
 }
 
 impl Rma<'_> {
@@ -86,28 +135,26 @@ impl Rma<'_> {
         self.domains.procs(self.domains.my_id())
     }
 
+    /// The steps of this node's collectives.
+    fn node_steps(&self) -> Steps<'_, '_, NodeSlots<'_, '_>> {
+        let procs = self.node_procs();
+        Steps {
+            rma: self,
+            procs,
+            slots: NodeSlots { rma: self, procs },
+            me: procs.iter().position(|&p| p == self.rank).unwrap_or(0),
+            state: &self.coll,
+            nodes: self.domains.count(),
+            whose: "its node's",
+        }
+    }
+
     /// Barrier of this proc's node, with `across` (the leaders' barrier) between the
     /// arrivals and the release. Orders memory: what a proc wrote before it is seen
     /// by every proc of the node after it (and of the job, if `across` orders the
     /// leaders).
-    pub fn node_barrier(&self, mut across: Across<'_>) -> Result<(), RmaError> {
-        let op = "node barrier";
-        let leader = self.node_procs()[0];
-        if self.node_procs().len() == 1 {
-            return run_across(&mut across, &mut []);
-        }
-        let seq = self.enter_step(Part::Nothing)?;
-        if self.flat(0) {
-            return self.wait_arrivals(op, seq);
-        }
-        if self.rank == leader {
-            self.wait_arrivals(op, seq)?;
-            run_across(&mut across, &mut [])?;
-            self.coll_release(seq);
-            Ok(())
-        } else {
-            self.wait_release(op, leader, seq)
-        }
+    pub fn node_barrier(&self, across: Across<'_>) -> Result<(), RmaError> {
+        self.node_steps().barrier("node barrier", across)
     }
 
     /// Element-wise reduction of `data` (elements of `elem` bytes) over the node, the
@@ -119,74 +166,10 @@ impl Rma<'_> {
         data: &mut [u8],
         elem: usize,
         fold: &mut dyn FnMut(&mut [u8], &[u8]),
-        mut across: Across<'_>,
+        across: Across<'_>,
     ) -> Result<(), RmaError> {
-        let op = "node allreduce";
-        if elem == 0 || elem > COLL_BYTES || !data.len().is_multiple_of(elem) {
-            return Err(RmaError::Collective {
-                op,
-                why: format!(
-                    "{} B is not a whole number of {elem}-byte elements (at most {COLL_BYTES} B \
-                     each)",
-                    data.len()
-                ),
-            });
-        }
-        let piece_len = COLL_BYTES / elem * elem;
-        let procs = self.node_procs();
-        let leader = procs[0];
-        for piece in data.chunks_mut(piece_len) {
-            if procs.len() == 1 {
-                run_across(&mut across, piece)?;
-                continue;
-            }
-            let seq = self.enter_step(Part::Copy(piece))?;
-            let parity = (seq % 2) as usize;
-            if self.flat(piece.len()) {
-                self.wait_arrivals(op, seq)?;
-                let len = piece.len();
-                // SAFETY: rule 4: every proc wrote its part before arriving and keeps it
-                // until every other proc has arrived at a later step.
-                unsafe { copy_out(self.ctl_of(leader).coll_part(parity, len), piece) };
-                for &p in &procs[1..] {
-                    // SAFETY: as above.
-                    let other = unsafe {
-                        std::slice::from_raw_parts(self.ctl_of(p).coll_part(parity, len), len)
-                    };
-                    fold(piece, other);
-                }
-                self.coll.published[parity].set(seq);
-                continue;
-            }
-            if self.rank != leader {
-                self.wait_release(op, leader, seq)?;
-                // SAFETY: rule 4: the leader released step `seq` and rewrites its
-                // buffer `parity` only after we arrive at a later step.
-                unsafe { copy_out(self.ctl_of(leader).coll_data(parity), piece) };
-                continue;
-            }
-            self.wait_arrivals(op, seq)?;
-            let len = piece.len();
-            // SAFETY: rule 4: every proc arrived at `seq` and none is released, so no
-            // one writes any buffer `parity` of the node and only we touch ours.
-            let acc = unsafe {
-                std::slice::from_raw_parts_mut(self.ctl_of(leader).coll_data(parity), len)
-            };
-            if len <= COLL_INLINE {
-                acc.copy_from_slice(piece); // our part went inline
-            }
-            for &p in &procs[1..] {
-                // SAFETY: as above; `p` wrote `len` bytes there before arriving.
-                let other = unsafe {
-                    std::slice::from_raw_parts(self.ctl_of(p).coll_part(parity, len), len)
-                };
-                fold(acc, other);
-            }
-            run_across(&mut across, acc)?;
-            piece.copy_from_slice(acc);
-            self.publish(parity, seq);
-        }
-        Ok(())
+        self.node_steps()
+            .allreduce("node allreduce", data, elem, fold, across)
     }
 
     /// Broadcast of `data` from proc `root` (anywhere in the job) over the node: the
@@ -197,60 +180,170 @@ impl Rma<'_> {
         &self,
         data: &mut [u8],
         root: usize,
-        mut across: Across<'_>,
+        across: Across<'_>,
     ) -> Result<(), RmaError> {
         let op = "node broadcast";
         self.check_proc(op, root)?;
-        let procs = self.node_procs();
-        let leader = procs[0];
-        let root_here = self.domains.same(root);
-        let source = if root_here { root } else { leader };
-        for piece in data.chunks_mut(COLL_BYTES) {
-            if procs.len() == 1 {
+        let steps = self.node_steps();
+        let root = steps.procs.iter().position(|&p| p == root);
+        steps.broadcast(op, data, root, across)
+    }
+}
+
+impl<T: SlotTable> Steps<'_, '_, T> {
+    /// The slot of `procs[i]`.
+    fn slot(&self, i: usize) -> &T::Slot {
+        self.slots.slot(i)
+    }
+
+    /// The buffer of step `seq`.
+    fn buf(seq: u64) -> usize {
+        (seq % T::Slot::DEPTH as u64) as usize
+    }
+
+    /// Barrier, with `across` between the arrivals and the release.
+    pub fn barrier(&self, op: &'static str, mut across: Across<'_>) -> Result<(), RmaError> {
+        if self.procs.len() == 1 {
+            return run_across(&mut across, &mut []);
+        }
+        let seq = self.enter_step(Part::Nothing)?;
+        if self.flat(0) {
+            return self.wait_arrivals(op, seq);
+        }
+        if self.me == 0 {
+            self.wait_arrivals(op, seq)?;
+            run_across(&mut across, &mut [])?;
+            self.release(seq);
+            Ok(())
+        } else {
+            self.wait_release(op, 0, seq)
+        }
+    }
+
+    /// All-reduce of `data` (elements of `elem` bytes), folded in proc order, then
+    /// `across`.
+    pub fn allreduce(
+        &self,
+        op: &'static str,
+        data: &mut [u8],
+        elem: usize,
+        fold: &mut dyn FnMut(&mut [u8], &[u8]),
+        mut across: Across<'_>,
+    ) -> Result<(), RmaError> {
+        let most = T::Slot::BYTES;
+        if elem == 0 || elem > most || !data.len().is_multiple_of(elem) {
+            return Err(RmaError::Collective {
+                op,
+                why: format!(
+                    "{} B is not a whole number of {elem}-byte elements (at most {most} B each)",
+                    data.len()
+                ),
+            });
+        }
+        let piece_len = most / elem * elem;
+        let n = self.procs.len();
+        for piece in data.chunks_mut(piece_len) {
+            if n == 1 {
                 run_across(&mut across, piece)?;
                 continue;
             }
-            let part = if self.rank == root {
+            let seq = self.enter_step(Part::Copy(piece))?;
+            let k = Self::buf(seq);
+            let len = piece.len();
+            if self.flat(len) {
+                self.wait_arrivals(op, seq)?;
+                // SAFETY: rule 4: every proc wrote its part before arriving and keeps it
+                // until every other proc has arrived at a later step.
+                unsafe { copy_out(self.slot(0).part(k, len), piece) };
+                for i in 1..n {
+                    // SAFETY: as above.
+                    let other =
+                        unsafe { std::slice::from_raw_parts(self.slot(i).part(k, len), len) };
+                    fold(piece, other);
+                }
+                self.state.published[k].set(seq);
+                continue;
+            }
+            if self.me != 0 {
+                self.wait_release(op, 0, seq)?;
+                // SAFETY: rule 4: the leader released step `seq` and rewrites its
+                // buffer `k` only after we arrive at a later step.
+                unsafe { copy_out(self.slot(0).data(k), piece) };
+                continue;
+            }
+            self.wait_arrivals(op, seq)?;
+            // SAFETY: rule 4: every proc arrived at `seq` and none is released, so no
+            // one writes any buffer `k` of the node and only we touch ours.
+            let acc = unsafe { std::slice::from_raw_parts_mut(self.slot(0).data(k), len) };
+            if self.slot(0).part(k, len) != acc.as_mut_ptr() {
+                acc.copy_from_slice(piece); // our part went elsewhere (inline)
+            }
+            for i in 1..n {
+                // SAFETY: as above; proc `i` wrote `len` bytes there before arriving.
+                let other = unsafe { std::slice::from_raw_parts(self.slot(i).part(k, len), len) };
+                fold(acc, other);
+            }
+            run_across(&mut across, acc)?;
+            piece.copy_from_slice(acc);
+            self.publish(k, seq);
+        }
+        Ok(())
+    }
+
+    /// Broadcast of `data` from `procs[root]` (`None`: the root is on another node,
+    /// and `across` brings its bytes to our leader).
+    pub fn broadcast(
+        &self,
+        op: &'static str,
+        data: &mut [u8],
+        root: Option<usize>,
+        mut across: Across<'_>,
+    ) -> Result<(), RmaError> {
+        let source = root.unwrap_or(0);
+        let me = self.me;
+        for piece in data.chunks_mut(T::Slot::BYTES) {
+            if self.procs.len() == 1 {
+                run_across(&mut across, piece)?;
+                continue;
+            }
+            let part = if Some(me) == root {
                 Part::Copy(piece)
-            } else if self.rank == source {
+            } else if me == source {
                 Part::Reserve
             } else {
                 Part::Nothing
             };
             let seq = self.enter_step(part)?;
-            let parity = (seq % 2) as usize;
-            if self.rank == root {
-                self.publish(parity, seq);
-                if self.rank == leader {
+            let k = Self::buf(seq);
+            if Some(me) == root {
+                self.publish(k, seq);
+                if me == 0 {
                     run_across(&mut across, piece)?;
                 }
-            } else if self.rank == source {
+            } else if me == source {
                 // We lead a node without the root: the leaders' step fills our buffer.
                 // SAFETY: rule 4: `enter_step` saw every reader of its last use done.
                 let into = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        self.ctl_of(source).coll_data(parity),
-                        piece.len(),
-                    )
+                    std::slice::from_raw_parts_mut(self.slot(source).data(k), piece.len())
                 };
                 run_across(&mut across, into)?;
                 piece.copy_from_slice(into);
-                self.publish(parity, seq);
-            } else if root_here {
+                self.publish(k, seq);
+            } else if root.is_some() {
                 // The root's part is complete once it arrived.
-                self.wait_arrival_of(op, root, seq)?;
-                // SAFETY: rule 4: the root rewrites its part `parity` only after we
+                self.wait_arrival_of(op, source, seq)?;
+                // SAFETY: rule 4: the root rewrites its part `k` only after we
                 // arrive at a later step.
-                unsafe { copy_out(self.ctl_of(root).coll_part(parity, piece.len()), piece) };
-                if self.rank == leader {
+                unsafe { copy_out(self.slot(source).part(k, piece.len()), piece) };
+                if me == 0 {
                     // The root's bytes to the other nodes' leaders, from our copy.
                     run_across(&mut across, piece)?;
                 }
             } else {
                 self.wait_release(op, source, seq)?;
                 // SAFETY: rule 4: the source released step `seq` and rewrites its buffer
-                // `parity` only after we arrive at a later step.
-                unsafe { copy_out(self.ctl_of(source).coll_data(parity), piece) };
+                // `k` only after we arrive at a later step.
+                unsafe { copy_out(self.slot(source).data(k), piece) };
             }
         }
         Ok(())
@@ -261,116 +354,86 @@ impl Rma<'_> {
     /// with one node (no leaders' step), at most [`FLAT_PROCS`] procs, and parts whose
     /// reading by everyone costs less than that hop ([`FLAT_BYTES`] over the node).
     fn flat(&self, bytes: usize) -> bool {
-        let k = self.node_procs().len();
-        self.domains.count() == 1 && k <= FLAT_PROCS && bytes * k <= FLAT_BYTES
+        let k = self.procs.len();
+        self.nodes == 1 && k <= FLAT_PROCS && bytes * k <= FLAT_BYTES
     }
 
-    /// Enters the next step: when we write our buffer of its parity (`part`) and
+    /// Enters the next step: when we write our buffer of its number (`part`) and
     /// others read it last time, waits until all of them are past that (buffer reuse,
     /// module docs); copies the part in; arrives. Returns the step's number.
     fn enter_step(&self, part: Part<'_>) -> Result<u64, RmaError> {
-        let st = &self.coll;
+        let st = self.state;
         let seq = st.seq.get() + 1;
         st.seq.set(seq);
-        let parity = (seq % 2) as usize;
+        let k = Self::buf(seq);
         if !matches!(part, Part::Nothing) {
-            let read_at = st.published[parity].get();
+            let read_at = st.published[k].get();
             if read_at > 0 && st.seen.get() <= read_at {
-                self.wait_arrivals("node collective", read_at + 1)?;
+                self.wait_arrivals("collective", read_at + 1)?;
             }
         }
+        let own = self.slot(self.me);
         if let Part::Copy(bytes) = part {
-            let own = self.ctl_of(self.rank).coll_part(parity, bytes.len());
-            // SAFETY: rule 4: nobody reads our buffer `parity` now (checked just
-            // above); `bytes` is at most COLL_BYTES long.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), own, bytes.len()) };
+            let to = own.part(k, bytes.len());
+            // SAFETY: rule 4: nobody reads our buffer `k` now (checked just
+            // above); `bytes` is at most a buffer long.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, bytes.len()) };
         }
-        let own = self.ctl_of(self.rank).coll();
-        own.arrive.seq.store(seq, Ordering::Release);
+        own.arrive().store(seq, Ordering::Release);
         Ok(seq)
     }
 
-    /// Ends step `seq` for the others: our buffer `parity` holds its result.
-    fn publish(&self, parity: usize, seq: u64) {
-        self.coll.published[parity].set(seq);
-        self.coll_release(seq);
+    /// Ends step `seq` for the others: our buffer `k` holds its result.
+    fn publish(&self, k: usize, seq: u64) {
+        self.state.published[k].set(seq);
+        self.release(seq);
     }
 
     /// The node may go on past step `seq` (and read our result of it).
-    fn coll_release(&self, seq: u64) {
-        let own = self.ctl_of(self.rank).coll();
-        own.release.seq.store(seq, Ordering::Release);
+    fn release(&self, seq: u64) {
+        self.slot(self.me).release().store(seq, Ordering::Release);
     }
 
     /// Waits until every other proc of the node has arrived at step `seq` or later.
     fn wait_arrivals(&self, op: &'static str, seq: u64) -> Result<(), RmaError> {
-        if self.coll.seen.get() >= seq {
+        if self.state.seen.get() >= seq {
             return Ok(());
         }
-        let procs = self.node_procs();
+        let n = self.procs.len();
         // The first proc not seen arrived yet (the one to check on while waiting).
         let next = Cell::new(0);
-        self.patience
-            .wait_yielding(
-                op,
-                &|| format!("arriving at step {seq} of its node's collectives"),
-                || {
-                    let mut i = next.get();
-                    while i < procs.len()
-                        && (procs[i] == self.rank
-                            || self
-                                .ctl_of(procs[i])
-                                .coll()
-                                .arrive
-                                .seq
-                                .load(Ordering::Acquire)
-                                >= seq)
-                    {
-                        i += 1;
-                    }
-                    next.set(i);
-                    i == procs.len()
-                },
-                || self.patience.pid_of(procs[next.get()]).unwrap_or(0),
-            )
-            .map_err(left)?;
-        self.coll.seen.set(seq);
+        self.wait(
+            op,
+            &|| format!("arriving at step {seq} of {} collectives", self.whose),
+            || {
+                let mut i = next.get();
+                while i < n
+                    && (i == self.me || self.slot(i).arrive().load(Ordering::Acquire) >= seq)
+                {
+                    i += 1;
+                }
+                next.set(i);
+                i == n
+            },
+            || self.procs.get(next.get()).copied(),
+        )?;
+        self.state.seen.set(seq);
         Ok(())
     }
 
-    /// Waits, as this layer's node collectives do (the module docs: spin with a CPU
-    /// per proc of the node, else yield, then nap), until `done()` holds: for the
-    /// collectives of a subset of the node a caller runs on shared memory of its own.
-    /// `awaited()` names the proc of this node the wait is on (None: nobody known);
-    /// every `NF_PEER_CHECK_MS` it is checked alive, and one that died ends the wait
-    /// with [`RmaError::PeerLeft`] (`op` and `what` name the wait there).
-    pub fn wait_on_node(
-        &self,
-        op: &'static str,
-        what: &dyn Fn() -> String,
-        done: impl FnMut() -> bool,
-        awaited: impl Fn() -> Option<usize>,
-    ) -> Result<(), RmaError> {
-        self.patience
-            .wait_yielding(op, what, done, || {
-                awaited().and_then(|p| self.patience.pid_of(p)).unwrap_or(0)
-            })
-            .map_err(left)
-    }
-
-    /// Waits until `from` released step `seq`.
+    /// Waits until `procs[from]` released step `seq`.
     fn wait_release(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
-        let word = &self.ctl_of(from).coll().release.seq;
+        let word = self.slot(from).release();
         self.wait_seq(op, from, word, "releasing", seq)
     }
 
-    /// Waits until `from` arrived at step `seq`.
+    /// Waits until `procs[from]` arrived at step `seq`.
     fn wait_arrival_of(&self, op: &'static str, from: usize, seq: u64) -> Result<(), RmaError> {
-        let word = &self.ctl_of(from).coll().arrive.seq;
+        let word = self.slot(from).arrive();
         self.wait_seq(op, from, word, "arriving at", seq)
     }
 
-    /// Waits until `from`'s `word` reaches `seq` (`doing` it, for the error).
+    /// Waits until `procs[from]`'s `word` reaches `seq` (`doing` it, for the error).
     fn wait_seq(
         &self,
         op: &'static str,
@@ -379,13 +442,28 @@ impl Rma<'_> {
         doing: &str,
         seq: u64,
     ) -> Result<(), RmaError> {
-        self.patience
-            .wait_yielding(
-                op,
-                &|| format!("{doing} step {seq} of its node's collectives"),
-                || word.load(Ordering::Acquire) >= seq,
-                || self.patience.pid_of(from).unwrap_or(0),
-            )
+        self.wait(
+            op,
+            &|| format!("{doing} step {seq} of {} collectives", self.whose),
+            || word.load(Ordering::Acquire) >= seq,
+            || Some(self.procs[from]),
+        )
+    }
+
+    /// The layer's wait until `done()` (module docs), checking that the proc
+    /// `awaited()` names (None: nobody known) is alive.
+    fn wait(
+        &self,
+        op: &'static str,
+        what: &dyn Fn() -> String,
+        done: impl FnMut() -> bool,
+        awaited: impl Fn() -> Option<usize>,
+    ) -> Result<(), RmaError> {
+        let patience = &self.rma.patience;
+        patience
+            .wait_yielding(op, what, done, || {
+                awaited().and_then(|p| patience.pid_of(p)).unwrap_or(0)
+            })
             .map_err(left)
     }
 }
@@ -401,7 +479,7 @@ fn run_across(across: &mut Across<'_>, data: &mut [u8]) -> Result<(), RmaError> 
 /// Copies `out.len()` bytes of a collective part or buffer at `from` into `out`.
 ///
 /// # Safety
-/// `from` is a part or buffer of a mapped control segment holding `out.len()` bytes,
+/// `from` is a part or buffer of a mapped collective slot holding `out.len()` bytes,
 /// and rule 4 of `shm/control.rs` keeps its owner from writing it meanwhile.
 unsafe fn copy_out(from: *const u8, out: &mut [u8]) {
     // SAFETY: the caller's promise.

@@ -7,4 +7,5 @@ pub(crate) mod coll;
 mod domain;
 mod mutex;
 mod sync;
+pub(crate) mod team;
 mod xfer;

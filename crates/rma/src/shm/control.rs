@@ -41,6 +41,9 @@
 //!    buffer. Readers load `arrive` / `release` with Acquire before touching a buffer.
 //!    An owner rewrites a buffer others read at step `t` only after seeing every other
 //!    proc's `arrive >= t + 1`, so readers never see it change under them.
+//!    A node team (`api/team.rs`) keeps slots of its own (`TeamSlot`: the same lines,
+//!    eight buffers used by `seq % 8`) in an allocation of the team's, one per member,
+//!    under the same rule among the team's procs of a node.
 
 use std::cell::UnsafeCell;
 use std::mem::{align_of, size_of};
@@ -112,16 +115,87 @@ pub(crate) struct SeqLine {
     inline: UnsafeCell<[[u8; COLL_INLINE]; 2]>,
 }
 
-/// One proc's part of its node's collectives (rule 4).
+/// One proc's words and buffers of a run of collective steps (rule 4): `DEPTH`
+/// buffers of `BYTES`, used in turn by step number. The control segment's
+/// ([`CollSlot`]) and a node team's ([`TeamSlot`]) differ only in those.
 #[repr(C, align(64))]
-pub(crate) struct CollSlot {
+pub(crate) struct Slot<const DEPTH: usize, const BYTES: usize> {
     /// The last step this proc arrived at (its part written), and short parts.
-    pub arrive: SeqLine,
+    arrive: SeqLine,
     /// The last step this proc ended for the others (its result written).
-    pub release: SeqLine,
-    /// Contributions and results, by step parity; written by one proc while others
+    release: SeqLine,
+    /// Contributions and results, by `seq % DEPTH`; written by one proc while others
     /// may map it, hence behind an `UnsafeCell` and reached through raw pointers.
-    data: UnsafeCell<[[u8; COLL_BYTES]; 2]>,
+    data: UnsafeCell<[[u8; BYTES]; DEPTH]>,
+}
+
+/// One proc's part of its node's collectives (rule 4): two 32 KiB buffers, by step
+/// parity, and short parts inline.
+pub(crate) type CollSlot = Slot<2, COLL_BYTES>;
+
+/// Most buffers of a slot ([`StepSlot::DEPTH`]).
+pub(crate) const MAX_DEPTH: usize = 8;
+
+/// Bytes of one buffer of a [`TeamSlot`].
+pub(crate) const TEAM_BYTES: usize = 8 * 1024;
+
+/// One member's slot of a node team's collectives (`api/team.rs`), in an allocation
+/// of the team's, under rule 4 among the team's procs of a node. Eight buffers where
+/// the control segment has two: a broadcast's root may then run seven steps ahead of
+/// its slowest reader before it waits (back-to-back 8-byte broadcasts of a group of 2
+/// on 2 oversubscribed CPUs went lockstep with two, 1-9 µs a call against 0.1-0.3
+/// with eight). No inline parts: the `inline` bytes of its lines stay unused.
+pub(crate) type TeamSlot = Slot<MAX_DEPTH, TEAM_BYTES>;
+
+/// A [`Slot`] as `api/coll.rs` steps through it, its sizes as constants (the steps
+/// are generic over the layout).
+pub(crate) trait StepSlot {
+    /// Buffers, used in turn by step number (`seq % DEPTH`); at most [`MAX_DEPTH`].
+    const DEPTH: usize;
+    /// Bytes of one buffer: a step moves at most this much per proc.
+    const BYTES: usize;
+    /// The last step this proc arrived at (its part written).
+    fn arrive(&self) -> &AtomicU64;
+    /// The last step this proc ended for the others (its result written).
+    fn release(&self) -> &AtomicU64;
+    /// Buffer `k % DEPTH`: bytes that other procs of the node read and the owner
+    /// writes concurrently only as rule 4 allows, so it is handed out as a raw
+    /// pointer, not a slice.
+    fn data(&self, k: usize) -> *mut u8;
+    /// Where the owner's part of `len` bytes at buffer `k` lives; rule 4 orders its
+    /// use as for the buffers.
+    fn part(&self, k: usize, len: usize) -> *mut u8;
+}
+
+impl<const DEPTH: usize, const BYTES: usize> StepSlot for Slot<DEPTH, BYTES> {
+    const DEPTH: usize = DEPTH;
+    const BYTES: usize = BYTES;
+
+    fn arrive(&self) -> &AtomicU64 {
+        &self.arrive.seq
+    }
+
+    fn release(&self) -> &AtomicU64 {
+        &self.release.seq
+    }
+
+    fn data(&self, k: usize) -> *mut u8 {
+        let first = self.data.get().cast::<u8>();
+        // SAFETY: `k % DEPTH` picks a buffer inside the one array.
+        unsafe { first.add((k % DEPTH) * BYTES) }
+    }
+
+    /// With two buffers, a part that fits ([`COLL_INLINE`]) travels inline in the
+    /// `arrive` line (one inline part per parity), so a reader's one miss on that line
+    /// brings word and part together; otherwise it is in its buffer.
+    fn part(&self, k: usize, len: usize) -> *mut u8 {
+        if DEPTH != 2 || len > COLL_INLINE {
+            return self.data(k);
+        }
+        let first = self.arrive.inline.get().cast::<u8>();
+        // SAFETY: both inline parts lie inside the one array, so the offset stays in it.
+        unsafe { first.add((k & 1) * COLL_INLINE) }
+    }
 }
 
 /// The whole control segment.
@@ -147,6 +221,8 @@ const _: () = assert!(size_of::<MutexWord>() == 16);
 const _: () = assert!(size_of::<SeqLine>() == 64);
 #[cfg(not(all(test, loom)))]
 const _: () = assert!(size_of::<CollSlot>() == 128 + 2 * COLL_BYTES);
+#[cfg(not(all(test, loom)))]
+const _: () = assert!(size_of::<TeamSlot>() == 128 + MAX_DEPTH * TEAM_BYTES);
 #[cfg(not(all(test, loom)))]
 const _: () = assert!(SIZE == 64 + 64 * NSTRIPES + 16 * MAX_MUTEXES + size_of::<CollSlot>());
 const _: () = assert!(align_of::<Layout>() <= 4096);
@@ -221,27 +297,6 @@ impl Control {
     /// The collective slot (rule 4).
     pub(crate) fn coll(&self) -> &CollSlot {
         &self.layout().coll
-    }
-
-    /// Buffer `parity` (0 or 1) of the collective slot: [`COLL_BYTES`] bytes that
-    /// other procs of the domain read and (the owner) write concurrently only as rule 4
-    /// allows, so it is handed out as a raw pointer, not a slice.
-    pub(crate) fn coll_data(&self, parity: usize) -> *mut u8 {
-        let first = self.layout().coll.data.get().cast::<u8>();
-        // SAFETY: both buffers lie inside the one array, so the offset stays in it.
-        unsafe { first.add((parity & 1) * COLL_BYTES) }
-    }
-
-    /// Where this proc's part of `len` bytes at parity `parity` lives: inline in its
-    /// `arrive` line when it fits ([`COLL_INLINE`]), else in [`Control::coll_data`].
-    /// Rule 4 orders its use as for the buffers.
-    pub(crate) fn coll_part(&self, parity: usize, len: usize) -> *mut u8 {
-        if len > COLL_INLINE {
-            return self.coll_data(parity);
-        }
-        let first = self.layout().coll.arrive.inline.get().cast::<u8>();
-        // SAFETY: both inline parts lie inside the one array, so the offset stays in it.
-        unsafe { first.add((parity & 1) * COLL_INLINE) }
     }
 
     /// The mapping, to unlink its name.

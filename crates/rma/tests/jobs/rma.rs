@@ -202,6 +202,13 @@ fn teams_allocate_transfer_and_free() {
     Job::new().both(4, &["teams"]);
 }
 
+/// A team's collectives (`NodeTeam`) over every proc but the first: on the node's
+/// shared memory, and with every proc its own domain through the leaders' step.
+#[test]
+fn node_team_collectives() {
+    Job::new().both(4, &["nodeteam"]);
+}
+
 #[test]
 fn freed_allocations_come_back_zeroed_and_reachable() {
     Job::new().both(3, &["reuse"]);
@@ -324,6 +331,7 @@ fn shapes_across_hosts(native: bool) {
         &["vector"],
         &["nonblocking"],
         &["teams"],
+        &["nodeteam"],
         &["typed"],
         &["reuse"],
         &["adopt"],

@@ -18,6 +18,8 @@
 //!   proc 0's gets on its memory complete meanwhile (it checks the target's
 //!   "computing" marker in every one), then it releases the target;
 //! - `teams`: allocation, transfers and free over a team of the even procs;
+//! - `nodeteam`: a team's collectives (`NodeTeam`) over every proc but the first,
+//!   the leaders' step an allgather among the nodes' leaders;
 //! - `typed`: the safe `GlobalArray` API;
 //! - `badinput`: every misuse the API must refuse, with the error it must give;
 //! - `vanish`: the last proc exits without a word; gets on its memory fail with
@@ -101,6 +103,7 @@ fn run(args: &[String]) -> Check {
         "teams" => teams::teams(&rma, &wire)?,
         "typed" => teams::typed(&rma)?,
         "reuse" => teams::reuse(&rma, &wire)?,
+        "nodeteam" => teams::node_team(&rma, &wire)?,
         "badinput" => bad::bad_input(&rma)?,
         "toobig" => room::too_big(&rma)?,
         "adopt" => adopt::adopt(&rma)?,

@@ -1,7 +1,7 @@
-//! Teams (allocation, transfers and free over a subset of the world) and the typed
-//! `GlobalArray` API.
+//! Teams (allocation, transfers and free over a subset of the world; a team's
+//! collectives, `NodeTeam`) and the typed `GlobalArray` API.
 
-use nf_rma::{GlobalArray, Rma, RmaError, Team};
+use nf_rma::{GlobalArray, NodeTeam, Rma, RmaError, Team, WorldWireup};
 
 use crate::shapes::{own_bytes, same};
 use crate::{ctx, pattern, Check};
@@ -31,6 +31,104 @@ pub fn teams(rma: &Rma<'_>, wire: &nf_rma::WorldWireup<'_>) -> Check {
         same("team put", &own_bytes(rma, bases[i], 4096)?, &want)?;
         ctx(team.barrier(), "team barrier")?;
         ctx(rma.free_team(&team, bases[i]), "free_team")?;
+    }
+    ctx(rma.barrier(), "barrier")
+}
+
+/// A `NodeTeam` of every proc but the first: part of the node on one host, a node
+/// team on each of two hosts, one member per node with every proc its own domain.
+/// Barrier, all-reduce (u64 sums of one piece and of several), broadcast from every
+/// member (short, and of several pieces); the leaders' step an allgather among the
+/// nodes' leaders over the wire-up, folded in node order.
+pub fn node_team(rma: &Rma<'_>, wire: &WorldWireup<'_>) -> Check {
+    let (n, me) = (rma.size(), rma.rank());
+    let members: Vec<usize> = (1..n).collect();
+    if me != 0 {
+        let team = ctx(wire.team(members.clone()), "team")?;
+        let nt = ctx(NodeTeam::new(rma, &team), "NodeTeam::new")?;
+        let node = |p: usize| rma.domains().id_of(p);
+        // Each node's leader is its lowest member; node order is domain order.
+        let mut leaders: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&p| members.iter().all(|&q| node(q) != node(p) || q >= p))
+            .collect();
+        leaders.sort_by_key(|&p| node(p));
+        let mine = nt.node_members();
+        if mine.first() != leaders.iter().find(|&&l| node(l) == node(me)) {
+            return Err(format!("node members {mine:?}, leaders {leaders:?}"));
+        }
+        let across = (mine[0] == me && leaders.len() > 1)
+            .then(|| ctx(wire.team(leaders.clone()), "leaders' team"))
+            .transpose()?;
+        let failed = |e: nf_rma::WireupError| RmaError::Collective {
+            op: "leaders' step",
+            why: e.to_string(),
+        };
+        let sum = |acc: &mut [u8], x: &[u8]| {
+            for (a, b) in acc.chunks_exact_mut(8).zip(x.chunks_exact(8)) {
+                let v = u64::from_ne_bytes((&*a).try_into().expect("8 bytes"))
+                    .wrapping_add(u64::from_ne_bytes(b.try_into().expect("8 bytes")));
+                a.copy_from_slice(&v.to_ne_bytes());
+            }
+        };
+        for round in 0..3u64 {
+            let mut barrier = |_: &mut [u8]| match &across {
+                Some(t) => t.barrier().map_err(failed),
+                None => Ok(()),
+            };
+            ctx(
+                nt.barrier(rma, across.as_ref().map(|_| &mut barrier as _)),
+                "barrier",
+            )?;
+            for len in [1usize, 3000] {
+                let mut x: Vec<u8> = (0..len)
+                    .flat_map(|i| (me as u64 * (i as u64 + 1) + round).to_ne_bytes())
+                    .collect();
+                let mut fold = |acc: &mut [u8], o: &[u8]| sum(acc, o);
+                let mut reduce = |buf: &mut [u8]| {
+                    let t = across.as_ref().expect("leaders only");
+                    let all = t.allgather_fixed(buf).map_err(failed)?;
+                    buf.copy_from_slice(&all[0]);
+                    all[1..].iter().for_each(|o| sum(buf, o));
+                    Ok(())
+                };
+                let a = across.as_ref().map(|_| &mut reduce as _);
+                ctx(nt.allreduce(rma, &mut x, 8, &mut fold, a), "allreduce")?;
+                let total: u64 = members.iter().map(|&p| p as u64).sum();
+                for (i, v) in x.chunks_exact(8).enumerate() {
+                    let want = total * (i as u64 + 1) + round * members.len() as u64;
+                    if u64::from_ne_bytes(v.try_into().expect("8 bytes")) != want {
+                        return Err(format!("round {round}: allreduce of {len}: [{i}] {v:?}"));
+                    }
+                }
+            }
+            for &root in &members {
+                for len in [5usize, 20000] {
+                    let want: Vec<u8> = (0..len).map(|k| pattern(root, round, k)).collect();
+                    let mut buf = if me == root {
+                        want.clone()
+                    } else {
+                        vec![0; len]
+                    };
+                    let from = leaders.iter().position(|&l| node(l) == node(root));
+                    let mut bcast = |buf: &mut [u8]| {
+                        let t = across.as_ref().expect("leaders only");
+                        let all = t.allgather_fixed(buf).map_err(failed)?;
+                        buf.copy_from_slice(&all[from.expect("the root's node")]);
+                        Ok(())
+                    };
+                    let a = across.as_ref().map(|_| &mut bcast as _);
+                    ctx(nt.broadcast(rma, &mut buf, root, a), "broadcast")?;
+                    same(
+                        &format!("round {round}: broadcast from {root}"),
+                        &buf,
+                        &want,
+                    )?;
+                }
+            }
+        }
+        ctx(nt.free(rma, &team), "NodeTeam::free")?;
     }
     ctx(rma.barrier(), "barrier")
 }
