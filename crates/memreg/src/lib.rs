@@ -490,7 +490,7 @@ impl Publisher {
     /// Runs `job` once the file holds change `version` and those before it: on the
     /// writer thread, off the caller's path (rule 2's unmapping after a free), or
     /// here, after [`Publisher::flush_to`], when there is no writer, publishing
-    /// stopped, or [`MAX_AFTER`] jobs wait already.
+    /// stopped, or eight jobs wait already (`MAX_AFTER`).
     pub fn after_written(&self, version: u64, job: Job) {
         let mut st = lock(&self.shared.state);
         if self.writer.is_some() && st.path.is_some() && st.after.len() < MAX_AFTER {
