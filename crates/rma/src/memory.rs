@@ -19,11 +19,10 @@ pub(crate) struct Alloc {
     pub members: Vec<usize>,
     /// Each member's base (0 for a member that asked for 0 bytes).
     pub bases: Vec<u64>,
-    /// Each member's length: what it asked for.
+    /// Each member's length: what it asked for. Its segment file holds `capacity` (in
+    /// `api/cache.rs`) of it, the same for every length of a class, so a reuse (which
+    /// keeps the class) needs no record of the file's size.
     pub lens: Vec<u64>,
-    /// Each member's segment file size (`capacity` in `api/cache.rs` of its first
-    /// length; a reuse asks for a length of the same class).
-    pub caps: Vec<u64>,
     /// Our own segment and the domain peers' segments, mapped here.
     pub maps: Vec<Mapping>,
     /// Our segment's ofi registration, if native RMA reaches it.
@@ -40,13 +39,12 @@ pub(crate) struct Alloc {
 }
 
 impl Alloc {
-    /// Takes the lengths `sizes` (each within its member's capacity) for a reuse: the
+    /// Takes the lengths `sizes` (each of its member's class) for a reuse: the
     /// lengths and the segment table's entries, bounds checks included, are what was
     /// asked now.
     pub(crate) fn resize(&mut self, sizes: &[u64]) {
         for (q, seg) in &mut self.segs {
             if let Some(i) = self.members.iter().position(|m| m == q) {
-                debug_assert!(sizes[i] <= self.caps[i]);
                 seg.len = sizes[i];
                 if let Some(r) = &mut seg.ofi {
                     r.len = sizes[i];

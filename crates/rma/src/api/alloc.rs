@@ -363,7 +363,6 @@ impl Rma<'_> {
         }
         let bases: Vec<u64> = all.iter().map(|a| a.base).collect();
         let lens: Vec<u64> = all.iter().map(|a| a.len).collect();
-        let caps: Vec<u64> = lens.iter().map(|&l| cap_of(l)).collect();
         let origin = self.origin.borrow();
         let mut mem = self.mem.borrow_mut();
         let mut segs = Vec::new();
@@ -384,7 +383,6 @@ impl Rma<'_> {
                 members,
                 bases: bases.clone(),
                 lens,
-                caps,
                 maps,
                 region: region.map(|r| r.0),
                 n: if bytes > 0 { n } else { 0 },

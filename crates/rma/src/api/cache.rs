@@ -71,12 +71,13 @@ pub(crate) fn capacity(len: u64) -> u64 {
 
 /// Whether `kept` can serve an allocation of `sizes` (rule 6: same class everywhere).
 fn fits(kept: &Alloc, sizes: &[u64]) -> bool {
-    kept.caps.len() == sizes.len() && kept.caps.iter().zip(sizes).all(|(&c, &s)| c == capacity(s))
+    kept.lens.len() == sizes.len()
+        && (kept.lens.iter().zip(sizes)).all(|(&l, &s)| capacity(l) == capacity(s))
 }
 
 /// An allocation's file bytes summed over its team (the same on every member).
 fn team_bytes(a: &Alloc) -> u64 {
-    a.caps.iter().sum()
+    a.lens.iter().map(|&l| capacity(l)).sum()
 }
 
 impl Rma<'_> {
@@ -196,7 +197,6 @@ mod tests {
             members,
             bases,
             lens: lens.to_vec(),
-            caps: lens.iter().map(|&l| capacity(l)).collect(),
             maps: Vec::new(),
             region: None,
             n: 1,
@@ -232,7 +232,6 @@ mod tests {
         assert!(!fits(&a, &[4 * page, 0, 5 * page, 0]));
         a.resize(&[4 * page, 0, 5 * page]);
         assert_eq!(a.lens, [4 * page, 0, 5 * page]);
-        assert_eq!(a.caps, [4 * page, 0, 8 * page]);
         let lens: Vec<(usize, u64)> = a.segs.iter().map(|(q, s)| (*q, s.len)).collect();
         assert_eq!(lens, [(0, 4 * page), (2, 5 * page)]);
     }
