@@ -641,6 +641,8 @@ impl Drop for Publisher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nf_testkit::eventually;
+    use std::time::Duration;
 
     fn entry() -> Entry {
         Entry {
@@ -767,22 +769,21 @@ mod tests {
         let reg = dir.path().join("reg");
         let mut p = Publisher::start(Some(&reg), "joby", 0);
         let file = reg.join("joby.0");
-        let holds = |n: usize| {
-            // Bounded: the writer writes within BATCH of a change; 5 s is generous.
-            (0..500).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(10));
+        // Bounded: the writer writes within BATCH of a change; 5 s is generous.
+        let holds = |n: usize, what: &str| {
+            eventually(what, Duration::from_secs(5), || {
                 read_entry(&file).is_some_and(|(e, _)| e.segments.len() == n)
             })
         };
         // The writer waits idle: the first change must wake it.
         p.add(1, 0x1000, 64);
-        assert!(holds(1), "a change to an idle writer was never written");
+        holds(1, "a change to an idle writer is written");
         // Changes made while it gathers a batch (no wake-up) must be in that batch or
         // the next write.
         for i in 2..=50u64 {
             p.add(i, i << 12, 8);
         }
-        assert!(holds(50), "changes made during a batch were never written");
+        holds(50, "changes made during a batch are written");
     }
 
     #[test]
@@ -809,11 +810,9 @@ mod tests {
             );
         }
         // Bounded: the writer runs them within a batch or two; 5 s is generous.
-        let all = (0..500).any(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(10));
+        eventually("every job ran", Duration::from_secs(5), || {
             ran.load(Ordering::SeqCst) == 20
         });
-        assert!(all, "{} of 20 jobs ran", ran.load(Ordering::SeqCst));
         // What still waits when the publisher goes runs before its drop returns.
         let base = 0x7000_0000;
         p.add(99, base, 1);
