@@ -30,6 +30,7 @@
 //! | `ahead`, `behind` | reads ahead and writes behind: several messages of one copy in flight |
 //! | `fileops` | mkdir, remove, unlink, rename, symlink, readlink, fsync |
 //! | `rpc` | tags, the reader thread, [`PendingCall`] and flush |
+//! | `reply`, `sync` | a call's reply slot; rpc's locks (loom's in model checks) |
 //!
 //! A [`Client`] is cheap to clone and may be used from many threads at once: calls are
 //! multiplexed over the one connection, each under its own tag. Paths are `/`-separated
@@ -49,8 +50,10 @@ mod fid;
 mod fileops;
 mod open;
 mod read;
+mod reply;
 mod rpc;
 mod session;
+mod sync;
 mod walk;
 mod write;
 
