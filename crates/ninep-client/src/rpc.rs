@@ -309,7 +309,11 @@ impl Rpc {
         if t.closed.is_none() {
             t.closed = Some(reason);
         }
-        t.waiting.clear();
+        // Hang up in tag order: the map's own order is random, and the loom models
+        // replay each schedule exactly.
+        let mut gone: Vec<_> = t.waiting.drain().collect();
+        gone.sort_unstable_by_key(|&(tag, _)| tag);
+        drop(gone);
         t.sinks.clear();
         drop(t);
         self.wake.notify_all();
