@@ -30,6 +30,9 @@
 //! waits for `Rflush`. As the server sends a reply it already had before the `Rflush`,
 //! and replies are handed out in the order received, the call's own reply — if any — is in its
 //! slot by then, and the tag can be forgotten safely.
+//!
+//! The locks come from `sync.rs`, so `loom_tests.rs` model-checks this handoff (callers
+//! receiving, the reader thread, failure and close) over a model byte pipe.
 
 use std::collections::HashMap;
 use std::sync::mpsc::RecvTimeoutError;
