@@ -78,7 +78,8 @@ impl ReplyRx {
         lock(&self.0.state).reply.take()
     }
 
-    /// Waits for the reply until `deadline` (`None`: as long as it takes).
+    /// Waits for the reply until `deadline` (`None`: as long as it takes): `Timeout`
+    /// once it passed, `Disconnected` once the sending half went without a reply.
     pub(crate) fn recv_until(
         &self,
         deadline: Option<Instant>,
@@ -105,5 +106,68 @@ impl ReplyRx {
             };
             s.asleep = false;
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use nf_ninep::message::Rlerror;
+    use std::thread;
+    use std::time::Duration;
+
+    fn reply(ecode: u32) -> Rmessage {
+        Rlerror { ecode }.into()
+    }
+
+    #[test]
+    fn a_reply_sent_before_the_wait_is_there_and_taken_once() {
+        let (tx, rx) = reply_slot();
+        tx.send(reply(7));
+        assert_eq!(rx.try_recv(), Some(reply(7)));
+        assert_eq!(rx.try_recv(), None);
+        assert_eq!(rx.recv_until(None), Err(RecvTimeoutError::Disconnected));
+    }
+
+    /// Waits with a deadline far off, so a missed wake-up fails (woken only by the
+    /// deadline) rather than hangs; the loom models check waits without one.
+    #[test]
+    fn a_sleeping_call_is_woken_by_the_reply_and_by_a_hang_up() {
+        let far = || Some(Instant::now() + Duration::from_secs(10));
+        let start = Instant::now();
+        let (tx, rx) = reply_slot();
+        let sender = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            tx.send(reply(3));
+        });
+        assert_eq!(rx.recv_until(far()), Ok(reply(3)));
+        sender.join().unwrap();
+
+        let (tx, rx) = reply_slot();
+        let dropper = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            drop(tx);
+        });
+        assert_eq!(rx.recv_until(far()), Err(RecvTimeoutError::Disconnected));
+        dropper.join().unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "woken by the deadline"
+        );
+    }
+
+    #[test]
+    fn a_wait_with_a_deadline_ends_with_timeout_and_the_reply_still_comes() {
+        let (tx, rx) = reply_slot();
+        let start = Instant::now();
+        let waited = rx.recv_until(Some(start + Duration::from_millis(30)));
+        assert_eq!(waited, Err(RecvTimeoutError::Timeout));
+        assert!(start.elapsed() >= Duration::from_millis(30));
+        assert_eq!(
+            rx.recv_until(Some(Instant::now())),
+            Err(RecvTimeoutError::Timeout)
+        );
+        tx.send(reply(1));
+        assert_eq!(rx.recv_until(Some(Instant::now())), Ok(reply(1)));
     }
 }
