@@ -22,9 +22,9 @@ rm -f "$NF_TUNE_FILE"
 cargo test --workspace --no-fail-fast --quiet 2>&1 | tee target/test.log
 echo "== python: pip install ./python, then pytest python/tests (scripts/test-python.sh)"
 scripts/test-python.sh
-echo "== loom: the shm rings and rma's shm locks, model-checked (the loom_*.rs files of crates/transport/src/shm and crates/rma/src/shm)"
+echo "== loom: the shm rings, the tcp handoff, rma's shm locks and the 9P client's reply handoff, model-checked (the loom_*.rs files under crates/transport/src, crates/rma/src/shm and crates/ninep-client/src)"
 # Its own target dir: --cfg loom rebuilds everything, and the normal cache survives.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
-    cargo test -p nf-transport -p nf-rma --release --lib --quiet loom
+    cargo test -p nf-transport -p nf-rma -p nf-ninep-client --release --lib --quiet loom
 # What the suite took, so a CI disk running short shows up before it fills.
 echo "== done: target/ holds $(du -sh target | cut -f1); $(df -h --output=avail . | tail -1 | tr -d ' ') free on its disk"

@@ -30,6 +30,7 @@
 //! | `ahead`, `behind` | reads ahead and writes behind: several messages of one copy in flight |
 //! | `fileops` | mkdir, remove, unlink, rename, symlink, readlink, fsync |
 //! | `rpc` | tags, the reader thread, [`PendingCall`] and flush |
+//! | `reply`, `sync` | a call's reply slot; rpc's locks (loom's in the model checks, `loom_tests`) |
 //!
 //! A [`Client`] is cheap to clone and may be used from many threads at once: calls are
 //! multiplexed over the one connection, each under its own tag. Paths are `/`-separated
@@ -49,10 +50,15 @@ mod fid;
 mod fileops;
 mod open;
 mod read;
+mod reply;
 mod rpc;
 mod session;
+mod sync;
 mod walk;
 mod write;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 use std::fmt;
 use std::io;

@@ -2,10 +2,10 @@
 //!
 //! Many threads may call at once. Each call:
 //!
-//! 1. takes a free tag and registers a one-slot channel under it;
+//! 1. takes a free tag and registers a reply slot (`reply.rs`) under it;
 //! 2. encodes and sends its request under the sending lock;
 //! 3. waits for its reply. Whoever receives (below) decodes every reply and hands it to
-//!    the channel registered under its tag (removing the registration).
+//!    the slot registered under its tag (removing the registration).
 //!
 //! Receiving: where the transport can say when it is readable
 //! ([`Transport::can_wait_readable`]), a waiting call that finds nobody receiving
@@ -13,14 +13,14 @@
 //! call at a time on a connection costs no thread hand-off (a scheduler wake-up per
 //! reply: a third of the gateway's per request). The reader thread receives for the
 //! others: it sleeps while no call waits or while a caller receives, and is woken by
-//! a call that waits on its channel, by a receiving caller that leaves with other
+//! a call that waits on its slot, by a receiving caller that leaves with other
 //! calls still waiting, or by a read with a sink as it starts (pipelined reads: their
 //! data should land while the caller computes, as before). It also looks every [`IDLE_CHECK`] whether an idle connection
 //! was closed by the peer. Without that transport support the reader thread receives
 //! everything, as it always did. One thread receives at a time (the `recv` lock).
 //!
 //! When the connection fails, whoever receives marks it closed and drops every
-//! channel, so each waiting call returns [`ClientError::Disconnected`].
+//! slot, so each waiting call returns [`ClientError::Disconnected`].
 //!
 //! A read may name what to do with its data ([`Sink`]): whoever receives then hands
 //! the reply's data to it straight from its receive buffer (no allocation, one copy
@@ -29,22 +29,23 @@
 //! A call can be abandoned with [`PendingCall::flush`]: it sends `Tflush(tag)` and
 //! waits for `Rflush`. As the server sends a reply it already had before the `Rflush`,
 //! and replies are handed out in the order received, the call's own reply — if any — is in its
-//! channel by then, and the tag can be forgotten safely.
+//! slot by then, and the tag can be forgotten safely.
+//!
+//! The locks come from `sync.rs`, so `loom_tests.rs` model-checks this handoff (callers
+//! receiving, the reader thread, failure and close) over a model byte pipe.
 
 use std::collections::HashMap;
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::error::ClientError;
+use crate::reply::{reply_slot, ReplyRx, ReplyTx};
+use crate::sync::{lock, Condvar, Mutex};
 use nf_link::Transport;
 use nf_ninep::frame::{encode_frame_parts, FrameDecoder, HEADER_SIZE};
 use nf_ninep::message::*;
 use nf_ninep::types::NOTAG;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// What the receiving thread does with one read reply's data, in place of decoding it
 /// into a new buffer.
@@ -58,7 +59,7 @@ const RREAD_DATA: usize = HEADER_SIZE + 4;
 const IDLE_CHECK: Duration = Duration::from_millis(100);
 
 struct Table {
-    waiting: HashMap<u16, SyncSender<Rmessage>>,
+    waiting: HashMap<u16, ReplyTx>,
     sinks: HashMap<u16, Sink>,
     next_tag: u16,
     closed: Option<String>,
@@ -145,7 +146,7 @@ impl Rpc {
         msg: &Tmessage,
         sink: Option<Sink>,
     ) -> Result<PendingCall, ClientError> {
-        let (tx, rx) = sync_channel(1);
+        let (tx, rx) = reply_slot();
         let sinks = sink.is_some();
         let tag = {
             let mut t = lock(&self.table);
@@ -311,7 +312,11 @@ impl Rpc {
         if t.closed.is_none() {
             t.closed = Some(reason);
         }
-        t.waiting.clear();
+        // Hang up in tag order: the map's own order is random, and the loom models
+        // replay each schedule exactly.
+        let mut gone: Vec<_> = t.waiting.drain().collect();
+        gone.sort_unstable_by_key(|&(tag, _)| tag);
+        drop(gone);
         t.sinks.clear();
         drop(t);
         self.wake.notify_all();
@@ -325,7 +330,7 @@ impl Rpc {
         t.sinks.remove(&tag);
         match t.waiting.remove(&tag) {
             Some(tx) => {
-                let _ = tx.send(msg);
+                tx.send(msg);
             }
             None => tracing::debug!(tag, "9P reply for a tag nobody waits on (flushed?)"),
         }
@@ -353,7 +358,7 @@ impl Rpc {
         };
         sink(&b[RREAD_DATA..size]);
         if let Some(tx) = tx {
-            let _ = tx.send(Rmessage::Rread(Rread {
+            tx.send(Rmessage::Rread(Rread {
                 data: Vec::new().into(),
             }));
         }
@@ -384,7 +389,7 @@ impl Rpc {
 pub struct PendingCall {
     rpc: Arc<Rpc>,
     tag: u16,
-    rx: Receiver<Rmessage>,
+    rx: ReplyRx,
 }
 
 impl PendingCall {
@@ -407,7 +412,7 @@ impl PendingCall {
     }
 
     /// Waits until the reply or `timeout` (`None`: as long as it takes): receiving
-    /// itself if nobody else does, else on its channel (module docs).
+    /// itself if nobody else does, else on its slot (module docs).
     fn wait_for(&self, timeout: Option<Duration>) -> Result<Option<Rmessage>, ClientError> {
         let deadline = timeout.map(|t| Instant::now() + t);
         if let Some(reply) = self.receive_own(deadline)? {
@@ -417,22 +422,16 @@ impl PendingCall {
         let disconnected = || ClientError::Disconnected {
             reason: self.rpc.closed_reason(),
         };
-        match deadline {
-            None => self.rx.recv().map(Some).map_err(|_| disconnected()),
-            Some(d) => match self
-                .rx
-                .recv_timeout(d.saturating_duration_since(Instant::now()))
-            {
-                Ok(m) => Ok(Some(m)),
-                Err(RecvTimeoutError::Timeout) => Ok(None),
-                Err(RecvTimeoutError::Disconnected) => Err(disconnected()),
-            },
+        match self.rx.recv_until(deadline) {
+            Ok(m) => Ok(Some(m)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err(disconnected()),
         }
     }
 
     /// Receives for itself until its reply comes or `deadline` passes, if the
     /// transport allows it and nobody else receives now; `Ok(None)` otherwise (the
-    /// reply may still come on the channel).
+    /// reply may still come in the slot).
     fn receive_own(&self, deadline: Option<Instant>) -> Result<Option<Rmessage>, ClientError> {
         let rpc = &*self.rpc;
         if !rpc.callers_receive {
@@ -451,7 +450,7 @@ impl PendingCall {
             t.caller_receives = true;
         }
         let outcome = loop {
-            if let Ok(reply) = self.rx.try_recv() {
+            if let Some(reply) = self.rx.try_recv() {
                 break Ok(Some(reply));
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -501,7 +500,7 @@ impl PendingCall {
                 after,
             })?,
         };
-        let original = self.rx.try_recv().ok();
+        let original = self.rx.try_recv();
         self.rpc.forget(self.tag);
         match reply {
             Rmessage::Rflush(_) => Ok(original),
