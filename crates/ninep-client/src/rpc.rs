@@ -208,8 +208,12 @@ impl Rpc {
                 break None;
             };
             let mut r = lock(&self.recv);
-            // A caller may have received meanwhile what was waited for.
-            if self.callers_receive && !readable && !self.reader_should_receive(&lock(&self.table))
+            // A caller may have received meanwhile what was waited for, or what the
+            // idle check saw arrive: receiving then would block with the lock held,
+            // and the next calls could not receive for themselves.
+            if self.callers_receive
+                && !self.reader_should_receive(&lock(&self.table))
+                && !(readable && self.readable_now())
             {
                 continue;
             }
@@ -252,15 +256,21 @@ impl Rpc {
             t.reader_asleep = false;
             if waited.timed_out() && !t.caller_receives {
                 drop(t);
-                if !matches!(
-                    self.transport.wait_readable(Some(Duration::ZERO)),
-                    Ok(false)
-                ) {
+                if self.readable_now() {
                     return Some(true);
                 }
                 t = lock(&self.table);
             }
         }
+    }
+
+    /// Whether bytes (or the end) wait to be received now, without waiting; an error
+    /// counts as readable, so that receiving reports it.
+    fn readable_now(&self) -> bool {
+        !matches!(
+            self.transport.wait_readable(Some(Duration::ZERO)),
+            Ok(false)
+        )
     }
 
     /// Wakes the reader thread if it sleeps and calls wait that no caller receives.
