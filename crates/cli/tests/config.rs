@@ -282,7 +282,7 @@ fn config_shows_the_value_in_force_not_the_defaults_description() {
     );
     // Nothing cached: the number, not "what `nf tune` cached, else …".
     let frame = line_of(&stdout, "NF_SHM_FRAME_SIZE");
-    assert!(frame.ends_with("default: 16384"), "{frame}");
+    assert!(frame.ends_with("default: 16448"), "{frame}");
     assert!(!stdout.contains("$XDG"), "{stdout}");
 }
 

@@ -3,7 +3,7 @@
 //! cache, and a setting in the environment overrides it.
 //!
 //! The cache is a small JSON object, e.g. `{"rndv_threshold": 32768, "shm_frame_size":
-//! 16384}`; unknown keys are ignored, a missing key means "not measured", and a missing
+//! 16448}`; unknown keys are ignored, a missing key means "not measured", and a missing
 //! or unreadable file means "not tuned". It is a file on this host, so the values are
 //! per host (a shared home directory shares them: set `NF_TUNE_FILE` per host then).
 
@@ -54,7 +54,7 @@ pub struct Measured {
 
 impl Tuned {
     /// Each measured value with the setting it stands for, e.g.
-    /// `("NF_SHM_FRAME_SIZE", 16384)`: what `nf config` shows and what `nf tune --check`
+    /// `("NF_SHM_FRAME_SIZE", 16448)`: what `nf config` shows and what `nf tune --check`
     /// sets in the environment of a job to run with a tuned value.
     pub fn settings(&self) -> Vec<(&'static str, usize)> {
         [

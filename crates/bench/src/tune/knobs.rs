@@ -77,8 +77,10 @@ impl Knob {
             Knob::Frame => Spec {
                 var: "NF_SHM_FRAME_SIZE",
                 transport: "shm",
-                candidates: &[4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10],
-                default: 16 << 10,
+                // Powers of two of payload behind the frame's 64 B header, so a
+                // message of that size fits one frame.
+                candidates: &[4160, 8256, 16448, 32832, 65600],
+                default: nf_transport::shm::DEFAULT_FRAME_SIZE,
                 sizes: &[1 << 10, 8 << 10, 32 << 10, 128 << 10, 512 << 10],
             },
             // Sizes between the candidates; the packet also carries a few bytes of

@@ -89,13 +89,19 @@ pub struct ShmConfig {
     pub sleeps: bool,
 }
 
+/// The default frame: 16 KiB of payload behind its one-line header, so that a 16 KiB
+/// message, a size programs send often, fits one frame (with 16 KiB frames it took
+/// two, and twice the time: 2.9 against 1.5 µs half round trip on the 2-core VM,
+/// every other size within 2 %).
+pub const DEFAULT_FRAME_SIZE: usize = 16 * 1024 + layout::CACHE_LINE;
+
 impl Default for ShmConfig {
     fn default() -> Self {
         ShmConfig {
             dir: PathBuf::from("/dev/shm"),
             rings: 1,
             frames: 128,
-            frame_size: 16 * 1024,
+            frame_size: DEFAULT_FRAME_SIZE,
             fast_limit: layout::FAST_DATA,
             sleeps: false,
         }
