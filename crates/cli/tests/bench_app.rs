@@ -170,8 +170,12 @@ fn a_node_server_that_dies_mid_run_is_an_error_not_a_hang() {
     let out = nf_testkit::finish_within(child, bench_support::BOUND, "nf bench app");
     assert!(!out.status.success());
     let err = text(&out.stderr);
+    // The ranks enter the registry before they attach to the node, so on a busy host
+    // the server may go while they connect: then the error names the attach.
     assert!(
-        err.contains("9P connection closed") || err.contains("connecting to 9P server"),
+        err.contains("9P connection closed")
+            || err.contains("connecting to 9P server")
+            || err.contains("reads through the node's 9P server; attaching to"),
         "{err}"
     );
 }

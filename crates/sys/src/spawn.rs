@@ -34,6 +34,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command};
+use std::time::Duration;
 
 use crate::cgroup::JobCgroup;
 
@@ -199,6 +200,30 @@ pub fn spawn(
             Ok(())
         });
     }
+    spawn_unless_busy(&mut cmd)
+}
+
+/// Tries of [`spawn_unless_busy`], napping 1, 2, 4 … up to 50 ms between them (about
+/// 0.7 s in all).
+const BUSY_TRIES: u32 = 20;
+
+/// `cmd.spawn()`, tried again while exec fails with `ETXTBSY`. A program just uploaded
+/// is "busy" while any process holds it open for writing, and that includes a child
+/// that another thread of this process forked while the upload's descriptor was open,
+/// until the child execs and the close-on-exec descriptor goes. The window is short,
+/// grows on a busy host, and is no fault of the program; a program still busy after
+/// the last try is the error.
+fn spawn_unless_busy(cmd: &mut Command) -> io::Result<Child> {
+    let mut nap = Duration::from_millis(1);
+    for _ in 1..BUSY_TRIES {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
     cmd.spawn()
 }
 
@@ -289,6 +314,40 @@ mod tests {
             [pid.to_string(), pid.to_string()],
             "the job leads its own group and session"
         );
+    }
+
+    /// A script at `dir/name` that exits 0, and a descriptor holding it open for
+    /// writing (what makes exec fail with `ETXTBSY`).
+    fn busy_script(dir: &Path, name: &str) -> (std::path::PathBuf, std::fs::File) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = dir.join(name);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o755)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"#!/bin/sh\nexit 0\n").unwrap();
+        (path, f)
+    }
+
+    #[test]
+    fn a_program_busy_for_a_moment_runs_and_one_busy_for_good_is_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        // Released by another thread shortly: the spawn waits it out.
+        let (path, writer) = busy_script(dir.path(), "briefly.sh");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            drop(writer);
+        });
+        let child = spawn(Command::new(&path), None, dir.path(), &[], None);
+        release.join().unwrap();
+        let status = child.expect("spawned once released").wait().unwrap();
+        assert!(status.success(), "{status}");
+        // Never released: ETXTBSY after the tries, not a hang.
+        let (path, _writer) = busy_script(dir.path(), "always.sh");
+        let err = spawn(Command::new(&path), None, dir.path(), &[], None).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ETXTBSY), "{err}");
     }
 
     #[test]
