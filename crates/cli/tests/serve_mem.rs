@@ -120,9 +120,16 @@ fn names(root: &Root, path: &str) -> Vec<String> {
     v
 }
 
-/// The one segment of `/mem/JOB/RANK`.
+/// The one segment of `/mem/JOB/RANK`, once listed: a rank's registry file is
+/// rewritten by its writer thread within a batching window after the allocation, so
+/// a rank that says it is ready may not list its segment yet.
 fn segment(root: &Root, job: &str, rank: usize) -> String {
-    let segs = names(root, &format!("/mem/{job}/{rank}"));
+    let dir = format!("/mem/{job}/{rank}");
+    let mut segs = Vec::new();
+    eventually("the rank's segment in /mem", || {
+        segs = names(root, &dir);
+        !segs.is_empty()
+    });
     assert_eq!(segs.len(), 1, "one segment per rank: {segs:?}");
     format!("/mem/{job}/{rank}/{}", segs[0])
 }
